@@ -1,0 +1,55 @@
+"""The ``attn`` command group.
+
+Each module in :mod:`attn_cli.commands` lists its click commands in ``COMMANDS``; they are
+collected here.  Command modules import torch and matplotlib only inside the command
+bodies, so ``attn --help`` stays instant.  Domain errors (:class:`attn_cli.errors.AttnError`)
+become a one-line ``Error: ...`` here, in one place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import click
+
+from attn_cli import __version__
+from attn_cli.errors import AttnError
+
+
+class AttnGroup(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except AttnError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=AttnGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="attn")
+def cli():
+    """Regenerate every table and figure of two texts on attention, and check each number.
+
+    \b
+    Examples:
+        attn list                         # every table and figure, and who makes it
+        attn copy-task --lengths 4 8 16 32
+        attn heatmap attention translation
+        attn verify                       # regenerate and compare with the texts
+    """
+
+
+def _load_commands() -> None:
+    import attn_cli.commands as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        for command in getattr(module, "COMMANDS", ()):
+            cli.add_command(command)
+
+
+_load_commands()
+
+
+def main() -> None:
+    cli(prog_name="attn")

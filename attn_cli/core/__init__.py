@@ -1,0 +1,1 @@
+"""Pure compute core: torch/numpy only (no click, rich or matplotlib)."""

@@ -1,0 +1,41 @@
+"""Up-front memory estimates: refuse what would not fit instead of crashing mid-run."""
+
+from __future__ import annotations
+
+import os
+
+from attn_cli.errors import MemoryRefused
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1000
+    return f"{n:.1f} PB"  # pragma: no cover
+
+
+def available_bytes(device: str = "cpu") -> int:
+    """Free memory on ``device`` (CPU: MemAvailable from /proc/meminfo, else total RAM)."""
+    if device.startswith("cuda"):
+        import torch
+
+        free, _total = torch.cuda.mem_get_info()
+        return int(free)
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_fits(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5) -> None:
+    """Raise :class:`MemoryRefused` when ``nbytes`` exceeds ``fraction`` of free memory."""
+    budget = available_bytes(device) * fraction
+    if nbytes > budget:
+        raise MemoryRefused(
+            f"{what} needs about {human_bytes(nbytes)}, more than {fraction:.0%} of the "
+            f"{human_bytes(budget / fraction)} free on {device}; refused before starting")

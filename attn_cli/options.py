@@ -1,0 +1,121 @@
+"""Options shared by every subcommand: one decorator, one ``Common`` value.
+
+    @click.command()
+    @common_options
+    def cmd(..., common: Common): ...
+
+``--device [cpu|cuda|auto]`` (default cpu; cuda without CUDA is a usage error, never a
+silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), ``--out DIR``
+(default ``outputs/``, created if missing), ``--json`` (JSON on stdout instead of the table)
+and ``--quick`` (reduced sizes for smoke runs).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from attn_cli.core.device import DEVICE_CHOICES
+
+
+@dataclass(frozen=True)
+class Common:
+    device: str  # resolved: "cpu" or "cuda"
+    seed: int  # the seed every experiment starts from (torch.manual_seed)
+    out: Path  # output folder, exists and is writable
+    json: bool  # print JSON on stdout instead of the rich table
+    quick: bool  # reduced sizes for smoke runs
+
+    def path(self, name: str) -> Path:
+        """A file inside the output folder."""
+        return self.out / name
+
+
+def _resolve_device(ctx, param, value):
+    from attn_cli.core.device import resolve_device
+    from attn_cli.errors import AttnError
+
+    try:
+        return resolve_device(value)
+    except AttnError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def validate_out_dir(ctx, param, value) -> Path:
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise click.BadParameter(f"{str(path)!r} exists and is not a directory", ctx=ctx, param=param)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot create {str(path)!r}: {exc.strerror}", ctx=ctx, param=param) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{str(path)!r} is not writable", ctx=ctx, param=param)
+    return path
+
+
+def common_options(func):
+    """Add --device, --seed, --out, --json, --quick; pass them as ``common: Common``."""
+
+    @click.option("--quick", is_flag=True, help="Reduced sizes for a fast smoke run.")
+    @click.option("--json", "as_json", is_flag=True,
+                  help="Print the result as JSON on stdout instead of the table (figures are still written).")
+    @click.option("--out", "out", default="outputs", show_default=True, metavar="DIR",
+                  callback=validate_out_dir, help="Folder for figures and data files (created if missing).")
+    @click.option("--seed", type=int, default=0, show_default=True,
+                  help="Random seed (the texts use torch.manual_seed(0)).")
+    @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,
+                  callback=_resolve_device,
+                  help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available).")
+    @functools.wraps(func)
+    def wrapper(*args, device, seed, out, as_json, quick, **kwargs):
+        common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick)
+        return func(*args, common=common, **kwargs)
+
+    return wrapper
+
+
+def _looks_like_value(token: str) -> bool:
+    """A following token belongs to a multi-value option unless it is another option.
+
+    Negative numbers ("-5") count as values so that range checks report them clearly.
+    """
+    if not token.startswith("-") or token == "-":
+        return True
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+class MultiValueOption(click.Option):
+    """An option taking one or more values after a single flag: ``--lengths 4 8 16 32``.
+
+    Declared with ``multiple=True`` (so ``--lengths 4 --lengths 8`` also works); each
+    value is converted and validated by the option's ``type``.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs["multiple"] = True
+        super().__init__(*args, **kwargs)
+
+    def add_to_parser(self, parser, ctx) -> None:
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            opt = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if opt is None or getattr(opt, "_greedy", False):
+                continue
+            original = opt.process
+
+            def process(value, state, _original=original):
+                _original(value, state)
+                while state.rargs and _looks_like_value(state.rargs[0]):
+                    _original(state.rargs.pop(0), state)
+
+            opt.process = process
+            opt._greedy = True

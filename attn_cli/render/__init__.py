@@ -1,0 +1,1 @@
+"""Rendering: rich tables, matplotlib figures, JSON/CSV files (no click)."""

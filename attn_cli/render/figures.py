@@ -1,0 +1,27 @@
+"""Shared matplotlib helpers (Agg backend, object API)."""
+
+from __future__ import annotations
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
+    """``plt.subplots`` on the Agg backend, imported lazily so ``attn --help`` stays fast."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(nrows, ncols, **kwargs)
+
+
+def heatmap(ax, weights, row_labels, col_labels, *, vmin=0.0, vmax=1.0, cmap="Blues",
+            annotate: bool = False, fmt: str = "{:.2f}"):
+    """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
+    im = ax.imshow(weights, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(col_labels)), labels=[str(c) for c in col_labels])
+    ax.set_yticks(range(len(row_labels)), labels=[str(r) for r in row_labels])
+    if annotate:
+        for i, row in enumerate(weights):
+            for j, w in enumerate(row):
+                ax.text(j, i, fmt.format(w), ha="center", va="center", fontsize=7,
+                        color="white" if w > 0.6 * (vmax - vmin) + vmin else "black")
+    return im

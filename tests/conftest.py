@@ -1,0 +1,58 @@
+"""Shared test helpers: run the installed ``attn`` entry point as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ATTN = shutil.which("attn") or str(Path(sys.executable).with_name("attn"))
+
+
+def run_attn(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``attn ARGS...`` through the console script; returns the completed process."""
+    env = dict(os.environ, COLUMNS="200", NO_COLOR="1")
+    return subprocess.run([ATTN, *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=timeout)
+
+
+def run_json(*args: str, tmp_path: Path, timeout: float = 300):
+    """Run ``attn ARGS... --quick --json --out tmp_path`` and parse stdout as JSON."""
+    proc = run_attn(*args, "--json", "--out", str(tmp_path), timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Non-zero exit, a one-line ``Error: ...`` on stderr, no traceback."""
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    error_lines = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+    assert error_lines, proc.stderr
+    for fragment in fragments:
+        assert fragment in proc.stderr, proc.stderr
+
+
+def assert_png(path: Path) -> None:
+    """The file exists, is a PNG and is not blank (more than one colour)."""
+    import numpy as np
+    from matplotlib import image
+
+    assert path.exists(), path
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", path
+    pixels = image.imread(path)
+    assert np.ptp(pixels.reshape(-1, pixels.shape[-1]), axis=0).max() > 0.1, f"{path} looks blank"
+
+
+@pytest.fixture(autouse=True)
+def _no_open_figures():
+    yield
+    if "matplotlib.pyplot" in sys.modules:
+        import matplotlib.pyplot as plt
+
+        assert not plt.get_fignums(), "a test left a matplotlib figure open"
