@@ -1,29 +1,32 @@
 """The registry of published values: one package, one module per family of checks.
 
-Each family module (``w9``, ``copy_task``, ``d2l``) defines ``CHECKS: tuple[Check, ...]``;
-:data:`CHECKS` collects them, keyed by check ID.  The catalogue of tables and figures is
+Every module of this package other than ``types`` and ``catalogue`` is a family of checks
+(one per experiment family) and defines ``CHECKS: tuple[Check, ...]``; :func:`all_checks`
+collects them all, keyed by check ID.  The catalogue of tables and figures is
 :mod:`attn_cli.published.catalogue`.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from attn_cli.published.catalogue import ARTIFACTS, BY_ID
 from attn_cli.published.types import Artifact, Check
 
-FAMILIES = ("w9", "copy_task", "d2l")
+_NOT_FAMILIES = {"types", "catalogue"}
+
+
+def families() -> list[str]:
+    import attn_cli.published as pkg
+
+    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in _NOT_FAMILIES)
 
 
 def all_checks() -> dict[str, Check]:
     checks: dict[str, Check] = {}
-    for family in FAMILIES:
-        try:
-            module = importlib.import_module(f"{__name__}.{family}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{family}":
-                continue  # family not written yet
-            raise
+    for family in families():
+        module = importlib.import_module(f"{__name__}.{family}")
         for check in module.CHECKS:
             if check.id in checks:
                 raise ValueError(f"duplicate check id {check.id}")
