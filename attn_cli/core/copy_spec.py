@@ -1,0 +1,48 @@
+"""What one copy-task training run is, and what it returns: shared by both engines.
+
+``exact`` (attn_cli.core.copy_train) reproduces the W9 2.3 program bit for bit on CPU;
+``fast`` (attn_cli.core.copy_fast) trains the same models on the same data with other
+kernels, so its numbers are statistically equivalent, not bitwise equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+VOCAB = 12  # 10 digits, BOS, one spare symbol
+BOS = 10
+EMBED = 32  # token embedding width
+MODELS = ("attention", "plain")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    model: str = "attention"  # "attention" (W9 2.3) or "plain" (the Week 8 encoder-decoder)
+    length: int = 4  # sequence length to copy
+    seed: int = 0  # torch.manual_seed before the model is built
+    steps: int = 2500  # Adam steps
+    hidden: int = 32  # GRU hidden size
+    batch_size: int = 64  # training batch
+    lr: float = 3e-3  # Adam learning rate
+    eval_size: int = 1000  # one evaluation batch, drawn after training
+    clip: float = 1.0  # gradient-norm clipping
+
+
+@dataclass
+class RunOutcome:
+    spec: RunSpec
+    teacher_forced: float  # token accuracy with teacher forcing
+    free_running: float  # token accuracy generating from BOS
+    exact: float  # fraction of whole sequences copied exactly (free running)
+    seconds: float  # wall time of this run
+    final_loss: float  # training loss at the last step
+    # attention model only: one evaluation sequence and the readout attention weights
+    # (decoder step x input position) of free-running generation on it
+    example_src: list[int] = field(default_factory=list)
+    example_weights: list[list[float]] = field(default_factory=list)
+    engine: str = "exact"
+
+
+# progress(step_done, total_steps, loss) called from inside a run, at most every few steps
+Progress = Optional[Callable[[int, int, float], None]]
