@@ -29,3 +29,23 @@ def emit(result: Any, renderables, as_json: bool) -> None:
         renderables = [renderables]
     for r in renderables:
         stdout.print(r)
+
+
+def check_table(title: str, rows, caption: str | None = None):
+    """A rich table of regenerated values beside the published ones.
+
+    rows: ``(quantity, regenerated, published, verdict)`` with text cells; verdict is True
+    (within the check's tolerance), False, None (no published value) or a short string.
+    """
+    from rich.table import Table
+
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    table.add_column("quantity")
+    table.add_column("regenerated", justify="right")
+    table.add_column("published", justify="right")
+    table.add_column("", justify="center")
+    for quantity, regenerated, published, verdict in rows:
+        mark = {True: "[green]ok[/]", False: "[red]DIFF[/]", None: ""}.get(verdict, verdict) \
+            if isinstance(verdict, (bool, type(None))) else str(verdict)
+        table.add_row(quantity, regenerated, published, mark)
+    return table
