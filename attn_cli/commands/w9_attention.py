@@ -1,0 +1,142 @@
+"""W9 chapters 3.3, 4.2 and 5.2: ``sqrt-dk``, ``masks`` and ``scaling``.
+
+Thin commands: parse, build the experiment's Config, run it, render. torch and
+matplotlib are imported only inside the command bodies.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import click
+
+from attn_cli.options import Common, MultiValueOption, common_options
+
+
+@contextmanager
+def _progress(description: str, enabled: bool = True):
+    """A transient rich progress bar on stderr; yields ``update(done, total)``."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from attn_cli.render.console import stderr
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=stderr, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _finish(common: Common, result, render_module) -> None:
+    from attn_cli.render.console import emit, note
+
+    paths = render_module.figures(result, common.out)
+    emit(result, render_module.tables(result), common.json)
+    for path in paths:
+        note(f"wrote {path}")
+
+
+@click.command(name="sqrt-dk")
+@click.option("--dims", cls=MultiValueOption, type=click.IntRange(min=1), default=(4, 16, 64, 256, 1024),
+              show_default=True, metavar="D_K...", help="Key dimensions d_k, drawn in this order.")
+@click.option("--trials", type=click.IntRange(min=1), default=None,
+              help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]")
+@common_options
+def sqrt_dk(dims: tuple[int, ...], trials: int | None, common: Common) -> None:
+    """Why scores are divided by sqrt(d_k): saturation and vanishing gradients (W9 3.3).
+
+    For each d_k: std of q.k unscaled and scaled, the mean largest softmax weight over 10
+    keys, and the softmax gradient norm, beside the text's numbers (identical at the
+    defaults); writes sqrt_dk.png (both curves against d_k, log axis) and sqrt_dk.csv.
+
+    \b
+    Example:
+        attn sqrt-dk
+        attn sqrt-dk --dims 16 64 --trials 5000
+    """
+    from attn_cli.experiments import sqrt_dk as exp
+    from attn_cli.render import sqrt_dk as render
+
+    overrides = dict(seed=common.seed, device=common.device, dims=tuple(dims))
+    if trials is not None:
+        overrides["trials"] = trials
+    config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
+    with _progress("sqrt-dk: d_k", enabled=config.trials * max(config.dims) > 2_000_000) as update:
+        result = exp.run(config, progress=update)
+    _finish(common, result, render)
+
+
+@click.command(name="masks")
+@common_options
+def masks(common: Common) -> None:
+    """Causal and padding masks: no peeking at the future (W9 4.2).
+
+    Causal weights of 5 random tokens (rows sum to 1), the leak test (past outputs do not
+    change when the future does, with the mask; they do without), and the padding mask's
+    weight 0.0, beside the text's; the core's keep-mask equals the text's -inf recipe.
+    Writes masks.png (causal and padding heatmaps) and masks.csv.
+
+    \b
+    Example:
+        attn masks
+    """
+    from attn_cli.experiments import masks as exp
+    from attn_cli.render import masks as render
+
+    kwargs = dict(seed=common.seed, device=common.device)
+    config = exp.Config.quick(**kwargs) if common.quick else exp.Config(**kwargs)
+    _finish(common, exp.run(config), render)
+
+
+@click.command(name="scaling")
+@click.option("--lengths", cls=MultiValueOption, type=click.IntRange(min=1), default=None, metavar="N...",
+              help="Sequence lengths n  [default: 512 2048 8192 32768 131072 for the table; with --measure "
+                   "and no --lengths, sizes that run in seconds are measured]")
+@click.option("--d-model", type=click.IntRange(min=1), default=512, show_default=True,
+              help="Width d in n^2 d (and the head width of --measure).")
+@click.option("--measure", is_flag=True,
+              help="Also time real attention forward passes on --device, fit the exponent, draw a log-log PNG.")
+@click.option("--repeats", type=click.IntRange(min=1), default=None,
+              help="Timed passes per n for --measure (median kept)  [default: 5; 2 with --quick]")
+@common_options
+def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int | None, common: Common) -> None:
+    """The price of attention: quadratic cost in the sequence length (W9 5.2).
+
+    The text's table (score entries, float32 memory, n^2 d operations) beside its numbers.
+    With --measure, times real forward passes for growing n, prints time and peak memory
+    beside the formula, fits the exponent of time against n (about 2) and writes
+    scaling_measured.png and .csv. A size whose pass would not fit comfortably in free
+    memory is refused before anything is allocated.
+
+    \b
+    Example:
+        attn scaling
+        attn scaling --measure
+        attn scaling --measure --device cuda --lengths 4096 8192 16384
+    """
+    from attn_cli.experiments import scaling as exp
+    from attn_cli.render import scaling as render
+
+    overrides = dict(seed=common.seed, device=common.device, d_model=d_model, measure=measure)
+    if lengths:
+        overrides["lengths"] = tuple(lengths)
+        overrides["measure_lengths"] = tuple(lengths)
+    else:
+        overrides["measure_lengths"] = exp.Config.default_measure_lengths(common.device, common.quick)
+    if repeats is not None:
+        overrides["repeats"] = repeats
+    config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
+    if measure:
+        exp.check_measurable(config)  # refuse up front, before the progress bar or any allocation
+    with _progress(f"timing attention on {config.device}", enabled=measure) as update:
+        result = exp.run(config, progress=update)
+    _finish(common, result, render)
+
+
+COMMANDS = [sqrt_dk, masks, scaling]

@@ -1,0 +1,118 @@
+"""W9 4.2: causal and padding masks.
+
+Self-attention of n=5 random tokens (d=4, no projections) under a causal mask: the weights
+are lower-triangular and rows still sum to 1; changing the future tokens 3 and 4 leaves
+the outputs at positions 0, 1, 2 unchanged, and without the mask they change. A padding
+mask on positions 3 and 4 gives them weight exactly 0.
+
+The package core is used (:func:`attn_cli.core.attention.masked_softmax`, whose mask is
+True = keep) and compared with the text's own recipe, ``masked_fill(future, -inf)``
+(True = blocked), which must give the same weights bit for bit.
+
+Draw order (the text's): ``manual_seed(seed)``; x = randn(n, d); then x2[3:] = randn(2, d).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+ARTIFACTS = ("w9-masks",)
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed(0) in the text
+    device: str = "cpu"  # draws on the CPU generator, then moved here
+    n: int = 5  # tokens (positions)
+    d: int = 4  # token width = d_k (no projections)
+    changed_from: int = 3  # the "future" tokens changed in the leak test: positions changed_from..n-1
+    padding_from: int = 3  # padding mask: positions padding_from..n-1 are padding
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**overrides)  # already tiny
+
+
+@dataclass
+class Result:
+    config: dict
+    positions: list[int]
+    causal_weights: list[list[float]]  # full float32 precision, row = query position
+    causal_weights_rounded: list[list[float]]  # rounded to 2 decimals as the text prints them
+    row_sums: list[float]  # should be 1 (float32 noise in the last bits)
+    core_equals_text: bool  # core masked_softmax == text's masked_fill(-inf) recipe, bit for bit
+    core_max_abs_diff: float  # max |core - text| over causal and padding weights
+    past_unchanged_with_mask: bool  # allclose(outputs[:3]) when tokens 3, 4 change, causal mask
+    past_changes_without_mask: bool  # not allclose(...) without a mask
+    past_max_abs_change_with_mask: float
+    past_max_abs_change_without_mask: float
+    padding_weights: list[list[float]]  # weights with the padding mask (no causal mask)
+    padding_weight: float  # total weight on the padding positions (text: 0.0)
+
+    def measured(self) -> dict[str, Any]:
+        c = self.config
+        if (c["seed"], c["n"], c["d"], c["changed_from"], c["padding_from"]) != (0, 5, 4, 3, 3):
+            return {}
+        return {
+            "w9-masks.causal_weights": self.causal_weights,
+            "w9-masks.row_sums": self.row_sums,
+            "w9-masks.past_unchanged": self.past_unchanged_with_mask,
+            "w9-masks.changes_without_mask": self.past_changes_without_mask,
+            "w9-masks.padding_weight": self.padding_weight,
+            "w9-masks.core_equals_text": self.core_equals_text,
+        }
+
+
+def _round2(weights) -> list[list[float]]:
+    """Round as the text does (numpy float32 ``.round(2)``), then tidy the float repr."""
+    return [[round(float(v), 2) for v in row] for row in weights.cpu().numpy().round(2)]
+
+
+def run(config: Config) -> Result:
+    import torch
+
+    from attn_cli.core.attention import causal_mask, masked_softmax, scaled_dot_product_attention
+
+    n, d, dev = config.n, config.d, config.device
+    gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
+    x = torch.randn(n, d, generator=gen).to(dev)  # (n, d)
+    x2 = x.clone()
+    x2[config.changed_from:] = torch.randn(n - config.changed_from, d, generator=gen).to(dev)  # change the future
+
+    scores = x @ x.T / d ** 0.5  # (n, n)
+    keep_causal = causal_mask(n, device=dev)  # (n, n) True = may attend (key <= query)
+    weights = masked_softmax(scores, keep_causal)  # (n, n)
+
+    # the text's recipe: True = blocked, -inf before the softmax
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool, device=dev), diagonal=1)
+    text_weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+
+    is_pad = torch.arange(n, device=dev) >= config.padding_from  # (n,) True = padding
+    pad_weights = masked_softmax(scores, ~is_pad[None, :])  # (n, n)
+    text_pad = torch.softmax(scores.masked_fill(is_pad[None, :], float("-inf")), -1)
+
+    def attend(tokens, keep):  # self-attention without projections: softmax(x x^T / sqrt(d)) x
+        return scaled_dot_product_attention(tokens, tokens, tokens, mask=keep)[0]  # (n, d)
+
+    past = slice(0, config.changed_from)
+    with_mask = (attend(x, keep_causal)[past], attend(x2, keep_causal)[past])
+    without = (attend(x, None)[past], attend(x2, None)[past])
+
+    return Result(
+        config=dataclasses.asdict(config),
+        positions=list(range(n)),
+        causal_weights=weights.cpu().tolist(),
+        causal_weights_rounded=_round2(weights),
+        row_sums=weights.sum(-1).cpu().tolist(),
+        core_equals_text=bool(torch.equal(weights, text_weights) and torch.equal(pad_weights, text_pad)),
+        core_max_abs_diff=max((weights - text_weights).abs().max().item(),
+                              (pad_weights - text_pad).abs().max().item()),
+        past_unchanged_with_mask=bool(torch.allclose(*with_mask)),
+        past_changes_without_mask=not torch.allclose(*without),
+        past_max_abs_change_with_mask=(with_mask[0] - with_mask[1]).abs().max().item(),
+        past_max_abs_change_without_mask=(without[0] - without[1]).abs().max().item(),
+        padding_weights=pad_weights.cpu().tolist(),
+        padding_weight=pad_weights[:, config.padding_from:].sum().item(),
+    )

@@ -1,0 +1,214 @@
+"""W9 5.2: the quadratic cost of attention.
+
+The formula table (the text's): for sequence length n, one head's score matrix has n^2
+entries, takes 4 n^2 bytes in float32, and the products cost n^2 d multiply-adds.
+
+``measure=True`` adds a measurement: time real forward passes of the core's
+:func:`~attn_cli.core.attention.scaled_dot_product_attention` (one head, d_k = d_v = d_model,
+batch 1) for growing n, after a warm-up, with ``torch.cuda.synchronize`` on a GPU; the
+median of ``repeats`` passes is kept. Peak memory is ``torch.cuda.max_memory_allocated``
+on a GPU; on the CPU it is an *estimate* from the sizes of the tensors the pass allocates
+(inputs + scores + weights + output), since PyTorch's CPU allocator reports no peak.
+The exponent of time against n is fitted by least squares on log-log axes (expect ~2).
+Every requested size is checked against free memory before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+ARTIFACTS = ("w9-scaling",)
+
+TEXT_LENGTHS = (512, 2048, 8192, 32768, 131072)  # the n the text prints
+TEXT_D_MODEL = 512  # the d in "n^2 * d operations (d = 512)"
+MEASURE_LENGTHS = {"cpu": (256, 512, 1024, 2048, 4096), "cuda": (2048, 4096, 8192, 16384, 32768)}
+QUICK_MEASURE_LENGTHS = {"cpu": (128, 256, 512, 1024), "cuda": (1024, 2048, 4096, 8192)}
+BYTES_PER_FLOAT = 4  # float32
+
+
+def text_memory(nbytes: float) -> str:
+    """Format bytes as the text does: MB below 1e9 bytes, GB above, one decimal."""
+    unit, value = ("MB", nbytes / 1e6) if nbytes < 1e9 else ("GB", nbytes / 1e9)
+    return f"{value:.1f} {unit}"
+
+
+def forward_bytes(n: int, d_model: int) -> int:
+    """Estimated memory of one forward pass: q, k, v, output (n x d) + scores, weights (n x n)."""
+    return BYTES_PER_FLOAT * (4 * n * d_model + 2 * n * n)
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # seeds the random q, k, v of the measurement
+    device: str = "cpu"  # where the measured forward passes run
+    lengths: tuple[int, ...] = TEXT_LENGTHS  # n of the formula table
+    d_model: int = TEXT_D_MODEL  # d in n^2 d, and the head width of the measurement
+    measure: bool = False  # also time real forward passes
+    measure_lengths: tuple[int, ...] = MEASURE_LENGTHS["cpu"]  # n of the measurement
+    repeats: int = 5  # timed passes per n (the median is kept)
+    warmup: int = 1  # untimed passes per n before timing
+    memory_fraction: float = 0.5  # refuse an n whose pass needs more than this share of free memory
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        device = overrides.get("device", "cpu")
+        return cls(**{"measure_lengths": QUICK_MEASURE_LENGTHS[device], "repeats": 2, **overrides})
+
+    @classmethod
+    def default_measure_lengths(cls, device: str, quick: bool) -> tuple[int, ...]:
+        return (QUICK_MEASURE_LENGTHS if quick else MEASURE_LENGTHS)[device]
+
+
+@dataclass
+class FormulaRow:
+    n: int
+    entries: int  # n^2 score entries
+    memory_bytes: int  # float32 bytes of the score matrix
+    memory: str  # as the text prints it: "1.0 MB", "4.3 GB"
+    operations: int  # n^2 d multiply-adds
+
+
+@dataclass
+class MeasuredRow:
+    n: int
+    time_s: float  # median forward time
+    times_s: list[float]  # every timed pass
+    peak_bytes: int  # peak memory of the pass (see Result.peak_method)
+    formula_bytes: int  # forward_bytes(n, d): the up-front estimate
+    operations: int  # n^2 d
+    gflops: float  # achieved: 2 matmuls x 2 flops per multiply-add x n^2 d / time
+
+
+@dataclass
+class Result:
+    config: dict
+    formula: list[FormulaRow] = field(default_factory=list)
+    measured_rows: list[MeasuredRow] = field(default_factory=list)
+    peak_method: str = ""  # how peak_bytes was obtained
+    exponent: float | None = None  # least-squares slope of log time vs log n
+    device_name: str = ""
+
+    def measured(self) -> dict[str, Any]:
+        """Check ID -> regenerated value for the text's lengths."""
+        out: dict[str, Any] = {}
+        for r in self.formula:
+            if r.n not in TEXT_LENGTHS:
+                continue
+            out[f"w9-scaling.{r.n}.entries"] = r.entries
+            out[f"w9-scaling.{r.n}.memory"] = r.memory_bytes
+            if self.config["d_model"] == TEXT_D_MODEL:
+                out[f"w9-scaling.{r.n}.operations"] = r.operations
+        return out
+
+
+def formula(lengths, d_model: int) -> list[FormulaRow]:
+    rows = []
+    for n in lengths:
+        entries = n * n
+        mem = entries * BYTES_PER_FLOAT
+        rows.append(FormulaRow(n=n, entries=entries, memory_bytes=mem, memory=text_memory(mem),
+                               operations=entries * d_model))
+    return rows
+
+
+def fit_exponent(ns, times) -> float | None:
+    """Least-squares slope of log(time) against log(n); None with fewer than 2 distinct n."""
+    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, times) if t > 0]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+
+def check_measurable(config: Config) -> None:
+    """Refuse, before any allocation, every n whose forward pass would not fit comfortably."""
+    from attn_cli.core.memory import check_fits
+
+    for n in config.measure_lengths:
+        what = (f"attention forward at n={n}, d_model={config.d_model} "
+                f"(scores + weights {text_memory(2 * BYTES_PER_FLOAT * n * n)})")
+        nbytes = forward_bytes(n, config.d_model)
+        check_fits(nbytes, what, config.device, fraction=config.memory_fraction)
+        if config.device != "cpu":  # inputs are drawn on the CPU first
+            check_fits(BYTES_PER_FLOAT * 3 * n * config.d_model, what, "cpu", fraction=config.memory_fraction)
+
+
+def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None) -> MeasuredRow:
+    import statistics
+    import time
+
+    import torch
+
+    from attn_cli.core.attention import scaled_dot_product_attention
+
+    cuda = config.device.startswith("cuda")
+    d = config.d_model
+    q, k, v = (torch.randn(1, n, d, generator=gen).to(config.device) for _ in range(3))  # (1, n, d) each
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    for _ in range(config.warmup):
+        scaled_dot_product_attention(q, k, v)
+    sync()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    times = []
+    peak = 0
+    with torch.no_grad():
+        for _ in range(config.repeats):
+            sync()
+            t0 = time.perf_counter()
+            out, weights = scaled_dot_product_attention(q, k, v)  # (1, n, d), (1, n, n)
+            sync()
+            times.append(time.perf_counter() - t0)
+            if not cuda:  # estimate: inputs + scores (same size as weights) + weights + output
+                peak = max(peak, q.nbytes + k.nbytes + v.nbytes + 2 * weights.nbytes + out.nbytes)
+            del out, weights
+            if on_pass is not None:
+                on_pass()
+    if cuda:
+        peak = torch.cuda.max_memory_allocated() - base + q.nbytes + k.nbytes + v.nbytes
+    median = statistics.median(times)
+    ops = n * n * d
+    return MeasuredRow(n=n, time_s=median, times_s=times, peak_bytes=int(peak),
+                       formula_bytes=forward_bytes(n, d), operations=ops, gflops=4 * ops / median / 1e9)
+
+
+def run(config: Config, progress: Callable[[int, int], None] | None = None) -> Result:
+    """Formula table, plus the measurement when ``config.measure``.
+
+    ``progress(done, total)`` is called after each timed pass.
+    """
+    result = Result(config=dataclasses.asdict(config), formula=formula(config.lengths, config.d_model))
+    if not config.measure:
+        return result
+    check_measurable(config)  # all sizes, before any allocation
+
+    import torch
+
+    cuda = config.device.startswith("cuda")
+    result.peak_method = ("torch.cuda.max_memory_allocated (plus the inputs)" if cuda else
+                          "estimate from the tensors allocated (q, k, v + scores + weights + output); "
+                          "PyTorch's CPU allocator reports no peak")
+    result.device_name = torch.cuda.get_device_name() if cuda else "cpu"
+    gen = torch.Generator().manual_seed(config.seed)
+    total = len(config.measure_lengths) * config.repeats
+    done = 0
+
+    def on_pass():
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    for n in sorted(config.measure_lengths):
+        result.measured_rows.append(_measure_one(n, config, gen, on_pass))
+    result.exponent = fit_exponent([r.n for r in result.measured_rows], [r.time_s for r in result.measured_rows])
+    return result

@@ -1,0 +1,128 @@
+"""W9 3.3: why scores are divided by sqrt(d_k).
+
+For each key dimension d_k, draw ``trials`` queries q (1 x d_k) and key sets k
+(n_keys x d_k) with standard-normal entries, and measure on the dot products q.k:
+
+- their standard deviation, unscaled and divided by sqrt(d_k);
+- the mean largest softmax weight over the n_keys keys (saturation);
+- the mean norm of the gradient of the first weight with respect to the logits
+  (how strongly learning can move the softmax).
+
+The draws follow the text exactly: one ``manual_seed(seed)``, then for each d_k in turn
+q and then k from the CPU generator. Row i therefore reproduces the text's numbers only
+when the dims before it are the text's too (``Row.text_draws``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
+
+TEXT_DIMS = (4, 16, 64, 256, 1024)  # the d_k the text prints, in the order it draws them
+TEXT_TRIALS = 20000  # trials in the text
+TEXT_N_KEYS = 10  # keys per query in the text
+QUICK_TRIALS = 2000  # --quick: 10x fewer trials (numbers then differ from the text's)
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed(0) in the text
+    device: str = "cpu"  # draws on the CPU generator, then moved here
+    dims: tuple[int, ...] = TEXT_DIMS  # key dimensions d_k, drawn in this order
+    trials: int = TEXT_TRIALS  # independent (query, key set) pairs per d_k
+    n_keys: int = TEXT_N_KEYS  # keys per query: the softmax runs over this many logits
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**{"trials": QUICK_TRIALS, **overrides})
+
+    def peak_bytes(self) -> int:
+        """Estimated peak memory of one d_k step (float32).
+
+        q and k for the largest d_k (trials * (n_keys + 1) * d_k floats), plus about
+        twelve (trials, n_keys) tensors: scores, scaled scores, their clones, softmax
+        weights, gradients and temporaries.
+        """
+        d_max = max(self.dims)
+        return 4 * self.trials * ((self.n_keys + 1) * d_max + 12 * self.n_keys)
+
+
+@dataclass
+class Row:
+    d_k: int
+    std: float  # std of q.k over all trials and keys (theory: sqrt(d_k))
+    std_scaled: float  # std of q.k / sqrt(d_k) (theory: 1)
+    max_weight_unscaled: float  # mean over trials of the largest softmax weight
+    max_weight_scaled: float
+    grad_unscaled: float  # mean over trials of ||d w_0 / d logits||
+    grad_scaled: float
+    text_draws: bool  # True when this row's random draws are exactly the text's
+
+
+@dataclass
+class Result:
+    config: dict
+    rows: list[Row] = field(default_factory=list)
+
+    def row(self, d_k: int) -> Row | None:
+        return next((r for r in self.rows if r.d_k == d_k), None)
+
+    def measured(self) -> dict[str, Any]:
+        """Check ID -> regenerated value, only for rows drawn exactly as in the text."""
+        out: dict[str, Any] = {}
+        for r in self.rows:
+            if not r.text_draws:
+                continue
+            for name in ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
+                         "grad_unscaled", "grad_scaled"):
+                out[f"w9-sqrt-dk.{r.d_k}.{name}"] = getattr(r, name)
+        return out
+
+
+def text_draws(config: Config) -> list[bool]:
+    """Per d_k: are the random draws for this row identical to the text's?"""
+    same_setup = (config.seed == 0 and config.trials == TEXT_TRIALS and config.n_keys == TEXT_N_KEYS)
+    return [same_setup and tuple(config.dims[: i + 1]) == TEXT_DIMS[: i + 1] for i in range(len(config.dims))]
+
+
+def _softmax_stats(logits):
+    """(mean max weight, mean gradient norm of the first weight) for logits (trials, n_keys)."""
+    import torch
+
+    s = logits.detach().clone().requires_grad_()  # (trials, n_keys)
+    w = torch.softmax(s, -1)  # (trials, n_keys)
+    w[:, 0].sum().backward()  # how strongly does the first logit move the first weight?
+    return w.max(-1).values.mean().item(), s.grad.norm(dim=-1).mean().item()
+
+
+def run(config: Config, progress: Callable[[int, int], None] | None = None) -> Result:
+    """Regenerate the table; ``progress(done, total)`` is called after each d_k."""
+    import torch
+
+    from attn_cli.core.memory import check_fits
+
+    what = (f"sqrt-dk with {config.trials} trials x {config.n_keys} keys x d_k={max(config.dims)}")
+    check_fits(config.peak_bytes(), what, "cpu")  # draws are made on the CPU
+    if config.device != "cpu":
+        check_fits(config.peak_bytes(), what, config.device)
+
+    gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
+    same = text_draws(config)
+    rows = []
+    for i, d in enumerate(config.dims):
+        q = torch.randn(config.trials, 1, d, generator=gen).to(config.device)  # (trials, 1, d_k)
+        k = torch.randn(config.trials, config.n_keys, d, generator=gen).to(config.device)  # (trials, n_keys, d_k)
+        raw = (q @ k.transpose(1, 2)).squeeze(1)  # (trials, n_keys)
+        del q, k
+        scaled = raw / d ** 0.5  # (trials, n_keys)
+        (mw_raw, g_raw), (mw_scaled, g_scaled) = _softmax_stats(raw), _softmax_stats(scaled)
+        rows.append(Row(d_k=d, std=raw.std().item(), std_scaled=scaled.std().item(),
+                        max_weight_unscaled=mw_raw, max_weight_scaled=mw_scaled,
+                        grad_unscaled=g_raw, grad_scaled=g_scaled, text_draws=same[i]))
+        del raw, scaled
+        if progress is not None:
+            progress(i + 1, len(config.dims))
+    return Result(config=dataclasses.asdict(config), rows=rows)

@@ -1,0 +1,98 @@
+"""Published values of W9 3.3 (sqrt-dk), 4.2 (masks) and 5.2 (scaling).
+
+Tolerances are half a unit of the last digit the text printed, unless stated otherwise.
+"""
+
+from __future__ import annotations
+
+from attn_cli.published.types import Check, exact, num
+
+# W9 3.3: d_k -> (std, std_scaled, max_weight_unscaled, max_weight_scaled, grad_unscaled, grad_scaled)
+SQRT_DK = {
+    4: (2.00, 1.00, 0.49, 0.30, 0.0732, 0.0882),
+    16: (4.00, 1.00, 0.73, 0.32, 0.0461, 0.0884),
+    64: (8.00, 1.00, 0.87, 0.32, 0.0251, 0.0886),
+    256: (15.98, 1.00, 0.93, 0.32, 0.0125, 0.0882),
+    1024: (31.97, 1.00, 0.97, 0.32, 0.0067, 0.0887),
+}
+SQRT_DK_FIELDS = ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled", "grad_unscaled", "grad_scaled")
+SQRT_DK_TOL = (0.005, 0.005, 0.005, 0.005, 0.00005, 0.00005)  # 2 decimals, 2 decimals, ..., 4 decimals
+
+# W9 4.2
+MASKS_CAUSAL = [
+    [1.0, 0.0, 0.0, 0.0, 0.0],
+    [0.05, 0.95, 0.0, 0.0, 0.0],
+    [0.13, 0.25, 0.63, 0.0, 0.0],
+    [0.01, 0.01, 0.09, 0.89, 0.0],
+    [0.01, 0.01, 0.11, 0.3, 0.58],
+]
+MASKS_ROW_SUMS = [1.0, 0.9999999403953552, 1.0, 1.0, 0.9999998807907104]
+
+# W9 5.2: n -> (entries, memory in bytes as printed, n^2 d operations), with the printed text
+SCALING = {
+    512: (2.62e05, "1.0 MB", 1.34e08),
+    2048: (4.19e06, "16.8 MB", 2.15e09),
+    8192: (6.71e07, "268.4 MB", 3.44e10),
+    32768: (1.07e09, "4.3 GB", 5.50e11),
+    131072: (1.72e10, "68.7 GB", 8.80e12),
+}
+
+
+def _half_unit_3sig(value: float) -> float:
+    """Half a unit of the last digit of a number printed as ``%.2e``."""
+    mantissa, exponent = f"{value:.2e}".split("e")
+    return 0.005 * 10 ** int(exponent)
+
+
+def _memory_bytes(printed: str) -> tuple[float, float]:
+    """'4.3 GB' -> (4.3e9, 0.05e9): bytes and half a unit of the printed decimal."""
+    value, unit = printed.split()
+    scale = {"MB": 1e6, "GB": 1e9}[unit]
+    return float(value) * scale, 0.05 * scale
+
+
+def _sqrt_dk_checks() -> list[Check]:
+    checks = []
+    for d_k, values in SQRT_DK.items():
+        for name, value, tol in zip(SQRT_DK_FIELDS, values, SQRT_DK_TOL):
+            checks.append(num(f"w9-sqrt-dk.{d_k}.{name}", "w9-sqrt-dk", value, tol,
+                              f"printed to {'2' if tol == 0.005 else '4'} decimals (±{tol:g}); exact only "
+                              "with the text's draws: seed 0, 20000 trials, 10 keys, d_k 4 16 64 256 1024 "
+                              "in that order"))
+    return checks
+
+
+def _masks_checks() -> list[Check]:
+    return [
+        num("w9-masks.causal_weights", "w9-masks", MASKS_CAUSAL, 0.005, "printed with numpy .round(2) (±0.005)"),
+        num("w9-masks.row_sums", "w9-masks", MASKS_ROW_SUMS, 2e-7,
+            "float32 sums printed in full: each is 1 to within a few units of float32 rounding "
+            "(2**-23 ~ 1.2e-7); which rows land exactly on 1.0 depends on the summation order of the build"),
+        exact("w9-masks.past_unchanged", "w9-masks", True,
+              "printed True: outputs at 0, 1, 2 unchanged when tokens 3, 4 change (causal mask)"),
+        exact("w9-masks.changes_without_mask", "w9-masks", True, "printed True: without the mask they change"),
+        exact("w9-masks.padding_weight", "w9-masks", 0.0,
+              "printed 0.0: exp(-inf) is exactly 0, so the weight on padding is exactly 0"),
+        exact("w9-masks.core_equals_text", "w9-masks", True,
+              "the package core (keep-mask convention) must equal the text's masked_fill(-inf) recipe bit for bit"),
+    ]
+
+
+def _scaling_checks() -> list[Check]:
+    checks = []
+    for n, (entries, memory, ops) in SCALING.items():
+        tol = _half_unit_3sig(entries)
+        checks.append(num(f"w9-scaling.{n}.entries", "w9-scaling", entries, tol,
+                          f"printed as {entries:.2e} (±{tol:g}, half a unit of the 3rd significant digit)"))
+        mem_bytes, mem_tol = _memory_bytes(memory)
+        c = num(f"w9-scaling.{n}.memory", "w9-scaling", mem_bytes, mem_tol,
+                f"printed as {memory!r}, compared in bytes (±{mem_tol:g}, half a unit of the printed decimal)")
+        c.meta["printed"] = memory
+        checks.append(c)
+        tol = _half_unit_3sig(ops)
+        checks.append(num(f"w9-scaling.{n}.operations", "w9-scaling", ops, tol,
+                          f"printed as {ops:.2e} (±{tol:g}); d = 512"))
+    return checks
+
+
+CHECKS: tuple[Check, ...] = tuple(_sqrt_dk_checks() + _masks_checks() + _scaling_checks())

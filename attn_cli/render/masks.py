@@ -1,0 +1,93 @@
+"""Table and figure for ``attn masks`` (W9 4.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attn_cli.experiments.masks import Result
+from attn_cli.published.catalogue import BY_ID
+from attn_cli.published.w9_attention import MASKS_CAUSAL, MASKS_ROW_SUMS
+
+PNG, CSV = BY_ID["w9-masks"].files
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.2f}".rstrip("0").rstrip(".") if v else "0"
+
+
+def tables(result: Result) -> list:
+    from rich.table import Table
+
+    comparable = bool(result.measured())
+    n = len(result.positions)
+    weights = Table(title=f"W9 4.2  causal attention weights (row = position looking, column = position "
+                          f"looked at; seed {result.config['seed']})",
+                    caption="each cell: regenerated (rounded to 2 decimals as the text prints), then the text's")
+    weights.add_column("query", justify="right")
+    for j in result.positions:
+        weights.add_column(f"key {j}", justify="right")
+    weights.add_column("row sum", justify="right")
+    for i, row in enumerate(result.causal_weights_rounded):
+        cells = []
+        for j, v in enumerate(row):
+            pub = MASKS_CAUSAL[i][j] if comparable and i < 5 and j < 5 else None
+            if pub is None:
+                cells.append(_fmt(v))
+            else:
+                mark = "[green]=[/]" if abs(v - pub) < 1e-9 else "[red]≠[/]"
+                cells.append(f"{_fmt(v)} {mark} [dim]{_fmt(pub)}[/]")
+        s = result.row_sums[i]
+        pub_s = ""
+        if comparable and i < 5:
+            noise = "" if s == MASKS_ROW_SUMS[i] else ", float32 noise"
+            pub_s = f" [dim](text {MASKS_ROW_SUMS[i]!r}{noise})[/]"
+        cells.append(f"{s!r}{pub_s}")
+        weights.add_row(str(i), *cells)
+
+    checks = Table(title="W9 4.2  mask checks", show_lines=False)
+    for col in ("claim", "regenerated", "text"):
+        checks.add_column(col)
+
+    def pub(v):
+        return repr(v) if comparable else "[dim]n/a (not the text's settings)[/]"
+
+    last = result.config["changed_from"]
+    checks.add_row("rows still sum to 1 (float32 noise in the last bit)",
+                   f"max |sum-1| = {max(abs(s - 1) for s in result.row_sums):.1e}", pub(True))
+    checks.add_row(f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
+                   f"{result.past_unchanged_with_mask} (max change "
+                   f"{result.past_max_abs_change_with_mask:.1e})", pub(True))
+    checks.add_row("no mask: they change (information leaks from the future)",
+                   f"{result.past_changes_without_mask} (max change "
+                   f"{result.past_max_abs_change_without_mask:.2f})", pub(True))
+    checks.add_row(f"padding mask on positions {result.config['padding_from']}..{n - 1}: weight on padding",
+                   repr(result.padding_weight), pub(0.0))
+    checks.add_row("core masked_softmax (True = keep) == text's masked_fill(-inf) (True = blocked)",
+                   f"{result.core_equals_text} (max diff {result.core_max_abs_diff:.1e})", "—")
+    return [weights, checks]
+
+
+def figures(result: Result, out: Path) -> list[Path]:
+    from attn_cli.render.figures import heatmap, new_figure
+    from attn_cli.render.files import save_figure, write_csv
+
+    pos = result.positions
+    pad_from = result.config["padding_from"]
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4.4))
+    im = heatmap(ax1, result.causal_weights, [f"t{i}" for i in pos], [f"t{j}" for j in pos], annotate=True)
+    ax1.set_title("causal mask (no peeking ahead)", fontsize=10)
+    heatmap(ax2, result.padding_weights, [f"t{i}" for i in pos],
+            [f"t{j}" + ("\n(pad)" if j >= pad_from else "") for j in pos], annotate=True)
+    ax2.set_title(f"padding mask (t{pad_from}..t{pos[-1]} are padding)", fontsize=10)
+    for ax in (ax1, ax2):
+        ax.set_xlabel("key position (looked at)")
+        ax.set_ylabel("query position (looking)")
+    fig.colorbar(im, ax=[ax1, ax2], label="attention weight", shrink=0.9)
+    fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d']}, "
+                 f"seed {result.config['seed']})")
+    png = save_figure(fig, out / PNG)
+    rows = [[name, i, j, w]
+            for name, mat in (("causal", result.causal_weights), ("padding", result.padding_weights))
+            for i, row in enumerate(mat) for j, w in enumerate(row)]
+    csv = write_csv(out / CSV, rows, header=["mask", "query", "key", "weight"])
+    return [png, csv]

@@ -1,0 +1,99 @@
+"""Tables and figure for ``attn scaling`` (W9 5.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attn_cli.core.memory import human_bytes
+from attn_cli.experiments.scaling import TEXT_D_MODEL, Result, text_memory
+from attn_cli.published.w9_attention import SCALING
+
+PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
+
+
+def _beside(text: str, published: str | None) -> str:
+    if published is None:
+        return text
+    mark = "[green]=[/]" if text == published else "[red]≠[/]"
+    return f"{text} {mark} [dim]{published}[/]"
+
+
+def tables(result: Result) -> list:
+    from rich.table import Table
+
+    d = result.config["d_model"]
+    formula = Table(title="W9 5.2  self-attention builds an n x n score matrix per head",
+                    caption="each cell: regenerated, then the text's printed value")
+    for col in ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"):
+        formula.add_column(col, justify="right")
+    for r in result.formula:
+        pub = SCALING.get(r.n)
+        formula.add_row(str(r.n),
+                        _beside(f"{r.entries:.2e}", f"{pub[0]:.2e}" if pub else None),
+                        _beside(r.memory, pub[1] if pub else None),
+                        _beside(f"{r.operations:.2e}", f"{pub[2]:.2e}" if pub and d == TEXT_D_MODEL else None))
+    out = [formula]
+    if not result.measured_rows:
+        out.append("doubling the length quadruples the cost (try --measure to time it)")
+        return out
+
+    measured = Table(title=f"measured: one-head attention forward on {result.device_name} "
+                           f"(q, k, v of shape (1, n, {d}); median of {result.config['repeats']} passes)",
+                     caption=f"peak memory: {result.peak_method}")
+    for col in ("n", "scores (float32)", "n² · d", "time", "× previous", "achieved", "peak memory",
+                "up-front estimate"):
+        measured.add_column(col, justify="right")
+    prev = None
+    for r in result.measured_rows:
+        ratio = f"{r.time_s / prev.time_s:.1f}x (n {r.n / prev.n:g}x)" if prev else "—"
+        measured.add_row(str(r.n), text_memory(4 * r.n * r.n), f"{r.operations:.2e}", f"{r.time_s * 1e3:.2f} ms",
+                         ratio, f"{r.gflops:.1f} GFLOP/s", human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
+        prev = r
+    out.append(measured)
+    if result.exponent is not None:
+        out.append(f"fitted exponent: time ∝ n^[bold]{result.exponent:.2f}[/] (least squares on log-log; "
+                   "the formula says 2 once n is large enough for the n² d products to dominate)")
+    return out
+
+
+def figures(result: Result, out: Path) -> list[Path]:
+    """The measured log-log plot (only when --measure ran)."""
+    if not result.measured_rows:
+        return []
+    from attn_cli.render.figures import new_figure
+    from attn_cli.render.files import save_figure, write_csv
+
+    rows = result.measured_rows
+    ns = [r.n for r in rows]
+    ts = [r.time_s for r in rows]
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
+    ax1.loglog(ns, ts, "o", color="tab:blue", label="measured (median)")
+    if result.exponent is not None:
+        # least-squares line through the geometric mean of the points
+        import math
+
+        mx = sum(math.log(n) for n in ns) / len(ns)
+        my = sum(math.log(t) for t in ts) / len(ts)
+        fit = [math.exp(my + result.exponent * (math.log(n) - mx)) for n in ns]
+        ax1.loglog(ns, fit, "-", color="tab:blue", alpha=0.6, label=f"fit: n^{result.exponent:.2f}")
+        ref = [ts[-1] * (n / ns[-1]) ** 2 for n in ns]
+        ax1.loglog(ns, ref, ":", color="gray", label="slope 2 (through the largest n)")
+    ax1.set_xlabel("sequence length n")
+    ax1.set_ylabel("forward time (s)")
+    ax1.set_title(f"time, d = {result.config['d_model']}, {result.device_name}")
+    ax1.legend()
+    ax2.loglog(ns, [r.peak_bytes for r in rows], "o-", color="tab:orange", label="peak memory")
+    ax2.loglog(ns, [4 * n * n for n in ns], ":", color="gray", label="score matrix 4n² bytes")
+    ax2.set_xlabel("sequence length n")
+    ax2.set_ylabel("bytes")
+    ax2.set_title("memory" + (" (estimated from tensor sizes)" if "estimate" in result.peak_method else ""))
+    ax2.legend()
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle("W9 5.2: attention cost is quadratic in n")
+    fig.tight_layout()
+    png = save_figure(fig, out / PNG)
+    csv = write_csv(out / CSV, [[r.n, r.time_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops]
+                                for r in rows],
+                    header=["n", "time_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"])
+    return [png, csv]

@@ -1,0 +1,92 @@
+"""Table and figure for ``attn sqrt-dk`` (W9 3.3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attn_cli.experiments.sqrt_dk import TEXT_DIMS, TEXT_N_KEYS, TEXT_TRIALS, Result
+from attn_cli.published.catalogue import BY_ID
+from attn_cli.published.w9_attention import SQRT_DK, SQRT_DK_FIELDS
+
+COLUMNS = (  # (field, header, format)
+    ("std", "std(q·k)", "{:.2f}"),
+    ("std_scaled", "std(q·k/√d_k)", "{:.2f}"),
+    ("max_weight_unscaled", "max weight\nunscaled", "{:.2f}"),
+    ("max_weight_scaled", "max weight\nscaled", "{:.2f}"),
+    ("grad_unscaled", "grad norm\nunscaled", "{:.4f}"),
+    ("grad_scaled", "grad norm\nscaled", "{:.4f}"),
+)
+PNG, CSV = BY_ID["w9-sqrt-dk-plot"].files[0], "sqrt_dk.csv"
+
+
+def _cell(value: float, fmt: str, published: float | None, comparable: bool) -> str:
+    text = fmt.format(value)
+    if published is None:
+        return text
+    pub = fmt.format(published)
+    if not comparable:
+        return f"{text} [dim](text ~{pub})[/]"
+    mark = "[green]=[/]" if text == pub else "[red]≠[/]"
+    return f"{text} {mark} [dim]{pub}[/]"
+
+
+def tables(result: Result) -> list:
+    from rich.table import Table
+
+    cfg = result.config
+    table = Table(title=f"W9 3.3  why divide by √d_k  ({cfg['trials']} trials, {cfg['n_keys']} keys, "
+                        f"seed {cfg['seed']}, {cfg['device']})",
+                  caption="each cell: regenerated, then the text's printed value")
+    table.add_column("d_k", justify="right")
+    for _, header, _ in COLUMNS:
+        table.add_column(header, justify="right")
+    for r in result.rows:
+        pub = SQRT_DK.get(r.d_k)
+        cells = [_cell(getattr(r, f), fmt, pub[SQRT_DK_FIELDS.index(f)] if pub else None, r.text_draws)
+                 for f, _, fmt in COLUMNS]
+        table.add_row(str(r.d_k), *cells)
+    out = [table]
+    if any(SQRT_DK.get(r.d_k) and not r.text_draws for r in result.rows):
+        out.append(
+            f"[yellow]~ not the text's draws[/]: the text's numbers come from seed 0, {TEXT_TRIALS} trials, "
+            f"{TEXT_N_KEYS} keys and d_k {' '.join(map(str, TEXT_DIMS))} drawn in that order; with other "
+            "settings (e.g. --quick) the values differ statistically and the published checks do not apply.")
+    out.append("a dot product of d independent terms has variance d: without the division the softmax "
+               "saturates (one weight near 1) and its gradient vanishes; scaled, both stay put.")
+    return out
+
+
+def figures(result: Result, out: Path) -> list[Path]:
+    from attn_cli.render.figures import new_figure
+    from attn_cli.render.files import save_figure, write_csv
+
+    dims = [r.d_k for r in result.rows]
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
+    panels = ((ax1, "max_weight", "mean largest softmax weight"),
+              (ax2, "grad", "mean softmax gradient norm  ‖∂w₀/∂s‖"))
+    for ax, key, ylabel in panels:
+        ax.plot(dims, [getattr(r, f"{key}_unscaled") for r in result.rows], "o-", color="tab:red",
+                label="unscaled  q·k")
+        ax.plot(dims, [getattr(r, f"{key}_scaled") for r in result.rows], "s-", color="tab:blue",
+                label="scaled  q·k / √d_k")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(dims, labels=[str(d) for d in dims])
+        ax.minorticks_off()
+        ax.set_xlabel("key dimension d_k")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    n_keys = result.config["n_keys"]
+    ax1.axhline(1 / n_keys, color="gray", ls=":", lw=1)
+    ax1.text(dims[0], 1 / n_keys, f" uniform 1/{n_keys}", va="bottom", color="gray", fontsize=8)
+    ax1.set_ylim(0, 1.05)
+    ax2.set_ylim(bottom=0)
+    fig.suptitle(f"W9 3.3: softmax saturation without 1/√d_k ({result.config['trials']} trials, "
+                 f"{n_keys} keys)")
+    fig.tight_layout()
+    png = save_figure(fig, out / PNG)
+    csv = write_csv(out / CSV, [[r.d_k, r.std, r.std_scaled, r.max_weight_unscaled, r.max_weight_scaled,
+                                  r.grad_unscaled, r.grad_scaled, r.text_draws] for r in result.rows],
+                    header=["d_k", "std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
+                            "grad_unscaled", "grad_scaled", "text_draws"])
+    return [png, csv]
