@@ -1,0 +1,319 @@
+"""``attn list``, ``attn all`` and ``attn verify``: the whole catalogue at once.
+
+The experiments are found, not listed (:func:`attn_cli.runner.discover`); the catalogue and
+the published values come from :mod:`attn_cli.published`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fnmatch
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from attn_cli.options import Common, MultiValueOption, common_options
+
+
+@click.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print the catalogue as a JSON list instead of the table.")
+def list_(as_json: bool):
+    """Every table and figure of the two texts, and the command that regenerates it.
+
+    Columns: catalogue ID, source text, section, title, subcommand, the files it writes into
+    --out, and how many published values `attn verify` checks for it.
+
+    \b
+    Examples:
+        attn list
+        attn list --json
+    """
+    from attn_cli import runner
+    from attn_cli.render import console, report
+
+    registry = runner.Registry.load()
+    rows = report.catalogue_rows(registry.artifacts.values(), registry)
+    if as_json:
+        print(report.catalogue_json(rows))
+        return
+    console.stdout.print(report.catalogue_table(rows))
+
+
+@click.command(name="verify")
+@click.option("--only", cls=MultiValueOption, metavar="ID...",
+              help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
+                   "(w9-sqrt-dk.1024), or a source (w9, d2l).")
+@common_options
+def verify(only: tuple[str, ...], common: Common):
+    """Regenerate every published value and compare it with the text.
+
+    Each experiment runs once at its default configuration (the texts' settings), with
+    --seed and --device; the copy task reuses training runs cached under --out. Prints
+    ID | published | regenerated | tolerance | status | reason, then the summary line
+    "N checked, N passed" and the coverage of the catalogue. Exits 1 if any check fails,
+    including a published value whose experiment produced nothing ("not regenerated").
+
+    --quick runs the cheap experiments at their defaults all the same (seconds; the
+    published values hold only there) and the slow copy task at its quick configuration,
+    whose checks are then reported as "skipped (quick)".
+
+    \b
+    Examples:
+        attn verify
+        attn verify --only w9-sqrt-dk d2l-mha-params --json
+        attn verify --quick
+    """
+    from attn_cli import runner
+    from attn_cli.render import console, report
+
+    registry = runner.Registry.load()
+    try:
+        artifact_ids, selected = registry.select(only)
+    except runner.UnknownId as exc:
+        raise click.BadParameter(str(exc), param_hint="'--only'") from None
+
+    needed = _ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
+    plan = []
+    for exp in needed:
+        quick = common.quick and exp.slow
+        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, out=common.out), quick))
+
+    runs = _run_with_progress(plan, "verify")
+    outcomes = runner.compare(selected, registry, runs)
+    cov = runner.coverage(registry, artifact_ids)
+    line = runner.summary(outcomes)
+
+    if common.json:
+        print(json.dumps([o.as_json() for o in outcomes], indent=2, default=_json_default))
+        console.stderr.print(line, highlight=False)
+        console.stderr.print(cov.line(), highlight=False)
+    else:
+        console.stdout.print(report.verify_table(outcomes))
+        failed = any(o.status == "fail" for o in outcomes)
+        console.stdout.print(line, style="bold red" if failed else "bold green", highlight=False)
+        console.stdout.print(cov.line(), style="" if cov.complete else "yellow", highlight=False)
+    if any(o.status == "fail" for o in outcomes):
+        sys.exit(1)
+
+
+@click.command(name="all")
+@common_options
+def all_(common: Common):
+    """Run every experiment and write every table and figure, with a report, into --out.
+
+    For each experiment: its tables as Markdown (<name>.md) and its result as JSON
+    (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
+    ID -> files, configurations, versions, seconds) and index.md, a report with every table
+    and every figure, readable in any Markdown viewer. Cached copy-task training runs under
+    --out are reused. --quick is a smoke run at reduced sizes (not compared with the texts).
+
+    \b
+    Examples:
+        attn all --out report/
+        attn all --quick --out /tmp/smoke
+    """
+    from attn_cli import runner
+    from attn_cli.render import console, files, report
+
+    started = time.perf_counter()
+    registry = runner.Registry.load()
+    out = common.out
+    experiments = _ordered(registry, registry.experiments)
+    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out), common.quick)
+            for exp in experiments]
+
+    sections: list[dict] = []
+
+    def write(run: runner.Run) -> None:
+        exp = run.experiment
+        section = {"name": exp.name, "command": _command_of(registry, exp),
+                   "artifacts": [registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
+                   "markdown": "", "figures": [], "data": [], "seconds": run.seconds, "error": run.error,
+                   "config": _asdict(run.config), "outcomes": []}
+        sections.append(section)
+        if run.error:
+            return
+        try:
+            t0 = time.perf_counter()
+            markdown = report.to_markdown(exp.tables(run.result))
+            files.write_json(out / f"{exp.name}.json", _asdict(run.result))
+            figure_paths = exp.figures(run.result, out)
+            written = [_relative(p, out) for p in figure_paths]
+            section["figures"] = [f for f in written if f.lower().endswith((".png", ".svg", ".jpg"))]
+            section["data"] = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section["figures"]]
+            section["data"] += [f for f in _beside(out, section["figures"]) if f not in section["data"]]
+            section["markdown"] = markdown
+            files.write_text(out / f"{exp.name}.md", _experiment_markdown(section))
+            section["seconds"] += time.perf_counter() - t0
+        except Exception as exc:
+            section["error"] = f"rendering failed: {type(exc).__name__}: {exc}"
+
+    runs = _run_with_progress(plan, "all", on_done=write)
+
+    outcomes = runner.compare(registry.checks.values(), registry, runs)
+    by_artifact: dict[str, list] = {}
+    for o in outcomes:
+        by_artifact.setdefault(o.check.artifact, []).append(o)
+    for s in sections:
+        s["outcomes"] = [o for a in s["artifacts"] for o in by_artifact.get(a.id, [])]
+    cov = runner.coverage(registry, list(registry.artifacts))
+    line = None if common.quick else runner.summary(outcomes)
+
+    manifest = _manifest(registry, sections, common, time.perf_counter() - started, line, cov)
+    files.write_json(out / "manifest.json", manifest)
+    files.write_text(out / "index.md", report.index_markdown(
+        sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
+
+    errors = [s for s in sections if s["error"]]
+    if common.json:
+        print(json.dumps(manifest, indent=2, default=_json_default))
+    else:
+        n_files = sum(len(s["figures"]) + len(s["data"]) for s in sections) + 2
+        console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.md'}) "
+                             f"in {manifest['seconds']:.1f} s", highlight=False)
+        if line:
+            console.stdout.print(f"checks against the texts: {line}", highlight=False)
+        console.stdout.print(cov.line(), highlight=False)
+    for s in errors:
+        console.stderr.print(f"{s['name']} failed: {s['error']}", style="red", highlight=False)
+    if errors:
+        sys.exit(1)
+
+
+COMMANDS = [list_, all_, verify]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _ordered(registry, experiments):
+    """Experiments in catalogue order of their first artifact (W9 1.1 first)."""
+    position = {aid: i for i, aid in enumerate(registry.artifacts)}
+    return sorted(experiments, key=lambda e: (min((position[a] for a in e.artifacts), default=len(position)), e.name))
+
+
+def _command_of(registry, exp) -> str:
+    commands = []
+    for aid in exp.artifacts:
+        c = registry.artifacts[aid].command
+        if c not in commands:
+            commands.append(c)
+    return ", ".join(commands) or exp.name
+
+
+def _run_with_progress(plan, verb: str, on_done=None):
+    """Run the plan under one rich progress display on stderr (one bar over the set)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attn_cli import runner
+    from attn_cli.render import console
+
+    plan = list(plan)
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console.stderr, transient=True)
+    task = progress.add_task(f"attn {verb}", total=len(plan))
+
+    def start(exp):
+        quick = next(q for e, _, q in plan if e is exp)
+        progress.update(task, description=f"attn {verb}: {exp.name}" + (" (quick)" if quick else ""))
+        # an experiment that shows its own live display (the copy task's bars) gets the terminal
+        if getattr(exp.module, "LIVE_PROGRESS", False):
+            progress.stop()
+
+    def done(run):
+        if on_done:
+            on_done(run)
+        progress.start()
+        progress.advance(task)
+        mark = "[red]failed[/]" if run.error else "[green]done[/]"
+        progress.console.print(f"{mark} {run.name} ({run.seconds:.1f} s)"
+                               + (f": {run.error}" if run.error else ""), highlight=False)
+
+    with _live(progress):
+        return runner.run_experiments(plan, on_start=start, on_done=done)
+
+
+@contextlib.contextmanager
+def _live(progress):
+    progress.start()
+    try:
+        yield
+    finally:
+        progress.stop()
+
+
+def _asdict(obj):
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
+
+
+def _json_default(obj):
+    from attn_cli.render.files import _json_default as default
+
+    return default(obj)
+
+
+def _relative(path: Path, out: Path) -> str:
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(out.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _beside(out: Path, figures: list[str]) -> list[str]:
+    """Raw-number files written beside each figure (same stem, another suffix)."""
+    found = []
+    for fig in figures:
+        stem = Path(fig).with_suffix("")
+        for suffix in (".csv", ".json"):
+            if (out / stem).with_suffix(suffix).exists():
+                found.append(stem.with_suffix(suffix).as_posix())
+    return found
+
+
+def _experiment_markdown(section: dict) -> str:
+    ids = ", ".join(a.id for a in section["artifacts"])
+    lines = [f"# attn {section['command']}: {ids}", ""]
+    if section["markdown"]:
+        lines += [section["markdown"], ""]
+    for fig in section["figures"]:
+        lines += [f"![{fig}]({fig})", ""]
+    return "\n".join(lines)
+
+
+def _pattern(name: str) -> str:
+    """A catalogue file name with placeholders ("copy_task_attention_L{length}.png") as a glob."""
+    return re.sub(r"\{[^}]*\}", "*", name)
+
+
+def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> dict:
+    from attn_cli import runner
+
+    artifacts = {}
+    for s in sections:
+        written = s["figures"] + s["data"]
+        for a in s["artifacts"]:
+            own = [f for f in written if any(fnmatch.fnmatch(f, _pattern(p)) for p in a.files)]
+            artifacts[a.id] = {"experiment": s["name"], "command": a.command,
+                               "files": [f"{s['name']}.md", f"{s['name']}.json"] + own}
+    return {
+        "command": "attn all" + (" --quick" if common.quick else ""),
+        "quick": common.quick,
+        "seed": common.seed,
+        "device": common.device,
+        "versions": runner.versions(),
+        "seconds": round(seconds, 3),
+        "checks": line,
+        "coverage": cov.line(),
+        "artifacts": artifacts,
+        "missing": cov.no_experiment,
+        "experiments": {s["name"]: {"artifacts": [a.id for a in s["artifacts"]], "command": s["command"],
+                                    "config": s["config"], "seconds": round(s["seconds"], 3),
+                                    "files": s["data"] + s["figures"], "error": s["error"]}
+                        for s in sections},
+    }

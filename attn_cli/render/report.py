@@ -1,0 +1,250 @@
+"""What ``attn list``, ``attn verify`` and ``attn all`` print and write.
+
+* :func:`catalogue_table` / :func:`catalogue_json`: the catalogue (``attn list``);
+* :func:`verify_table`: the checks against the texts (``attn verify``);
+* :func:`to_markdown`: rich renderables (the experiments' ``tables()``) as Markdown: a
+  :class:`rich.table.Table` becomes a pipe table, text a paragraph, anything else a
+  fenced block of its plain-text rendering;
+* :func:`index_markdown`: ``index.md``, every table and every figure of an ``attn all`` run,
+  figures linked relatively so the folder can be moved or opened in any Markdown viewer.
+
+No click here; rich and the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Sequence
+
+from rich.console import Console, Group
+from rich.markup import MarkupError
+from rich.table import Table
+from rich.text import Text
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
+
+
+# --------------------------------------------------------------------------- values
+
+
+def fmt_value(value: Any, limit: int = 60) -> str:
+    """A short, readable rendering of a published or regenerated value."""
+    from attn_cli.runner import MISSING
+
+    if value is MISSING or value is None:
+        return "—"
+    text = _fmt(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+            return f"{value:.3g}"
+        return f"{value:.5g}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_fmt(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+# --------------------------------------------------------------------------- attn list
+
+
+def catalogue_rows(artifacts: Iterable, registry=None) -> list[dict]:
+    rows = []
+    for a in artifacts:
+        exp = registry.experiment_of(a.id) if registry is not None else None
+        rows.append({
+            "id": a.id, "source": a.source, "section": a.section, "title": a.title,
+            "subcommand": a.command, "files": list(a.files), "new": a.new,
+            "experiment": exp.name if exp else None,
+            "checks": len(registry.checks_of(a.id)) if registry is not None else None,
+        })
+    return rows
+
+
+def catalogue_json(rows: list[dict]) -> str:
+    return json.dumps(rows, indent=2)
+
+
+def catalogue_table(rows: list[dict]) -> Table:
+    table = Table(title="Every table and figure of the two texts", title_justify="left")
+    table.add_column("ID", no_wrap=True)
+    table.add_column("source")
+    table.add_column("section")
+    table.add_column("title")
+    table.add_column("subcommand", no_wrap=True)
+    table.add_column("files it writes")
+    table.add_column("checks", justify="right")
+    for r in rows:
+        title = r["title"] + (" (new)" if r["new"] else "")
+        if r["experiment"] is None:
+            title += " [not implemented yet]"
+        checks = "" if r["checks"] is None else str(r["checks"])
+        table.add_row(Text(r["id"]), r["source"], r["section"], Text(title), f"attn {r['subcommand']}",
+                      Text("\n".join(r["files"]) or "(table only)"), checks)
+    return table
+
+
+# --------------------------------------------------------------------------- attn verify
+
+
+def verify_table(outcomes: Sequence, title: str = "Regenerated against published") -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("ID", no_wrap=True)
+    table.add_column("published")
+    table.add_column("regenerated")
+    table.add_column("tolerance", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("reason")
+    for o in outcomes:
+        status = {"pass": "pass", "fail": "FAIL", "skipped": "skipped (quick)"}[o.status]
+        reason = o.note if o.status != "pass" else o.check.reason
+        table.add_row(Text(o.check.id), Text(fmt_value(o.check.published)), Text(fmt_value(o.regenerated)),
+                      Text(o.check.tolerance_text()), Text(status, style=STATUS_STYLE[o.status]),
+                      Text(reason, style="dim" if o.status == "pass" else ""))
+    return table
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _plain(cell: Any) -> str:
+    if cell is None:
+        return ""
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        try:
+            return Text.from_markup(cell).plain
+        except MarkupError:
+            return cell
+    return render_plain(cell).strip()
+
+
+def _md_cell(cell: Any) -> str:
+    return _plain(cell).replace("|", "\\|").replace("\n", "<br>")
+
+
+def table_to_markdown(table: Table) -> str:
+    """A rich Table as a Markdown pipe table (title in bold above, caption in italics below)."""
+    lines = []
+    if table.title:
+        lines += [f"**{_plain(table.title)}**", ""]
+    headers = [_md_cell(c.header) or " " for c in table.columns]
+    align = {"right": "---:", "center": ":---:"}
+    lines.append("| " + " | ".join(headers) + " |")
+    lines.append("| " + " | ".join(align.get(c.justify, "---") for c in table.columns) + " |")
+    columns = [list(c.cells) for c in table.columns]
+    for row in zip(*columns) if columns else []:
+        lines.append("| " + " | ".join(_md_cell(cell) for cell in row) + " |")
+    if table.caption:
+        lines += ["", f"*{_plain(table.caption)}*"]
+    return "\n".join(lines)
+
+
+def render_plain(renderable: Any, width: int = 100) -> str:
+    console = Console(record=True, width=width, file=_Null(), color_system=None, force_terminal=False)
+    console.print(renderable)
+    return console.export_text()
+
+
+class _Null:
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+
+def to_markdown(renderables: Any) -> str:
+    """The experiments' ``tables(result)`` output as Markdown blocks separated by blank lines."""
+    if not isinstance(renderables, (list, tuple)):
+        renderables = [renderables]
+    blocks = []
+    for r in renderables:
+        if isinstance(r, Group):
+            inner = to_markdown(list(r.renderables))
+            if inner:
+                blocks.append(inner)
+        elif isinstance(r, Table):
+            blocks.append(table_to_markdown(r))
+        elif isinstance(r, (str, Text)):
+            text = _plain(r).strip()
+            if text:
+                blocks.append(text)
+        else:
+            blocks.append("```text\n" + render_plain(r).rstrip() + "\n```")
+    return "\n\n".join(blocks)
+
+
+def checks_markdown(outcomes: Sequence) -> str:
+    lines = ["| ID | published | regenerated | tolerance | status |", "| --- | --- | --- | --- | --- |"]
+    for o in outcomes:
+        status = {"pass": "pass", "fail": "**FAIL**", "skipped": "skipped (quick)"}[o.status]
+        if o.status == "fail" and o.note:
+            status += f" ({o.note})"
+        cells = [o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80),
+                 o.check.tolerance_text(), status]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def index_markdown(*, sections: Sequence[dict], manifest: dict, summary: str | None,
+                   coverage_line: str | None) -> str:
+    """``index.md``: an overview, then one section per experiment with its tables, its
+    figures (relative links) and its checks against the texts.
+
+    Each section dict: name, command, artifacts (list of Artifact), markdown (the tables),
+    figures (file names relative to the index), data (file names), seconds, error,
+    outcomes (list of Outcome).
+    """
+    v = manifest["versions"]
+    quick = manifest.get("quick")
+    lines = [
+        "# attn: every table and figure of the two texts",
+        "",
+        "W9 = \"Deep Learning, Week 9: embeddings and attention\"; D2L = \"10.3 Multi-Head and "
+        "Cross-Attention\".",
+        "",
+        f"Generated by `{manifest['command']}` in {manifest['seconds']:.1f} s with attn {v['attn']}, "
+        f"torch {v['torch']}, Python {v['python']}, NumPy {v['numpy']} "
+        f"(device {manifest['device']}, seed {manifest['seed']}).",
+    ]
+    if quick:
+        lines += ["", "> **Quick run**: reduced sizes; the numbers below are a smoke test, not the texts' "
+                      "settings, so they are not compared with the published values."]
+    if summary:
+        lines += ["", f"**Checks against the texts: {summary}.**"]
+    if coverage_line:
+        lines += ["", coverage_line + "."]
+    lines += ["", "| ID | source | section | title | command | files |", "| --- | --- | --- | --- | --- | --- |"]
+    for s in sections:
+        for a in s["artifacts"]:
+            files = manifest["artifacts"].get(a.id, {}).get("files", [])
+            links = ", ".join(f"[{f}]({f})" for f in files)
+            lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title} | `attn {a.command}` | {links} |")
+    missing = manifest.get("missing", [])
+    for aid in missing:
+        lines.append(f"| {aid} | | | not regenerated: no experiment module yet | | |")
+    for s in sections:
+        ids = ", ".join(a.id for a in s["artifacts"])
+        heading = s["artifacts"][0] if s["artifacts"] else None
+        where = f"{heading.source} {heading.section}" if heading else ""
+        lines += ["", f"## `attn {s['command']}` ({where}): {ids}", ""]
+        lines.append(f"{s['seconds']:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s["data"]) + ".")
+        if s.get("error"):
+            lines += ["", f"**Failed:** {s['error']}"]
+            continue
+        if s["markdown"]:
+            lines += ["", s["markdown"]]
+        for fig in s["figures"]:
+            lines += ["", f"![{fig}]({fig})"]
+        if s["outcomes"]:
+            lines += ["", "Checks against the published values:", "", checks_markdown(s["outcomes"])]
+    return "\n".join(lines) + "\n"

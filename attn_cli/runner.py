@@ -1,0 +1,398 @@
+"""Find the experiments, build their configurations, run them, compare with the texts.
+
+This is the library behind ``attn list``, ``attn all`` and ``attn verify``; it imports no
+click and no rich.  Nothing here keeps a hand-written list of experiments:
+
+* :func:`discover` imports every module of :mod:`attn_cli.experiments` and keeps the ones
+  that define ``ARTIFACTS`` (the contract in ``attn_cli/experiments/__init__.py``); other
+  modules there (helpers) are skipped;
+* the catalogue (:mod:`attn_cli.published.catalogue`) says which artifacts exist;
+* the check families (:func:`attn_cli.published.all_checks`) say which values are published.
+
+An experiment is *slow* when its ``Config`` has a cache field (the copy task: training runs,
+minutes, cached under ``--out``); every other experiment takes seconds at its defaults.
+``attn verify --quick`` runs cheap experiments at their defaults (the published numbers hold
+only there) and slow ones at ``Config.quick()``, reporting the slow ones' checks as skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Iterable, Sequence
+
+from attn_cli.errors import AttnError
+
+EXPERIMENTS_PACKAGE = "attn_cli.experiments"
+RENDER_PACKAGE = "attn_cli.render"
+
+# Config fields that name a cache folder; they receive the --out folder.
+CACHE_FIELDS = ("cache_dir", "cache", "cache_root")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()  # a check whose experiment produced no value
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One module of :mod:`attn_cli.experiments` that follows the contract."""
+
+    name: str  # module name, e.g. "sqrt_dk"
+    module: ModuleType = field(repr=False, compare=False)
+
+    @property
+    def artifacts(self) -> tuple[str, ...]:
+        return tuple(self.module.ARTIFACTS)
+
+    @property
+    def config_fields(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self.module.Config))
+
+    @property
+    def cache_field(self) -> str | None:
+        return next((f for f in CACHE_FIELDS if f in self.config_fields), None)
+
+    @property
+    def slow(self) -> bool:
+        """Slow experiments cache their runs (the copy task); the others take seconds."""
+        return self.cache_field is not None
+
+    def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
+               out: Path | None = None) -> Any:
+        """Its default Config (the text's settings), or ``Config.quick()``, with seed, device
+        and (for slow experiments) the cache folder ``out`` filled in."""
+        fields = self.config_fields
+        overrides: dict[str, Any] = {}
+        if "seed" in fields:
+            overrides["seed"] = seed
+        if "device" in fields:
+            overrides["device"] = device
+        if out is not None and self.cache_field:
+            overrides[self.cache_field] = _like_default(self.module.Config, self.cache_field, Path(out))
+        cls = self.module.Config
+        return cls.quick(**overrides) if quick else cls(**overrides)
+
+    def run(self, config: Any) -> Any:
+        return self.module.run(config)
+
+    def render_module(self) -> ModuleType | None:
+        try:
+            return importlib.import_module(f"{RENDER_PACKAGE}.{self.name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{RENDER_PACKAGE}.{self.name}":
+                return None
+            raise
+
+    def tables(self, result: Any) -> list:
+        render = self.render_module()
+        if render is None or not hasattr(render, "tables"):
+            return []
+        tables = render.tables(result)
+        return list(tables) if isinstance(tables, (list, tuple)) else [tables]
+
+    def figures(self, result: Any, out: Path) -> list[Path]:
+        render = self.render_module()
+        if render is None or not hasattr(render, "figures"):
+            return []
+        return [Path(p) for p in (render.figures(result, Path(out)) or [])]
+
+
+def _like_default(config_cls, name: str, value: Path):
+    """Pass the cache folder as the field's default type (str or Path)."""
+    for f in dataclasses.fields(config_cls):
+        if f.name == name and isinstance(f.default, str):
+            return str(value)
+    return value
+
+
+def discover() -> list[Experiment]:
+    """Every module of :mod:`attn_cli.experiments` that defines ``ARTIFACTS``, by name."""
+    pkg = importlib.import_module(EXPERIMENTS_PACKAGE)
+    found = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"{EXPERIMENTS_PACKAGE}.{info.name}")
+        except Exception as exc:  # a module that does not import is a failure to report
+            raise AttnError(f"cannot import {EXPERIMENTS_PACKAGE}.{info.name}: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        if hasattr(module, "ARTIFACTS"):
+            found.append(Experiment(info.name, module))
+    return found
+
+
+def catalogue():
+    """The catalogue of artifacts (a function, so tests can substitute one)."""
+    from attn_cli.published.catalogue import ARTIFACTS
+
+    return ARTIFACTS
+
+
+def checks() -> dict:
+    """Every published value, keyed by check ID (a function, so tests can substitute)."""
+    from attn_cli.published import all_checks
+
+    return all_checks()
+
+
+@dataclass
+class Registry:
+    """The catalogue, the checks and the experiments, tied together."""
+
+    artifacts: dict  # catalogue ID -> Artifact, in catalogue order
+    checks: dict  # check ID -> Check
+    experiments: list[Experiment]
+    by_artifact: dict  # catalogue ID -> Experiment
+
+    @classmethod
+    def load(cls) -> "Registry":
+        artifacts = {a.id: a for a in catalogue()}
+        experiments = discover()
+        by_artifact: dict[str, Experiment] = {}
+        for exp in experiments:
+            for aid in exp.artifacts:
+                if aid not in artifacts:
+                    raise AttnError(f"{EXPERIMENTS_PACKAGE}.{exp.name} names {aid!r}, "
+                                    "which is not in the catalogue")
+                if aid in by_artifact:
+                    raise AttnError(f"{aid!r} is claimed by both {by_artifact[aid].name} and {exp.name}")
+                by_artifact[aid] = exp
+        return cls(artifacts=artifacts, checks=checks(), experiments=experiments, by_artifact=by_artifact)
+
+    def checks_of(self, artifact_id: str) -> list:
+        return [c for c in self.checks.values() if c.artifact == artifact_id]
+
+    def experiment_of(self, artifact_id: str) -> Experiment | None:
+        return self.by_artifact.get(artifact_id)
+
+    def known_ids(self) -> list[str]:
+        return list(self.artifacts)
+
+    def select(self, tokens: Sequence[str]) -> tuple[list[str], list]:
+        """Catalogue IDs and checks picked by ``--only``: catalogue IDs, check IDs, dotted
+        prefixes of check IDs (``w9-sqrt-dk.1024``) or a source (``w9``, ``d2l``).
+
+        Raises :class:`UnknownId` for a token that matches nothing.
+        """
+        if not tokens:
+            return list(self.artifacts), list(self.checks.values())
+        chosen_artifacts: list[str] = []
+        chosen_checks: dict[str, Any] = {}
+        for token in tokens:
+            arts, found = self._match(token)
+            if not arts and not found:
+                raise UnknownId(token, self.known_ids())
+            for a in arts:
+                if a not in chosen_artifacts:
+                    chosen_artifacts.append(a)
+            for c in found:
+                chosen_checks.setdefault(c.id, c)
+        order = {cid: i for i, cid in enumerate(self.checks)}
+        checks_sorted = sorted(chosen_checks.values(), key=lambda c: order[c.id])
+        # catalogue order for the artifacts
+        arts_sorted = [a for a in self.artifacts if a in chosen_artifacts]
+        return arts_sorted, checks_sorted
+
+    def _match(self, token: str) -> tuple[list[str], list]:
+        if token in self.artifacts:
+            return [token], self.checks_of(token)
+        found = [c for c in self.checks.values() if c.id == token or c.id.startswith(token + ".")]
+        if found:
+            return sorted({c.artifact for c in found}, key=list(self.artifacts).index), found
+        arts = [a.id for a in self.artifacts.values() if a.source.lower() == token.lower()]
+        return arts, [c for c in self.checks.values() if c.artifact in arts]
+
+
+class UnknownId(AttnError):
+    def __init__(self, token: str, known: list[str]):
+        self.token = token
+        self.known = known
+        super().__init__(f"unknown ID {token!r}; known IDs: {', '.join(known)} "
+                         "(or a check ID or its prefix, e.g. w9-sqrt-dk.1024; or w9, d2l)")
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class Run:
+    """One experiment run: what it was asked, what it returned, how long it took."""
+
+    experiment: Experiment
+    config: Any
+    quick: bool  # ran at Config.quick(): published values do not apply
+    result: Any = None
+    measured: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None  # set when run() or measured() raised
+
+    @property
+    def name(self) -> str:
+        return self.experiment.name
+
+
+def run_experiments(plan: Iterable[tuple[Experiment, Any, bool]], *,
+                    on_start: Callable[[Experiment], None] | None = None,
+                    on_done: Callable[[Run], None] | None = None,
+                    keep_going: bool = True) -> list[Run]:
+    """Run ``(experiment, config, quick)`` one after another.
+
+    An experiment that raises an :class:`AttnError` (or any exception, with ``keep_going``)
+    is recorded in ``Run.error`` and the others still run: its checks then fail as
+    "not regenerated".  KeyboardInterrupt always propagates.
+    """
+    runs = []
+    for exp, config, quick in plan:
+        if on_start:
+            on_start(exp)
+        run = Run(exp, config, quick)
+        start = time.perf_counter()
+        try:
+            run.result = exp.run(config)
+            run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
+        except Exception as exc:
+            if not keep_going:
+                raise
+            run.error = f"{type(exc).__name__}: {exc}"
+        run.seconds = time.perf_counter() - start
+        runs.append(run)
+        if on_done:
+            on_done(run)
+    return runs
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+@dataclass
+class Outcome:
+    """One check against its regenerated value."""
+
+    check: Any
+    regenerated: Any = MISSING
+    status: str = "fail"  # "pass", "fail" or "skipped"
+    note: str = ""  # why it failed or was skipped
+
+    @property
+    def ok(self) -> bool | None:
+        return None if self.status == "skipped" else self.status == "pass"
+
+    def as_json(self) -> dict:
+        return {
+            "id": self.check.id,
+            "artifact": self.check.artifact,
+            "published": self.check.published,
+            "regenerated": None if self.regenerated is MISSING else self.regenerated,
+            "tolerance": self.check.tolerance_text(),
+            "kind": self.check.kind,
+            "ok": self.ok,
+            "status": self.status,
+            "reason": self.check.reason,
+            "note": self.note,
+        }
+
+
+def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) -> list[Outcome]:
+    """Every selected check against the value its experiment measured."""
+    by_name = {r.name: r for r in runs}
+    outcomes = []
+    for check in selected_checks:
+        exp = registry.experiment_of(check.artifact)
+        run = by_name.get(exp.name) if exp else None
+        if exp is None:
+            outcomes.append(Outcome(check, note="not regenerated: no experiment module"))
+            continue
+        if run is None:
+            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} did not run"))
+            continue
+        if run.error:
+            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} failed ({run.error})"))
+            continue
+        if check.id not in run.measured:
+            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} measured no value"))
+            continue
+        value = run.measured[check.id]
+        if run.quick:
+            outcomes.append(Outcome(check, value, "skipped", "skipped (quick): reduced sizes"))
+            continue
+        try:
+            ok = check.ok(value)
+        except Exception as exc:  # a value of the wrong type is a failure, not a crash
+            ok, why = False, f"cannot compare: {type(exc).__name__}: {exc}"
+        else:
+            why = "" if ok else "outside tolerance"
+        outcomes.append(Outcome(check, value, "pass" if ok else "fail", why))
+    return outcomes
+
+
+@dataclass
+class Coverage:
+    """Catalogue IDs (of those selected) that verify cannot vouch for."""
+
+    artifacts: list[str]
+    no_checks: list[str]
+    no_experiment: list[str]
+
+    @property
+    def complete(self) -> bool:
+        return not self.no_checks and not self.no_experiment
+
+    def line(self) -> str:
+        checked = [a for a in self.artifacts if a not in self.no_checks and a not in self.no_experiment]
+        text = f"coverage: {len(checked)}/{len(self.artifacts)} catalogue IDs checked"
+        if self.no_checks:
+            text += f"; no checks: {', '.join(self.no_checks)}"
+        if self.no_experiment:
+            text += f"; no experiment: {', '.join(self.no_experiment)}"
+        return text
+
+
+def coverage(registry: Registry, artifact_ids: Iterable[str]) -> Coverage:
+    ids = list(artifact_ids)
+    return Coverage(
+        artifacts=ids,
+        no_checks=[a for a in ids if not registry.checks_of(a)],
+        no_experiment=[a for a in ids if registry.experiment_of(a) is None],
+    )
+
+
+def summary(outcomes: Sequence[Outcome]) -> str:
+    checked = [o for o in outcomes if o.status != "skipped"]
+    passed = sum(o.status == "pass" for o in checked)
+    text = f"{len(checked)} checked, {passed} passed"
+    failed = len(checked) - passed
+    if failed:
+        text += f", {failed} failed"
+    skipped = len(outcomes) - len(checked)
+    if skipped:
+        text += f", {skipped} skipped (quick)"
+    return text
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def versions() -> dict[str, str]:
+    import platform
+
+    import numpy
+    import torch
+
+    from attn_cli import __version__
+
+    return {"attn": __version__, "torch": torch.__version__, "python": platform.python_version(),
+            "numpy": numpy.__version__}
