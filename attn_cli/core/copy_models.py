@@ -1,0 +1,126 @@
+"""The copy-task models: W9 2.3's attention encoder-decoder and the Week 8 plain one.
+
+Both are written op for op as the W9 2.3 program writes them, in the same parameter
+creation order (embedding, encoder GRU, decoder GRU cell, readout), so that with the same
+seed and the same data they produce the same floats, bit for bit, on CPU.  The only
+addition is that :meth:`attend` returns its weights too (annotated-transformer style), and
+:meth:`generate` can hand back the readout weights of one sequence: that reads tensors the
+program computes anyway and adds no float operation to the data path.
+
+Names: ``B`` batch, ``T`` input length, ``h`` hidden size, ``E`` embedding width (32),
+``V`` vocabulary (12: ten digits, BOS, one spare).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn as nn
+
+from attn_cli.core.copy_spec import BOS, EMBED, VOCAB
+
+
+class AttnSeq2Seq(nn.Module):
+    """GRU encoder; GRU decoder cell fed [embedding; context]; readout from [state; context].
+
+    The context is dot-product attention of the decoder state over all encoder states,
+    scaled by sqrt(h), computed before the cell update (input to the cell) and after it
+    (input to the readout).
+    """
+
+    uses_attention = True
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, EMBED)
+        self.encoder = nn.GRU(EMBED, hidden, batch_first=True)
+        self.cell = nn.GRUCell(EMBED + hidden, hidden)
+        self.out = nn.Linear(2 * hidden, VOCAB)
+
+    def attend(self, query: torch.Tensor, enc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """query (B, h); enc (B, T, h) are the keys AND the values -> context (B, h), weights (B, T)."""
+        scores = torch.bmm(enc, query.unsqueeze(2)).squeeze(2) / math.sqrt(enc.size(2))  # (B, T)
+        weights = torch.softmax(scores, dim=1)  # (B, T): where to look in the input
+        context = torch.bmm(weights.unsqueeze(1), enc).squeeze(1)  # (B, h): weighted average of ALL states
+        return context, weights
+
+    def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor):
+        """tok (B,), state (B, h), enc (B, T, h) -> logits (B, V), new state (B, h), readout weights (B, T)."""
+        # same op order as the program (embedding first): it fixes the autograd graph's
+        # sequence numbers, hence the order in which gradients are summed
+        x = self.emb(tok)  # (B, E)
+        context, _ = self.attend(state, enc)  # (B, h), attention before the update
+        state = self.cell(torch.cat([x, context], 1), state)  # (B, h)
+        context, weights = self.attend(state, enc)  # (B, h), attention after the update
+        return self.out(torch.cat([state, context], 1)), state, weights  # (B, V), (B, h), (B, T)
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """src (B, T) -> encoder states (B, T, h), initial decoder state (B, h)."""
+        enc, last = self.encoder(self.emb(src))  # (B, T, h), (1, B, h)
+        return enc, last[0]
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
+                encoded: Optional[tuple[torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
+        """Teacher forcing: src (B, T), tgt_in (B, T) = [BOS, src[:, :-1]] -> logits (B, T, V)."""
+        enc, state = encoded if encoded is not None else self.encode(src)
+        outs = []
+        for t in range(tgt_in.size(1)):
+            o, state, _ = self.step(tgt_in[:, t], state, enc)  # (B, V)
+            outs.append(o)
+        return torch.stack(outs, 1)  # (B, T, V)
+
+    @torch.no_grad()
+    def generate(self, src: torch.Tensor, length: int,
+                 encoded: Optional[tuple[torch.Tensor, torch.Tensor]] = None,
+                 record: Optional[int] = None):
+        """Free running from BOS: src (B, T) -> tokens (B, length).
+
+        With ``record=i``, also return the readout weights of sequence ``i``, one row per
+        decoder step: a list of ``length`` tensors of shape (T,) (empty for the plain model).
+        """
+        enc, state = encoded if encoded is not None else self.encode(src)
+        tok = torch.full((src.size(0),), BOS, device=src.device)  # (B,)
+        res, rows = [], []
+        for _ in range(length):
+            o, state, weights = self.step(tok, state, enc)
+            tok = o.argmax(-1)  # (B,)
+            res.append(tok)
+            if record is not None and weights is not None:
+                rows.append(weights[record])  # (T,)
+        tokens = torch.stack(res, 1)  # (B, length)
+        return (tokens, rows) if record is not None else tokens
+
+
+class PlainSeq2Seq(AttnSeq2Seq):
+    """The Week 8 encoder-decoder: W9 2.3's model with the attention context removed.
+
+    GRU encoder; GRU decoder cell on the token embedding alone; initial state the
+    encoder's last state; a linear readout of the state.
+    """
+
+    uses_attention = False
+
+    def __init__(self, hidden: int):
+        nn.Module.__init__(self)
+        self.emb = nn.Embedding(VOCAB, EMBED)
+        self.encoder = nn.GRU(EMBED, hidden, batch_first=True)
+        self.cell = nn.GRUCell(EMBED, hidden)
+        self.out = nn.Linear(hidden, VOCAB)
+
+    def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor):
+        state = self.cell(self.emb(tok), state)  # (B, h)
+        return self.out(state), state, None  # (B, V), (B, h), no weights
+
+
+MODEL_CLASSES = {"attention": AttnSeq2Seq, "plain": PlainSeq2Seq}
+
+
+def build_model(model: str, hidden: int) -> AttnSeq2Seq:
+    """A fresh model; the caller seeds torch first (parameter creation draws from the RNG)."""
+    try:
+        cls = MODEL_CLASSES[model]
+    except KeyError:
+        raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODEL_CLASSES)}") from None
+    return cls(hidden)

@@ -1,0 +1,92 @@
+"""The exact engine: one copy-task run, the W9 2.3 way, bit for bit.
+
+:func:`train_and_evaluate` performs the same float operations in the same order as the
+W9 2.3 program's ``evaluate(length, hidden, seed, steps)`` (and as the same program with
+the attention removed, for the plain model):
+
+1. ``torch.manual_seed(seed)``, then the model is built (embedding, encoder, cell,
+   readout: the parameter creation order draws the initial weights), then Adam;
+2. each step draws ``torch.randint(0, 10, (batch, length))`` for the sources, feeds
+   ``[BOS, src[:, :-1]]`` with teacher forcing, cross-entropy, ``zero_grad``, backward,
+   ``clip_grad_norm_(1.0)``, Adam step;
+3. after training, one evaluation batch is drawn the same way; teacher-forced accuracy,
+   free-running accuracy and whole-sequence exactness are computed from it.
+
+So on CPU, with one intra-op thread, the three accuracies equal the program's to the last
+bit.  The evaluation reuses one encoder pass for the teacher-forced and the free-running
+decoders (the program encodes the same batch twice; the floats are the same), and the
+attention weights of the first evaluation sequence are read out of the free-running pass
+itself: no extra random draw, no extra float operation on the data path.
+
+On CUDA the same draws are made on the CPU generator and moved to the device, so the data
+is the same; the numbers then follow the GPU's kernels and are not bitwise equal to CPU.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import torch
+import torch.nn as nn
+
+from attn_cli.core.copy_models import build_model
+from attn_cli.core.copy_spec import BOS, VOCAB, Progress, RunOutcome, RunSpec
+
+PROGRESS_EVERY_S = 0.2  # at most this often a progress report (plus the last step)
+
+
+def make_batch(batch_size: int, length: int, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """One draw of the program's ``batch(B)``: src (B, T) digits, tgt_in (B, T) = [BOS, src[:, :-1]]."""
+    src = torch.randint(0, 10, (batch_size, length))  # (B, T), drawn on the CPU generator
+    tgt_in = torch.cat([torch.full((batch_size, 1), BOS), src[:, :-1]], 1)  # (B, T)
+    if device != "cpu":
+        src, tgt_in = src.to(device), tgt_in.to(device)
+    return src, tgt_in
+
+
+def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = None) -> RunOutcome:
+    """Train ``spec.model`` on the copy task and evaluate it, exactly as the W9 2.3 program does."""
+    start = time.perf_counter()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the program's torch.set_num_threads(1)
+    try:
+        torch.manual_seed(spec.seed)
+        model = build_model(spec.model, spec.hidden)
+        if device != "cpu":
+            model = model.to(device)
+        params = list(model.parameters())
+        opt = torch.optim.Adam(params, lr=spec.lr)
+        cross_entropy, clip = nn.functional.cross_entropy, nn.utils.clip_grad_norm_
+
+        loss = None
+        last_report = start
+        for step in range(1, spec.steps + 1):
+            src, tgt_in = make_batch(spec.batch_size, spec.length, device)
+            loss = cross_entropy(model(src, tgt_in).reshape(-1, VOCAB), src.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            clip(params, spec.clip)
+            opt.step()
+            if progress is not None:
+                now = time.perf_counter()
+                if now - last_report >= PROGRESS_EVERY_S or step == spec.steps:
+                    progress(step, spec.steps, loss.item())
+                    last_report = now
+        final_loss = loss.item() if loss is not None else float("nan")
+
+        src, tgt_in = make_batch(spec.eval_size, spec.length, device)
+        model.eval()  # no dropout or batch norm here: changes nothing numerically
+        with torch.no_grad():
+            encoded = model.encode(src)  # (B, T, h), (B, h): shared by both decoders
+            forced = (model(src, tgt_in, encoded).argmax(-1) == src).float().mean().item()
+            free, rows = model.generate(src, spec.length, encoded, record=0)  # (B, T)
+            correct = free == src  # (B, T)
+            free_running = correct.float().mean().item()
+            exact = correct.all(1).float().mean().item()
+            weights = torch.stack(rows).tolist() if rows else []  # (T_out, T_in) for sequence 0
+        return RunOutcome(spec=spec, teacher_forced=forced, free_running=free_running, exact=exact,
+                          seconds=time.perf_counter() - start, final_loss=final_loss,
+                          example_src=src[0].tolist(), example_weights=weights, engine="exact")
+    finally:
+        torch.set_num_threads(threads)
