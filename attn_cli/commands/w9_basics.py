@@ -1,0 +1,153 @@
+"""W9 chapters 1, 3.1, 3.2 and 4.3: ``embeddings``, ``analogy``, ``formula`` and ``order``.
+
+Thin commands: parse, build the experiment's Config, run it, render.  torch and matplotlib
+are imported only inside the command bodies.  All four are instant, so ``--quick`` runs
+the same configuration as the default.
+"""
+
+from __future__ import annotations
+
+import click
+
+from attn_cli.options import Common, MultiValueOption, common_options
+
+
+def _finish(common: Common, result, render_module) -> None:
+    from attn_cli.render.console import emit, note
+
+    paths = render_module.figures(result, common.out)
+    emit(result, [] if common.json else render_module.tables(result), common.json)
+    for path in paths:
+        note(f"wrote {path}")
+
+
+def _config(exp, common: Common, **overrides):
+    overrides = dict(seed=common.seed, device=common.device, **overrides)
+    return exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
+
+
+@click.command(name="embeddings")
+@click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Width d of the contextual vectors (W9 1.3).")
+@click.option("--vocab-size", type=click.IntRange(min=1), default=50_000, show_default=True,
+              help="Vocabulary size V of the parameter count (W9 1.1).")
+@click.option("--embed-dim", type=click.IntRange(min=1), default=300, show_default=True,
+              help="Embedding width d of the parameter count (W9 1.1).")
+@common_options
+def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> None:
+    """One-hot vectors vs an embedding table; contextual vectors for 'bank' (W9 1.1, 1.3).
+
+    One-hot dot products (0.0), lookup == one-hot @ W, the V x d parameter count; then one
+    untrained self-attention layer gives 'bank' different outputs in "the river bank was
+    deep" and "the money bank was closed" (distance 2.841), beside the text's numbers.
+    Writes embeddings_bank_attention.png (the two sentences' attention weights) and .csv.
+
+    \b
+    Example:
+        attn embeddings
+        attn embeddings --vocab-size 30000 --embed-dim 512 --json
+    """
+    from attn_cli.experiments import embeddings as exp
+    from attn_cli.render import embeddings as render
+
+    config = _config(exp, common, d=dim, vocab_size=vocab_size, embed_dim=embed_dim)
+    _finish(common, exp.run(config), render)
+
+
+@click.command(name="analogy")
+@click.argument("words", nargs=-1, metavar="[A B C]")
+@click.option("--nearest", "nearest_word", default="bank", show_default=True, metavar="WORD",
+              help="List the words nearest to WORD.")
+@click.option("--top", type=click.IntRange(min=1), default=8, show_default=True,
+              help="How many nearest words to list for --nearest.")
+@click.option("--dim", type=click.IntRange(min=1), default=8, show_default=True,
+              help="SVD dimensions kept (the text's k).")
+@common_options
+def analogy(words: tuple[str, ...], nearest_word: str, top: int, dim: int, common: Common) -> None:
+    """Word vectors from counting (PPMI + SVD); analogies A - B + C (W9 1.2).
+
+    Cosine similarities (king~prince 1.0, king~queen 0.997, ...), king - man + woman ->
+    queen, princess, kingdom, and the 8 words nearest to bank, beside the text's. With
+    A B C, also the words nearest to A - B + C; with --nearest WORD, those nearest to WORD.
+    Deterministic numpy, as the text: --seed and --device play no part. An unknown word is
+    an error that lists the vocabulary.
+
+    \b
+    Example:
+        attn analogy
+        attn analogy prince boy girl --nearest money
+    """
+    from attn_cli.experiments import analogy as exp
+
+    if len(words) not in (0, 3):
+        raise click.BadParameter(f"give three words A B C (for A - B + C), or none; got {len(words)}",
+                                 param_hint="'[A B C]'")
+    from attn_cli.render import analogy as render
+    from attn_cli.render.console import note
+
+    if common.device != "cpu":
+        note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
+    query = tuple(words) if words else exp.Config.query
+    config = _config(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, dim=dim)
+    _finish(common, exp.run(config), render)
+
+
+@click.command(name="formula")
+@click.option("--n-q", type=click.IntRange(min=1), default=3, show_default=True, help="Queries (W9 3.2).")
+@click.option("--n-k", type=click.IntRange(min=1), default=5, show_default=True, help="Keys and values (W9 3.2).")
+@click.option("--d-k", type=click.IntRange(min=1), default=4, show_default=True, help="Query/key width (W9 3.2).")
+@click.option("--d-v", type=click.IntRange(min=1), default=6, show_default=True, help="Value width (W9 3.2).")
+@common_options
+def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
+    """Scaled dot-product attention by hand, and its properties (W9 3.1, 3.2).
+
+    The worked example (scores [0.707, 0.0, 0.707], weights [0.401, 0.198, 0.401], output
+    20.0) through the package's attention, then random Q, K, V: the shapes, agreement with
+    F.scaled_dot_product_attention, rows summing to 1, non-negative weights and outputs
+    that are convex combinations of the values, beside the text's.
+
+    \b
+    Example:
+        attn formula
+        attn formula --n-k 50 --d-k 64 --device auto
+    """
+    from attn_cli.experiments import formula as exp
+    from attn_cli.render import formula as render
+
+    config = _config(exp, common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v)
+    _finish(common, exp.run(config), render)
+
+
+def _three_distinct(ctx, param, value):
+    if len(value) != 3 or len(set(value)) != 3:
+        raise click.BadParameter(f"give three distinct words (the second is the one compared), got "
+                                 f"{' '.join(value) or 'none'}", ctx=ctx, param=param)
+    return tuple(value)
+
+
+@click.command(name="order")
+@click.option("--words", cls=MultiValueOption, default=("dog", "bites", "man"), show_default=True,
+              metavar="W1 W2 W3", callback=_three_distinct,
+              help="The first sentence; the second is it reversed (the text's dog bites man / man bites dog).")
+@click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True, help="Width d of the word vectors.")
+@common_options
+def order(words: tuple[str, ...], dim: int, common: Common) -> None:
+    """Self-attention cannot tell the order (W9 4.3).
+
+    The output for 'bites' in "dog bites man" and in "man bites dog" (same random weights)
+    is identical; after adding a distinct vector per position it is not. Beside the text's
+    numbers ([-0.72 0.958 1.767 0.24 1.691 0.924], True, False).
+
+    \b
+    Example:
+        attn order
+        attn order --words cat chases mouse
+    """
+    from attn_cli.experiments import order as exp
+    from attn_cli.render import order as render
+
+    config = _config(exp, common, words=words, d=dim)
+    _finish(common, exp.run(config), render)
+
+
+COMMANDS = [embeddings, analogy, formula, order]

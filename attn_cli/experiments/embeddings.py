@@ -1,0 +1,128 @@
+"""W9 1.1 and 1.3: one-hot vectors know nothing; contextual vectors for 'bank'.
+
+1.1: one-hot vectors are orthogonal; an embedding layer is a lookup table, which equals a
+one-hot vector times the weight matrix; a V x d table has V * d parameters.
+
+1.3: one untrained self-attention layer gives the same input vector for "bank" different
+outputs in "the river bank was deep" and "the money bank was closed".  Random draws after
+``torch.manual_seed(seed)``, in the text's order: one vector per vocabulary word (in
+vocabulary order), then Wq, Wk, Wv (each ``randn(d, d) * 0.7``).  Data is drawn on the
+CPU generator and then moved to the device, so a seed means the same on any device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+ARTIFACTS = ("w9-onehot", "w9-contextual")
+
+ONEHOT_VOCAB = ("king", "queen", "man", "woman", "apple")  # W9 1.1
+CONTEXT_VOCAB = ("the", "river", "money", "bank", "was", "deep", "closed")  # W9 1.3, draw order
+SENTENCES = ("the river bank was deep", "the money bank was closed")  # W9 1.3
+WORD = "bank"  # the ambiguous word whose two contextual vectors are compared
+
+# the Config fields the published values depend on
+TEXT_SETTINGS = ("seed", "onehot_embed_dim", "vocab_size", "embed_dim", "d", "weight_scale")
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed before each block, as the text
+    device: str = "cpu"  # where the attention is computed (draws are on the CPU)
+    onehot_embed_dim: int = 4  # width of the small nn.Embedding of 1.1
+    vocab_size: int = 50_000  # V of the parameter count of 1.1
+    embed_dim: int = 300  # d of the parameter count of 1.1
+    d: int = 6  # width of the contextual vectors of 1.3
+    weight_scale: float = 0.7  # Wq, Wk, Wv = randn(d, d) * weight_scale
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**overrides)  # already instant: the quick run is the full run
+
+
+@dataclass
+class Result:
+    config: dict
+    # 1.1
+    onehot_king_queen: float  # one-hot king . queen
+    onehot_king_apple: float  # one-hot king . apple
+    lookup_equals_matmul: bool  # emb(ids) == onehot[ids] @ emb.weight (torch.allclose)
+    parameters: int  # vocab_size * embed_dim
+    # 1.3
+    tokens: list[list[str]]  # the two sentences, tokenised
+    static_bank: list[float]  # E["bank"]: the one fixed input vector
+    bank_outputs: list[list[float]]  # self-attention output for "bank" in each sentence
+    distance: float  # || output(river) - output(money) ||
+    weights: list[list[list[float]]] = field(default_factory=list)  # per sentence (n, n), rows = queries
+
+    def at_text_settings(self) -> bool:
+        """True when every setting the published values depend on is the text's."""
+        default = dataclasses.asdict(Config())
+        return all(self.config[k] == default[k] for k in TEXT_SETTINGS)
+
+    def measured(self) -> dict[str, Any]:
+        return {
+            "w9-onehot.king.queen": self.onehot_king_queen,
+            "w9-onehot.king.apple": self.onehot_king_apple,
+            "w9-onehot.lookup_equals_matmul": self.lookup_equals_matmul,
+            "w9-onehot.parameters": self.parameters,
+            "w9-onehot.onehot_dims": self.config["vocab_size"],
+            "w9-contextual.static_bank": self.static_bank,
+            "w9-contextual.river_bank": self.bank_outputs[0],
+            "w9-contextual.money_bank": self.bank_outputs[1],
+            "w9-contextual.distance": self.distance,
+        }
+
+
+def run(config: Config) -> Result:
+    import torch
+    from torch import nn
+
+    from attn_cli.core.attention import scaled_dot_product_attention
+
+    dev = torch.device(config.device)
+
+    # --- 1.1: one-hot vectors and the embedding table
+    torch.manual_seed(config.seed)
+    idx = {w: i for i, w in enumerate(ONEHOT_VOCAB)}
+    onehot = torch.eye(len(ONEHOT_VOCAB), device=dev)  # (V, V)
+    king_queen = (onehot[idx["king"]] @ onehot[idx["queen"]]).item()
+    king_apple = (onehot[idx["king"]] @ onehot[idx["apple"]]).item()
+    emb = nn.Embedding(len(ONEHOT_VOCAB), config.onehot_embed_dim).to(dev)  # drawn on CPU, then moved
+    ids = torch.tensor([idx["king"], idx["apple"]], device=dev)
+    with torch.no_grad():
+        lookup = emb(ids)  # (2, d): a table lookup ...
+        matmul = onehot[ids] @ emb.weight  # (2, d): ... equals one-hot times the weight matrix
+    lookup_equals = bool(torch.allclose(lookup, matmul))
+
+    # --- 1.3: one untrained self-attention layer
+    torch.manual_seed(config.seed)
+    d = config.d
+    E = {w: torch.randn(d) for w in CONTEXT_VOCAB}  # one fixed vector per word, vocabulary order
+    Wq, Wk, Wv = (torch.randn(d, d) * config.weight_scale for _ in range(3))
+    E = {w: v.to(dev) for w, v in E.items()}
+    Wq, Wk, Wv = Wq.to(dev), Wk.to(dev), Wv.to(dev)
+
+    tokens = [s.split() for s in SENTENCES]
+    outputs, weights = [], []
+    for sentence in tokens:
+        x = torch.stack([E[w] for w in sentence])  # (n, d)
+        out, w = scaled_dot_product_attention(x @ Wq, x @ Wk, x @ Wv)  # (n, d), (n, n)
+        outputs.append(out[sentence.index(WORD)])
+        weights.append(w.cpu().tolist())
+    distance = (outputs[0] - outputs[1]).norm().item()
+
+    return Result(
+        config=dataclasses.asdict(config),
+        onehot_king_queen=king_queen,
+        onehot_king_apple=king_apple,
+        lookup_equals_matmul=lookup_equals,
+        parameters=config.vocab_size * config.embed_dim,
+        tokens=tokens,
+        static_bank=E[WORD].cpu().tolist(),
+        bank_outputs=[o.cpu().tolist() for o in outputs],
+        distance=distance,
+        weights=weights,
+    )

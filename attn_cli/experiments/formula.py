@@ -1,0 +1,129 @@
+"""W9 3.1 and 3.2: scaled dot-product attention by hand, and its properties.
+
+3.1: Q = [1, 0]; keys [1, 0], [0, 1], [1, 1]; values 10, 20, 30; d_k = 2.  Computed with the
+package's core attention (``attn_cli.core.attention.scaled_dot_product_attention``) in
+float64, and checked against the closed form e^s / (2 e^s + 1), s = 1/sqrt(2).
+
+3.2: after ``torch.manual_seed(seed)`` draw Q (n_q, d_k), K (n_k, d_k), V (n_k, d_v) in that
+order (on the CPU generator, then moved to the device); attention by the core, compared with
+the text's explicit formula and with ``F.scaled_dot_product_attention``; the properties the text
+lists (rows sum to 1, non-negative, outputs a convex combination of the value rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+ARTIFACTS = ("w9-worked", "w9-properties")
+
+WORKED_Q = [[1.0, 0.0]]  # (1, 2)
+WORKED_K = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # (3, 2)
+WORKED_V = [[10.0], [20.0], [30.0]]  # (3, 1)
+
+# the Config fields the published values depend on
+TEXT_SETTINGS = ("seed", "n_q", "n_k", "d_k", "d_v")
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed before drawing Q, K, V (3.2)
+    device: str = "cpu"  # where attention is computed (draws are on the CPU)
+    n_q: int = 3  # queries (3.2)
+    n_k: int = 5  # keys and values (3.2)
+    d_k: int = 4  # query/key width (3.2)
+    d_v: int = 6  # value width (3.2)
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**overrides)  # already instant: the quick run is the full run
+
+
+@dataclass
+class Result:
+    config: dict
+    # 3.1
+    scores: list[float]  # q . k / sqrt(d_k) for the three keys
+    weights: list[float]  # softmax of the scores
+    weights_sum: float
+    output: float  # weights @ V
+    closed_form: list[float]  # e^s / (2 e^s + 1), 1 / (2 e^s + 1), e^s / (2 e^s + 1)
+    closed_form_max_diff: float  # | core weights - closed form |, max
+    # 3.2
+    shapes: dict[str, list[int]]  # Q, K, V, scores, output
+    matches_sdpa: bool  # torch.allclose(out, F.scaled_dot_product_attention(Q, K, V), atol=1e-6)
+    sdpa_max_diff: float  # | out - F.sdpa |, max
+    core_max_diff: float  # | text's explicit formula - core attention |, max
+    row_sums: list[float]  # weights.sum(-1)
+    non_negative: bool  # all weights >= 0
+    convex: bool  # every output within [min, max] of its value column (1e-6 slack)
+
+    def at_text_settings(self) -> bool:
+        """True when every setting the published values depend on is the text's."""
+        default = dataclasses.asdict(Config())
+        return all(self.config[k] == default[k] for k in TEXT_SETTINGS)
+
+    def measured(self) -> dict[str, Any]:
+        return {
+            "w9-worked.scores": self.scores,
+            "w9-worked.weights": self.weights,
+            "w9-worked.weights_sum": self.weights_sum,
+            "w9-worked.output": self.output,
+            "w9-properties.shapes": self.shapes,
+            "w9-properties.matches_sdpa": self.matches_sdpa,
+            "w9-properties.row_sums": self.row_sums,
+            "w9-properties.non_negative": self.non_negative,
+            "w9-properties.convex": self.convex,
+        }
+
+
+def run(config: Config) -> Result:
+    import torch
+    import torch.nn.functional as F
+
+    from attn_cli.core.attention import scaled_dot_product_attention
+
+    dev = torch.device(config.device)
+
+    # --- 3.1: the worked example, float64
+    Q = torch.tensor(WORKED_Q, dtype=torch.float64, device=dev)  # (1, 2)
+    K = torch.tensor(WORKED_K, dtype=torch.float64, device=dev)  # (3, 2)
+    V = torch.tensor(WORKED_V, dtype=torch.float64, device=dev)  # (3, 1)
+    d_k = K.shape[1]
+    scores = Q @ K.T / math.sqrt(d_k)  # (1, 3)
+    out, w = scaled_dot_product_attention(Q, K, V)  # (1, 1), (1, 3)
+    s = 1 / math.sqrt(2)
+    closed = [math.exp(s) / (2 * math.exp(s) + 1), 1 / (2 * math.exp(s) + 1), math.exp(s) / (2 * math.exp(s) + 1)]
+    weights = w[0].cpu().tolist()
+
+    # --- 3.2: random Q, K, V
+    torch.manual_seed(config.seed)
+    Qr, Kr, Vr = (torch.randn(config.n_q, config.d_k), torch.randn(config.n_k, config.d_k),
+                  torch.randn(config.n_k, config.d_v))
+    Qr, Kr, Vr = Qr.to(dev), Kr.to(dev), Vr.to(dev)
+    s_r = Qr @ Kr.T / config.d_k ** 0.5  # (n_q, n_k): how well each query matches each key
+    o_r, w_r = scaled_dot_product_attention(Qr, Kr, Vr)  # (n_q, d_v), (n_q, n_k): the core
+    w_text = torch.softmax(s_r, dim=-1)  # the text's explicit formula, for comparison
+    o_text = w_text @ Vr
+    o_sdpa = F.scaled_dot_product_attention(Qr, Kr, Vr)
+    inside = ((o_r >= Vr.min(0).values - 1e-6) & (o_r <= Vr.max(0).values + 1e-6)).all()
+
+    return Result(
+        config=dataclasses.asdict(config),
+        scores=scores[0].cpu().tolist(),
+        weights=weights,
+        weights_sum=w.sum().item(),
+        output=out.item(),
+        closed_form=closed,
+        closed_form_max_diff=max(abs(a - b) for a, b in zip(weights, closed)),
+        shapes={"Q": list(Qr.shape), "K": list(Kr.shape), "V": list(Vr.shape),
+                "scores": list(s_r.shape), "output": list(o_r.shape)},
+        matches_sdpa=bool(torch.allclose(o_r, o_sdpa, atol=1e-6)),
+        sdpa_max_diff=(o_r - o_sdpa).abs().max().item(),
+        core_max_diff=max((o_r - o_text).abs().max().item(), (w_r - w_text).abs().max().item()),
+        row_sums=w_r.sum(-1).cpu().tolist(),
+        non_negative=bool((w_r >= 0).all()),
+        convex=bool(inside),
+    )

@@ -1,0 +1,105 @@
+"""W9 4.3: self-attention cannot tell the order.
+
+"dog bites man" and "man bites dog" through one self-attention layer with the same weights:
+the output for the middle word "bites" is identical, because attention sees a set.  Adding a
+distinct vector per position tells the two apart.  Random draws after
+``torch.manual_seed(seed)``, in the text's order: one vector per word (in the order given),
+then Wq, Wk, Wv (each ``randn(d, d) * 0.5``), then the position vectors ``randn(3, d)``.
+Draws are on the CPU generator and then moved to the device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+ARTIFACTS = ("w9-order",)
+
+ATOL = 1e-6  # "identical" means torch.allclose(..., atol=1e-6), as the text
+
+# the Config fields the published values depend on
+TEXT_SETTINGS = ("seed", "d", "weight_scale", "words")
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed before the draws
+    device: str = "cpu"  # where attention is computed (draws are on the CPU)
+    d: int = 6  # width of the word vectors
+    weight_scale: float = 0.5  # Wq, Wk, Wv = randn(d, d) * weight_scale
+    words: tuple[str, str, str] = ("dog", "bites", "man")  # sentence a; sentence b is it reversed
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**overrides)  # already instant: the quick run is the full run
+
+
+@dataclass
+class Result:
+    config: dict
+    sentence_a: list[str]  # e.g. dog bites man
+    sentence_b: list[str]  # the same words reversed: man bites dog
+    word: str  # the middle word, at the same position in both
+    output_a: list[float]  # self-attention output for the middle word in sentence a
+    output_b: list[float]  # ... in sentence b
+    identical: bool  # allclose(output_a, output_b, atol=1e-6)
+    max_diff: float  # | output_a - output_b |, max
+    output_a_positions: list[float]  # the same with a position vector added to each token
+    output_b_positions: list[float]
+    identical_with_positions: bool
+    max_diff_positions: float
+
+    def at_text_settings(self) -> bool:
+        """True when every setting the published values depend on is the text's."""
+        default = dataclasses.asdict(Config())
+        return all(self.config[k] == default[k] for k in TEXT_SETTINGS)
+
+    def measured(self) -> dict[str, Any]:
+        return {
+            "w9-order.dog_bites_man": self.output_a,
+            "w9-order.man_bites_dog": self.output_b,
+            "w9-order.identical": self.identical,
+            "w9-order.identical_with_positions": self.identical_with_positions,
+        }
+
+
+def run(config: Config) -> Result:
+    import torch
+
+    from attn_cli.core.attention import scaled_dot_product_attention
+
+    if len(config.words) != 3 or len(set(config.words)) != 3:
+        raise ValueError(f"words must be three distinct words, got {config.words}")
+    dev = torch.device(config.device)
+    d = config.d
+    torch.manual_seed(config.seed)
+    emb = {w: torch.randn(d) for w in config.words}
+    Wq, Wk, Wv = (torch.randn(d, d) * config.weight_scale for _ in range(3))
+    pos = torch.randn(3, d)  # any distinct vector per position will do
+    emb = {w: v.to(dev) for w, v in emb.items()}
+    Wq, Wk, Wv, pos = Wq.to(dev), Wk.to(dev), Wv.to(dev), pos.to(dev)
+
+    def self_attention(x):  # x: (n, d) -> (n, d)
+        return scaled_dot_product_attention(x @ Wq, x @ Wk, x @ Wv)[0]
+
+    sentence_a = list(config.words)
+    sentence_b = sentence_a[::-1]
+    a = torch.stack([emb[w] for w in sentence_a])  # (3, d)
+    b = torch.stack([emb[w] for w in sentence_b])  # (3, d)
+    oa, ob = self_attention(a)[1], self_attention(b)[1]
+    oa2, ob2 = self_attention(a + pos)[1], self_attention(b + pos)[1]
+    return Result(
+        config=dataclasses.asdict(config),
+        sentence_a=sentence_a,
+        sentence_b=sentence_b,
+        word=sentence_a[1],
+        output_a=oa.cpu().tolist(),
+        output_b=ob.cpu().tolist(),
+        identical=bool(torch.allclose(oa, ob, atol=ATOL)),
+        max_diff=(oa - ob).abs().max().item(),
+        output_a_positions=oa2.cpu().tolist(),
+        output_b_positions=ob2.cpu().tolist(),
+        identical_with_positions=bool(torch.allclose(oa2, ob2, atol=ATOL)),
+        max_diff_positions=(oa2 - ob2).abs().max().item(),
+    )

@@ -1,0 +1,66 @@
+"""Tables for ``attn analogy`` (W9 1.2: PPMI + SVD word vectors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attn_cli.experiments.analogy import TIED, Result
+from attn_cli.published import all_checks
+
+
+def _ranked(words, scores) -> str:
+    return ", ".join(f"{w} ({s:.3f})" for w, s in zip(words, scores))
+
+
+def tables(result: Result) -> list:
+    from attn_cli.render.console import check_table
+
+    checks, m = all_checks(), result.measured()
+    same = result.at_text_settings()
+
+    def verdict(check_id):
+        return checks[check_id].ok(m[check_id]) if same else "n/a"
+
+    a, b = TIED
+    gap_analogy = result.tie[f"analogy.{a}"] - result.tie[f"analogy.{b}"]
+    gap_bank = result.tie[f"bank.{a}"] - result.tie[f"bank.{b}"]
+    rows = [(f"cosine {pair}", f"{value:.3f}", f"{checks[f'w9-ppmi.{pair}'].published}",
+             verdict(f"w9-ppmi.{pair}")) for pair, value in result.similarities.items()]
+    rows += [
+        ("king - man + woman: top two (tied)", ", ".join(result.analogy[:2]), "queen, princess",
+         verdict("w9-ppmi.analogy.top2")),
+        (f"  E.v of {a} / {b} (gap)", f"{result.tie[f'analogy.{a}']:.6f} / {result.tie[f'analogy.{b}']:.6f} "
+         f"({gap_analogy:.1e})", "", None),
+        ("king - man + woman: third", result.analogy[2], "kingdom", verdict("w9-ppmi.analogy.third")),
+        ("nearest to bank: 1-7", ", ".join(result.bank_nearest[:7]),
+         ", ".join(checks["w9-ppmi.bank_nearest.top7"].published), verdict("w9-ppmi.bank_nearest.top7")),
+        ("nearest to bank: 8th (tie)", result.bank_nearest[7], "queen", verdict("w9-ppmi.bank_nearest.8th")),
+        (f"  cosine bank~{a} / bank~{b} (gap)", f"{result.tie[f'bank.{a}']:.6f} / {result.tie[f'bank.{b}']:.6f} "
+         f"({gap_bank:.1e})", "", None),
+    ]
+    cfg = result.config
+    published = check_table(
+        f"W9 1.2  PPMI + SVD word vectors ({len(result.vocab)} words, {cfg['dim']} dimensions, window "
+        f"{cfg['window']})",
+        rows,
+        caption=(f"{a} and {b} occur in identical contexts, so their vectors are equal in exact arithmetic: "
+                 "their order (the analogy's top two, bank's 8th neighbour) is decided by rounding noise "
+                 "and can flip with the LAPACK build; the checks accept either order. Singular-vector "
+                 "signs are arbitrary but leave cosines unchanged."
+                 + ("" if same else " n/a: settings differ from the text's.")),
+    )
+    from rich.table import Table
+
+    x, y, z = result.query
+    asked = Table(title="the query (score E.v; stop words and the query's own words skipped)",
+                  title_justify="left")
+    asked.add_column("query")
+    asked.add_column("nearest words (score)")
+    asked.add_row(f"{x} - {y} + {z}", _ranked(result.query_answer, result.query_similarities))
+    asked.add_row(f"nearest to {result.nearest_word}", _ranked(result.nearest, result.nearest_similarities))
+    out = [published, asked]
+    return out
+
+
+def figures(result: Result, out: Path) -> list[Path]:
+    return []  # a table only (the catalogue lists no figure for w9-ppmi)

@@ -1,0 +1,48 @@
+"""Table for ``attn order`` (W9 4.3: self-attention cannot tell the order)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attn_cli.experiments.order import Result
+from attn_cli.published import all_checks
+
+
+def _vec(values) -> str:
+    return "[" + " ".join(f"{v:.3f}" for v in values) + "]"
+
+
+def tables(result: Result) -> list:
+    from attn_cli.render.console import check_table
+
+    checks, m = all_checks(), result.measured()
+    same = result.at_text_settings()
+
+    def verdict(check_id):
+        return checks[check_id].ok(m[check_id]) if same else "n/a"
+
+    a, b, w = " ".join(result.sentence_a), " ".join(result.sentence_b), result.word
+    cfg = result.config
+    table = check_table(
+        f"W9 4.3  self-attention sees a set: output for '{w}' (d = {cfg['d']}, seed {cfg['seed']})",
+        [
+            (f"output for '{w}' in '{a}'", _vec(result.output_a), _vec(checks["w9-order.dog_bites_man"].published),
+             verdict("w9-order.dog_bites_man")),
+            (f"output for '{w}' in '{b}'", _vec(result.output_b), _vec(checks["w9-order.man_bites_dog"].published),
+             verdict("w9-order.man_bites_dog")),
+            ("identical without position information (atol 1e-6)",
+             f"{result.identical} (max diff {result.max_diff:.1e})", "True", verdict("w9-order.identical")),
+            ("  with a position vector added to each token", f"{_vec(result.output_a_positions)} vs "
+             f"{_vec(result.output_b_positions)}", "", None),
+            ("identical with position vectors", f"{result.identical_with_positions} (max diff "
+             f"{result.max_diff_positions:.3f})", "False", verdict("w9-order.identical_with_positions")),
+        ],
+        caption="without positions the two sentences are indistinguishable; a distinct vector per position "
+                "tells them apart (positional encoding, Week 10)"
+                + ("" if same else "; n/a: settings differ from the text's"),
+    )
+    return [table]
+
+
+def figures(result: Result, out: Path) -> list[Path]:
+    return []  # a table only
