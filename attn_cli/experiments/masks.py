@@ -61,7 +61,6 @@ class Result:
             "w9-masks.past_unchanged": self.past_unchanged_with_mask,
             "w9-masks.changes_without_mask": self.past_changes_without_mask,
             "w9-masks.padding_weight": self.padding_weight,
-            "w9-masks.core_equals_text": self.core_equals_text,
         }
 
 

@@ -6,7 +6,8 @@ entries, takes 4 n^2 bytes in float32, and the products cost n^2 d multiply-adds
 ``measure=True`` adds a measurement: time real forward passes of the core's
 :func:`~attn_cli.core.attention.scaled_dot_product_attention` (one head, d_k = d_v = d_model,
 batch 1) for growing n, after a warm-up, with ``torch.cuda.synchronize`` on a GPU; the
-median of ``repeats`` passes is kept. Peak memory is ``torch.cuda.max_memory_allocated``
+fastest of ``repeats`` passes is kept (the one least disturbed by other processes, as
+``timeit`` advises); the median is recorded too. Peak memory is ``torch.cuda.max_memory_allocated``
 on a GPU; on the CPU it is an *estimate* from the sizes of the tensors the pass allocates
 (inputs + scores + weights + output), since PyTorch's CPU allocator reports no peak.
 The exponent of time against n is fitted by least squares on log-log axes (expect ~2).
@@ -48,14 +49,14 @@ class Config:
     d_model: int = TEXT_D_MODEL  # d in n^2 d, and the head width of the measurement
     measure: bool = False  # also time real forward passes
     measure_lengths: tuple[int, ...] = MEASURE_LENGTHS["cpu"]  # n of the measurement
-    repeats: int = 5  # timed passes per n (the median is kept)
+    repeats: int = 3  # timed passes per n (the fastest is kept)
     warmup: int = 1  # untimed passes per n before timing
     memory_fraction: float = 0.5  # refuse an n whose pass needs more than this share of free memory
 
     @classmethod
     def quick(cls, **overrides) -> "Config":
         device = overrides.get("device", "cpu")
-        return cls(**{"measure_lengths": QUICK_MEASURE_LENGTHS[device], "repeats": 2, **overrides})
+        return cls(**{"measure_lengths": QUICK_MEASURE_LENGTHS[device], "repeats": 3, **overrides})
 
     @classmethod
     def default_measure_lengths(cls, device: str, quick: bool) -> tuple[int, ...]:
@@ -74,7 +75,8 @@ class FormulaRow:
 @dataclass
 class MeasuredRow:
     n: int
-    time_s: float  # median forward time
+    time_s: float  # fastest forward time (used for the fit)
+    median_s: float  # median forward time
     times_s: list[float]  # every timed pass
     peak_bytes: int  # peak memory of the pass (see Result.peak_method)
     formula_bytes: int  # forward_bytes(n, d): the up-front estimate
@@ -126,11 +128,12 @@ def fit_exponent(ns, times) -> float | None:
 
 def check_measurable(config: Config) -> None:
     """Refuse, before any allocation, every n whose forward pass would not fit comfortably."""
-    from attn_cli.core.memory import check_fits
+    from attn_cli.core.memory import check_fits, human_bytes
 
     for n in config.measure_lengths:
         what = (f"attention forward at n={n}, d_model={config.d_model} "
-                f"(scores + weights {text_memory(2 * BYTES_PER_FLOAT * n * n)})")
+                f"(an n x n float32 score matrix is {human_bytes(BYTES_PER_FLOAT * n * n)}; "
+                f"scores + weights + q, k, v, output)")
         nbytes = forward_bytes(n, config.d_model)
         check_fits(nbytes, what, config.device, fraction=config.memory_fraction)
         if config.device != "cpu":  # inputs are drawn on the CPU first
@@ -175,10 +178,10 @@ def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None
                 on_pass()
     if cuda:
         peak = torch.cuda.max_memory_allocated() - base + q.nbytes + k.nbytes + v.nbytes
-    median = statistics.median(times)
+    best = min(times)
     ops = n * n * d
-    return MeasuredRow(n=n, time_s=median, times_s=times, peak_bytes=int(peak),
-                       formula_bytes=forward_bytes(n, d), operations=ops, gflops=4 * ops / median / 1e9)
+    return MeasuredRow(n=n, time_s=best, median_s=statistics.median(times), times_s=times, peak_bytes=int(peak),
+                       formula_bytes=forward_bytes(n, d), operations=ops, gflops=4 * ops / best / 1e9)
 
 
 def run(config: Config, progress: Callable[[int, int], None] | None = None) -> Result:

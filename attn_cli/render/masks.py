@@ -6,7 +6,8 @@ from pathlib import Path
 
 from attn_cli.experiments.masks import Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.w9_attention import MASKS_CAUSAL, MASKS_ROW_SUMS
+from attn_cli.published.w9_attention import BY_CHECK_ID, MASKS_CAUSAL, MASKS_ROW_SUMS
+from attn_cli.render.console import check_table
 
 PNG, CSV = BY_ID["w9-masks"].files
 
@@ -44,26 +45,33 @@ def tables(result: Result) -> list:
         cells.append(f"{s!r}{pub_s}")
         weights.add_row(str(i), *cells)
 
-    checks = Table(title="W9 4.2  mask checks", show_lines=False)
-    for col in ("claim", "regenerated", "text"):
-        checks.add_column(col)
+    checks_rows = []
 
-    def pub(v):
-        return repr(v) if comparable else "[dim]n/a (not the text's settings)[/]"
+    def add(check_id, quantity, value, regenerated_text, published_text=None):
+        check = BY_CHECK_ID[check_id]
+        published_text = published_text or repr(check.published)
+        if comparable:
+            checks_rows.append((quantity, regenerated_text, published_text, check.ok(value)))
+        else:
+            checks_rows.append((quantity, regenerated_text, f"[dim]{published_text}[/]", "n/a"))
 
     last = result.config["changed_from"]
-    checks.add_row("rows still sum to 1 (float32 noise in the last bit)",
-                   f"max |sum-1| = {max(abs(s - 1) for s in result.row_sums):.1e}", pub(True))
-    checks.add_row(f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
-                   f"{result.past_unchanged_with_mask} (max change "
-                   f"{result.past_max_abs_change_with_mask:.1e})", pub(True))
-    checks.add_row("no mask: they change (information leaks from the future)",
-                   f"{result.past_changes_without_mask} (max change "
-                   f"{result.past_max_abs_change_without_mask:.2f})", pub(True))
-    checks.add_row(f"padding mask on positions {result.config['padding_from']}..{n - 1}: weight on padding",
-                   repr(result.padding_weight), pub(0.0))
-    checks.add_row("core masked_softmax (True = keep) == text's masked_fill(-inf) (True = blocked)",
-                   f"{result.core_equals_text} (max diff {result.core_max_abs_diff:.1e})", "—")
+    add("w9-masks.row_sums", "rows still sum to 1", result.row_sums,
+        f"max |sum - 1| = {max(abs(s - 1) for s in result.row_sums):.1e}",
+        f"max |sum - 1| = {max(abs(s - 1) for s in MASKS_ROW_SUMS):.1e}")
+    add("w9-masks.past_unchanged", f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
+        result.past_unchanged_with_mask,
+        f"{result.past_unchanged_with_mask} (max change {result.past_max_abs_change_with_mask:.1e})")
+    add("w9-masks.changes_without_mask", "no mask: they change (the future leaks)",
+        result.past_changes_without_mask,
+        f"{result.past_changes_without_mask} (max change {result.past_max_abs_change_without_mask:.2f})")
+    add("w9-masks.padding_weight", f"padding mask on {result.config['padding_from']}..{n - 1}: weight on padding",
+        result.padding_weight, repr(result.padding_weight))
+    checks_rows.append(("core keep-mask softmax == text's masked_fill(-inf)",
+                        f"{result.core_equals_text} (max diff {result.core_max_abs_diff:.1e})", "(not printed)",
+                        result.core_equals_text))
+    caption = None if comparable else "not the text's settings (seed 0, n 5, d 4): published values do not apply"
+    checks = check_table("W9 4.2  mask checks", checks_rows, caption=caption)
     return [weights, checks]
 
 

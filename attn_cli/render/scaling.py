@@ -38,16 +38,17 @@ def tables(result: Result) -> list:
         return out
 
     measured = Table(title=f"measured: one-head attention forward on {result.device_name} "
-                           f"(q, k, v of shape (1, n, {d}); median of {result.config['repeats']} passes)",
+                           f"(q, k, v of shape (1, n, {d}); fastest of {result.config['repeats']} passes)",
                      caption=f"peak memory: {result.peak_method}")
-    for col in ("n", "scores (float32)", "n² · d", "time", "× previous", "achieved", "peak memory",
+    for col in ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved",
+                "peak memory (est.)" if "estimate" in result.peak_method else "peak memory",
                 "up-front estimate"):
         measured.add_column(col, justify="right")
     prev = None
     for r in result.measured_rows:
         ratio = f"{r.time_s / prev.time_s:.1f}x (n {r.n / prev.n:g}x)" if prev else "—"
         measured.add_row(str(r.n), text_memory(4 * r.n * r.n), f"{r.operations:.2e}", f"{r.time_s * 1e3:.2f} ms",
-                         ratio, f"{r.gflops:.1f} GFLOP/s", human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
+                         f"{r.median_s * 1e3:.2f} ms", ratio, f"{r.gflops:.1f} GFLOP/s", human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
         prev = r
     out.append(measured)
     if result.exponent is not None:
@@ -67,7 +68,7 @@ def figures(result: Result, out: Path) -> list[Path]:
     ns = [r.n for r in rows]
     ts = [r.time_s for r in rows]
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
-    ax1.loglog(ns, ts, "o", color="tab:blue", label="measured (median)")
+    ax1.loglog(ns, ts, "o", color="tab:blue", label="measured (fastest pass)")
     if result.exponent is not None:
         # least-squares line through the geometric mean of the points
         import math
@@ -93,7 +94,7 @@ def figures(result: Result, out: Path) -> list[Path]:
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
     fig.tight_layout()
     png = save_figure(fig, out / PNG)
-    csv = write_csv(out / CSV, [[r.n, r.time_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops]
+    csv = write_csv(out / CSV, [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops]
                                 for r in rows],
-                    header=["n", "time_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"])
+                    header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"])
     return [png, csv]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from attn_cli.experiments.sqrt_dk import TEXT_DIMS, TEXT_N_KEYS, TEXT_TRIALS, Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.w9_attention import SQRT_DK, SQRT_DK_FIELDS
+from attn_cli.published.w9_attention import BY_CHECK_ID, SQRT_DK
 
 COLUMNS = (  # (field, header, format)
     ("std", "std(q·k)", "{:.2f}"),
@@ -19,14 +19,15 @@ COLUMNS = (  # (field, header, format)
 PNG, CSV = BY_ID["w9-sqrt-dk-plot"].files[0], "sqrt_dk.csv"
 
 
-def _cell(value: float, fmt: str, published: float | None, comparable: bool) -> str:
+def _cell(check_id: str, value: float, fmt: str, comparable: bool) -> str:
     text = fmt.format(value)
-    if published is None:
+    check = BY_CHECK_ID.get(check_id)
+    if check is None:
         return text
-    pub = fmt.format(published)
+    pub = fmt.format(check.published)
     if not comparable:
         return f"{text} [dim](text ~{pub})[/]"
-    mark = "[green]=[/]" if text == pub else "[red]≠[/]"
+    mark = "[green]=[/]" if check.ok(value) else f"[red]≠ (diff {value - check.published:+.1e})[/]"
     return f"{text} {mark} [dim]{pub}[/]"
 
 
@@ -36,14 +37,13 @@ def tables(result: Result) -> list:
     cfg = result.config
     table = Table(title=f"W9 3.3  why divide by √d_k  ({cfg['trials']} trials, {cfg['n_keys']} keys, "
                         f"seed {cfg['seed']}, {cfg['device']})",
-                  caption="each cell: regenerated, then the text's printed value")
+                  caption="each cell: regenerated, = when within half a unit of the text's last printed digit, "
+                          "then the text's value")
     table.add_column("d_k", justify="right")
     for _, header, _ in COLUMNS:
         table.add_column(header, justify="right")
     for r in result.rows:
-        pub = SQRT_DK.get(r.d_k)
-        cells = [_cell(getattr(r, f), fmt, pub[SQRT_DK_FIELDS.index(f)] if pub else None, r.text_draws)
-                 for f, _, fmt in COLUMNS]
+        cells = [_cell(f"w9-sqrt-dk.{r.d_k}.{f}", getattr(r, f), fmt, r.text_draws) for f, _, fmt in COLUMNS]
         table.add_row(str(r.d_k), *cells)
     out = [table]
     if any(SQRT_DK.get(r.d_k) and not r.text_draws for r in result.rows):
