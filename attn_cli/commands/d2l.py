@@ -1,0 +1,199 @@
+"""D2L 10.3 commands (copy-both, heatmap, crossattn-map, heads) and W9 4.1 (self-cross).
+
+Each command parses and validates its flags, builds the experiment's ``Config``, runs it,
+writes the figures and prints the table (or JSON).  torch and matplotlib are imported only
+inside the command bodies.
+"""
+
+from __future__ import annotations
+
+import click
+
+from attn_cli.options import Common, MultiValueOption, common_options
+
+
+def _execute(experiment, render, config, common: Common) -> None:
+    from attn_cli.render.console import emit, note
+
+    result = experiment.run(config)
+    paths = render.figures(result, common.out)
+    emit(result, render.tables(result), common.json)
+    for path in paths:
+        note(f"wrote {path}")
+
+
+def _config(experiment, common: Common, **fields):
+    make = experiment.Config.quick if common.quick else experiment.Config
+    return make(seed=common.seed, device=common.device, **fields)
+
+
+def _usage(validate, config) -> None:
+    """Cross-option checks of an experiment as usage errors (exit 2)."""
+    from attn_cli.errors import AttnError
+
+    try:
+        validate(config)
+    except AttnError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- copy-both
+
+@click.command(name="copy-both")
+@click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="Examples N (the text: 10000).")
+@click.option("--dim", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Width d of each value vector (the text: 16).")
+@click.option("--weights", cls=MultiValueOption, type=click.FloatRange(0.0, 1.0),
+              default=(0.5, 0.7, 0.9, 1.0), show_default=True, metavar="A...",
+              help="First weight a of the single head, (a, 1 - a); each in [0, 1].")
+@click.option("--two-head-weights", cls=MultiValueOption, type=click.FloatRange(0.0, 1.0),
+              default=(1.0, 0.88), show_default=True, metavar="A...",
+              help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].")
+@common_options
+def copy_both(samples, dim, weights, two_head_weights, common: Common):
+    """One head loses half the variance, two heads recover it (D2L 10.3.1, fig. 10.3.1).
+
+    Prints the relative error of the best linear readout of [v1; v2] from one attention
+    mixture a v1 + (1-a) v2 (theory: sqrt(1/2) = 0.707 for every a) and from two mirrored
+    mixtures (solver precision), and draws the error against a (copy_both.png + .csv).
+
+    \b
+    Example:
+        attn copy-both
+        attn copy-both --weights 0.5 0.6 --samples 20000 --dim 8
+    """
+    from attn_cli.experiments import copy_both as experiment
+    from attn_cli.render import copy_both as render
+
+    config = _config(experiment, common, samples=samples, dim=dim, weights=tuple(weights),
+                     two_head_weights=tuple(two_head_weights))
+    _usage(experiment.validate, config)
+    _execute(experiment, render, config, common)
+
+
+# --------------------------------------------------------------------------- heatmap
+
+def _word(ctx, param, value):
+    from attn_cli.errors import AttnError
+    from attn_cli.experiments.crossattn import normalise_word
+
+    which = "query" if param.name == "query_word" else "key"
+    try:
+        return normalise_word(value, which)
+    except AttnError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def _heatmap(query_word: str, key_word: str, dim: int, heads: int | None, common: Common) -> None:
+    from attn_cli.experiments import crossattn as experiment
+    from attn_cli.render import crossattn as render
+
+    config = _config(experiment, common, query_word=query_word, key_word=key_word, dim=dim, heads=heads or 0)
+    _usage(experiment.validate, config)
+    _execute(experiment, render, config, common)
+
+
+_dim_option = click.option("--dim", type=click.IntRange(1, 1 << 20), default=32, show_default=True,
+                           help="Width of the random letter embeddings (the text: 32).")
+_heads_option = click.option("--heads", type=click.IntRange(min=1), default=None, metavar="N",
+                             help="Also pass the embeddings through a fresh N-head layer with random "
+                                  "projections and draw one panel per head (exercise 11); N divides --dim.")
+
+
+@click.command(name="heatmap")
+@click.argument("query_word", callback=_word)
+@click.argument("key_word", callback=_word)
+@_dim_option
+@_heads_option
+@common_options
+def heatmap(query_word, key_word, dim, heads, common: Common):
+    """Cross-attention map of the letters of QUERY_WORD against those of KEY_WORD.
+
+    The recipe of D2L 10.3.3.3 for any two words: one random embedding per character of the
+    sorted alphabet of both words (seed, one randn call), plain scaled dot-product
+    attention, no projections.  Prints the weights and names each query row's regime
+    (sharp / split / diffuse, found from the weights); writes heatmap_<query>_<key>.png and
+    the raw weights as .csv.  Words of up to 64 characters, any Unicode.
+
+    \b
+    Example:
+        attn heatmap attention translation
+        attn heatmap banana bandana --dim 64
+        attn heatmap attention translation --heads 4
+    """
+    _heatmap(query_word, key_word, dim, heads, common)
+
+
+@click.command(name="crossattn-map")
+@_dim_option
+@_heads_option
+@common_options
+def crossattn_map(dim, heads, common: Common):
+    """The text's letter alignment: 'attention' queries 'translation' (D2L 10.3.3.3).
+
+    The same as `attn heatmap attention translation`: i and o attend sharply, a, t and n
+    split across their two copies, e is diffuse.
+
+    \b
+    Example:
+        attn crossattn-map
+        attn crossattn-map --heads 4      # exercise 11: a fresh 4-head layer
+    """
+    _heatmap("attention", "translation", dim, heads, common)
+
+
+# --------------------------------------------------------------------------- heads
+
+@click.command(name="heads")
+@click.option("--d-model", type=click.IntRange(1, 8192), default=64, show_default=True,
+              help="Width of W9's nn.MultiheadAttention parameter table (and of the layout figure).")
+@click.option("--num-hiddens", type=click.IntRange(1, 8192), default=256, show_default=True,
+              help="Width of D2L's MultiHeadAttention parameter table (bias off).")
+@click.option("--num-heads", cls=MultiValueOption, type=click.IntRange(min=1), default=(1, 2, 4, 8),
+              show_default=True, metavar="H...", help="Head counts of both parameter tables.")
+@click.option("--layout-heads", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Heads drawn in the layout figure heads_layout.png (divides --d-model).")
+@common_options
+def heads(d_model, num_hiddens, num_heads, layout_heads, common: Common):
+    """Multi-head attention: hand-written equals PyTorch; parameters do not grow with h.
+
+    W9 5.1 (hand-written heads == nn.MultiheadAttention; 16640 parameters at d_model 64 for
+    1, 2, 4, 8 heads), D2L 10.3.2.3 (output shape (2, 4, 100) with valid_lens; 262144
+    parameters at 256 hidden units) and figure 10.3.2, the layout, as heads_layout.png.
+
+    \b
+    Example:
+        attn heads
+        attn heads --d-model 512 --num-heads 1 8 64 --layout-heads 8
+    """
+    from attn_cli.experiments import heads as experiment
+    from attn_cli.render import heads as render
+
+    config = _config(experiment, common, d_model=d_model, num_hiddens=num_hiddens,
+                     num_heads=tuple(num_heads), layout_heads=layout_heads)
+    _usage(experiment.validate, config)
+    _execute(experiment, render, config, common)
+
+
+# --------------------------------------------------------------------------- self-cross
+
+@click.command(name="self-cross")
+@common_options
+def self_cross(common: Common):
+    """Self- and cross-attention shapes (W9 4.1, D2L 10.3.3).
+
+    Self-attention returns the input's length; cross-attention returns the queries'
+    length and chooses among the other sequence's keys.
+
+    \b
+    Example:
+        attn self-cross
+    """
+    from attn_cli.experiments import self_cross as experiment
+    from attn_cli.render import self_cross as render
+
+    _execute(experiment, render, _config(experiment, common), common)
+
+
+COMMANDS = [copy_both, heatmap, crossattn_map, heads, self_cross]

@@ -1,0 +1,152 @@
+"""D2L 10.3.1: the copy-both task. One head loses half the variance; two heads recover it.
+
+Two values ``V1, V2`` (N x d, drawn in that order after the seed) must both be read out
+of attention mixtures.  One head gives one mixture ``a V1 + (1 - a) V2``; the best linear
+readout (``torch.linalg.lstsq``) then has relative error sqrt(1/2) for every ``a``.  Two
+heads with mirrored weights give two mixtures; the readout inverts the 2 x 2 mixing matrix
+and the error drops to the solver's floating-point precision, except at ``a = 0.5`` where
+the two mixtures coincide.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from attn_cli.errors import AttnError
+
+ARTIFACTS = ("d2l-copy-both-one-head", "d2l-copy-both-two-heads", "d2l-fig-10.3.1")
+
+THEORY = math.sqrt(0.5)  # best relative error of one head, for every softmax pair
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed(0), then V1 and V2 in that order
+    device: str = "cpu"  # data are drawn on the CPU generator, then moved
+    samples: int = 10_000  # N in the text
+    dim: int = 16  # d in the text
+    weights: tuple[float, ...] = (0.5, 0.7, 0.9, 1.0)  # first weight a of the single head
+    two_head_weights: tuple[float, ...] = (1.0, 0.88)  # heads (a, 1-a) and (1-a, a)
+    curve_points: int = 41  # points of a in [0, 1] for figure 10.3.1 (step 0.025)
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        # N = 10000 is cheap (a 10000 x 32 least-squares problem): keep the text's data
+        return cls(**{"curve_points": 11, **overrides})
+
+
+@dataclass
+class Result:
+    config: dict
+    one_head: list[dict] = field(default_factory=list)  # {"a", "b", "error"}
+    two_heads: list[dict] = field(default_factory=list)  # {"a", "b", "error"}
+    theory: float = THEORY
+    curve: dict = field(default_factory=dict)  # {"a": [...], "one_head": [...], "two_heads": [...]}
+    solver: str = "torch.linalg.lstsq"
+
+    def measured(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        cfg = self.config
+        if cfg["samples"] != 10_000 or cfg["dim"] != 16 or cfg["seed"] != 0:
+            return out  # not the text's data: nothing to compare
+        for row in self.one_head:
+            out[f"d2l-copy-both-one-head.{row['a']:.1f}"] = row["error"]
+        out["d2l-copy-both-one-head.theory"] = self.theory
+        for row in self.two_heads:
+            out[f"d2l-copy-both-two-heads.{row['a']:.2f}"] = row["error"]
+        if self.curve:
+            out["d2l-fig-10.3.1.shape"] = curve_verdict(self.curve)
+        return out
+
+
+def curve_verdict(curve: dict, flat_tol: float = 0.01, tiny: float = 1e-4, near: float = 0.05) -> bool:
+    """The figure shows what the text says: one head flat at sqrt(1/2); two heads tiny
+    except within ``near`` of a = 0.5, where the two mixtures coincide."""
+    flat = all(abs(e - THEORY) <= flat_tol for e in curve["one_head"])
+    recovered = all(e < tiny for a, e in zip(curve["a"], curve["two_heads"]) if abs(a - 0.5) > near)
+    coincide = [e for a, e in zip(curve["a"], curve["two_heads"]) if abs(a - 0.5) < 1e-9]
+    return flat and recovered and all(abs(e - THEORY) <= flat_tol for e in coincide)
+
+
+def unknowns(dim: int) -> int:
+    """Unknowns per output column of the widest readout (two heads: 2 d inputs)."""
+    return 2 * dim
+
+
+def validate(config: Config) -> None:
+    if config.samples < 1 or config.dim < 1:
+        raise AttnError("--samples and --dim must be at least 1")
+    if config.samples <= unknowns(config.dim):
+        raise AttnError(
+            f"--samples {config.samples} is fewer samples than unknowns: the two-head readout "
+            f"fits {unknowns(config.dim)} unknowns per output (2 x --dim {config.dim}), so it needs "
+            f"more than {unknowns(config.dim)} samples")
+    for a in (*config.weights, *config.two_head_weights):
+        if not 0.0 <= a <= 1.0:
+            raise AttnError(f"weight {a} is outside [0, 1]")
+
+
+def readout_error(M, target, driver: str | None = None) -> float:
+    """Best linear readout of ``target`` from ``M``; relative error (the text's function).
+
+    ``driver=None`` is the text's call (LAPACK 'gelsy' on the CPU).  The figure's sweep
+    passes 'gelsd' (SVD): where the two mixtures coincide (a = 0.5) the problem is rank
+    deficient and float32 'gelsy' picks a rank erratically from call to call (measured:
+    rank 11 to 16, error 0.71 to 0.85), while 'gelsd' returns the least-squares answer.
+    On CUDA ``torch.linalg.lstsq`` only has the full-rank 'gels' driver, which fails where
+    the two mixtures coincide (a = 0.5); there the pseudo-inverse is used instead.
+    """
+    import torch
+
+    if M.device.type == "cpu":
+        W = torch.linalg.lstsq(M, target, driver=driver).solution  # (k, 2d)
+    else:
+        W = torch.linalg.pinv(M) @ target
+    return ((M @ W - target).norm() / target.norm()).item()
+
+
+def run(config: Config) -> Result:
+    import torch
+
+    from attn_cli.core.memory import check_fits
+
+    validate(config)
+    n, d = config.samples, config.dim
+    # V1, V2, target (2d), M2 (2d), a lstsq copy and solution: about 8 d floats per sample
+    check_fits(4.0 * n * d * 12, f"copy-both with --samples {n} --dim {d}", config.device)
+
+    threads = torch.get_num_threads()
+    if config.device == "cpu":
+        # each solve is a small (10000 x 32) problem: threads only add contention (10x slower
+        # measured on a shared 2-core machine); the numbers do not depend on it
+        torch.set_num_threads(1)
+    try:
+        return _run(config, n, d)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(config: Config, n: int, d: int) -> Result:
+    import torch
+
+    torch.manual_seed(config.seed)
+    V1, V2 = torch.randn(n, d), torch.randn(n, d)  # (N, d) each, in the text's order
+    V1, V2 = V1.to(config.device), V2.to(config.device)
+    target = torch.cat([V1, V2], dim=1)  # (N, 2d)
+
+    def one(a: float, driver: str | None = None) -> float:
+        return readout_error(a * V1 + (1 - a) * V2, target, driver)  # M: (N, d)
+
+    def two(a: float, driver: str | None = None) -> float:
+        M2 = torch.cat([a * V1 + (1 - a) * V2, (1 - a) * V1 + a * V2], dim=1)  # (N, 2d)
+        return readout_error(M2, target, driver)
+
+    one_head = [{"a": a, "b": 1 - a, "error": one(a)} for a in config.weights]
+    two_heads = [{"a": a, "b": 1 - a, "error": two(a)} for a in config.two_head_weights]
+    grid = [i / (config.curve_points - 1) for i in range(config.curve_points)] if config.curve_points > 1 else [0.5]
+    curve = {"a": grid, "one_head": [one(a, "gelsd") for a in grid],
+             "two_heads": [two(a, "gelsd") for a in grid], "driver": "gelsd"}
+    return Result(config=asdict(config), one_head=one_head, two_heads=two_heads, curve=curve,
+                  solver="torch.linalg.lstsq" if config.device == "cpu" else "torch.linalg.pinv")

@@ -1,0 +1,176 @@
+"""D2L 10.3.3.3: letters of one word attend to the letters of another (cross-attention).
+
+The text's recipe, for any two words::
+
+    letters = sorted(set(''.join(words)))
+    torch.manual_seed(0)
+    emb = torch.randn(len(letters), 32)            # one call, one row per character
+    queries, keys = (emb[[letters.index(c) for c in w]][None] for w in words)
+    plain scaled dot-product attention(queries, keys, keys), no projections
+
+Matching characters share an embedding, so their scaled score is near sqrt(d) while
+unrelated pairs score near 0.  Each query row then falls in one of three regimes, read
+off the weights by :func:`classify_row` (never from the letters):
+
+  sharp    one key holds the row's weight
+  split    the weight is shared by several keys of about equal height (repeated letters)
+  diffuse  no key stands out: the weight is spread (the letter does not occur)
+
+``heads > 0`` passes the embeddings through a freshly initialised multi-head layer (random
+projections, exercise 11) and records each head's weights.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from attn_cli.errors import AttnError
+
+ARTIFACTS = ("d2l-crossattn-map",)
+
+MAX_WORD_LENGTH = 64  # longer words make an unreadable map (cells under ~5 px at 4 inches)
+MAX_DIM = 1 << 20  # embedding width; the memory check below refuses what would not fit
+
+# regime rule thresholds (documented in classify_row)
+PEAK_FRACTION = 0.5  # a key is a peak when its weight is at least half the row's maximum
+PEAK_MASS = 0.5  # the peaks must hold at least half of the row's weight to be a choice
+
+TEXT_REGIMES = {"sharp": ["i", "o"], "split": ["a", "n", "t"], "diffuse": ["e"]}  # the text's words
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed(0) right before the one randn call
+    device: str = "cpu"  # embeddings drawn on the CPU generator, then moved
+    query_word: str = "attention"  # its characters are the queries (rows)
+    key_word: str = "translation"  # its characters are the keys and values (columns)
+    dim: int = 32  # embedding width
+    heads: int = 0  # 0: plain attention (the text); N: a fresh N-head layer (exercise 11)
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**overrides)  # already tiny
+
+
+@dataclass
+class Result:
+    config: dict
+    queries: list[str]  # query characters, in order (rows)
+    keys: list[str]  # key characters, in order (columns)
+    letters: list[str]  # the sorted alphabet: row i of the embedding table is letters[i]
+    weights: list[list[float]]  # (len(queries), len(keys)), rows sum to 1
+    regimes: list[str]  # one per query row: sharp / split / diffuse
+    peaks: list[list[int]]  # key positions the rule counted as peaks, per row
+    matches: list[int]  # how many keys carry the same character, per row (for comparison)
+    head_weights: list[list[list[float]]] = field(default_factory=list)  # (heads, n_q, n_k)
+    head_regimes: list[list[str]] = field(default_factory=list)
+
+    def regime_letters(self) -> dict[str, list[str]]:
+        """Distinct query characters per regime (a character keeps its first row's regime)."""
+        out: dict[str, list[str]] = {"sharp": [], "split": [], "diffuse": []}
+        seen: set[str] = set()
+        for ch, regime in zip(self.queries, self.regimes):
+            if ch not in seen:
+                seen.add(ch)
+                out[regime].append(ch)
+        return {k: sorted(v) for k, v in out.items()}
+
+    def agrees_with_letters(self) -> bool:
+        """The weight-derived regimes are those the letter counts predict (1, >1, 0 matches)."""
+        expected = ["sharp" if m == 1 else "split" if m > 1 else "diffuse" for m in self.matches]
+        return expected == self.regimes
+
+    def measured(self) -> dict[str, Any]:
+        cfg = self.config
+        if (cfg["query_word"], cfg["key_word"], cfg["dim"], cfg["seed"]) != ("attention", "translation", 32, 0):
+            return {}
+        return {"d2l-crossattn-map.regimes": self.regime_letters() == TEXT_REGIMES}
+
+
+def classify_row(row: list[float]) -> tuple[str, list[int]]:
+    """Regime of one row of attention weights, from the weights alone.
+
+    Peaks are the keys whose weight is at least ``PEAK_FRACTION`` of the row's maximum.
+    If the peaks together hold at least ``PEAK_MASS`` of the weight, the row has made a
+    choice: ``sharp`` with one peak, ``split`` with several (identical keys get identical
+    weights, so repeated matches tie).  Otherwise the row is ``diffuse``.
+    """
+    top = max(row)
+    peaks = [j for j, w in enumerate(row) if w >= PEAK_FRACTION * top]
+    mass = sum(row[j] for j in peaks)
+    if mass < PEAK_MASS:
+        return "diffuse", peaks
+    return ("sharp" if len(peaks) == 1 else "split"), peaks
+
+
+def normalise_word(word: str, which: str) -> str:
+    """NFC-normalise (so 'é' typed either way is one character) and check the length."""
+    word = unicodedata.normalize("NFC", word)
+    if not word:
+        raise AttnError(f"the {which} word is empty; give at least one character")
+    if len(word) > MAX_WORD_LENGTH:
+        raise AttnError(
+            f"the {which} word has {len(word):,} characters; at most {MAX_WORD_LENGTH} are allowed "
+            f"(a longer map is unreadable)")
+    return word
+
+
+def validate(config: Config) -> tuple[str, str]:
+    q = normalise_word(config.query_word, "query")
+    k = normalise_word(config.key_word, "key")
+    if not 1 <= config.dim <= MAX_DIM:
+        raise AttnError(f"--dim must be between 1 and {MAX_DIM:,}, got {config.dim}")
+    if config.heads < 0:
+        raise AttnError(f"--heads must be at least 1, got {config.heads}")
+    if config.heads and config.dim % config.heads:
+        raise AttnError(f"--heads {config.heads} must divide --dim {config.dim} (each head gets dim / heads)")
+    return q, k
+
+
+def run(config: Config) -> Result:
+    import torch
+
+    from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention
+    from attn_cli.core.memory import check_fits
+
+    query_word, key_word = validate(config)
+    letters = sorted(set(query_word + key_word))
+    n_q, n_k = len(query_word), len(key_word)
+    # embeddings + projections (heads) + scores: all tiny after the length cap, but --dim is free
+    check_fits(4.0 * (len(letters) + 2 * (n_q + n_k)) * config.dim * 4 + 4.0 * config.dim ** 2 * 4 * (config.heads > 0),
+               f"letter embeddings of width {config.dim}", config.device)
+
+    torch.manual_seed(config.seed)
+    emb = torch.randn(len(letters), config.dim)  # (|alphabet|, d): one call, as in the text
+    heads_layer = None
+    if config.heads:
+        # freshly initialised after the embeddings, so the plain map is unchanged by --heads
+        heads_layer = MultiHeadAttention(config.dim, config.heads, dropout=0.0)
+    emb = emb.to(config.device)
+    queries = emb[[letters.index(c) for c in query_word]][None]  # (1, n_q, d)
+    keys = emb[[letters.index(c) for c in key_word]][None]  # (1, n_k, d)
+
+    with torch.no_grad():
+        _, w = scaled_dot_product_attention(queries, keys, keys)  # (1, n_q, n_k)
+        weights = w[0].cpu().tolist()
+        head_weights: list = []
+        if heads_layer is not None:
+            heads_layer = heads_layer.to(config.device).eval()
+            _, hw = heads_layer(queries, keys, keys)  # (1, h, n_q, n_k)
+            head_weights = hw[0].cpu().tolist()
+
+    classified = [classify_row(row) for row in weights]
+    return Result(
+        config=asdict(config),
+        queries=list(query_word),
+        keys=list(key_word),
+        letters=letters,
+        weights=weights,
+        regimes=[r for r, _ in classified],
+        peaks=[p for _, p in classified],
+        matches=[key_word.count(c) for c in query_word],
+        head_weights=head_weights,
+        head_regimes=[[classify_row(row)[0] for row in head] for head in head_weights],
+    )

@@ -1,0 +1,148 @@
+"""Multi-head attention: W9 5.1 and D2L 10.3.2.
+
+* W9 5.1: a hand-written multi-head forward pass (one projection each, sliced into heads,
+  concatenated, mixed by W_O) equals ``nn.MultiheadAttention``; with d_model = 64 the
+  parameter count is 4 d^2 + 4 d = 16640 for 1, 2, 4, 8 heads (head size d / h).
+* D2L 10.3.2.3: the package's :class:`MultiHeadAttention` with 100 hidden units and 5 heads
+  maps (2, 4, 100) queries against (2, 6, 100) keys with ``valid_lens = [3, 2]`` to
+  (2, 4, 100); with 256 hidden units and no bias it has 4 d^2 = 262144 parameters for 1, 2,
+  4, 8 heads, counted on concrete layers after a forward pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from attn_cli.errors import AttnError
+
+ARTIFACTS = ("w9-heads", "d2l-mha-shape", "d2l-mha-params", "d2l-fig-10.3.2")
+
+MAX_WIDTH = 8192  # d_model / num_hiddens beyond this would allocate gigabytes for a count
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # torch.manual_seed(0) before each block, as in the texts
+    device: str = "cpu"  # layers and data are created on the CPU, then moved
+    d_model: int = 64  # W9's parameter table (nn.MultiheadAttention, with biases)
+    num_hiddens: int = 256  # D2L's parameter table (MultiHeadAttention, bias off)
+    num_heads: tuple[int, ...] = (1, 2, 4, 8)  # head counts of both tables
+    layout_heads: int = 4  # heads drawn in figure 10.3.2 (width d_model)
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**overrides)  # already small
+
+
+@dataclass
+class Result:
+    config: dict
+    handwritten_matches: bool  # W9: hand-written == nn.MultiheadAttention (atol 1e-5)
+    handwritten_max_diff: float
+    w9_params: list[dict] = field(default_factory=list)  # {"heads", "params", "formula", "head_size"}
+    mha_shape: list[int] = field(default_factory=list)  # D2L shape check output
+    mha_weights_shape: list[int] = field(default_factory=list)  # (B, h, n_q, n_k)
+    mha_masked_weight: float = 0.0  # largest weight on a key beyond valid_lens (exactly 0)
+    d2l_params: list[dict] = field(default_factory=list)  # {"heads", "params", "formula"}
+
+    def measured(self) -> dict[str, Any]:
+        cfg = self.config
+        out: dict[str, Any] = {"w9-heads.matches": self.handwritten_matches,
+                               "d2l-mha-shape.output": self.mha_shape}
+        if cfg["d_model"] == 64:
+            for row in self.w9_params:
+                out[f"w9-heads.params.{row['heads']}"] = row["params"]
+                out[f"w9-heads.head_size.{row['heads']}"] = row["head_size"]
+        if cfg["num_hiddens"] == 256:
+            for row in self.d2l_params:
+                out[f"d2l-mha-params.{row['heads']}"] = row["params"]
+        return out
+
+
+def validate(config: Config) -> None:
+    for name, width in (("--d-model", config.d_model), ("--num-hiddens", config.num_hiddens)):
+        if not 1 <= width <= MAX_WIDTH:
+            raise AttnError(f"{name} must be between 1 and {MAX_WIDTH}, got {width}")
+    checks = [(h, name, width) for h in config.num_heads
+              for name, width in (("--d-model", config.d_model), ("--num-hiddens", config.num_hiddens))]
+    checks.append((config.layout_heads, "--d-model", config.d_model))
+    for h, name, width in checks:
+        if h < 1:
+            raise AttnError(f"head counts must be at least 1, got {h}")
+        if width % h:
+            raise AttnError(f"{h} heads do not divide {name} {width} (head size = width / heads)")
+
+
+def handwritten_multihead(mha, x):
+    """W9 5.1 by hand: one projection each, slice per head, softmax, concatenate, W_O.
+
+    mha: nn.MultiheadAttention(batch_first=True); x: (1, n, d).  Returns (n, d).
+    """
+    import torch
+
+    d, h = mha.embed_dim, mha.num_heads
+    dk = d // h  # each head works in a d/h dimensional subspace
+    Wq, Wk, Wv = mha.in_proj_weight.chunk(3, 0)
+    bq, bk, bv = mha.in_proj_bias.chunk(3, 0)
+    Q, K, V = x[0] @ Wq.T + bq, x[0] @ Wk.T + bk, x[0] @ Wv.T + bv  # (n, d) each
+    heads = []
+    for i in range(h):
+        sl = slice(i * dk, (i + 1) * dk)
+        w = torch.softmax(Q[:, sl] @ K[:, sl].T / dk ** 0.5, -1)  # (n, n): this head's pattern
+        heads.append(w @ V[:, sl])  # (n, dk)
+    concat = torch.cat(heads, dim=-1)  # (n, d): concatenate, not average
+    return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
+
+
+def run(config: Config) -> Result:
+    import torch
+    from torch import nn
+
+    from attn_cli.core.attention import MultiHeadAttention, count_parameters
+
+    validate(config)
+    dev = config.device
+
+    with torch.no_grad():
+        # W9 5.1: the text's block, draws in its order
+        torch.manual_seed(config.seed)
+        d, h, n = 8, 2, 5
+        mha = nn.MultiheadAttention(d, h, batch_first=True)
+        x = torch.randn(1, n, d)
+        mha, x = mha.to(dev), x.to(dev)
+        mine = handwritten_multihead(mha, x)
+        theirs = mha(x, x, x)[0][0]
+        matches = bool(torch.allclose(mine, theirs, atol=1e-5))
+        max_diff = float((mine - theirs).abs().max())
+
+        w9_params = []
+        for heads in config.num_heads:
+            dm = config.d_model
+            w9_params.append({"heads": heads, "params": count_parameters(nn.MultiheadAttention(dm, heads)),
+                              "formula": 4 * dm * dm + 4 * dm, "head_size": dm // heads})
+
+        # D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected)
+        torch.manual_seed(config.seed)
+        num_hiddens, num_heads = 100, 5
+        attention = MultiHeadAttention(num_hiddens, num_heads, 0.5).to(dev)
+        batch_size, num_queries, num_kvpairs = 2, 4, 6
+        valid_lens = torch.tensor([3, 2], device=dev)
+        X = torch.ones((batch_size, num_queries, num_hiddens), device=dev)
+        Y = torch.ones((batch_size, num_kvpairs, num_hiddens), device=dev)
+        out, weights = attention(X, Y, Y, valid_lens)  # (2, 4, 100), (2, 5, 4, 6)
+        beyond = torch.arange(num_kvpairs, device=dev)[None, :] >= valid_lens[:, None]  # (B, n_k)
+        masked_weight = float(weights.masked_select(beyond[:, None, None, :].expand_as(weights)).abs().max())
+
+        # D2L parameter table: concrete layers, materialised by a forward pass as in the text
+        d2l_params = []
+        nh = config.num_hiddens
+        X = torch.ones((2, 10, nh), device=dev)
+        for heads in config.num_heads:
+            layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(dev)
+            layer(X, X, X, None)
+            d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
+
+    return Result(config=asdict(config), handwritten_matches=matches, handwritten_max_diff=max_diff,
+                  w9_params=w9_params, mha_shape=list(out.shape), mha_weights_shape=list(weights.shape),
+                  mha_masked_weight=masked_weight, d2l_params=d2l_params)

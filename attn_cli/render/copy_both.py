@@ -1,0 +1,78 @@
+"""Tables and figure 10.3.1 for ``attn copy-both``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from attn_cli.published import all_checks
+
+PNG, CSV = "copy_both.png", "copy_both.csv"
+
+
+def _published(check_id: str):
+    check = all_checks().get(check_id)
+    return check.published if check else None
+
+
+def _is_text(result) -> bool:
+    cfg = result.config
+    return cfg["samples"] == 10_000 and cfg["dim"] == 16 and cfg["seed"] == 0
+
+
+def tables(result) -> list:
+    cfg = result.config
+    text = _is_text(result)
+    one = Table(title=f"D2L 10.3.1 one head: best linear readout, N={cfg['samples']}, d={cfg['dim']}, "
+                      f"seed {cfg['seed']} (relative error)")
+    one.add_column("weights")
+    one.add_column("published", justify="right")
+    one.add_column("regenerated", justify="right")
+    one.add_column("unrounded", justify="right", style="dim")
+    for row in result.one_head:
+        pub = _published(f"d2l-copy-both-one-head.{row['a']:.1f}") if text else None
+        one.add_row(f"({row['a']:.1f}, {row['b']:.1f})", "" if pub is None else f"{pub:.3f}",
+                    f"{row['error']:.3f}", f"{row['error']:.6f}")
+    one.add_row("theory sqrt(1/2)", "0.707", f"{result.theory:.3f}", f"{result.theory:.6f}")
+
+    two = Table(title="two heads, mirrored weights (relative error; the published digits are "
+                      "solver noise, the claim is 'below 1e-5')")
+    two.add_column("weights")
+    two.add_column("published", justify="right")
+    two.add_column("regenerated", justify="right")
+    for row in result.two_heads:
+        pub = _published(f"d2l-copy-both-two-heads.{row['a']:.2f}") if text else None
+        two.add_row(f"({row['a']:.2f}, {row['b']:.2f}) and ({row['b']:.2f}, {row['a']:.2f})",
+                    "" if pub is None else f"{pub:.1e}", f"{row['error']:.1e}")
+    return [one, two]
+
+
+def figures(result, out: Path) -> list[Path]:
+    from attn_cli.render.figures import new_figure
+    from attn_cli.render.files import save_figure, write_csv
+
+    curve = result.curve
+    out = Path(out)
+    write_csv(out / CSV, zip(curve["a"], curve["one_head"], curve["two_heads"]),
+              header=["a", "one_head_error", "two_heads_error"])
+
+    floor = 1e-9  # log axis: an exact zero would vanish
+    fig, ax = new_figure(figsize=(6.4, 4.2))
+    ax.plot(curve["a"], [max(e, floor) for e in curve["one_head"]], "o-", ms=3, color="tab:red",
+            label="one head: weights (a, 1-a)")
+    ax.plot(curve["a"], [max(e, floor) for e in curve["two_heads"]], "s-", ms=3, color="tab:blue",
+            label="two heads: (a, 1-a) and (1-a, a)")
+    ax.axhline(result.theory, color="black", ls="--", lw=1, label="theory: sqrt(1/2) = 0.707")
+    ax.axvline(0.5, color="grey", ls=":", lw=1)
+    ax.annotate("a = 0.5: the two mixtures coincide", xy=(0.5, result.theory), xytext=(0.56, 3e-2),
+                fontsize=8, color="grey", arrowprops={"arrowstyle": "->", "color": "grey"})
+    ax.set_yscale("log")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("first head's weight a on v1")
+    ax.set_ylabel("relative error of the best linear readout")
+    cfg = result.config
+    ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['dim']}", fontsize=10)
+    ax.legend(fontsize=8, loc="center left")
+    ax.grid(True, which="major", alpha=0.3)
+    return [save_figure(fig, out / PNG), out / CSV]

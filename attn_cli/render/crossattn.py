@@ -1,0 +1,125 @@
+"""Table and heatmap for ``attn heatmap`` / ``attn crossattn-map`` (D2L 10.3.3.3)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import warnings
+from pathlib import Path
+
+from rich.table import Table
+
+_SAFE = re.compile(r"[A-Za-z0-9_-]+")
+_REGIME_STYLE = {"sharp": "bold green", "split": "yellow", "diffuse": "red"}
+_REGIME_TEXT = {"sharp": "one matching key", "split": "repeated matching keys", "diffuse": "no matching key"}
+
+
+def safe_name(word: str, limit: int = 40) -> str:
+    """A file-name-safe form of a word: ASCII letters, digits, '_' and '-' kept as they are;
+    anything else (non-ASCII, '/', spaces, dots) replaced by '_', with a short hash of the
+    word appended so that different words never share a file."""
+    if _SAFE.fullmatch(word) and len(word) <= limit:
+        return word
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", word)[:limit]
+    return f"{cleaned}-{hashlib.sha1(word.encode('utf-8')).hexdigest()[:8]}"
+
+
+def stem(result) -> str:
+    cfg = result.config
+    name = f"heatmap_{safe_name(cfg['query_word'])}_{safe_name(cfg['key_word'])}"
+    return name + (f"_heads{cfg['heads']}" if cfg["heads"] else "")
+
+
+def label(ch: str) -> str:
+    """A visible tick label for one character (spaces and control characters shown)."""
+    if ch == " ":
+        return "␣"
+    if not ch.isprintable():
+        return ch.encode("unicode_escape").decode("ascii")
+    return ch
+
+
+def tables(result) -> list:
+    cfg = result.config
+    weights = Table(title=f"cross-attention weights: queries = letters of {cfg['query_word']!r} (rows), "
+                          f"keys = letters of {cfg['key_word']!r}; d={cfg['dim']}, seed {cfg['seed']}, "
+                          f"no projections")
+    weights.add_column("query", justify="center")
+    for j, k in enumerate(result.keys):
+        weights.add_column(label(k), justify="right")
+    weights.add_column("regime (from weights)")
+    for i, q in enumerate(result.queries):
+        peaks = set(result.peaks[i])
+        cells = [f"[bold]{w:.2f}[/bold]" if j in peaks and result.regimes[i] != "diffuse" else f"{w:.2f}"
+                 for j, w in enumerate(result.weights[i])]
+        regime = result.regimes[i]
+        weights.add_row(label(q), *cells, f"[{_REGIME_STYLE[regime]}]{regime}[/]")
+
+    summary = Table(title="three regimes (D2L 10.3.3.3), found from the weights by a rule: "
+                          "peaks >= half the row maximum holding >= half the weight -> sharp (1) / split (>1); "
+                          "else diffuse")
+    summary.add_column("regime")
+    summary.add_column("meaning")
+    summary.add_column("query letters (regenerated)")
+    summary.add_column("published (attention vs translation)")
+    from attn_cli.experiments.crossattn import TEXT_REGIMES
+
+    is_text = (cfg["query_word"], cfg["key_word"]) == ("attention", "translation")
+    found = result.regime_letters()
+    for regime in ("sharp", "split", "diffuse"):
+        summary.add_row(f"[{_REGIME_STYLE[regime]}]{regime}[/]", _REGIME_TEXT[regime],
+                        ", ".join(label(c) for c in found[regime]) or "-",
+                        ", ".join(TEXT_REGIMES[regime]) if is_text else "")
+    agree = "yes" if result.agrees_with_letters() else "no (the embeddings are too narrow or the words too long to separate them)"
+    out = [weights, summary, f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
+    if result.head_weights:
+        heads = Table(title=f"exercise 11: regimes per head after a fresh {cfg['heads']}-head layer "
+                            f"(random projections)")
+        heads.add_column("query", justify="center")
+        heads.add_column("plain")
+        for h in range(len(result.head_weights)):
+            heads.add_column(f"head {h + 1}")
+        for i, q in enumerate(result.queries):
+            heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
+        out.append(heads)
+    return out
+
+
+def figures(result, out: Path) -> list[Path]:
+    from attn_cli.render.figures import heatmap, new_figure
+    from attn_cli.render.files import save_figure, write_csv
+
+    out = Path(out)
+    base = stem(result)
+    keys = [label(k) for k in result.keys]
+    queries = [label(q) for q in result.queries]
+    panels = [("plain (no projections)", result.weights)]
+    panels += [(f"head {h + 1}", w) for h, w in enumerate(result.head_weights)]
+
+    rows = [[f"{q}"] + [repr(w) for w in row] for q, row in zip(result.queries, result.weights)]
+    write_csv(out / f"{base}.csv", rows, header=["query \\ key", *result.keys])
+    paths = [out / f"{base}.csv"]
+    if result.head_weights:
+        head_rows = [[h + 1, q, *row] for h, hw in enumerate(result.head_weights)
+                     for q, row in zip(result.queries, hw)]
+        write_csv(out / f"{base}_per_head.csv", head_rows, header=["head", "query \\ key", *result.keys])
+        paths.append(out / f"{base}_per_head.csv")
+
+    n_q, n_k = len(queries), len(keys)
+    cell = 0.32  # inches per cell: the text's 4 x 3.5 for 9 x 11
+    width = max(2.5, n_k * cell + 1.0)
+    height = max(2.0, n_q * cell + 1.0)
+    fig, axes = new_figure(1, len(panels), figsize=(width * len(panels) + 0.8, height), squeeze=False)
+    cfg = result.config
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Glyph .* missing")  # fonts without CJK, emoji ...
+        for ax, (title, w) in zip(axes[0], panels):
+            im = heatmap(ax, w, queries, keys, vmin=0.0, vmax=1.0, cmap="Blues")
+            ax.set_xlabel(f"keys: {cfg['key_word']}")
+            ax.set_title(title, fontsize=9)
+            ax.tick_params(length=0)
+        axes[0][0].set_ylabel(f"queries: {cfg['query_word']}")
+        fig.colorbar(im, ax=list(axes[0]), shrink=0.9, label="attention weight")
+        fig.suptitle(f"cross-attention, letter embeddings d={cfg['dim']}, seed {cfg['seed']}", fontsize=9)
+        paths.insert(0, save_figure(fig, out / f"{base}.png"))
+    return paths

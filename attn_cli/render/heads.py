@@ -1,0 +1,115 @@
+"""Tables and figure 10.3.2 (the multi-head layout) for ``attn heads``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+PNG = "heads_layout.png"
+
+
+def _yes(b: bool) -> str:
+    return "True" if b else "[red]False[/red]"
+
+
+def tables(result) -> list:
+    cfg = result.config
+    match = Table(title="W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)")
+    match.add_column("claim")
+    match.add_column("published", justify="right")
+    match.add_column("regenerated", justify="right")
+    match.add_row("matches (allclose, atol 1e-5)", "True", _yes(result.handwritten_matches))
+    match.add_row("largest difference", "", f"{result.handwritten_max_diff:.1e}")
+
+    w9 = Table(title=f"W9 5.1: parameters of nn.MultiheadAttention(d_model={cfg['d_model']}, heads) = 4d^2 + 4d")
+    for col in ("heads", "head size d/h", "published", "regenerated", "4d^2 + 4d"):
+        w9.add_column(col, justify="right")
+    for row in result.w9_params:
+        pub = "16640" if cfg["d_model"] == 64 and row["heads"] in (1, 2, 4, 8) else ""
+        w9.add_row(str(row["heads"]), str(row["head_size"]), pub, str(row["params"]), str(row["formula"]))
+
+    shape = Table(title="D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, "
+                        "6 key-value pairs, valid_lens [3, 2]")
+    shape.add_column("quantity")
+    shape.add_column("published", justify="right")
+    shape.add_column("regenerated", justify="right")
+    shape.add_row("output shape", "(2, 4, 100)", str(tuple(result.mha_shape)))
+    shape.add_row("weights shape (batch, heads, queries, keys)", "", str(tuple(result.mha_weights_shape)))
+    shape.add_row("largest weight on a key beyond valid_lens", "", f"{result.mha_masked_weight:g}")
+
+    d2l = Table(title=f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['num_hiddens']}, "
+                      f"bias=False) = 4d^2, counted on concrete layers")
+    for col in ("heads", "published", "regenerated", "4d^2"):
+        d2l.add_column(col, justify="right")
+    for row in result.d2l_params:
+        pub = "262144" if cfg["num_hiddens"] == 256 and row["heads"] in (1, 2, 4, 8) else ""
+        d2l.add_row(str(row["heads"]), pub, str(row["params"]), str(row["formula"]))
+    return [match, w9, shape, d2l]
+
+
+def figures(result, out: Path) -> list[Path]:
+    return [draw_layout(result.config["d_model"], result.config["layout_heads"], Path(out) / PNG)]
+
+
+def draw_layout(d: int, h: int, path: Path) -> Path:
+    """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from attn_cli.render.figures import new_figure
+    from attn_cli.render.files import save_figure
+
+    p = d // h
+    # columns drawn: every head up to 6, else the first three, an ellipsis and the last
+    shown = list(range(h)) if h <= 6 else [0, 1, 2, None, h - 1]
+    ncol = len(shown)
+    col_w, gap = 2.3, 0.35
+    width = ncol * col_w + (ncol - 1) * gap
+    fig, ax = new_figure(figsize=(max(7.0, 0.75 * width + 2.5), 7.0))
+    ax.set_xlim(-0.4, width + 2.0)
+    ax.set_ylim(-0.6, 10.2)
+    ax.axis("off")
+
+    def box(x, y, w, hgt, text, color, fs=8):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - hgt / 2), w, hgt, boxstyle="round,pad=0.04",
+                                    fc=color, ec="black", lw=0.8))
+        ax.text(x, y, text, ha="center", va="center", fontsize=fs)
+
+    def arrow(x0, y0, x1, y1):
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=8, lw=0.7,
+                                     color="dimgrey", shrinkA=0, shrinkB=0))
+
+    # inputs
+    centre = width / 2
+    in_y = 0.0
+    inputs = {"queries": centre - 0.3 * width, "keys": centre, "values": centre + 0.3 * width}
+    for name, x in inputs.items():
+        box(x, in_y, 1.9, 0.55, f"{name}  (n, d={d})", "#eeeeee")
+
+    proj_y, att_y, cat_y, out_y = 3.0, 5.2, 7.3, 9.2
+    xs = []
+    for c, head in enumerate(shown):
+        x0 = c * (col_w + gap)
+        x = x0 + col_w / 2
+        xs.append(x)
+        if head is None:
+            ax.text(x, (proj_y + att_y) / 2, "· · ·", ha="center", va="center", fontsize=16)
+            continue
+        i = head + 1
+        for k, (name, color) in enumerate((("q", "#cfe2f3"), ("k", "#d9ead3"), ("v", "#fff2cc"))):
+            bx = x0 + (k + 0.5) * col_w / 3
+            box(bx, proj_y, col_w / 3 - 0.08, 0.95, f"$W^{{({name})}}_{{{i}}}$\n{d}→{p}", color, fs=7)
+            src = inputs[{"q": "queries", "k": "keys", "v": "values"}[name]]
+            arrow(src, in_y + 0.3, bx, proj_y - 0.5)
+            arrow(bx, proj_y + 0.5, x, att_y - 0.4)
+        box(x, att_y, col_w - 0.1, 0.8, f"head {i}\nscaled dot-product\nattention", "#f4cccc", fs=7)
+        arrow(x, att_y + 0.4, x, cat_y - 0.35)
+    notes = ((proj_y, f"per-head\nprojections\n(p = d/h = {p})"), (att_y, "one distribution\nper head\nand query"),
+             (cat_y, "width d again"), (out_y, "output projection\nmixes the heads"))
+    for y, text in notes:
+        ax.text(width + 0.25, y, text, fontsize=7, ha="left", va="center", color="dimgrey")
+    box(centre, cat_y, width, 0.7, f"concatenate the {h} head outputs:  h · p = {h} · {p} = {d}", "#d9d2e9")
+    box(centre, out_y, 2.6, 0.7, f"$W_o$  ({d} × {d})\noutput (n, {d})", "#b6d7a8")
+    arrow(centre, cat_y + 0.35, centre, out_y - 0.35)
+    ax.set_title(f"Multi-head attention (D2L fig. 10.3.2): d = {d}, h = {h} heads of width {p}", fontsize=10)
+    return save_figure(fig, path)
