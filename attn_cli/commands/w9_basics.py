@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.options import Common, MultiValueOption, common_options
+from attn_cli.options import Common, common_options
 
 
 def _finish(common: Common, result, render_module) -> None:
@@ -118,20 +118,10 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
     _finish(common, exp.run(config), render)
 
 
-def _three_distinct(ctx, param, value):
-    if len(value) != 3 or len(set(value)) != 3:
-        raise click.BadParameter(f"give three distinct words (the second is the one compared), got "
-                                 f"{' '.join(value) or 'none'}", ctx=ctx, param=param)
-    return tuple(value)
-
-
 @click.command(name="order")
-@click.option("--words", cls=MultiValueOption, default=("dog", "bites", "man"), show_default=True,
-              metavar="W1 W2 W3", callback=_three_distinct,
-              help="The first sentence; the second is it reversed (the text's dog bites man / man bites dog).")
 @click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True, help="Width d of the word vectors.")
 @common_options
-def order(words: tuple[str, ...], dim: int, common: Common) -> None:
+def order(dim: int, common: Common) -> None:
     """Self-attention cannot tell the order (W9 4.3).
 
     The output for 'bites' in "dog bites man" and in "man bites dog" (same random weights)
@@ -141,12 +131,12 @@ def order(words: tuple[str, ...], dim: int, common: Common) -> None:
     \b
     Example:
         attn order
-        attn order --words cat chases mouse
+        attn order --dim 16 --seed 1
     """
     from attn_cli.experiments import order as exp
     from attn_cli.render import order as render
 
-    config = _config(exp, common, words=words, d=dim)
+    config = _config(exp, common, d=dim)
     _finish(common, exp.run(config), render)
 
 
