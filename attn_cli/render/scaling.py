@@ -64,10 +64,12 @@ def figures(result: Result, out: Path) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
+    from matplotlib.ticker import NullLocator
+
     rows = result.measured_rows
     ns = [r.n for r in rows]
     ts = [r.time_s for r in rows]
-    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
     ax1.loglog(ns, ts, "o", color="tab:blue", label="measured (fastest pass)")
     if result.exponent is not None:
         # least-squares line through the geometric mean of the points
@@ -90,7 +92,10 @@ def figures(result: Result, out: Path) -> list[Path]:
     ax2.set_title("memory" + (" (estimated from tensor sizes)" if "estimate" in result.peak_method else ""))
     ax2.legend()
     for ax in (ax1, ax2):
-        ax.grid(True, which="both", alpha=0.3)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ns, labels=[str(n) for n in ns])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.grid(True, which="major", alpha=0.3)
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
     fig.tight_layout()
     png = save_figure(fig, out / PNG)
