@@ -26,7 +26,7 @@ def _config(exp, common: Common, **overrides):
     return exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
 
 
-@click.command(name="embeddings")
+@click.command(name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
 @click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True,
               help="Width d of the contextual vectors (W9 1.3).")
 @click.option("--vocab-size", type=click.IntRange(min=1), default=50_000, show_default=True,
@@ -54,7 +54,7 @@ def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> Non
     _finish(common, exp.run(config), render)
 
 
-@click.command(name="analogy")
+@click.command(name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
 @click.argument("words", nargs=-1, metavar="[A B C]")
 @click.option("--nearest", "nearest_word", default="bank", show_default=True, metavar="WORD",
               help="List the words nearest to WORD.")
@@ -92,7 +92,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, dim: int, commo
     _finish(common, exp.run(config), render)
 
 
-@click.command(name="formula")
+@click.command(name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
 @click.option("--n-q", type=click.IntRange(min=1), default=3, show_default=True, help="Queries (W9 3.2).")
 @click.option("--n-k", type=click.IntRange(min=1), default=5, show_default=True, help="Keys and values (W9 3.2).")
 @click.option("--d-k", type=click.IntRange(min=1), default=4, show_default=True, help="Query/key width (W9 3.2).")
@@ -118,7 +118,7 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
     _finish(common, exp.run(config), render)
 
 
-@click.command(name="order")
+@click.command(name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
 @click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True, help="Width d of the word vectors.")
 @common_options
 def order(dim: int, common: Common) -> None:
