@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -92,6 +93,9 @@ class Result:
     peak_method: str = ""  # how peak_bytes was obtained
     exponent: float | None = None  # least-squares slope of log time vs log n
     device_name: str = ""
+    threads: int = 0  # torch CPU threads during the measurement (timings on a shared CPU are noisy)
+    load_average: float | None = None  # 1-minute load average before measuring (None where unknown)
+    cpu_count: int = 0
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value for the text's lengths."""
@@ -201,6 +205,12 @@ def run(config: Config, progress: Callable[[int, int], None] | None = None) -> R
                           "estimate from the tensors allocated (q, k, v + scores + weights + output); "
                           "PyTorch's CPU allocator reports no peak")
     result.device_name = torch.cuda.get_device_name() if cuda else "cpu"
+    result.threads = torch.get_num_threads()
+    result.cpu_count = os.cpu_count() or 0
+    try:
+        result.load_average = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        pass
     gen = torch.Generator().manual_seed(config.seed)
     total = len(config.measure_lengths) * config.repeats
     done = 0

@@ -37,7 +37,8 @@ def tables(result: Result) -> list:
         out.append("doubling the length quadruples the cost (try --measure to time it)")
         return out
 
-    measured = Table(title=f"measured: one-head attention forward on {result.device_name} "
+    where = result.device_name if result.device_name != "cpu" else f"cpu, {result.threads} threads"
+    measured = Table(title=f"measured: one-head attention forward on {where} "
                            f"(q, k, v of shape (1, n, {d}); fastest of {result.config['repeats']} passes)",
                      caption=f"peak memory: {result.peak_method}")
     for col in ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved",
@@ -48,12 +49,23 @@ def tables(result: Result) -> list:
     for r in result.measured_rows:
         ratio = f"{r.time_s / prev.time_s:.1f}x (n {r.n / prev.n:g}x)" if prev else "—"
         measured.add_row(str(r.n), text_memory(4 * r.n * r.n), f"{r.operations:.2e}", f"{r.time_s * 1e3:.2f} ms",
-                         f"{r.median_s * 1e3:.2f} ms", ratio, f"{r.gflops:.1f} GFLOP/s", human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
+                         f"{r.median_s * 1e3:.2f} ms", ratio, f"{r.gflops:.1f} GFLOP/s",
+                         human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
         prev = r
     out.append(measured)
     if result.exponent is not None:
         out.append(f"fitted exponent: time ∝ n^[bold]{result.exponent:.2f}[/] (least squares on log-log; "
                    "the formula says 2 once n is large enough for the n² d products to dominate)")
+        busy = (result.load_average is not None and result.cpu_count
+                and result.load_average > result.cpu_count and result.device_name == "cpu")
+        why = []
+        if result.exponent < 1.6:
+            why.append("at small n fixed per-call overheads dominate (try larger --lengths)")
+        if busy:
+            why.append(f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
+                       "cores), so timings are noisy")
+        if why:
+            out.append(f"[yellow]note[/]: {'; '.join(why)}.")
     return out
 
 
@@ -101,5 +113,6 @@ def figures(result: Result, out: Path) -> list[Path]:
     png = save_figure(fig, out / PNG)
     csv = write_csv(out / CSV, [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops]
                                 for r in rows],
-                    header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"])
+                    header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d",
+                            "gflops"])
     return [png, csv]
