@@ -1,0 +1,489 @@
+"""A C kernel for the fast engine on CPU: whole training steps of one copy-task run per call.
+
+At batch 64 and hidden 32 every matrix is tiny, so the time of a PyTorch step goes to
+launching ~2,000 small ops, not to arithmetic.  This kernel does one run's forward,
+backward through time, per-run gradient clipping and Adam update for a chunk of steps in
+plain C loops (the same equations as :func:`attn_cli.core.copy_fast.loss_and_grads`,
+checked against it and against autograd in ``tests/test_copy_fast.py``).
+
+It is compiled on first use with the system C compiler (``cc``/``gcc``, ``-O3
+-march=native``) into a per-user cache directory and loaded with :mod:`ctypes`; no
+PyTorch headers, so the build takes about a second.  ctypes releases the GIL during the
+call, so several runs train in parallel from Python threads.  Where no compiler works,
+:func:`load` returns None and the fast engine uses its PyTorch path.
+
+Layout: the parameters of one run are one float32 row in the order of
+``model.parameters()`` (see :func:`attn_cli.core.copy_fast.param_shapes`); tokens are int64.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Optional
+
+C_SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NV 12   /* vocabulary */
+#define NE 32   /* embedding width */
+#define BOS 10
+
+typedef struct {
+  int B, T, H, att, G, D, R;
+  long P, o_emb, o_ewih, o_ewhh, o_ebih, o_ebhh, o_dwih, o_dwhh, o_dbih, o_dbhh, o_ow, o_ob;
+} Dims;
+
+static void dims_init(Dims* d, int B, int T, int H, int att) {
+  d->B = B; d->T = T; d->H = H; d->att = att; d->G = 3 * H;
+  d->D = att ? NE + H : NE;       /* decoder cell input width */
+  d->R = att ? 2 * H : H;         /* readout input width */
+  long o = 0; int G = d->G;
+  d->o_emb = o;  o += NV * NE;
+  d->o_ewih = o; o += (long)G * NE;
+  d->o_ewhh = o; o += (long)G * H;
+  d->o_ebih = o; o += G;
+  d->o_ebhh = o; o += G;
+  d->o_dwih = o; o += (long)G * d->D;
+  d->o_dwhh = o; o += (long)G * H;
+  d->o_dbih = o; o += G;
+  d->o_dbhh = o; o += G;
+  d->o_ow = o;   o += (long)NV * d->R;
+  d->o_ob = o;   o += NV;
+  d->P = o;
+}
+
+long param_count(int H, int att) { Dims d; dims_init(&d, 1, 1, H, att); return d.P; }
+
+/* exp for float, branch-free so that loops over it vectorise (Cephes expf polynomial) */
+static inline float fexp(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float z = floorf(x * 1.44269504088896341f + 0.5f);
+  x = x - z * 0.693359375f + z * 2.12194440e-4f;
+  float p = 1.9875691500E-4f;
+  p = p * x + 1.3981999507E-3f;
+  p = p * x + 8.3334519073E-3f;
+  p = p * x + 4.1665795894E-2f;
+  p = p * x + 1.6666665459E-1f;
+  p = p * x + 5.0000001201E-1f;
+  p = p * x * x + x + 1.0f;
+  union { int32_t i; float f; } u;
+  u.i = ((int32_t)z + 127) << 23;
+  return p * u.f;
+}
+static inline float fsigmoid(float x) { return 1.0f / (1.0f + fexp(-x)); }
+static inline float ftanh(float x) { return 2.0f / (1.0f + fexp(-2.0f * x)) - 1.0f; }
+
+/* C (m x n, ldc) = [C +] A (m x k, lda) @ Bm (k x n, ldb); row-major */
+static void gemm_nn(int m, int n, int k, const float* restrict A, int lda, const float* restrict Bm,
+                    int ldb, float* restrict C, int ldc, int acc) {
+  for (int i = 0; i < m; i++) {
+    float* restrict c = C + (long)i * ldc;
+    if (!acc) for (int j = 0; j < n; j++) c[j] = 0.0f;
+    const float* a = A + (long)i * lda;
+    for (int p = 0; p < k; p++) {
+      const float av = a[p];
+      const float* restrict b = Bm + (long)p * ldb;
+      for (int j = 0; j < n; j++) c[j] += av * b[j];
+    }
+  }
+}
+
+/* out (n x m) = transpose of in (m x n, ldi) */
+static void transpose(const float* in, int m, int n, int ldi, float* out) {
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) out[(long)j * m + i] = in[(long)i * ldi + j];
+}
+
+/* C (m x n, ldc) = [C +] A^T @ Bm, A (k x m, lda), Bm (k x n, ldb); scratch holds m*k floats */
+static void gemm_tn(int m, int n, int k, const float* A, int lda, const float* Bm, int ldb,
+                    float* C, int ldc, int acc, float* scratch) {
+  transpose(A, k, m, lda, scratch);
+  gemm_nn(m, n, k, scratch, k, Bm, ldb, C, ldc, acc);
+}
+
+static void colsum(const float* A, int rows, int cols, float* out) {
+  for (int j = 0; j < cols; j++) out[j] = 0.0f;
+  for (int i = 0; i < rows; i++) for (int j = 0; j < cols; j++) out[j] += A[(long)i * cols + j];
+}
+
+typedef struct {
+  float *tab_e, *tab_d, *wT, *ewhhT, *dwhhT, *dwicT, *owT;
+  float *eh, *e_rz, *e_n, *e_ghn, *encB, *encBT;
+  float *hs, *cs, *as, *d_rz, *d_n, *d_ghn;
+  float *gh, *gi, *logits, *dread, *dgi_d, *dgh_d, *dgi_e, *dgh_e, *d_encB;
+  float *dh, *dc, *dhn, *dcn, *dtab_e, *dtab_d, *scratch, *da;
+  void* block;
+} Work;
+
+static int work_alloc(Work* w, const Dims* d) {
+  long B = d->B, T = d->T, H = d->H, G = d->G, R = d->R;
+  long sizes[] = {
+    NV * G, NV * G, G * (NE > H ? NE : H) + G * H, H * G, H * G, H * G, R * NV,
+    (T + 1) * B * H, T * B * 2 * H, T * B * H, T * B * H, B * T * H, B * H * T,
+    (T + 1) * B * H, (T + 1) * B * H, (T + 1) * B * T, T * B * 2 * H, T * B * H, T * B * H,
+    B * G, B * G, T * B * NV, T * B * R, T * B * G, T * B * G, T * B * G, T * B * G, B * T * H,
+    B * H, B * H, B * H, B * H, NV * G, NV * G, G * T * B + G * NV + NV * T * B, B * T };
+  int n = sizeof(sizes) / sizeof(sizes[0]);
+  long total = 0;
+  for (int i = 0; i < n; i++) total += (sizes[i] + 15) / 16 * 16;
+  float* p = (float*)aligned_alloc(64, (size_t)total * sizeof(float));
+  if (!p) return -1;
+  w->block = p;
+  float** slots[] = {
+    &w->tab_e, &w->tab_d, &w->wT, &w->ewhhT, &w->dwhhT, &w->dwicT, &w->owT,
+    &w->eh, &w->e_rz, &w->e_n, &w->e_ghn, &w->encB, &w->encBT,
+    &w->hs, &w->cs, &w->as, &w->d_rz, &w->d_n, &w->d_ghn,
+    &w->gh, &w->gi, &w->logits, &w->dread, &w->dgi_d, &w->dgh_d, &w->dgi_e, &w->dgh_e, &w->d_encB,
+    &w->dh, &w->dc, &w->dhn, &w->dcn, &w->dtab_e, &w->dtab_d, &w->scratch, &w->da };
+  for (int i = 0; i < n; i++) { *slots[i] = p; p += (sizes[i] + 15) / 16 * 16; }
+  return 0;
+}
+
+/* one GRU update for a batch: gi (B,G) input part without table row, tok rows of tab (V,G)
+   added; gh (B,G) = h W_hh^T without bias; saves rz (B,2H), n (B,H), ghn (B,H) */
+static void gru_fwd(int B, int H, const float* gi, const float* tab, const int64_t* toks, long tok_stride,
+                    const float* gh, const float* bhh, const float* hprev, float* hnew,
+                    float* rz, float* nn, float* ghn) {
+  int G = 3 * H;
+  for (int b = 0; b < B; b++) {
+    const float* te = tab + toks[b * tok_stride] * G;
+    const float* gib = gi ? gi + (long)b * G : NULL;
+    const float* ghb = gh + (long)b * G;
+    float* rzb = rz + (long)b * 2 * H; float* nb = nn + (long)b * H; float* gnb = ghn + (long)b * H;
+    const float* hp = hprev + (long)b * H; float* hb = hnew + (long)b * H;
+    for (int k = 0; k < 2 * H; k++) {
+      float x = te[k] + ghb[k] + bhh[k];
+      if (gib) x += gib[k];
+      rzb[k] = fsigmoid(x);
+    }
+    for (int k = 0; k < H; k++) {
+      float gn = ghb[2 * H + k] + bhh[2 * H + k];
+      float xi = te[2 * H + k] + (gib ? gib[2 * H + k] : 0.0f);
+      gnb[k] = gn;
+      float nv = ftanh(xi + rzb[k] * gn);
+      nb[k] = nv;
+      hb[k] = nv + rzb[H + k] * (hp[k] - nv);
+    }
+  }
+}
+
+/* backward of gru_fwd: dh (B,H) in; dgi, dgh (B,G) out; dhn (B,H) = dh * z (the matmul part
+   is added by the caller) */
+static void gru_bwd(int B, int H, const float* dh, const float* hprev, const float* rz,
+                    const float* nn, const float* ghn, float* dgi, float* dgh, float* dhn) {
+  int G = 3 * H;
+  for (int b = 0; b < B; b++) {
+    const float* d = dh + (long)b * H; const float* hp = hprev + (long)b * H;
+    const float* rzb = rz + (long)b * 2 * H; const float* nb = nn + (long)b * H; const float* gnb = ghn + (long)b * H;
+    float* gi = dgi + (long)b * G; float* gg = dgh + (long)b * G; float* o = dhn + (long)b * H;
+    for (int k = 0; k < H; k++) {
+      float r = rzb[k], z = rzb[H + k], n = nb[k], dv = d[k];
+      float dpre_n = dv * (1.0f - z) * (1.0f - n * n);
+      float dr = dpre_n * gnb[k] * r * (1.0f - r);
+      float dz = dv * (hp[k] - n) * z * (1.0f - z);
+      gi[k] = dr; gi[H + k] = dz; gi[2 * H + k] = dpre_n;
+      gg[k] = dr; gg[H + k] = dz; gg[2 * H + k] = dpre_n * r;
+      o[k] = dv * z;
+    }
+  }
+}
+
+/* attention of queries h (B,H) over encB (B,T,H) / encBT (B,H,T): weights a (B,T), context c (B,H) */
+static void attend(int B, int T, int H, float scale, const float* h, const float* encB,
+                   const float* encBT, float* a, float* c) {
+  for (int b = 0; b < B; b++) {
+    float* s = a + (long)b * T;
+    const float* q = h + (long)b * H;
+    const float* kt = encBT + (long)b * H * T;
+    for (int t = 0; t < T; t++) s[t] = 0.0f;
+    for (int k = 0; k < H; k++) { float qk = q[k] * scale; for (int t = 0; t < T; t++) s[t] += qk * kt[(long)k * T + t]; }
+    float mx = s[0];
+    for (int t = 1; t < T; t++) mx = s[t] > mx ? s[t] : mx;
+    float sum = 0.0f;
+    for (int t = 0; t < T; t++) { s[t] = fexp(s[t] - mx); sum += s[t]; }
+    float inv = 1.0f / sum;
+    for (int t = 0; t < T; t++) s[t] *= inv;
+    float* cb = c + (long)b * H;
+    const float* vb = encB + (long)b * T * H;
+    for (int k = 0; k < H; k++) cb[k] = 0.0f;
+    for (int t = 0; t < T; t++) { float at = s[t]; for (int k = 0; k < H; k++) cb[k] += at * vb[(long)t * H + k]; }
+  }
+}
+
+/* forward and backward of one step of one run: gradients into Gr (P floats), returns mean CE */
+static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* src, Work* w) {
+  const int B = d->B, T = d->T, H = d->H, G = d->G, D = d->D, R = d->R, att = d->att;
+  const long BH = (long)B * H, BG = (long)B * G, TB = (long)T * B;
+  const float scale = 1.0f / sqrtf((float)H);
+  const float *emb = P + d->o_emb, *ewih = P + d->o_ewih, *ewhh = P + d->o_ewhh, *ebih = P + d->o_ebih,
+              *ebhh = P + d->o_ebhh, *dwih = P + d->o_dwih, *dwhh = P + d->o_dwhh, *dbih = P + d->o_dbih,
+              *dbhh = P + d->o_dbhh, *ow = P + d->o_ow, *ob = P + d->o_ob;
+  memset(Gr, 0, sizeof(float) * d->P);
+  float *g_emb = Gr + d->o_emb, *g_ewih = Gr + d->o_ewih, *g_ewhh = Gr + d->o_ewhh, *g_ebih = Gr + d->o_ebih,
+        *g_ebhh = Gr + d->o_ebhh, *g_dwih = Gr + d->o_dwih, *g_dwhh = Gr + d->o_dwhh, *g_dbih = Gr + d->o_dbih,
+        *g_dbhh = Gr + d->o_dbhh, *g_ow = Gr + d->o_ow, *g_ob = Gr + d->o_ob;
+
+  /* token tables: emb @ W_ih^T + b_ih, (V, G) */
+  transpose(ewih, G, NE, NE, w->wT);
+  gemm_nn(NV, G, NE, emb, NE, w->wT, G, w->tab_e, G, 0);
+  transpose(dwih, G, NE, D, w->wT);
+  gemm_nn(NV, G, NE, emb, NE, w->wT, G, w->tab_d, G, 0);
+  for (int v = 0; v < NV; v++) for (int k = 0; k < G; k++) { w->tab_e[v * G + k] += ebih[k]; w->tab_d[v * G + k] += dbih[k]; }
+  transpose(ewhh, G, H, H, w->ewhhT);
+  transpose(dwhh, G, H, H, w->dwhhT);
+  if (att) transpose(dwih + NE, G, H, D, w->dwicT);
+
+  /* encoder: eh[t+1] = GRU(x_t, eh[t]), eh[0] = 0 */
+  memset(w->eh, 0, sizeof(float) * BH);
+  for (int t = 0; t < T; t++) {
+    float* hp = w->eh + t * BH;
+    gemm_nn(B, G, H, hp, H, w->ewhhT, G, w->gh, G, 0);
+    gru_fwd(B, H, NULL, w->tab_e, src + t, T, w->gh, ebhh, hp, hp + BH,
+            w->e_rz + t * 2 * BH, w->e_n + t * BH, w->e_ghn + t * BH);
+  }
+  if (att) {
+    for (int b = 0; b < B; b++) for (int t = 0; t < T; t++) for (int k = 0; k < H; k++) {
+      float v = w->eh[(t + 1) * BH + (long)b * H + k];
+      w->encB[((long)b * T + t) * H + k] = v;
+      w->encBT[((long)b * H + k) * T + t] = v;
+    }
+  }
+
+  /* decoder, teacher forced: hs[j] = GRU([e(tgt_in_j); cs[j-1]], hs[j-1]), cs[j] = attend(hs[j]) */
+  memcpy(w->hs, w->eh + T * BH, sizeof(float) * BH);
+  if (att) attend(B, T, H, scale, w->hs, w->encB, w->encBT, w->as, w->cs);
+  int64_t* tin = (int64_t*)malloc(sizeof(int64_t) * B);
+  for (int j = 1; j <= T; j++) {
+    const float* hp = w->hs + (j - 1) * BH;
+    for (int b = 0; b < B; b++) tin[b] = j == 1 ? BOS : src[(long)b * T + j - 2];
+    gemm_nn(B, G, H, hp, H, w->dwhhT, G, w->gh, G, 0);
+    if (att) gemm_nn(B, G, H, w->cs + (j - 1) * BH, H, w->dwicT, G, w->gi, G, 0);
+    gru_fwd(B, H, att ? w->gi : NULL, w->tab_d, tin, 1, w->gh, dbhh, hp, w->hs + j * BH,
+            w->d_rz + (j - 1) * 2 * BH, w->d_n + (j - 1) * BH, w->d_ghn + (j - 1) * BH);
+    if (att) attend(B, T, H, scale, w->hs + j * BH, w->encB, w->encBT, w->as + (long)j * B * T, w->cs + j * BH);
+  }
+
+  /* readout and cross-entropy; rows i = (j-1) B + b */
+  transpose(ow, NV, R, R, w->owT);
+  gemm_nn(TB, NV, H, w->hs + BH, H, w->owT, NV, w->logits, NV, 0);
+  if (att) gemm_nn(TB, NV, H, w->cs + BH, H, w->owT + H * NV, NV, w->logits, NV, 1);
+  double loss = 0.0;
+  const float inv_n = 1.0f / (float)TB;
+  for (long i = 0; i < TB; i++) {
+    float* l = w->logits + i * NV;
+    int b = (int)(i % B), j = (int)(i / B);
+    int y = (int)src[(long)b * T + j];
+    float mx = -INFINITY;
+    for (int v = 0; v < NV; v++) { l[v] += ob[v]; mx = l[v] > mx ? l[v] : mx; }
+    float sum = 0.0f;
+    for (int v = 0; v < NV; v++) { l[v] = expf(l[v] - mx); sum += l[v]; }
+    loss += -log((double)l[y] / sum);
+    float inv = inv_n / sum;
+    for (int v = 0; v < NV; v++) l[v] *= inv;   /* softmax / N */
+    l[y] -= inv_n;                              /* - onehot / N: dlogits */
+  }
+  loss /= (double)TB;
+
+  /* readout backward */
+  gemm_tn(NV, H, TB, w->logits, NV, w->hs + BH, H, g_ow, R, 0, w->scratch);
+  if (att) gemm_tn(NV, H, TB, w->logits, NV, w->cs + BH, H, g_ow + H, R, 0, w->scratch);
+  colsum(w->logits, TB, NV, g_ob);
+  gemm_nn(TB, R, NV, w->logits, NV, ow, R, w->dread, R, 0);
+
+  /* decoder backward through time: j = T .. 0 */
+  memset(w->dhn, 0, sizeof(float) * BH);
+  memset(w->dcn, 0, sizeof(float) * BH);
+  memset(w->dtab_d, 0, sizeof(float) * NV * G);
+  memset(w->dtab_e, 0, sizeof(float) * NV * G);
+  if (att) memset(w->d_encB, 0, sizeof(float) * B * T * H);
+  for (int j = T; j >= 0; j--) {
+    for (int b = 0; b < B; b++) for (int k = 0; k < H; k++) {
+      float rh = 0.0f, rc = 0.0f;
+      if (j >= 1) { const float* dr = w->dread + ((long)(j - 1) * B + b) * R; rh = dr[k]; if (att) rc = dr[H + k]; }
+      w->dh[(long)b * H + k] = w->dhn[(long)b * H + k] + rh;
+      w->dc[(long)b * H + k] = w->dcn[(long)b * H + k] + rc;
+    }
+    if (att) {
+      for (int b = 0; b < B; b++) {
+        const float* a = w->as + ((long)j * B + b) * T;
+        const float* q = w->hs + j * BH + (long)b * H;
+        const float* dc = w->dc + (long)b * H;
+        float* dh = w->dh + (long)b * H;
+        const float* kt = w->encBT + (long)b * H * T;
+        const float* vb = w->encB + (long)b * T * H;
+        float* de = w->d_encB + (long)b * T * H;
+        float* da = w->da;
+        for (int t = 0; t < T; t++) da[t] = 0.0f;
+        for (int k = 0; k < H; k++) { float v = dc[k]; for (int t = 0; t < T; t++) da[t] += v * kt[(long)k * T + t]; }
+        float sad = 0.0f;
+        for (int t = 0; t < T; t++) sad += a[t] * da[t];
+        for (int t = 0; t < T; t++) {
+          float coef = a[t] * (da[t] - sad) * scale, at = a[t];
+          const float* vt = vb + (long)t * H; float* dt = de + (long)t * H;
+          for (int k = 0; k < H; k++) { dh[k] += coef * vt[k]; dt[k] += at * dc[k] + coef * q[k]; }
+        }
+      }
+    }
+    if (j == 0) break;
+    float* dgi = w->dgi_d + (j - 1) * BG;
+    float* dgh = w->dgh_d + (j - 1) * BG;
+    gru_bwd(B, H, w->dh, w->hs + (j - 1) * BH, w->d_rz + (j - 1) * 2 * BH, w->d_n + (j - 1) * BH,
+            w->d_ghn + (j - 1) * BH, dgi, dgh, w->dhn);
+    gemm_nn(B, H, G, dgh, G, dwhh, H, w->dhn, H, 1);
+    if (att) gemm_nn(B, H, G, dgi, G, dwih + NE, D, w->dcn, H, 0);
+    for (int b = 0; b < B; b++) {
+      int64_t tok = j == 1 ? BOS : src[(long)b * T + j - 2];
+      float* row = w->dtab_d + tok * G; const float* gr = dgi + (long)b * G;
+      for (int k = 0; k < G; k++) row[k] += gr[k];
+    }
+  }
+  free(tin);
+  /* decoder weight gradients, summed over all steps at once */
+  gemm_tn(G, H, TB, w->dgh_d, G, w->hs, H, g_dwhh, H, 0, w->scratch);
+  colsum(w->dgh_d, TB, G, g_dbhh);
+  if (att) gemm_tn(G, H, TB, w->dgi_d, G, w->cs, H, g_dwih + NE, D, 0, w->scratch);
+  gemm_tn(G, NE, NV, w->dtab_d, G, emb, NE, g_dwih, D, 0, w->scratch);
+  colsum(w->dtab_d, NV, G, g_dbih);
+  gemm_nn(NV, NE, G, w->dtab_d, G, dwih, D, g_emb, NE, 0);
+
+  /* encoder backward through time: dh carries from the decoder's h_0 */
+  for (int t = T - 1; t >= 0; t--) {
+    for (int b = 0; b < B; b++) for (int k = 0; k < H; k++) {
+      float v = w->dhn[(long)b * H + k];
+      if (t == T - 1) v = w->dh[(long)b * H + k];
+      if (att) v += w->d_encB[((long)b * T + t) * H + k];
+      w->dc[(long)b * H + k] = v;   /* dc reused as the encoder's dh */
+    }
+    float* dgi = w->dgi_e + t * BG;
+    float* dgh = w->dgh_e + t * BG;
+    gru_bwd(B, H, w->dc, w->eh + t * BH, w->e_rz + t * 2 * BH, w->e_n + t * BH, w->e_ghn + t * BH, dgi, dgh, w->dhn);
+    gemm_nn(B, H, G, dgh, G, ewhh, H, w->dhn, H, 1);
+    for (int b = 0; b < B; b++) {
+      float* row = w->dtab_e + src[(long)b * T + t] * G; const float* gr = dgi + (long)b * G;
+      for (int k = 0; k < G; k++) row[k] += gr[k];
+    }
+  }
+  gemm_tn(G, H, TB, w->dgh_e, G, w->eh, H, g_ewhh, H, 0, w->scratch);
+  colsum(w->dgh_e, TB, G, g_ebhh);
+  gemm_tn(G, NE, NV, w->dtab_e, G, emb, NE, g_ewih, NE, 0, w->scratch);
+  colsum(w->dtab_e, NV, G, g_ebih);
+  gemm_nn(NV, NE, G, w->dtab_e, G, ewih, NE, g_emb, NE, 1);
+  return loss;
+}
+
+/* loss and gradients of one step (for tests) */
+double loss_and_grad(const float* params, float* grad, const int64_t* src, int B, int T, int H, int att) {
+  Dims d; dims_init(&d, B, T, H, att);
+  Work w; if (work_alloc(&w, &d)) return NAN;
+  double loss = step_fb(&d, params, grad, src, &w);
+  free(w.block);
+  return loss;
+}
+
+/* nsteps training steps of one run: per step forward, backward, clip_grad_norm_(clip), Adam.
+   src (nsteps, B, T) int64; step0 = Adam steps already taken; losses (nsteps) out */
+int train_steps(float* params, float* grad, float* m1, float* m2, long step0, const int64_t* src,
+                int nsteps, int B, int T, int H, int att, double lr, double clip, float* losses) {
+  Dims d; dims_init(&d, B, T, H, att);
+  Work w; if (work_alloc(&w, &d)) return -1;
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  for (int s = 0; s < nsteps; s++) {
+    losses[s] = (float)step_fb(&d, params, grad, src + (long)s * B * T, &w);
+    double sq = 0.0;
+    for (long i = 0; i < d.P; i++) sq += (double)grad[i] * grad[i];
+    double coef = clip / (sqrt(sq) + 1e-6);
+    if (coef < 1.0) { float c = (float)coef; for (long i = 0; i < d.P; i++) grad[i] *= c; }
+    long step = step0 + s + 1;
+    double bc1 = 1.0 - pow(b1, (double)step), bc2s = sqrt(1.0 - pow(b2, (double)step));
+    float step_size = (float)(lr / bc1), inv_bc2s = (float)(1.0 / bc2s);
+    float fb1 = (float)(1.0 - b1), fb2 = (float)b2, fb2c = (float)(1.0 - b2), feps = (float)eps;
+    for (long i = 0; i < d.P; i++) {
+      float g = grad[i];
+      m1[i] += (g - m1[i]) * fb1;
+      m2[i] = m2[i] * fb2 + fb2c * g * g;
+      params[i] -= step_size * m1[i] / (sqrtf(m2[i]) * inv_bc2s + feps);
+    }
+  }
+  free(w.block);
+  return 0;
+}
+"""
+
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+_tried = False
+_error: Optional[str] = None
+
+FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC", "-std=c11"]
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "attn_cli" / "kernels"
+
+
+def _compiler() -> Optional[str]:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    return None
+
+
+def load() -> Optional[ctypes.CDLL]:
+    """The compiled kernel (built on first use), or None where it cannot be built."""
+    global _lib, _tried, _error
+    with _lock:
+        if _tried:
+            return _lib
+        _tried = True
+        cc = _compiler()
+        if cc is None:
+            _error = "no C compiler found"
+            return None
+        key = hashlib.sha256((C_SOURCE + " ".join(FLAGS) + cc + platform.machine() + platform.node())
+                             .encode()).hexdigest()[:16]
+        try:
+            out_dir = _cache_dir()
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            out_dir = Path(tempfile.gettempdir()) / "attn_cli_kernels"
+            out_dir.mkdir(parents=True, exist_ok=True)
+        so = out_dir / f"copy_fast_{key}.so"
+        if not so.exists():
+            with tempfile.TemporaryDirectory() as tmp:
+                c_file = Path(tmp) / "copy_fast.c"
+                c_file.write_text(C_SOURCE)
+                tmp_so = Path(tmp) / "copy_fast.so"
+                proc = subprocess.run([cc, *FLAGS, str(c_file), "-o", str(tmp_so), "-lm"],
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    _error = f"{cc} failed: {proc.stderr.strip()[:500]}"
+                    return None
+                partial = so.with_suffix(f".{os.getpid()}.tmp")
+                shutil.copyfile(tmp_so, partial)
+                os.replace(partial, so)  # atomic: concurrent builders never see half a file
+        lib = ctypes.CDLL(str(so))
+        f, i, l, d, p = ctypes.c_float, ctypes.c_int, ctypes.c_long, ctypes.c_double, ctypes.c_void_p
+        lib.param_count.argtypes, lib.param_count.restype = [i, i], l
+        lib.loss_and_grad.argtypes = [p, p, p, i, i, i, i]
+        lib.loss_and_grad.restype = d
+        lib.train_steps.argtypes = [p, p, p, p, l, p, i, i, i, i, i, d, d, p]
+        lib.train_steps.restype = i
+        _lib = lib
+        return lib
+
+
+def load_error() -> Optional[str]:
+    """Why :func:`load` returned None (after it was called)."""
+    return _error
