@@ -12,8 +12,8 @@ Matching characters share an embedding, so their scaled score is near sqrt(d) wh
 unrelated pairs score near 0.  Each query row then falls in one of three regimes, read
 off the weights by :func:`classify_row` (never from the letters):
 
-  sharp    one key holds the row's weight
-  split    the weight is shared by several keys of about equal height (repeated letters)
+  sharp    one key stands out (its weight >= 5 x any other key's)
+  split    several keys tie for the top and stand out together (repeated letters)
   diffuse  no key stands out: the weight is spread (the letter does not occur)
 
 ``heads > 0`` passes the embeddings through a freshly initialised multi-head layer (random
@@ -34,8 +34,8 @@ MAX_WORD_LENGTH = 64  # longer words make an unreadable map (cells under ~5 px a
 MAX_DIM = 1 << 20  # embedding width; the memory check below refuses what would not fit
 
 # regime rule thresholds (documented in classify_row)
-PEAK_FRACTION = 0.5  # a key is a peak when its weight is at least half the row's maximum
-PEAK_MASS = 0.5  # the peaks must hold at least half of the row's weight to be a choice
+TIE_RTOL = 1e-4  # identical keys get identical weights: ties within this relative tolerance
+STAND_OUT = 5.0  # the tied top weight must be this many times the best other key (ln 5 = 1.6 in score)
 
 TEXT_REGIMES = {"sharp": ["i", "o"], "split": ["a", "n", "t"], "diffuse": ["e"]}  # the text's words
 
@@ -92,15 +92,19 @@ class Result:
 def classify_row(row: list[float]) -> tuple[str, list[int]]:
     """Regime of one row of attention weights, from the weights alone.
 
-    Peaks are the keys whose weight is at least ``PEAK_FRACTION`` of the row's maximum.
-    If the peaks together hold at least ``PEAK_MASS`` of the weight, the row has made a
-    choice: ``sharp`` with one peak, ``split`` with several (identical keys get identical
-    weights, so repeated matches tie).  Otherwise the row is ``diffuse``.
+    Peaks are the keys tied (within ``TIE_RTOL``) with the row's largest weight: identical
+    keys always tie exactly, other keys practically never.  The row has made a choice when
+    the peaks stand out, each at least ``STAND_OUT`` times the best of the other keys:
+    ``sharp`` with one peak, ``split`` with several.  Otherwise the row is ``diffuse``.
+    A row in which every key ties (uniform weights over two or more keys) shows no
+    choice and is ``diffuse``; a single key (weight 1) is ``sharp``.
     """
     top = max(row)
-    peaks = [j for j, w in enumerate(row) if w >= PEAK_FRACTION * top]
-    mass = sum(row[j] for j in peaks)
-    if mass < PEAK_MASS:
+    peaks = [j for j, w in enumerate(row) if w >= top * (1 - TIE_RTOL)]
+    if len(peaks) == len(row):
+        return ("sharp" if len(row) == 1 else "diffuse"), peaks
+    rest = max(w for j, w in enumerate(row) if j not in peaks)
+    if top < STAND_OUT * rest:
         return "diffuse", peaks
     return ("sharp" if len(peaks) == 1 else "split"), peaks
 

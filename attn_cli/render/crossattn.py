@@ -39,25 +39,40 @@ def label(ch: str) -> str:
     return ch
 
 
-def tables(result) -> list:
-    cfg = result.config
-    weights = Table(title=f"cross-attention weights: queries = letters of {cfg['query_word']!r} (rows), "
-                          f"keys = letters of {cfg['key_word']!r}; d={cfg['dim']}, seed {cfg['seed']}, "
-                          f"no projections")
-    weights.add_column("query", justify="center")
-    for j, k in enumerate(result.keys):
-        weights.add_column(label(k), justify="right")
-    weights.add_column("regime (from weights)")
-    for i, q in enumerate(result.queries):
-        peaks = set(result.peaks[i])
-        cells = [f"[bold]{w:.2f}[/bold]" if j in peaks and result.regimes[i] != "diffuse" else f"{w:.2f}"
-                 for j, w in enumerate(result.weights[i])]
-        regime = result.regimes[i]
-        weights.add_row(label(q), *cells, f"[{_REGIME_STYLE[regime]}]{regime}[/]")
+def tables(result, width: int | None = None) -> list:
+    """The weights (in %, when the key word fits the console; otherwise each row's peaks),
+    the regime of every row, and the summary of the three regimes."""
+    from rich import box
 
-    summary = Table(title="three regimes (D2L 10.3.3.3), found from the weights by a rule: "
-                          "peaks >= half the row maximum holding >= half the weight -> sharp (1) / split (>1); "
-                          "else diffuse")
+    from attn_cli.render.console import stdout
+
+    cfg = result.config
+    width = stdout.width if width is None else width
+    full = 4 * len(result.keys) + 28 <= width  # else: each row's peaks instead of every weight
+    weights = Table(title=f"cross-attention weights in % (rows sum to 100): queries = {cfg['query_word']!r} "
+                          f"(rows), keys = {cfg['key_word']!r}; d={cfg['dim']}, seed {cfg['seed']}, "
+                          f"no projections", box=box.SIMPLE_HEAD, padding=(0, 1))
+    weights.add_column("query", justify="center")
+    if full:
+        for k in result.keys:
+            weights.add_column(label(k), justify="right", no_wrap=True)
+    weights.add_column("regime", no_wrap=True)
+    if not full:
+        weights.add_column("peaks (key@position: weight)")
+    for i, q in enumerate(result.queries):
+        peaks = result.peaks[i]
+        regime = result.regimes[i]
+        tag = f"[{_REGIME_STYLE[regime]}]{regime}[/]"
+        if full:
+            cells = [f"[bold]{100 * w:.0f}[/bold]" if j in peaks and regime != "diffuse" else f"{100 * w:.0f}"
+                     for j, w in enumerate(result.weights[i])]
+            weights.add_row(label(q), *cells, tag)
+        else:
+            text = ", ".join(f"{label(result.keys[j])}@{j + 1}: {result.weights[i][j]:.2f}" for j in peaks[:4])
+            weights.add_row(label(q), tag, text + (" ..." if len(peaks) > 4 else ""))
+
+    summary = Table(title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
+                          "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse")
     summary.add_column("regime")
     summary.add_column("meaning")
     summary.add_column("query letters (regenerated)")
@@ -70,7 +85,7 @@ def tables(result) -> list:
         summary.add_row(f"[{_REGIME_STYLE[regime]}]{regime}[/]", _REGIME_TEXT[regime],
                         ", ".join(label(c) for c in found[regime]) or "-",
                         ", ".join(TEXT_REGIMES[regime]) if is_text else "")
-    agree = "yes" if result.agrees_with_letters() else "no (the embeddings are too narrow or the words too long to separate them)"
+    agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
     out = [weights, summary, f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
     if result.head_weights:
         heads = Table(title=f"exercise 11: regimes per head after a fresh {cfg['heads']}-head layer "

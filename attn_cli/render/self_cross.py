@@ -12,24 +12,25 @@ def _shape(s) -> str:
 
 
 def tables(result) -> list:
-    w9 = Table(title="W9 4.1: nn.MultiheadAttention(8, 2, batch_first=True), seed 0; "
-                     "encoder_out (1, 6, 8), decoder_in (1, 4, 8)")
-    for col in ("attention", "Q from", "K, V from", "published output", "regenerated output",
-                "published weights", "regenerated weights"):
-        w9.add_column(col)
-    w9.add_row("self", "source", "source", "(1, 6, 8)", _shape(result.w9_self_output),
-               "(1, 6, 6)", _shape(result.w9_self_weights))
-    w9.add_row("cross", "decoder", "encoder", "(1, 4, 8)", _shape(result.w9_cross_output),
-               "(1, 4, 6)", _shape(result.w9_cross_weights))
-
-    d2l = Table(title="D2L 10.3.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2")
-    for col in ("attention", "inputs", "published output", "regenerated output", "weights (B, h, n_q, n_k)"):
-        d2l.add_column(col)
-    d2l.add_row("self", "X (2, 4, 100), valid_lens [3, 2]", "(2, 4, 100)", _shape(result.d2l_self_output),
-                _shape(result.d2l_self_weights))
-    d2l.add_row("cross", "A (2, 4, 100) queries; B (2, 9, 100) keys, values", "(2, 4, 100)",
-                _shape(result.d2l_cross_output), _shape(result.d2l_cross_weights))
-    return [w9, d2l, "the output has the queries' length; keys and values only have to match each other"]
+    table = Table(title="self- and cross-attention shapes (seed 0)")
+    for col in ("text", "shape of", "published", "regenerated"):
+        table.add_column(col, no_wrap=True)
+    w9 = "W9 4.1"
+    table.add_row(w9, "self: output", "(1, 6, 8)", _shape(result.w9_self_output))
+    table.add_row(w9, "self: weights", "(1, 6, 6)", _shape(result.w9_self_weights))
+    table.add_row(w9, "cross: output", "(1, 4, 8)", _shape(result.w9_cross_output))
+    table.add_row(w9, "cross: weights", "(1, 4, 6)", _shape(result.w9_cross_weights), end_section=True)
+    d2l = "D2L 10.3.3"
+    table.add_row(d2l, "self: output", "(2, 4, 100)", _shape(result.d2l_self_output))
+    table.add_row(d2l, "self: weights (B, h, n_q, n_k)", "", _shape(result.d2l_self_weights))
+    table.add_row(d2l, "cross: output", "(2, 4, 100)", _shape(result.d2l_cross_output))
+    table.add_row(d2l, "cross: weights (B, h, n_q, n_k)", "", _shape(result.d2l_cross_weights))
+    notes = ("W9: nn.MultiheadAttention(8, 2, batch_first=True); self: Q, K, V = encoder_out (1, 6, 8); "
+             "cross: Q = decoder_in (1, 4, 8), K, V = encoder_out.\n"
+             "D2L: MultiHeadAttention(100, 5, dropout 0.5); self: X (2, 4, 100) with valid_lens [3, 2]; "
+             "cross: 4 queries from A (2, 4, 100), 9 keys and values from B (2, 9, 100).\n"
+             "The output has the queries' length; keys and values only have to match each other.")
+    return [table, notes]
 
 
 def figures(result, out: Path) -> list[Path]:
