@@ -24,7 +24,9 @@ SENTENCES = ("the river bank was deep", "the money bank was closed")  # W9 1.3
 WORD = "bank"  # the ambiguous word whose two contextual vectors are compared
 
 # the Config fields the published values depend on
-TEXT_SETTINGS = ("seed", "onehot_embed_dim", "vocab_size", "embed_dim", "d", "weight_scale")
+ONEHOT_SETTINGS = ("seed", "onehot_embed_dim", "vocab_size", "embed_dim")  # w9-onehot
+CONTEXTUAL_SETTINGS = ("seed", "d", "weight_scale")  # w9-contextual
+TEXT_SETTINGS = ONEHOT_SETTINGS + CONTEXTUAL_SETTINGS[1:]
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,10 @@ class Result:
     distance: float  # || output(river) - output(money) ||
     weights: list[list[list[float]]] = field(default_factory=list)  # per sentence (n, n), rows = queries
 
-    def at_text_settings(self) -> bool:
-        """True when every setting the published values depend on is the text's."""
+    def at_text_settings(self, fields: tuple[str, ...] = TEXT_SETTINGS) -> bool:
+        """True when every setting the published values depend on (or ``fields``) is the text's."""
         default = dataclasses.asdict(Config())
-        return all(self.config[k] == default[k] for k in TEXT_SETTINGS)
+        return all(self.config[k] == default[k] for k in fields)
 
     def measured(self) -> dict[str, Any]:
         return {

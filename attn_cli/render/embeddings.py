@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.embeddings import WORD, Result
+from attn_cli.experiments.embeddings import CONTEXTUAL_SETTINGS, ONEHOT_SETTINGS, WORD, Result
 from attn_cli.published import all_checks
 from attn_cli.published.catalogue import BY_ID
 
@@ -20,10 +20,11 @@ def tables(result: Result) -> list:
     from attn_cli.render.console import check_table
 
     checks, m = all_checks(), result.measured()
-    same = result.at_text_settings()
+    same = {"w9-onehot": result.at_text_settings(ONEHOT_SETTINGS),
+            "w9-contextual": result.at_text_settings(CONTEXTUAL_SETTINGS)}
 
     def verdict(check_id):
-        return checks[check_id].ok(m[check_id]) if same else "n/a"
+        return checks[check_id].ok(m[check_id]) if same[checks[check_id].artifact] else "n/a"
 
     cfg = result.config
     onehot = check_table(
@@ -37,7 +38,8 @@ def tables(result: Result) -> list:
              "15,000,000", verdict("w9-onehot.parameters")),
             ("dimensions of a one-hot vector", f"{cfg['vocab_size']:,}", "50,000", verdict("w9-onehot.onehot_dims")),
         ],
-        caption="every pair of one-hot vectors is orthogonal: no notion of similarity",
+        caption="every pair of one-hot vectors is orthogonal: no notion of similarity"
+                + ("" if same["w9-onehot"] else "; n/a: settings differ from the text's"),
     )
     names = [" ".join(t) for t in result.tokens]
     pub = {k: checks[k].published for k in ("w9-contextual.static_bank", "w9-contextual.river_bank",
@@ -56,7 +58,7 @@ def tables(result: Result) -> list:
              verdict("w9-contextual.distance")),
         ],
         caption="same word, same input vector: the output depends on the neighbours (0 apart for a static "
-                "embedding)" + ("" if same else "; n/a: settings differ from the text's"),
+                "embedding)" + ("" if same["w9-contextual"] else "; n/a: settings differ from the text's"),
     )
     return [onehot, contextual]
 
