@@ -202,10 +202,16 @@ def _cost(spec: RunSpec) -> float:
         + spec.eval_size * spec.length / 64
 
 
+def schedule(todo: list[tuple[int, RunSpec]]) -> list[tuple[int, RunSpec]]:
+    """Longest runs first (cost ~ steps x length), so 4 8 16 32 on two workers splits as
+    [32] and [16, 8, 4]; ties keep their display order."""
+    return sorted(todo, key=lambda item: -_cost(item[1]))
+
+
 def _run_exact(todo: list[tuple[int, RunSpec]], config: Config, report: Report,
                done: Callable[[int, RunOutcome], None]) -> None:
     """Run the exact engine: in this process for one run or one job, else a process pool."""
-    todo = sorted(todo, key=lambda item: -_cost(item[1]))  # longest first: balances the workers
+    todo = schedule(todo)
     workers = min(config.worker_count(), len(todo))
     if workers <= 1:
         from attn_cli.core.copy_train import train_and_evaluate
