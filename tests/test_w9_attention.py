@@ -47,16 +47,24 @@ def test_checks_are_registered():
     for check in CHECKS:
         assert registered[check.id] is check
         assert check.reason
-    assert len(_check_ids("w9-sqrt-dk.")) == 30
+    assert len(_check_ids("w9-sqrt-dk.")) == 30 and len(_check_ids("w9-sqrt-dk-plot.")) == 1
     assert len(_check_ids("w9-scaling.")) == 15
     assert "w9-sqrt-dk.1024.grad_scaled" in registered and "w9-scaling.32768.memory" in registered
 
 
-@pytest.mark.parametrize("check_id", _check_ids("w9-sqrt-dk."))
+@pytest.mark.parametrize("check_id", _check_ids("w9-sqrt-dk.") + _check_ids("w9-sqrt-dk-plot."))
 def test_sqrt_dk_published(sqrt_dk_result, check_id):
     check = all_checks()[check_id]
     measured = sqrt_dk_result.measured()
     assert check.ok(measured[check_id]), (check_id, measured[check_id], check.published, check.tolerance)
+
+
+def test_sqrt_dk_curve_rule_can_fail(sqrt_dk_result):
+    import dataclasses
+
+    rows = [dataclasses.replace(r) for r in sqrt_dk_result.rows]
+    rows[2].max_weight_unscaled = 0.5  # no longer climbing
+    assert not sqrt_dk_exp.curves_as_described(rows)
 
 
 def test_sqrt_dk_theory(sqrt_dk_result):

@@ -79,7 +79,29 @@ class Result:
             for name in ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
                          "grad_unscaled", "grad_scaled"):
                 out[f"w9-sqrt-dk.{r.d_k}.{name}"] = getattr(r, name)
+        if self.rows and all(r.text_draws for r in self.rows) and len(self.rows) == len(TEXT_DIMS):
+            out["w9-sqrt-dk-plot.curves"] = curves_as_described(self.rows)
         return out
+
+
+def curves_as_described(rows: list[Row]) -> bool:
+    """The text's reading of the figure's curves, over rows sorted by d_k.
+
+    Unscaled: the largest weight strictly climbs and the gradient norm strictly falls.
+    Scaled: the largest weight varies by less than 0.03 and the gradient by less than 0.001.
+    """
+    rows = sorted(rows, key=lambda r: r.d_k)
+
+    def strictly(values, up):
+        return all((b > a) if up else (b < a) for a, b in zip(values, values[1:]))
+
+    def span(values):
+        return max(values) - min(values)
+
+    return (strictly([r.max_weight_unscaled for r in rows], up=True)
+            and strictly([r.grad_unscaled for r in rows], up=False)
+            and span([r.max_weight_scaled for r in rows]) < 0.03
+            and span([r.grad_scaled for r in rows]) < 0.001)
 
 
 def text_draws(config: Config) -> list[bool]:

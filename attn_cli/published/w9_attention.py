@@ -5,7 +5,7 @@ Tolerances are half a unit of the last digit the text printed, unless stated oth
 
 from __future__ import annotations
 
-from attn_cli.published.types import Check, exact, num
+from attn_cli.published.types import Check, exact, num, rule
 
 # W9 3.3: d_k -> (std, std_scaled, max_weight_unscaled, max_weight_scaled, grad_unscaled, grad_scaled)
 SQRT_DK = {
@@ -59,6 +59,11 @@ def _sqrt_dk_checks() -> list[Check]:
                               f"printed to {'2' if tol == 0.005 else '4'} decimals (±{tol:g}); exact only "
                               "with the text's draws: seed 0, 20000 trials, 10 keys, d_k 4 16 64 256 1024 "
                               "in that order"))
+    checks.append(rule("w9-sqrt-dk-plot.curves", "w9-sqrt-dk-plot",
+                       "unscaled, the largest weight climbs (0.49 to 0.97) and the gradient norm falls "
+                       "(0.073 to 0.007) as d_k grows; scaled, they stay at about 0.32 and 0.088",
+                       "the figure's curves, checked by sqrt_dk.curves_as_described: unscaled curves strictly "
+                       "monotone in d_k; scaled max weight within 0.03 and gradient within 0.001 across d_k"))
     return checks
 
 
@@ -81,15 +86,15 @@ def _scaling_checks() -> list[Check]:
     for n, (entries, memory, ops) in SCALING.items():
         tol = _half_unit_3sig(entries)
         checks.append(num(f"w9-scaling.{n}.entries", "w9-scaling", entries, tol,
-                          f"printed as {entries:.2e} (±{tol:g}, half a unit of the 3rd significant digit)"))
+                          "printed with 3 significant digits (%.2e): half a unit of the last one"))
         mem_bytes, mem_tol = _memory_bytes(memory)
         c = num(f"w9-scaling.{n}.memory", "w9-scaling", mem_bytes, mem_tol,
-                f"printed as {memory!r}, compared in bytes (±{mem_tol:g}, half a unit of the printed decimal)")
+                "printed with one decimal in MB or GB (1e6, 1e9 bytes): half a unit of that decimal, in bytes")
         c.meta["printed"] = memory
         checks.append(c)
         tol = _half_unit_3sig(ops)
         checks.append(num(f"w9-scaling.{n}.operations", "w9-scaling", ops, tol,
-                          f"printed as {ops:.2e} (±{tol:g}); d = 512"))
+                          "printed with 3 significant digits (%.2e): half a unit of the last one; d = 512"))
     return checks
 
 
