@@ -84,32 +84,77 @@ static inline float fexp(float x) {
 static inline float fsigmoid(float x) { return 1.0f / (1.0f + fexp(-x)); }
 static inline float ftanh(float x) { return 2.0f / (1.0f + fexp(-2.0f * x)) - 1.0f; }
 
-/* C (m x n, ldc) = [C +] A (m x k, lda) @ Bm (k x n, ldb); row-major */
-static void gemm_nn(int m, int n, int k, const float* restrict A, int lda, const float* restrict Bm,
-                    int ldb, float* restrict C, int ldc, int acc) {
-  for (int i = 0; i < m; i++) {
-    float* restrict c = C + (long)i * ldc;
-    if (!acc) for (int j = 0; j < n; j++) c[j] = 0.0f;
-    const float* a = A + (long)i * lda;
-    for (int p = 0; p < k; p++) {
-      const float av = a[p];
-      const float* restrict b = Bm + (long)p * ldb;
-      for (int j = 0; j < n; j++) c[j] += av * b[j];
+/* C (m x n, ldc) = [C +] op(A) @ Bm, Bm (k x n, ldb), row-major; op(A)[i][p] = A[i*as_i + p*as_p]
+   (A itself: as_i = lda, as_p = 1; A transposed: as_i = 1, as_p = lda).  Register-blocked:
+   4 rows x 16 columns of C stay in 8 AVX registers while p runs over k. */
+#define MR 4
+#define NR 16
+typedef float v8 __attribute__((vector_size(32), aligned(4)));  /* 8 floats, unaligned access */
+static void gemm(int m, int n, int k, const float* restrict A, long as_i, long as_p,
+                 const float* restrict Bm, int ldb, float* restrict C, int ldc, int acc) {
+  int i = 0;
+  for (; i + MR <= m; i += MR) {
+    int j = 0;
+    for (; j + NR <= n; j += NR) {
+      float* c0 = C + (long)i * ldc + j; float* c1 = c0 + ldc; float* c2 = c1 + ldc; float* c3 = c2 + ldc;
+      v8 z = {0, 0, 0, 0, 0, 0, 0, 0};
+      v8 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+      const float* a0 = A + (long)i * as_i; const float* a1 = a0 + as_i; const float* a2 = a1 + as_i;
+      const float* a3 = a2 + as_i;
+      const float* bp = Bm + j;
+      for (int p = 0; p < k; p++, bp += ldb) {
+        const v8 b0 = *(const v8*)bp, b1 = *(const v8*)(bp + 8);
+        const long o = (long)p * as_p;
+        const float x0 = a0[o], x1 = a1[o], x2 = a2[o], x3 = a3[o];
+        c00 += x0 * b0; c01 += x0 * b1; c10 += x1 * b0; c11 += x1 * b1;
+        c20 += x2 * b0; c21 += x2 * b1; c30 += x3 * b0; c31 += x3 * b1;
+      }
+      if (acc) {
+        c00 += *(v8*)c0; c01 += *(v8*)(c0 + 8); c10 += *(v8*)c1; c11 += *(v8*)(c1 + 8);
+        c20 += *(v8*)c2; c21 += *(v8*)(c2 + 8); c30 += *(v8*)c3; c31 += *(v8*)(c3 + 8);
+      }
+      *(v8*)c0 = c00; *(v8*)(c0 + 8) = c01; *(v8*)c1 = c10; *(v8*)(c1 + 8) = c11;
+      *(v8*)c2 = c20; *(v8*)(c2 + 8) = c21; *(v8*)c3 = c30; *(v8*)(c3 + 8) = c31;
+    }
+    if (j < n) {  /* column tail */
+      for (int r = 0; r < MR; r++) {
+        float* restrict cr = C + (long)(i + r) * ldc;
+        if (!acc) for (int q = j; q < n; q++) cr[q] = 0.0f;
+        for (int p = 0; p < k; p++) {
+          const float av = A[(long)(i + r) * as_i + (long)p * as_p];
+          const float* restrict b = Bm + (long)p * ldb;
+          for (int q = j; q < n; q++) cr[q] += av * b[q];
+        }
+      }
     }
   }
+  for (; i < m; i++) {  /* row tail */
+    float* restrict cr = C + (long)i * ldc;
+    if (!acc) for (int q = 0; q < n; q++) cr[q] = 0.0f;
+    for (int p = 0; p < k; p++) {
+      const float av = A[(long)i * as_i + (long)p * as_p];
+      const float* restrict b = Bm + (long)p * ldb;
+      for (int q = 0; q < n; q++) cr[q] += av * b[q];
+    }
+  }
+}
+
+static void gemm_nn(int m, int n, int k, const float* A, int lda, const float* Bm, int ldb, float* C,
+                    int ldc, int acc) {
+  gemm(m, n, k, A, lda, 1, Bm, ldb, C, ldc, acc);
+}
+
+/* C (m x n, ldc) = [C +] A^T @ Bm, A (k x m, lda), Bm (k x n, ldb) */
+static void gemm_tn(int m, int n, int k, const float* A, int lda, const float* Bm, int ldb,
+                    float* C, int ldc, int acc, float* scratch) {
+  (void)scratch;
+  gemm(m, n, k, A, 1, lda, Bm, ldb, C, ldc, acc);
 }
 
 /* out (n x m) = transpose of in (m x n, ldi) */
 static void transpose(const float* in, int m, int n, int ldi, float* out) {
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) out[(long)j * m + i] = in[(long)i * ldi + j];
-}
-
-/* C (m x n, ldc) = [C +] A^T @ Bm, A (k x m, lda), Bm (k x n, ldb); scratch holds m*k floats */
-static void gemm_tn(int m, int n, int k, const float* A, int lda, const float* Bm, int ldb,
-                    float* C, int ldc, int acc, float* scratch) {
-  transpose(A, k, m, lda, scratch);
-  gemm_nn(m, n, k, scratch, k, Bm, ldb, C, ldc, acc);
 }
 
 static void colsum(const float* A, int rows, int cols, float* out) {
@@ -150,31 +195,29 @@ static int work_alloc(Work* w, const Dims* d) {
   return 0;
 }
 
-/* one GRU update for a batch: gi (B,G) input part without table row, tok rows of tab (V,G)
-   added; gh (B,G) = h W_hh^T without bias; saves rz (B,2H), n (B,H), ghn (B,H) */
-static void gru_fwd(int B, int H, const float* gi, const float* tab, const int64_t* toks, long tok_stride,
-                    const float* gh, const float* bhh, const float* hprev, float* hnew,
-                    float* rz, float* nn, float* ghn) {
-  int G = 3 * H;
+/* one GRU update for a batch: gi (B,G) input projection incl. b_ih; gh (B,G) = h W_hh^T
+   without bias; saves rz (B,2H), n (B,H), ghn (B,H) = W_hn h + b_hn */
+static void gru_fwd(int B, int H, const float* restrict gi, const float* restrict gh,
+                    const float* restrict bhh, const float* restrict hprev, float* restrict hnew,
+                    float* restrict rz, float* restrict nn, float* restrict ghn) {
+  const int G = 3 * H;
   for (int b = 0; b < B; b++) {
-    const float* te = tab + toks[b * tok_stride] * G;
-    const float* gib = gi ? gi + (long)b * G : NULL;
-    const float* ghb = gh + (long)b * G;
+    const float* gib = gi + (long)b * G; const float* ghb = gh + (long)b * G;
     float* rzb = rz + (long)b * 2 * H; float* nb = nn + (long)b * H; float* gnb = ghn + (long)b * H;
     const float* hp = hprev + (long)b * H; float* hb = hnew + (long)b * H;
-    for (int k = 0; k < 2 * H; k++) {
-      float x = te[k] + ghb[k] + bhh[k];
-      if (gib) x += gib[k];
-      rzb[k] = fsigmoid(x);
-    }
-    for (int k = 0; k < H; k++) {
-      float gn = ghb[2 * H + k] + bhh[2 * H + k];
-      float xi = te[2 * H + k] + (gib ? gib[2 * H + k] : 0.0f);
-      gnb[k] = gn;
-      float nv = ftanh(xi + rzb[k] * gn);
-      nb[k] = nv;
-      hb[k] = nv + rzb[H + k] * (hp[k] - nv);
-    }
+    for (int k = 0; k < 2 * H; k++) rzb[k] = fsigmoid(gib[k] + ghb[k] + bhh[k]);
+    for (int k = 0; k < H; k++) gnb[k] = ghb[2 * H + k] + bhh[2 * H + k];
+    for (int k = 0; k < H; k++) nb[k] = ftanh(gib[2 * H + k] + rzb[k] * gnb[k]);
+    for (int k = 0; k < H; k++) hb[k] = nb[k] + rzb[H + k] * (hp[k] - nb[k]);
+  }
+}
+
+/* gi (B,G) [+]= rows tok[b * stride] of tab (V,G) */
+static void add_rows(int B, int G, const float* tab, const int64_t* toks, long stride, float* gi, int acc) {
+  for (int b = 0; b < B; b++) {
+    const float* te = tab + toks[b * stride] * G; float* g = gi + (long)b * G;
+    if (acc) for (int k = 0; k < G; k++) g[k] += te[k];
+    else for (int k = 0; k < G; k++) g[k] = te[k];
   }
 }
 
@@ -249,7 +292,8 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
   for (int t = 0; t < T; t++) {
     float* hp = w->eh + t * BH;
     gemm_nn(B, G, H, hp, H, w->ewhhT, G, w->gh, G, 0);
-    gru_fwd(B, H, NULL, w->tab_e, src + t, T, w->gh, ebhh, hp, hp + BH,
+    add_rows(B, G, w->tab_e, src + t, T, w->gi, 0);
+    gru_fwd(B, H, w->gi, w->gh, ebhh, hp, hp + BH,
             w->e_rz + t * 2 * BH, w->e_n + t * BH, w->e_ghn + t * BH);
   }
   if (att) {
@@ -269,7 +313,8 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
     for (int b = 0; b < B; b++) tin[b] = j == 1 ? BOS : src[(long)b * T + j - 2];
     gemm_nn(B, G, H, hp, H, w->dwhhT, G, w->gh, G, 0);
     if (att) gemm_nn(B, G, H, w->cs + (j - 1) * BH, H, w->dwicT, G, w->gi, G, 0);
-    gru_fwd(B, H, att ? w->gi : NULL, w->tab_d, tin, 1, w->gh, dbhh, hp, w->hs + j * BH,
+    add_rows(B, G, w->tab_d, tin, 1, w->gi, att);
+    gru_fwd(B, H, w->gi, w->gh, dbhh, hp, w->hs + j * BH,
             w->d_rz + (j - 1) * 2 * BH, w->d_n + (j - 1) * BH, w->d_ghn + (j - 1) * BH);
     if (att) attend(B, T, H, scale, w->hs + j * BH, w->encB, w->encBT, w->as + (long)j * B * T, w->cs + j * BH);
   }
