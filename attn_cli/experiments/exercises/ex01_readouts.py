@@ -1,0 +1,104 @@
+"""Exercise 1, nonlinear readouts: can a perceptron beat the linear readout of one mixture?
+
+Values ``v1, v2`` (N x 16) are Gaussian or uniform on {-1, +1}; the single head's mixture
+is ``m = a v1 + (1 - a) v2``; the target is ``[v1; v2]``.  Two readouts are fitted on N
+training examples (the perceptron on the first ``mlp_points`` of their N x 16 coordinates)
+and scored on N fresh held-out ones (relative error ||pred - t|| / ||t||):
+
+* linear: the text's least-squares readout (``torch.linalg.lstsq``);
+* MLP: a perceptron ``1 -> H -> H -> 2`` (ReLU) applied to every coordinate m_j and
+  predicting (v1_j, v2_j), weights shared across coordinates, full-batch Adam.  The
+  coordinates are independent, so a coordinate-wise readout loses nothing and trains in
+  seconds; it can represent any step function of m_j, the optimal readout for +-1 values.
+
+Bayes-optimal errors (``theory``): Gaussian, any a: sqrt(1/2) (E[v1|m] is linear);
++-1 at a = 0.5: m_j in {-1, 0, 1}, E[v1_j|m_j] = m_j is linear again and the error is
+sqrt(1/2); +-1 at a = 0.7: m_j in {-1, -0.4, 0.4, 1} determines (v1_j, v2_j), the map is
+injective and the best error is 0.  The linear readout stays at sqrt(1/2) (values
++-1 have the same second moments as Gaussian ones), the MLP escapes to near 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+DIM = 16  # d of the text's copy-both data
+CASES = (("gaussian", 0.5), ("gaussian", 0.7), ("sign", 0.5), ("sign", 0.7))  # (values, a)
+LR = 1e-2  # Adam learning rate of the perceptron
+
+
+@dataclass
+class Row:
+    values: str  # "gaussian" or "sign" (uniform on {-1, +1})
+    a: float  # the head's weight on v1
+    linear: float  # held-out relative error of the least-squares readout
+    mlp: float  # held-out relative error of the perceptron
+    theory: float  # Bayes-optimal relative error (any readout)
+    distinct_levels: int  # distinct values of m_j (4 = injective map for +-1 values)
+
+
+@dataclass
+class Ex1:
+    samples: int
+    dim: int
+    hidden: int
+    steps: int
+    points: int  # coordinates (m_j, v1_j, v2_j) the perceptron is trained on
+    rows: list[Row] = field(default_factory=list)
+
+
+def theory(values: str, a: float) -> float:
+    if values == "sign" and abs(a - 0.5) > 1e-12 and abs(a - 1.0) > 1e-12 and a > 0:
+        return 0.0  # a v1 + (1 - a) v2 takes 4 distinct values: injective
+    return math.sqrt(0.5)
+
+
+def _draw(values: str, n: int, gen):
+    import torch
+
+    v = torch.randn(2, n, DIM, generator=gen)  # (2, N, d)
+    return v.sign() if values == "sign" else v
+
+
+def _mlp_readout(m_train, t_train, m_test, hidden: int, steps: int, device: str, points: int):
+    """Per-coordinate perceptron: m_j -> (v1_j, v2_j); returns test predictions (N, 2d)."""
+    import torch
+    from torch import nn
+
+    net = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                        nn.Linear(hidden, 2)).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=LR)
+    x = m_train.reshape(-1, 1)[:points]  # (P, 1): every coordinate is one example
+    y = t_train.reshape(2, -1).T[:points]  # (P, 2): (v1_j, v2_j)
+    for _ in range(steps):
+        loss = ((net(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        pred = net(m_test.reshape(-1, 1)).T  # (2, N d)
+    return pred.reshape(2, *m_test.shape)  # (2, N, d)
+
+
+def run(config) -> Ex1:
+    import torch
+
+    n, device = config.samples, config.device
+    gen = torch.Generator().manual_seed(config.seed)
+    rows = []
+    for values, a in CASES:
+        train, test = _draw(values, n, gen).to(device), _draw(values, n, gen).to(device)  # (2, N, d)
+        m_train = a * train[0] + (1 - a) * train[1]  # (N, d)
+        m_test = a * test[0] + (1 - a) * test[1]
+        t_train, t_test = torch.cat([train[0], train[1]], 1), torch.cat([test[0], test[1]], 1)  # (N, 2d)
+        W = torch.linalg.lstsq(m_train.cpu(), t_train.cpu()).solution.to(device)  # (d, 2d)
+        linear = ((m_test @ W - t_test).norm() / t_test.norm()).item()
+        torch.manual_seed(config.seed)  # the same perceptron initialisation for every case
+        pred = _mlp_readout(m_train, train, m_test, config.mlp_hidden, config.mlp_steps, device,
+                            config.mlp_points)
+        mlp = ((pred - test).norm() / test.norm()).item()
+        levels = len(torch.unique(torch.round(m_train * 1e6))) if values == "sign" else n * DIM
+        rows.append(Row(values, a, linear, mlp, theory(values, a), int(levels)))
+    return Ex1(samples=n, dim=DIM, hidden=config.mlp_hidden, steps=config.mlp_steps,
+               points=min(config.mlp_points, n * DIM), rows=rows)

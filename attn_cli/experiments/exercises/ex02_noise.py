@@ -1,0 +1,105 @@
+"""Exercise 2, nearly identical heads: how noise breaks the inversion of the mixing matrix.
+
+Heads ``(0.5 + eps, 0.5 - eps)`` and ``(0.5 - eps, 0.5 + eps)`` have the mixing matrix
+
+    A = [[0.5 + eps, 0.5 - eps],      eigenvalues 1 (eigenvector (1, 1)/sqrt 2)
+         [0.5 - eps, 0.5 + eps]]      and 2 eps (eigenvector (1, -1)/sqrt 2);
+                                      condition number kappa(A) = 1 / (2 eps).
+
+Each mixture gets independent Gaussian noise of standard deviation sigma, and the text's
+``readout_error`` is measured on the text's data (N x 16, seed).  In the rotated basis the
+two noisy mixtures are noisy observations of ``s = v1 + v2`` (signal 1, noise sigma sqrt 2)
+and of ``u = v1 - v2`` (signal 2 eps, noise sigma sqrt 2).  The best linear estimates
+leave per-coordinate error variances ``e_s = 2 sigma^2 / (1 + sigma^2)`` and
+``e_u = 2 sigma^2 / (4 eps^2 + sigma^2)``, and the relative error is
+
+    sqrt((e_s + e_u) / 4)  ~  sigma / (2 sqrt 2 eps)   for sigma / 2 << eps  (slope -1),
+
+which saturates at sqrt(1/2) (one head's error) below ``eps* = sigma / 2``: the knee moves
+in proportion to sigma.  The slope is fitted where the theory curve is straight: eps at
+least ``4 eps*`` and the u-term at least four times the s-term floor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+DIM = 16
+SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
+    (0.01, (0.4, 0.1, 0.03, 0.01, 0.003, 0.001)),
+    (0.001, (0.4, 0.1, 0.03, 0.01, 0.003, 0.001, 3e-4, 1e-4, 3e-5, 1e-5)),
+)
+
+
+@dataclass
+class Point:
+    eps: float
+    error: float  # readout_error of the two noisy mixtures
+    theory: float  # sqrt((e_s + e_u) / 4)
+    condition: float  # kappa(A) computed by torch.linalg.cond
+    straight: bool  # inside the range used for the slope fit
+
+
+@dataclass
+class Sweep:
+    sigma: float
+    knee: float  # eps* = sigma / 2, where 4 eps^2 = sigma^2
+    slope: float | None  # least-squares slope of log error on log eps over the straight points
+    slope_points: int
+    points: list[Point] = field(default_factory=list)
+
+
+@dataclass
+class Ex2:
+    samples: int
+    dim: int
+    eigenvalues: str  # the formula, for the table
+    sweeps: list[Sweep] = field(default_factory=list)
+
+
+def theory(eps: float, sigma: float) -> float:
+    e_s = 2 * sigma ** 2 / (1 + sigma ** 2)
+    e_u = 2 * sigma ** 2 / (4 * eps ** 2 + sigma ** 2)
+    return math.sqrt((e_s + e_u) / 4)
+
+
+def straight(eps: float, sigma: float) -> bool:
+    e_s = 2 * sigma ** 2 / (1 + sigma ** 2)
+    e_u = 2 * sigma ** 2 / (4 * eps ** 2 + sigma ** 2)
+    return eps >= 4 * (sigma / 2) and e_u >= 4 * e_s
+
+
+def fit_slope(xs, ys) -> float | None:
+    if len(xs) < 2:
+        return None
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+def run(config) -> Ex2:
+    import torch
+
+    from attn_cli.experiments.copy_both import readout_error
+
+    n = config.samples
+    torch.manual_seed(config.seed)
+    V1, V2 = torch.randn(n, DIM), torch.randn(n, DIM)  # the text's draws (N, d)
+    Z1, Z2 = torch.randn(n, DIM), torch.randn(n, DIM)  # unit noise, scaled by sigma below
+    V1, V2, Z1, Z2 = (t.to(config.device) for t in (V1, V2, Z1, Z2))
+    target = torch.cat([V1, V2], dim=1)  # (N, 2d)
+    sweeps = []
+    for sigma, epsilons in SWEEPS:
+        points = []
+        for eps in epsilons:
+            a, b = 0.5 + eps, 0.5 - eps
+            M2 = torch.cat([a * V1 + b * V2 + sigma * Z1, b * V1 + a * V2 + sigma * Z2], dim=1)  # (N, 2d)
+            A = torch.tensor([[a, b], [b, a]], dtype=torch.float64)
+            points.append(Point(eps, readout_error(M2, target), theory(eps, sigma),
+                                torch.linalg.cond(A).item(), straight(eps, sigma)))
+        fit = [p for p in points if p.straight]
+        sweeps.append(Sweep(sigma, sigma / 2, fit_slope([p.eps for p in fit], [p.error for p in fit]),
+                            len(fit), points))
+    return Ex2(samples=n, dim=DIM,
+               eigenvalues="eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)", sweeps=sweeps)

@@ -1,0 +1,100 @@
+"""Exercise 4, averages under key noise (after CS224N A4 1(c), 1(d)).
+
+m = 4 keys in R^8 with orthonormal means mu_i (the first four standard basis vectors: the
+noise is isotropic or aligned with mu_a, so any orthonormal set gives the same numbers),
+values v_i = e_i in R^4, score q . k_i, target o* = (v_a + v_b) / 2 with a, b = 0, 1.
+
+    k_i = mu_i + sqrt(beta) z_i                 isotropic, Sigma = beta I
+    k_a = (1 + gamma) mu_a + sqrt(beta) z_a,    gamma ~ N(0, 1/2)   (Sigma_a = beta I + mu_a mu_a^T / 2)
+
+Queries: ``sum``  q = c (mu_a + mu_b), one softmax;
+         ``two``  q_1 = c mu_a and q_2 = c mu_b, two softmaxes, output (o_1 + o_2) / 2;
+         ``neg``  q = -c sum_{i not in {a, b}} mu_i (part 4), one softmax.
+
+Weight ratio for ``sum`` on the anisotropic keys: w_a / w_b = exp(c gamma) (up to the beta
+noise): the output swings to v_a or v_b with the sign of gamma.  ``two`` fails only when
+1 + gamma <= 0 (k_a points away from mu_a): P(gamma < -1) = Phi(-sqrt 2) = 0.079 as c grows.
+``neg`` gives k_a and k_b the score 0 whatever gamma, so it is immune to gamma, but the
+isotropic noise still moves the two scores by c sqrt(2 beta) z: at c = 100 that is a
+standard deviation of 1.41 nats and the split between a and b is random -- the failure that
+also hurts ``sum`` on isotropic keys at c = 100.  ``two`` avoids it: each softmax needs
+one winner by a margin c, not a tie kept to within a noise of c sqrt(beta).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+M_KEYS, KEY_DIM = 4, 8
+BETA = 1e-4  # the exercise's beta
+SCALES = (10.0, 100.0)  # the exercise's c
+THRESHOLD = 0.1  # a resample fails when ||o - o*|| exceeds this
+SETTINGS = (  # (name, anisotropic k_a, query)
+    ("isotropic, q = c(μa+μb)", False, "sum"),
+    ("anisotropic, q = c(μa+μb)", True, "sum"),
+    ("anisotropic, q1 = cμa, q2 = cμb", True, "two"),
+    ("isotropic, q = -cΣμi (part 4)", False, "neg"),
+    ("anisotropic, q = -cΣμi (part 4)", True, "neg"),
+)
+
+
+@dataclass
+class Row:
+    setting: str
+    query: str  # "sum", "two" or "neg"
+    anisotropic: bool
+    c: float
+    median: float  # median of ||o - (v_a + v_b)/2|| over the resamples
+    failure: float  # fraction of resamples with ||o - o*|| > THRESHOLD
+
+
+@dataclass
+class Ex4:
+    beta: float
+    resamples: int
+    threshold: float
+    two_query_limit: float  # P(gamma < -1) = Phi(-sqrt 2): the failure of "two" as c -> infinity
+    neg_gamma_spread: float  # max over resamples of |o(gamma) - o(gamma = 0)| for "neg" (same z)
+    rows: list[Row] = field(default_factory=list)
+
+
+def _outputs(keys, query: str, c: float):
+    """keys (R, m, D) -> outputs (R, 4)."""
+    import torch
+
+    mu = torch.eye(KEY_DIM, dtype=keys.dtype)[:M_KEYS]  # (m, D) orthonormal means
+    values = torch.eye(M_KEYS, dtype=keys.dtype)  # (m, 4): v_i = e_i
+    if query == "sum":
+        queries = [c * (mu[0] + mu[1])]
+    elif query == "two":
+        queries = [c * mu[0], c * mu[1]]
+    else:
+        queries = [-c * mu[2:].sum(0)]
+    outs = [torch.softmax(keys @ q, dim=-1) @ values for q in queries]  # each (R, 4)
+    return sum(outs) / len(outs)
+
+
+def run(config) -> Ex4:
+    import torch
+
+    r = config.resamples
+    gen = torch.Generator().manual_seed(config.seed)
+    z = torch.randn(r, M_KEYS, KEY_DIM, generator=gen, dtype=torch.float64)  # isotropic noise
+    gamma = math.sqrt(0.5) * torch.randn(r, generator=gen, dtype=torch.float64)  # (R,)
+    mu = torch.eye(KEY_DIM, dtype=torch.float64)[:M_KEYS]  # (m, D)
+    iso = mu + math.sqrt(BETA) * z  # (R, m, D)
+    aniso = iso.clone()
+    aniso[:, 0] += gamma[:, None] * mu[0]  # k_a = (1 + gamma) mu_a + noise
+    target = torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64)
+    rows = []
+    for c in SCALES:
+        for name, anisotropic, query in SETTINGS:
+            o = _outputs(aniso if anisotropic else iso, query, c)
+            dist = (o - target).norm(dim=-1)  # (R,)
+            rows.append(Row(name, query, anisotropic, c, dist.median().item(),
+                            (dist > THRESHOLD).double().mean().item()))
+    spread = (_outputs(aniso, "neg", SCALES[-1]) - _outputs(iso, "neg", SCALES[-1])).abs().max().item()
+    limit = 0.5 * math.erfc(math.sqrt(2) / math.sqrt(2))  # Phi(-sqrt 2) = erfc(1) / 2
+    return Ex4(beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit,
+               neg_gamma_spread=spread, rows=rows)

@@ -1,0 +1,146 @@
+"""Exercise 5, head pruning: importance is not additive.
+
+Three heads with weights (1, 0), (0.88, 0.12) and (0.88, 0.12) read the text's copy-both
+data (N x 16 after the seed); ``readout_error`` of the concatenated mixtures is evaluated
+for every subset.  A head's importance is the increase in error when it alone is removed.
+
+* one-shot: compute every importance once (1 + h evaluations: the full set and each
+  single removal) and remove every head below tau at once;
+* greedy: remove the least important head, recompute the importances of those left, and
+  stop when all are at least tau.  Pruning h heads down to one without the stopping rule
+  takes 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2 evaluations (quadratic), against
+  h + 1 for one-shot (linear).
+
+Heads 2 and 3 duplicate each other: each alone looks unimportant (the other covers for it),
+so one-shot drops both and is left with one mixture (error sqrt(1/2)); greedy drops one,
+sees the other become indispensable, and stops at near-zero error.
+
+Solver: duplicated heads make the mixture matrix exactly rank-deficient, and the text's
+float32 ``lstsq`` (driver gelsy) then returns a different, wrong error on repeated calls
+(0.79, 0.90, 0.71 ... for the pair of duplicates, whose true error is 0.706).  This
+module therefore solves in float64 with the SVD driver (gelsd) on the CPU, which is
+deterministic; ``float32_spread`` records how far repeated float32 solves scatter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+
+DIM = 16
+HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
+TAU = 0.01  # the exercise's tolerance
+
+
+@dataclass
+class Subset:
+    kept: list[int]  # 1-based head numbers kept
+    removed: list[int]
+    error: float
+
+
+@dataclass
+class Ex5:
+    heads: list[list[float]]
+    tau: float
+    full_error: float
+    subsets: list[Subset] = field(default_factory=list)  # every single and pair removal
+    importance: list[float] = field(default_factory=list)  # per head (1-based order)
+    one_shot_removed: list[int] = field(default_factory=list)
+    one_shot_kept: list[int] = field(default_factory=list)
+    one_shot_error: float = 0.0
+    one_shot_evaluations: int = 0  # evaluations to compute the importances (1 + h)
+    greedy_removed: list[int] = field(default_factory=list)  # in removal order
+    greedy_kept: list[int] = field(default_factory=list)
+    greedy_error: float = 0.0
+    greedy_steps: list[dict] = field(default_factory=list)  # {"kept", "importance", "removed"}
+    greedy_evaluations: int = 0  # evaluations the greedy run made (with its stopping rule)
+    greedy_to_one: int = 0  # evaluations, counted, to prune h heads down to one without stopping
+    greedy_to_one_formula: str = "h(h+1)/2"
+    one_shot_formula: str = "h+1"
+    solver: str = "torch.linalg.lstsq, float64, driver gelsd (SVD)"
+    float32_spread: float = 0.0  # spread of the text's float32 solver on the duplicate pair
+
+
+def readout_error(M, target) -> float:
+    """The text's readout_error, solved in float64 with the SVD driver (rank-deficient safe)."""
+    import torch
+
+    M, target = M.double(), target.double()
+    W = torch.linalg.lstsq(M, target, driver="gelsd").solution
+    return ((M @ W - target).norm() / target.norm()).item()
+
+
+def float32_spread(M, target, repeats: int = 4) -> float:
+    """max - min of the text's float32 gelsy readout_error over repeated identical solves."""
+    from attn_cli.experiments.copy_both import readout_error as text_readout_error
+
+    errors = [text_readout_error(M, target) for _ in range(repeats)]
+    return max(errors) - min(errors)
+
+
+def run(config) -> Ex5:
+    import torch
+
+    n = config.samples
+    torch.manual_seed(config.seed)
+    V1, V2 = torch.randn(n, DIM), torch.randn(n, DIM)  # the text's draws (N, d), solved on the CPU
+    target = torch.cat([V1, V2], 1)  # (N, 2d)
+    mixtures = [a * V1 + b * V2 for a, b in HEADS]  # h x (N, d)
+    cache: dict[tuple[int, ...], float] = {}
+    calls = {"n": 0}
+
+    def error(kept: tuple[int, ...]) -> float:
+        """readout_error of the kept heads (0-based); counts evaluations, memoised."""
+        if kept not in cache:
+            calls["n"] += 1
+            cache[kept] = readout_error(torch.cat([mixtures[i] for i in kept], 1), target)
+        return cache[kept]
+
+    h = len(HEADS)
+    everything = tuple(range(h))
+    full = error(everything)
+    subsets = [Subset([i + 1 for i in kept], [i + 1 for i in everything if i not in kept], error(kept))
+               for r in (h - 1, h - 2) for kept in combinations(everything, r)]
+
+    def importances(kept: tuple[int, ...]) -> dict[int, float]:
+        base = error(kept)
+        return {i: error(tuple(j for j in kept if j != i)) - base for i in kept}
+
+    # one-shot: every importance once (counted from a fresh cache), remove all below tau
+    cache.clear()
+    calls["n"] = 0
+    imp = importances(everything)
+    one_shot_evals = calls["n"]
+    removed = [i for i in everything if imp[i] < TAU]
+    kept_one = tuple(i for i in everything if i not in removed)
+    one_shot_error = error(kept_one) if kept_one else float("nan")
+
+    def greedy(stop: bool) -> tuple[list[int], tuple[int, ...], list[dict], int]:
+        """Greedy pruning from a fresh cache; returns removed, kept, steps, evaluations."""
+        cache.clear()
+        calls["n"] = 0
+        kept, order, steps = everything, [], []
+        while len(kept) > 1:
+            imp_now = importances(kept)
+            least = min(kept, key=lambda i: (imp_now[i], i))
+            done = stop and imp_now[least] >= TAU
+            steps.append({"kept": [i + 1 for i in kept],
+                          "importance": [imp_now[i] for i in kept],
+                          "removed": None if done else least + 1})
+            if done:
+                break
+            order.append(least + 1)
+            kept = tuple(i for i in kept if i != least)
+        return order, kept, steps, calls["n"]
+
+    g_removed, g_kept, g_steps, g_evals = greedy(stop=True)
+    g_error = error(g_kept)  # already cached: the last round's base error
+    _, _, _, to_one = greedy(stop=False)
+    spread = float32_spread(torch.cat([mixtures[1], mixtures[2]], 1), target)
+    return Ex5(float32_spread=spread, heads=[list(hd) for hd in HEADS], tau=TAU, full_error=full, subsets=subsets,
+               importance=[imp[i] for i in everything],
+               one_shot_removed=[i + 1 for i in removed], one_shot_kept=[i + 1 for i in kept_one],
+               one_shot_error=one_shot_error, one_shot_evaluations=one_shot_evals,
+               greedy_removed=g_removed, greedy_kept=[i + 1 for i in g_kept], greedy_error=g_error,
+               greedy_steps=g_steps, greedy_evaluations=g_evals, greedy_to_one=to_one)
