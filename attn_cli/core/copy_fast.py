@@ -45,12 +45,16 @@ width, ``V`` vocabulary, ``G = 3h`` the GRU gates (r, z, n, PyTorch's order).
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
 import torch
 
+from attn_cli.core import copy_fast_kernel
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
 
@@ -491,8 +495,9 @@ def draw_batch(gens: Sequence[torch.Generator], batch_size: int, length: int, de
 
 
 def train_group(specs: Sequence[RunSpec], device: str = "cpu",
-                progress: Optional[Callable[[int, int, int, float], None]] = None):
-    """Train the stacked runs ``specs`` (equal but for the seed); returns RunOutcomes."""
+                progress: Optional[Callable[[int, int, int, float], None]] = None,
+                stop: Optional[threading.Event] = None) -> list[RunOutcome]:
+    """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device."""
     start = time.perf_counter()
     s0 = specs[0]
     inits = [init_run(s) for s in specs]
@@ -509,37 +514,144 @@ def train_group(specs: Sequence[RunSpec], device: str = "cpu",
             loss = loss_and_grads(w, g, src, tgt_in, s0.model, s0.hidden)  # (M,)
             clip_per_run(grad, s0.clip)
             opt.step(grad)
-            if progress is not None and (step % PROGRESS_EVERY == 0 or step == s0.steps):
-                for i, value in enumerate(loss.tolist()):
-                    progress(i, step, s0.steps, value)
+            if step % PROGRESS_EVERY == 0 or step == s0.steps:
+                if stop is not None and stop.is_set():
+                    raise _Stopped()
+                if progress is not None:
+                    for i, value in enumerate(loss.tolist()):
+                        progress(i, step, s0.steps, value)
         final = loss.tolist() if loss is not None else [float("nan")] * len(specs)
-        src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)
-        forced, free, exact, example = evaluate(w, src, tgt_in, s0.model, s0.hidden)
+    return _evaluate_outcomes(specs, flat, gens, final, device, start)
+
+
+def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int, float], None]] = None,
+                 stop: Optional[threading.Event] = None) -> list[RunOutcome]:
+    """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call."""
+    start = time.perf_counter()
+    flat, gen = init_run(spec)
+    params = flat.to(torch.float32).contiguous()  # (P,)
+    grad, m1, m2 = torch.zeros_like(params), torch.zeros_like(params), torch.zeros_like(params)
+    B, T, H, att = spec.batch_size, spec.length, spec.hidden, int(spec.model == "attention")
+    done, final = 0, float("nan")
+    while done < spec.steps:
+        if stop is not None and stop.is_set():
+            raise _Stopped()
+        n = min(PROGRESS_EVERY, spec.steps - done)
+        # n successive draws of the program's batch(B): one randint gives the same numbers
+        src = torch.randint(0, 10, (n * B, T), generator=gen)  # (n B, T)
+        losses = torch.empty(n, dtype=torch.float32)  # (n,)
+        rc = lib.train_steps(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), done,
+                             src.data_ptr(), n, B, T, H, att, float(spec.lr), float(spec.clip),
+                             losses.data_ptr())
+        if rc != 0:
+            raise MemoryError(f"copy-task kernel could not allocate its work space (length {T})")
+        done += n
+        final = losses[-1].item()
+        if progress is not None:
+            progress(0, done, spec.steps, final)
+    return _evaluate_outcomes([spec], params.unsqueeze(0), [gen], [final], "cpu", start)
+
+
+def _evaluate_outcomes(specs, flat, gens, final, device, start) -> list[RunOutcome]:
+    """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group."""
+    s0 = specs[0]
+    w = Weights(flat, param_shapes(s0.model, s0.hidden))
+    src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)
+    forced, free, exact, example = evaluate(w, src, tgt_in, s0.model, s0.hidden)
+    forced, free, exact = forced.tolist(), free.tolist(), exact.tolist()
     seconds = time.perf_counter() - start
     outcomes = []
     for i, spec in enumerate(specs):
         outcomes.append(RunOutcome(
-            spec=spec, teacher_forced=forced[i].item(), free_running=free[i].item(),
-            exact=exact[i].item(), seconds=seconds, final_loss=final[i],
+            spec=spec, teacher_forced=forced[i], free_running=free[i], exact=exact[i],
+            seconds=seconds, final_loss=final[i],
             example_src=src[i, 0].tolist() if example is not None else [],
             example_weights=example[i].tolist() if example is not None else [],
             engine="fast"))
     return outcomes
 
 
-def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress = None) -> list[RunOutcome]:
+class _Stopped(Exception):
+    """A worker noticed that the run was cancelled."""
+
+
+def available_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress = None, *,
+             threads: Optional[int] = None, backend: str = "auto") -> list[RunOutcome]:
     """Train and evaluate every spec with the fast engine; outcomes in the order of ``specs``.
 
-    Specs equal but for the seed are stacked into one computation.  ``seconds`` of each
-    outcome is the wall time of its stacked group.  ``progress(spec_index, step, steps,
-    loss)`` is called every PROGRESS_EVERY steps.
+    backend: ``"kernel"`` (the C kernel, CPU only, one run per task), ``"torch"`` (PyTorch
+    ops, runs equal but for the seed stacked into one computation, any device) or
+    ``"auto"`` (the kernel on CPU where it builds, else torch).
+    threads: tasks trained at once on CPU (default: one per available core, at most one per
+    task); each task uses one core.  ``seconds`` of an outcome is the wall time of its task.
+    ``progress(spec_index, step, steps, loss)`` is called every PROGRESS_EVERY steps, from
+    worker threads but never two calls at once.
     """
+    if backend not in ("auto", "kernel", "torch"):
+        raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
+    on_cpu = torch.device(device).type == "cpu"
+    lib = None
+    if on_cpu and backend in ("auto", "kernel"):
+        lib = copy_fast_kernel.load()
+        if lib is None and backend == "kernel":
+            raise RuntimeError(f"the copy-task C kernel is not available: {copy_fast_kernel.load_error()}")
+    elif backend == "kernel":
+        raise ValueError("the C kernel runs on CPU only; use backend='torch' on other devices")
+
+    groups = group_specs(specs)
+    if lib is not None:  # one task per run
+        tasks = [_Group([i], [s]) for g in groups for i, s in zip(g.indices, g.specs)]
+    else:
+        tasks = groups
+    # longest first, so that the threads finish together
+    tasks.sort(key=lambda g: -len(g.specs) * g.specs[0].steps * step_flops(
+        g.specs[0].model, g.specs[0].length, g.specs[0].hidden, g.specs[0].batch_size))
+    n_threads = 1 if not on_cpu else min(len(tasks), threads or available_cpus())
+    if n_threads < 1:
+        raise ValueError("threads must be at least 1")
+
+    lock, stop = threading.Lock(), threading.Event()
     outcomes: list[Optional[RunOutcome]] = [None] * len(specs)
-    for group in group_specs(specs):
+
+    def work(task: _Group) -> None:
         report = None
         if progress is not None:
-            def report(i, step, total, value, _idx=group.indices):
-                progress(_idx[i], step, total, value)
-        for i, outcome in zip(group.indices, train_group(group.specs, device, report)):
+            def report(i, step, total, value):
+                with lock:
+                    progress(task.indices[i], step, total, value)
+        if lib is not None:
+            result = train_kernel(task.specs[0], lib, report, stop)
+        else:
+            result = train_group(task.specs, device, report, stop)
+        for i, outcome in zip(task.indices, result):
             outcomes[i] = outcome
+
+    saved_threads = torch.get_num_threads()
+    if on_cpu:
+        torch.set_num_threads(1)  # one core per task, like the exact engine
+    try:
+        if n_threads == 1:
+            for task in tasks:
+                work(task)
+        else:
+            pool = ThreadPoolExecutor(max_workers=n_threads)
+            try:
+                futures = [pool.submit(work, t) for t in tasks]
+                for f in futures:
+                    f.result()
+            except BaseException:
+                stop.set()  # workers stop at their next chunk boundary
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
+    finally:
+        if on_cpu:
+            torch.set_num_threads(saved_threads)
     return outcomes  # type: ignore[return-value]

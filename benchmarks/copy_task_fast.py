@@ -1,0 +1,174 @@
+"""Benchmark: the copy-task fast engine against the text's way (exact engine, lengths in turn).
+
+Side by side in one process:
+  * exact: attn_cli.core.copy_train.train_and_evaluate for every (length, seed), one after
+    another on one thread: what W9 2.3's program does (its numbers, bit for bit);
+  * fast:  attn_cli.core.copy_fast.run_fast on the same specs (C kernel on CPU, one thread
+    per run, up to --threads at once).
+Prints both wall times, the ratio, the machine load, the fast engine's GFLOP/s against a
+measured single-core matmul peak, and the accuracies side by side (mean +- std over seeds).
+
+    python benchmarks/copy_task_fast.py                       # the full table, seed 0 (~10 min)
+    python benchmarks/copy_task_fast.py --steps 300           # a short run
+    python benchmarks/copy_task_fast.py --seeds 0 1 2 3 4 --exact-seeds 0
+    python benchmarks/copy_task_fast.py --seeds 0 1 2 3 4 --steps 500   # 5-seed statistics
+
+FLOPs are counted on the program's formulation (copy_fast.step_flops): every matmul of a
+training step, forward + backward = 3 x forward, attention twice per decoder step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+from attn_cli.core.copy_fast import available_cpus, run_fast, step_flops
+from attn_cli.core.copy_spec import RunSpec
+
+
+def load() -> str:
+    try:
+        return "load average %.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        return "load average unknown"
+
+
+def matmul_peak(n: int = 1024, reps: int = 10) -> float:
+    """Single-thread float32 matmul GFLOP/s (best of reps)."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        a @ b
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - t)
+        return 2 * n ** 3 / best / 1e9
+    finally:
+        torch.set_num_threads(saved)
+
+
+def run_exact(specs):
+    from attn_cli.core.copy_train import train_and_evaluate  # the exact engine: the program's loop
+
+    out = []
+    for spec in specs:
+        t = time.perf_counter()
+        o = train_and_evaluate(spec)
+        print(f"  exact  length {spec.length:3d} seed {spec.seed}: {time.perf_counter() - t:7.1f} s  "
+              f"{o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}", file=sys.stderr, flush=True)
+        out.append(o)
+    return out
+
+
+def mean_std(values):
+    m = statistics.fmean(values)
+    s = statistics.stdev(values) if len(values) > 1 else 0.0
+    return m, s
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=2500)
+    ap.add_argument("--lengths", type=int, nargs="+", default=[4, 8, 16, 32])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--exact-seeds", type=int, nargs="*", default=None,
+                    help="seeds for the exact baseline (default: all of --seeds; none: skip it)")
+    ap.add_argument("--model", choices=["attention", "plain"], default="attention")
+    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=None, help="fast engine threads (default: CPUs)")
+    ap.add_argument("--backend", choices=["auto", "kernel", "torch"], default="auto")
+    ap.add_argument("--json", default=None, help="also write the results to this file")
+    args = ap.parse_args(argv)
+
+    def spec(length, seed):
+        return RunSpec(model=args.model, length=length, seed=seed, steps=args.steps, hidden=args.hidden)
+
+    fast_specs = [spec(L, s) for L in args.lengths for s in args.seeds]
+    exact_seeds = args.seeds if args.exact_seeds is None else args.exact_seeds
+    exact_specs = [spec(L, s) for L in args.lengths for s in exact_seeds]
+    threads = args.threads or available_cpus()
+
+    print(f"copy-task benchmark: model {args.model}, lengths {args.lengths}, seeds {args.seeds}, "
+          f"steps {args.steps}, hidden {args.hidden}; torch {torch.__version__}, {available_cpus()} CPUs")
+    peak = matmul_peak()
+    print(f"single-core matmul peak (1024^3 float32, 1 thread): {peak:.1f} GFLOP/s")
+
+    print(f"[fast]  start, {load()}", flush=True)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    fast = run_fast(fast_specs, threads=threads, backend=args.backend)
+    fast_wall, fast_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    print(f"[fast]  {fast_wall:.1f} s wall, {fast_cpu:.1f} s CPU, {threads} threads; end, {load()}", flush=True)
+
+    exact, exact_wall = [], None
+    if exact_specs:
+        print(f"[exact] start ({len(exact_specs)} runs one after another, 1 thread), {load()}", flush=True)
+        t0 = time.perf_counter()
+        exact = run_exact(exact_specs)
+        exact_wall = time.perf_counter() - t0
+        print(f"[exact] {exact_wall:.1f} s wall; end, {load()}", flush=True)
+
+    flops = sum(s.steps * step_flops(s.model, s.length, s.hidden, s.batch_size) for s in fast_specs)
+    print()
+    print(f"training FLOPs (program count, fwd+bwd): {flops / 1e9:.1f} GFLOP")
+    print(f"fast engine: {flops / fast_wall / 1e9:.1f} GFLOP/s aggregate over {threads} threads, "
+          f"{flops / fast_cpu / 1e9:.1f} GFLOP/s per busy core = {flops / fast_cpu / 1e9 / peak:.0%} of the "
+          f"measured single-core peak")
+    if exact_wall is not None:
+        per_run_exact = exact_wall / len(exact_specs)
+        per_run_fast_equiv = fast_wall / len(fast_specs)
+        print(f"exact (text's way): {exact_wall:.1f} s for {len(exact_specs)} runs; "
+              f"{flops / len(fast_specs) * len(exact_specs) / exact_wall / 1e9:.1f} GFLOP/s")
+        if len(exact_specs) == len(fast_specs):
+            print(f"RATIO fast / exact wall time, same runs: {fast_wall / exact_wall:.3f}")
+        else:
+            print(f"RATIO per run (fast {per_run_fast_equiv:.1f} s / exact {per_run_exact:.1f} s): "
+                  f"{per_run_fast_equiv / per_run_exact:.3f}")
+        one_table = exact_wall / len(exact_seeds)
+        print(f"fast, {len(args.seeds)} seeds: {fast_wall:.1f} s vs exact one seed {one_table:.1f} s: "
+              f"{fast_wall / one_table:.3f}")
+
+    print()
+    print("length  metric          exact mean +- std (n)        fast mean +- std (n)      fast within exact mean +- 2 std")
+    for L in args.lengths:
+        for metric in ("teacher_forced", "free_running", "exact"):
+            f_vals = [getattr(o, metric) for o in fast if o.spec.length == L]
+            e_vals = [getattr(o, metric) for o in exact if o.spec.length == L]
+            fm, fs = mean_std(f_vals)
+            line = f"{L:6d}  {metric:14s}  "
+            if e_vals:
+                em, es = mean_std(e_vals)
+                verdict = ("yes" if abs(fm - em) <= 2 * es + 1e-12 else "NO") if len(e_vals) > 1 else "-"
+                line += f"{em:.4f} +- {es:.4f} ({len(e_vals)})      "
+            else:
+                line += " " * 29
+                verdict = "-"
+            line += f"{fm:.4f} +- {fs:.4f} ({len(f_vals)})      {verdict}"
+            print(line)
+    print()
+    print("per run: length seed | exact tf free exact | fast tf free exact")
+    for o in fast:
+        e = next((x for x in exact if x.spec == o.spec), None)
+        es = f"{e.teacher_forced:.3f} {e.free_running:.3f} {e.exact:.3f}" if e else "  -     -     -  "
+        print(f"  {o.spec.length:4d} {o.spec.seed:4d} | {es} | {o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}")
+
+    if args.json:
+        rows = [{"engine": o.engine, "model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed,
+                 "steps": o.spec.steps, "teacher_forced": o.teacher_forced, "free_running": o.free_running,
+                 "exact": o.exact, "seconds": o.seconds} for o in list(fast) + list(exact)]
+        with open(args.json, "w") as fh:
+            json.dump({"fast_wall": fast_wall, "fast_cpu": fast_cpu, "exact_wall": exact_wall,
+                       "threads": threads, "peak_gflops": peak, "flops": flops, "rows": rows}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
