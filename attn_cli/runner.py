@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import pkgutil
 import time
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class Experiment:
 
     name: str  # module name, e.g. "sqrt_dk"
     module: ModuleType = field(repr=False, compare=False)
+    render: ModuleType | None = field(default=None, repr=False, compare=False)  # default: render.<name>
 
     @property
     def artifacts(self) -> tuple[str, ...]:
@@ -81,14 +83,19 @@ class Experiment:
         if "device" in fields:
             overrides["device"] = device
         if out is not None and self.cache_field:
-            overrides[self.cache_field] = _like_default(self.module.Config, self.cache_field, Path(out))
+            overrides[self.cache_field] = str(out)
         cls = self.module.Config
         return cls.quick(**overrides) if quick else cls(**overrides)
 
-    def run(self, config: Any) -> Any:
+    def run(self, config: Any, progress: Callable | None = None) -> Any:
+        """``module.run(config)``; ``progress`` is passed on where run() takes one (the copy task)."""
+        if progress is not None and "progress" in inspect.signature(self.module.run).parameters:
+            return self.module.run(config, progress=progress)
         return self.module.run(config)
 
     def render_module(self) -> ModuleType | None:
+        if self.render is not None:
+            return self.render
         try:
             return importlib.import_module(f"{RENDER_PACKAGE}.{self.name}")
         except ModuleNotFoundError as exc:
@@ -108,14 +115,6 @@ class Experiment:
         if render is None or not hasattr(render, "figures"):
             return []
         return [Path(p) for p in (render.figures(result, Path(out)) or [])]
-
-
-def _like_default(config_cls, name: str, value: Path):
-    """Pass the cache folder as the field's default type (str or Path)."""
-    for f in dataclasses.fields(config_cls):
-        if f.name == name and isinstance(f.default, str):
-            return str(value)
-    return value
 
 
 def discover() -> list[Experiment]:
@@ -157,30 +156,31 @@ class Registry:
     checks: dict  # check ID -> Check
     experiments: list[Experiment]
     by_artifact: dict  # catalogue ID -> Experiment
+    uncatalogued: dict = field(default_factory=dict)  # IDs an experiment names that the catalogue lacks
 
     @classmethod
     def load(cls) -> "Registry":
         artifacts = {a.id: a for a in catalogue()}
         experiments = discover()
         by_artifact: dict[str, Experiment] = {}
+        uncatalogued: dict[str, Experiment] = {}
         for exp in experiments:
             for aid in exp.artifacts:
-                if aid not in artifacts:
-                    raise AttnError(f"{EXPERIMENTS_PACKAGE}.{exp.name} names {aid!r}, "
-                                    "which is not in the catalogue")
-                if aid in by_artifact:
-                    raise AttnError(f"{aid!r} is claimed by both {by_artifact[aid].name} and {exp.name}")
-                by_artifact[aid] = exp
-        return cls(artifacts=artifacts, checks=checks(), experiments=experiments, by_artifact=by_artifact)
+                claimed = by_artifact if aid in artifacts else uncatalogued
+                if aid in claimed:
+                    raise AttnError(f"{aid!r} is claimed by both {claimed[aid].name} and {exp.name}")
+                claimed[aid] = exp
+        return cls(artifacts=artifacts, checks=checks(), experiments=experiments, by_artifact=by_artifact,
+                   uncatalogued=uncatalogued)
 
     def checks_of(self, artifact_id: str) -> list:
         return [c for c in self.checks.values() if c.artifact == artifact_id]
 
     def experiment_of(self, artifact_id: str) -> Experiment | None:
-        return self.by_artifact.get(artifact_id)
+        return self.by_artifact.get(artifact_id) or self.uncatalogued.get(artifact_id)
 
     def known_ids(self) -> list[str]:
-        return list(self.artifacts)
+        return list(self.artifacts) + list(self.uncatalogued)
 
     def select(self, tokens: Sequence[str]) -> tuple[list[str], list]:
         """Catalogue IDs and checks picked by ``--only``: catalogue IDs, check IDs, dotted
@@ -204,11 +204,11 @@ class Registry:
         order = {cid: i for i, cid in enumerate(self.checks)}
         checks_sorted = sorted(chosen_checks.values(), key=lambda c: order[c.id])
         # catalogue order for the artifacts
-        arts_sorted = [a for a in self.artifacts if a in chosen_artifacts]
+        arts_sorted = [a for a in self.known_ids() if a in chosen_artifacts]
         return arts_sorted, checks_sorted
 
     def _match(self, token: str) -> tuple[list[str], list]:
-        if token in self.artifacts:
+        if token in self.artifacts or token in self.uncatalogued:
             return [token], self.checks_of(token)
         found = [c for c in self.checks.values() if c.id == token or c.id.startswith(token + ".")]
         if found:
@@ -221,7 +221,7 @@ class UnknownId(AttnError):
     def __init__(self, token: str, known: list[str]):
         self.token = token
         self.known = known
-        super().__init__(f"unknown ID {token!r}; known IDs: {', '.join(known)} "
+        super().__init__(f"unknown ID {token!r}; known IDs: {_ranges(known)} "
                          "(or a check ID or its prefix, e.g. w9-sqrt-dk.1024; or w9, d2l)")
 
 
@@ -246,23 +246,23 @@ class Run:
 
 
 def run_experiments(plan: Iterable[tuple[Experiment, Any, bool]], *,
-                    on_start: Callable[[Experiment], None] | None = None,
+                    on_start: Callable[[Experiment], Callable | None] | None = None,
                     on_done: Callable[[Run], None] | None = None,
                     keep_going: bool = True) -> list[Run]:
     """Run ``(experiment, config, quick)`` one after another.
 
-    An experiment that raises an :class:`AttnError` (or any exception, with ``keep_going``)
-    is recorded in ``Run.error`` and the others still run: its checks then fail as
-    "not regenerated".  KeyboardInterrupt always propagates.
+    ``on_start(experiment)`` may return a progress callback, handed to experiments whose
+    ``run`` takes one.  An experiment that raises is recorded in ``Run.error`` (with
+    ``keep_going``) and the others still run: its checks then fail as "not regenerated".
+    KeyboardInterrupt always propagates.
     """
     runs = []
     for exp, config, quick in plan:
-        if on_start:
-            on_start(exp)
+        progress = on_start(exp) if on_start else None
         run = Run(exp, config, quick)
         start = time.perf_counter()
         try:
-            run.result = exp.run(config)
+            run.result = exp.run(config, progress=progress)
             run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
         except Exception as exc:
             if not keep_going:
@@ -346,6 +346,7 @@ class Coverage:
     artifacts: list[str]
     no_checks: list[str]
     no_experiment: list[str]
+    uncatalogued: list[str] = field(default_factory=list)  # regenerated, but not in the catalogue
 
     @property
     def complete(self) -> bool:
@@ -358,15 +359,37 @@ class Coverage:
             text += f"; no checks: {', '.join(self.no_checks)}"
         if self.no_experiment:
             text += f"; no experiment: {', '.join(self.no_experiment)}"
+        if self.uncatalogued:
+            text += f"; regenerated but not in the catalogue: {_ranges(self.uncatalogued)}"
         return text
 
 
-def coverage(registry: Registry, artifact_ids: Iterable[str]) -> Coverage:
+def _ranges(ids: list[str]) -> str:
+    """IDs joined by commas, numbered runs shortened: ``d2l-ex1, ..., d2l-ex12`` -> ``d2l-ex1..d2l-ex12``."""
+    import re
+
+    parts: list[list[str]] = []
+    for i in ids:
+        m = re.fullmatch(r"(.*?)(\d+)", i)
+        last = parts[-1] if parts else None
+        if m and last:
+            prev = re.fullmatch(r"(.*?)(\d+)", last[-1])
+            if prev and prev.group(1) == m.group(1) and int(prev.group(2)) + 1 == int(m.group(2)):
+                last.append(i)
+                continue
+        parts.append([i])
+    return ", ".join(", ".join(p) if len(p) < 3 else f"{p[0]}..{p[-1]}" for p in parts)
+
+
+def coverage(registry: Registry, artifact_ids: Iterable[str], *, everything: bool = False) -> Coverage:
+    """Coverage of the selected catalogue IDs; ``everything`` (no --only) also lists the IDs
+    experiments regenerate that the catalogue does not name."""
     ids = list(artifact_ids)
     return Coverage(
         artifacts=ids,
         no_checks=[a for a in ids if not registry.checks_of(a)],
         no_experiment=[a for a in ids if registry.experiment_of(a) is None],
+        uncatalogued=list(registry.uncatalogued) if everything else [],
     )
 
 

@@ -85,7 +85,7 @@ def verify(only: tuple[str, ...], common: Common):
 
     runs = _run_with_progress(plan, "verify")
     outcomes = runner.compare(selected, registry, runs)
-    cov = runner.coverage(registry, artifact_ids)
+    cov = runner.coverage(registry, artifact_ids, everything=not only)
     line = runner.summary(outcomes)
 
     if common.json:
@@ -102,8 +102,10 @@ def verify(only: tuple[str, ...], common: Common):
 
 
 @click.command(name="all")
+@click.option("--only", cls=MultiValueOption, metavar="ID...",
+              help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
 @common_options
-def all_(common: Common):
+def all_(only: tuple[str, ...], common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
@@ -116,6 +118,7 @@ def all_(common: Common):
     Examples:
         attn all --out report/
         attn all --quick --out /tmp/smoke
+        attn all --only w9-masks d2l-crossattn-map
     """
     from attn_cli import runner
     from attn_cli.render import console, files, report
@@ -123,7 +126,12 @@ def all_(common: Common):
     started = time.perf_counter()
     registry = runner.Registry.load()
     out = common.out
-    experiments = _ordered(registry, registry.experiments)
+    try:
+        artifact_ids, _ = registry.select(only)
+    except runner.UnknownId as exc:
+        raise click.BadParameter(str(exc), param_hint="'--only'") from None
+    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
+    experiments = _ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out), common.quick)
             for exp in experiments]
 
@@ -131,7 +139,7 @@ def all_(common: Common):
 
     def write(run: runner.Run) -> None:
         exp = run.experiment
-        section = {"name": exp.name, "command": _command_of(registry, exp),
+        section = {"name": exp.name, "command": _command_of(registry, exp), "ids": list(exp.artifacts),
                    "artifacts": [registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
                    "markdown": "", "figures": [], "data": [], "seconds": run.seconds, "error": run.error,
                    "config": _asdict(run.config), "outcomes": []}
@@ -155,21 +163,29 @@ def all_(common: Common):
 
     runs = _run_with_progress(plan, "all", on_done=write)
 
-    outcomes = runner.compare(registry.checks.values(), registry, runs)
+    ran = {r.name for r in runs}
+    outcomes = runner.compare([c for c in registry.checks.values()
+                               if not only or (registry.experiment_of(c.artifact) and
+                                               registry.experiment_of(c.artifact).name in ran)],
+                              registry, runs)
     by_artifact: dict[str, list] = {}
     for o in outcomes:
         by_artifact.setdefault(o.check.artifact, []).append(o)
     for s in sections:
         s["outcomes"] = [o for a in s["artifacts"] for o in by_artifact.get(a.id, [])]
-    cov = runner.coverage(registry, list(registry.artifacts))
+    cov = runner.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
     line = None if common.quick else runner.summary(outcomes)
 
     manifest = _manifest(registry, sections, common, time.perf_counter() - started, line, cov)
     files.write_json(out / "manifest.json", manifest)
     files.write_text(out / "index.md", report.index_markdown(
-        sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
+        catalogue=[registry.artifacts[a] for a in artifact_ids if a in registry.artifacts], sections=sections, manifest=manifest, summary=line,
+        coverage_line=cov.line()))
 
     errors = [s for s in sections if s["error"]]
+    for aid, entry in manifest["artifacts"].items():
+        if entry.get("not_written"):
+            console.note(f"{aid}: {entry['experiment']} did not write {', '.join(entry['not_written'])}")
     if common.json:
         print(json.dumps(manifest, indent=2, default=_json_default))
     else:
@@ -194,20 +210,22 @@ COMMANDS = [list_, all_, verify]
 def _ordered(registry, experiments):
     """Experiments in catalogue order of their first artifact (W9 1.1 first)."""
     position = {aid: i for i, aid in enumerate(registry.artifacts)}
-    return sorted(experiments, key=lambda e: (min((position[a] for a in e.artifacts), default=len(position)), e.name))
+    return sorted(experiments, key=lambda e: (min((position[a] for a in e.artifacts if a in position),
+                                                       default=len(position)), e.name))
 
 
 def _command_of(registry, exp) -> str:
     commands = []
     for aid in exp.artifacts:
-        c = registry.artifacts[aid].command
+        c = registry.artifacts[aid].command if aid in registry.artifacts else exp.name.replace("_", "-")
         if c not in commands:
             commands.append(c)
     return ", ".join(commands) or exp.name
 
 
 def _run_with_progress(plan, verb: str, on_done=None):
-    """Run the plan under one rich progress display on stderr (one bar over the set)."""
+    """Run the plan under one rich progress display on stderr: a bar over the set, and a
+    second line for the runs inside an experiment that reports them (the copy task)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from attn_cli import runner
@@ -217,22 +235,50 @@ def _run_with_progress(plan, verb: str, on_done=None):
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console.stderr, transient=True)
     task = progress.add_task(f"attn {verb}", total=len(plan))
+    inner = {"task": None}
 
     def start(exp):
         quick = next(q for e, _, q in plan if e is exp)
         progress.update(task, description=f"attn {verb}: {exp.name}" + (" (quick)" if quick else ""))
-        # an experiment that shows its own live display (the copy task's bars) gets the terminal
-        if getattr(exp.module, "LIVE_PROGRESS", False):
-            progress.stop()
+        config = next(c for e, c, _ in plan if e is exp)
+        total = len(config.plan()) if hasattr(config, "plan") else None
+        finished: set = set()
+
+        def report(*args):
+            """Experiments report in their own shapes: (done, total) counts; the copy task's
+            (run, step, steps, loss, status); anything else is shown as text."""
+            try:
+                if inner["task"] is None:
+                    inner["task"] = progress.add_task("", total=total)
+                ints = all(isinstance(a, int) for a in args)
+                if len(args) == 2 and ints:
+                    progress.update(inner["task"], completed=args[0], total=args[1],
+                                    description=f"  {exp.name}")
+                elif len(args) == 5 and isinstance(args[-1], str):
+                    index, step, steps, loss, status = args
+                    if status in ("done", "cached"):
+                        finished.add(index)
+                    progress.update(inner["task"], completed=len(finished), description=(
+                        f"  {exp.name} runs (run {index}: step {step}/{steps}, loss {loss:.3f})"))
+                else:
+                    progress.update(inner["task"], description=f"  {exp.name}: " + " ".join(map(str, args)))
+            except Exception:  # a progress display never stops a run
+                pass
+
+        return report
 
     def done(run):
+        if inner["task"] is not None:
+            progress.remove_task(inner["task"])
+            inner["task"] = None
         if on_done:
             on_done(run)
-        progress.start()
         progress.advance(task)
         mark = "[red]failed[/]" if run.error else "[green]done[/]"
         progress.console.print(f"{mark} {run.name} ({run.seconds:.1f} s)"
                                + (f": {run.error}" if run.error else ""), highlight=False)
+        for note in getattr(run.result, "notes", None) or []:
+            progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False)
 
     with _live(progress):
         return runner.run_experiments(plan, on_start=start, on_done=done)
@@ -277,7 +323,7 @@ def _beside(out: Path, figures: list[str]) -> list[str]:
 
 
 def _experiment_markdown(section: dict) -> str:
-    ids = ", ".join(a.id for a in section["artifacts"])
+    ids = ", ".join(section["ids"])
     lines = [f"# attn {section['command']}: {ids}", ""]
     if section["markdown"]:
         lines += [section["markdown"], ""]
@@ -301,6 +347,13 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
             own = [f for f in written if any(fnmatch.fnmatch(f, _pattern(p)) for p in a.files)]
             artifacts[a.id] = {"experiment": s["name"], "command": a.command,
                                "files": [f"{s['name']}.md", f"{s['name']}.json"] + own}
+            # catalogue files that the experiment's renderer did not write
+            unwritten = [p for p in a.files if not any(fnmatch.fnmatch(f, _pattern(p)) for f in written)]
+            if unwritten and not s["error"]:
+                artifacts[a.id]["not_written"] = unwritten
+        for aid in s["ids"]:
+            artifacts.setdefault(aid, {"experiment": s["name"], "command": s["command"],
+                                       "files": [f"{s['name']}.md", f"{s['name']}.json"], "catalogued": False})
     return {
         "command": "attn all" + (" --quick" if common.quick else ""),
         "quick": common.quick,
@@ -312,7 +365,7 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
         "coverage": cov.line(),
         "artifacts": artifacts,
         "missing": cov.no_experiment,
-        "experiments": {s["name"]: {"artifacts": [a.id for a in s["artifacts"]], "command": s["command"],
+        "experiments": {s["name"]: {"artifacts": s["ids"], "command": s["command"],
                                     "config": s["config"], "seconds": round(s["seconds"], 3),
                                     "files": s["data"] + s["figures"], "error": s["error"]}
                         for s in sections},

@@ -95,19 +95,35 @@ def catalogue_table(rows: list[dict]) -> Table:
 
 
 def verify_table(outcomes: Sequence, title: str = "Regenerated against published") -> Table:
-    table = Table(title=title, title_justify="left")
+    """ID | published | regenerated | tolerance | status; each tolerance carries a footnote
+    number for its reason, and each failure a note, both listed in the caption."""
+    table = Table(title=title, title_justify="left", caption_justify="left")
     table.add_column("ID", no_wrap=True)
-    table.add_column("published")
-    table.add_column("regenerated")
+    table.add_column("published", ratio=1)
+    table.add_column("regenerated", ratio=1)
     table.add_column("tolerance", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    table.add_column("reason")
+    reasons: dict[str, int] = {}
+    notes = []
     for o in outcomes:
         status = {"pass": "pass", "fail": "FAIL", "skipped": "skipped (quick)"}[o.status]
-        reason = o.note if o.status != "pass" else o.check.reason
+        tolerance = o.check.tolerance_text()
+        if o.check.reason:
+            number = reasons.setdefault(o.check.reason, len(reasons) + 1)
+            tolerance += f" [{number}]"
+        if o.status == "fail":
+            notes.append(f"{o.check.id}: {o.note}")
         table.add_row(Text(o.check.id), Text(fmt_value(o.check.published)), Text(fmt_value(o.regenerated)),
-                      Text(o.check.tolerance_text()), Text(status, style=STATUS_STYLE[o.status]),
-                      Text(reason, style="dim" if o.status == "pass" else ""))
+                      Text(tolerance), Text(status, style=STATUS_STYLE[o.status]))
+    caption = Text()
+    for reason, number in reasons.items():
+        caption.append(f"[{number}] {reason}\n", style="dim")
+    for note in notes:
+        caption.append("FAIL ", style="bold red")
+        caption.append(note + "\n")
+    if len(caption):
+        caption.rstrip()
+        table.caption = caption
     return table
 
 
@@ -144,7 +160,8 @@ def table_to_markdown(table: Table) -> str:
     for row in zip(*columns) if columns else []:
         lines.append("| " + " | ".join(_md_cell(cell) for cell in row) + " |")
     if table.caption:
-        lines += ["", f"*{_plain(table.caption)}*"]
+        lines.append("")
+        lines += [f"*{line.strip()}*" for line in _plain(table.caption).splitlines() if line.strip()]
     return "\n".join(lines)
 
 
@@ -195,7 +212,7 @@ def checks_markdown(outcomes: Sequence) -> str:
     return "\n".join(lines)
 
 
-def index_markdown(*, sections: Sequence[dict], manifest: dict, summary: str | None,
+def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: dict, summary: str | None,
                    coverage_line: str | None) -> str:
     """``index.md``: an overview, then one section per experiment with its tables, its
     figures (relative links) and its checks against the texts.
@@ -224,19 +241,27 @@ def index_markdown(*, sections: Sequence[dict], manifest: dict, summary: str | N
     if coverage_line:
         lines += ["", coverage_line + "."]
     lines += ["", "| ID | source | section | title | command | files |", "| --- | --- | --- | --- | --- | --- |"]
+    for a in catalogue:
+        entry = manifest["artifacts"].get(a.id)
+        if entry is None:
+            lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title}: **not regenerated** (no experiment "
+                         f"module yet) | `attn {a.command}` | |")
+            continue
+        links = ", ".join(f"[{f}]({f})" for f in entry["files"])
+        unwritten = entry.get("not_written", [])
+        if unwritten:
+            links += " (not written: " + ", ".join(unwritten) + ")"
+        lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title} | `attn {a.command}` | {links} |")
+    for aid, entry in manifest["artifacts"].items():
+        if entry.get("catalogued") is False:
+            links = ", ".join(f"[{f}]({f})" for f in entry["files"])
+            lines.append(f"| {aid} | | | (not in the catalogue) | `attn {entry['command']}` | {links} |")
     for s in sections:
-        for a in s["artifacts"]:
-            files = manifest["artifacts"].get(a.id, {}).get("files", [])
-            links = ", ".join(f"[{f}]({f})" for f in files)
-            lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title} | `attn {a.command}` | {links} |")
-    missing = manifest.get("missing", [])
-    for aid in missing:
-        lines.append(f"| {aid} | | | not regenerated: no experiment module yet | | |")
-    for s in sections:
-        ids = ", ".join(a.id for a in s["artifacts"])
+        ids = ", ".join(s["ids"])
         heading = s["artifacts"][0] if s["artifacts"] else None
         where = f"{heading.source} {heading.section}" if heading else ""
-        lines += ["", f"## `attn {s['command']}` ({where}): {ids}", ""]
+        where = f" ({where})" if where else ""
+        lines += ["", f"## `attn {s['command']}`{where}: {ids}", ""]
         lines.append(f"{s['seconds']:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s["data"]) + ".")
         if s.get("error"):
             lines += ["", f"**Failed:** {s['error']}"]
@@ -245,6 +270,6 @@ def index_markdown(*, sections: Sequence[dict], manifest: dict, summary: str | N
             lines += ["", s["markdown"]]
         for fig in s["figures"]:
             lines += ["", f"![{fig}]({fig})"]
-        if s["outcomes"]:
+        if s["outcomes"] and not quick:
             lines += ["", "Checks against the published values:", "", checks_markdown(s["outcomes"])]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,469 @@
+"""``attn list``, ``attn verify``, ``attn all``.
+
+Most tests run the commands in-process (click's CliRunner) against a fake registry: fake
+experiment modules, a fake catalogue and fake checks, so pass/fail/exit codes/--json/--only
+are tested without the real (sometimes slow) experiments.  A few tests then run the real
+entry point on whatever experiments have landed (guarded by the discovered set).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import types
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attn_cli import runner
+from attn_cli.cli import cli
+from attn_cli.published.types import Artifact, exact, num, rule
+from attn_cli.render import report
+
+from conftest import assert_png, assert_user_error, run_attn
+
+# --------------------------------------------------------------------------- a fake registry
+
+CATALOGUE = (
+    Artifact("fk-alpha", "W9", "1.1", "a table", "alpha"),
+    Artifact("fk-plot", "W9", "1.2", "a figure", "alpha", ("alpha.png", "alpha.csv"), new=True),
+    Artifact("fk-slow", "W9", "2.3", "a slow trained table", "slow", ("slow_L{length}.png",)),
+    Artifact("fk-orphan", "D2L", "10.3.1", "nobody regenerates this", "orphan"),
+)
+
+CHECKS = {c.id: c for c in (
+    num("fk-alpha.x", "fk-alpha", 0.707, 0.0005),
+    num("fk-alpha.vec", "fk-alpha", [1.0, 2.0], 0.005),
+    exact("fk-alpha.shape", "fk-alpha", [2, 4, 100]),
+    rule("fk-alpha.diag", "fk-alpha", "near-diagonal", "the rule in code"),
+    num("fk-slow.acc", "fk-slow", 0.894, 0.02, "training noise across PyTorch builds"),
+    exact("fk-orphan.n", "fk-orphan", 262144),
+)}
+
+
+def _alpha_module(values: dict | None = None, fail: Exception | None = None, calls: list | None = None):
+    """A fake experiment following the contract; ``values`` override what it measures."""
+    mod = types.ModuleType("fake_alpha")
+    mod.ARTIFACTS = ("fk-alpha", "fk-plot")
+
+    @dataclass(frozen=True)
+    class Config:
+        seed: int = 0  # seed
+        device: str = "cpu"  # device
+        size: int = 100  # sizes
+
+        @classmethod
+        def quick(cls, **overrides):
+            return replace(cls(size=3), **overrides)
+
+    @dataclass
+    class Result:
+        config: dict
+        x: float
+        vec: list
+
+        def measured(self):
+            m = {"fk-alpha.x": self.x, "fk-alpha.vec": self.vec, "fk-alpha.shape": [2, 4, 100],
+                 "fk-alpha.diag": True}
+            m.update(values or {})
+            return {k: v for k, v in m.items() if v is not _DROP}
+
+    def run(config):
+        if calls is not None:
+            calls.append(config)
+        if fail is not None:
+            raise fail
+        return Result(config={"seed": config.seed, "size": config.size}, x=0.70711, vec=[1.001, 2.002])
+
+    mod.Config, mod.Result, mod.run = Config, Result, run
+    return mod
+
+
+_DROP = object()
+
+
+def _slow_module(calls: list | None = None):
+    mod = types.ModuleType("fake_slow")
+    mod.ARTIFACTS = ("fk-slow",)
+
+    @dataclass(frozen=True)
+    class Config:
+        seed: int = 0
+        device: str = "cpu"
+        steps: int = 2500  # training steps
+        cache_dir: str = ""  # where finished runs are cached
+
+        @classmethod
+        def quick(cls, **overrides):
+            return replace(cls(steps=10), **overrides)
+
+    @dataclass
+    class Result:
+        config: dict
+        acc: float
+
+        def measured(self):
+            return {"fk-slow.acc": self.acc}
+
+    def run(config):
+        if calls is not None:
+            calls.append(config)
+        return Result(config={"steps": config.steps}, acc=0.89 if config.steps == 2500 else 0.3)
+
+    mod.Config, mod.Result, mod.run = Config, Result, run
+    return mod
+
+
+def _alpha_render():
+    mod = types.ModuleType("fake_alpha_render")
+
+    def tables(result):
+        from rich.table import Table
+
+        t = Table(title="Alpha | table", caption="first line\nsecond line")
+        t.add_column("quantity")
+        t.add_column("value", justify="right")
+        t.add_row("x", f"{result.x:.3f}")
+        t.add_row("a|b", "[bold]1[/]")
+        return [t, "a note under the table"]
+
+    def figures(result, out):
+        from attn_cli.render.figures import new_figure
+        from attn_cli.render.files import save_figure, write_csv
+
+        fig, ax = new_figure()
+        ax.plot([0, 1, 2], [0, 1, 0])
+        write_csv(out / "alpha.csv", [[0, 0], [1, 1]], header=["x", "y"])
+        return [save_figure(fig, out / "alpha.png")]
+
+    mod.tables, mod.figures = tables, figures
+    return mod
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """Install the fake registry; returns a handle to change what the experiments do."""
+    state = types.SimpleNamespace(alpha_calls=[], slow_calls=[], values=None, fail=None)
+
+    def discover():
+        return [
+            runner.Experiment("alpha", _alpha_module(state.values, state.fail, state.alpha_calls),
+                              render=_alpha_render()),
+            runner.Experiment("slow", _slow_module(state.slow_calls)),
+        ]
+
+    monkeypatch.setattr(runner, "discover", discover)
+    monkeypatch.setattr(runner, "catalogue", lambda: CATALOGUE)
+    monkeypatch.setattr(runner, "checks", lambda: dict(CHECKS))
+    return state
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(map(str, args)), catch_exceptions=False, env={"COLUMNS": "200"})
+
+
+# --------------------------------------------------------------------------- attn list
+
+
+def test_list_table_and_json(fake):
+    res = invoke("list")
+    assert res.exit_code == 0, res.output
+    for a in CATALOGUE:
+        assert a.id in res.output
+    assert "alpha.png" in res.output and "attn orphan" in res.output
+
+    rows = json.loads(invoke("list", "--json").output)
+    assert [r["id"] for r in rows] == [a.id for a in CATALOGUE]
+    assert {"id", "source", "section", "title", "subcommand", "files"} <= set(rows[0])
+    assert rows[1]["files"] == ["alpha.png", "alpha.csv"]
+    assert rows[3]["experiment"] is None and rows[3]["checks"] == 1
+
+
+def test_list_of_the_real_catalogue_names_every_id():
+    from attn_cli.published.catalogue import ARTIFACTS
+
+    rows = json.loads(invoke("list", "--json").output)
+    assert [r["id"] for r in rows] == [a.id for a in ARTIFACTS]
+
+
+# --------------------------------------------------------------------------- attn verify
+
+
+def test_verify_passes_and_prints_summary(fake, tmp_path):
+    res = invoke("verify", "--only", "fk-alpha", "fk-slow", "--out", tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "5 checked, 5 passed" in res.output
+    assert "coverage: 2/2 catalogue IDs checked" in res.output
+    for cid in ("fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag", "fk-slow.acc"):
+        assert cid in res.output
+    assert "training noise across PyTorch builds" in res.output  # the tolerance's reason
+    # defaults, with the common options passed through; the cache folder is --out
+    (alpha_cfg,) = fake.alpha_calls
+    assert (alpha_cfg.size, alpha_cfg.seed) == (100, 0)
+    (slow_cfg,) = fake.slow_calls
+    assert slow_cfg.steps == 2500 and slow_cfg.cache_dir == str(tmp_path)
+
+
+def test_verify_json_keys_and_seed(fake, tmp_path):
+    res = invoke("verify", "--only", "fk-alpha", "--json", "--seed", 7, "--out", tmp_path)
+    assert res.exit_code == 0
+    rows = json.loads(res.stdout)
+    assert [r["id"] for r in rows] == ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag"]
+    for r in rows:
+        assert {"id", "published", "regenerated", "tolerance", "ok", "reason"} <= set(r)
+        assert r["ok"] is True
+    assert rows[0] == {**rows[0], "published": 0.707, "regenerated": 0.70711, "tolerance": "±0.0005"}
+    assert fake.alpha_calls[0].seed == 7
+    assert "4 checked, 4 passed" in res.stderr  # the summary goes to stderr under --json
+
+
+def test_verify_fails_outside_tolerance_exit_1(fake, tmp_path):
+    fake.values = {"fk-alpha.x": 0.72, "fk-alpha.diag": False}
+    res = invoke("verify", "--only", "fk-alpha", "--out", tmp_path)
+    assert res.exit_code == 1
+    assert "4 checked, 2 passed, 2 failed" in res.output
+    assert "FAIL" in res.output
+
+    rows = json.loads(invoke("verify", "--only", "fk-alpha", "--json", "--out", tmp_path).stdout)
+    assert {r["id"]: r["ok"] for r in rows} == {"fk-alpha.x": False, "fk-alpha.vec": True,
+                                               "fk-alpha.shape": True, "fk-alpha.diag": False}
+
+
+def test_verify_missing_value_is_not_regenerated(fake, tmp_path):
+    fake.values = {"fk-alpha.vec": _DROP}
+    res = invoke("verify", "--only", "fk-alpha.vec", "--json", "--out", tmp_path)
+    assert res.exit_code == 1
+    (row,) = json.loads(res.stdout)
+    assert row["ok"] is False and row["regenerated"] is None
+    assert "not regenerated" in row["note"]
+
+
+def test_verify_experiment_error_fails_its_checks_only(fake, tmp_path):
+    from attn_cli.errors import AttnError
+
+    fake.fail = AttnError("out of cheese")
+    res = invoke("verify", "--only", "fk-alpha", "fk-slow", "--json", "--out", tmp_path)
+    assert res.exit_code == 1
+    rows = {r["id"]: r for r in json.loads(res.stdout)}
+    assert rows["fk-slow.acc"]["ok"] is True
+    assert rows["fk-alpha.x"]["ok"] is False and "out of cheese" in rows["fk-alpha.x"]["note"]
+    assert "Traceback" not in res.output
+
+
+def test_verify_everything_reports_coverage_and_fails_on_orphan(fake, tmp_path):
+    res = invoke("verify", "--out", tmp_path)
+    assert res.exit_code == 1  # fk-orphan has a published value and nothing regenerates it
+    assert "6 checked, 5 passed, 1 failed" in res.output
+    assert "coverage: 2/4 catalogue IDs checked; no checks: fk-plot; no experiment: fk-orphan" in res.output
+    assert "no experiment module" in res.output
+
+
+@pytest.mark.parametrize("only, expected", [
+    (["fk-alpha.x"], ["fk-alpha.x"]),  # a check ID
+    (["fk-alpha"], ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag"]),  # a catalogue ID
+    (["fk-slow.acc", "fk-alpha.vec"], ["fk-alpha.vec", "fk-slow.acc"]),  # several, registry order
+    (["w9"], ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag", "fk-slow.acc"]),  # a source
+])
+def test_verify_only_selects(fake, tmp_path, only, expected):
+    res = invoke("verify", "--only", *only, "--json", "--out", tmp_path)
+    assert res.exit_code == 0, res.output
+    assert [r["id"] for r in json.loads(res.stdout)] == expected
+
+
+def test_verify_only_prefix_and_runs_only_needed(fake, tmp_path, monkeypatch):
+    more = dict(CHECKS)
+    more["fk-alpha.1024.grad"] = num("fk-alpha.1024.grad", "fk-alpha", 0.0067, 0.00005)
+    monkeypatch.setattr(runner, "checks", lambda: more)
+    fake.values = {"fk-alpha.1024.grad": 0.00668}
+    res = invoke("verify", "--only", "fk-alpha.1024", "--json", "--out", tmp_path)
+    assert [r["id"] for r in json.loads(res.stdout)] == ["fk-alpha.1024.grad"]
+    assert fake.slow_calls == []  # the slow experiment was not needed
+
+
+def test_verify_unknown_id_exit_2_lists_known(fake, tmp_path):
+    res = CliRunner().invoke(cli, ["verify", "--only", "fk-alpha", "no-such-id", "--out", str(tmp_path)])
+    assert res.exit_code == 2
+    errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1
+    assert "no-such-id" in errors[0]
+    for a in CATALOGUE:
+        assert a.id in errors[0]
+    assert fake.alpha_calls == []  # refused before running anything
+
+
+def test_verify_quick_skips_only_slow_checks(fake, tmp_path):
+    res = invoke("verify", "--quick", "--only", "fk-alpha", "fk-slow", "--json", "--out", tmp_path)
+    assert res.exit_code == 0
+    rows = {r["id"]: r for r in json.loads(res.stdout)}
+    assert rows["fk-slow.acc"]["ok"] is None and rows["fk-slow.acc"]["status"] == "skipped"
+    assert rows["fk-slow.acc"]["regenerated"] == 0.3  # the quick run's value, shown but not judged
+    assert all(rows[c]["ok"] is True for c in rows if c.startswith("fk-alpha"))
+    assert fake.alpha_calls[0].size == 100  # the cheap experiment still ran at its defaults
+    assert fake.slow_calls[0].steps == 10  # the slow one at Config.quick()
+    assert "4 checked, 4 passed, 1 skipped (quick)" in res.stderr
+
+
+# --------------------------------------------------------------------------- attn all
+
+
+def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
+    res = invoke("all", "--out", tmp_path)
+    assert res.exit_code == 0, res.output
+    for name in ("alpha.md", "alpha.json", "alpha.png", "alpha.csv", "slow.md", "slow.json",
+                 "manifest.json", "index.md"):
+        assert (tmp_path / name).exists(), name
+    assert_png(tmp_path / "alpha.png")
+
+    md = (tmp_path / "alpha.md").read_text()
+    assert "| quantity | value |" in md and "| ---: |" in md
+    assert "| a\\|b | 1 |" in md  # pipes escaped, markup stripped
+    assert "*first line*\n*second line*" in md
+    assert "a note under the table" in md
+    assert "![alpha.png](alpha.png)" in md
+
+    assert json.loads((tmp_path / "alpha.json").read_text())["x"] == 0.70711  # asdict of the Result
+
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert set(manifest["versions"]) == {"attn", "torch", "python", "numpy"}
+    assert manifest["artifacts"]["fk-plot"]["files"] == ["alpha.md", "alpha.json", "alpha.png", "alpha.csv"]
+    assert manifest["artifacts"]["fk-slow"]["not_written"] == ["slow_L{length}.png"]
+    assert manifest["experiments"]["alpha"]["config"] == {"seed": 0, "device": "cpu", "size": 100}
+    assert manifest["experiments"]["slow"]["config"]["cache_dir"] == str(tmp_path)
+    assert manifest["missing"] == ["fk-orphan"]
+    assert manifest["seconds"] > 0 and not manifest["quick"]
+
+    index = (tmp_path / "index.md").read_text()
+    assert "![alpha.png](alpha.png)" in index  # every figure embedded, relative link
+    assert "**Alpha | table**" in index  # every table
+    assert "fk-orphan" in index and "not regenerated" in index
+    assert "Checks against the texts: 6 checked, 5 passed, 1 failed" in index
+    assert not list(tmp_path.glob(".*tmp*"))  # atomic writes leave no temp files
+
+
+def test_all_quick_and_json(fake, tmp_path):
+    res = invoke("all", "--quick", "--json", "--out", tmp_path)
+    assert res.exit_code == 0
+    manifest = json.loads(res.stdout)
+    assert manifest["quick"] and manifest["checks"] is None
+    assert fake.alpha_calls[0].size == 3 and fake.slow_calls[0].steps == 10
+    assert "Quick run" in (tmp_path / "index.md").read_text()
+
+
+def test_all_only_runs_the_owning_experiments(fake, tmp_path):
+    res = invoke("all", "--only", "fk-plot", "--json", "--out", tmp_path)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads(res.stdout)
+    assert list(manifest["experiments"]) == ["alpha"] and fake.slow_calls == []
+    assert "fk-slow" not in (tmp_path / "index.md").read_text()
+    bad = CliRunner().invoke(cli, ["all", "--only", "nope", "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "known IDs: fk-alpha, fk-plot, fk-slow, fk-orphan" in bad.output
+
+
+def test_all_reports_a_failing_experiment_and_exits_1(fake, tmp_path):
+    fake.fail = RuntimeError("boom")
+    res = invoke("all", "--out", tmp_path)
+    assert res.exit_code == 1
+    assert (tmp_path / "slow.json").exists() and (tmp_path / "index.md").exists()
+    assert "boom" in (tmp_path / "index.md").read_text()
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def test_discovery_skips_modules_without_artifacts(tmp_path, monkeypatch):
+    pkg = tmp_path / "fake_experiments_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helper.py").write_text("X = 1\n")
+    (pkg / "real_one.py").write_text(textwrap.dedent("""
+        from dataclasses import dataclass
+        ARTIFACTS = ("w9-worked",)
+        @dataclass(frozen=True)
+        class Config:
+            seed: int = 0
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(runner, "EXPERIMENTS_PACKAGE", "fake_experiments_pkg")
+    try:
+        found = runner.discover()
+    finally:
+        for name in [m for m in sys.modules if m.startswith("fake_experiments_pkg")]:
+            del sys.modules[name]
+    assert [e.name for e in found] == ["real_one"]
+    assert not found[0].slow
+
+
+def test_real_registry_is_consistent():
+    """Every experiment module names catalogue IDs, none claimed twice; check IDs are unique."""
+    registry = runner.Registry.load()
+    assert registry.experiments, "no experiment module found"
+    for exp in registry.experiments:
+        assert exp.artifacts and hasattr(exp.module, "run") and hasattr(exp.module.Config, "quick")
+
+
+def test_markdown_of_nested_and_other_renderables():
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+
+    t = Table()
+    t.add_column("a")
+    t.add_row("[1, 2]")  # not markup: kept as written
+    md = report.to_markdown([Group(t, "text"), Panel("boxed")])
+    assert "| [1, 2] |" in md and "\ntext\n" in md and "```text" in md and "boxed" in md
+
+
+# --------------------------------------------------------------------------- the real entry point
+
+CHEAP = ("w9-worked", "w9-properties", "w9-masks", "w9-self-cross", "d2l-mha-params")
+
+
+def _discovered() -> set[str]:
+    return set(runner.Registry.load().by_artifact)
+
+
+def test_real_verify_cheap_ids(tmp_path):
+    ids = [a for a in CHEAP if a in _discovered()]
+    if not ids:
+        pytest.skip("none of the cheap experiments has landed")
+    proc = run_attn("verify", "--only", *ids, "--json", "--out", tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(proc.stdout)
+    assert rows and all(r["ok"] is True for r in rows)
+    assert {r["artifact"] for r in rows} == set(ids)
+
+
+def test_real_verify_unknown_id():
+    proc = run_attn("verify", "--only", "no-such-id", timeout=60)
+    assert proc.returncode == 2
+    assert_user_error(proc, "no-such-id", "w9-copy-task", "d2l-crossattn-map")
+
+
+# cheap experiments whose figures the report must embed (the copy task and the exercises
+# take minutes even when quick, so they are left to the copy-task test below and to CI of theirs)
+FIGURES = ("w9-contextual", "w9-masks", "w9-sqrt-dk-plot", "d2l-fig-10.3.1", "d2l-crossattn-map")
+
+
+def test_real_all_quick(tmp_path):
+    registry = runner.Registry.load()
+    ids = [a for a in FIGURES if a in registry.by_artifact]
+    if not ids:
+        pytest.skip("none of the cheap figure experiments has landed")
+    proc = run_attn("all", "--quick", "--only", *ids, "--out", tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert set(manifest["experiments"]) == {registry.by_artifact[a].name for a in ids}
+    index = (tmp_path / "index.md").read_text()
+    pngs = 0
+    for aid in ids:
+        for f in manifest["artifacts"][aid]["files"]:
+            assert (tmp_path / f).exists(), f
+            if f.endswith(".png"):
+                pngs += 1
+                assert f"![{f}]({f})" in index
+                assert_png(tmp_path / f)
+        assert not manifest["artifacts"][aid].get("not_written"), aid
+    assert pngs >= len(ids)
