@@ -1,0 +1,93 @@
+"""Exercise 6, narrow heads: forward time of MultiHeadAttention against the head count.
+
+Self-attention with d = 256, n = 512 (``timing_n``), a batch of 8 and dropout 0, for
+h = 1, 2, ..., 64.  One warm-up call, then ``timing_repeats`` timed calls (the device is
+synchronised before the clock stops); the median is kept.
+
+Equation 10.3.3 counts multiply-adds only: 8 n d^2 + 4 n^2 d, independent of h.  What it
+leaves out grows with h: the score tensor has B h n^2 entries, and the softmax (max, exp,
+sum, divide), the scaling and the memory traffic of that tensor cost O(B h n^2).  The
+module fits ``time = t0 + t1 * (B h n^2)`` by least squares and reports how much of the
+variation across h the score-entry count explains (R^2), and the part of the slowest time
+that the fitted entry term accounts for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+D_MODEL, BATCH = 256, 8
+HEADS = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass
+class Row:
+    h: int
+    p: int  # head width d / h
+    seconds: float  # median forward time
+    score_entries: int  # B h n^2
+    matmul_flops: int  # 8 n d^2 + 4 n^2 d per sequence, times B (the same for every h)
+
+
+@dataclass
+class Ex6:
+    n: int
+    d: int
+    batch: int
+    repeats: int
+    device: str
+    threads: int  # torch.get_num_threads() during the timing
+    rows: list[Row] = field(default_factory=list)
+    ratio: float = 0.0  # slowest / fastest
+    slowest_h: int = 0
+    fastest_h: int = 0
+    ns_per_entry: float = 0.0  # fitted t1, nanoseconds per score entry
+    fixed_seconds: float = 0.0  # fitted t0
+    r_squared: float = 0.0  # of the fit time ~ t0 + t1 * entries
+
+
+def _fit(xs, ys):
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    t1 = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    t0 = my - t1 * mx
+    ss_res = sum((y - t0 - t1 * x) ** 2 for x, y in zip(xs, ys))
+    ss_tot = sum((y - my) ** 2 for y in ys) or 1e-30
+    return t0, t1, 1 - ss_res / ss_tot
+
+
+def run(config) -> Ex6:
+    import statistics
+    import time
+
+    import torch
+
+    from attn_cli.core.attention import MultiHeadAttention
+    from attn_cli.core.memory import check_fits
+
+    n, device = config.timing_n, config.device
+    # the largest h: scores, scaled scores and weights, each B h n^2 floats, plus activations
+    check_fits(4.0 * (3 * BATCH * max(HEADS) * n * n + 8 * BATCH * n * D_MODEL),
+               f"timing multi-head attention at n = {n}", device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    X = torch.randn(BATCH, n, D_MODEL).to(device)  # (B, n, d)
+    rows = []
+    with torch.no_grad():
+        for h in HEADS:
+            mha = MultiHeadAttention(D_MODEL, h, dropout=0.0).to(device).eval()
+            mha(X, X, X)  # warm-up
+            sync()
+            times = []
+            for _ in range(config.timing_repeats):
+                start = time.perf_counter()
+                mha(X, X, X)
+                sync()
+                times.append(time.perf_counter() - start)
+            rows.append(Row(h, D_MODEL // h, statistics.median(times), BATCH * h * n * n,
+                            BATCH * (8 * n * D_MODEL ** 2 + 4 * n * n * D_MODEL)))
+    secs = [r.seconds for r in rows]
+    t0, t1, r2 = _fit([r.score_entries for r in rows], secs)
+    slow, fast = max(rows, key=lambda r: r.seconds), min(rows, key=lambda r: r.seconds)
+    return Ex6(n=n, d=D_MODEL, batch=BATCH, repeats=config.timing_repeats, device=device,
+               threads=torch.get_num_threads(), rows=rows, ratio=slow.seconds / fast.seconds,
+               slowest_h=slow.h, fastest_h=fast.h, ns_per_entry=t1 * 1e9, fixed_seconds=t0, r_squared=r2)

@@ -1,0 +1,102 @@
+"""Exercise 7, the cost of cross-attention (one multiply-add = 2 FLOPs, as in Eq. 10.3.3).
+
+n queries from A, m keys and values from B, width d:
+
+    W_q and W_o on the n queries        4 n d^2      grows with n
+    W_k and W_v on the m source tokens  4 m d^2      grows with m
+    scores Q K^T and mixing W V          4 n m d      grows with n m
+
+(n = m gives the text's 8 n d^2 + 4 n^2 d).  A decoder step has n = 1:
+
+    recompute K, V every step:  4 d^2 + 4 m d^2 + 4 m d
+    K, V computed once, cached: 4 d^2 + 4 m d
+    ratio = (d + m d + m) / (d + m)        = 339.6 for d = 512, m = 1000.
+
+Every count is also measured: ``torch.utils.flop_counter.FlopCounterMode`` counts the
+matmuls of real forward passes of :class:`MultiHeadAttention` (on the meta device, so no
+memory is allocated), once for the whole layer and once for a cached step that reuses
+projected keys and values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+D_MODEL, SOURCE = 512, 1000  # the exercise's d and m
+HEADS = 8  # any h gives the same count
+SHAPES = ((1, 1000), (10, 1000), (100, 1000), (1000, 1000), (100, 10))  # (n, m) for the general count
+
+
+@dataclass
+class CountRow:
+    n: int
+    m: int
+    q_and_out: int  # 4 n d^2
+    k_and_v: int  # 4 m d^2
+    scores_and_mix: int  # 4 n m d
+    formula: int
+    counted: int  # FlopCounterMode on a real forward
+
+
+@dataclass
+class Ex7:
+    d: int
+    m: int
+    heads: int
+    rows: list[CountRow] = field(default_factory=list)
+    recompute_formula: int = 0
+    cached_formula: int = 0
+    recompute_counted: int = 0
+    cached_counted: int = 0
+    ratio: float = 0.0  # recompute / cached, from the formula
+    ratio_counted: float = 0.0
+    ratio_expression: str = "(d + m d + m) / (d + m)"
+
+
+def terms(n: int, m: int, d: int) -> tuple[int, int, int]:
+    return 4 * n * d * d, 4 * m * d * d, 4 * n * m * d
+
+
+def per_token(m: int, d: int) -> tuple[int, int]:
+    """(recompute, cached) FLOPs of one decoder step cross-attending to m source tokens."""
+    return 4 * d * d + 4 * m * d * d + 4 * m * d, 4 * d * d + 4 * m * d
+
+
+def _count(fn) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def run(config) -> Ex7:
+    import torch
+
+    from attn_cli.core.attention import (MultiHeadAttention, merge_heads, scaled_dot_product_attention,
+                                         split_heads)
+
+    d, h = D_MODEL, HEADS
+    with torch.device("meta"):
+        mha = MultiHeadAttention(d, h, dropout=0.0)
+    rows = []
+    for n, m in SHAPES:
+        A, B = torch.empty(1, n, d, device="meta"), torch.empty(1, m, d, device="meta")
+        parts = terms(n, m, d)
+        rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=_count(lambda: mha(A, B, B))))
+    x = torch.empty(1, 1, d, device="meta")  # the new decoder token
+    B = torch.empty(1, SOURCE, d, device="meta")
+    K, V = split_heads(mha.W_k(B), h), split_heads(mha.W_v(B), h)  # cached once: (h, m, p)
+
+    def cached_step():
+        q = split_heads(mha.W_q(x), h)  # (h, 1, p)
+        out, _ = scaled_dot_product_attention(q, K, V)  # (h, 1, p)
+        return mha.W_o(merge_heads(out, h))  # (1, 1, d)
+
+    recompute, cached = per_token(SOURCE, d)
+    recompute_counted = _count(lambda: mha(x, B, B))
+    cached_counted = _count(cached_step)
+    return Ex7(d=d, m=SOURCE, heads=h, rows=rows, recompute_formula=recompute, cached_formula=cached,
+               recompute_counted=recompute_counted, cached_counted=cached_counted,
+               ratio=recompute / cached, ratio_counted=recompute_counted / cached_counted)

@@ -1,0 +1,125 @@
+"""Exercise 8, multi-query and grouped-query attention: parameters, FLOPs, KV cache.
+
+h query heads of width p = d / h share g key/value heads (g = h: multi-head, MHA; 1 < g < h:
+grouped-query, GQA; g = 1: multi-query, MQA).  W_q and W_o stay d x d; W_k and W_v shrink
+to g p x d = (g / h) d x d:
+
+    parameters   2 d^2 + 2 (g/h) d^2                 (MHA 4 d^2)
+    FLOPs        4 n d^2 + 4 (g/h) n d^2 + 4 n^2 d   (MHA 8 n d^2 + 4 n^2 d)
+
+Only the projection term changes: its K/V half shrinks by the factor g / h; every query
+head still scores n keys of width p, so the 4 n^2 d term stays.  The KV cache holds, per
+token and layer, a key and a value for each of the g groups: 2 g p numbers, 2 bytes each in
+16-bit: 16 KiB (MHA), 4 KiB (GQA, g = 8), 512 B (MQA) at d = 4096, h = 32.
+
+The parameter and FLOP counts are measured on a real module on the meta device (nothing is
+allocated) with ``FlopCounterMode``.  Part 3 is checked on the copy-both task: two query
+heads that share one value projection W_v (p x c) still give two different mixtures
+W_v (alpha v_1 + beta v_2); the readout recovers both c-dimensional values when p >= c,
+and otherwise loses 1 - p / c of the squared target: a source token can pass at most
+g p numbers (its cached key/value width) to the output, whatever the number of query heads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+D_MODEL, HEADS, GROUPS, BYTES = 4096, 32, 8, 2  # the exercise's d, h, g, 16-bit
+TOKENS = 128  # n for the measured FLOP count (any n gives the same coefficients)
+VALUE_DIM = 4  # c of the part-3 check
+
+
+@dataclass
+class Scheme:
+    name: str  # "MHA", "GQA", "MQA"
+    groups: int  # key/value heads g
+    parameters: int  # measured
+    parameters_formula: int  # 2 d^2 + 2 (g/h) d^2
+    flops: int  # measured at n = TOKENS
+    flops_formula: int  # 4 n d^2 + 4 (g/h) n d^2 + 4 n^2 d
+    kv_bytes_per_token: int  # 2 g p * BYTES
+    kv_numbers_per_token: int  # 2 g p
+
+
+@dataclass
+class SharedRow:
+    p: int  # width of the shared value head
+    error: float  # relative error of the best readout of [v1; v2] from the two heads
+    theory: float  # sqrt(1 - min(p, c) / c)
+
+
+@dataclass
+class Ex8:
+    d: int
+    h: int
+    p: int
+    tokens: int
+    schemes: list[Scheme] = field(default_factory=list)
+    shared_weights: list[list[float]] = field(default_factory=list)  # the two query heads' weights
+    shared: list[SharedRow] = field(default_factory=list)
+    value_dim: int = VALUE_DIM
+
+
+def grouped_attention(d: int, h: int, g: int):
+    """An h-query-head layer whose keys and values have g heads (each shared by h / g)."""
+    import torch
+    from torch import nn
+
+    from attn_cli.core.attention import merge_heads, scaled_dot_product_attention, split_heads
+
+    class GroupedQueryAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            p = d // h
+            self.W_q = nn.Linear(d, d, bias=False)
+            self.W_k = nn.Linear(d, g * p, bias=False)
+            self.W_v = nn.Linear(d, g * p, bias=False)
+            self.W_o = nn.Linear(d, d, bias=False)
+
+        def forward(self, x):  # x: (B, n, d) self-attention
+            q = split_heads(self.W_q(x), h)  # (B*h, n, p)
+            k = split_heads(self.W_k(x), g)  # (B*g, n, p)
+            v = split_heads(self.W_v(x), g)  # (B*g, n, p)
+            k = torch.repeat_interleave(k, h // g, dim=0)  # (B*h, n, p): group j serves heads j*h/g..
+            v = torch.repeat_interleave(v, h // g, dim=0)
+            out, _ = scaled_dot_product_attention(q, k, v)  # (B*h, n, p)
+            return self.W_o(merge_heads(out, h))  # (B, n, d)
+
+    return GroupedQueryAttention()
+
+
+def _shared_value_error(p: int, n: int, gen) -> float:
+    """Two query heads, weights (1, 0) and (0.88, 0.12), sharing a random W_v (p x c)."""
+    import torch
+
+    V = torch.randn(2, n, VALUE_DIM, generator=gen, dtype=torch.float64)  # v1, v2: (N, c)
+    W_v = torch.randn(p, VALUE_DIM, generator=gen, dtype=torch.float64)
+    heads = [1.0 * V[0] + 0.0 * V[1], 0.88 * V[0] + 0.12 * V[1]]  # two distinct mixtures
+    M = torch.cat([m @ W_v.T for m in heads], 1)  # (N, 2p): what the shared value head passes on
+    T = torch.cat([V[0], V[1]], 1)  # (N, 2c)
+    W = torch.linalg.lstsq(M, T, driver="gelsd").solution
+    return ((M @ W - T).norm() / T.norm()).item()
+
+
+def run(config) -> Ex8:
+    import torch
+
+    from attn_cli.core.attention import count_parameters
+    from attn_cli.experiments.exercises.ex07_cross_cost import _count
+
+    d, h, n = D_MODEL, HEADS, TOKENS
+    p = d // h
+    schemes = []
+    for name, g in (("MHA", h), ("GQA", GROUPS), ("MQA", 1)):
+        with torch.device("meta"):
+            layer = grouped_attention(d, h, g)
+        x = torch.empty(1, n, d, device="meta")
+        schemes.append(Scheme(
+            name, g, count_parameters(layer), 2 * d * d + 2 * d * g * p,
+            _count(lambda: layer(x)), 4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d,
+            2 * g * p * BYTES, 2 * g * p))
+    gen = torch.Generator().manual_seed(config.seed)
+    shared = [SharedRow(q, _shared_value_error(q, 2000, gen), (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5)
+              for q in (4, 3, 2, 1)]
+    return Ex8(d=d, h=h, p=p, tokens=n, schemes=schemes, shared_weights=[[1.0, 0.0], [0.88, 0.12]],
+               shared=shared)

@@ -1,0 +1,130 @@
+"""Exercise 9, heads as slices: a loop over heads equals the folded implementation.
+
+``split_heads`` reshapes (B, n, d) to (B, n, h, p), so head i owns the output features
+i p .. (i+1) p - 1 of W_q, W_k and W_v, and its output lands on the input features
+i p .. (i+1) p - 1 of W_o.  :func:`loop_forward` computes each head with those slices and
+one call of scaled dot-product attention, and sums the W_o column blocks; it matches
+:class:`MultiHeadAttention` (dropout 0) on random inputs with 1-D and 2-D valid_lens.
+
+Folding puts head i of sequence b at batch index b h + i.  The text repeats valid_lens with
+``repeat_interleave`` (index b h + i gets valid_lens[b]); tiling (``valid_lens.repeat(h)``)
+gives it valid_lens[(b h + i) mod B] -- the mask of another sequence.  No input can detect
+the change exactly when the two masks agree: h = 1, or all min(valid_len, n_k) in the batch
+equal (for 2-D valid_lens: all rows equal).  :func:`tiling_detectable` is that rule; it is
+checked against the masks themselves for every valid_lens in {0..n_k+1}^B, B <= 3, h <= 4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+
+D_MODEL, HEADS = 16, 4
+
+
+@dataclass
+class Case:
+    valid_lens: list  # the test's valid_lens (1-D or 2-D)
+    loop_vs_folded: float  # max |loop - MultiHeadAttention|
+    tiled_vs_folded: float  # max |tiled - MultiHeadAttention|
+    heads_masks: list[str]  # per (sequence, head): "b0 h1: text 3, tiled 2"
+
+
+@dataclass
+class Ex9:
+    d: int
+    h: int
+    n_k: int
+    cases: list[Case] = field(default_factory=list)
+    rule_checked: int = 0  # valid_lens vectors (with h, B) compared with the rule
+    rule_agrees: bool = False  # mask difference == tiling_detectable for every one
+    rule: str = ("undetectable iff h = 1 or all min(valid_len, n_k) in the batch are equal "
+                 "(2-D: all rows equal)")
+
+
+def loop_forward(mha, queries, keys, values, valid_lens=None):
+    """Multi-head attention with an explicit loop over heads and sliced projections."""
+    import torch
+
+    from attn_cli.core.attention import scaled_dot_product_attention
+
+    h = mha.num_heads
+    p = mha.W_q.out_features // h
+    out = 0
+    for i in range(h):
+        rows = slice(i * p, (i + 1) * p)  # head i's output features of W_q, W_k, W_v
+        q = queries @ mha.W_q.weight[rows].T  # (B, n_q, p)
+        k = keys @ mha.W_k.weight[rows].T  # (B, n_k, p)
+        v = values @ mha.W_v.weight[rows].T  # (B, n_k, p)
+        head, _ = scaled_dot_product_attention(q, k, v, valid_lens=valid_lens)  # (B, n_q, p)
+        out = out + head @ mha.W_o.weight[:, rows].T  # (B, n_q, d): W_o's input features of head i
+    return out if mha.W_o.bias is None else out + mha.W_o.bias
+
+
+def folded_forward(mha, queries, keys, values, valid_lens=None, tile: bool = False):
+    """The folded forward pass of MultiHeadAttention, with tiled valid_lens if ``tile``."""
+    import torch
+
+    from attn_cli.core.attention import merge_heads, scaled_dot_product_attention, split_heads
+
+    h = mha.num_heads
+    q, k, v = (split_heads(W(x), h) for W, x in ((mha.W_q, queries), (mha.W_k, keys), (mha.W_v, values)))
+    if valid_lens is not None:
+        reps = (h,) + (1,) * (valid_lens.dim() - 1)
+        valid_lens = valid_lens.repeat(*reps) if tile else torch.repeat_interleave(valid_lens, h, dim=0)
+    out, _ = scaled_dot_product_attention(q, k, v, valid_lens=valid_lens)  # (B*h, n_q, p)
+    return mha.W_o(merge_heads(out, h))
+
+
+def tiling_detectable(valid_lens: list, h: int, n_k: int) -> bool:
+    """The rule: can some input tell tiled from repeated valid_lens?"""
+    if h == 1:
+        return False
+    clipped = [tuple(min(x, n_k) for x in (v if isinstance(v, (list, tuple)) else [v])) for v in valid_lens]
+    return len(set(clipped)) > 1
+
+
+def _masks_differ(valid_lens: list, h: int, n_q: int, n_k: int) -> bool:
+    import torch
+
+    from attn_cli.core.attention import valid_lens_mask
+
+    vl = torch.tensor(valid_lens)
+    rep = torch.repeat_interleave(vl, h, dim=0)
+    tiled = vl.repeat(h, *([1] * (vl.dim() - 1)))
+    return not torch.equal(valid_lens_mask(rep, n_q, n_k), valid_lens_mask(tiled, n_q, n_k))
+
+
+def run(config) -> Ex9:
+    import torch
+
+    from attn_cli.core.attention import MultiHeadAttention
+
+    torch.manual_seed(config.seed)
+    n_q, n_k = 3, 5
+    mha = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
+    tests = [[3, 2], [4, 4], [5, 7], [2, 5, 1], [[1, 2, 3], [5, 4, 2]]]
+    cases = []
+    with torch.no_grad():
+        for vl in tests:
+            b = len(vl)
+            Q, K, V = torch.randn(b, n_q, D_MODEL), torch.randn(b, n_k, D_MODEL), torch.randn(b, n_k, D_MODEL)
+            lens = torch.tensor(vl)
+            ref, _ = mha(Q, K, V, lens)
+            loop = loop_forward(mha, Q, K, V, lens)
+            tiled = folded_forward(mha, Q, K, V, lens, tile=True)
+            tiled_lens = lens.repeat(HEADS, *([1] * (lens.dim() - 1)))
+            masks = [f"b{s} h{i}: {_fmt(vl[s])} -> {_fmt(tiled_lens[s * HEADS + i].tolist())}"
+                     for s in range(b) for i in range(HEADS)]
+            cases.append(Case(vl, (loop - ref).abs().max().item(), (tiled - ref).abs().max().item(), masks))
+    checked, agrees = 0, True
+    for b in (1, 2, 3):
+        for h in (1, 2, 3, 4):
+            for vl in product(range(n_k + 2), repeat=b):
+                checked += 1
+                agrees &= _masks_differ(list(vl), h, n_q, n_k) == tiling_detectable(list(vl), h, n_k)
+    return Ex9(d=D_MODEL, h=HEADS, n_k=n_k, cases=cases, rule_checked=checked, rule_agrees=agrees)
+
+
+def _fmt(x) -> str:
+    return str(x).replace(" ", "")

@@ -1,0 +1,104 @@
+"""Exercise 10, permuting the source of cross-attention.
+
+A fresh MultiHeadAttention (d = 16, h = 4, dropout 0); queries A (n = 5 rows), source
+B (m = 7 rows), no positional information.  Each check reports max |out - out_ref|;
+"unchanged" means below 1e-5 (float32 round-off of a reordered sum).
+
+1. Pi B as keys and values: unchanged (weights and values permute together); Pi B as
+   keys only: changed (weight j now multiplies another value).
+2. valid_lens = l (first l rows valid): a permutation leaves the output unchanged iff it
+   maps the first l rows onto themselves -- any reordering within the first l and any
+   within the last m - l; one that swaps a valid row with a masked one changes it.
+3. "dog bites man" vs "man bites dog": a self-attention encoder without positions is
+   permutation equivariant, and cross-attention is invariant to permuting its source, so
+   the decoder output is identical; adding sinusoidal positions to the source embeddings
+   before the encoder makes them differ.  Word order must enter through positional
+   information (or any order-aware layer) before or inside the encoder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+D_MODEL, HEADS, N_Q, M_SRC, VALID = 16, 4, 5, 7, 4
+TOL = 1e-5
+
+
+@dataclass
+class Check:
+    name: str
+    max_diff: float
+    unchanged: bool  # max_diff < TOL
+    expected_unchanged: bool
+
+
+@dataclass
+class Ex10:
+    d: int
+    h: int
+    n: int
+    m: int
+    valid: int
+    tolerance: float
+    checks: list[Check] = field(default_factory=list)
+    all_as_expected: bool = False
+
+
+def sinusoidal(n: int, d: int):
+    import torch
+
+    pos = torch.arange(n, dtype=torch.float32)[:, None]  # (n, 1)
+    freq = torch.pow(10000.0, -torch.arange(0, d, 2, dtype=torch.float32) / d)  # (d/2,)
+    P = torch.zeros(n, d)
+    P[:, 0::2], P[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+    return P  # (n, d)
+
+
+def run(config) -> Ex10:
+    import torch
+
+    from attn_cli.core.attention import MultiHeadAttention
+
+    torch.manual_seed(config.seed)
+    mha = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
+    A, B = torch.randn(1, N_Q, D_MODEL), torch.randn(1, M_SRC, D_MODEL)
+    perm = torch.randperm(M_SRC)
+    while torch.equal(perm, torch.arange(M_SRC)):
+        perm = torch.randperm(M_SRC)
+    within = torch.cat([torch.randperm(VALID), VALID + torch.randperm(M_SRC - VALID)])  # keeps {0..l-1}
+    crossing = torch.arange(M_SRC)
+    crossing[[0, M_SRC - 1]] = crossing[[M_SRC - 1, 0]]  # swaps a valid row with a masked one
+    checks = []
+
+    def add(name, out, ref, expected):
+        diff = (out - ref).abs().max().item()
+        checks.append(Check(name, diff, diff < TOL, expected))
+
+    with torch.no_grad():
+        ref, _ = mha(A, B, B)
+        add("ΠB as keys and values", mha(A, B[:, perm], B[:, perm])[0], ref, True)
+        add("ΠB as keys only", mha(A, B[:, perm], B)[0], ref, False)
+        lens = torch.tensor([VALID])
+        ref_l, _ = mha(A, B, B, lens)
+        add(f"valid_lens {VALID}: permute within the first {VALID} and within the rest",
+            mha(A, B[:, within], B[:, within], lens)[0], ref_l, True)
+        add(f"valid_lens {VALID}: swap row 0 with row {M_SRC - 1} (masked)",
+            mha(A, B[:, crossing], B[:, crossing], lens)[0], ref_l, False)
+        # part 3: encoder (self-attention, no positions) then decoder cross-attention
+        words = {w: torch.randn(1, 1, D_MODEL) for w in ("dog", "bites", "man")}
+        encoder = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
+        decoder_queries = torch.randn(1, 3, D_MODEL)
+
+        def translate(sentence: str, positions: bool):
+            x = torch.cat([words[w] for w in sentence.split()], 1)  # (1, 3, d)
+            if positions:
+                x = x + sinusoidal(3, D_MODEL)[None]
+            memory, _ = encoder(x, x, x)  # (1, 3, d): permutation equivariant without positions
+            return mha(decoder_queries, memory, memory)[0]  # (1, 3, d)
+
+        add("dog bites man vs man bites dog, no positions",
+            translate("dog bites man", False), translate("man bites dog", False), True)
+        add("dog bites man vs man bites dog, sinusoidal positions",
+            translate("dog bites man", True), translate("man bites dog", True), False)
+    return Ex10(d=D_MODEL, h=HEADS, n=N_Q, m=M_SRC, valid=VALID, tolerance=TOL, checks=checks,
+                all_as_expected=all(c.unchanged == c.expected_unchanged for c in checks))

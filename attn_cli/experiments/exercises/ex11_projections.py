@@ -1,0 +1,84 @@
+"""Exercise 11, random projections and readable maps.
+
+The letters of "attention" (queries) attend to the letters of "translation" (keys and
+values) with the text's random letter embeddings (seed, width 32), once plainly (the
+text's map) and once through a freshly initialised MultiHeadAttention with 4 heads
+(both computed by :mod:`attn_cli.experiments.crossattn`).  Head i scores
+
+    e^T W_i^(q)T W_i^(k) e' / sqrt(p),
+
+a bilinear form of the two embeddings.  It depends on the letters only, so in every head
+identical query letters give identical rows and identical key letters identical columns
+(and rows still sum to 1).  But the form is not e^T e': a letter need not score highest
+against itself, so "the matching letter wins" and the sharp / split / diffuse regimes of
+the plain map are lost.  A trained network's map shows what its W_q^T W_k favours, which
+need not be similarity of the inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+HEADS, DIM = 4, 32
+QUERY_WORD, KEY_WORD = "attention", "translation"
+
+
+@dataclass
+class HeadProps:
+    head: str  # "plain" or "head 1".."head 4"
+    row_sum_error: float  # max |sum of a row - 1|
+    same_rows: float  # max difference between rows of identical query letters
+    same_columns: float  # max difference between columns of identical key letters
+    match_wins: float  # fraction of query rows with a matching key whose largest weight is on one
+    mean_max_weight: float
+    regimes: list[str]  # per query row (crossattn.classify_row)
+
+
+@dataclass
+class Ex11:
+    queries: list[str]
+    keys: list[str]
+    dim: int
+    heads: int
+    plain: list[list[float]]  # (n_q, n_k)
+    head_weights: list[list[list[float]]]  # (h, n_q, n_k)
+    props: list[HeadProps] = field(default_factory=list)
+    hold_in_every_head: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+
+
+def _props(name: str, W: list[list[float]], queries: str, keys: str) -> HeadProps:
+    from attn_cli.experiments.crossattn import classify_row
+
+    def groups(word):
+        return [[i for i, c in enumerate(word) if c == ch] for ch in sorted(set(word))]
+
+    same_rows = max((max(abs(a - b) for a, b in zip(W[g[0]], W[i])) for g in groups(queries) for i in g[1:]),
+                    default=0.0)
+    same_cols = max((abs(row[g[0]] - row[j]) for row in W for g in groups(keys) for j in g[1:]), default=0.0)
+    rows_with_match = [i for i, c in enumerate(queries) if c in keys]
+    wins = sum(keys[max(range(len(keys)), key=lambda j: W[i][j])] == queries[i] for i in rows_with_match)
+    return HeadProps(name, max(abs(sum(r) - 1) for r in W), same_rows, same_cols,
+                     wins / max(1, len(rows_with_match)), sum(max(r) for r in W) / len(W),
+                     [classify_row(r)[0] for r in W])
+
+
+def run(config) -> Ex11:
+    from attn_cli.experiments import crossattn
+
+    res = crossattn.run(crossattn.Config(seed=config.seed, device=config.device, query_word=QUERY_WORD,
+                                         key_word=KEY_WORD, dim=DIM, heads=HEADS))
+    props = [_props("plain", res.weights, QUERY_WORD, KEY_WORD)]
+    props += [_props(f"head {i + 1}", W, QUERY_WORD, KEY_WORD) for i, W in enumerate(res.head_weights)]
+    heads = props[1:]
+    checks = {
+        "rows sum to 1": all(p.row_sum_error < 1e-5 for p in heads),
+        "identical query letters give identical rows": all(p.same_rows < 1e-6 for p in heads),
+        "identical key letters give identical columns": all(p.same_columns < 1e-6 for p in heads),
+        "the matching letter gets the largest weight": all(p.match_wins == 1.0 for p in heads),
+        "the plain map's regimes (sharp / split / diffuse)": all(p.regimes == props[0].regimes for p in heads),
+    }
+    return Ex11(queries=list(QUERY_WORD), keys=list(KEY_WORD), dim=DIM, heads=HEADS, plain=res.weights,
+                head_weights=res.head_weights, props=props,
+                hold_in_every_head=[k for k, v in checks.items() if v],
+                lost=[k for k, v in checks.items() if not v])

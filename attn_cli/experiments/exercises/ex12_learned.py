@@ -1,0 +1,110 @@
+"""Exercise 12, learned copy-both heads: train MultiHeadAttention(16 hidden) for h = 1, 2, 4, 8.
+
+Each example: one query e_3, keys e_1, e_2 (position markers), values [v_1; 0] and
+[v_2; 0] with v_1, v_2 ~ N(0, I_4) in R^4; the prediction is the first 8 coordinates of
+the layer's output and the target is [v_1; v_2].  Adam (lr 1e-2) on the squared error,
+batches of 256 fresh examples, ``train_steps`` steps per h, the same seed for every h;
+the relative error ||pred - t|| / ||t|| is measured on 4096 held-out examples.
+
+Keys and query are the same in every example, so each head's weights (alpha_1, alpha_2)
+are one pair for the whole task.  A head ends ``one-hot`` (largest weight >= 0.95),
+``duplicate`` (within 0.05 of another head's weights) or ``soft`` (distinct, not one-hot).
+By the proposition one head cannot go below sqrt(1/2); two distinct heads can reach 0.
+Every head starts near (0.5, 0.5), where any two heads' mixing matrix is nearly singular:
+the first steps barely separate the value pairs, and heads that leave (0.5, 0.5) in the
+same direction remain near-duplicates (harmless once two distinct heads exist).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+D_MODEL, VALUE_DIM = 16, 4
+HEAD_COUNTS = (1, 2, 4, 8)
+BATCH, HELD_OUT, LR = 256, 4096, 1e-2
+ONE_HOT, DUPLICATE = 0.95, 0.05
+
+
+@dataclass
+class Run:
+    h: int
+    error: float  # held-out relative error
+    initial_error: float  # before training
+    weights: list[list[float]]  # per head (alpha_1, alpha_2) after training
+    initial_weights: list[list[float]]
+    kinds: list[str]  # per head: one-hot / soft / duplicate
+    curve: list[list[float]]  # [step, training relative error] every few steps
+
+
+@dataclass
+class Ex12:
+    d: int
+    steps: int
+    batch: int
+    lr: float
+    runs: list[Run] = field(default_factory=list)
+    bound: float = 0.5 ** 0.5
+
+
+def classify(weights: list[list[float]]) -> list[str]:
+    kinds = []
+    for i, w in enumerate(weights):
+        if max(w) >= ONE_HOT:
+            kinds.append("one-hot")
+        elif any(j != i and abs(w[0] - u[0]) < DUPLICATE for j, u in enumerate(weights)):
+            kinds.append("duplicate")
+        else:
+            kinds.append("soft")
+    return kinds
+
+
+def make_batch(n: int, gen, device: str):
+    import torch
+
+    E = torch.eye(D_MODEL)
+    v = torch.randn(n, 2, VALUE_DIM, generator=gen)  # (n, 2, 4): v_1, v_2
+    values = torch.zeros(n, 2, D_MODEL)
+    values[:, :, :VALUE_DIM] = v  # [v_i; 0]
+    keys = E[:2].expand(n, 2, D_MODEL)  # e_1, e_2
+    query = E[2:3].expand(n, 1, D_MODEL)  # e_3
+    return (query.to(device), keys.to(device), values.to(device), v.reshape(n, 2 * VALUE_DIM).to(device))
+
+
+def _rel(pred, target) -> float:
+    return ((pred - target).norm() / target.norm()).item()
+
+
+def train(h: int, steps: int, seed: int, device: str) -> Run:
+    import torch
+
+    from attn_cli.core.attention import MultiHeadAttention
+
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(D_MODEL, h, dropout=0.0).to(device)
+    gen = torch.Generator().manual_seed(seed + 1)  # data stream, the same for every h
+    test = make_batch(HELD_OUT, torch.Generator().manual_seed(seed + 2), device)
+    with torch.no_grad():
+        out, w0 = mha(*test[:3])
+        initial_error = _rel(out[:, 0, :2 * VALUE_DIM], test[3])
+    opt = torch.optim.Adam(mha.parameters(), lr=LR)
+    curve, every = [], max(1, steps // 30)
+    for step in range(steps):
+        q, k, v, t = make_batch(BATCH, gen, device)
+        out, _ = mha(q, k, v)  # (B, 1, 16)
+        pred = out[:, 0, :2 * VALUE_DIM]  # (B, 8)
+        loss = ((pred - t) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % every == 0 or step == steps - 1:
+            curve.append([step + 1, _rel(pred.detach(), t)])
+    with torch.no_grad():
+        out, w = mha(*test[:3])  # w: (B, h, 1, 2)
+        error = _rel(out[:, 0, :2 * VALUE_DIM], test[3])
+    weights = w[0, :, 0].cpu().tolist()
+    return Run(h, error, initial_error, weights, w0[0, :, 0].cpu().tolist(), classify(weights), curve)
+
+
+def run(config) -> Ex12:
+    runs = [train(h, config.train_steps, config.seed, config.device) for h in HEAD_COUNTS]
+    return Ex12(d=D_MODEL, steps=config.train_steps, batch=BATCH, lr=LR, runs=runs)
