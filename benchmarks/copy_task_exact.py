@@ -1,0 +1,89 @@
+"""Benchmark: the exact copy-task engine, sequential (the text's way) vs ``attn copy-task --jobs 2``.
+
+The baseline runs the lengths one after another in this one process, one intra-op thread,
+exactly as the W9 2.3 program does (with the exact engine, which equals the program bit for
+bit).  Then ``attn copy-task`` runs the same configuration through the real entry point with
+``--jobs N --no-cache``.  The script checks that the numbers are identical and prints both
+wall times and their ratio (target on the 2-core machine: <= 0.55).
+
+    python benchmarks/copy_task_exact.py                 # the full table: ~12+ minutes
+    python benchmarks/copy_task_exact.py --steps 200     # a shorter check of the same thing
+
+The machine may be shared: the load average is printed before and after each part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def sequential(lengths, steps, model) -> tuple[float, list[tuple]]:
+    import torch
+
+    from attn_cli.core.copy_spec import RunSpec
+    from attn_cli.core.copy_train import train_and_evaluate
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    rows = []
+    for length in lengths:
+        o = train_and_evaluate(RunSpec(model=model, length=length, steps=steps))
+        rows.append((model, length, o.teacher_forced, o.free_running, o.exact))
+        print(f"  sequential  {model} L{length:<3} {o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}"
+              f"  {o.seconds:6.1f} s", flush=True)
+    return time.perf_counter() - start, rows
+
+
+def parallel(lengths, steps, model, jobs) -> tuple[float, list[tuple]]:
+    attn = shutil.which("attn") or os.path.join(os.path.dirname(sys.executable), "attn")
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [attn, "copy-task", "--lengths", *map(str, lengths), "--steps", str(steps), "--model", model,
+               "--jobs", str(jobs), "--no-cache", "--json", "--out", out]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"attn copy-task failed:\n{proc.stderr}")
+    data = json.loads(proc.stdout)
+    rows = [(r["model"], r["length"], r["teacher_forced"], r["free_running"], r["exact"]) for r in data["rows"]]
+    for (m, L, a, b, c), run in zip(rows, data["runs"]):
+        print(f"  attn --jobs {jobs} {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {run['seconds']:6.1f} s")
+    return wall, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[4, 8, 16, 32])
+    parser.add_argument("--steps", type=int, default=2500, help="Adam steps per run (the text: 2500)")
+    parser.add_argument("--model", choices=("attention", "plain"), default="attention",
+                        help="the text's program is the attention model")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+
+    print(f"copy task, exact engine: lengths {args.lengths}, {args.steps} steps, {args.model}")
+    print(f"before: {load()}", flush=True)
+    seq_wall, seq_rows = sequential(args.lengths, args.steps, args.model)
+    print(f"sequential (one process, lengths one after another): {seq_wall:.1f} s;  {load()}", flush=True)
+    par_wall, par_rows = parallel(args.lengths, args.steps, args.model, args.jobs)
+    print(f"attn copy-task --jobs {args.jobs} --no-cache (whole command): {par_wall:.1f} s;  {load()}")
+    identical = seq_rows == par_rows
+    print(f"numbers identical: {identical}")
+    print(f"ratio parallel / sequential: {par_wall / seq_wall:.3f}  (target <= 0.55)")
+    if not identical:
+        sys.exit("the numbers differ: the exact engine must not depend on the process layout")
+
+
+if __name__ == "__main__":
+    main()
