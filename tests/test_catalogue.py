@@ -467,3 +467,39 @@ def test_real_all_quick(tmp_path):
                 assert_png(tmp_path / f)
         assert not manifest["artifacts"][aid].get("not_written"), aid
     assert pngs >= len(ids)
+
+
+def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
+    """A truncated cache file under --out is detected and recomputed: no crash, no trust.
+
+    The copy task's quick configuration is shrunk further (one length, one model, 5 steps,
+    in this process) so that the test takes seconds; the cache logic is the real one.
+    """
+    registry = runner.Registry.load()
+    exp = registry.by_artifact.get("w9-copy-task")
+    if exp is None:
+        pytest.skip("the copy task has not landed")
+    Config = exp.module.Config
+    tiny = {"lengths": (4,), "model": "attention", "steps": 5, "eval_size": 20, "jobs": 1}
+    monkeypatch.setattr(Config, "quick", classmethod(lambda cls, **kw: cls(**{**tiny, **kw})))
+
+    first = invoke("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path)
+    assert first.exit_code == 0, first.output
+    cached = sorted(tmp_path.rglob("*.json"))
+    assert cached, "the run was not cached under --out"
+    good = [json.loads(p.read_text()) for p in cached]
+
+    for p in cached:  # truncate every cache entry mid-file
+        text = p.read_text()
+        p.write_text(text[: len(text) // 2])
+    second = invoke("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path)
+    assert second.exit_code == 0, second.output
+    assert "Traceback" not in second.output
+    assert "recomputing" in second.stderr
+    rows = {r["id"]: r for r in json.loads(second.stdout)}
+    assert rows["w9-copy-task.attention.4.free_running"]["status"] == "skipped"
+    assert rows["w9-copy-task.attention.4.free_running"]["regenerated"] is not None
+    # the entries were rewritten whole, with the same numbers (the exact engine is deterministic)
+    assert [json.loads(p.read_text()) for p in cached] == good or \
+        [json.loads(p.read_text())["outcome"]["free_running"] for p in cached] == \
+        [g["outcome"]["free_running"] for g in good]
