@@ -45,6 +45,7 @@ class Result:
     mha_weights_shape: list[int] = field(default_factory=list)  # (B, h, n_q, n_k)
     mha_masked_weight: float = 0.0  # largest weight on a key beyond valid_lens (exactly 0)
     d2l_params: list[dict] = field(default_factory=list)  # {"heads", "params", "formula"}
+    layout: dict = field(default_factory=dict)  # figure 10.3.2: {"d", "h", "p", "params_drawn", "params_layer"}
 
     def measured(self) -> dict[str, Any]:
         cfg = self.config
@@ -57,6 +58,10 @@ class Result:
         if cfg["num_hiddens"] == 256:
             for row in self.d2l_params:
                 out[f"d2l-mha-params.{row['heads']}"] = row["params"]
+        if self.layout:
+            lay = self.layout
+            out["d2l-fig-10.3.2.layout"] = (lay["h"] * lay["p"] == lay["d"]
+                                            and lay["params_drawn"] == lay["params_layer"])
         return out
 
 
@@ -143,6 +148,13 @@ def run(config: Config) -> Result:
             layer(X, X, X, None)
             d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
 
+        # figure 10.3.2: the layout drawn for (d_model, layout_heads), and the concrete layer it stands for
+        d, h = config.d_model, config.layout_heads
+        p = d // h
+        layout = {"d": d, "h": h, "p": p,
+                  "params_drawn": 3 * h * d * p + (h * p) * d,  # h heads x (W_q, W_k, W_v: d -> p) + W_o
+                  "params_layer": count_parameters(MultiHeadAttention(d, h))}
+
     return Result(config=asdict(config), handwritten_matches=matches, handwritten_max_diff=max_diff,
                   w9_params=w9_params, mha_shape=list(out.shape), mha_weights_shape=list(weights.shape),
-                  mha_masked_weight=masked_weight, d2l_params=d2l_params)
+                  mha_masked_weight=masked_weight, d2l_params=d2l_params, layout=layout)

@@ -26,13 +26,18 @@ CHECKS = (
     # D2L 10.3.2.3
     exact("d2l-mha-shape.output", "d2l-mha-shape", [2, 4, 100]),
     *(exact(f"d2l-mha-params.{h}", "d2l-mha-params", 262144) for h in (1, 2, 4, 8)),
+    rule("d2l-fig-10.3.2.layout", "d2l-fig-10.3.2",
+         "each head projects queries, keys and values into its own subspace and attends there; the head "
+         "outputs are concatenated and linearly recombined",
+         "the drawn layout (h heads of width p = d/h, concatenation of width h p, W_o d x d) accounts for "
+         "exactly the parameters of a concrete MultiHeadAttention(d, h), 4 d^2"),
     # D2L 10.3.3
     exact("d2l-self-cross.self", "d2l-self-cross", [2, 4, 100]),
     exact("d2l-self-cross.cross", "d2l-self-cross", [2, 4, 100]),
     rule("d2l-crossattn-map.regimes", "d2l-crossattn-map",
          "i and o sharp; a, t and n split across their two copies; e diffuse",
-         "rows classified from the weights (peaks >= half the row maximum holding >= half the mass: "
-         "one peak sharp, several split; else diffuse) give exactly these letters"),
+         "rows classified from the weights (the top weight, ties included, >= 5 x every other key: "
+         "one key sharp, tied keys split; else diffuse) give exactly these letters"),
     # W9 4.1
     exact("w9-self-cross.self.output", "w9-self-cross", [1, 6, 8]),
     exact("w9-self-cross.self.weights", "w9-self-cross", [1, 6, 6]),

@@ -45,11 +45,14 @@ def tables(result) -> list:
     for row in result.d2l_params:
         pub = "262144" if cfg["num_hiddens"] == 256 and row["heads"] in (1, 2, 4, 8) else ""
         d2l.add_row(str(row["heads"]), pub, str(row["params"]), str(row["formula"]))
-    return [match, w9, shape, d2l]
+    lay = result.layout
+    note = (f"figure 10.3.2 (heads_layout.png): d = {lay['d']}, h = {lay['h']} heads of width p = {lay['p']}; "
+            f"parameters drawn 3 h d p + (h p) d = {lay['params_drawn']}, concrete layer {lay['params_layer']}")
+    return [match, w9, shape, d2l, note]
 
 
 def figures(result, out: Path) -> list[Path]:
-    return [draw_layout(result.config["d_model"], result.config["layout_heads"], Path(out) / PNG)]
+    return [draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG)]
 
 
 def draw_layout(d: int, h: int, path: Path) -> Path:
