@@ -1,0 +1,181 @@
+"""The copy-task fast engine: hand-written gradients, stacking, the C kernel, and that it learns."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from attn_cli.core import copy_fast as cf
+from attn_cli.core import copy_fast_kernel
+from attn_cli.core.copy_models import build_model
+from attn_cli.core.copy_spec import VOCAB, RunSpec
+
+MODELS = ["attention", "plain"]
+needs_kernel = pytest.mark.skipif(copy_fast_kernel.load() is None,
+                                  reason=f"C kernel unavailable: {copy_fast_kernel.load_error()}")
+
+
+def _stacked(model, seeds, B, T, H, dtype=torch.float64):
+    specs = [RunSpec(model=model, length=T, seed=s, hidden=H, batch_size=B) for s in seeds]
+    inits = [cf.init_run(s) for s in specs]
+    flat = torch.stack([f for f, _ in inits]).to(dtype)  # (M, P)
+    src, tgt_in = cf.draw_batch([g for _, g in inits], B, T, "cpu")  # (M, B, T)
+    return flat, src, tgt_in
+
+
+def _autograd_grads(model, H, row, src, tgt_in):
+    """Loss and gradient of the program's model (copy_models, autograd) at parameters ``row``."""
+    net = build_model(model, H).double()
+    with torch.no_grad():
+        offset = 0
+        for p in net.parameters():
+            p.copy_(row[offset:offset + p.numel()].view_as(p))
+            offset += p.numel()
+    loss = nn.functional.cross_entropy(net(src, tgt_in).reshape(-1, VOCAB), src.reshape(-1))
+    loss.backward()
+    return loss.item(), torch.cat([p.grad.reshape(-1) for p in net.parameters()])
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_manual_backward_equals_autograd(model):
+    B, T, H = 5, 4, 8
+    flat, src, tgt_in = _stacked(model, [0, 1], B, T, H)
+    grad = torch.zeros_like(flat)
+    shapes = cf.param_shapes(model, H)
+    loss = cf.loss_and_grads(cf.Weights(flat, shapes), cf.Weights(grad, shapes), src, tgt_in, model, H)
+    for m in range(2):
+        ref_loss, ref_grad = _autograd_grads(model, H, flat[m], src[m], tgt_in[m])
+        assert loss[m].item() == pytest.approx(ref_loss, rel=1e-12)
+        torch.testing.assert_close(grad[m], ref_grad, rtol=1e-9, atol=1e-12)
+
+
+@needs_kernel
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("B,T,H", [(5, 4, 8), (7, 9, 20), (3, 1, 16)])
+def test_kernel_gradient_equals_reference(model, B, T, H):
+    """The C kernel (float32) against the float64 hand-written backward (itself = autograd)."""
+    flat, src, tgt_in = _stacked(model, [3], B, T, H)
+    grad = torch.zeros_like(flat)
+    shapes = cf.param_shapes(model, H)
+    loss = cf.loss_and_grads(cf.Weights(flat, shapes), cf.Weights(grad, shapes), src, tgt_in, model, H)
+    lib = copy_fast_kernel.load()
+    assert lib.param_count(H, int(model == "attention")) == flat.shape[1]
+    p32 = flat[0].float().contiguous()
+    g32 = torch.zeros_like(p32)
+    s = src[0].contiguous()
+    k_loss = lib.loss_and_grad(p32.data_ptr(), g32.data_ptr(), s.data_ptr(), B, T, H, int(model == "attention"))
+    assert k_loss == pytest.approx(loss[0].item(), rel=1e-5)
+    torch.testing.assert_close(g32.double(), grad[0], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_stacked_runs_equal_runs_one_by_one(model):
+    B, T, H = 6, 5, 8
+    seeds = [0, 1, 2]
+    flat, src, tgt_in = _stacked(model, seeds, B, T, H, torch.float32)
+    shapes = cf.param_shapes(model, H)
+    grad = torch.zeros_like(flat)
+    loss = cf.loss_and_grads(cf.Weights(flat, shapes), cf.Weights(grad, shapes), src, tgt_in, model, H)
+    for m in range(len(seeds)):
+        one, g1 = flat[m:m + 1].clone(), torch.zeros_like(flat[m:m + 1])
+        l1 = cf.loss_and_grads(cf.Weights(one, shapes), cf.Weights(g1, shapes), src[m:m + 1], tgt_in[m:m + 1], model, H)
+        torch.testing.assert_close(l1[0], loss[m], rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(g1[0], grad[m], rtol=1e-5, atol=1e-7)
+    # and through training: clipping and Adam per run
+    specs = [RunSpec(model=model, length=T, seed=s, hidden=H, batch_size=B, steps=8, eval_size=40) for s in seeds]
+    together = cf.run_fast(specs, backend="torch")
+    alone = [cf.run_fast([s], backend="torch")[0] for s in specs]
+    for a, b in zip(together, alone):
+        assert a.spec == b.spec
+        assert a.final_loss == pytest.approx(b.final_loss, rel=1e-5)
+        assert a.free_running == pytest.approx(b.free_running, abs=0.05)
+
+
+def test_clip_is_per_run():
+    grad = torch.tensor([[3.0, 4.0], [0.3, 0.4]])  # norms 5 and 0.5
+    norms = cf.clip_per_run(grad, 1.0)
+    torch.testing.assert_close(norms, torch.tensor([5.0, 0.5]))
+    torch.testing.assert_close(grad[0], torch.tensor([0.6, 0.8]), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grad[1], torch.tensor([0.3, 0.4]))
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_run_fast_returns_sane_outcomes(backend):
+    specs = [RunSpec(model="attention", length=3, seed=1, steps=20, eval_size=50),
+             RunSpec(model="plain", length=3, seed=1, steps=20, eval_size=50)]
+    calls = []
+    out = cf.run_fast(specs, backend=backend, progress=lambda *a: calls.append(a))
+    assert [o.spec for o in out] == specs
+    for o in out:
+        assert o.engine == "fast"
+        for acc in (o.teacher_forced, o.free_running, o.exact):
+            assert 0.0 <= acc <= 1.0
+        assert o.exact <= o.free_running + 1e-9
+        assert o.final_loss == o.final_loss and 0.0 < o.final_loss < 3.0  # not NaN
+        assert o.seconds > 0
+    att, plain = out
+    assert len(att.example_src) == 3 and all(0 <= t < 10 for t in att.example_src)
+    w = torch.tensor(att.example_weights)  # (decoder step, input position)
+    assert w.shape == (3, 3)
+    torch.testing.assert_close(w.sum(1), torch.ones(3))
+    assert plain.example_weights == [] and plain.example_src == []
+    assert {(i, step) for i, step, _, _ in calls} == {(0, 20), (1, 20)}
+
+
+def test_same_start_and_data_as_exact_engine():
+    """Same seed -> same initial weights and same batches as the exact engine: after a few
+    steps the two differ only by rounding."""
+    from attn_cli.core.copy_train import train_and_evaluate
+
+    spec = RunSpec(length=4, seed=2, steps=15, eval_size=200)
+    exact = train_and_evaluate(spec)
+    for backend in ("auto", "torch"):
+        fast = cf.run_fast([spec], backend=backend)[0]
+        assert fast.final_loss == pytest.approx(exact.final_loss, rel=1e-4)
+        assert fast.example_src == exact.example_src  # same evaluation batch
+        assert fast.teacher_forced == pytest.approx(exact.teacher_forced, abs=0.01)
+
+
+@needs_kernel
+def test_threads_do_not_change_results():
+    specs = [RunSpec(length=L, seed=0, steps=10, eval_size=30) for L in (2, 3, 5)]
+    one = cf.run_fast(specs, threads=1, backend="kernel")
+    two = cf.run_fast(specs, threads=2, backend="kernel")
+    assert [(o.final_loss, o.free_running) for o in one] == [(o.final_loss, o.free_running) for o in two]
+
+
+def test_learns_length_3():
+    spec = RunSpec(length=3, seed=0, steps=300, eval_size=300)
+    out = cf.run_fast([spec])[0]
+    assert out.teacher_forced > 0.95
+    assert out.free_running > 0.9
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_torch_path_is_device_agnostic(model):
+    """Every tensor of the step and the evaluation follows its inputs' device: on the meta
+    device (shapes only) nothing falls back to a CPU tensor; so ``device='cuda'`` runs the
+    same code on the GPU."""
+    B, T, H = 4, 3, 8
+    flat, src, tgt_in = _stacked(model, [0, 1], B, T, H, torch.float32)
+    meta = torch.device("meta")
+    flat, src, tgt_in = flat.to(meta), src.to(meta), tgt_in.to(meta)
+    grad = torch.zeros_like(flat)
+    shapes = cf.param_shapes(model, H)
+    w, g = cf.Weights(flat, shapes), cf.Weights(grad, shapes)
+    loss = cf.loss_and_grads(w, g, src, tgt_in, model, H)
+    assert loss.device == meta and loss.shape == (2,)
+    cf.clip_per_run(grad, 1.0)
+    cf._Adam(flat, 1e-3).step(grad)
+    forced, free, exact, example = cf.evaluate(w, src, tgt_in, model, H)
+    assert forced.device == meta and forced.shape == (2,)
+    if model == "attention":
+        assert example.shape == (2, T, T) and example.device == meta
+    with pytest.raises(ValueError):
+        cf.run_fast([RunSpec()], device="meta", backend="kernel")
+
+
+def test_bad_backend():
+    with pytest.raises(ValueError):
+        cf.run_fast([RunSpec(steps=1)], backend="nope")
