@@ -37,6 +37,24 @@ ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("d2l-self-cross", "D2L", "10.3.3", "self- and cross-attention shapes (MultiHeadAttention)", "self-cross"),
     Artifact("d2l-crossattn-map", "D2L", "10.3.3.3", "letter alignment of 'attention' vs 'translation'",
              "crossattn-map", ("heatmap_attention_translation.png", "heatmap_attention_translation.csv")),
+    # D2L 10.3.5 exercises: no published numbers; `attn exercise N` (attn_cli/experiments/exercises/)
+    Artifact("d2l-ex1", "D2L", "10.3.5 ex1", "nonlinear readouts: MLP vs linear readout error", "exercise"),
+    Artifact("d2l-ex2", "D2L", "10.3.5 ex2", "nearly identical heads: error vs epsilon under noise, log-log",
+             "exercise", ("exercise_2.png", "exercise_2.csv")),
+    Artifact("d2l-ex3", "D2L", "10.3.5 ex3", "what the bound counts: error = 1 - rank(A)/k", "exercise"),
+    Artifact("d2l-ex4", "D2L", "10.3.5 ex4", "averages under key noise: median error, failure fraction",
+             "exercise"),
+    Artifact("d2l-ex5", "D2L", "10.3.5 ex5", "head pruning: one-shot vs greedy", "exercise"),
+    Artifact("d2l-ex6", "D2L", "10.3.5 ex6", "narrow heads: forward time against h", "exercise",
+             ("exercise_6.png", "exercise_6.csv")),
+    Artifact("d2l-ex7", "D2L", "10.3.5 ex7", "cost of cross-attention: FLOPs, cached keys/values", "exercise"),
+    Artifact("d2l-ex8", "D2L", "10.3.5 ex8", "MQA and GQA: parameters, FLOPs, KV-cache bytes", "exercise"),
+    Artifact("d2l-ex9", "D2L", "10.3.5 ex9", "heads as slices; tiled vs repeated valid_lens", "exercise"),
+    Artifact("d2l-ex10", "D2L", "10.3.5 ex10", "permuting the source of cross-attention", "exercise"),
+    Artifact("d2l-ex11", "D2L", "10.3.5 ex11", "per-head maps through random projections", "exercise",
+             ("exercise_11.png", "exercise_11.csv")),
+    Artifact("d2l-ex12", "D2L", "10.3.5 ex12", "learned copy-both heads, h = 1, 2, 4, 8", "exercise",
+             ("exercise_12.png", "exercise_12.csv")),
 )
 
 BY_ID = {a.id: a for a in ARTIFACTS}
