@@ -130,11 +130,11 @@ def figures(result, out: Path) -> list[Path]:
         warnings.filterwarnings("ignore", message="Glyph .* missing")  # fonts without CJK, emoji ...
         for ax, (title, w) in zip(axes[0], panels):
             im = heatmap(ax, w, queries, keys, vmin=0.0, vmax=1.0, cmap="Blues")
-            ax.set_xlabel(f"keys: {cfg['key_word']}")
+            ax.set_xlabel("keys: " + "".join(keys))
             ax.set_title(title, fontsize=9)
             ax.tick_params(length=0)
-        axes[0][0].set_ylabel(f"queries: {cfg['query_word']}")
+        axes[0][0].set_ylabel("queries: " + "".join(queries))
         fig.colorbar(im, ax=list(axes[0]), shrink=0.9, label="attention weight")
-        fig.suptitle(f"cross-attention, letter embeddings d={cfg['dim']}, seed {cfg['seed']}", fontsize=9)
+        fig.suptitle(f"cross-attention, letter embeddings d={cfg['dim']}, seed {cfg['seed']}", fontsize=9, y=1.04)
         paths.insert(0, save_figure(fig, out / f"{base}.png"))
     return paths
