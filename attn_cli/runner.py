@@ -72,12 +72,20 @@ class Experiment:
         """Slow experiments cache their runs (the copy task); the others take seconds."""
         return self.cache_field is not None
 
+    @property
+    def has_fast_engine(self) -> bool:
+        """A Config with ``engine`` and a module offering "fast" (the copy task)."""
+        return "engine" in self.config_fields and "fast" in getattr(self.module, "ENGINES", ())
+
     def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
-               out: Path | None = None) -> Any:
+               out: Path | None = None, engine: str | None = None) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed, device
-        and (for slow experiments) the cache folder ``out`` filled in."""
+        and (for slow experiments) the cache folder ``out`` filled in; ``engine`` ("fast" or
+        "exact") is set where the experiment has engines, else ignored."""
         fields = self.config_fields
         overrides: dict[str, Any] = {}
+        if engine is not None and self.has_fast_engine:
+            overrides["engine"] = engine
         if "seed" in fields:
             overrides["seed"] = seed
         if "device" in fields:

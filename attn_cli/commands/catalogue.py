@@ -104,8 +104,11 @@ def verify(only: tuple[str, ...], common: Common):
 @click.command(name="all")
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
+@click.option("--engine", type=click.Choice(["fast", "exact"]), default="fast", show_default=True,
+              help="Copy-task training engine: fast (statistically equivalent numbers) or exact "
+                   "(bit for bit the text's program; what `attn verify` checks).")
 @common_options
-def all_(only: tuple[str, ...], common: Common):
+def all_(only: tuple[str, ...], engine: str, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
@@ -113,6 +116,11 @@ def all_(only: tuple[str, ...], common: Common):
     ID -> files, configurations, versions, seconds) and index.md, a report with every table
     and every figure, readable in any Markdown viewer. Cached copy-task training runs under
     --out are reused. --quick is a smoke run at reduced sizes (not compared with the texts).
+
+    The copy task trains with its fast engine here (same models, data and initial weights;
+    numbers statistically equivalent to the text's program, in a fraction of the time);
+    `attn verify` checks the exact engine's numbers, and `--engine exact` uses it here too
+    (reusing the runs `attn verify` cached under the same --out).
 
     \b
     Examples:
@@ -132,8 +140,8 @@ def all_(only: tuple[str, ...], common: Common):
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = _ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out), common.quick)
-            for exp in experiments]
+    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out, engine=engine),
+             common.quick) for exp in experiments]
 
     sections: list[dict] = []
 
@@ -361,6 +369,8 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
         "device": common.device,
         "versions": runner.versions(),
         "seconds": round(seconds, 3),
+        "engines": {s["name"]: s["config"]["engine"] for s in sections
+                    if isinstance(s["config"], dict) and "engine" in s["config"]},
         "checks": line,
         "coverage": cov.line(),
         "artifacts": artifacts,

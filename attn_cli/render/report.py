@@ -233,6 +233,13 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: d
         f"torch {v['torch']}, Python {v['python']}, NumPy {v['numpy']} "
         f"(device {manifest['device']}, seed {manifest['seed']}).",
     ]
+    for name, engine in manifest.get("engines", {}).items():
+        if engine == "fast":
+            lines += ["", f"`{name}` trained with its **fast** engine: the same models, data and initial weights "
+                          "as the text's program, numbers statistically equivalent rather than bit for bit. "
+                          "`attn verify` checks the exact engine's numbers (`attn all --engine exact` uses it here)."]
+        else:
+            lines += ["", f"`{name}` trained with its **{engine}** engine."]
     if quick:
         lines += ["", "> **Quick run**: reduced sizes; the numbers below are a smoke test, not the texts' "
                       "settings, so they are not compared with the published values."]

@@ -1,0 +1,112 @@
+"""Benchmark: ``attn all`` (cold cache) against the texts' programs run one after another.
+
+Side by side in one script:
+  * ``attn all --out <fresh folder>``: every experiment at its defaults, through the real
+    entry point, nothing cached (the copy task trains with its fast engine there);
+  * the texts' way: W9 2.3's program (the attention model at lengths 4, 8, 16, 32, one after
+    another, one thread: the copy task's exact engine, which equals that program bit for
+    bit), then every other block of the two texts (each catalogued, non-training experiment
+    at its defaults), one after another in this process, one intra-op thread.
+
+The baseline leaves out what no text's program runs: the plain "Week 8" model (W9 only
+quotes its numbers; --with-plain adds it) and the D2L exercises (no program), while
+``attn all`` does run both: the comparison is conservative.  Prints both wall times and the
+ratio (target: <= 0.5).
+
+    python benchmarks/attn_all.py             # full size: ~10+ minutes on a 2-core machine
+    python benchmarks/attn_all.py --quick     # both sides at the experiments' quick sizes
+
+The machine may be shared: the load average is printed before and after each part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def load() -> str:
+    try:
+        return "load average %.2f %.2f %.2f on %d CPUs" % (*os.getloadavg(), os.cpu_count() or 0)
+    except OSError:
+        return "load average unknown"
+
+
+def attn_all(quick: bool, engine: str) -> tuple[float, dict]:
+    attn = shutil.which("attn") or os.path.join(os.path.dirname(sys.executable), "attn")
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [attn, "all", "--out", out, "--engine", engine] + (["--quick"] if quick else [])
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+            manifest = json.load(f)
+    return wall, manifest
+
+
+def texts_programs(quick: bool, with_plain: bool) -> tuple[float, list[tuple[str, float]]]:
+    import torch
+
+    from attn_cli import runner
+    from attn_cli.core.copy_spec import RunSpec
+    from attn_cli.core.copy_train import train_and_evaluate
+
+    torch.set_num_threads(1)
+    registry = runner.Registry.load()
+    parts: list[tuple[str, float]] = []
+    start = time.perf_counter()
+
+    copy = registry.by_artifact["w9-copy-task"]
+    cfg = copy.config(quick=quick)  # only its sizes are used: steps, eval size, lengths
+    models = ("attention", "plain") if with_plain else ("attention",)
+    for model in models:
+        for length in cfg.lengths:
+            spec = RunSpec(model=model, length=length, steps=cfg.steps, hidden=cfg.hidden,
+                           batch_size=cfg.batch_size, lr=cfg.lr, eval_size=cfg.eval_size)
+            t0 = time.perf_counter()
+            o = train_and_evaluate(spec)
+            parts.append((f"W9 2.3 program, {model} L{length}", time.perf_counter() - t0))
+            print(f"  {parts[-1][0]:<36} {parts[-1][1]:7.1f} s   free-running {o.free_running:.3f}", flush=True)
+
+    for exp in registry.experiments:
+        if exp.slow or not any(a in registry.artifacts for a in exp.artifacts):
+            continue  # the copy task (above) and the exercises (no program in the texts)
+        t0 = time.perf_counter()
+        exp.run(exp.config(quick=quick))
+        parts.append((f"{exp.name}", time.perf_counter() - t0))
+        print(f"  {parts[-1][0]:<36} {parts[-1][1]:7.1f} s", flush=True)
+    return time.perf_counter() - start, parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="both sides at the experiments' quick sizes")
+    parser.add_argument("--with-plain", action="store_true",
+                        help="count the plain Week 8 model's runs in the baseline too")
+    parser.add_argument("--engine", choices=("fast", "exact"), default="fast",
+                        help="the copy-task engine of `attn all` (its default: fast)")
+    args = parser.parse_args()
+
+    print(f"attn all{' --quick' if args.quick else ''} (cold cache) vs the texts' programs one after another")
+    print(f"before: {load()}", flush=True)
+    all_wall, manifest = attn_all(args.quick, args.engine)
+    for name, info in manifest["experiments"].items():
+        print(f"  attn all: {name:<24} {info['seconds']:7.1f} s")
+    print(f"attn all: {all_wall:.1f} s wall;  {load()}", flush=True)
+
+    base_wall, _ = texts_programs(args.quick, args.with_plain)
+    print(f"texts' programs, one after another: {base_wall:.1f} s;  {load()}")
+    ratio = all_wall / base_wall
+    print(f"ratio attn all / texts' programs = {ratio:.2f} (target <= 0.5): {'met' if ratio <= 0.5 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
