@@ -24,6 +24,14 @@ class AttnGroup(click.Group):
         except AttnError as exc:
             raise click.ClickException(str(exc)) from None
 
+    def format_commands(self, ctx, formatter):
+        """List every command with its whole one-line summary (wrapped, never cut with '...')."""
+        rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in
+                ((n, self.get_command(ctx, n)) for n in self.list_commands(ctx)) if not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 @click.group(cls=AttnGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="attn")
