@@ -93,7 +93,8 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
 
     overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs,
                      cache_root=str(common.out), use_cache=not no_cache)
-    for name, value in (("lengths", tuple(lengths)), ("seeds", tuple(seeds)), ("steps", steps),
+    lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
+    for name, value in (("lengths", lengths), ("seeds", seeds), ("steps", steps),
                         ("hidden", hidden), ("batch_size", batch_size), ("lr", lr), ("eval_size", eval_size)):
         if value not in (None, ()):
             overrides[name] = value

@@ -262,7 +262,8 @@ def _run_pool(todo, config: Config, workers: int, report: Report, done) -> None:
                     outcome = fut.result()
                 except BrokenProcessPool:
                     raise AttnError(f"a copy-task worker died during the {spec.model} run at length "
-                                    f"{spec.length}, seed {spec.seed} (out of memory?)") from None
+                                    f"{spec.length}, seed {spec.seed} (out of memory? or, from a script, a missing "
+                                    "if __name__ == '__main__' guard)") from None
                 except AttnError:
                     raise
                 except Exception as exc:
@@ -445,7 +446,11 @@ def _aggregate(config: Config, outcomes: list[RunOutcome]) -> tuple[list[dict], 
 
 
 def run(config: Config, progress: Report = None) -> Result:
-    """Every run of ``config`` (cached ones reused), aggregated; ``progress`` sees each run's steps."""
+    """Every run of ``config`` (cached ones reused), aggregated; ``progress`` sees each run's steps.
+
+    With more than one job the runs go to forkserver worker processes: a script calling this
+    needs the usual ``if __name__ == "__main__":`` guard, as with any multiprocessing code.
+    """
     start = time.perf_counter()
     validate(config)
     if config.engine == "fast":

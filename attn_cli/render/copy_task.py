@@ -203,7 +203,7 @@ def _accuracy_figure(result: Result, path: Path, digest: str) -> Path:
         errs = [c["free_running"]["std"] for c in cells]
         ax.errorbar(xs, ys, yerr=errs if any(errs) else None, fmt="o-", color=colours[model], capsize=3,
                     label=f"{labels[model]}, regenerated")
-    for model in ("attention", "plain"):
+    for model in sorted({c["model"] for c in result.cells}):
         pts = [(L, c.published) for c in BY_CHECK_ID.values()
                if c.id.startswith(f"w9-copy-task.{model}.") and c.id.endswith(".free_running")
                for L in [int(c.id.split(".")[2])]]
