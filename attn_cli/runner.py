@@ -13,6 +13,8 @@ An experiment is *slow* when its ``Config`` has a cache field (the copy task: tr
 minutes, cached under ``--out``); every other experiment takes seconds at its defaults.
 ``attn verify --quick`` runs cheap experiments at their defaults (the published numbers hold
 only there) and slow ones at ``Config.quick()``, reporting the slow ones' checks as skipped.
+``attn all`` trains the copy task with its fast engine (statistically equivalent numbers): its
+checks are shown there as skipped too; ``attn verify`` judges the exact engine's numbers.
 """
 
 from __future__ import annotations
@@ -242,7 +244,7 @@ class Run:
 
     experiment: Experiment
     config: Any
-    quick: bool  # ran at Config.quick(): published values do not apply
+    unjudged: str | None = None  # why its values are shown but not judged: "quick", "fast engine"
     result: Any = None
     measured: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -253,11 +255,11 @@ class Run:
         return self.experiment.name
 
 
-def run_experiments(plan: Iterable[tuple[Experiment, Any, bool]], *,
+def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
                     on_start: Callable[[Experiment], Callable | None] | None = None,
                     on_done: Callable[[Run], None] | None = None,
                     keep_going: bool = True) -> list[Run]:
-    """Run ``(experiment, config, quick)`` one after another.
+    """Run ``(experiment, config, unjudged)`` one after another (``unjudged``: see :class:`Run`).
 
     ``on_start(experiment)`` may return a progress callback, handed to experiments whose
     ``run`` takes one.  An experiment that raises is recorded in ``Run.error`` (with
@@ -265,9 +267,9 @@ def run_experiments(plan: Iterable[tuple[Experiment, Any, bool]], *,
     KeyboardInterrupt always propagates.
     """
     runs = []
-    for exp, config, quick in plan:
+    for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
-        run = Run(exp, config, quick)
+        run = Run(exp, config, unjudged)
         start = time.perf_counter()
         try:
             run.result = exp.run(config, progress=progress)
@@ -330,9 +332,9 @@ def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) 
         if run.error:
             outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} failed ({run.error})"))
             continue
-        if run.quick:  # reduced sizes: the value (if any) is shown, not judged
+        if run.unjudged:  # reduced sizes or another engine: the value (if any) is shown, not judged
             outcomes.append(Outcome(check, run.measured.get(check.id, MISSING), "skipped",
-                                    "skipped (quick): reduced sizes"))
+                                    f"skipped ({run.unjudged})"))
             continue
         if check.id not in run.measured:
             outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} measured no value"))
@@ -409,9 +411,12 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     failed = len(checked) - passed
     if failed:
         text += f", {failed} failed"
-    skipped = len(outcomes) - len(checked)
-    if skipped:
-        text += f", {skipped} skipped (quick)"
+    skipped: dict[str, int] = {}
+    for o in outcomes:
+        if o.status == "skipped":
+            skipped[o.note] = skipped.get(o.note, 0) + 1
+    for note, n in skipped.items():
+        text += f", {n} {note}"
     return text
 
 

@@ -88,6 +88,7 @@ _DROP = object()
 def _slow_module(calls: list | None = None):
     mod = types.ModuleType("fake_slow")
     mod.ARTIFACTS = ("fk-slow",)
+    mod.ENGINES = ("exact", "fast")
 
     @dataclass(frozen=True)
     class Config:
@@ -95,6 +96,7 @@ def _slow_module(calls: list | None = None):
         device: str = "cpu"
         steps: int = 2500  # training steps
         cache_dir: str = ""  # where finished runs are cached
+        engine: str = "exact"  # exact or fast
 
         @classmethod
         def quick(cls, **overrides):
@@ -339,7 +341,11 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     assert "![alpha.png](alpha.png)" in index  # every figure embedded, relative link
     assert "**Alpha | table**" in index  # every table
     assert "fk-orphan" in index and "not regenerated" in index
-    assert "Checks against the texts: 6 checked, 5 passed, 1 failed" in index
+    # the slow experiment trained on its fast engine: shown, not judged (verify judges exact)
+    assert "Checks against the texts: 5 checked, 4 passed, 1 failed, 1 skipped (fast engine)" in index
+    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | skipped (fast engine) |" in index
+    assert manifest["engines"] == {"slow": "fast"}
+    assert fake.slow_calls[0].engine == "fast"
     assert not list(tmp_path.glob(".*tmp*"))  # atomic writes leave no temp files
 
 
@@ -350,6 +356,13 @@ def test_all_quick_and_json(fake, tmp_path):
     assert manifest["quick"] and manifest["checks"] is None
     assert fake.alpha_calls[0].size == 3 and fake.slow_calls[0].steps == 10
     assert "Quick run" in (tmp_path / "index.md").read_text()
+
+
+def test_all_engine_exact_judges_the_slow_checks(fake, tmp_path):
+    res = invoke("all", "--engine", "exact", "--only", "fk-slow", "--out", tmp_path)
+    assert res.exit_code == 0, res.output
+    assert fake.slow_calls[0].engine == "exact"
+    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | pass |" in (tmp_path / "index.md").read_text()
 
 
 def test_all_only_runs_the_owning_experiments(fake, tmp_path):

@@ -81,7 +81,8 @@ def verify(only: tuple[str, ...], common: Common):
     plan = []
     for exp in needed:
         quick = common.quick and exp.slow
-        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, out=common.out), quick))
+        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, out=common.out),
+                     "quick" if quick else None))
 
     runs = _run_with_progress(plan, "verify")
     outcomes = runner.compare(selected, registry, runs)
@@ -141,7 +142,8 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = _ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out, engine=engine),
-             common.quick) for exp in experiments]
+             "quick" if common.quick else "fast engine" if engine == "fast" and exp.has_fast_engine else None)
+            for exp in experiments]
 
     sections: list[dict] = []
 
@@ -246,8 +248,8 @@ def _run_with_progress(plan, verb: str, on_done=None):
     inner = {"task": None}
 
     def start(exp):
-        quick = next(q for e, _, q in plan if e is exp)
-        progress.update(task, description=f"attn {verb}: {exp.name}" + (" (quick)" if quick else ""))
+        unjudged = next(u for e, _, u in plan if e is exp)
+        progress.update(task, description=f"attn {verb}: {exp.name}" + (f" ({unjudged})" if unjudged else ""))
         config = next(c for e, c, _ in plan if e is exp)
         total = len(config.plan()) if hasattr(config, "plan") else None
         finished: set = set()
