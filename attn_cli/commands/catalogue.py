@@ -41,7 +41,7 @@ def list_(as_json: bool):
     if as_json:
         print(report.catalogue_json(rows))
         return
-    console.stdout.print(report.catalogue_table(rows))
+    console.stdout.print(report.catalogue_table(rows, width=console.stdout.width))
 
 
 @click.command(name="verify")
@@ -54,9 +54,12 @@ def verify(only: tuple[str, ...], common: Common):
 
     Each experiment runs once at its default configuration (the texts' settings), with
     --seed and --device; the copy task reuses training runs cached under --out. Prints
-    ID | published | regenerated | tolerance | status | reason, then the summary line
-    "N checked, N passed" and the coverage of the catalogue. Exits 1 if any check fails,
-    including a published value whose experiment produced nothing ("not regenerated").
+    ID | published | regenerated | tolerance | status (each tolerance's reason and each
+    failure in the footnotes), then the summary line "N checked, N passed" and the
+    coverage of the catalogue (IDs with no checks or no experiment). Exits 1 if any check
+    fails, including a published value whose experiment produced nothing ("not
+    regenerated"). --json prints a list of objects: id, artifact, published, regenerated,
+    tolerance, kind, ok (null when skipped), status, reason (of the tolerance), note.
 
     --quick runs the cheap experiments at their defaults all the same (seconds; the
     published values hold only there) and the slow copy task at its quick configuration,

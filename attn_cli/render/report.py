@@ -72,22 +72,37 @@ def catalogue_json(rows: list[dict]) -> str:
     return json.dumps(rows, indent=2)
 
 
-def catalogue_table(rows: list[dict]) -> Table:
+def catalogue_table(rows: list[dict], width: int = 200) -> Table:
+    """The catalogue; below 130 columns the title and files go under the ID (one row each)."""
     table = Table(title="Every table and figure of the two texts", title_justify="left")
-    table.add_column("ID", no_wrap=True)
-    table.add_column("source")
-    table.add_column("section")
-    table.add_column("title")
-    table.add_column("subcommand", no_wrap=True)
-    table.add_column("files it writes")
+    wide = width >= 130
+    table.show_lines = not wide
+    table.add_column("ID", no_wrap=wide, ratio=None if wide else 1, overflow="fold")
+    if wide:
+        table.add_column("source")
+        table.add_column("section")
+        table.add_column("title")
+        table.add_column("subcommand", no_wrap=True)
+        table.add_column("files it writes")
+    else:
+        table.add_column("section", no_wrap=True)
+        table.add_column("attn ...", no_wrap=True)
     table.add_column("checks", justify="right")
     for r in rows:
         title = r["title"] + (" (new)" if r["new"] else "")
         if r["experiment"] is None:
             title += " [not implemented yet]"
         checks = "" if r["checks"] is None else str(r["checks"])
-        table.add_row(Text(r["id"]), r["source"], r["section"], Text(title), f"attn {r['subcommand']}",
-                      Text("\n".join(r["files"]) or "(table only)"), checks)
+        files = "\n".join(r["files"]) or "(table only)"
+        if wide:
+            table.add_row(Text(r["id"]), r["source"], r["section"], Text(title), f"attn {r['subcommand']}",
+                          Text(files), checks)
+        else:
+            cell = Text(r["id"], style="bold")
+            cell.append("\n" + title, style="")
+            if r["files"]:
+                cell.append("\n-> " + ", ".join(r["files"]), style="dim")
+            table.add_row(cell, f"{r['source']} {r['section']}", r["subcommand"], checks)
     return table
 
 
