@@ -73,7 +73,7 @@ class Config:
 
     @classmethod
     def quick(cls, **overrides) -> "Config":
-        return cls(**{"samples": 4000, "mlp_steps": 150, "mlp_points": 2048, "resamples": 1000, "timing_n": 128,
+        return cls(**{"samples": 4000, "mlp_steps": 150, "mlp_points": 1024, "resamples": 1000, "timing_n": 128,
                       "timing_repeats": 2, "train_steps": 150, **overrides})
 
 
@@ -95,7 +95,9 @@ class Result:
     seconds: dict = dataclasses.field(default_factory=dict)  # "ex1" -> wall seconds
 
     def ran(self) -> list[int]:
-        return [n for n in NUMBERS if getattr(self, f"ex{n}") is not None]
+        """The exercises that ran, in the order they were asked for."""
+        order = list(self.config.get("exercises", NUMBERS))
+        return [n for n in order if n in EXERCISES and getattr(self, f"ex{n}") is not None]
 
     def measured(self) -> dict[str, Any]:
         return {}  # no published numbers exist for the exercises

@@ -42,10 +42,14 @@ class Ex9:
                  "(2-D: all rows equal)")
 
 
+def _sliced(linear, rows: slice, x):
+    """Output features ``rows`` of a linear layer (weight rows and, if any, bias entries)."""
+    y = x @ linear.weight[rows].T
+    return y if linear.bias is None else y + linear.bias[rows]
+
+
 def loop_forward(mha, queries, keys, values, valid_lens=None):
     """Multi-head attention with an explicit loop over heads and sliced projections."""
-    import torch
-
     from attn_cli.core.attention import scaled_dot_product_attention
 
     h = mha.num_heads
@@ -53,9 +57,9 @@ def loop_forward(mha, queries, keys, values, valid_lens=None):
     out = 0
     for i in range(h):
         rows = slice(i * p, (i + 1) * p)  # head i's output features of W_q, W_k, W_v
-        q = queries @ mha.W_q.weight[rows].T  # (B, n_q, p)
-        k = keys @ mha.W_k.weight[rows].T  # (B, n_k, p)
-        v = values @ mha.W_v.weight[rows].T  # (B, n_k, p)
+        q = _sliced(mha.W_q, rows, queries)  # (B, n_q, p)
+        k = _sliced(mha.W_k, rows, keys)  # (B, n_k, p)
+        v = _sliced(mha.W_v, rows, values)  # (B, n_k, p)
         head, _ = scaled_dot_product_attention(q, k, v, valid_lens=valid_lens)  # (B, n_q, p)
         out = out + head @ mha.W_o.weight[:, rows].T  # (B, n_q, d): W_o's input features of head i
     return out if mha.W_o.bias is None else out + mha.W_o.bias
