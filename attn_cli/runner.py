@@ -367,7 +367,7 @@ class Coverage:
         checked = [a for a in self.artifacts if a not in self.no_checks and a not in self.no_experiment]
         text = f"coverage: {len(checked)}/{len(self.artifacts)} catalogue IDs checked"
         if self.no_checks:
-            text += f"; no checks: {', '.join(self.no_checks)}"
+            text += f"; no checks: {_ranges(self.no_checks)}"
         if self.no_experiment:
             text += f"; no experiment: {', '.join(self.no_experiment)}"
         if self.uncatalogued:

@@ -97,7 +97,7 @@ def verify(only: tuple[str, ...], common: Common):
         console.stderr.print(line, highlight=False)
         console.stderr.print(cov.line(), highlight=False)
     else:
-        console.stdout.print(report.verify_table(outcomes))
+        console.stdout.print(report.verify_table(outcomes, width=console.stdout.width))
         failed = any(o.status == "fail" for o in outcomes)
         console.stdout.print(line, style="bold red" if failed else "bold green", highlight=False)
         console.stdout.print(cov.line(), style="" if cov.complete else "yellow", highlight=False)

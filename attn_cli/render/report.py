@@ -14,6 +14,7 @@ No click here; rich and the standard library only.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, Sequence
 
 from rich.console import Console, Group
@@ -109,30 +110,51 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
 # --------------------------------------------------------------------------- attn verify
 
 
-def verify_table(outcomes: Sequence, title: str = "Regenerated against published") -> Table:
+def verify_table(outcomes: Sequence, title: str = "Regenerated against published", width: int = 200) -> Table:
     """ID | published | regenerated | tolerance | status; each tolerance carries a footnote
-    number for its reason, and each failure a note, both listed in the caption."""
+    number for its reason, and each failure or skip a note, all listed in the caption.
+
+    Below 120 columns the checks are grouped under their catalogue ID (a bold row) and
+    named by the rest of their ID, so that the values keep room."""
+    wide = width >= 120
     table = Table(title=title, title_justify="left", caption_justify="left")
-    table.add_column("ID", no_wrap=True)
-    table.add_column("published", ratio=1)
-    table.add_column("regenerated", ratio=1)
+    table.add_column("ID", overflow="fold")
+    table.add_column("published", max_width=None if wide else 14)
+    table.add_column("regenerated", max_width=None if wide else 14)
     table.add_column("tolerance", no_wrap=True)
     table.add_column("status", no_wrap=True)
     reasons: dict[str, int] = {}
     notes = []
+    skips: dict[str, None] = {}
+    group = None
     for o in outcomes:
-        status = {"pass": "pass", "fail": "FAIL"}.get(o.status, o.note)
+        cid, artifact = o.check.id, o.check.artifact
+        name = cid
+        if not wide and cid.startswith(artifact + "."):
+            if artifact != group:
+                table.add_row(Text(artifact, style="bold"), "", "", "", "")
+                group = artifact
+            name = "  " + _break_at_dots(cid[len(artifact) + 1:], 16, "\n    ")
+        else:
+            group = None
+        if o.status == "skipped":
+            skips.setdefault(o.note)
+            status = o.note if wide else "skipped"
+        else:
+            status = {"pass": "pass", "fail": "FAIL"}[o.status]
         tolerance = o.check.tolerance_text()
         if o.check.reason:
             number = reasons.setdefault(o.check.reason, len(reasons) + 1)
             tolerance += f" [{number}]"
         if o.status == "fail":
-            notes.append(f"{o.check.id}: {o.note}")
-        table.add_row(Text(o.check.id), Text(fmt_value(o.check.published)), Text(fmt_value(o.regenerated)),
+            notes.append(f"{cid}: {o.note}")
+        table.add_row(Text(name), Text(fmt_value(o.check.published)), Text(fmt_value(o.regenerated)),
                       Text(tolerance), Text(status, style=STATUS_STYLE[o.status]))
     caption = Text()
     for reason, number in reasons.items():
         caption.append(f"[{number}] {reason}\n", style="dim")
+    for note in skips:
+        caption.append(f"{note}: the value is shown, not judged against the text\n", style="yellow")
     for note in notes:
         caption.append("FAIL ", style="bold red")
         caption.append(note + "\n")
@@ -140,6 +162,19 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
         caption.rstrip()
         table.caption = caption
     return table
+
+
+def _break_at_dots(name: str, width: int, joiner: str) -> str:
+    """``attention.32.teacher_forced`` -> ``attention.32.`` / ``teacher_forced`` (lines <= width
+    where the dots allow)."""
+    lines, line = [], ""
+    for part in re.split(r"(?<=\.)", name):
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    return joiner.join(lines)
 
 
 # --------------------------------------------------------------------------- Markdown
