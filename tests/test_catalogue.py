@@ -12,8 +12,7 @@ import json
 import sys
 import textwrap
 import types
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import pytest
 from click.testing import CliRunner

@@ -191,9 +191,9 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
 
     manifest = _manifest(registry, sections, common, time.perf_counter() - started, line, cov)
     files.write_json(out / "manifest.json", manifest)
+    shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "index.md", report.index_markdown(
-        catalogue=[registry.artifacts[a] for a in artifact_ids if a in registry.artifacts], sections=sections, manifest=manifest, summary=line,
-        coverage_line=cov.line()))
+        catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
 
     errors = [s for s in sections if s["error"]]
     for aid, entry in manifest["artifacts"].items():
