@@ -19,6 +19,7 @@ checks are shown there as skipped too; ``attn verify`` judges the exact engine's
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -258,13 +259,19 @@ class Run:
 def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
                     on_start: Callable[[Experiment], Callable | None] | None = None,
                     on_done: Callable[[Run], None] | None = None,
-                    keep_going: bool = True) -> list[Run]:
+                    keep_going: bool = True, threads: int | None = 1) -> list[Run]:
     """Run ``(experiment, config, unjudged)`` one after another (``unjudged``: see :class:`Run`).
 
     ``on_start(experiment)`` may return a progress callback, handed to experiments whose
     ``run`` takes one.  An experiment that raises is recorded in ``Run.error`` (with
     ``keep_going``) and the others still run: its checks then fail as "not regenerated".
     KeyboardInterrupt always propagates.
+
+    ``threads``: torch's intra-op threads while the experiments run (restored after).  One by
+    default: every experiment's tensors are small (the texts' sizes), where intra-op threads
+    only add synchronisation, and on a shared machine they collapse (measured on the 2-core
+    machine under load: the D2L exercises at quick sizes take 7 s on one thread, 131 s on
+    two).  The copy task parallelises over processes or its own threads, one core per run.
     """
     runs = []
     for exp, config, unjudged in plan:
@@ -272,7 +279,8 @@ def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
         run = Run(exp, config, unjudged)
         start = time.perf_counter()
         try:
-            run.result = exp.run(config, progress=progress)
+            with _intra_op_threads(threads):
+                run.result = exp.run(config, progress=progress)
             run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
         except Exception as exc:
             if not keep_going:
@@ -283,6 +291,21 @@ def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
         if on_done:
             on_done(run)
     return runs
+
+
+@contextlib.contextmanager
+def _intra_op_threads(threads: int | None):
+    if threads is None:
+        yield
+        return
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 # --------------------------------------------------------------------------- comparing

@@ -515,3 +515,19 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     assert [json.loads(p.read_text()) for p in cached] == good or \
         [json.loads(p.read_text())["outcome"]["free_running"] for p in cached] == \
         [g["outcome"]["free_running"] for g in good]
+
+
+def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):
+    import torch
+
+    seen = []
+    original = runner.Experiment.run
+
+    def spy(self, config, progress=None):
+        seen.append(torch.get_num_threads())
+        return original(self, config, progress)
+
+    monkeypatch.setattr(runner.Experiment, "run", spy)
+    before = torch.get_num_threads()
+    assert invoke("verify", "--only", "fk-alpha", "--out", tmp_path).exit_code == 0
+    assert seen == [1] and torch.get_num_threads() == before
