@@ -315,8 +315,7 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: d
             lines.append(f"| {aid} | | | (not in the catalogue) | `attn {entry['command']}` | {links} |")
     for s in sections:
         ids = ", ".join(s["ids"])
-        heading = s["artifacts"][0] if s["artifacts"] else None
-        where = f"{heading.source} {heading.section}" if heading else ""
+        where = _where(s["artifacts"])
         where = f" ({where})" if where else ""
         lines += ["", f"## `attn {s['command']}`{where}: {ids}", ""]
         lines.append(f"{s['seconds']:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s["data"]) + ".")
@@ -330,3 +329,25 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: d
         if s["outcomes"] and not quick:
             lines += ["", "Checks against the published values:", "", checks_markdown(s["outcomes"])]
     return "\n".join(lines) + "\n"
+
+
+def _where(artifacts: Sequence) -> str:
+    """``W9 5.1; D2L 10.3.2.3, 10.3.2``; many sections of one source by their common part
+    (``D2L 10.3.5`` for the twelve exercises)."""
+    by_source: dict[str, list[str]] = {}
+    for a in artifacts:
+        sections = by_source.setdefault(a.source, [])
+        if a.section not in sections:
+            sections.append(a.section)
+    parts = []
+    for source, sections in by_source.items():
+        if len(sections) > 3:
+            common = []
+            for words in zip(*(sec.split() for sec in sections)):
+                if len(set(words)) > 1:
+                    break
+                common.append(words[0])
+            if common:
+                sections = [" ".join(common)]
+        parts.append(f"{source} {', '.join(sections)}")
+    return "; ".join(parts)
