@@ -1,7 +1,7 @@
 """Benchmark: the exact copy-task engine, sequential (the text's way) vs ``attn copy-task --jobs 2``.
 
-The baseline runs the lengths one after another in this one process, one intra-op thread,
-exactly as the W9 2.3 program does (with the exact engine, which equals the program bit for
+The baseline runs the lengths one after another in one new Python process (startup and
+torch import included), one intra-op thread, exactly as the W9 2.3 program does (with the exact engine, which equals the program bit for
 bit).  Then ``attn copy-task`` runs the same configuration through the real entry point with
 ``--jobs N --no-cache``.  The script checks that the numbers are identical and prints both
 wall times and their ratio (target on the 2-core machine: <= 0.55).
@@ -29,24 +29,40 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
-def sequential(lengths, steps, model) -> tuple[float, list[tuple]]:
+def sequential_child(lengths, steps, model) -> None:
+    """In a fresh process, as the text's program runs: import torch, then the lengths in turn."""
     import torch
 
     from attn_cli.core.copy_spec import RunSpec
     from attn_cli.core.copy_train import train_and_evaluate
 
     torch.set_num_threads(1)
-    start = time.perf_counter()
-    rows = []
     for length in lengths:
         o = train_and_evaluate(RunSpec(model=model, length=length, steps=steps))
-        rows.append((model, length, o.teacher_forced, o.free_running, o.exact))
-        print(f"  sequential  {model} L{length:<3} {o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}"
-              f"  {o.seconds:6.1f} s", flush=True)
-    return time.perf_counter() - start, rows
+        print(json.dumps({"row": [model, length, o.teacher_forced, o.free_running, o.exact],
+                          "seconds": o.seconds, "cpu_seconds": o.cpu_seconds}), flush=True)
 
 
-def parallel(lengths, steps, model, jobs) -> tuple[float, list[tuple]]:
+def sequential(lengths, steps, model) -> tuple[float, float, list[tuple]]:
+    """The baseline: one new Python process (startup and torch import included, like the program)."""
+    cmd = [sys.executable, __file__, "--sequential-child", "--steps", str(steps), "--model", model,
+           "--lengths", *map(str, lengths)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"the sequential baseline failed:\n{proc.stderr}")
+    rows, cpu = [], 0.0
+    for line in proc.stdout.splitlines():
+        item = json.loads(line)
+        rows.append(tuple(item["row"]))
+        cpu += item["cpu_seconds"]
+        m, L, a, b, c = item["row"]
+        print(f"  sequential  {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {item['seconds']:6.1f} s")
+    return wall, cpu, rows
+
+
+def parallel(lengths, steps, model, jobs) -> tuple[float, float, list[tuple]]:
     attn = shutil.which("attn") or os.path.join(os.path.dirname(sys.executable), "attn")
     with tempfile.TemporaryDirectory() as out:
         cmd = [attn, "copy-task", "--lengths", *map(str, lengths), "--steps", str(steps), "--model", model,
@@ -58,9 +74,10 @@ def parallel(lengths, steps, model, jobs) -> tuple[float, list[tuple]]:
         sys.exit(f"attn copy-task failed:\n{proc.stderr}")
     data = json.loads(proc.stdout)
     rows = [(r["model"], r["length"], r["teacher_forced"], r["free_running"], r["exact"]) for r in data["rows"]]
+    cpu = sum(run["cpu_seconds"] for run in data["runs"])  # the workers' CPU time, run by run
     for (m, L, a, b, c), run in zip(rows, data["runs"]):
         print(f"  attn --jobs {jobs} {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {run['seconds']:6.1f} s")
-    return wall, rows
+    return wall, cpu, rows
 
 
 def main() -> None:
@@ -70,14 +87,22 @@ def main() -> None:
     parser.add_argument("--model", choices=("attention", "plain"), default="attention",
                         help="the text's program is the attention model")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--sequential-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sequential_child:
+        sequential_child(args.lengths, args.steps, args.model)
+        return
 
     print(f"copy task, exact engine: lengths {args.lengths}, {args.steps} steps, {args.model}")
     print(f"before: {load()}", flush=True)
-    seq_wall, seq_rows = sequential(args.lengths, args.steps, args.model)
-    print(f"sequential (one process, lengths one after another): {seq_wall:.1f} s;  {load()}", flush=True)
-    par_wall, par_rows = parallel(args.lengths, args.steps, args.model, args.jobs)
-    print(f"attn copy-task --jobs {args.jobs} --no-cache (whole command): {par_wall:.1f} s;  {load()}")
+    seq_wall, seq_cpu, seq_rows = sequential(args.lengths, args.steps, args.model)
+    print(f"sequential (one new process, lengths one after another): {seq_wall:.1f} s wall, {seq_cpu:.1f} s CPU "
+          f"in the runs ({seq_cpu / seq_wall:.2f} cores busy);  {load()}", flush=True)
+    par_wall, par_cpu, par_rows = parallel(args.lengths, args.steps, args.model, args.jobs)
+    print(f"attn copy-task --jobs {args.jobs} --no-cache (whole command): {par_wall:.1f} s wall, {par_cpu:.1f} s CPU "
+          f"in the runs ({par_cpu / par_wall:.2f} cores busy);  {load()}")
+    print("(cores busy well below the job count means other processes held the CPUs: the ratio then "
+          "measures the machine's load, not the engine)")
     identical = seq_rows == par_rows
     print(f"numbers identical: {identical}")
     print(f"ratio parallel / sequential: {par_wall / seq_wall:.3f}  (target <= 0.55)")

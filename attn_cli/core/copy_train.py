@@ -47,7 +47,7 @@ def make_batch(batch_size: int, length: int, device: str = "cpu") -> tuple[torch
 
 def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = None) -> RunOutcome:
     """Train ``spec.model`` on the copy task and evaluate it, exactly as the W9 2.3 program does."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the program's torch.set_num_threads(1)
     try:
@@ -87,6 +87,7 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = 
             weights = torch.stack(rows).tolist() if rows else []  # (T_out, T_in) for sequence 0
         return RunOutcome(spec=spec, teacher_forced=forced, free_running=free_running, exact=exact,
                           seconds=time.perf_counter() - start, final_loss=final_loss,
-                          example_src=src[0].tolist(), example_weights=weights, engine="exact")
+                          example_src=src[0].tolist(), example_weights=weights, engine="exact",
+                          cpu_seconds=time.process_time() - cpu)
     finally:
         torch.set_num_threads(threads)

@@ -233,7 +233,9 @@ def _run_pool(todo, config: Config, workers: int, report: Report, done) -> None:
 
     try:
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["attn_cli.core.copy_train"])  # torch imported once, then forked
+        # torch (and torch._dynamo, which Adam's constructor imports: seconds) imported once
+        # in the fork server, then every worker starts from it already loaded
+        ctx.set_forkserver_preload(["attn_cli.core.copy_train", "torch._dynamo"])
     except ValueError:  # pragma: no cover - platforms without forkserver
         ctx = mp.get_context("spawn")
     progress_queue = ctx.Queue()
@@ -353,7 +355,7 @@ def load_cached(path: Path, key: dict) -> RunOutcome | None:
         src = [int(t) for t in o["example_src"]]
         weights = [[float(w) for w in row] for row in o["example_weights"]]
         return RunOutcome(spec=spec, **floats, example_src=src, example_weights=weights,
-                          engine=str(o["engine"]))
+                          engine=str(o["engine"]), cpu_seconds=float(o.get("cpu_seconds", 0.0)))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
@@ -496,7 +498,8 @@ def run(config: Config, progress: Report = None) -> Result:
              "teacher_forced": o.teacher_forced, "free_running": o.free_running, "exact": o.exact}
             for o in outcomes]
     runs = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": o.seconds,
-             "final_loss": o.final_loss, "engine": o.engine, "cached": c} for o, c in zip(outcomes, cached)]
+             "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "cached": c}
+            for o, c in zip(outcomes, cached)]
     cells, maps = _aggregate(config, outcomes)
     return Result(config=dataclasses.asdict(config), rows=rows, cells=cells, maps=maps, runs=runs,
                   seconds=time.perf_counter() - start, notes=notes)
