@@ -127,9 +127,9 @@ def test_cache_key_covers_what_determines_a_run():
     assert len(paths) == 5
 
 
-def _fake_result(free_running: float = 1.0, diagonal: bool = True, **config) -> exp.Result:
+def _fake_result(free_running: float = 1.0, diagonal: bool = True, lengths=(4, 16), **config) -> exp.Result:
     """A Result at the text's settings, without training (for checks and rendering)."""
-    cfg = exp.Config(lengths=(4, 16), **config)
+    cfg = exp.Config(lengths=lengths, **config)
     rows, runs, outcomes = [], [], []
     for spec in cfg.plan():
         weights = [[1.0 if (j == t) == diagonal else 0.0 for j in range(spec.length)] for t in range(spec.length)]
@@ -187,15 +187,15 @@ def test_table_prints_published_values_beside_and_the_tolerance_note():
 
 
 def test_figures_are_pngs_and_are_not_redrawn_from_the_same_numbers(tmp_path):
-    result = _fake_result()
+    result = _fake_result(lengths=(4, 6), model="attention")
     paths = render.figures(result, tmp_path)
     names = {p.name for p in paths}
     assert {"copy_task_accuracy.png", "copy_task_accuracy.csv", "copy_task_attention_L4.png",
-            "copy_task_attention_L16.png", "copy_task_attention_L16.csv"} <= names
+            "copy_task_attention_L6.png", "copy_task_attention_L6.csv"} <= names
     for p in paths:
         if p.suffix == ".png":
             assert_png(p)
-    png = tmp_path / "copy_task_attention_L16.png"
+    png = tmp_path / "copy_task_attention_L6.png"
     before = png.stat().st_mtime_ns
     render.figures(result, tmp_path)
     assert png.stat().st_mtime_ns == before  # same numbers: kept
