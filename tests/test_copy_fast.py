@@ -113,7 +113,7 @@ def test_run_fast_returns_sane_outcomes(backend):
             assert 0.0 <= acc <= 1.0
         assert o.exact <= o.free_running + 1e-9
         assert o.final_loss == o.final_loss and 0.0 < o.final_loss < 3.0  # not NaN
-        assert o.seconds > 0
+        assert o.seconds > 0 and o.cpu_seconds > 0
     att, plain = out
     assert len(att.example_src) == 3 and all(0 <= t < 10 for t in att.example_src)
     w = torch.tensor(att.example_weights)  # (decoder step, input position)

@@ -506,7 +506,7 @@ def train_group(specs: Sequence[RunSpec], device: str = "cpu",
                 progress: Optional[Callable[[int, int, int, float], None]] = None,
                 stop: Optional[threading.Event] = None) -> list[RunOutcome]:
     """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     s0 = specs[0]
     inits = [init_run(s) for s in specs]
     shapes = param_shapes(s0.model, s0.hidden)
@@ -529,13 +529,13 @@ def train_group(specs: Sequence[RunSpec], device: str = "cpu",
                     for i, value in enumerate(loss.tolist()):
                         progress(i, step, s0.steps, value)
         final = loss.tolist() if loss is not None else [float("nan")] * len(specs)
-    return _evaluate_outcomes(specs, flat, gens, final, device, start)
+    return _evaluate_outcomes(specs, flat, gens, final, device, start, cpu)
 
 
 def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int, float], None]] = None,
                  stop: Optional[threading.Event] = None) -> list[RunOutcome]:
     """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     flat, gen = init_run(spec)
     params = flat.to(torch.float32).contiguous()  # (P,)
     grad, m1, m2 = torch.zeros_like(params), torch.zeros_like(params), torch.zeros_like(params)
@@ -557,17 +557,23 @@ def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int,
         final = losses[-1].item()
         if progress is not None:
             progress(0, done, spec.steps, final)
-    return _evaluate_outcomes([spec], params.unsqueeze(0), [gen], [final], "cpu", start)
+    return _evaluate_outcomes([spec], params.unsqueeze(0), [gen], [final], "cpu", start, cpu)
 
 
-def _evaluate_outcomes(specs, flat, gens, final, device, start) -> list[RunOutcome]:
-    """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group."""
+def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[RunOutcome]:
+    """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group.
+
+    ``seconds`` is the group's wall time; ``cpu_seconds`` the CPU time of the thread that
+    trained it (the kernel and torch's single intra-op thread run there), split evenly
+    over the stacked runs.
+    """
     s0 = specs[0]
     w = Weights(flat, param_shapes(s0.model, s0.hidden))
     src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)
     forced, free, exact, example = evaluate(w, src, tgt_in, s0.model, s0.hidden)
     forced, free, exact = forced.tolist(), free.tolist(), exact.tolist()
     seconds = time.perf_counter() - start
+    cpu_share = (time.thread_time() - cpu) / len(specs)
     outcomes = []
     for i, spec in enumerate(specs):
         outcomes.append(RunOutcome(
@@ -575,7 +581,7 @@ def _evaluate_outcomes(specs, flat, gens, final, device, start) -> list[RunOutco
             seconds=seconds, final_loss=final[i],
             example_src=src[i, 0].tolist() if example is not None else [],
             example_weights=example[i].tolist() if example is not None else [],
-            engine="fast"))
+            engine="fast", cpu_seconds=cpu_share))
     return outcomes
 
 
