@@ -482,6 +482,14 @@ def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
     Same as the exact engine: manual_seed, then build_model; the data generator continues
     the global stream from there.  The global RNG state is restored afterwards.
     """
+    with _RNG_LOCK:  # the global RNG is process-wide: never two of these at once
+        return _init_run_locked(spec)
+
+
+_RNG_LOCK = threading.Lock()
+
+
+def _init_run_locked(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
     saved = torch.get_rng_state()
     try:
         torch.manual_seed(spec.seed)
@@ -504,11 +512,14 @@ def draw_batch(gens: Sequence[torch.Generator], batch_size: int, length: int, de
 
 def train_group(specs: Sequence[RunSpec], device: str = "cpu",
                 progress: Optional[Callable[[int, int, int, float], None]] = None,
-                stop: Optional[threading.Event] = None) -> list[RunOutcome]:
-    """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device."""
+                stop: Optional[threading.Event] = None, inits=None) -> list[RunOutcome]:
+    """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device.
+
+    ``inits``: their :func:`init_run` results, if already made.
+    """
     start, cpu = time.perf_counter(), time.thread_time()
     s0 = specs[0]
-    inits = [init_run(s) for s in specs]
+    inits = inits or [init_run(s) for s in specs]
     shapes = param_shapes(s0.model, s0.hidden)
     flat = torch.stack([f for f, _ in inits]).to(device)  # (M, P)
     gens = [g for _, g in inits]
@@ -533,10 +544,13 @@ def train_group(specs: Sequence[RunSpec], device: str = "cpu",
 
 
 def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int, float], None]] = None,
-                 stop: Optional[threading.Event] = None) -> list[RunOutcome]:
-    """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call."""
+                 stop: Optional[threading.Event] = None, init=None) -> list[RunOutcome]:
+    """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call.
+
+    ``init``: its :func:`init_run` result, if already made.
+    """
     start, cpu = time.perf_counter(), time.thread_time()
-    flat, gen = init_run(spec)
+    flat, gen = init or init_run(spec)
     params = flat.to(torch.float32).contiguous()  # (P,)
     grad, m1, m2 = torch.zeros_like(params), torch.zeros_like(params), torch.zeros_like(params)
     B, T, H, att = spec.batch_size, spec.length, spec.hidden, int(spec.model == "attention")
@@ -633,6 +647,8 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
 
     lock, stop = threading.Lock(), threading.Event()
     outcomes: list[Optional[RunOutcome]] = [None] * len(specs)
+    # initial weights and data generators made here, in order, before any thread starts
+    inits = {i: init_run(specs[i]) for task in tasks for i in task.indices}
 
     def work(task: _Group) -> None:
         report = None
@@ -641,9 +657,9 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
                 with lock:
                     progress(task.indices[i], step, total, value)
         if lib is not None:
-            result = train_kernel(task.specs[0], lib, report, stop)
+            result = train_kernel(task.specs[0], lib, report, stop, inits[task.indices[0]])
         else:
-            result = train_group(task.specs, device, report, stop)
+            result = train_group(task.specs, device, report, stop, [inits[i] for i in task.indices])
         for i, outcome in zip(task.indices, result):
             outcomes[i] = outcome
 
