@@ -59,6 +59,13 @@ def test_exact_engine_equals_the_program(key):
     assert (outcome.teacher_forced, outcome.free_running, outcome.exact, outcome.final_loss) == REFERENCE[key]
 
 
+def test_contiguous_encoder_states_change_no_bit():
+    spec = RunSpec(model="attention", length=7, steps=15, eval_size=50)
+    fast, program = train_and_evaluate(spec), train_and_evaluate(spec, program_layout=True)
+    assert (fast.teacher_forced, fast.free_running, fast.exact, fast.final_loss, fast.example_weights) == (
+        program.teacher_forced, program.free_running, program.exact, program.final_loss, program.example_weights)
+
+
 def test_example_weights_are_a_distribution_per_decoder_step():
     threads = torch.get_num_threads()
     outcome = train_and_evaluate(RunSpec(model="attention", length=5, steps=3, eval_size=8))

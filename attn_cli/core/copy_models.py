@@ -31,6 +31,11 @@ class AttnSeq2Seq(nn.Module):
     """
 
     uses_attention = True
+    # The GRU returns its states as a (T, B, h) buffer seen as (B, T, h); the program passes
+    # that strided view to every bmm.  One copy into a contiguous (B, T, h) tensor per batch
+    # computes the same floats (checked bit for bit) about 10% faster; False keeps the
+    # program's layout (the benchmark's baseline).
+    contiguous_states = True
 
     def __init__(self, hidden: int):
         super().__init__()
@@ -59,6 +64,8 @@ class AttnSeq2Seq(nn.Module):
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src (B, T) -> encoder states (B, T, h), initial decoder state (B, h)."""
         enc, last = self.encoder(self.emb(src))  # (B, T, h), (1, B, h)
+        if self.uses_attention and self.contiguous_states:
+            enc = enc.contiguous()  # (B, T, h), same values
         return enc, last[0]
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
