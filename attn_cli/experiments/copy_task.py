@@ -300,7 +300,7 @@ def _run_fast(todo: list[tuple[int, RunSpec]], config: Config, report: Report, d
         if report:
             report(todo[spec_index][0], step, total, loss, "running")
 
-    outcomes = run_fast(specs, config.device, progress)
+    outcomes = run_fast(specs, config.device, progress, threads=config.jobs)  # None: one per core
     if len(outcomes) != len(specs):
         raise AttnError(f"the fast engine returned {len(outcomes)} results for {len(specs)} runs")
     for (index, _), outcome in zip(todo, outcomes):
