@@ -27,7 +27,6 @@ is the same; the numbers then follow the GPU's kernels and are not bitwise equal
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 import torch
 import torch.nn as nn

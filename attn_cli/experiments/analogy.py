@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments.settings import at_defaults
 
 ARTIFACTS = ("w9-ppmi",)
 
@@ -81,8 +82,7 @@ class Result:
 
     def at_text_settings(self) -> bool:
         """True when every setting the published values depend on is the text's."""
-        default = dataclasses.asdict(Config())
-        return all(self.config[k] == default[k] for k in TEXT_SETTINGS)
+        return at_defaults(self.config, Config, TEXT_SETTINGS)
 
     def measured(self) -> dict[str, Any]:
         out: dict[str, Any] = {f"w9-ppmi.{pair}": value for pair, value in self.similarities.items()}

@@ -16,6 +16,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from attn_cli.experiments.settings import at_defaults
+
 ARTIFACTS = ("w9-onehot", "w9-contextual")
 
 ONEHOT_VOCAB = ("king", "queen", "man", "woman", "apple")  # W9 1.1
@@ -61,8 +63,7 @@ class Result:
 
     def at_text_settings(self, fields: tuple[str, ...] = TEXT_SETTINGS) -> bool:
         """True when every setting the published values depend on (or ``fields``) is the text's."""
-        default = dataclasses.asdict(Config())
-        return all(self.config[k] == default[k] for k in fields)
+        return at_defaults(self.config, Config, fields)
 
     def measured(self) -> dict[str, Any]:
         return {

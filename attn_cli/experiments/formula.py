@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from attn_cli.experiments.settings import at_defaults
+
 ARTIFACTS = ("w9-worked", "w9-properties")
 
 WORKED_Q = [[1.0, 0.0]]  # (1, 2)
@@ -62,8 +64,7 @@ class Result:
 
     def at_text_settings(self) -> bool:
         """True when every setting the published values depend on is the text's."""
-        default = dataclasses.asdict(Config())
-        return all(self.config[k] == default[k] for k in TEXT_SETTINGS)
+        return at_defaults(self.config, Config, TEXT_SETTINGS)
 
     def measured(self) -> dict[str, Any]:
         return {

@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from attn_cli.experiments.settings import at_defaults
+
 ARTIFACTS = ("w9-order",)
 
 ATOL = 1e-6  # "identical" means torch.allclose(..., atol=1e-6), as the text
@@ -52,8 +54,7 @@ class Result:
 
     def at_text_settings(self) -> bool:
         """True when every setting the published values depend on is the text's."""
-        default = dataclasses.asdict(Config())
-        return all(self.config[k] == default[k] for k in TEXT_SETTINGS)
+        return at_defaults(self.config, Config, TEXT_SETTINGS)
 
     def measured(self) -> dict[str, Any]:
         return {
