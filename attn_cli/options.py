@@ -6,8 +6,9 @@
 
 ``--device [cpu|cuda|auto]`` (default cpu; cuda without CUDA is a usage error, never a
 silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), ``--out DIR``
-(default ``outputs/``, created if missing), ``--json`` (JSON on stdout instead of the table)
-and ``--quick`` (reduced sizes for smoke runs).
+(default ``outputs/``, created if missing), ``--json`` (JSON on stdout instead of the table),
+``--quick`` (reduced sizes for smoke runs) and ``--numerics portable|native`` (eager: the CPU
+kernels are pinned before any other option can import torch; see :mod:`attn_cli.numerics`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 import click
 
 from attn_cli.core.device import DEVICE_CHOICES
+from attn_cli.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
+from attn_cli.numerics import MODES as NUMERIC_MODES
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class Common:
     out: Path  # output folder, exists and is writable
     json: bool  # print JSON on stdout instead of the rich table
     quick: bool  # reduced sizes for smoke runs
+    numerics: str = "portable"  # "portable" (pinned AVX2 kernels: same bits on any x86-64) or "native"
 
     def path(self, name: str) -> Path:
         """A file inside the output folder."""
@@ -43,6 +47,17 @@ def _resolve_device(ctx, param, value):
         return resolve_device(value)
     except AttnError as exc:
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def _apply_numerics(ctx, param, value):
+    """Pin (or unpin) the CPU kernels before anything imports torch (an eager option)."""
+    from attn_cli import numerics
+
+    try:
+        numerics.apply(value)
+    except numerics.NumericsError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
 
 
 def validate_out_dir(ctx, param, value) -> Path:
@@ -61,6 +76,10 @@ def validate_out_dir(ctx, param, value) -> Path:
 def common_options(func):
     """Add --device, --seed, --out, --json, --quick; pass them as ``common: Common``."""
 
+    @click.option("--numerics", type=click.Choice(NUMERIC_MODES), default=DEFAULT_NUMERICS, show_default=True,
+                  envvar="ATTN_NUMERICS", is_eager=True, callback=_apply_numerics,
+                  help="portable: AVX2 kernels pinned, the same bits on any x86-64 CPU with AVX2; "
+                       "native: the host's fastest kernels (numbers depend on the CPU).")
     @click.option("--quick", is_flag=True, help="Reduced sizes for a fast smoke run.")
     @click.option("--json", "as_json", is_flag=True,
                   help="Print the result as JSON on stdout instead of the table (figures are still written).")
@@ -72,8 +91,8 @@ def common_options(func):
                   callback=_resolve_device,
                   help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available).")
     @functools.wraps(func)
-    def wrapper(*args, device, seed, out, as_json, quick, **kwargs):
-        common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick)
+    def wrapper(*args, device, seed, out, as_json, quick, numerics, **kwargs):
+        common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick, numerics=numerics)
         return func(*args, common=common, **kwargs)
 
     return wrapper

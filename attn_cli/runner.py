@@ -81,12 +81,17 @@ class Experiment:
         return "engine" in self.config_fields and "fast" in getattr(self.module, "ENGINES", ())
 
     def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
-               out: Path | None = None, engine: str | None = None) -> Any:
+               out: Path | None = None, engine: str | None = None, use_cache: bool = True,
+               verify: bool = False) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed, device
         and (for slow experiments) the cache folder ``out`` filled in; ``engine`` ("fast" or
-        "exact") is set where the experiment has engines, else ignored."""
+        "exact") is set where the experiment has engines, else ignored; ``use_cache=False``
+        recomputes cached runs.  ``verify``: the configuration ``attn verify`` judges (the
+        module's ``verify_config(config)`` where it has one: the copy task's seeds)."""
         fields = self.config_fields
         overrides: dict[str, Any] = {}
+        if "use_cache" in fields:
+            overrides["use_cache"] = use_cache
         if engine is not None and self.has_fast_engine:
             overrides["engine"] = engine
         if "seed" in fields:
@@ -96,7 +101,10 @@ class Experiment:
         if out is not None and self.cache_field:
             overrides[self.cache_field] = str(out)
         cls = self.module.Config
-        return cls.quick(**overrides) if quick else cls(**overrides)
+        config = cls.quick(**overrides) if quick else cls(**overrides)
+        if verify and hasattr(self.module, "verify_config"):
+            config = self.module.verify_config(config)
+        return config
 
     def run(self, config: Any, progress: Callable | None = None) -> Any:
         """``module.run(config)``; ``progress`` is passed on where run() takes one (the copy task)."""
@@ -325,6 +333,8 @@ class Outcome:
         return None if self.status == "skipped" else self.status == "pass"
 
     def as_json(self) -> dict:
+        # a value judged over seeds adds its per-seed values and its rule (``record()``)
+        extra = self.regenerated.record() if hasattr(self.regenerated, "record") else {}
         return {
             "id": self.check.id,
             "artifact": self.check.artifact,
@@ -336,6 +346,7 @@ class Outcome:
             "status": self.status,
             "reason": self.check.reason,
             "note": self.note,
+            **extra,
         }
 
 
@@ -425,6 +436,12 @@ def coverage(registry: Registry, artifact_ids: Iterable[str], *, everything: boo
         no_experiment=[a for a in ids if registry.experiment_of(a) is None],
         uncatalogued=list(registry.uncatalogued) if everything else [],
     )
+
+
+def cache_lines(runs: Iterable[Run]) -> list[str]:
+    """One line per experiment that reuses cached work, e.g. "copy_task: 40 training runs: 40 from cache"."""
+    return [f"{r.name}: {r.result.cache_line()}" for r in runs
+            if r.result is not None and hasattr(r.result, "cache_line")]
 
 
 def summary(outcomes: Sequence[Outcome]) -> str:

@@ -11,6 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from attn_cli import numerics
+
+# The test process computes in the default numeric mode, as `attn` does: pinned before any
+# test imports torch (the kernels are chosen once per process).
+numerics.apply(numerics.DEFAULT_MODE)
+
 ATTN = shutil.which("attn") or str(Path(sys.executable).with_name("attn"))
 
 

@@ -171,7 +171,7 @@ def test_torch_path_is_device_agnostic(model):
     assert loss.device == meta and loss.shape == (2,)
     cf.clip_per_run(grad, 1.0)
     cf._Adam(flat, 1e-3).step(grad)
-    forced, free, exact, example = cf.evaluate(w, src, tgt_in, model, H)
+    forced, free, exact, example, _ = cf.evaluate(w, src, tgt_in, model, H)
     assert forced.device == meta and forced.shape == (2,)
     if model == "attention":
         assert example.shape == (2, T, T) and example.device == meta

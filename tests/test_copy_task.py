@@ -126,7 +126,8 @@ def test_cache_reuse_corruption_and_no_cache(tmp_path):
 def test_cache_key_covers_what_determines_a_run():
     spec = RunSpec(length=4)
     base = exp.cache_key(spec, "exact", "cpu")
-    assert {"spec", "engine", "device", "attn", "torch"} <= set(base)
+    assert {"spec", "engine", "device", "attn", "torch", "numerics", "code"} <= set(base)
+    assert base["numerics"] == {"mode": "portable", "isa": base["numerics"]["isa"]}
     root = Path("/x")
     variants = [exp.cache_key(RunSpec(length=4, seed=1), "exact", "cpu"), exp.cache_key(spec, "fast", "cpu"),
                 exp.cache_key(spec, "exact", "cuda"), exp.cache_key(RunSpec(length=4, lr=1e-3), "exact", "cpu")]
@@ -135,27 +136,22 @@ def test_cache_key_covers_what_determines_a_run():
 
 
 def _fake_result(free_running: float = 1.0, diagonal: bool = True, lengths=(4, 16), **config) -> exp.Result:
-    """A Result at the text's settings, without training (for checks and rendering)."""
+    """A Result at the text's settings, without training (for checks and rendering): an
+    attention model that looks at the copied position (``diagonal``) or spreads evenly."""
+    from attn_cli.core.copy_spec import RunOutcome
+
     cfg = exp.Config(lengths=lengths, **config)
-    rows, runs, outcomes = [], [], []
+    outcomes = []
     for spec in cfg.plan():
-        weights = [[1.0 if (j == t) == diagonal else 0.0 for j in range(spec.length)] for t in range(spec.length)]
+        weights = [[1.0 if j == t else 0.0 for j in range(spec.length)] for t in range(spec.length)]
         if not diagonal:
             weights = [[1.0 / spec.length] * spec.length for _ in range(spec.length)]
-        from attn_cli.core.copy_spec import RunOutcome
-
+        att = spec.model == "attention"
         outcomes.append(RunOutcome(spec=spec, teacher_forced=1.0, free_running=free_running, exact=0.9,
                                    seconds=1.0, final_loss=0.01, example_src=list(range(spec.length)),
-                                   example_weights=weights if spec.model == "attention" else []))
-    cells, maps = exp._aggregate(cfg, outcomes)
-    for o in outcomes:
-        rows.append({"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "teacher_forced": 1.0,
-                     "free_running": free_running, "exact": 0.9})
-        runs.append({"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": 1.0,
-                     "final_loss": 0.01, "engine": "exact", "cached": False})
-    import dataclasses
-
-    return exp.Result(config=dataclasses.asdict(cfg), rows=rows, cells=cells, maps=maps, runs=runs, seconds=2.0)
+                                   example_weights=weights if att else [], engine=cfg.engine_of(spec),
+                                   diagonal=(1.0 if diagonal else 1.0 / spec.length) if att else None))
+    return exp.assemble(cfg, outcomes, seconds=2.0)
 
 
 def test_checks_are_registered_with_the_tolerance_and_its_reason():
@@ -165,18 +161,20 @@ def test_checks_are_registered_with_the_tolerance_and_its_reason():
     assert registered["w9-copy-task.attention.32.free_running"].published == 0.894
     assert registered["w9-copy-task.attention.32.free_running"].tolerance == 0.02
     assert registered["w9-copy-task.plain.16.free_running"].published == 0.30
-    assert "PyTorch builds" in registered["w9-copy-task.attention.16.exact"].reason
+    assert "seed" in registered["w9-copy-task.attention.16.exact"].reason
+    assert registered["w9-copy-task.attention.16.exact"].kind == "seeds"
     assert registered[MAP_RULE_ID].kind == "rule"
 
 
 def test_measured_ids_and_the_near_diagonal_rule():
+    checks = all_checks()
     good = _fake_result().measured()
-    assert good["w9-copy-task.attention.16.free_running"] == 1.0
+    assert good["w9-copy-task.attention.16.free_running"].value == 1.0
     assert "w9-copy-task.plain.16.free_running" in good and "w9-copy-task.plain.16.exact" not in good
-    assert good[MAP_RULE_ID] is True
-    assert set(good) <= set(all_checks())
-    assert _fake_result(diagonal=False).measured()[MAP_RULE_ID] is False
-    assert _fake_result(free_running=0.5).measured()[MAP_RULE_ID] is False  # nowhere accurate: not shown
+    assert checks[MAP_RULE_ID].ok(good[MAP_RULE_ID]) is True
+    assert set(good) <= set(checks)
+    assert checks[MAP_RULE_ID].ok(_fake_result(diagonal=False).measured()[MAP_RULE_ID]) is False
+    assert checks[MAP_RULE_ID].ok(_fake_result(lengths=(4, 8)).measured()[MAP_RULE_ID]) is False  # nothing judged
     assert exp.diagonal_fraction([[0.9, 0.1], [0.8, 0.2]]) == 0.5
 
 
@@ -189,7 +187,7 @@ def test_table_prints_published_values_beside_and_the_tolerance_note():
     text = console.export_text()
     assert "0.995" in text and "0.982" in text  # published beside the regenerated
     assert "1.000 ± 0.000 = 1.000" in text
-    assert "within 0.02" in text and "PyTorch builds" in text
+    assert "seed rule" in text and "prediction interval" in text
     assert "plain (Week 8)" in text and "runs (one per model, length and seed)" in text
 
 
@@ -239,7 +237,7 @@ def test_quick_json_run_with_two_workers_equals_in_process(tmp_path):
     assert [(r["model"], r["length"], r["seed"]) for r in rows] == [
         ("attention", 4, 0), ("attention", 8, 0), ("plain", 4, 0), ("plain", 8, 0)]
     for r in rows:
-        assert set(r) == {"model", "length", "seed", "teacher_forced", "free_running", "exact"}
+        assert set(r) == {"model", "length", "seed", "engine", "teacher_forced", "free_running", "exact", "diagonal"}
     quick = exp.Config.quick()
     spec = RunSpec(model="attention", length=8, steps=10, eval_size=quick.eval_size)
     local = train_and_evaluate(spec)

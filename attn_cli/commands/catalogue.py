@@ -48,18 +48,22 @@ def list_(as_json: bool):
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
                    "(w9-sqrt-dk.1024), or a source (w9, d2l).")
+@click.option("--no-cache", is_flag=True, help="Retrain the copy-task runs cached under OUT/.cache/copy_task.")
 @common_options
-def verify(only: tuple[str, ...], common: Common):
+def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     """Regenerate every published value and compare it with the text.
 
     Each experiment runs once at its default configuration (the texts' settings), with
-    --seed and --device; the copy task reuses training runs cached under --out. Prints
+    --seed and --device. Trained values (the copy task) are judged by where the published
+    value falls among 5 seeds (--seed with the exact engine, the next 4 with the fast one);
+    training runs cached under --out are reused (--no-cache retrains). Prints
     ID | published | regenerated | tolerance | status (each tolerance's reason and each
     failure in the footnotes), then the summary line "N checked, N passed" and the
     coverage of the catalogue (IDs with no checks or no experiment). Exits 1 if any check
     fails, including a published value whose experiment produced nothing ("not
     regenerated"). --json prints a list of objects: id, artifact, published, regenerated,
-    tolerance, kind, ok (null when skipped), status, reason (of the tolerance), note.
+    tolerance, kind, ok (null when skipped), status, reason (of the tolerance), note; a
+    trained value adds values (one per seed or run) and rule.
 
     --quick runs the cheap experiments at their defaults all the same (seconds; the
     published values hold only there) and the slow copy task at its quick configuration,
@@ -84,7 +88,8 @@ def verify(only: tuple[str, ...], common: Common):
     plan = []
     for exp in needed:
         quick = common.quick and exp.slow
-        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, out=common.out),
+        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, out=common.out,
+                                     use_cache=not no_cache, verify=not quick),
                      "quick" if quick else None))
 
     runs = _run_with_progress(plan, "verify")
@@ -92,15 +97,18 @@ def verify(only: tuple[str, ...], common: Common):
     cov = runner.coverage(registry, artifact_ids, everything=not only)
     line = runner.summary(outcomes)
 
+    context = [*runner.cache_lines(runs), _numerics_line()]
     if common.json:
         print(json.dumps([o.as_json() for o in outcomes], indent=2, default=_json_default))
-        console.stderr.print(line, highlight=False)
-        console.stderr.print(cov.line(), highlight=False)
+        for text in (line, cov.line(), *context):
+            console.stderr.print(text, highlight=False)
     else:
         console.stdout.print(report.verify_table(outcomes, width=console.stdout.width))
         failed = any(o.status == "fail" for o in outcomes)
         console.stdout.print(line, style="bold red" if failed else "bold green", highlight=False)
         console.stdout.print(cov.line(), style="" if cov.complete else "yellow", highlight=False)
+        for text in context:
+            console.stdout.print(text, style="dim", highlight=False)
     if any(o.status == "fail" for o in outcomes):
         sys.exit(1)
 
@@ -111,15 +119,18 @@ def verify(only: tuple[str, ...], common: Common):
 @click.option("--engine", type=click.Choice(["fast", "exact"]), default="fast", show_default=True,
               help="Copy-task training engine: fast (statistically equivalent numbers) or exact "
                    "(bit for bit the text's program; what `attn verify` checks).")
+@click.option("--no-cache", is_flag=True, help="Retrain the copy-task runs cached under OUT/.cache/copy_task.")
 @common_options
-def all_(only: tuple[str, ...], engine: str, common: Common):
+def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
     (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
     ID -> files, configurations, versions, seconds) and index.md, a report with every table
     and every figure, readable in any Markdown viewer. Cached copy-task training runs under
-    --out are reused. --quick is a smoke run at reduced sizes (not compared with the texts).
+    --out are reused (--no-cache retrains). --quick is a smoke run at reduced sizes (not
+    compared with the texts). Exits 1 when a check fails or an experiment fails, after
+    writing every file.
 
     The copy task trains with its fast engine here (same models, data and initial weights;
     numbers statistically equivalent to the text's program, in a fraction of the time);
@@ -132,7 +143,7 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
         attn all --quick --out /tmp/smoke
         attn all --only w9-masks d2l-crossattn-map
     """
-    from attn_cli import runner
+    from attn_cli import numerics, runner
     from attn_cli.render import console, files, report
 
     started = time.perf_counter()
@@ -144,7 +155,8 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = _ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out, engine=engine),
+    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out, engine=engine,
+                             use_cache=not no_cache),
              "quick" if common.quick else "fast engine" if engine == "fast" and exp.has_fast_engine else None)
             for exp in experiments]
 
@@ -162,7 +174,7 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
         try:
             t0 = time.perf_counter()
             markdown = report.to_markdown(exp.tables(run.result))
-            files.write_json(out / f"{exp.name}.json", _asdict(run.result))
+            files.write_json(out / f"{exp.name}.json", numerics.stamp(_asdict(run.result)))
             figure_paths = exp.figures(run.result, out)
             written = [_relative(p, out) for p in figure_paths]
             section["figures"] = [f for f in written if f.lower().endswith((".png", ".svg", ".jpg"))]
@@ -189,7 +201,7 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
     cov = runner.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
     line = None if common.quick else runner.summary(outcomes)
 
-    manifest = _manifest(registry, sections, common, time.perf_counter() - started, line, cov)
+    manifest = _manifest(registry, sections, common, time.perf_counter() - started, line, cov, runs)
     files.write_json(out / "manifest.json", manifest)
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "index.md", report.index_markdown(
@@ -208,9 +220,16 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
         console.stdout.print(cov.line(), highlight=False)
+        for text in (*runner.cache_lines(runs), _numerics_line()):
+            console.stdout.print(text, style="dim", highlight=False)
     for s in errors:
         console.stderr.print(f"{s['name']} failed: {s['error']}", style="red", highlight=False)
-    if errors:
+    failed = [o for o in outcomes if o.status == "fail"]
+    if failed:
+        console.stderr.print(f"{len(failed)} check(s) failed against the texts: "
+                             + ", ".join(o.check.id for o in failed[:5]) + (", ..." if len(failed) > 5 else ""),
+                             style="red", highlight=False)
+    if errors or failed:
         sys.exit(1)
 
 
@@ -218,6 +237,13 @@ COMMANDS = [list_, all_, verify]
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _numerics_line() -> str:
+    from attn_cli import numerics
+
+    d = numerics.describe()
+    return f"numerics: {d['mode']} ({d['isa']} CPU kernels)"
 
 
 def _ordered(registry, experiments):
@@ -350,8 +376,8 @@ def _pattern(name: str) -> str:
     return re.sub(r"\{[^}]*\}", "*", name)
 
 
-def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> dict:
-    from attn_cli import runner
+def _manifest(registry, sections, common: Common, seconds: float, line, cov, runs=()) -> dict:
+    from attn_cli import numerics, runner
 
     artifacts = {}
     for s in sections:
@@ -373,6 +399,8 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
         "seed": common.seed,
         "device": common.device,
         "versions": runner.versions(),
+        "numerics": numerics.describe(),
+        "cache": runner.cache_lines(runs),
         "seconds": round(seconds, 3),
         "engines": {s["name"]: s["config"]["engine"] for s in sections
                     if isinstance(s["config"], dict) and "engine" in s["config"]},

@@ -64,7 +64,7 @@ import torch
 
 from attn_cli.core import copy_fast_kernel
 from attn_cli.core.copy_models import build_model
-from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
+from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec, cpu_isa
 
 PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 
@@ -447,11 +447,12 @@ def evaluate(w: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hi
     tok = torch.full((1, M, N), BOS, dtype=src.dtype, device=src.device)  # (1, M, N)
     h = enc.last
     rows, out = [], []
+    hits = torch.zeros(M, dtype=torch.long, device=src.device)  # (M,) steps peaking at their own position
     if att:
         wic_t = w.d_wih[..., E:].transpose(1, 2).contiguous()
         keys_t, values = _attention_setup(enc.states, H)
         _, c = _attend(h, keys_t, values)
-    for _ in range(T):
+    for t in range(T):
         gi = _gather(table, tok)[0]  # (M, N, G)
         if att:
             gi = torch.baddbmm(gi, c, wic_t)
@@ -459,6 +460,7 @@ def evaluate(w: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hi
         if att:
             a, c = _attend(h, keys_t, values)  # (M N, 1, T), (M, N, h)
             rows.append(a.view(M, N, T)[:, 0])  # (M, T)
+            hits += (a.view(M, N, T).argmax(-1) == t).sum(1)  # (M,)
             readin = torch.cat([h, c], -1)
         else:
             readin = h
@@ -469,7 +471,8 @@ def evaluate(w: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hi
     free = correct.float().mean((1, 2))
     exact = correct.all(2).float().mean(1)
     example = torch.stack(rows, 1) if att else None  # (M, T_out, T_in)
-    return forced, free, exact, example
+    diagonal = hits.double() / (N * T) if att else None  # (M,)
+    return forced, free, exact, example, diagonal
 
 
 # ---------------------------------------------------------------------------------------
@@ -584,8 +587,10 @@ def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[Run
     s0 = specs[0]
     w = Weights(flat, param_shapes(s0.model, s0.hidden))
     src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)
-    forced, free, exact, example = evaluate(w, src, tgt_in, s0.model, s0.hidden)
+    forced, free, exact, example, diagonal = evaluate(w, src, tgt_in, s0.model, s0.hidden)
     forced, free, exact = forced.tolist(), free.tolist(), exact.tolist()
+    diagonal = diagonal.tolist() if diagonal is not None else [None] * len(specs)
+    isa = cpu_isa()
     seconds = time.perf_counter() - start
     cpu_share = (time.thread_time() - cpu) / len(specs)
     outcomes = []
@@ -595,7 +600,7 @@ def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[Run
             seconds=seconds, final_loss=final[i],
             example_src=src[i, 0].tolist() if example is not None else [],
             example_weights=example[i].tolist() if example is not None else [],
-            engine="fast", cpu_seconds=cpu_share))
+            engine="fast", cpu_seconds=cpu_share, diagonal=diagonal[i], isa=isa))
     return outcomes
 
 

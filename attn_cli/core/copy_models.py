@@ -85,19 +85,28 @@ class AttnSeq2Seq(nn.Module):
         """Free running from BOS: src (B, T) -> tokens (B, length).
 
         With ``record=i``, also return the readout weights of sequence ``i``, one row per
-        decoder step: a list of ``length`` tensors of shape (T,) (empty for the plain model).
+        decoder step (a list of ``length`` tensors of shape (T,); empty for the plain model),
+        and the diagonal fraction: over all B sequences and decoder steps, how often the
+        readout weights peak at the step's own input position (None for the plain model).
+        Both only read the weights; the tokens are computed as without them.
         """
         enc, state = encoded if encoded is not None else self.encode(src)
         tok = torch.full((src.size(0),), BOS, device=src.device)  # (B,)
         res, rows = [], []
-        for _ in range(length):
+        hits, steps = 0, 0
+        for t in range(length):
             o, state, weights = self.step(tok, state, enc)
             tok = o.argmax(-1)  # (B,)
             res.append(tok)
             if record is not None and weights is not None:
                 rows.append(weights[record])  # (T,)
+                if t < weights.size(1):
+                    hits += int((weights.argmax(1) == t).sum())  # (B,) -> sequences peaking at t
+                steps += weights.size(0)
         tokens = torch.stack(res, 1)  # (B, length)
-        return (tokens, rows) if record is not None else tokens
+        if record is None:
+            return tokens
+        return tokens, rows, (hits / steps if steps else None)
 
 
 class PlainSeq2Seq(AttnSeq2Seq):

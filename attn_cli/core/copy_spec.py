@@ -43,6 +43,17 @@ class RunOutcome:
     example_weights: list[list[float]] = field(default_factory=list)
     engine: str = "exact"
     cpu_seconds: float = 0.0  # CPU time the run used (0.0 where an engine does not measure it)
+    # attention model only: over ALL evaluation sequences and decoder steps, the fraction whose
+    # readout attention peaks at the step's own input position (free running); None otherwise
+    diagonal: Optional[float] = None
+    isa: str = ""  # the CPU kernels torch dispatched to during the run (e.g. "AVX2")
+
+
+def cpu_isa() -> str:
+    """torch's CPU capability in this process, e.g. ``AVX2`` or ``AVX512``."""
+    import torch
+
+    return str(torch.backends.cpu.get_cpu_capability())
 
 
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps

@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 
 from attn_cli.core.copy_models import build_model
-from attn_cli.core.copy_spec import BOS, VOCAB, Progress, RunOutcome, RunSpec
+from attn_cli.core.copy_spec import BOS, VOCAB, Progress, RunOutcome, RunSpec, cpu_isa
 
 PROGRESS_EVERY_S = 0.2  # at most this often a progress report (plus the last step)
 
@@ -87,7 +87,7 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = 
         with torch.no_grad():
             encoded = model.encode(src)  # (B, T, h), (B, h): shared by both decoders
             forced = (model(src, tgt_in, encoded).argmax(-1) == src).float().mean().item()
-            free, rows = model.generate(src, spec.length, encoded, record=0)  # (B, T)
+            free, rows, diagonal = model.generate(src, spec.length, encoded, record=0)  # (B, T)
             correct = free == src  # (B, T)
             free_running = correct.float().mean().item()
             exact = correct.all(1).float().mean().item()
@@ -95,6 +95,6 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = 
         return RunOutcome(spec=spec, teacher_forced=forced, free_running=free_running, exact=exact,
                           seconds=time.perf_counter() - start, final_loss=final_loss,
                           example_src=src[0].tolist(), example_weights=weights, engine="exact",
-                          cpu_seconds=time.process_time() - cpu)
+                          cpu_seconds=time.process_time() - cpu, diagonal=diagonal, isa=cpu_isa())
     finally:
         torch.set_num_threads(threads)

@@ -8,9 +8,14 @@ table is the runs of a :class:`Config`, aggregated per (model, length) over the 
   (forkserver, one intra-op thread each, longest runs first), which changes no number.
 - ``engine="fast"`` hands the runs to :func:`attn_cli.core.copy_fast.run_fast` (other
   kernels, statistically equivalent numbers).
+- ``extra_seed_engine``: the engine of every seed after the first (``attn verify`` trains
+  seed 0 with the exact engine and seeds 1-4 with the fast one, whose seed distribution
+  matches the exact engine's: see ``benchmarks/copy_task_seeds.py``).
 - A finished run is cached under ``<cache_root>/.cache/copy_task/<sha256>.json``, keyed by
-  everything that determines it (the RunSpec, engine, device, attn and torch versions); a
-  corrupt or truncated cache file is recomputed, never trusted.
+  everything that determines it: the RunSpec, engine, device, the numeric mode and the CPU
+  kernels (:mod:`attn_cli.numerics`), the torch version and a digest of the source files
+  that compute a run (:func:`code_digest`).  Each entry stores a digest of its own payload;
+  a corrupt, truncated or edited entry is recomputed, never trusted.
 
 torch is imported only when a run has to be computed, so a fully cached rerun is fast.
 """
@@ -36,9 +41,10 @@ TEXT_LENGTHS = (4, 8, 16, 32)  # the lengths W9 2.3 prints
 MODEL_CHOICES = ("attention", "plain", "both")
 ENGINES = ("exact", "fast")
 CACHE_SUBDIR = Path(".cache") / "copy_task"
-CACHE_FORMAT = 1  # bump when the cached fields change
-DIAGONAL_MIN = 0.9  # near-diagonal: argmax at the decoder step's own position for >= 90% of steps
-HIGH_ACCURACY = 0.85  # the map rule is judged at lengths whose free-running accuracy reaches this
+CACHE_FORMAT = 2  # bump when the cached fields change
+# the sources that compute a run (models, data, training loop, both engines, the kernel), relative
+# to the package: a change to any of them is a cache miss
+CODE_GLOBS = ("core/copy_*.py", "core/copy_*/**/*.py", "core/copy_*/**/*.c", "core/copy_*/**/*.h")
 PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention bmm; measured 0.45-0.5)
 METRICS = ("teacher_forced", "free_running", "exact")
 
@@ -62,6 +68,7 @@ class Config:
     engine: str = "exact"  # exact (bitwise the text's program) or fast (statistically equivalent)
     cache_root: Optional[str] = None  # folder whose .cache/copy_task/ holds finished runs; None: no cache
     use_cache: bool = True  # False: recompute (and overwrite) cached runs
+    extra_seed_engine: Optional[str] = None  # engine of every seed after the first; None: ``engine``
 
     @classmethod
     def quick(cls, **overrides) -> "Config":
@@ -82,6 +89,16 @@ class Config:
                         batch_size=self.batch_size, lr=self.lr, eval_size=self.eval_size)
                 for m in self.model_list for L in self.lengths for s in self.seed_list]
 
+    def engine_of(self, spec: RunSpec) -> str:
+        """The engine that trains ``spec``: ``engine`` for the first seed, else ``extra_seed_engine``."""
+        if self.extra_seed_engine and spec.seed != self.seed_list[0]:
+            return self.extra_seed_engine
+        return self.engine
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.engine_of(s) for s in self.plan()))
+
     def worker_count(self) -> int:
         """Worker processes: ``jobs``, or the CPUs this process may use."""
         if self.jobs:
@@ -93,13 +110,20 @@ class Config:
 
     def is_text_setting(self) -> bool:
         """The text's training and evaluation sizes (published values apply)."""
+        from attn_cli.published.copy_task import is_text_setting
+
         return is_text_setting(dataclasses.asdict(self))
 
 
-def is_text_setting(config: dict) -> bool:
-    """True when a config (as a dict) has the text's training and evaluation sizes."""
-    return (config["steps"], config["hidden"], config["batch_size"], config["lr"], config["eval_size"]) \
-        == (2500, 32, 64, 3e-3, 1000)
+def verify_config(config: Config) -> Config:
+    """What ``attn verify`` trains: the text's configuration over the seeds the seed rule
+    needs (``--seed`` and the next ones), the first with ``config.engine`` (exact: the text's
+    program, bit for bit), the others with the fast engine (same seed distribution, a
+    fraction of the time)."""
+    from attn_cli.published.seed_rule import MIN_SEEDS
+
+    first = config.seed_list[0]
+    return dataclasses.replace(config, seeds=tuple(range(first, first + MIN_SEEDS)), extra_seed_engine="fast")
 
 
 def run_peak_bytes(spec: RunSpec) -> int:
@@ -125,7 +149,7 @@ def check_memory(config: Config) -> None:
     if not specs:
         return
     worst = max(specs, key=run_peak_bytes)
-    concurrent = min(config.worker_count(), len(specs)) if config.engine == "exact" else len(specs)
+    concurrent = min(config.worker_count(), len(specs)) if config.engines == ("exact",) else len(specs)
     what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
             f"eval size {worst.eval_size}, {concurrent} run(s) at once)")
     check_fits(run_peak_bytes(worst) * concurrent, what, "cpu")
@@ -148,8 +172,9 @@ def validate(config: Config) -> None:
         raise AttnError(f"--lr must be a positive number, not {config.lr}")
     if config.model not in MODEL_CHOICES:
         raise AttnError(f"unknown model {config.model!r}; choose from {', '.join(MODEL_CHOICES)}")
-    if config.engine not in ENGINES:
-        raise AttnError(f"unknown engine {config.engine!r}; choose from {', '.join(ENGINES)}")
+    for engine in (config.engine, config.extra_seed_engine or config.engine):
+        if engine not in ENGINES:
+            raise AttnError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
 
 
 # --------------------------------------------------------------------------- engines
@@ -322,11 +347,31 @@ def torch_version() -> str:
         return torch.__version__
 
 
+_CODE_DIGEST: dict[str, str] = {}
+
+
+def code_digest() -> str:
+    """SHA-256 over the source files that compute a run (:data:`CODE_GLOBS`), names and bytes."""
+    root = Path(__file__).resolve().parent.parent  # the attn_cli package
+    if str(root) not in _CODE_DIGEST:
+        files = sorted({p for pattern in CODE_GLOBS for p in root.glob(pattern) if p.is_file()})
+        h = hashlib.sha256()
+        for path in files:
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        _CODE_DIGEST[str(root)] = h.hexdigest()
+    return _CODE_DIGEST[str(root)]
+
+
 def cache_key(spec: RunSpec, engine: str, device: str) -> dict:
-    from attn_cli import __version__
+    """Everything that determines a run's numbers."""
+    from attn_cli import __version__, numerics
 
     return {"format": CACHE_FORMAT, "spec": dataclasses.asdict(spec), "engine": engine, "device": device,
-            "attn": __version__, "torch": torch_version()}
+            "numerics": numerics.key(), "attn": __version__, "torch": torch_version(), "code": code_digest()}
+
+
+def payload_digest(outcome: dict) -> str:
+    return hashlib.sha256(json.dumps(outcome, sort_keys=True).encode()).hexdigest()
 
 
 def cache_path(root: str | os.PathLike, key: dict) -> Path:
@@ -346,16 +391,19 @@ def load_cached(path: Path, key: dict) -> RunOutcome | None:
         if obj.get("key") != key:
             raise ValueError("its key does not match")
         o = obj["outcome"]
+        if obj.get("digest") != payload_digest(o):
+            raise ValueError("its payload does not match its digest (edited or damaged)")
         spec = RunSpec(**o["spec"])
         if dataclasses.asdict(spec) != key["spec"]:
             raise ValueError("its run does not match")
         floats = {name: float(o[name]) for name in (*METRICS, "seconds", "final_loss")}
+        floats["diagonal"] = None if o["diagonal"] is None else float(o["diagonal"])
         if not all(0.0 <= floats[m] <= 1.0 for m in METRICS):
             raise ValueError("its accuracies are out of range")
         src = [int(t) for t in o["example_src"]]
         weights = [[float(w) for w in row] for row in o["example_weights"]]
         return RunOutcome(spec=spec, **floats, example_src=src, example_weights=weights,
-                          engine=str(o["engine"]), cpu_seconds=float(o.get("cpu_seconds", 0.0)))
+                          engine=str(o["engine"]), cpu_seconds=float(o.get("cpu_seconds", 0.0)), isa=str(o["isa"]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
@@ -363,7 +411,8 @@ def load_cached(path: Path, key: dict) -> RunOutcome | None:
 def store_cached(path: Path, key: dict, outcome: RunOutcome) -> None:
     from attn_cli.render.files import write_json
 
-    write_json(path, {"key": key, "outcome": dataclasses.asdict(outcome)})  # atomic
+    payload = json.loads(json.dumps(dataclasses.asdict(outcome)))  # exactly as it reads back
+    write_json(path, {"key": key, "outcome": payload, "digest": payload_digest(payload)})  # atomic
 
 
 # --------------------------------------------------------------------------- result
@@ -372,51 +421,50 @@ def store_cached(path: Path, key: dict, outcome: RunOutcome) -> None:
 @dataclass
 class Result:
     config: dict  # dataclasses.asdict(config)
-    rows: list[dict] = field(default_factory=list)  # per run: model, length, seed, teacher_forced, free_running, exact
+    rows: list[dict] = field(default_factory=list)  # per run: model, length, seed, engine, accuracies, diagonal
     cells: list[dict] = field(default_factory=list)  # per (model, length): mean, std, n and published per metric
     maps: list[dict] = field(default_factory=list)  # attention, per length (first seed): src, weights, diagonal
-    runs: list[dict] = field(default_factory=list)  # per run: seconds, final loss, engine, cached
+    runs: list[dict] = field(default_factory=list)  # per run: seconds, final loss, engine, isa, cached
     seconds: float = 0.0  # wall time of run()
     notes: list[str] = field(default_factory=list)  # cache repairs and other remarks for stderr
 
     def cell(self, model: str, length: int) -> dict | None:
         return next((c for c in self.cells if c["model"] == model and c["length"] == length), None)
 
+    def cache_line(self) -> str:
+        """How many training runs came from the cache, e.g. "8 training runs: 8 from cache"."""
+        cached = sum(r["cached"] for r in self.runs)
+        return (f"{len(self.runs)} training run{'s' if len(self.runs) != 1 else ''}: {cached} from cache, "
+                f"{len(self.runs) - cached} computed")
+
     def measured(self) -> dict[str, Any]:
-        """Check ID -> regenerated value (the mean over seeds) for each published cell run here."""
-        from attn_cli.published.copy_task import CHECK_IDS, MAP_RULE_ID
+        """Check ID -> regenerated value: per published cell a SeedSample (the first seed's value,
+        and every seed's, judged by the seed rule); for the map, a MapSample of every attention run."""
+        from attn_cli.published.copy_task import CHECK_IDS, MAP_RULE_ID, MapSample
+        from attn_cli.published.seed_rule import SeedSample
 
         out: dict[str, Any] = {}
         for c in self.cells:
+            rows = [r for r in self.rows if r["model"] == c["model"] and r["length"] == c["length"]]
             for metric in METRICS:
                 cid = f"w9-copy-task.{c['model']}.{c['length']}.{metric}"
                 if cid in CHECK_IDS:
-                    out[cid] = c[metric]["mean"]
-        verdict = map_rule(self.maps)
-        if verdict is not None:
-            out[MAP_RULE_ID] = verdict
+                    out[cid] = SeedSample(value=rows[0][metric], values=[r[metric] for r in rows],
+                                          seeds=[r["seed"] for r in rows], engines=[r["engine"] for r in rows])
+        att = [r for r in self.rows if r["model"] == "attention"]
+        if att:
+            out[MAP_RULE_ID] = MapSample(lengths=[r["length"] for r in att], seeds=[r["seed"] for r in att],
+                                         diagonal=[r["diagonal"] for r in att],
+                                         free_running=[r["free_running"] for r in att])
         return out
 
 
 def diagonal_fraction(weights: list[list[float]]) -> float:
-    """Fraction of decoder steps t whose readout attention peaks at input position t."""
+    """Fraction of decoder steps t whose readout attention peaks at input position t (one sequence)."""
     if not weights:
         return float("nan")
     hits = sum(max(range(len(row)), key=row.__getitem__) == t for t, row in enumerate(weights))
     return hits / len(weights)
-
-
-def map_rule(maps: list[dict]) -> bool | None:
-    """The w9-copy-task-map claim: near-diagonal wherever the model copies well.
-
-    True when every attention map at a length with free-running accuracy >= 0.85 has its
-    argmax on the diagonal for >= 90% of decoder steps (and there is such a length); None
-    when no attention map was made.
-    """
-    if not maps:
-        return None
-    judged = [m for m in maps if m["free_running"] >= HIGH_ACCURACY]
-    return bool(judged) and all(m["diagonal"] >= DIAGONAL_MIN for m in judged)
 
 
 def _stats(values: list[float]) -> dict:
@@ -443,7 +491,8 @@ def _aggregate(config: Config, outcomes: list[RunOutcome]) -> tuple[list[dict], 
                 maps.append({"model": model, "length": length, "seed": first.spec.seed,
                              "src": list(first.example_src), "weights": first.example_weights,
                              "free_running": first.free_running,
-                             "diagonal": diagonal_fraction(first.example_weights)})
+                             "diagonal": diagonal_fraction(first.example_weights),
+                             "diagonal_all": _stats([o.diagonal for o in group if o.diagonal is not None])["mean"]})
     return cells, maps
 
 
@@ -455,7 +504,7 @@ def run(config: Config, progress: Report = None) -> Result:
     """
     start = time.perf_counter()
     validate(config)
-    if config.engine == "fast":
+    if "fast" in config.engines:
         fast_engine()  # a clear error now, before any work
     check_memory(config)
 
@@ -463,7 +512,7 @@ def run(config: Config, progress: Report = None) -> Result:
     outcomes: list[RunOutcome | None] = [None] * len(specs)
     cached = [False] * len(specs)
     notes: list[str] = []
-    keys = [cache_key(spec, config.engine, config.device) for spec in specs]
+    keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in specs]
     paths = [cache_path(config.cache_root, k) if config.cache_root else None for k in keys]
 
     todo = []
@@ -482,24 +531,34 @@ def run(config: Config, progress: Report = None) -> Result:
         todo.append((i, spec))
 
     def done(index: int, outcome: RunOutcome) -> None:
+        want = keys[index]["numerics"]["isa"]
+        if config.device == "cpu" and outcome.isa and outcome.isa != want:
+            raise AttnError(f"the {outcome.spec.model} run at length {outcome.spec.length} ran on {outcome.isa} "
+                            f"kernels, not the {want} kernels of --numerics {keys[index]['numerics']['mode']}")
         outcomes[index] = outcome
         if paths[index] is not None:
             store_cached(paths[index], keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
         if progress:
             progress(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
 
-    if todo:
-        if config.engine == "fast":
-            _run_fast(todo, config, progress, done)
-        else:
-            _run_exact(todo, config, progress, done)
+    for engine in config.engines:  # exact first (the text's program), then the extra seeds
+        mine = [(i, spec) for i, spec in todo if config.engine_of(spec) == engine]
+        if mine:
+            (_run_fast if engine == "fast" else _run_exact)(mine, config, progress, done)
 
-    rows = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed,
-             "teacher_forced": o.teacher_forced, "free_running": o.free_running, "exact": o.exact}
-            for o in outcomes]
+    return assemble(config, outcomes, cached, seconds=time.perf_counter() - start, notes=notes)
+
+
+def assemble(config: Config, outcomes: list[RunOutcome], cached: Optional[list[bool]] = None,
+             seconds: float = 0.0, notes: Optional[list[str]] = None) -> Result:
+    """The Result of ``config`` from its runs' outcomes (in plan order)."""
+    cached = cached or [False] * len(outcomes)
+    rows = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "engine": o.engine,
+             "teacher_forced": o.teacher_forced, "free_running": o.free_running, "exact": o.exact,
+             "diagonal": o.diagonal} for o in outcomes]
     runs = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": o.seconds,
-             "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "cached": c}
-            for o, c in zip(outcomes, cached)]
+             "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "isa": o.isa,
+             "cached": c} for o, c in zip(outcomes, cached)]
     cells, maps = _aggregate(config, outcomes)
     return Result(config=dataclasses.asdict(config), rows=rows, cells=cells, maps=maps, runs=runs,
-                  seconds=time.perf_counter() - start, notes=notes)
+                  seconds=seconds, notes=list(notes or []))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Optional
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,11 @@ class Check:
       "below" regenerated < tolerance (solver-precision claims such as "1.4e-06")
       "rule"  a qualitative claim checked by a rule in code: regenerated is that rule's
               verdict (True) and published is the text's words
+      "seeds" a trained value: regenerated is a sample over seeds, judged by ``judge``
+              (:mod:`attn_cli.published.seed_rule`)
+
+    ``judge(regenerated, published) -> bool``, where given, decides instead of the kind's
+    comparison (a rule whose data the experiment measures, e.g. over seeds).
     """
 
     id: str  # e.g. "w9-sqrt-dk.1024.grad_scaled"
@@ -39,10 +44,13 @@ class Check:
     tolerance: float | None = None
     reason: str = ""  # why this tolerance: printed digits, a tie, training noise, ...
     meta: dict = field(default_factory=dict, compare=False)
+    judge: Optional[Callable[[Any, Any], bool]] = field(default=None, compare=False, repr=False)
 
     def ok(self, regenerated: Any) -> bool:
         if regenerated is None:
             return False
+        if self.judge is not None:
+            return bool(self.judge(regenerated, self.published))
         if self.kind == "abs":
             return _close(regenerated, self.published, self.tolerance or 0.0)
         if self.kind == "exact":
@@ -58,6 +66,8 @@ class Check:
             return f"±{self.tolerance:g}"
         if self.kind == "below":
             return f"< {self.tolerance:g}"
+        if self.kind == "seeds":
+            return "seed rule"
         return self.kind
 
 

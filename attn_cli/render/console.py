@@ -22,7 +22,9 @@ def emit(result: Any, renderables, as_json: bool) -> None:
     if as_json:
         from attn_cli.render.files import _json_default
 
-        obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
+        from attn_cli.numerics import stamp
+
+        obj = stamp(dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result)
         print(json.dumps(obj, indent=2, default=_json_default))
         return
     if not isinstance(renderables, (list, tuple)):

@@ -1,0 +1,144 @@
+"""The numeric mode: which CPU kernels PyTorch (and MKL, oneDNN) may use.
+
+PyTorch picks its CPU kernels by the vector width of the host: AVX-512 kernels on a CPU that
+has it, AVX2 kernels on one that does not.  They round differently, so 2500 steps of
+copy-task training from the same seed end in different numbers (measured on an AVX-512 host:
+the plain model at length 4 gives free-running 0.9695 with AVX-512 kernels, 1.000 with AVX2).
+
+* ``portable`` (the default) pins the vector ISA before torch loads: ATen's CPU capability
+  AVX2 (``default`` on an x86 CPU without AVX2 and on other architectures), MKL's conditional
+  numerical reproducibility for AVX2 and oneDNN's maximum ISA AVX2.  The same seed then gives
+  the same bits on any x86-64 CPU with AVX2, with or without AVX-512.
+* ``native`` removes those pins: the host's fastest kernels, numbers that depend on the CPU.
+
+The pins are environment variables read once per process, when torch first dispatches a
+CPU operator (ATen) or first calls MKL / oneDNN; so :func:`apply` must run before torch
+does any work.  It also sets ``ATTN_NUMERICS`` so that child processes (copy-task workers,
+subprocesses) inherit the mode.  A process whose torch already runs other kernels cannot
+switch: :func:`apply` then raises :class:`NumericsError` rather than computing numbers
+under a mode it does not have.
+
+This module imports no torch at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import MutableMapping
+
+from attn_cli.errors import AttnError
+
+MODES = ("portable", "native")
+DEFAULT_MODE = "portable"
+MODE_VAR = "ATTN_NUMERICS"  # the mode this process (and its children) computes under
+# every variable the portable mode sets; the native mode removes them all
+PIN_VARS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+
+
+class NumericsError(AttnError):
+    """The requested numeric mode cannot hold in this process."""
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU's feature flags (Linux ``/proc/cpuinfo``); empty where they cannot be read."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return frozenset(value.split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def is_x86_64(machine: str | None = None) -> bool:
+    return (machine or platform.machine()).lower() in ("x86_64", "amd64")
+
+
+def portable_pins(machine: str | None = None, flags: frozenset[str] | None = None) -> dict[str, str]:
+    """The environment the portable mode sets on this CPU (or on the one described)."""
+    flags = cpu_flags() if flags is None else flags
+    if not is_x86_64(machine):
+        return {"ATEN_CPU_CAPABILITY": "default"}  # ARM and others: the plain vectorised kernels
+    if {"avx2", "fma"} <= flags:
+        return {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
+                "ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}
+    return {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE",
+            "ONEDNN_MAX_CPU_ISA": "SSE41", "DNNL_MAX_CPU_ISA": "SSE41"}
+
+
+def expected_capability(mode: str, machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
+    """ATen's capability name under ``mode`` (as ``torch.backends.cpu.get_cpu_capability()``
+    reports it), or None where the host decides (native mode)."""
+    if mode != "portable":
+        return None
+    return portable_pins(machine, flags)["ATEN_CPU_CAPABILITY"].upper()
+
+
+def pin_environment(mode: str, environ: MutableMapping[str, str] | None = None) -> None:
+    """Set (portable) or clear (native) the pins in ``environ`` (default ``os.environ``),
+    overriding what the inherited environment says, and record the mode."""
+    if mode not in MODES:
+        raise NumericsError(f"unknown numeric mode {mode!r}; choose from {', '.join(MODES)}")
+    environ = os.environ if environ is None else environ
+    for name in PIN_VARS:
+        environ.pop(name, None)
+    if mode == "portable":
+        environ.update(portable_pins())
+    environ[MODE_VAR] = mode
+
+
+def apply(mode: str) -> None:
+    """Make this process (and its children) compute under ``mode``.
+
+    Call it before torch runs any operator.  Raises NumericsError when torch in this
+    process already committed to other kernels.
+    """
+    pin_environment(mode)
+    if "torch" in sys.modules:  # already imported: its capability may be fixed already
+        have, want = effective_isa(), expected_capability(mode)
+        if want is not None and have != want:
+            raise NumericsError(
+                f"--numerics {mode} needs {want} kernels, but torch in this process already runs {have} "
+                "kernels (the choice is made once per process); run attn in a new process")
+
+
+def current_mode() -> str:
+    """The mode this process was put in (``native`` when nothing pinned it)."""
+    mode = os.environ.get(MODE_VAR, "")
+    return mode if mode in MODES else "native"
+
+
+def effective_isa() -> str:
+    """The CPU kernels torch actually dispatches to here, e.g. ``AVX2`` or ``AVX512`` (imports torch)."""
+    import torch
+
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except AttributeError:  # pragma: no cover - torch < 2.0
+        return "unknown"
+
+
+def describe() -> dict[str, str]:
+    """The numeric mode and effective ISA, as recorded in cache keys, JSON configs and reports."""
+    return {"mode": current_mode(), "isa": effective_isa()}
+
+
+def stamp(obj: dict) -> dict:
+    """Record :func:`describe` under ``obj["config"]["numerics"]`` (a result dumped as a dict)."""
+    config = obj.get("config") if isinstance(obj, dict) else None
+    if isinstance(config, dict):
+        config["numerics"] = describe()
+    return obj
+
+
+def key() -> dict[str, str]:
+    """The numeric mode and ISA for a cache key: in portable mode the pinned ISA (no torch
+    import: a cached rerun stays fast; each run checks the ISA it really ran with), in native
+    mode the host's, from torch."""
+    mode = current_mode()
+    isa = expected_capability(mode)
+    return {"mode": mode, "isa": isa if isa is not None else effective_isa()}

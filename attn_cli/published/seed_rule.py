@@ -1,0 +1,129 @@
+"""How a trained value is judged: by where the published number falls among seeds.
+
+A trained model's accuracy is one draw from a distribution over seeds (and over machines:
+the text's number is one seed on an unknown CPU and PyTorch build).  So a published value
+is checked against the distribution of ``n`` regenerated seeds, not against the last digit
+of one run:
+
+    |published - mean| <= max(FLOOR, t(0.995, n - 1) * std * sqrt(1 + 1/n))
+
+the half-width of the two-sided 99% prediction interval for one more draw from a normal
+distribution with the seeds' mean and standard deviation (Student's t with n - 1 degrees of
+freedom), never narrower than ``FLOOR`` (0.02: where every seed gives the same accuracy,
+e.g. 1.000, the interval would otherwise have zero width, while a build-to-build
+difference of a few sequences in 1000 is expected).  With one seed the rule is mean ± FLOOR.
+
+This module holds no published value and no checks: the rule the copy-task family uses.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+FLOOR = 0.02  # the narrowest interval: a few sequences in 1000 between builds
+LEVEL = 0.99  # two-sided prediction level
+MIN_SEEDS = 5  # attn verify judges trained cells over at least this many seeds
+
+
+def _t_pdf(x: float, df: float) -> float:
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_c - (df + 1) / 2 * math.log1p(x * x / df))
+
+
+def t_cdf(x: float, df: float) -> float:
+    """Student's t distribution function (Simpson's rule on the density; |error| < 1e-9)."""
+    if x < 0:
+        return 1.0 - t_cdf(-x, df)
+    n = 4000  # even
+    h = x / n
+    total = _t_pdf(0.0, df) + _t_pdf(x, df)
+    total += 4 * sum(_t_pdf((2 * i - 1) * h, df) for i in range(1, n // 2 + 1))
+    total += 2 * sum(_t_pdf(2 * i * h, df) for i in range(1, n // 2))
+    return 0.5 + total * h / 3
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with ``df`` degrees of freedom (0.5 < p < 1), by bisection."""
+    if not 0.5 < p < 1 or df <= 0:
+        raise ValueError(f"t_quantile needs 0.5 < p < 1 and df > 0, not p={p}, df={df}")
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 4
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    std: float  # sample standard deviation (n - 1); 0 for one seed
+    n: int
+    half_width: float  # max(FLOOR, t * std * sqrt(1 + 1/n))
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half_width
+
+    def contains(self, value: float) -> bool:
+        return self.low - 1e-12 <= value <= self.high + 1e-12
+
+
+def interval(values: Sequence[float], floor: float = FLOOR, level: float = LEVEL) -> Interval:
+    """The prediction interval of the rule above for ``values`` (one per seed)."""
+    xs = [float(v) for v in values]
+    if not xs or not all(math.isfinite(x) for x in xs):
+        raise ValueError("the seed rule needs at least one finite value")
+    n = len(xs)
+    mean = sum(xs) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    spread = t_quantile((1 + level) / 2, n - 1) * std * math.sqrt(1 + 1 / n) if n > 1 else 0.0
+    return Interval(mean=mean, std=std, n=n, half_width=max(floor, spread))
+
+
+RULE = (f"published inside the seeds' {LEVEL:.0%} prediction interval: "
+        f"mean ± max({FLOOR:g}, t({(1 + LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))")
+
+
+@dataclass
+class SeedSample:
+    """A trained value regenerated over several seeds: the first seed's value (printed as the
+    text's program prints it) and every seed's value (judged by :data:`RULE`)."""
+
+    value: float  # the first seed's value
+    values: list[float] = field(default_factory=list)  # one per seed, first seed first
+    seeds: list[int] = field(default_factory=list)
+    engines: list[str] = field(default_factory=list)  # the engine of each seed's run
+    rule: str = RULE
+
+    def interval(self) -> Interval:
+        return interval(self.values or [self.value])
+
+    def record(self) -> dict:
+        """The fields a verify record adds: one value per seed, and the rule."""
+        return {"values": list(self.values), "seeds": list(self.seeds), "engines": list(self.engines),
+                "rule": self.rule}
+
+    def __str__(self) -> str:
+        if len(self.values) <= 1:
+            return f"{self.value:.4g}"
+        iv = self.interval()
+        return f"{self.value:.3f} (seed {self.seeds[0]}); {iv.n} seeds {iv.mean:.3f} ± {iv.std:.3f}"
+
+
+def judge(sample, published: float) -> bool:
+    """The rule: ``published`` inside the prediction interval of ``sample``'s seeds."""
+    if isinstance(sample, SeedSample):
+        values = sample.values or [sample.value]
+    elif isinstance(sample, dict):  # a sample read back from JSON
+        values = sample.get("values") or [sample["value"]]
+    else:
+        values = [sample]
+    return interval(values).contains(float(published))
