@@ -70,11 +70,22 @@ def portable_pins(machine: str | None = None, flags: frozenset[str] | None = Non
             "ONEDNN_MAX_CPU_ISA": "SSE41", "DNNL_MAX_CPU_ISA": "SSE41"}
 
 
+def native_capability(machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
+    """The capability torch picks on this x86-64 CPU with nothing pinned (its own test: AVX512
+    needs AVX-512 F, BW, VL and DQ; AVX2 needs AVX2 and FMA); None on other architectures."""
+    if not is_x86_64(machine):
+        return None
+    flags = cpu_flags() if flags is None else flags
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "fma"} <= flags:
+        return "AVX512"
+    return "AVX2" if {"avx2", "fma"} <= flags else "DEFAULT"
+
+
 def expected_capability(mode: str, machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
     """ATen's capability name under ``mode`` (as ``torch.backends.cpu.get_cpu_capability()``
-    reports it), or None where the host decides (native mode)."""
-    if mode != "portable":
-        return None
+    reports it); None where it cannot be told from the CPU's flags (native mode off x86-64)."""
+    if mode == "native":
+        return native_capability(machine, flags)
     return portable_pins(machine, flags)["ATEN_CPU_CAPABILITY"].upper()
 
 
@@ -140,5 +151,5 @@ def key() -> dict[str, str]:
     import: a cached rerun stays fast; each run checks the ISA it really ran with), in native
     mode the host's, from torch."""
     mode = current_mode()
-    isa = expected_capability(mode)
+    isa = expected_capability(mode) if mode == "portable" else None
     return {"mode": mode, "isa": isa if isa is not None else effective_isa()}

@@ -312,7 +312,9 @@ def test_verify_quick_skips_only_slow_checks(fake, tmp_path):
 
 def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     res = invoke("all", "--out", tmp_path)
-    assert res.exit_code == 0, res.output
+    # fk-orphan's check has no experiment: a failed check, so exit 1, after writing every file
+    assert res.exit_code == 1, res.output
+    assert "1 check(s) failed against the texts: fk-orphan.n" in res.output
     for name in ("alpha.md", "alpha.json", "alpha.png", "alpha.csv", "slow.md", "slow.json",
                  "manifest.json", "index.md"):
         assert (tmp_path / name).exists(), name
@@ -329,6 +331,7 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
 
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert set(manifest["versions"]) == {"attn", "torch", "python", "numpy"}
+    assert manifest["numerics"]["mode"] == "portable" and manifest["numerics"]["isa"]
     assert manifest["artifacts"]["fk-plot"]["files"] == ["alpha.md", "alpha.json", "alpha.png", "alpha.csv"]
     assert manifest["artifacts"]["fk-slow"]["not_written"] == ["slow_L{length}.png"]
     assert manifest["experiments"]["alpha"]["config"] == {"seed": 0, "device": "cpu", "size": 100}
