@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from attn_cli.errors import WriteFailed
 from attn_cli.options import Common, MultiValueOption, common_options
 
 
@@ -171,6 +172,8 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
             section["markdown"] = markdown
             files.write_text(out / f"{exp.name}.md", _experiment_markdown(section))
             section["seconds"] += time.perf_counter() - t0
+        except WriteFailed:  # disk full or read-only: stop here; files written so far are complete
+            raise
         except Exception as exc:
             section["error"] = f"rendering failed: {type(exc).__name__}: {exc}"
 

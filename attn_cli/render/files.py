@@ -1,4 +1,4 @@
-"""Atomic file writing: a temp file in the same folder, then ``os.replace``.
+"""JSON, CSV and PNG writers on top of :mod:`attn_cli.io` (atomic, umask modes, one-line errors).
 
 An interrupted run never leaves a truncated PNG, JSON or CSV behind.
 """
@@ -9,35 +9,15 @@ import csv
 import io
 import json
 import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-
-@contextmanager
-def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
-    """Yield a temp path beside ``path``; on success rename it onto ``path``, else delete it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp",
-                               dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+from attn_cli import io as io_
+from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return Path(path)
+    return io_.write_text(path, text)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
