@@ -43,6 +43,7 @@ class RunOutcome:
     example_weights: list[list[float]] = field(default_factory=list)
     engine: str = "exact"
     cpu_seconds: float = 0.0  # CPU time the run used (0.0 where an engine does not measure it)
+    backend: str = "torch"  # what ran the arithmetic: "torch" (PyTorch ops) or "kernel" (the C kernel)
 
 
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps

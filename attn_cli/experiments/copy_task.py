@@ -355,7 +355,8 @@ def load_cached(path: Path, key: dict) -> RunOutcome | None:
         src = [int(t) for t in o["example_src"]]
         weights = [[float(w) for w in row] for row in o["example_weights"]]
         return RunOutcome(spec=spec, **floats, example_src=src, example_weights=weights,
-                          engine=str(o["engine"]), cpu_seconds=float(o.get("cpu_seconds", 0.0)))
+                          engine=str(o["engine"]), cpu_seconds=float(o.get("cpu_seconds", 0.0)),
+                          backend=str(o.get("backend", "torch" if o["engine"] == "exact" else "unknown")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
@@ -498,7 +499,8 @@ def run(config: Config, progress: Report = None) -> Result:
              "teacher_forced": o.teacher_forced, "free_running": o.free_running, "exact": o.exact}
             for o in outcomes]
     runs = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": o.seconds,
-             "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "cached": c}
+             "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine,
+             "backend": o.backend, "cached": c}
             for o, c in zip(outcomes, cached)]
     cells, maps = _aggregate(config, outcomes)
     return Result(config=dataclasses.asdict(config), rows=rows, cells=cells, maps=maps, runs=runs,
