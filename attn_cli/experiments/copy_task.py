@@ -119,18 +119,26 @@ def run_peak_bytes(spec: RunSpec) -> int:
 
 def check_memory(config: Config) -> None:
     """Refuse up front a configuration whose largest run would not fit (all workers at once)."""
-    from attn_cli.core.memory import check_fits
+    from attn_cli.core.memory import guard
 
     specs = config.plan()
     if not specs:
         return
     worst = max(specs, key=run_peak_bytes)
-    concurrent = min(config.worker_count(), len(specs)) if config.engine == "exact" else len(specs)
+    concurrent = _concurrent(config, specs)
     what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
             f"eval size {worst.eval_size}, {concurrent} run(s) at once)")
-    check_fits(run_peak_bytes(worst) * concurrent, what, "cpu")
-    if config.device != "cpu":
-        check_fits(run_peak_bytes(worst) * concurrent, what, config.device)
+    guard(estimate_bytes(config), what, config.device)
+
+
+def _concurrent(config: Config, specs) -> int:
+    return min(config.worker_count(), len(specs)) if config.engine == "exact" else len(specs)
+
+
+def estimate_bytes(config: Config) -> int:
+    """The largest run's peak times the runs held at once."""
+    specs = config.plan()
+    return max(map(run_peak_bytes, specs)) * _concurrent(config, specs) if specs else 0
 
 
 def validate(config: Config) -> None:

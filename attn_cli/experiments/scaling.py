@@ -132,6 +132,13 @@ def fit_exponent(ns, times) -> float | None:
     return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
 
 
+def estimate_bytes(config: Config) -> int:
+    """The largest measured forward pass (0 without --measure: the table is arithmetic)."""
+    if not config.measure or not config.measure_lengths:
+        return 0
+    return max(forward_bytes(n, config.d_model) for n in config.measure_lengths)
+
+
 def check_measurable(config: Config) -> None:
     """Refuse, before any allocation, every n whose forward pass would not fit comfortably."""
     from attn_cli.core.memory import check_fits, human_bytes
@@ -196,8 +203,9 @@ def run(config: Config, progress: Callable[[int, int], None] | None = None) -> R
     ``progress(done, total)`` is called after each timed pass.
     """
     result = Result(config=dataclasses.asdict(config), formula=formula(config.lengths, config.d_model))
-    if not config.measure:
+    if not config.measure:  # the formula table is arithmetic on Python ints: nothing to allocate
         return result
+    check_measurable(config)  # every n refused up front, before the first pass
     check_measurable(config)  # all sizes, before any allocation
 
     import torch
