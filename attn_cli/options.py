@@ -21,6 +21,22 @@ import click
 
 from attn_cli.core.device import DEVICE_CHOICES
 
+# torch.manual_seed accepts exactly this range (a signed or an unsigned 64-bit integer)
+SEED = click.IntRange(-(2 ** 63), 2 ** 64 - 1)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A ``FloatRange`` that also refuses NaN and infinity (a plain range lets NaN through:
+    every comparison with NaN is false)."""
+
+    def convert(self, value, param, ctx):
+        import math
+
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
 
 @dataclass(frozen=True)
 class Common:
@@ -66,7 +82,7 @@ def common_options(func):
                   help="Print the result as JSON on stdout instead of the table (figures are still written).")
     @click.option("--out", "out", default="outputs", show_default=True, metavar="DIR",
                   callback=validate_out_dir, help="Folder for figures and data files (created if missing).")
-    @click.option("--seed", type=int, default=0, show_default=True,
+    @click.option("--seed", type=SEED, default=0, show_default=True,
                   help="Random seed (the texts use torch.manual_seed(0)).")
     @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,
                   callback=_resolve_device,

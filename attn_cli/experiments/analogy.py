@@ -138,7 +138,7 @@ def check_words(vocab: list[str], words) -> None:
     """AttnError naming the unknown words and listing the vocabulary."""
     unknown = [w for w in words if w not in vocab]
     if unknown:
-        listed = ", ".join(repr(w) for w in unknown)
+        listed = ", ".join(repr(w if len(w) <= 40 else w[:40] + "...") for w in unknown)
         raise AttnError(f"unknown word{'s' if len(unknown) > 1 else ''} {listed}; the vocabulary is: "
                         f"{' '.join(vocab)}")
 

@@ -114,6 +114,12 @@ def normalise_word(word: str, which: str) -> str:
     word = unicodedata.normalize("NFC", word)
     if not word:
         raise AttnError(f"the {which} word is empty; give at least one character")
+    if not word.strip():
+        raise AttnError(f"the {which} word is only whitespace; give at least one visible character")
+    control = [c for c in word if unicodedata.category(c) == "Cc"]
+    if control:
+        raise AttnError(f"the {which} word contains the control character {control[0]!r}; "
+                        "give printable characters")
     if len(word) > MAX_WORD_LENGTH:
         raise AttnError(
             f"the {which} word has {len(word):,} characters; at most {MAX_WORD_LENGTH} are allowed "
@@ -151,6 +157,8 @@ def run(config: Config) -> Result:
 
     query_word, key_word = validate(config)
     guard(estimate_bytes(config), f"letter embeddings of width {config.dim}", config.device)
+    letters = sorted(set(query_word + key_word))
+    n_q, n_k = len(query_word), len(key_word)
 
     torch.manual_seed(config.seed)
     emb = torch.randn(len(letters), config.dim)  # (|alphabet|, d): one call, as in the text
