@@ -163,7 +163,7 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
         try:
             t0 = time.perf_counter()
             markdown = report.to_markdown(exp.tables(run.result))
-            files.write_json(out / f"{exp.name}.json", _asdict(run.result))
+            files.write_json(out / f"{exp.name}.json", files.result_json(run.result))
             figure_paths = exp.figures(run.result, out)
             written = [_relative(p, out) for p in figure_paths]
             section["figures"] = [f for f in written if f.lower().endswith((".png", ".svg", ".jpg"))]
@@ -207,7 +207,7 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
     else:
         n_files = sum(len(s["figures"]) + len(s["data"]) for s in sections) + 2
         console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.md'}) "
-                             f"in {manifest['seconds']:.1f} s", highlight=False)
+                             f"in {manifest['timing']['seconds']:.1f} s", highlight=False)
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
         console.stdout.print(cov.line(), highlight=False)
@@ -376,7 +376,8 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
         "seed": common.seed,
         "device": common.device,
         "versions": runner.versions(),
-        "seconds": round(seconds, 3),
+        "timing": {"seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs
+                   "experiments": {s["name"]: round(s["seconds"], 3) for s in sections}},
         "engines": {s["name"]: s["config"]["engine"] for s in sections
                     if isinstance(s["config"], dict) and "engine" in s["config"]},
         "checks": line,
@@ -384,7 +385,7 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
         "artifacts": artifacts,
         "missing": cov.no_experiment,
         "experiments": {s["name"]: {"artifacts": s["ids"], "command": s["command"],
-                                    "config": s["config"], "seconds": round(s["seconds"], 3),
+                                    "config": s["config"],
                                     "files": s["data"] + s["figures"], "error": s["error"]}
                         for s in sections},
     }

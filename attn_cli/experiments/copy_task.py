@@ -25,7 +25,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 from attn_cli.core.copy_spec import MODELS, RunOutcome, RunSpec
 from attn_cli.errors import AttnError
@@ -387,6 +387,7 @@ class Result:
     runs: list[dict] = field(default_factory=list)  # per run: seconds, final loss, engine, cached
     seconds: float = 0.0  # wall time of run()
     notes: list[str] = field(default_factory=list)  # cache repairs and other remarks for stderr
+    TIMING: ClassVar[tuple[str, ...]] = ("seconds", "runs.*.seconds", "runs.*.cpu_seconds")  # JSON: under "timing"
 
     def cell(self, model: str, length: int) -> dict | None:
         return next((c for c in self.cells if c["model"] == model and c["length"] == length), None)

@@ -20,7 +20,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 ARTIFACTS = ("w9-scaling",)
 
@@ -98,6 +98,10 @@ class Result:
     threads: int = 0  # torch CPU threads during the measurement (timings on a shared CPU are noisy)
     load_average: float | None = None  # 1-minute load average before measuring (None where unknown)
     cpu_count: int = 0
+    # what the measurement found on this run (JSON: under "timing"): times, memory peaks, the fit
+    TIMING: ClassVar[tuple[str, ...]] = ("measured_rows.*.time_s", "measured_rows.*.median_s",
+                                         "measured_rows.*.times_s", "measured_rows.*.peak_bytes",
+                                         "measured_rows.*.gflops", "exponent", "load_average")
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value for the text's lengths."""

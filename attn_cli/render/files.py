@@ -56,3 +56,49 @@ def _json_default(obj: Any):
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+# --------------------------------------------------------------------------- timings apart
+
+def result_json(result: Any) -> Any:
+    """A result as a JSON-ready dict, its wall-clock values moved under one ``timing`` key.
+
+    A Result class names its timing fields in ``TIMING`` (dotted paths, ``*`` for every item
+    of a list: ``"runs.*.seconds"``); they leave their places and reappear, in the same
+    structure, under ``timing``.  Everything else is then the same, byte for byte, for two
+    runs with the same seed.
+    """
+    import dataclasses
+
+    obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
+    paths = getattr(type(result), "TIMING", ())
+    return split_timing(obj, paths) if paths else obj
+
+
+def split_timing(obj: dict, paths: Iterable[str]) -> dict:
+    """Move the values at ``paths`` out of ``obj`` into ``obj["timing"]`` (in place)."""
+    timing: dict = {}
+    for path in paths:
+        _move(obj, timing, path.split("."))
+    obj["timing"] = timing
+    return obj
+
+
+def _move(src: Any, dst: Any, parts: list[str]) -> None:
+    key, rest = parts[0], parts[1:]
+    if key == "*":
+        if not isinstance(src, list) or not rest:
+            return
+        for i, item in enumerate(src):
+            while len(dst) <= i:
+                dst.append({})
+            _move(item, dst[i], rest)
+        return
+    if not isinstance(src, dict) or key not in src:
+        return
+    if not rest:
+        dst[key] = src.pop(key)
+        return
+    child = src[key]
+    if isinstance(child, (list, dict)):
+        _move(child, dst.setdefault(key, [] if isinstance(child, list) else {}), rest)

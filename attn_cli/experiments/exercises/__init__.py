@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from attn_cli.errors import AttnError
 
@@ -93,6 +93,10 @@ class Result:
     ex11: Any = None
     ex12: Any = None
     seconds: dict = dataclasses.field(default_factory=dict)  # "ex1" -> wall seconds
+    # wall-clock values (JSON: under "timing"): each exercise's seconds and ex6's timings and
+    # everything fitted to them
+    TIMING: ClassVar[tuple[str, ...]] = ("seconds", "ex6.rows.*.seconds", "ex6.ratio", "ex6.slowest_h",
+                                         "ex6.fastest_h", "ex6.ns_per_entry", "ex6.fixed_seconds", "ex6.r_squared")
 
     def ran(self) -> list[int]:
         """The exercises that ran, in the order they were asked for."""
