@@ -110,11 +110,14 @@ def run_peak_bytes(spec: RunSpec) -> int:
     contexts and the logits: about (4 T + 10 h + 100) floats per sequence and step.
     Evaluation keeps the encoder states (T x h), the stacked logits (T x V), the int64
     batch and per-step temporaries: about (3 h + 2 V + 16) floats per sequence and step.
+    The parameters, their gradients and Adam's moments add 4 x (10 h^2 + 200 h) floats.
     """
     L, h = spec.length, spec.hidden
     train = spec.batch_size * L * (4 * L + 10 * h + 100)
     evaluate = spec.eval_size * L * (3 * h + 2 * 12 + 16) + spec.eval_size * (4 * L + 4 * h)
-    return 4 * max(train, evaluate)
+    # parameters (two GRUs, attention, readout: about 10 h^2 + 200 h) with gradients and Adam's two moments
+    params = 4 * (10 * h * h + 200 * h)
+    return 4 * (max(train, evaluate) + params)
 
 
 def check_memory(config: Config) -> None:
