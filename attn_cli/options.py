@@ -13,7 +13,7 @@ and ``--quick`` (reduced sizes for smoke runs).
 from __future__ import annotations
 
 import functools
-import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +69,11 @@ def validate_out_dir(ctx, param, value) -> Path:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise click.BadParameter(f"cannot create {str(path)!r}: {exc.strerror}", ctx=ctx, param=param) from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"{str(path)!r} is not writable", ctx=ctx, param=param)
+    try:  # a real probe: os.access says yes to root even on a read-only file system
+        with tempfile.TemporaryFile(dir=path, prefix=".attn-probe-"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(f"{str(path)!r} is not writable: {exc.strerror}", ctx=ctx, param=param) from None
     return path
 
 

@@ -55,8 +55,8 @@ def _bars(specs, enabled: bool = True):
               help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]")
 @click.option("--hidden", type=click.IntRange(min=1), default=None, help="GRU hidden size  [default: 32]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Training batch  [default: 64]")
-@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True), default=None,
-              help="Adam learning rate  [default: 0.003]")
+@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=None,
+              help="Adam learning rate, at most 10  [default: 0.003]")
 @click.option("--eval-size", type=click.IntRange(min=1), default=None,
               help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
 @click.option("--seeds", cls=MultiValueOption, type=SEED, metavar="K...",
