@@ -8,13 +8,21 @@ become a one-line ``Error: ...`` here, in one place.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import pkgutil
+import sys
 
 import click
 
 from attn_cli import __version__
 from attn_cli.errors import AttnError
+
+# an OSError that reaches the CLI with one of these is a condition of the machine (a full or
+# read-only disk, a folder the user may not write), reported in one line, never a traceback
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO,
+                       errno.EFBIG, errno.ENAMETOOLONG}
+INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 
 class AttnGroup(click.Group):
@@ -23,6 +31,19 @@ class AttnGroup(click.Group):
             return super().invoke(ctx)
         except AttnError as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRNOS:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror}") from None
+        except (KeyboardInterrupt, click.Abort):
+            _interrupted()
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line on stderr, exit 130; atomic writes have left no partial file."""
+    click.echo("\nError: interrupted", err=True)
+    sys.exit(INTERRUPTED)
 
     def format_commands(self, ctx, formatter):
         """List every command with its whole one-line summary (wrapped, never cut with '...')."""
@@ -60,4 +81,7 @@ _load_commands()
 
 
 def main() -> None:
-    cli(prog_name="attn")
+    try:
+        cli(prog_name="attn")
+    except KeyboardInterrupt:  # Ctrl-C outside a command (while starting up)
+        _interrupted()

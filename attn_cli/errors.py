@@ -11,3 +11,7 @@ class AttnError(Exception):
 
 class MemoryRefused(AttnError):
     """A request whose memory estimate exceeds what is available; refused up front."""
+
+
+class WriteFailed(AttnError):
+    """An output file or folder that could not be written (disk full, permission, read-only)."""

@@ -14,7 +14,7 @@ kernels are pinned before any other option can import torch; see :mod:`attn_cli.
 from __future__ import annotations
 
 import functools
-import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,22 @@ import click
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.numerics import MODES as NUMERIC_MODES
+
+# torch.manual_seed accepts exactly this range (a signed or an unsigned 64-bit integer)
+SEED = click.IntRange(-(2 ** 63), 2 ** 64 - 1)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A ``FloatRange`` that also refuses NaN and infinity (a plain range lets NaN through:
+    every comparison with NaN is false)."""
+
+    def convert(self, value, param, ctx):
+        import math
+
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
 
 
 @dataclass(frozen=True)
@@ -68,8 +84,11 @@ def validate_out_dir(ctx, param, value) -> Path:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise click.BadParameter(f"cannot create {str(path)!r}: {exc.strerror}", ctx=ctx, param=param) from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"{str(path)!r} is not writable", ctx=ctx, param=param)
+    try:  # a real probe: os.access says yes to root even on a read-only file system
+        with tempfile.TemporaryFile(dir=path, prefix=".attn-probe-"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(f"{str(path)!r} is not writable: {exc.strerror}", ctx=ctx, param=param) from None
     return path
 
 
@@ -85,7 +104,7 @@ def common_options(func):
                   help="Print the result as JSON on stdout instead of the table (figures are still written).")
     @click.option("--out", "out", default="outputs", show_default=True, metavar="DIR",
                   callback=validate_out_dir, help="Folder for figures and data files (created if missing).")
-    @click.option("--seed", type=int, default=0, show_default=True,
+    @click.option("--seed", type=SEED, default=0, show_default=True,
                   help="Random seed (the texts use torch.manual_seed(0)).")
     @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,
                   callback=_resolve_device,

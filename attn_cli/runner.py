@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable, Sequence
 
-from attn_cli.errors import AttnError
+from attn_cli.errors import AttnError, WriteFailed
 
 EXPERIMENTS_PACKAGE = "attn_cli.experiments"
 RENDER_PACKAGE = "attn_cli.render"
@@ -290,6 +290,8 @@ def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
             with _intra_op_threads(threads):
                 run.result = exp.run(config, progress=progress)
             run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
+        except WriteFailed:  # a full or read-only disk stops the whole run, not one experiment
+            raise
         except Exception as exc:
             if not keep_going:
                 raise

@@ -337,7 +337,7 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     assert manifest["experiments"]["alpha"]["config"] == {"seed": 0, "device": "cpu", "size": 100}
     assert manifest["experiments"]["slow"]["config"]["cache_dir"] == str(tmp_path)
     assert manifest["missing"] == ["fk-orphan"]
-    assert manifest["seconds"] > 0 and not manifest["quick"]
+    assert manifest["timing"]["seconds"] > 0 and not manifest["quick"]
 
     index = (tmp_path / "index.md").read_text()
     assert "![alpha.png](alpha.png)" in index  # every figure embedded, relative link

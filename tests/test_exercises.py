@@ -159,7 +159,8 @@ def test_exercise_all_quick_json(all_quick):
     tmp_path, data = all_quick
     assert all(data[f"ex{n}"] is not None for n in range(1, 13))
     assert data["config"]["exercises"] == list(range(1, 13))
-    assert data["ex6"]["n"] == 128 and len(data["ex6"]["rows"]) == 7 and data["ex6"]["ratio"] >= 1
+    assert data["ex6"]["n"] == 128 and len(data["ex6"]["rows"]) == 7 and data["timing"]["ex6"]["ratio"] >= 1
+    assert len(data["timing"]["ex6"]["rows"]) == 7 and "seconds" not in data["ex6"]["rows"][0]
     for n in (2, 6, 11, 12):
         assert_png(tmp_path / f"exercise_{n}.png")
         assert (tmp_path / f"exercise_{n}.csv").read_text().count("\n") > 3

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from attn_cli.errors import WriteFailed
 from attn_cli.options import Common, MultiValueOption, common_options
 
 
@@ -143,7 +144,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
         attn all --quick --out /tmp/smoke
         attn all --only w9-masks d2l-crossattn-map
     """
-    from attn_cli import numerics, runner
+    from attn_cli import runner
     from attn_cli.render import console, files, report
 
     started = time.perf_counter()
@@ -174,7 +175,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
         try:
             t0 = time.perf_counter()
             markdown = report.to_markdown(exp.tables(run.result))
-            files.write_json(out / f"{exp.name}.json", numerics.stamp(_asdict(run.result)))
+            files.write_json(out / f"{exp.name}.json", files.result_json(run.result))
             figure_paths = exp.figures(run.result, out)
             written = [_relative(p, out) for p in figure_paths]
             section["figures"] = [f for f in written if f.lower().endswith((".png", ".svg", ".jpg"))]
@@ -183,6 +184,8 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
             section["markdown"] = markdown
             files.write_text(out / f"{exp.name}.md", _experiment_markdown(section))
             section["seconds"] += time.perf_counter() - t0
+        except WriteFailed:  # disk full or read-only: stop here; files written so far are complete
+            raise
         except Exception as exc:
             section["error"] = f"rendering failed: {type(exc).__name__}: {exc}"
 
@@ -216,7 +219,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     else:
         n_files = sum(len(s["figures"]) + len(s["data"]) for s in sections) + 2
         console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.md'}) "
-                             f"in {manifest['seconds']:.1f} s", highlight=False)
+                             f"in {manifest['timing']['seconds']:.1f} s", highlight=False)
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
         console.stdout.print(cov.line(), highlight=False)
@@ -401,7 +404,8 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov, run
         "versions": runner.versions(),
         "numerics": numerics.describe(),
         "cache": runner.cache_lines(runs),
-        "seconds": round(seconds, 3),
+        "timing": {"seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs
+                   "experiments": {s["name"]: round(s["seconds"], 3) for s in sections}},
         "engines": {s["name"]: s["config"]["engine"] for s in sections
                     if isinstance(s["config"], dict) and "engine" in s["config"]},
         "checks": line,
@@ -409,7 +413,7 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov, run
         "artifacts": artifacts,
         "missing": cov.no_experiment,
         "experiments": {s["name"]: {"artifacts": s["ids"], "command": s["command"],
-                                    "config": s["config"], "seconds": round(s["seconds"], 3),
+                                    "config": s["config"],
                                     "files": s["data"] + s["figures"], "error": s["error"]}
                         for s in sections},
     }

@@ -11,7 +11,10 @@ from contextlib import contextmanager
 
 import click
 
-from attn_cli.options import Common, MultiValueOption, common_options
+from attn_cli.options import SEED, Common, FiniteFloatRange, MultiValueOption, common_options
+
+MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
+MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
 
 
 @contextmanager
@@ -48,15 +51,15 @@ def _bars(specs, enabled: bool = True):
 @click.command(name="copy-task")
 @click.option("--lengths", cls=MultiValueOption, type=click.IntRange(min=1), metavar="L...",
               help="Sequence lengths to copy  [default: 4 8 16 32, the text's]")
-@click.option("--steps", type=click.IntRange(min=1), default=None,
-              help="Adam steps per run  [default: 2500; 30 with --quick]")
+@click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=None,
+              help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]")
 @click.option("--hidden", type=click.IntRange(min=1), default=None, help="GRU hidden size  [default: 32]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Training batch  [default: 64]")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Adam learning rate  [default: 0.003]")
+@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=None,
+              help="Adam learning rate, at most 10  [default: 0.003]")
 @click.option("--eval-size", type=click.IntRange(min=1), default=None,
               help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
-@click.option("--seeds", cls=MultiValueOption, type=int, metavar="K...",
+@click.option("--seeds", cls=MultiValueOption, type=SEED, metavar="K...",
               help="Several seeds: each cell becomes mean ± std over them, every run listed  "
                    "[default: --seed alone]")
 @click.option("--model", type=click.Choice(("attention", "plain", "both")), default="both", show_default=True,
@@ -64,8 +67,9 @@ def _bars(specs, enabled: bool = True):
 @click.option("--engine", type=click.Choice(("exact", "fast")), default="exact", show_default=True,
               help="exact: bit-identical to the text's program on CPU; fast: other kernels, "
                    "statistically equivalent numbers.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Worker processes across lengths, seeds and models  [default: the CPU count]")
+@click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=None,
+              help=f"Worker processes across lengths, seeds and models, at most {MAX_JOBS}  "
+                   "[default: the CPU count]")
 @click.option("--no-cache", is_flag=True, help="Recompute runs cached under OUT/.cache/copy_task.")
 @common_options
 def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache,

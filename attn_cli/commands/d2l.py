@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.options import Common, MultiValueOption, common_options
+from attn_cli.options import Common, FiniteFloatRange, MultiValueOption, common_options
 
 
 def _execute(experiment, render, config, common: Common) -> None:
@@ -44,10 +44,10 @@ def _usage(validate, config) -> None:
               help="Examples N (the text: 10000).")
 @click.option("--dim", type=click.IntRange(min=1), default=16, show_default=True,
               help="Width d of each value vector (the text: 16).")
-@click.option("--weights", cls=MultiValueOption, type=click.FloatRange(0.0, 1.0),
+@click.option("--weights", cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0),
               default=(0.5, 0.7, 0.9, 1.0), show_default=True, metavar="A...",
               help="First weight a of the single head, (a, 1 - a); each in [0, 1].")
-@click.option("--two-head-weights", cls=MultiValueOption, type=click.FloatRange(0.0, 1.0),
+@click.option("--two-head-weights", cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0),
               default=(1.0, 0.88), show_default=True, metavar="A...",
               help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].")
 @common_options

@@ -102,8 +102,9 @@ def masks(common: Common) -> None:
               help="Width d in n^2 d (and the head width of --measure).")
 @click.option("--measure", is_flag=True,
               help="Also time real attention forward passes on --device, fit the exponent, draw a log-log PNG.")
-@click.option("--repeats", type=click.IntRange(min=1), default=None,
-              help="Timed passes per n for --measure (the fastest is kept)  [default: 3; 2 with --quick]")
+@click.option("--repeats", type=click.IntRange(1, 1000), default=None,
+              help="Timed passes per n for --measure (the fastest is kept), at most 1000  "
+                   "[default: 3; 2 with --quick]")
 @common_options
 def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int | None, common: Common) -> None:
     """The price of attention: quadratic cost in the sequence length (W9 5.2).

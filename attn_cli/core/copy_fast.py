@@ -666,6 +666,7 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
         else:
             result = train_group(task.specs, device, report, stop, [inits[i] for i in task.indices])
         for i, outcome in zip(task.indices, result):
+            outcome.backend = "kernel" if lib is not None else "torch"
             outcomes[i] = outcome
 
     saved_threads = torch.get_num_threads()

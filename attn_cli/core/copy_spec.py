@@ -47,6 +47,7 @@ class RunOutcome:
     # readout attention peaks at the step's own input position (free running); None otherwise
     diagonal: Optional[float] = None
     isa: str = ""  # the CPU kernels torch dispatched to during the run (e.g. "AVX2")
+    backend: str = "torch"  # what ran the arithmetic: "torch" (PyTorch ops) or "kernel" (the C kernel)
 
 
 def cpu_isa() -> str:

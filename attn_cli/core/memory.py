@@ -39,3 +39,15 @@ def check_fits(nbytes: float, what: str, device: str = "cpu", fraction: float = 
         raise MemoryRefused(
             f"{what} needs about {human_bytes(nbytes)}, more than {fraction:.0%} of the "
             f"{human_bytes(budget / fraction)} free on {device}; refused before starting")
+
+
+def guard(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5) -> None:
+    """The one up-front check every experiment makes before allocating anything.
+
+    ``nbytes`` is the experiment's own estimate of the largest tensors it holds at once
+    (its module's ``estimate_bytes(config)``).  Draws are made on the CPU, then moved, so the
+    CPU is always checked; another device is checked as well.
+    """
+    check_fits(nbytes, what, "cpu", fraction)
+    if device != "cpu":
+        check_fits(nbytes, what, device, fraction)

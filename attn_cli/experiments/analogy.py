@@ -138,7 +138,7 @@ def check_words(vocab: list[str], words) -> None:
     """AttnError naming the unknown words and listing the vocabulary."""
     unknown = [w for w in words if w not in vocab]
     if unknown:
-        listed = ", ".join(repr(w) for w in unknown)
+        listed = ", ".join(repr(w if len(w) <= 40 else w[:40] + "...") for w in unknown)
         raise AttnError(f"unknown word{'s' if len(unknown) > 1 else ''} {listed}; the vocabulary is: "
                         f"{' '.join(vocab)}")
 
@@ -169,9 +169,22 @@ def build_space(config: Config) -> Space:
     return Space(vocab=vocab, index=index, E=E)
 
 
+def estimate_bytes(config: Config) -> int:
+    """float64 V x V matrices held at once: counts, PPMI, its temporaries and the SVD's U
+    (about eight), V the corpus's vocabulary."""
+    v = len(vocabulary(config))
+    return 8 * 8 * v * v
+
+
 def run(config: Config) -> Result:
+    from attn_cli.core.memory import guard
+
     vocab = vocabulary(config)
+    guard(estimate_bytes(config), f"analogy over a vocabulary of {len(vocab)} words", config.device)
     check_words(vocab, [*config.query, config.nearest_word])
+    for name, n in (("--top", config.nearest_top), ("analogy_top", config.analogy_top)):
+        if n > len(vocab):
+            raise AttnError(f"{name} must be at most the vocabulary size {len(vocab)}, got {n}")
     space = build_space(config)
 
     analogy, analogy_sims = space.analogy("king", "man", "woman", 3)

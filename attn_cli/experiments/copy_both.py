@@ -107,15 +107,19 @@ def readout_error(M, target, driver: str | None = None) -> float:
     return ((M @ W - target).norm() / target.norm()).item()
 
 
+def estimate_bytes(config: Config) -> int:
+    """V1, V2, target (2d), M2 (2d), a lstsq copy and solution: about 12 d floats per sample."""
+    return 4 * config.samples * config.dim * 12
+
+
 def run(config: Config) -> Result:
     import torch
 
-    from attn_cli.core.memory import check_fits
+    from attn_cli.core.memory import guard
 
     validate(config)
     n, d = config.samples, config.dim
-    # V1, V2, target (2d), M2 (2d), a lstsq copy and solution: about 8 d floats per sample
-    check_fits(4.0 * n * d * 12, f"copy-both with --samples {n} --dim {d}", config.device)
+    guard(estimate_bytes(config), f"copy-both with --samples {n} --dim {d}", config.device)
 
     threads = torch.get_num_threads()
     if config.device == "cpu":

@@ -30,7 +30,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 from attn_cli.core.copy_spec import MODELS, RunOutcome, RunSpec
 from attn_cli.errors import AttnError
@@ -134,27 +134,38 @@ def run_peak_bytes(spec: RunSpec) -> int:
     contexts and the logits: about (4 T + 10 h + 100) floats per sequence and step.
     Evaluation keeps the encoder states (T x h), the stacked logits (T x V), the int64
     batch and per-step temporaries: about (3 h + 2 V + 16) floats per sequence and step.
+    The parameters, their gradients and Adam's moments add 4 x (10 h^2 + 200 h) floats.
     """
     L, h = spec.length, spec.hidden
     train = spec.batch_size * L * (4 * L + 10 * h + 100)
     evaluate = spec.eval_size * L * (3 * h + 2 * 12 + 16) + spec.eval_size * (4 * L + 4 * h)
-    return 4 * max(train, evaluate)
+    # parameters (two GRUs, attention, readout: about 10 h^2 + 200 h) with gradients and Adam's two moments
+    params = 4 * (10 * h * h + 200 * h)
+    return 4 * (max(train, evaluate) + params)
 
 
 def check_memory(config: Config) -> None:
     """Refuse up front a configuration whose largest run would not fit (all workers at once)."""
-    from attn_cli.core.memory import check_fits
+    from attn_cli.core.memory import guard
 
     specs = config.plan()
     if not specs:
         return
     worst = max(specs, key=run_peak_bytes)
-    concurrent = min(config.worker_count(), len(specs)) if config.engines == ("exact",) else len(specs)
+    concurrent = _concurrent(config, specs)
     what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
             f"eval size {worst.eval_size}, {concurrent} run(s) at once)")
-    check_fits(run_peak_bytes(worst) * concurrent, what, "cpu")
-    if config.device != "cpu":
-        check_fits(run_peak_bytes(worst) * concurrent, what, config.device)
+    guard(estimate_bytes(config), what, config.device)
+
+
+def _concurrent(config: Config, specs) -> int:
+    return min(config.worker_count(), len(specs)) if config.engines == ("exact",) else len(specs)
+
+
+def estimate_bytes(config: Config) -> int:
+    """The largest run's peak times the runs held at once."""
+    specs = config.plan()
+    return max(map(run_peak_bytes, specs)) * _concurrent(config, specs) if specs else 0
 
 
 def validate(config: Config) -> None:
@@ -403,7 +414,8 @@ def load_cached(path: Path, key: dict) -> RunOutcome | None:
         src = [int(t) for t in o["example_src"]]
         weights = [[float(w) for w in row] for row in o["example_weights"]]
         return RunOutcome(spec=spec, **floats, example_src=src, example_weights=weights,
-                          engine=str(o["engine"]), cpu_seconds=float(o.get("cpu_seconds", 0.0)), isa=str(o["isa"]))
+                          engine=str(o["engine"]), cpu_seconds=float(o.get("cpu_seconds", 0.0)), isa=str(o["isa"]),
+                          backend=str(o.get("backend", "torch" if o["engine"] == "exact" else "unknown")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{type(exc).__name__}: {exc}") from None
 
@@ -427,6 +439,7 @@ class Result:
     runs: list[dict] = field(default_factory=list)  # per run: seconds, final loss, engine, isa, cached
     seconds: float = 0.0  # wall time of run()
     notes: list[str] = field(default_factory=list)  # cache repairs and other remarks for stderr
+    TIMING: ClassVar[tuple[str, ...]] = ("seconds", "runs.*.seconds", "runs.*.cpu_seconds")  # JSON: under "timing"
 
     def cell(self, model: str, length: int) -> dict | None:
         return next((c for c in self.cells if c["model"] == model and c["length"] == length), None)
@@ -558,7 +571,8 @@ def assemble(config: Config, outcomes: list[RunOutcome], cached: Optional[list[b
              "diagonal": o.diagonal} for o in outcomes]
     runs = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": o.seconds,
              "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "isa": o.isa,
-             "cached": c} for o, c in zip(outcomes, cached)]
+             "backend": o.backend, "cached": c}
+            for o, c in zip(outcomes, cached)]
     cells, maps = _aggregate(config, outcomes)
     return Result(config=dataclasses.asdict(config), rows=rows, cells=cells, maps=maps, runs=runs,
                   seconds=seconds, notes=list(notes or []))

@@ -114,6 +114,12 @@ def normalise_word(word: str, which: str) -> str:
     word = unicodedata.normalize("NFC", word)
     if not word:
         raise AttnError(f"the {which} word is empty; give at least one character")
+    if not word.strip():
+        raise AttnError(f"the {which} word is only whitespace; give at least one visible character")
+    control = [c for c in word if unicodedata.category(c) == "Cc"]
+    if control:
+        raise AttnError(f"the {which} word contains the control character {control[0]!r}; "
+                        "give printable characters")
     if len(word) > MAX_WORD_LENGTH:
         raise AttnError(
             f"the {which} word has {len(word):,} characters; at most {MAX_WORD_LENGTH} are allowed "
@@ -133,18 +139,26 @@ def validate(config: Config) -> tuple[str, str]:
     return q, k
 
 
+def estimate_bytes(config: Config) -> int:
+    """Embeddings, queries, keys, values, per-head scores and, with heads, the four d x d
+    projections (float32): tiny after the word-length cap, but --dim is free."""
+    letters = len(set(config.query_word + config.key_word))
+    n_q, n_k = len(config.query_word), len(config.key_word)
+    heads = max(config.heads, 1)
+    return 4 * (4 * (letters + 2 * (n_q + n_k)) * config.dim + 4 * heads * n_q * n_k
+                + 4 * config.dim ** 2 * (config.heads > 0))
+
+
 def run(config: Config) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention
-    from attn_cli.core.memory import check_fits
+    from attn_cli.core.memory import guard
 
     query_word, key_word = validate(config)
+    guard(estimate_bytes(config), f"letter embeddings of width {config.dim}", config.device)
     letters = sorted(set(query_word + key_word))
     n_q, n_k = len(query_word), len(key_word)
-    # embeddings + projections (heads) + scores: all tiny after the length cap, but --dim is free
-    check_fits(4.0 * (len(letters) + 2 * (n_q + n_k)) * config.dim * 4 + 4.0 * config.dim ** 2 * 4 * (config.heads > 0),
-               f"letter embeddings of width {config.dim}", config.device)
 
     torch.manual_seed(config.seed)
     emb = torch.randn(len(letters), config.dim)  # (|alphabet|, d): one call, as in the text

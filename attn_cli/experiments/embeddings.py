@@ -79,11 +79,21 @@ class Result:
         }
 
 
+def estimate_bytes(config: Config) -> int:
+    """Largest tensors held at once (float32): the d-wide word vectors, Wq, Wk, Wv and their
+    products; the V x d table of 1.1 is only counted, never allocated."""
+    d, n = config.d, len(CONTEXT_VOCAB)
+    return 4 * (3 * d * d + 4 * n * d + 4 * len(ONEHOT_VOCAB) * max(len(ONEHOT_VOCAB), config.onehot_embed_dim))
+
+
 def run(config: Config) -> Result:
     import torch
     from torch import nn
 
     from attn_cli.core.attention import scaled_dot_product_attention
+    from attn_cli.core.memory import guard
+
+    guard(estimate_bytes(config), f"embeddings with --dim {config.d}", config.device)
 
     dev = torch.device(config.device)
 

@@ -80,11 +80,22 @@ class Result:
         }
 
 
+def estimate_bytes(config: Config) -> int:
+    """Largest tensors held at once (float32): Q, K, V, and the (n_q, n_k) scores and weights
+    of the core, the text's formula and SDPA (about six), with the outputs (n_q, d_v)."""
+    n_q, n_k, d_k, d_v = config.n_q, config.n_k, config.d_k, config.d_v
+    return 4 * (n_q * d_k + n_k * (d_k + d_v) + 6 * n_q * n_k + 4 * n_q * d_v)
+
+
 def run(config: Config) -> Result:
     import torch
     import torch.nn.functional as F
 
     from attn_cli.core.attention import scaled_dot_product_attention
+    from attn_cli.core.memory import guard
+
+    guard(estimate_bytes(config), f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} "
+          f"--d-v {config.d_v}", config.device)
 
     dev = torch.device(config.device)
 

@@ -65,6 +65,15 @@ class Result:
         return out
 
 
+def estimate_bytes(config: Config) -> int:
+    """Largest tensors held at once (float32): two layers' 4 d^2 weights at the larger width
+    (one on the CPU, one moved; or the parameter-table layer and its gradients-free forward),
+    the (2, 10, num_hiddens) input and its per-head (2, h, 10, 10) weights."""
+    w = max(config.d_model, config.num_hiddens)
+    h = max(config.num_heads + (config.layout_heads,))
+    return 4 * (2 * (4 * w * w + 4 * w) + 8 * 2 * 10 * w + 4 * 2 * h * 10 * 10)
+
+
 def validate(config: Config) -> None:
     for name, width in (("--d-model", config.d_model), ("--num-hiddens", config.num_hiddens)):
         if not 1 <= width <= MAX_WIDTH:
@@ -105,8 +114,11 @@ def run(config: Config) -> Result:
     from torch import nn
 
     from attn_cli.core.attention import MultiHeadAttention, count_parameters
+    from attn_cli.core.memory import guard
 
     validate(config)
+    guard(estimate_bytes(config), f"heads with --d-model {config.d_model} --num-hiddens {config.num_hiddens}",
+          config.device)
     dev = config.device
 
     with torch.no_grad():

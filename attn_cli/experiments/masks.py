@@ -69,11 +69,20 @@ def _round2(weights) -> list[list[float]]:
     return [[round(float(v), 2) for v in row] for row in weights.cpu().numpy().round(2)]
 
 
+def estimate_bytes(config: Config) -> int:
+    """Largest tensors held at once (float32): the (n, d) tokens and about eight (n, n)
+    score, mask and weight matrices."""
+    n, d = config.n, config.d
+    return 4 * (4 * n * d + 8 * n * n)
+
+
 def run(config: Config) -> Result:
     import torch
 
     from attn_cli.core.attention import causal_mask, masked_softmax, scaled_dot_product_attention
+    from attn_cli.core.memory import guard
 
+    guard(estimate_bytes(config), f"masks with n={config.n}, d={config.d}", config.device)
     n, d, dev = config.n, config.d, config.device
     gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
     x = torch.randn(n, d, generator=gen).to(dev)  # (n, d)

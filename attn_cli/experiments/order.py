@@ -65,10 +65,20 @@ class Result:
         }
 
 
+def estimate_bytes(config: Config) -> int:
+    """Largest tensors held at once (float32): Wq, Wk, Wv (d x d) and a few (3, d) rows; on
+    another device the CPU draws and their copies both count."""
+    d = config.d
+    return 4 * (3 * d * d + 16 * 3 * d) * (2 if config.device != "cpu" else 1)
+
+
 def run(config: Config) -> Result:
     import torch
 
     from attn_cli.core.attention import scaled_dot_product_attention
+    from attn_cli.core.memory import guard
+
+    guard(estimate_bytes(config), f"order with --dim {config.d}", config.device)
 
     if len(config.words) != 3 or len(set(config.words)) != 3:
         raise ValueError(f"words must be three distinct words, got {config.words}")

@@ -20,7 +20,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 ARTIFACTS = ("w9-scaling",)
 
@@ -98,6 +98,10 @@ class Result:
     threads: int = 0  # torch CPU threads during the measurement (timings on a shared CPU are noisy)
     load_average: float | None = None  # 1-minute load average before measuring (None where unknown)
     cpu_count: int = 0
+    # what the measurement found on this run (JSON: under "timing"): times, memory peaks, the fit
+    TIMING: ClassVar[tuple[str, ...]] = ("measured_rows.*.time_s", "measured_rows.*.median_s",
+                                         "measured_rows.*.times_s", "measured_rows.*.peak_bytes",
+                                         "measured_rows.*.gflops", "exponent", "load_average")
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value for the text's lengths."""
@@ -130,6 +134,13 @@ def fit_exponent(ns, times) -> float | None:
     mx = sum(x for x, _ in pts) / len(pts)
     my = sum(y for _, y in pts) / len(pts)
     return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+
+def estimate_bytes(config: Config) -> int:
+    """The largest measured forward pass (0 without --measure: the table is arithmetic)."""
+    if not config.measure or not config.measure_lengths:
+        return 0
+    return max(forward_bytes(n, config.d_model) for n in config.measure_lengths)
 
 
 def check_measurable(config: Config) -> None:
@@ -196,8 +207,9 @@ def run(config: Config, progress: Callable[[int, int], None] | None = None) -> R
     ``progress(done, total)`` is called after each timed pass.
     """
     result = Result(config=dataclasses.asdict(config), formula=formula(config.lengths, config.d_model))
-    if not config.measure:
+    if not config.measure:  # the formula table is arithmetic on Python ints: nothing to allocate
         return result
+    check_measurable(config)  # every n refused up front, before the first pass
     check_measurable(config)  # all sizes, before any allocation
 
     import torch

@@ -50,12 +50,20 @@ class Result:
         }
 
 
+def estimate_bytes(config: Config) -> int:
+    """Largest tensors held at once (float32): the texts' fixed sizes, a D2L layer of width
+    100 (4 x 100 x 100 weights) and its (2, 9, 100) inputs dominate."""
+    return 4 * (2 * 4 * 100 * 100 + 8 * 2 * 9 * 100)
+
+
 def run(config: Config) -> Result:
     import torch
     from torch import nn
 
     from attn_cli.core.attention import MultiHeadAttention
+    from attn_cli.core.memory import guard
 
+    guard(estimate_bytes(config), "self-cross", config.device)
     dev = config.device
     with torch.no_grad():
         # W9 4.1, draws in the text's order: the layer, then encoder_out, then decoder_in

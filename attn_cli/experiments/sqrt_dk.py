@@ -120,16 +120,19 @@ def _softmax_stats(logits):
     return w.max(-1).values.mean().item(), s.grad.norm(dim=-1).mean().item()
 
 
+def estimate_bytes(config: Config) -> int:
+    """The peak of one d_k step: :meth:`Config.peak_bytes`."""
+    return config.peak_bytes()
+
+
 def run(config: Config, progress: Callable[[int, int], None] | None = None) -> Result:
     """Regenerate the table; ``progress(done, total)`` is called after each d_k."""
     import torch
 
-    from attn_cli.core.memory import check_fits
+    from attn_cli.core.memory import guard
 
     what = (f"sqrt-dk with {config.trials} trials x {config.n_keys} keys x d_k={max(config.dims)}")
-    check_fits(config.peak_bytes(), what, "cpu")  # draws are made on the CPU
-    if config.device != "cpu":
-        check_fits(config.peak_bytes(), what, config.device)
+    guard(estimate_bytes(config), what, config.device)  # draws are made on the CPU, then moved
 
     gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
     same = text_draws(config)

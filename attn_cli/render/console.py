@@ -20,12 +20,9 @@ def note(message: str) -> None:
 def emit(result: Any, renderables, as_json: bool) -> None:
     """Print ``result`` as JSON (``dataclasses.asdict``) or the rich renderables on stdout."""
     if as_json:
-        from attn_cli.render.files import _json_default
+        from attn_cli.render.files import _json_default, result_json
 
-        from attn_cli.numerics import stamp
-
-        obj = stamp(dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result)
-        print(json.dumps(obj, indent=2, default=_json_default))
+        print(json.dumps(result_json(result), indent=2, default=_json_default))
         return
     if not isinstance(renderables, (list, tuple)):
         renderables = [renderables]

@@ -125,7 +125,9 @@ def figures(result: Result, out: Path) -> list[Path]:
     A PNG already drawn from the same numbers (its ``attn-digest`` text chunk matches) is
     kept as it is, so a cached rerun does not even import matplotlib.
     """
-    from attn_cli.render.files import write_csv, write_json
+    import copy
+
+    from attn_cli.render.files import split_timing, write_csv, write_json
 
     out = Path(out)
     png = out / ACCURACY_PNG
@@ -138,7 +140,8 @@ def figures(result: Result, out: Path) -> list[Path]:
           c["free_running"]["published"]] for c in result.cells],
         header=["model", "length", "seeds", *(x for m in METRICS for x in (f"{m}_mean", f"{m}_std")),
                 "free_running_published"]))
-    paths.append(write_json(out / ROWS_JSON, {"config": result.config, "rows": result.rows, "runs": result.runs}))
+    paths.append(write_json(out / ROWS_JSON, split_timing(
+        {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING)))
     for m in result.maps:
         png = out / MAP_PNG.format(length=m["length"])
         paths.append(_draw_once(png, m, lambda digest, m=m, png=png: _map_figure(m, png, digest)))

@@ -1,4 +1,4 @@
-"""Atomic file writing: a temp file in the same folder, then ``os.replace``.
+"""JSON, CSV and PNG writers on top of :mod:`attn_cli.io` (atomic, umask modes, one-line errors).
 
 An interrupted run never leaves a truncated PNG, JSON or CSV behind.
 """
@@ -9,35 +9,15 @@ import csv
 import io
 import json
 import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-
-@contextmanager
-def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
-    """Yield a temp path beside ``path``; on success rename it onto ``path``, else delete it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp",
-                               dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+from attn_cli import io as io_
+from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return Path(path)
+    return io_.write_text(path, text)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
@@ -76,3 +56,52 @@ def _json_default(obj: Any):
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+# --------------------------------------------------------------------------- timings apart
+
+def result_json(result: Any) -> Any:
+    """A result as a JSON-ready dict, its wall-clock values moved under one ``timing`` key, the
+    numeric mode and CPU kernels recorded in its ``config`` (:func:`attn_cli.numerics.stamp`).
+
+    A Result class names its timing fields in ``TIMING`` (dotted paths, ``*`` for every item
+    of a list: ``"runs.*.seconds"``); they leave their places and reappear, in the same
+    structure, under ``timing``.  Everything else is then the same, byte for byte, for two
+    runs with the same seed.
+    """
+    import dataclasses
+
+    from attn_cli.numerics import stamp
+
+    obj = stamp(dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result)  # config.numerics
+    paths = getattr(type(result), "TIMING", ())
+    return split_timing(obj, paths) if paths else obj
+
+
+def split_timing(obj: dict, paths: Iterable[str]) -> dict:
+    """Move the values at ``paths`` out of ``obj`` into ``obj["timing"]`` (in place)."""
+    timing: dict = {}
+    for path in paths:
+        _move(obj, timing, path.split("."))
+    obj["timing"] = timing
+    return obj
+
+
+def _move(src: Any, dst: Any, parts: list[str]) -> None:
+    key, rest = parts[0], parts[1:]
+    if key == "*":
+        if not isinstance(src, list) or not rest:
+            return
+        for i, item in enumerate(src):
+            while len(dst) <= i:
+                dst.append({})
+            _move(item, dst[i], rest)
+        return
+    if not isinstance(src, dict) or key not in src:
+        return
+    if not rest:
+        dst[key] = src.pop(key)
+        return
+    child = src[key]
+    if isinstance(child, (list, dict)):
+        _move(child, dst.setdefault(key, [] if isinstance(child, list) else {}), rest)

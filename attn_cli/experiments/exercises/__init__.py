@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from attn_cli.errors import AttnError
 
@@ -93,6 +93,10 @@ class Result:
     ex11: Any = None
     ex12: Any = None
     seconds: dict = dataclasses.field(default_factory=dict)  # "ex1" -> wall seconds
+    # wall-clock values (JSON: under "timing"): each exercise's seconds and ex6's timings and
+    # everything fitted to them
+    TIMING: ClassVar[tuple[str, ...]] = ("seconds", "ex6.rows.*.seconds", "ex6.ratio", "ex6.slowest_h",
+                                         "ex6.fastest_h", "ex6.ns_per_entry", "ex6.fixed_seconds", "ex6.r_squared")
 
     def ran(self) -> list[int]:
         """The exercises that ran, in the order they were asked for."""
@@ -130,6 +134,19 @@ def validate(config: Config) -> None:
             raise AttnError(f"{name} must be at least 1, got {getattr(config, name)}")
 
 
+def estimate_bytes(config: Config) -> int:
+    """The largest tensors any selected exercise holds at once (float64 to be safe):
+    copy-both data (ex1, 2, 5: a few (N, 16) matrices), the perceptron's points (ex1), the key
+    resamples (ex4: R x 8 x 8), the timed layer (ex6: (8, n, 256) inputs, (8, 64, n, n) scores
+    at the most heads) and ex12's held-out batch."""
+    n = config.timing_n
+    return 8 * max(8 * config.samples * 16,
+                   4 * config.mlp_points * config.mlp_hidden,
+                   8 * config.resamples * 64,
+                   (6 * 8 * n * 256 + 2 * 8 * 64 * n * n) // 2,
+                   8 * 4096 * 2 * 16)
+
+
 def module(number: int):
     return importlib.import_module(f"{__name__}.{EXERCISES[number][0]}")
 
@@ -140,7 +157,10 @@ def run(config: Config, progress: Callable[[int, str], None] | None = None) -> R
 
     import torch
 
+    from attn_cli.core.memory import guard
+
     validate(config)
+    guard(estimate_bytes(config), "exercises " + " ".join(map(str, config.exercises)), config.device)
     result = Result(config=asdict(config))
     for number in parse_selection(config.exercises):
         if progress is not None:

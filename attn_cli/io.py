@@ -1,0 +1,114 @@
+"""Atomic writes: a temp file in the same folder, fsync, then ``os.replace``.
+
+An interrupted run never leaves a truncated PNG, JSON or CSV behind, and a reader sees
+either the old file or the new one.  The final file gets the mode a plain ``open()`` would
+give under the current umask (0644 under umask 022), not ``mkstemp``'s 0600; folders get
+``0o777 & ~umask``.  Any ``OSError`` while writing (``No space left on device``,
+``Permission denied``, ``Read-only file system``) becomes :class:`attn_cli.errors.WriteFailed`,
+one line naming the path and the reason, with the temp file removed.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from attn_cli.errors import WriteFailed
+
+_umask_lock = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (thread-safe)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _umask_lock:  # elsewhere: set and restore (briefly visible to other threads)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """What ``open(path, "w")`` would create: 0o666 less the umask."""
+    return 0o666 & ~current_umask()
+
+
+def dir_mode() -> int:
+    """What ``mkdir`` would create: 0o777 less the umask."""
+    return 0o777 & ~current_umask()
+
+
+def failure(path: str | os.PathLike, exc: OSError) -> WriteFailed:
+    """One line naming the path and the reason: "cannot write out/x.png: No space left on device"."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return WriteFailed(f"cannot write {os.fspath(path)}: {reason}")
+
+
+def make_dirs(path: str | os.PathLike) -> Path:
+    """``mkdir -p`` (mode from the umask); an OSError becomes :class:`WriteFailed`."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise failure(path, exc) from None
+    return path
+
+
+def _fsync(path: str | os.PathLike, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temp path beside ``path`` to write; on success fsync it, give it the umask's
+    mode and rename it onto ``path``; on any failure delete it (and turn an OSError into
+    :class:`WriteFailed`)."""
+    path = Path(path)
+    make_dirs(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp",
+                                   dir=path.parent)
+    except OSError as exc:
+        raise failure(path, exc) from None
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        _fsync(tmp)
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise failure(path, exc) from None
+        raise
+    try:  # make the rename itself durable; a folder that cannot be opened is no error
+        _fsync(path.parent, directory=True)
+    except OSError:
+        pass
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+    return Path(path)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8"))

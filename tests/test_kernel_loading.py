@@ -1,0 +1,176 @@
+"""The copy-task C kernel is built and loaded only from a private folder, verified by SHA-256,
+and any failure falls back to PyTorch ops with one warning."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from attn_cli.core import copy_fast_kernel as kernel
+
+needs_cc = pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler")
+
+PLANTED = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+  FILE *f = fopen(MARKER, "w"); if (f) { fputs("ran", f); fclose(f); }
+}
+long param_count(int a, int b) { return -1; }
+"""
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """A fresh loader state with the cache under tmp_path; the real state restored after."""
+    saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._scratch)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kernel._reset_for_tests()
+    kernel._scratch = None
+    yield tmp_path
+    kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._scratch = saved
+
+
+def _plant(path: Path, marker: Path) -> None:
+    """Compile a library whose constructor writes ``marker`` when it is loaded."""
+    src = path.with_suffix(".c")
+    src.write_text(PLANTED.replace("MARKER", f'"{marker}"'))
+    subprocess.run([kernel._compiler(), "-shared", "-fPIC", str(src), "-o", str(path)], check=True)
+    src.unlink()
+
+
+def test_the_cache_folder_is_created_private(fresh):
+    folder = kernel.kernel_dir()
+    assert folder == fresh / "cache" / "attn_cli" / "kernels"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
+def test_a_folder_others_can_write_is_refused(fresh, mode):
+    folder = fresh / "cache" / "attn_cli" / "kernels"
+    folder.mkdir(parents=True)
+    folder.chmod(mode)
+    assert "writable by group or others" in kernel.unsafe_reason(folder)
+    chosen = kernel.kernel_dir()
+    assert chosen != folder and kernel.unsafe_reason(chosen) is None
+    assert stat.S_IMODE(chosen.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_folder_owned_by_another_user_is_refused(fresh):
+    folder = fresh / "cache" / "attn_cli" / "kernels"
+    folder.mkdir(parents=True, mode=0o700)
+    os.chown(folder, 65534, 65534)
+    assert "owned by uid 65534" in kernel.unsafe_reason(folder)
+    assert kernel.kernel_dir() != folder
+
+
+def test_no_shared_fixed_fallback(fresh, monkeypatch):
+    """The cache cannot be created: a fresh mkdtemp folder, never <tmp>/attn_cli_kernels."""
+    blocker = fresh / "not_a_folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    chosen = kernel.kernel_dir()
+    assert chosen != Path(tempfile.gettempdir()) / "attn_cli_kernels"
+    assert chosen.name.startswith("attn_cli_kernel_") and kernel.unsafe_reason(chosen) is None
+    kernel._scratch = None
+    assert kernel.kernel_dir() != chosen  # per process (here: per reset), not a fixed name
+
+
+@needs_cc
+def test_a_planted_library_is_never_loaded(fresh):
+    """Another user's library of the expected name: without the recorded SHA-256 it is
+    rebuilt, never loaded (its constructor would write the marker)."""
+    cc = kernel._compiler()
+    folder = kernel.kernel_dir()
+    marker = fresh / "constructor_ran"
+    so = folder / f"copy_fast_{kernel.build_key(cc)}.so"
+    _plant(so, marker)
+    (folder / (so.name + ".sha256")).write_text("0" * 64 + "\n")  # a wrong record
+    lib = kernel.load()
+    assert lib is not None and lib.param_count(1, 32) > 0, kernel.load_error()
+    assert not marker.exists()
+    assert kernel.sha256_of(so) == (folder / (so.name + ".sha256")).read_text().strip()
+    # and the planted fixed fallback of old is ignored as well
+    old = Path(tempfile.gettempdir()) / "attn_cli_kernels"
+    assert kernel.kernel_dir() != old
+
+
+@needs_cc
+def test_a_verified_library_is_loaded_from_the_cache(fresh):
+    assert kernel.load() is not None
+    kernel._reset_for_tests()
+    lib = kernel.load()
+    assert lib is not None and Path(lib._name).parent == kernel.kernel_dir()
+
+
+@needs_cc
+def test_a_corrupt_library_with_a_matching_record_is_rebuilt(fresh):
+    cc = kernel._compiler()
+    folder = kernel.kernel_dir()
+    so = folder / f"copy_fast_{kernel.build_key(cc)}.so"
+    so.write_bytes(b"\x7fELF not really")
+    (folder / (so.name + ".sha256")).write_text(kernel.sha256_of(so))
+    lib = kernel.load()  # CDLL raises OSError on the corrupt file: rebuilt, loaded
+    assert lib is not None and lib.param_count(1, 32) > 0
+    assert kernel.load_error() is None
+
+
+def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys):
+    """A noexec mount or a broken library: ctypes raises OSError; load() returns None, warns
+    once, and the fast engine runs on PyTorch ops, recording backend "torch"."""
+    from attn_cli.core import copy_fast
+    from attn_cli.core.copy_spec import RunSpec
+
+    def noexec(path):
+        raise OSError(f"{path}: failed to map segment from shared object")
+
+    monkeypatch.setattr(kernel, "_bind", noexec)
+    monkeypatch.setattr(kernel, "_build", lambda cc, into: into / "copy_fast.so")
+    assert kernel.load() is None and kernel.load() is None
+    assert "failed to map segment" in kernel.load_error()
+    spec = RunSpec(model="attention", length=3, steps=2, eval_size=8, batch_size=4, hidden=4)
+    (outcome,) = copy_fast.run_fast([spec], "cpu")
+    assert outcome.backend == "torch"
+    err = capsys.readouterr().err
+    assert err.count("warning: the copy-task C kernel is not available") == 1, err
+
+
+def test_no_compiler_falls_back_too(fresh, monkeypatch, capsys):
+    monkeypatch.setattr(kernel, "_compiler", lambda: None)
+    assert kernel.load() is None and kernel.load_error() == "no C compiler found"
+    assert "PyTorch ops" in capsys.readouterr().err
+
+
+def test_the_build_key_covers_compiler_version_and_cpu(monkeypatch):
+    base = kernel.build_key("cc")
+    monkeypatch.setattr(kernel, "compiler_version", lambda cc: "cc (GCC) 99.0")
+    other_cc = kernel.build_key("cc")
+    monkeypatch.setattr(kernel, "cpu_features", lambda: "fpu sse2")
+    other_cpu = kernel.build_key("cc")
+    assert len({base, other_cc, other_cpu}) == 3
+
+
+@needs_cc
+def test_the_copy_task_json_records_the_backend(tmp_path):
+    from attn_cli.experiments import copy_task as exp
+
+    config = exp.Config.quick(lengths=(3,), model="attention", engine="fast", cache_root=str(tmp_path),
+                              steps=2, eval_size=8)
+    result = exp.run(config)
+    assert [r["backend"] for r in result.runs] == ["kernel" if kernel.load() is not None else "torch"]
+    # an entry cached before the field existed still loads
+    cached = next((tmp_path / exp.CACHE_SUBDIR).glob("*.json"))
+    import json
+
+    obj = json.loads(cached.read_text())
+    del obj["outcome"]["backend"]
+    cached.write_text(json.dumps(obj))
+    again = exp.run(config)
+    assert again.runs[0]["cached"] and again.runs[0]["backend"] == "unknown"
+    shutil.rmtree(tmp_path / exp.CACHE_SUBDIR)
