@@ -3,27 +3,37 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 from rich.table import Table
+
+from attn_cli.experiments.self_cross import ARTIFACTS
+from attn_cli.published.compare import compare_result
 
 
 def _shape(s) -> str:
     return str(tuple(s))
 
 
-def tables(result) -> list:
+def tables(result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+
+    def pub(check_id):
+        return _shape(o[check_id].published)
+
     table = Table(title="self- and cross-attention shapes (seed 0)")
     for col in ("text", "shape of", "published", "regenerated"):
         table.add_column(col, no_wrap=True)
     w9 = "W9 4.1"
-    table.add_row(w9, "self: output", "(1, 6, 8)", _shape(result.w9_self_output))
-    table.add_row(w9, "self: weights", "(1, 6, 6)", _shape(result.w9_self_weights))
-    table.add_row(w9, "cross: output", "(1, 4, 8)", _shape(result.w9_cross_output))
-    table.add_row(w9, "cross: weights", "(1, 4, 6)", _shape(result.w9_cross_weights), end_section=True)
+    table.add_row(w9, "self: output", pub("w9-self-cross.self.output"), _shape(result.w9_self_output))
+    table.add_row(w9, "self: weights", pub("w9-self-cross.self.weights"), _shape(result.w9_self_weights))
+    table.add_row(w9, "cross: output", pub("w9-self-cross.cross.output"), _shape(result.w9_cross_output))
+    table.add_row(w9, "cross: weights", pub("w9-self-cross.cross.weights"), _shape(result.w9_cross_weights), end_section=True)
     d2l = "D2L 10.3.3"
-    table.add_row(d2l, "self: output", "(2, 4, 100)", _shape(result.d2l_self_output))
+    table.add_row(d2l, "self: output", pub("d2l-self-cross.self"), _shape(result.d2l_self_output))
     table.add_row(d2l, "self: weights (B, h, n_q, n_k)", "", _shape(result.d2l_self_weights))
-    table.add_row(d2l, "cross: output", "(2, 4, 100)", _shape(result.d2l_cross_output))
+    table.add_row(d2l, "cross: output", pub("d2l-self-cross.cross"), _shape(result.d2l_cross_output))
     table.add_row(d2l, "cross: weights (B, h, n_q, n_k)", "", _shape(result.d2l_cross_weights))
     notes = ("W9: nn.MultiheadAttention(8, 2, batch_first=True); self: Q, K, V = encoder_out (1, 6, 8); "
              "cross: Q = decoder_in (1, 4, 8), K, V = encoder_out.\n"
