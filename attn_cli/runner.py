@@ -39,12 +39,7 @@ RENDER_PACKAGE = "attn_cli.render"
 CACHE_FIELDS = ("cache_dir", "cache", "cache_root")
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()  # a check whose experiment produced no value
+from attn_cli.published.compare import MISSING, Outcome, summary  # noqa: F401  (re-exported)
 
 
 # --------------------------------------------------------------------------- discovery
@@ -321,39 +316,11 @@ def _intra_op_threads(threads: int | None):
 # --------------------------------------------------------------------------- comparing
 
 
-@dataclass
-class Outcome:
-    """One check against its regenerated value."""
-
-    check: Any
-    regenerated: Any = MISSING
-    status: str = "fail"  # "pass", "fail" or "skipped"
-    note: str = ""  # why it failed or was skipped
-
-    @property
-    def ok(self) -> bool | None:
-        return None if self.status == "skipped" else self.status == "pass"
-
-    def as_json(self) -> dict:
-        # a value judged over seeds adds its per-seed values and its rule (``record()``)
-        extra = self.regenerated.record() if hasattr(self.regenerated, "record") else {}
-        return {
-            "id": self.check.id,
-            "artifact": self.check.artifact,
-            "published": self.check.published,
-            "regenerated": None if self.regenerated is MISSING else self.regenerated,
-            "tolerance": self.check.tolerance_text(),
-            "kind": self.check.kind,
-            "ok": self.ok,
-            "status": self.status,
-            "reason": self.check.reason,
-            "note": self.note,
-            **extra,
-        }
-
-
 def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) -> list[Outcome]:
-    """Every selected check against the value its experiment measured."""
+    """Every selected check against the value its experiment measured
+    (:func:`attn_cli.published.compare.judge`, with the run's configuration)."""
+    from attn_cli.published.compare import judge
+
     by_name = {r.name: r for r in runs}
     outcomes = []
     for check in selected_checks:
@@ -361,28 +328,14 @@ def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) 
         run = by_name.get(exp.name) if exp else None
         if exp is None:
             outcomes.append(Outcome(check, note="not regenerated: no experiment module"))
-            continue
-        if run is None:
+        elif run is None:
             outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} did not run"))
-            continue
-        if run.error:
+        elif run.error:
             outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} failed ({run.error})"))
-            continue
-        if run.unjudged:  # reduced sizes or another engine: the value (if any) is shown, not judged
-            outcomes.append(Outcome(check, run.measured.get(check.id, MISSING), "skipped",
-                                    f"skipped ({run.unjudged})"))
-            continue
-        if check.id not in run.measured:
-            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} measured no value"))
-            continue
-        value = run.measured[check.id]
-        try:
-            ok = check.ok(value)
-        except Exception as exc:  # a value of the wrong type is a failure, not a crash
-            ok, why = False, f"cannot compare: {type(exc).__name__}: {exc}"
-        else:
-            why = "" if ok else "outside tolerance"
-        outcomes.append(Outcome(check, value, "pass" if ok else "fail", why))
+        else:  # reduced sizes or another engine (unjudged): the value, if any, is shown, not judged
+            config = run.result.config if isinstance(getattr(run.result, "config", None), dict) else None
+            outcomes.append(judge(check, run.measured.get(check.id, MISSING), config, unjudged=run.unjudged,
+                                  missing=f"not regenerated: {exp.name} measured no value"))
     return outcomes
 
 
@@ -444,22 +397,6 @@ def cache_lines(runs: Iterable[Run]) -> list[str]:
     """One line per experiment that reuses cached work, e.g. "copy_task: 40 training runs: 40 from cache"."""
     return [f"{r.name}: {r.result.cache_line()}" for r in runs
             if r.result is not None and hasattr(r.result, "cache_line")]
-
-
-def summary(outcomes: Sequence[Outcome]) -> str:
-    checked = [o for o in outcomes if o.status != "skipped"]
-    passed = sum(o.status == "pass" for o in checked)
-    text = f"{len(checked)} checked, {passed} passed"
-    failed = len(checked) - passed
-    if failed:
-        text += f", {failed} failed"
-    skipped: dict[str, int] = {}
-    for o in outcomes:
-        if o.status == "skipped":
-            skipped[o.note] = skipped.get(o.note, 0) + 1
-    for note, n in skipped.items():
-        text += f", {n} {note}"
-    return text
 
 
 # --------------------------------------------------------------------------- versions

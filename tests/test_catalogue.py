@@ -36,7 +36,7 @@ CATALOGUE = (
 CHECKS = {c.id: c for c in (
     num("fk-alpha.x", "fk-alpha", 0.707, 0.0005),
     num("fk-alpha.vec", "fk-alpha", [1.0, 2.0], 0.005),
-    exact("fk-alpha.shape", "fk-alpha", [2, 4, 100]),
+    exact("fk-alpha.shape", "fk-alpha", [2, 4, 100], kind="identity"),
     rule("fk-alpha.diag", "fk-alpha", "near-diagonal", "the rule in code"),
     num("fk-slow.acc", "fk-slow", 0.894, 0.02, "training noise across PyTorch builds"),
     exact("fk-orphan.n", "fk-orphan", 262144),
@@ -196,7 +196,7 @@ def test_list_of_the_real_catalogue_names_every_id():
 def test_verify_passes_and_prints_summary(fake, tmp_path):
     res = invoke("verify", "--only", "fk-alpha", "fk-slow", "--out", tmp_path)
     assert res.exit_code == 0, res.output
-    assert "5 checked, 5 passed" in res.output
+    assert "3 measured and 1 rule passed; 1 identity shown" in res.output
     assert "coverage: 2/2 catalogue IDs checked" in res.output
     for cid in ("fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag", "fk-slow.acc"):
         assert cid in res.output
@@ -218,14 +218,19 @@ def test_verify_json_keys_and_seed(fake, tmp_path):
         assert r["ok"] is True
     assert rows[0] == {**rows[0], "published": 0.707, "regenerated": 0.70711, "tolerance": "±0.0005"}
     assert fake.alpha_calls[0].seed == 7
-    assert "4 checked, 4 passed" in res.stderr  # the summary goes to stderr under --json
+    assert {r["id"]: r["kind"] for r in rows} == {"fk-alpha.x": "measured", "fk-alpha.vec": "measured",
+                                                 "fk-alpha.shape": "identity", "fk-alpha.diag": "rule"}
+    assert {r["id"]: r["test"] for r in rows} == {"fk-alpha.x": "abs", "fk-alpha.vec": "abs",
+                                                 "fk-alpha.shape": "exact", "fk-alpha.diag": "rule"}
+    # the summary goes to stderr under --json
+    assert "2 measured and 1 rule passed; 1 identity shown" in res.stderr
 
 
 def test_verify_fails_outside_tolerance_exit_1(fake, tmp_path):
     fake.values = {"fk-alpha.x": 0.72, "fk-alpha.diag": False}
     res = invoke("verify", "--only", "fk-alpha", "--out", tmp_path)
     assert res.exit_code == 1
-    assert "4 checked, 2 passed, 2 failed" in res.output
+    assert "1 measured and 0 rules passed, 2 failed; 1 identity shown" in res.output
     assert "FAIL" in res.output
 
     rows = json.loads(invoke("verify", "--only", "fk-alpha", "--json", "--out", tmp_path).stdout)
@@ -257,7 +262,7 @@ def test_verify_experiment_error_fails_its_checks_only(fake, tmp_path):
 def test_verify_everything_reports_coverage_and_fails_on_orphan(fake, tmp_path):
     res = invoke("verify", "--out", tmp_path)
     assert res.exit_code == 1  # fk-orphan has a published value and nothing regenerates it
-    assert "6 checked, 5 passed, 1 failed" in res.output
+    assert "3 measured and 1 rule passed, 1 failed; 1 identity shown" in res.output
     assert "coverage: 2/4 catalogue IDs checked; no checks: fk-plot; no experiment: fk-orphan" in res.output
     assert "no experiment module" in res.output
 
@@ -304,7 +309,7 @@ def test_verify_quick_skips_only_slow_checks(fake, tmp_path):
     assert all(rows[c]["ok"] is True for c in rows if c.startswith("fk-alpha"))
     assert fake.alpha_calls[0].size == 100  # the cheap experiment still ran at its defaults
     assert fake.slow_calls[0].steps == 10  # the slow one at Config.quick()
-    assert "4 checked, 4 passed, 1 skipped (quick)" in res.stderr
+    assert "2 measured and 1 rule passed; 1 identity shown, 1 skipped (quick)" in res.stderr
 
 
 # --------------------------------------------------------------------------- attn all
@@ -344,7 +349,8 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     assert "**Alpha | table**" in index  # every table
     assert "fk-orphan" in index and "not regenerated" in index
     # the slow experiment trained on its fast engine: shown, not judged (verify judges exact)
-    assert "Checks against the texts: 5 checked, 4 passed, 1 failed, 1 skipped (fast engine)" in index
+    assert ("Checks against the texts: 2 measured and 1 rule passed, 1 failed; 1 identity shown, "
+            "1 skipped (fast engine)") in index
     assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | skipped (fast engine) |" in index
     assert manifest["engines"] == {"slow": "fast"}
     assert fake.slow_calls[0].engine == "fast"

@@ -162,7 +162,7 @@ def test_checks_are_registered_with_the_tolerance_and_its_reason():
     assert registered["w9-copy-task.attention.32.free_running"].tolerance == 0.02
     assert registered["w9-copy-task.plain.16.free_running"].published == 0.30
     assert "seed" in registered["w9-copy-task.attention.16.exact"].reason
-    assert registered["w9-copy-task.attention.16.exact"].kind == "seeds"
+    assert registered["w9-copy-task.attention.16.exact"].test == "seeds"
     assert registered[MAP_RULE_ID].kind == "rule"
 
 

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from attn_cli.published.compare import compare_result
 from attn_cli.experiments import analogy, embeddings, formula, order
 from attn_cli.published import all_checks
 from attn_cli.published import w9_basics as family
@@ -139,14 +140,16 @@ def test_unknown_word_lists_the_vocabulary():
 def test_result_is_plain_json(results, name):
     result = results[name]
     assert json.loads(json.dumps(dataclasses.asdict(result))) is not None
-    assert result.at_text_settings()
+    outcomes = compare_result(result, MODULES[name].ARTIFACTS)
+    assert outcomes and all(o.status == "pass" for o in outcomes.values())  # defaults are the text's settings
     assert isinstance(MODULES[name].ARTIFACTS, tuple)
     assert MODULES[name].Config.quick() == MODULES[name].Config()  # instant: quick is the full run
 
 
 def test_other_settings_are_marked_not_comparable():
     r = order.run(order.Config(seed=1))
-    assert not r.at_text_settings()
+    outcomes = compare_result(r, order.ARTIFACTS)
+    assert {o.status for o in outcomes.values()} == {"n/a"}  # published/ decides, for every check
     assert r.identical and not r.identical_with_positions  # the point holds for any seed
 
 

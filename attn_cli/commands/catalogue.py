@@ -59,12 +59,14 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     value falls among 5 seeds (--seed with the exact engine, the next 4 with the fast one);
     training runs cached under --out are reused (--no-cache retrains). Prints
     ID | published | regenerated | tolerance | status (each tolerance's reason and each
-    failure in the footnotes), then the summary line "N checked, N passed" and the
-    coverage of the catalogue (IDs with no checks or no experiment). Exits 1 if any check
-    fails, including a published value whose experiment produced nothing ("not
-    regenerated"). --json prints a list of objects: id, artifact, published, regenerated,
-    tolerance, kind, ok (null when skipped), status, reason (of the tolerance), note; a
-    trained value adds values (one per seed or run) and rule.
+    failure in the footnotes), then the summary per kind, e.g. "85 measured and 10 rules
+    passed; 33 identities shown" (identities, true by construction, are shown and never
+    counted), and the coverage of the catalogue (IDs with no checks or no experiment).
+    Exits 1 if any check fails, including a published value whose experiment produced
+    nothing ("not regenerated"). --json prints a list of objects: id, artifact, published,
+    regenerated, tolerance, kind (measured, rule, identity), test (abs, exact, below, rule),
+    ok (null when skipped), status, reason (of the tolerance), note; a trained value adds
+    values (one per seed or run) and rule.
 
     --quick runs the cheap experiments at their defaults all the same (seconds; the
     published values hold only there) and the slow copy task at its quick configuration,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from attn_cli.options import Common, common_options
+from attn_cli.published.settings import TEXT
 
 
 def _finish(common: Common, result, render_module) -> None:
@@ -29,7 +30,7 @@ def _config(exp, common: Common, **overrides):
 @click.command(name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
 @click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True,
               help="Width d of the contextual vectors (W9 1.3).")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=50_000, show_default=True,
+@click.option("--vocab-size", type=click.IntRange(min=1), default=TEXT["w9-onehot"]["vocab_size"], show_default=True,
               help="Vocabulary size V of the parameter count (W9 1.1).")
 @click.option("--embed-dim", type=click.IntRange(min=1), default=300, show_default=True,
               help="Embedding width d of the parameter count (W9 1.1).")

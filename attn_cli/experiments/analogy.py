@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments.settings import at_defaults
 
 ARTIFACTS = ("w9-ppmi",)
 
@@ -40,8 +39,6 @@ PAIRS = (("king", "prince"), ("king", "queen"), ("king", "woman"), ("king", "bre
 TIED = ("queen", "princess")  # identical contexts: equal vectors in exact arithmetic
 TIE_TOLERANCE = 1e-9  # two similarities closer than this are an exact tie up to rounding
 
-# the Config fields the published values depend on
-TEXT_SETTINGS = ("window", "repeats", "dim")
 
 
 @dataclass(frozen=True)
@@ -80,14 +77,12 @@ class Result:
     nearest: list[str]
     nearest_similarities: list[float]
 
-    def at_text_settings(self) -> bool:
-        """True when every setting the published values depend on is the text's."""
-        return at_defaults(self.config, Config, TEXT_SETTINGS)
-
     def measured(self) -> dict[str, Any]:
         out: dict[str, Any] = {f"w9-ppmi.{pair}": value for pair, value in self.similarities.items()}
-        tie_analogy = abs(self.tie["analogy.queen"] - self.tie["analogy.princess"]) < TIE_TOLERANCE
-        tie_bank = abs(self.tie["bank.queen"] - self.tie["bank.princess"]) < TIE_TOLERANCE
+        a, b = TIED
+        tie_analogy = abs(self.tie[f"analogy.{a}"] - self.tie[f"analogy.{b}"]) < TIE_TOLERANCE
+        tie_bank = abs(self.tie[f"bank.{a}"] - self.tie[f"bank.{b}"]) < TIE_TOLERANCE
+        # the rule: the two tied words fill the two slots (either order), and they do tie
         out["w9-ppmi.analogy.top2"] = sorted(self.analogy[:2]) == sorted(TIED) and tie_analogy
         out["w9-ppmi.analogy.third"] = self.analogy[2] if len(self.analogy) > 2 else None
         out["w9-ppmi.bank_nearest.top7"] = self.bank_nearest[:7]

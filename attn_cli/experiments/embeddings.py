@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from attn_cli.experiments.settings import at_defaults
+from attn_cli.published.settings import TEXT
 
 ARTIFACTS = ("w9-onehot", "w9-contextual")
 
@@ -25,10 +25,6 @@ CONTEXT_VOCAB = ("the", "river", "money", "bank", "was", "deep", "closed")  # W9
 SENTENCES = ("the river bank was deep", "the money bank was closed")  # W9 1.3
 WORD = "bank"  # the ambiguous word whose two contextual vectors are compared
 
-# the Config fields the published values depend on
-ONEHOT_SETTINGS = ("seed", "onehot_embed_dim", "vocab_size", "embed_dim")  # w9-onehot
-CONTEXTUAL_SETTINGS = ("seed", "d", "weight_scale")  # w9-contextual
-TEXT_SETTINGS = ONEHOT_SETTINGS + CONTEXTUAL_SETTINGS[1:]
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,7 @@ class Config:
     seed: int = 0  # torch.manual_seed before each block, as the text
     device: str = "cpu"  # where the attention is computed (draws are on the CPU)
     onehot_embed_dim: int = 4  # width of the small nn.Embedding of 1.1
-    vocab_size: int = 50_000  # V of the parameter count of 1.1
+    vocab_size: int = TEXT["w9-onehot"]["vocab_size"]  # V of the parameter count of 1.1 (the text's)
     embed_dim: int = 300  # d of the parameter count of 1.1
     d: int = 6  # width of the contextual vectors of 1.3
     weight_scale: float = 0.7  # Wq, Wk, Wv = randn(d, d) * weight_scale
@@ -60,10 +56,6 @@ class Result:
     bank_outputs: list[list[float]]  # self-attention output for "bank" in each sentence
     distance: float  # || output(river) - output(money) ||
     weights: list[list[list[float]]] = field(default_factory=list)  # per sentence (n, n), rows = queries
-
-    def at_text_settings(self, fields: tuple[str, ...] = TEXT_SETTINGS) -> bool:
-        """True when every setting the published values depend on (or ``fields``) is the text's."""
-        return at_defaults(self.config, Config, fields)
 
     def measured(self) -> dict[str, Any]:
         return {

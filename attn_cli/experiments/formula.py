@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from attn_cli.experiments.settings import at_defaults
 
 ARTIFACTS = ("w9-worked", "w9-properties")
 
@@ -25,8 +24,6 @@ WORKED_Q = [[1.0, 0.0]]  # (1, 2)
 WORKED_K = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # (3, 2)
 WORKED_V = [[10.0], [20.0], [30.0]]  # (3, 1)
 
-# the Config fields the published values depend on
-TEXT_SETTINGS = ("seed", "n_q", "n_k", "d_k", "d_v")
 
 
 @dataclass(frozen=True)
@@ -61,10 +58,6 @@ class Result:
     row_sums: list[float]  # weights.sum(-1)
     non_negative: bool  # all weights >= 0
     convex: bool  # every output within [min, max] of its value column (1e-6 slack)
-
-    def at_text_settings(self) -> bool:
-        """True when every setting the published values depend on is the text's."""
-        return at_defaults(self.config, Config, TEXT_SETTINGS)
 
     def measured(self) -> dict[str, Any]:
         return {

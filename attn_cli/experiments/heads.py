@@ -48,16 +48,13 @@ class Result:
     layout: dict = field(default_factory=dict)  # figure 10.3.2: {"d", "h", "p", "params_drawn", "params_layer"}
 
     def measured(self) -> dict[str, Any]:
-        cfg = self.config
         out: dict[str, Any] = {"w9-heads.matches": self.handwritten_matches,
                                "d2l-mha-shape.output": self.mha_shape}
-        if cfg["d_model"] == 64:
-            for row in self.w9_params:
-                out[f"w9-heads.params.{row['heads']}"] = row["params"]
-                out[f"w9-heads.head_size.{row['heads']}"] = row["head_size"]
-        if cfg["num_hiddens"] == 256:
-            for row in self.d2l_params:
-                out[f"d2l-mha-params.{row['heads']}"] = row["params"]
+        for row in self.w9_params:
+            out[f"w9-heads.params.{row['heads']}"] = row["params"]
+            out[f"w9-heads.head_size.{row['heads']}"] = row["head_size"]
+        for row in self.d2l_params:
+            out[f"d2l-mha-params.{row['heads']}"] = row["params"]
         if self.layout:
             lay = self.layout
             out["d2l-fig-10.3.2.layout"] = (lay["h"] * lay["p"] == lay["d"]

@@ -49,18 +49,17 @@ class Result:
     past_max_abs_change_with_mask: float
     past_max_abs_change_without_mask: float
     padding_weights: list[list[float]]  # weights with the padding mask (no causal mask)
-    padding_weight: float  # total weight on the padding positions (text: 0.0)
+    padding_weight: float  # total weight on the padding positions, package core (0 by masked_fill)
+    padding_weight_text: float  # the same through the text's recipe, softmax(masked_fill(pad, -inf))
 
     def measured(self) -> dict[str, Any]:
-        c = self.config
-        if (c["seed"], c["n"], c["d"], c["changed_from"], c["padding_from"]) != (0, 5, 4, 3, 3):
-            return {}
         return {
             "w9-masks.causal_weights": self.causal_weights,
             "w9-masks.row_sums": self.row_sums,
             "w9-masks.past_unchanged": self.past_unchanged_with_mask,
             "w9-masks.changes_without_mask": self.past_changes_without_mask,
             "w9-masks.padding_weight": self.padding_weight,
+            "w9-masks.padding_weight.text_recipe": self.padding_weight_text,
         }
 
 
@@ -123,4 +122,5 @@ def run(config: Config) -> Result:
         past_max_abs_change_without_mask=(without[0] - without[1]).abs().max().item(),
         padding_weights=pad_weights.cpu().tolist(),
         padding_weight=pad_weights[:, config.padding_from:].sum().item(),
+        padding_weight_text=text_pad[:, config.padding_from:].sum().item(),  # the text's w[:, 3:].sum()
     )

@@ -14,14 +14,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from attn_cli.experiments.settings import at_defaults
 
 ARTIFACTS = ("w9-order",)
 
 ATOL = 1e-6  # "identical" means torch.allclose(..., atol=1e-6), as the text
 
-# the Config fields the published values depend on
-TEXT_SETTINGS = ("seed", "d", "weight_scale", "words")
 
 
 @dataclass(frozen=True)
@@ -51,10 +48,6 @@ class Result:
     output_b_positions: list[float]
     identical_with_positions: bool
     max_diff_positions: float
-
-    def at_text_settings(self) -> bool:
-        """True when every setting the published values depend on is the text's."""
-        return at_defaults(self.config, Config, TEXT_SETTINGS)
 
     def measured(self) -> dict[str, Any]:
         return {

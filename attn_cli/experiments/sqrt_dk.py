@@ -19,11 +19,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
+from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
+from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
+from attn_cli.published.settings import sqrt_dk_text_draws
+
 ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
 
-TEXT_DIMS = (4, 16, 64, 256, 1024)  # the d_k the text prints, in the order it draws them
-TEXT_TRIALS = 20000  # trials in the text
-TEXT_N_KEYS = 10  # keys per query in the text
 QUICK_TRIALS = 2000  # --quick: 10x fewer trials (numbers then differ from the text's)
 
 
@@ -71,15 +73,13 @@ class Result:
         return next((r for r in self.rows if r.d_k == d_k), None)
 
     def measured(self) -> dict[str, Any]:
-        """Check ID -> regenerated value, only for rows drawn exactly as in the text."""
+        """Check ID -> regenerated value, every row (published.compare decides which apply)."""
         out: dict[str, Any] = {}
         for r in self.rows:
-            if not r.text_draws:
-                continue
             for name in ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
                          "grad_unscaled", "grad_scaled"):
                 out[f"w9-sqrt-dk.{r.d_k}.{name}"] = getattr(r, name)
-        if self.rows and all(r.text_draws for r in self.rows) and len(self.rows) == len(TEXT_DIMS):
+        if self.rows:
             out["w9-sqrt-dk-plot.curves"] = curves_as_described(self.rows)
         return out
 
@@ -105,9 +105,8 @@ def curves_as_described(rows: list[Row]) -> bool:
 
 
 def text_draws(config: Config) -> list[bool]:
-    """Per d_k: are the random draws for this row identical to the text's?"""
-    same_setup = (config.seed == 0 and config.trials == TEXT_TRIALS and config.n_keys == TEXT_N_KEYS)
-    return [same_setup and tuple(config.dims[: i + 1]) == TEXT_DIMS[: i + 1] for i in range(len(config.dims))]
+    """Per d_k: are the random draws for this row identical to the text's? (published decides)"""
+    return sqrt_dk_text_draws(dataclasses.asdict(config))
 
 
 def _softmax_stats(logits):

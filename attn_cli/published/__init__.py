@@ -1,9 +1,12 @@
 """The registry of published values: one package, one module per family of checks.
 
-Every module of this package other than ``types`` and ``catalogue`` is a family of checks
-(one per experiment family) and defines ``CHECKS: tuple[Check, ...]``; :func:`all_checks`
-collects them all, keyed by check ID.  The catalogue of tables and figures is
-:mod:`attn_cli.published.catalogue`.
+Every module of this package other than ``types``, ``catalogue``, ``settings`` and
+``compare`` is a family of checks (one per experiment family) and defines ``CHECKS:
+tuple[Check, ...]``; :func:`all_checks` collects them all, keyed by check ID.  The catalogue
+of tables and figures is :mod:`attn_cli.published.catalogue`; the texts' settings (is a
+run at them?) :mod:`attn_cli.published.settings`; the one comparison of regenerated values
+with published ones, whose outcomes every table and report prints,
+:func:`attn_cli.published.compare.compare`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import pkgutil
 from attn_cli.published.catalogue import ARTIFACTS, BY_ID
 from attn_cli.published.types import Artifact, Check
 
-_NOT_FAMILIES = {"types", "catalogue", "seed_rule"}  # modules that define no CHECKS
+_NOT_FAMILIES = {"types", "catalogue", "settings", "compare", "seed_rule"}  # modules that define no CHECKS
 
 
 def families() -> list[str]:
@@ -36,9 +39,4 @@ def all_checks() -> dict[str, Check]:
     return checks
 
 
-def published(check_id: str):
-    """The published value of one check (for printing beside a regenerated one)."""
-    return all_checks()[check_id].published
-
-
-__all__ = ["ARTIFACTS", "BY_ID", "Artifact", "Check", "all_checks", "published"]
+__all__ = ["ARTIFACTS", "BY_ID", "Artifact", "Check", "all_checks"]

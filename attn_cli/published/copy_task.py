@@ -92,7 +92,7 @@ def map_rule(sample, published=None) -> bool:
 
 
 def _seeds(id: str, value: float, reason: str) -> Check:
-    return Check(id=id, artifact="w9-copy-task", published=value, kind="seeds", tolerance=TOLERANCE,
+    return Check(id=id, artifact="w9-copy-task", published=value, test="seeds", tolerance=TOLERANCE,
                  reason=reason, judge=seed_rule.judge)
 
 
@@ -104,7 +104,7 @@ def _checks() -> list[Check]:
     for length, value in PLAIN_FREE_RUNNING.items():
         checks.append(_seeds(f"w9-copy-task.plain.{length}.free_running", value,
                              REASON + "; Week 8's value as W9 quotes it"))
-    checks.append(Check(id=MAP_RULE_ID, artifact="w9-copy-task-map", kind="rule", judge=map_rule,
+    checks.append(Check(id=MAP_RULE_ID, artifact="w9-copy-task-map", test="rule", kind="rule", judge=map_rule,
                         published="the trained model's attention (output step x input position) is near-diagonal",
                         reason="rule: " + MAP_RULE))
     return checks

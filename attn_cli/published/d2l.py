@@ -6,6 +6,9 @@ from attn_cli.published.types import below, exact, num, rule
 
 _HALF_MILLI = 0.0005  # three printed decimals
 
+# D2L 10.3.3.3 in words: "i and o sharp; a, t and n split across their two copies; e diffuse"
+CROSSATTN_REGIMES = {"sharp": ["i", "o"], "split": ["a", "n", "t"], "diffuse": ["e"]}
+
 CHECKS = (
     # D2L 10.3.1: one head (relative error, printed with three decimals)
     num("d2l-copy-both-one-head.0.5", "d2l-copy-both-one-head", 0.706, _HALF_MILLI),
@@ -13,7 +16,7 @@ CHECKS = (
     num("d2l-copy-both-one-head.0.9", "d2l-copy-both-one-head", 0.706, _HALF_MILLI),
     num("d2l-copy-both-one-head.1.0", "d2l-copy-both-one-head", 0.707, _HALF_MILLI),
     num("d2l-copy-both-one-head.theory", "d2l-copy-both-one-head", 0.707, _HALF_MILLI,
-        "sqrt(1/2) printed with three decimals"),
+        "sqrt(1/2) printed with three decimals", kind="identity"),  # a constant, computed as sqrt(0.5)
     # two heads: float noise of the least-squares solver, not reproducible digit for digit
     below("d2l-copy-both-two-heads.1.00", "d2l-copy-both-two-heads", 1.4e-06, 1e-5,
           "solver precision: the printed 1.4e-06 is float noise (the JAX run printed 6.8e-07)"),
@@ -26,18 +29,20 @@ CHECKS = (
     # D2L 10.3.2.3
     exact("d2l-mha-shape.output", "d2l-mha-shape", [2, 4, 100]),
     *(exact(f"d2l-mha-params.{h}", "d2l-mha-params", 262144) for h in (1, 2, 4, 8)),
+    # identity: h p = d and 3 h d p + (h p) d = 4 d^2 hold for any d, h once h divides d
     rule("d2l-fig-10.3.2.layout", "d2l-fig-10.3.2",
          "each head projects queries, keys and values into its own subspace and attends there; the head "
          "outputs are concatenated and linearly recombined",
          "the drawn layout (h heads of width p = d/h, concatenation of width h p, W_o d x d) accounts for "
-         "exactly the parameters of a concrete MultiHeadAttention(d, h), 4 d^2"),
+         "exactly the parameters of a concrete MultiHeadAttention(d, h), 4 d^2", kind="identity"),
     # D2L 10.3.3
     exact("d2l-self-cross.self", "d2l-self-cross", [2, 4, 100]),
     exact("d2l-self-cross.cross", "d2l-self-cross", [2, 4, 100]),
-    rule("d2l-crossattn-map.regimes", "d2l-crossattn-map",
-         "i and o sharp; a, t and n split across their two copies; e diffuse",
-         "rows classified from the weights (the top weight, ties included, >= 5 x every other key: "
-         "one key sharp, tied keys split; else diffuse) give exactly these letters"),
+    # a rule judged here: the letters of each regime, read off the weights, are the text's
+    exact("d2l-crossattn-map.regimes", "d2l-crossattn-map", CROSSATTN_REGIMES,
+          "rule: rows classified from the weights (the top weight, ties included, >= 5 x every other key: "
+          "one key sharp, tied keys split; else diffuse) give exactly the text's letters: i and o sharp; "
+          "a, t and n split across their two copies; e diffuse", kind="rule"),
     # W9 4.1
     exact("w9-self-cross.self.output", "w9-self-cross", [1, 6, 8]),
     exact("w9-self-cross.self.weights", "w9-self-cross", [1, 6, 6]),
@@ -46,5 +51,6 @@ CHECKS = (
     # W9 5.1
     exact("w9-heads.matches", "w9-heads", True),
     *(exact(f"w9-heads.params.{h}", "w9-heads", 16640) for h in (1, 2, 4, 8)),
-    *(exact(f"w9-heads.head_size.{h}", "w9-heads", 64 // h) for h in (1, 2, 4, 8)),
+    # identities: the head size d / h is arithmetic on the settings
+    *(exact(f"w9-heads.head_size.{h}", "w9-heads", 64 // h, kind="identity") for h in (1, 2, 4, 8)),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -20,11 +21,16 @@ class Artifact:
     new: bool = False  # a figure the texts do not draw, added beside a table
 
 
+KINDS = ("measured", "rule", "identity")  # what a check is evidence of (STYLE.md, "Checks")
+TESTS = ("abs", "exact", "below", "rule", "seeds")  # how a regenerated value is compared
+
+
 @dataclass(frozen=True)
 class Check:
-    """One published value and how a regenerated value is compared with it.
+    """One published value, how a regenerated value is compared with it, and what a pass
+    is evidence of.
 
-    kind:
+    test (how it is compared):
       "abs"   |regenerated - published| <= tolerance (numbers, or lists element-wise)
       "exact" regenerated == published (bools, ints, strings, lists of them)
       "below" regenerated < tolerance (solver-precision claims such as "1.4e-06")
@@ -33,42 +39,53 @@ class Check:
       "seeds" a trained value: regenerated is a sample over seeds, judged by ``judge``
               (:mod:`attn_cli.published.seed_rule`)
 
-    ``judge(regenerated, published) -> bool``, where given, decides instead of the kind's
+    ``judge(regenerated, published) -> bool``, where given, decides instead of the test's
     comparison (a rule whose data the experiment measures, e.g. over seeds).
+
+    kind (what a pass is evidence of):
+      "measured"  a regenerated value that could come out differently (the default)
+      "rule"      a qualitative claim with a stated test
+      "identity"  true by construction or by arithmetic (n^2, d/h, a config value echoed
+                  back, a weight forced to 0 by masked_fill): shown, never counted as evidence
     """
 
     id: str  # e.g. "w9-sqrt-dk.1024.grad_scaled"
     artifact: str  # the catalogue ID it belongs to
     published: Any
-    kind: str = "abs"
+    test: str = "abs"  # one of TESTS
     tolerance: float | None = None
     reason: str = ""  # why this tolerance: printed digits, a tie, training noise, ...
     meta: dict = field(default_factory=dict, compare=False)
+    kind: str = "measured"  # one of KINDS
     judge: Optional[Callable[[Any, Any], bool]] = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.test not in TESTS:
+            raise ValueError(f"check {self.id}: unknown test {self.test!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"check {self.id}: unknown kind {self.kind!r}")
 
     def ok(self, regenerated: Any) -> bool:
         if regenerated is None:
             return False
         if self.judge is not None:
             return bool(self.judge(regenerated, self.published))
-        if self.kind == "abs":
+        if self.test == "abs":
             return _close(regenerated, self.published, self.tolerance or 0.0)
-        if self.kind == "exact":
+        if self.test == "exact":
             return _normalise(regenerated) == _normalise(self.published)
-        if self.kind == "below":
+        if self.test == "below":
             return isinstance(regenerated, (int, float)) and regenerated < self.tolerance
-        if self.kind == "rule":
-            return regenerated is True
-        raise ValueError(f"unknown check kind {self.kind!r}")
+        return regenerated is True  # "rule"
 
     def tolerance_text(self) -> str:
-        if self.kind == "abs":
+        if self.test == "abs":
             return f"±{self.tolerance:g}"
-        if self.kind == "below":
+        if self.test == "below":
             return f"< {self.tolerance:g}"
-        if self.kind == "seeds":
+        if self.test == "seeds":
             return "seed rule"
-        return self.kind
+        return self.test
 
 
 def _normalise(x: Any) -> Any:
@@ -89,19 +106,28 @@ def _close(a: Any, b: Any, tol: float) -> bool:
     return math.isfinite(a) and abs(a - b) <= tol + 1e-12
 
 
-def num(id: str, artifact: str, published: Any, tolerance: float, reason: str = "") -> Check:
+def num(id: str, artifact: str, published: Any, tolerance: float, reason: str = "", *,
+        kind: str = "measured") -> Check:
     """A numeric check; by default the tolerance is half a unit of the last printed digit."""
-    return Check(id=id, artifact=artifact, published=published, kind="abs", tolerance=tolerance,
-                 reason=reason or f"printed digits (±{tolerance:g})")
+    return Check(id=id, artifact=artifact, published=published, test="abs", tolerance=tolerance,
+                 reason=reason or f"printed digits (±{tolerance:g})", kind=kind)
 
 
-def exact(id: str, artifact: str, published: Any, reason: str = "exact") -> Check:
-    return Check(id=id, artifact=artifact, published=published, kind="exact", reason=reason)
+def exact(id: str, artifact: str, published: Any, reason: str = "exact", *, kind: str = "measured") -> Check:
+    return Check(id=id, artifact=artifact, published=published, test="exact", reason=reason, kind=kind)
 
 
 def below(id: str, artifact: str, published: Any, bound: float, reason: str) -> Check:
-    return Check(id=id, artifact=artifact, published=published, kind="below", tolerance=bound, reason=reason)
+    return Check(id=id, artifact=artifact, published=published, test="below", tolerance=bound, reason=reason)
 
 
-def rule(id: str, artifact: str, published: str, reason: str) -> Check:
-    return Check(id=id, artifact=artifact, published=published, kind="rule", reason=reason)
+def rule(id: str, artifact: str, published: str, reason: str, *, kind: str = "rule") -> Check:
+    """A qualitative claim judged by a rule in code (kind "rule"; "identity" for a rule that
+    holds by construction, such as a drawn layout that is right once its inputs validate)."""
+    return Check(id=id, artifact=artifact, published=published, test="rule", reason=reason, kind=kind)
+
+
+def identity(check: Check, why: str) -> Check:
+    """``check`` as an identity: true by construction or arithmetic (``why`` says which),
+    shown beside the text but never counted as evidence."""
+    return dataclasses.replace(check, kind="identity", reason=f"{check.reason}; identity: {why}")

@@ -8,6 +8,8 @@ slots of w9-ppmi are rules, because those two words are tied exactly (see ``_TIE
 
 from attn_cli.published.types import Check, exact, num, rule
 
+_ID = "identity"  # kind: true by construction or arithmetic, shown and never counted
+
 _R2 = "printed to 2 decimals (numpy .round(2))"
 _R3 = "printed to 3 decimals (round(x, 3))"
 _TIE = ("queen and princess have identical co-occurrence rows, so their vectors are equal in "
@@ -16,11 +18,13 @@ _TIE = ("queen and princess have identical co-occurrence rows, so their vectors 
 
 CHECKS: tuple[Check, ...] = (
     # W9 1.1: one-hot vectors and the embedding table
-    exact("w9-onehot.king.queen", "w9-onehot", 0.0, "one-hot vectors are orthogonal: exactly 0"),
-    exact("w9-onehot.king.apple", "w9-onehot", 0.0, "one-hot vectors are orthogonal: exactly 0"),
-    exact("w9-onehot.lookup_equals_matmul", "w9-onehot", True, "torch.allclose verdict"),
-    exact("w9-onehot.parameters", "w9-onehot", 15_000_000, "integer count V * d"),
-    exact("w9-onehot.onehot_dims", "w9-onehot", 50_000, "integer count V"),
+    # identities: distinct rows of an identity matrix have dot product exactly 0; a one-hot
+    # row times W selects a row of W exactly; V * d is arithmetic; V is the config echoed back
+    exact("w9-onehot.king.queen", "w9-onehot", 0.0, "one-hot vectors are orthogonal: exactly 0", kind=_ID),
+    exact("w9-onehot.king.apple", "w9-onehot", 0.0, "one-hot vectors are orthogonal: exactly 0", kind=_ID),
+    exact("w9-onehot.lookup_equals_matmul", "w9-onehot", True, "torch.allclose verdict", kind=_ID),
+    exact("w9-onehot.parameters", "w9-onehot", 15_000_000, "integer count V * d", kind=_ID),
+    exact("w9-onehot.onehot_dims", "w9-onehot", 50_000, "integer count V (the setting echoed back)", kind=_ID),
     # W9 1.2: PPMI + SVD static embeddings (deterministic: no random draws)
     num("w9-ppmi.king~prince", "w9-ppmi", 1.0, 0.0005, _R3),
     num("w9-ppmi.king~queen", "w9-ppmi", 0.997, 0.0005, _R3),
@@ -41,22 +45,28 @@ CHECKS: tuple[Check, ...] = (
     # W9 3.1: the worked example
     num("w9-worked.scores", "w9-worked", [0.707, 0.0, 0.707], 0.0005, "printed to 3 decimals (.round(3))"),
     num("w9-worked.weights", "w9-worked", [0.401, 0.198, 0.401], 0.0005, "printed to 3 decimals (.round(3))"),
-    num("w9-worked.weights_sum", "w9-worked", 1.0, 0.0005, "printed to 3 decimals (.round(3))"),
-    num("w9-worked.output", "w9-worked", 20.0, 0.005, "printed to 2 decimals (.round(2))"),
+    # identities: softmax weights sum to 1 by construction; keys 1 and 3 score alike, so their
+    # weights are equal and the output is 20 for any weights that sum to 1 (values 10, 20, 30)
+    num("w9-worked.weights_sum", "w9-worked", 1.0, 0.0005, "printed to 3 decimals (.round(3))", kind=_ID),
+    num("w9-worked.output", "w9-worked", 20.0, 0.005, "printed to 2 decimals (.round(2))", kind=_ID),
     # W9 3.2: shapes and properties (seed 0: Q, K, V drawn in that order)
     exact("w9-properties.shapes", "w9-properties",
           {"Q": [3, 4], "K": [5, 4], "V": [5, 6], "scores": [3, 5], "output": [3, 6]}, "shapes are integers"),
     exact("w9-properties.matches_sdpa", "w9-properties", True,
           "torch.allclose(out, F.scaled_dot_product_attention(Q, K, V), atol=1e-6) verdict"),
+    # identities: softmax rows sum to 1 and exp is positive by construction; non-negative
+    # weights summing to 1 make every output a convex combination of the values
     num("w9-properties.row_sums", "w9-properties", [1.0, 1.0, 1.0], 1e-6,
-        "printed as full float32 values (.tolist()); float32 rounding of a 5-term sum is ~1e-7"),
-    exact("w9-properties.non_negative", "w9-properties", True, "boolean verdict"),
-    exact("w9-properties.convex", "w9-properties", True, "boolean verdict (1e-6 slack, as the text)"),
+        "printed as full float32 values (.tolist()); float32 rounding of a 5-term sum is ~1e-7", kind=_ID),
+    exact("w9-properties.non_negative", "w9-properties", True, "boolean verdict", kind=_ID),
+    exact("w9-properties.convex", "w9-properties", True, "boolean verdict (1e-6 slack, as the text)", kind=_ID),
     # W9 4.3: self-attention cannot tell the order (seed 0: emb, Wq, Wk, Wv, then pos)
     num("w9-order.dog_bites_man", "w9-order", [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924], 0.0005,
         "printed to 3 decimals (.round(3))"),
     num("w9-order.man_bites_dog", "w9-order", [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924], 0.0005,
         "printed to 3 decimals (.round(3))"),
-    exact("w9-order.identical", "w9-order", True, "torch.allclose(atol=1e-6) verdict"),
-    exact("w9-order.identical_with_positions", "w9-order", False, "torch.allclose(atol=1e-6) verdict"),
+    # rules: the section's claim (attention sees a set) and its failing case (positions added)
+    exact("w9-order.identical", "w9-order", True, "torch.allclose(atol=1e-6) verdict", kind="rule"),
+    exact("w9-order.identical_with_positions", "w9-order", False, "torch.allclose(atol=1e-6) verdict",
+          kind="rule"),
 )

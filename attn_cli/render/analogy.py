@@ -4,37 +4,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.analogy import TIED, Result
-from attn_cli.published import all_checks
+from typing import Mapping
+
+from attn_cli.experiments.analogy import ARTIFACTS, TIED, Result
+from attn_cli.published.compare import compare_result
 
 
 def _ranked(words, scores) -> str:
     return ", ".join(f"{w} ({s:.3f})" for w, s in zip(words, scores))
 
 
-def tables(result: Result) -> list:
-    from attn_cli.render.console import check_table
+def tables(result: Result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+    from attn_cli.render.console import check_table, not_text_caption, verdict as mark
 
-    checks, m = all_checks(), result.measured()
-    same = result.at_text_settings()
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
 
     def verdict(check_id):
-        return checks[check_id].ok(m[check_id]) if same else "n/a"
+        return mark(o[check_id])
+
+    def pub(check_id):
+        value = o[check_id].published
+        return ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
 
     a, b = TIED
     gap_analogy = result.tie[f"analogy.{a}"] - result.tie[f"analogy.{b}"]
     gap_bank = result.tie[f"bank.{a}"] - result.tie[f"bank.{b}"]
-    rows = [(f"cosine {pair}", f"{value:.3f}", f"{checks[f'w9-ppmi.{pair}'].published}",
+    rows = [(f"cosine {pair}", f"{value:.3f}", pub(f"w9-ppmi.{pair}"),
              verdict(f"w9-ppmi.{pair}")) for pair, value in result.similarities.items()]
     rows += [
-        ("king - man + woman: top two (tied)", ", ".join(result.analogy[:2]), "queen, princess",
+        ("king - man + woman: top two (tied)", ", ".join(result.analogy[:2]), pub("w9-ppmi.analogy.top2"),
          verdict("w9-ppmi.analogy.top2")),
         (f"  E.v of {a} / {b} (gap)", f"{result.tie[f'analogy.{a}']:.6f} / {result.tie[f'analogy.{b}']:.6f} "
          f"({gap_analogy:.1e})", "", None),
-        ("king - man + woman: third", result.analogy[2], "kingdom", verdict("w9-ppmi.analogy.third")),
+        ("king - man + woman: third", result.analogy[2], pub("w9-ppmi.analogy.third"), verdict("w9-ppmi.analogy.third")),
         ("nearest to bank: 1-7", ", ".join(result.bank_nearest[:7]),
-         ", ".join(checks["w9-ppmi.bank_nearest.top7"].published), verdict("w9-ppmi.bank_nearest.top7")),
-        ("nearest to bank: 8th (tie)", result.bank_nearest[7], "queen", verdict("w9-ppmi.bank_nearest.8th")),
+         pub("w9-ppmi.bank_nearest.top7"), verdict("w9-ppmi.bank_nearest.top7")),
+        ("nearest to bank: 8th (tie)", result.bank_nearest[7], pub("w9-ppmi.bank_nearest.8th"), verdict("w9-ppmi.bank_nearest.8th")),
         (f"  cosine bank~{a} / bank~{b} (gap)", f"{result.tie[f'bank.{a}']:.6f} / {result.tie[f'bank.{b}']:.6f} "
          f"({gap_bank:.1e})", "", None),
     ]
@@ -47,7 +53,7 @@ def tables(result: Result) -> list:
                  "their order (the analogy's top two, bank's 8th neighbour) is decided by rounding noise "
                  "and can flip with the LAPACK build; the checks accept either order. Singular-vector "
                  "signs are arbitrary but leave cosines unchanged."
-                 + ("" if same else " n/a: settings differ from the text's.")),
+                 + not_text_caption(o.values())),
     )
     from rich.table import Table
 

@@ -34,7 +34,8 @@ def check_table(title: str, rows, caption: str | None = None):
     """A rich table of regenerated values beside the published ones.
 
     rows: ``(quantity, regenerated, published, verdict)`` with text cells; verdict is True
-    (within the check's tolerance), False, None (no published value) or a short string.
+    (within the check's tolerance), False, None (no published value) or a short string
+    (:func:`verdict` of an Outcome gives one).
     """
     from rich.table import Table
 
@@ -48,3 +49,23 @@ def check_table(title: str, rows, caption: str | None = None):
             if isinstance(verdict, (bool, type(None))) else str(verdict)
         table.add_row(quantity, regenerated, published, mark)
     return table
+
+
+def verdict(outcome) -> bool | str | None:
+    """The verdict cell of one Outcome (``attn_cli.published.compare``): True / False for a
+    measured value or a rule, "identity" for an identity that holds (shown, not evidence),
+    "n/a" where the settings are not the text's, None without an outcome."""
+    if outcome is None:
+        return None
+    if outcome.status == "pass" and outcome.kind == "identity":
+        return "[dim]identity[/]"
+    if outcome.status in ("pass", "fail"):
+        return outcome.status == "pass"
+    return outcome.status
+
+
+def not_text_caption(outcomes) -> str:
+    """"; n/a: settings differ from the text's" when some outcome does not apply, else ""."""
+    from attn_cli.published.compare import NOT_TEXT
+
+    return f"; {NOT_TEXT}" if any(o.status == "n/a" for o in outcomes) else ""

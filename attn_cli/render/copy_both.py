@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Mapping
+
 from rich.table import Table
 
-from attn_cli.published import all_checks
+from attn_cli.experiments.copy_both import ARTIFACTS
+from attn_cli.published.compare import compare_result
 
 PNG, CSV = "copy_both.png", "copy_both.csv"
 
 
-def _published(check_id: str):
-    check = all_checks().get(check_id)
-    return check.published if check else None
+def tables(result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
 
+    def _published(check_id: str):  # the text's value where it applies (its data: N, d, seed)
+        outcome = o.get(check_id)
+        return None if outcome is None or outcome.status == "n/a" else outcome.published
 
-def _is_text(result) -> bool:
     cfg = result.config
-    return cfg["samples"] == 10_000 and cfg["dim"] == 16 and cfg["seed"] == 0
-
-
-def tables(result) -> list:
-    cfg = result.config
-    text = _is_text(result)
     one = Table(title=f"D2L 10.3.1 one head: best linear readout, N={cfg['samples']}, d={cfg['dim']}, "
                       f"seed {cfg['seed']} (relative error)")
     one.add_column("weights")
@@ -31,10 +30,11 @@ def tables(result) -> list:
     one.add_column("regenerated", justify="right")
     one.add_column("unrounded", justify="right", style="dim")
     for row in result.one_head:
-        pub = _published(f"d2l-copy-both-one-head.{row['a']:.1f}") if text else None
+        pub = _published(f"d2l-copy-both-one-head.{row['a']:.1f}")
         one.add_row(f"({row['a']:.1f}, {row['b']:.1f})", "" if pub is None else f"{pub:.3f}",
                     f"{row['error']:.3f}", f"{row['error']:.6f}")
-    one.add_row("theory sqrt(1/2)", "0.707", f"{result.theory:.3f}", f"{result.theory:.6f}")
+    theory = o["d2l-copy-both-one-head.theory"].published  # an identity: shown whatever the data
+    one.add_row("theory sqrt(1/2)", f"{theory:.3f}", f"{result.theory:.3f}", f"{result.theory:.6f}")
 
     two = Table(title="two heads, mirrored weights (relative error; the published digits are "
                       "solver noise, the claim is 'below 1e-5')")
@@ -42,7 +42,7 @@ def tables(result) -> list:
     two.add_column("published", justify="right")
     two.add_column("regenerated", justify="right")
     for row in result.two_heads:
-        pub = _published(f"d2l-copy-both-two-heads.{row['a']:.2f}") if text else None
+        pub = _published(f"d2l-copy-both-two-heads.{row['a']:.2f}")
         two.add_row(f"({row['a']:.2f}, {row['b']:.2f}) and ({row['b']:.2f}, {row['a']:.2f})",
                     "" if pub is None else f"{pub:.1e}", f"{row['error']:.1e}")
     return [one, two]
@@ -63,7 +63,7 @@ def figures(result, out: Path) -> list[Path]:
             label="one head: weights (a, 1-a)")
     ax.plot(curve["a"], [max(e, floor) for e in curve["two_heads"]], "s-", ms=3, color="tab:blue",
             label="two heads: (a, 1-a) and (1-a, a)")
-    ax.axhline(result.theory, color="black", ls="--", lw=1, label="theory: sqrt(1/2) = 0.707")
+    ax.axhline(result.theory, color="black", ls="--", lw=1, label=f"theory: sqrt(1/2) = {result.theory:.3f}")
     ax.axvline(0.5, color="grey", ls=":", lw=1)
     ax.annotate("a = 0.5: the two mixtures coincide", xy=(0.5, result.theory), xytext=(0.56, 3e-2),
                 fontsize=8, color="grey", arrowprops={"arrowstyle": "->", "color": "grey"})

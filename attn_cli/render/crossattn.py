@@ -6,8 +6,11 @@ import hashlib
 import re
 import warnings
 from pathlib import Path
+from typing import Mapping
 
 from rich.table import Table
+
+from attn_cli.experiments.crossattn import ARTIFACTS
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _REGIME_STYLE = {"sharp": "bold green", "split": "yellow", "diffuse": "red"}
@@ -39,12 +42,16 @@ def label(ch: str) -> str:
     return ch
 
 
-def tables(result, width: int | None = None) -> list:
+def tables(result, outcomes: Mapping | None = None, width: int | None = None) -> list:
     """The weights (in %, when the key word fits the console; otherwise each row's peaks),
-    the regime of every row, and the summary of the three regimes."""
+    the regime of every row, and the summary of the three regimes.  ``outcomes``: check ID
+    -> Outcome (computed from ``result`` when not given)."""
     from rich import box
 
+    from attn_cli.published.compare import compare_result
     from attn_cli.render.console import stdout
+
+    rule = (compare_result(result, ARTIFACTS) if outcomes is None else outcomes)["d2l-crossattn-map.regimes"]
 
     cfg = result.config
     width = stdout.width if width is None else width
@@ -77,14 +84,12 @@ def tables(result, width: int | None = None) -> list:
     summary.add_column("meaning")
     summary.add_column("query letters (regenerated)")
     summary.add_column("published (attention vs translation)")
-    from attn_cli.experiments.crossattn import TEXT_REGIMES
-
-    is_text = (cfg["query_word"], cfg["key_word"]) == ("attention", "translation")
+    text_regimes = rule.published if rule.status != "n/a" else None  # the text's letters, at its settings
     found = result.regime_letters()
     for regime in ("sharp", "split", "diffuse"):
         summary.add_row(f"[{_REGIME_STYLE[regime]}]{regime}[/]", _REGIME_TEXT[regime],
                         ", ".join(label(c) for c in found[regime]) or "-",
-                        ", ".join(TEXT_REGIMES[regime]) if is_text else "")
+                        ", ".join(text_regimes[regime]) if text_regimes else "")
     agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
     out = [weights, summary, f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
     if result.head_weights:

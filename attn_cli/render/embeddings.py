@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.embeddings import CONTEXTUAL_SETTINGS, ONEHOT_SETTINGS, WORD, Result
-from attn_cli.published import all_checks
+from typing import Mapping
+
+from attn_cli.experiments.embeddings import ARTIFACTS, WORD, Result
 from attn_cli.published.catalogue import BY_ID
+from attn_cli.published.compare import compare_result
 
 PNG, CSV = BY_ID["w9-contextual"].files
 
@@ -16,49 +18,53 @@ def vec(values, decimals: int) -> str:
     return "[" + " ".join(f"{v:.{decimals}f}" for v in values) + "]"
 
 
-def tables(result: Result) -> list:
-    from attn_cli.render.console import check_table
+def tables(result: Result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome from :func:`attn_cli.published.compare.compare`
+    (computed from ``result`` when not given)."""
+    from attn_cli.render.console import check_table, not_text_caption, verdict
 
-    checks, m = all_checks(), result.measured()
-    same = {"w9-onehot": result.at_text_settings(ONEHOT_SETTINGS),
-            "w9-contextual": result.at_text_settings(CONTEXTUAL_SETTINGS)}
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
 
-    def verdict(check_id):
-        return checks[check_id].ok(m[check_id]) if same[checks[check_id].artifact] else "n/a"
+    def row(quantity, regenerated, check_id, published=None):
+        return (quantity, regenerated, published or repr(o[check_id].published), verdict(o[check_id]))
 
     cfg = result.config
+    onehot_ids = [k for k in o if k.startswith("w9-onehot.")]
     onehot = check_table(
         "W9 1.1  one-hot vectors know nothing; an embedding is a lookup table",
         [
-            ("one-hot king . queen", repr(result.onehot_king_queen), "0.0", verdict("w9-onehot.king.queen")),
-            ("one-hot king . apple", repr(result.onehot_king_apple), "0.0", verdict("w9-onehot.king.apple")),
-            ("embedding lookup equals one-hot @ weight matrix", str(result.lookup_equals_matmul), "True",
-             verdict("w9-onehot.lookup_equals_matmul")),
-            (f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table", f"{result.parameters:,}",
-             "15,000,000", verdict("w9-onehot.parameters")),
-            ("dimensions of a one-hot vector", f"{cfg['vocab_size']:,}", "50,000", verdict("w9-onehot.onehot_dims")),
+            row("one-hot king . queen", repr(result.onehot_king_queen), "w9-onehot.king.queen"),
+            row("one-hot king . apple", repr(result.onehot_king_apple), "w9-onehot.king.apple"),
+            row("embedding lookup equals one-hot @ weight matrix", str(result.lookup_equals_matmul),
+                "w9-onehot.lookup_equals_matmul"),
+            row(f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table", f"{result.parameters:,}",
+                "w9-onehot.parameters", f"{o['w9-onehot.parameters'].published:,}"),
+            row("dimensions of a one-hot vector", f"{cfg['vocab_size']:,}", "w9-onehot.onehot_dims",
+                f"{o['w9-onehot.onehot_dims'].published:,}"),
         ],
         caption="every pair of one-hot vectors is orthogonal: no notion of similarity"
-                + ("" if same["w9-onehot"] else "; n/a: settings differ from the text's"),
+                + not_text_caption([o[k] for k in onehot_ids]),
     )
     names = [" ".join(t) for t in result.tokens]
-    pub = {k: checks[k].published for k in ("w9-contextual.static_bank", "w9-contextual.river_bank",
-                                            "w9-contextual.money_bank")}
+
+    def pub(check_id, decimals=2):
+        return vec(o[check_id].published, decimals)
+
     contextual = check_table(
         f"W9 1.3  contextual vectors for '{WORD}' (one untrained self-attention layer, d = {cfg['d']}, "
         f"seed {cfg['seed']})",
         [
-            (f"static embedding of '{WORD}'", vec(result.static_bank, 2), vec(pub["w9-contextual.static_bank"], 2),
-             verdict("w9-contextual.static_bank")),
-            (f"output for '{WORD}' in '{names[0]}'", vec(result.bank_outputs[0], 2),
-             vec(pub["w9-contextual.river_bank"], 2), verdict("w9-contextual.river_bank")),
-            (f"output for '{WORD}' in '{names[1]}'", vec(result.bank_outputs[1], 2),
-             vec(pub["w9-contextual.money_bank"], 2), verdict("w9-contextual.money_bank")),
-            ("distance between the two contextual vectors", f"{result.distance:.3f}", "2.841",
-             verdict("w9-contextual.distance")),
+            row(f"static embedding of '{WORD}'", vec(result.static_bank, 2), "w9-contextual.static_bank",
+                pub("w9-contextual.static_bank")),
+            row(f"output for '{WORD}' in '{names[0]}'", vec(result.bank_outputs[0], 2),
+                "w9-contextual.river_bank", pub("w9-contextual.river_bank")),
+            row(f"output for '{WORD}' in '{names[1]}'", vec(result.bank_outputs[1], 2),
+                "w9-contextual.money_bank", pub("w9-contextual.money_bank")),
+            row("distance between the two contextual vectors", f"{result.distance:.3f}", "w9-contextual.distance",
+                f"{o['w9-contextual.distance'].published:.3f}"),
         ],
         caption="same word, same input vector: the output depends on the neighbours (0 apart for a static "
-                "embedding)" + ("" if same["w9-contextual"] else "; n/a: settings differ from the text's"),
+                "embedding)" + not_text_caption([o[k] for k in o if k.startswith("w9-contextual.")]),
     )
     return [onehot, contextual]
 

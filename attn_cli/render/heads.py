@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 from rich.table import Table
+
+from attn_cli.experiments.heads import ARTIFACTS
+from attn_cli.published.compare import compare_result
 
 PNG = "heads_layout.png"
 
@@ -13,20 +17,31 @@ def _yes(b: bool) -> str:
     return "True" if b else "[red]False[/red]"
 
 
-def tables(result) -> list:
+def _published(outcome) -> str:
+    """The text's value beside a regenerated one, where it applies (at the text's settings)."""
+    if outcome is None or outcome.status == "n/a":
+        return ""
+    value = outcome.published
+    return str(tuple(value)) if isinstance(value, list) else str(value)
+
+
+def tables(result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
     cfg = result.config
     match = Table(title="W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)")
     match.add_column("claim")
     match.add_column("published", justify="right")
     match.add_column("regenerated", justify="right")
-    match.add_row("matches (allclose, atol 1e-5)", "True", _yes(result.handwritten_matches))
+    match.add_row("matches (allclose, atol 1e-5)", _published(o.get("w9-heads.matches")),
+                  _yes(result.handwritten_matches))
     match.add_row("largest difference", "", f"{result.handwritten_max_diff:.1e}")
 
     w9 = Table(title=f"W9 5.1: parameters of nn.MultiheadAttention(d_model={cfg['d_model']}, heads) = 4d^2 + 4d")
     for col in ("heads", "head size d/h", "published", "regenerated", "4d^2 + 4d"):
         w9.add_column(col, justify="right")
     for row in result.w9_params:
-        pub = "16640" if cfg["d_model"] == 64 and row["heads"] in (1, 2, 4, 8) else ""
+        pub = _published(o.get(f"w9-heads.params.{row['heads']}"))
         w9.add_row(str(row["heads"]), str(row["head_size"]), pub, str(row["params"]), str(row["formula"]))
 
     shape = Table(title="D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, "
@@ -34,7 +49,7 @@ def tables(result) -> list:
     shape.add_column("quantity")
     shape.add_column("published", justify="right")
     shape.add_column("regenerated", justify="right")
-    shape.add_row("output shape", "(2, 4, 100)", str(tuple(result.mha_shape)))
+    shape.add_row("output shape", _published(o.get("d2l-mha-shape.output")), str(tuple(result.mha_shape)))
     shape.add_row("weights shape (batch, heads, queries, keys)", "", str(tuple(result.mha_weights_shape)))
     shape.add_row("largest weight on a key beyond valid_lens", "", f"{result.mha_masked_weight:g}")
 
@@ -43,7 +58,7 @@ def tables(result) -> list:
     for col in ("heads", "published", "regenerated", "4d^2"):
         d2l.add_column(col, justify="right")
     for row in result.d2l_params:
-        pub = "262144" if cfg["num_hiddens"] == 256 and row["heads"] in (1, 2, 4, 8) else ""
+        pub = _published(o.get(f"d2l-mha-params.{row['heads']}"))
         d2l.add_row(str(row["heads"]), pub, str(row["params"]), str(row["formula"]))
     lay = result.layout
     note = (f"figure 10.3.2 (heads_layout.png): d = {lay['d']}, h = {lay['h']} heads of width p = {lay['p']}; "

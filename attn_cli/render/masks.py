@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.masks import Result
+from typing import Mapping
+
+from attn_cli.experiments.masks import ARTIFACTS, Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.w9_attention import BY_CHECK_ID, MASKS_CAUSAL, MASKS_ROW_SUMS
-from attn_cli.render.console import check_table
+from attn_cli.published.compare import compare_result
+from attn_cli.render.console import check_table, verdict
 
 PNG, CSV = BY_ID["w9-masks"].files
 
@@ -16,10 +18,13 @@ def _fmt(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".") if v else "0"
 
 
-def tables(result: Result) -> list:
+def tables(result: Result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
     from rich.table import Table
 
-    comparable = bool(result.measured())
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    comparable = all(x.status != "n/a" for x in o.values())
+    causal, sums = o["w9-masks.causal_weights"].published, o["w9-masks.row_sums"].published
     n = len(result.positions)
     weights = Table(title=f"W9 4.2  causal attention weights (row = position looking, column = position "
                           f"looked at; seed {result.config['seed']})",
@@ -31,7 +36,7 @@ def tables(result: Result) -> list:
     for i, row in enumerate(result.causal_weights_rounded):
         cells = []
         for j, v in enumerate(row):
-            pub = MASKS_CAUSAL[i][j] if comparable and i < 5 and j < 5 else None
+            pub = causal[i][j] if comparable and i < len(causal) and j < len(causal[i]) else None
             if pub is None:
                 cells.append(_fmt(v))
             else:
@@ -39,33 +44,36 @@ def tables(result: Result) -> list:
                 cells.append(f"{_fmt(v)} {mark} [dim]{_fmt(pub)}[/]")
         s = result.row_sums[i]
         pub_s = ""
-        if comparable and i < 5:
-            noise = "" if s == MASKS_ROW_SUMS[i] else ", float32 noise"
-            pub_s = f" [dim](text {MASKS_ROW_SUMS[i]!r}{noise})[/]"
+        if comparable and i < len(sums):
+            noise = "" if s == sums[i] else ", float32 noise"
+            pub_s = f" [dim](text {sums[i]!r}{noise})[/]"
         cells.append(f"{s!r}{pub_s}")
         weights.add_row(str(i), *cells)
 
     checks_rows = []
 
     def add(check_id, quantity, value, regenerated_text, published_text=None):
-        check = BY_CHECK_ID[check_id]
-        published_text = published_text or repr(check.published)
+        outcome = o[check_id]
+        published_text = published_text or repr(outcome.published)
         if comparable:
-            checks_rows.append((quantity, regenerated_text, published_text, check.ok(value)))
+            checks_rows.append((quantity, regenerated_text, published_text, verdict(outcome)))
         else:
             checks_rows.append((quantity, regenerated_text, f"[dim]{published_text}[/]", "n/a"))
 
     last = result.config["changed_from"]
     add("w9-masks.row_sums", "rows still sum to 1", result.row_sums,
         f"max |sum - 1| = {max(abs(s - 1) for s in result.row_sums):.1e}",
-        f"max |sum - 1| = {max(abs(s - 1) for s in MASKS_ROW_SUMS):.1e}")
+        f"max |sum - 1| = {max(abs(s - 1) for s in sums):.1e}")
     add("w9-masks.past_unchanged", f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
         result.past_unchanged_with_mask,
         f"{result.past_unchanged_with_mask} (max change {result.past_max_abs_change_with_mask:.1e})")
     add("w9-masks.changes_without_mask", "no mask: they change (the future leaks)",
         result.past_changes_without_mask,
         f"{result.past_changes_without_mask} (max change {result.past_max_abs_change_without_mask:.2f})")
-    add("w9-masks.padding_weight", f"padding mask on {result.config['padding_from']}..{n - 1}: weight on padding",
+    add("w9-masks.padding_weight.text_recipe", f"padding mask on {result.config['padding_from']}..{n - 1}: "
+        "weight on padding (the text's masked_fill(-inf))", result.padding_weight_text,
+        repr(result.padding_weight_text))
+    add("w9-masks.padding_weight", "  the same through the package's masked_softmax (0 by masked_fill)",
         result.padding_weight, repr(result.padding_weight))
     checks_rows.append(("core keep-mask softmax == text's masked_fill(-inf)",
                         f"{result.core_equals_text} (max diff {result.core_max_abs_diff:.1e})", "(not printed)",

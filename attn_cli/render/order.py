@@ -4,42 +4,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.order import Result
-from attn_cli.published import all_checks
+from typing import Mapping
+
+from attn_cli.experiments.order import ARTIFACTS, Result
+from attn_cli.published.compare import compare_result
 
 
 def _vec(values) -> str:
     return "[" + " ".join(f"{v:.3f}" for v in values) + "]"
 
 
-def tables(result: Result) -> list:
-    from attn_cli.render.console import check_table
+def tables(result: Result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+    from attn_cli.render.console import check_table, not_text_caption, verdict
 
-    checks, m = all_checks(), result.measured()
-    same = result.at_text_settings()
-
-    def verdict(check_id):
-        return checks[check_id].ok(m[check_id]) if same else "n/a"
-
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
     a, b, w = " ".join(result.sentence_a), " ".join(result.sentence_b), result.word
     cfg = result.config
     table = check_table(
         f"W9 4.3  self-attention sees a set: output for '{w}' (d = {cfg['d']}, seed {cfg['seed']})",
         [
-            (f"output for '{w}' in '{a}'", _vec(result.output_a), _vec(checks["w9-order.dog_bites_man"].published),
-             verdict("w9-order.dog_bites_man")),
-            (f"output for '{w}' in '{b}'", _vec(result.output_b), _vec(checks["w9-order.man_bites_dog"].published),
-             verdict("w9-order.man_bites_dog")),
+            (f"output for '{w}' in '{a}'", _vec(result.output_a), _vec(o["w9-order.dog_bites_man"].published),
+             verdict(o["w9-order.dog_bites_man"])),
+            (f"output for '{w}' in '{b}'", _vec(result.output_b), _vec(o["w9-order.man_bites_dog"].published),
+             verdict(o["w9-order.man_bites_dog"])),
             ("identical without position information (atol 1e-6)",
-             f"{result.identical} (max diff {result.max_diff:.1e})", "True", verdict("w9-order.identical")),
+             f"{result.identical} (max diff {result.max_diff:.1e})", str(o["w9-order.identical"].published),
+             verdict(o["w9-order.identical"])),
             ("  with a position vector added to each token", f"{_vec(result.output_a_positions)} vs "
              f"{_vec(result.output_b_positions)}", "", None),
             ("identical with position vectors", f"{result.identical_with_positions} (max diff "
-             f"{result.max_diff_positions:.3f})", "False", verdict("w9-order.identical_with_positions")),
+             f"{result.max_diff_positions:.3f})", str(o["w9-order.identical_with_positions"].published),
+             verdict(o["w9-order.identical_with_positions"])),
         ],
         caption="without positions the two sentences are indistinguishable; a distinct vector per position "
-                "tells them apart (positional encoding, Week 10)"
-                + ("" if same else "; n/a: settings differ from the text's"),
+                "tells them apart (positional encoding, Week 10)" + not_text_caption(o.values()),
     )
     return [table]
 

@@ -22,7 +22,17 @@ from rich.markup import MarkupError
 from rich.table import Table
 from rich.text import Text
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow"}
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
+KIND_LEGEND = ("status: pass = a measured value within tolerance; rule = a qualitative claim that holds; "
+               "identity = true by construction or arithmetic, shown and not counted")
+
+
+def status_text(outcome) -> str:
+    """"pass" (measured), "rule" (a rule that passed), "identity" (shown, not evidence),
+    "FAIL", "n/a" (settings not the text's) or "skipped"."""
+    if outcome.status == "pass":
+        return {"measured": "pass", "rule": "rule", "identity": "identity"}[outcome.kind]
+    return {"fail": "FAIL", "n/a": "n/a"}.get(outcome.status, outcome.status)
 
 
 # --------------------------------------------------------------------------- values
@@ -141,16 +151,19 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
             skips.setdefault(o.note)
             status = o.note if wide else "skipped"
         else:
-            status = {"pass": "pass", "fail": "FAIL"}[o.status]
+            status = status_text(o)
         tolerance = o.check.tolerance_text()
         if o.check.reason:
             number = reasons.setdefault(o.check.reason, len(reasons) + 1)
             tolerance += f" [{number}]"
-        if o.status == "fail":
+        if o.status in ("fail", "n/a"):
             notes.append(f"{cid}: {o.note}")
+        style = STATUS_STYLE["identity" if status == "identity" else o.status]
         table.add_row(Text(name), Text(fmt_value(o.check.published)), Text(fmt_value(o.regenerated)),
-                      Text(tolerance), Text(status, style=STATUS_STYLE[o.status]))
+                      Text(tolerance), Text(status, style=style))
     caption = Text()
+    if any(o.status == "pass" for o in outcomes):
+        caption.append(KIND_LEGEND + "\n", style="dim")
     for reason, number in reasons.items():
         caption.append(f"[{number}] {reason}\n", style="dim")
     for note in skips:
@@ -253,8 +266,8 @@ def to_markdown(renderables: Any) -> str:
 def checks_markdown(outcomes: Sequence) -> str:
     lines = ["| ID | published | regenerated | tolerance | status |", "| --- | --- | --- | --- | --- |"]
     for o in outcomes:
-        status = {"pass": "pass", "fail": "**FAIL**"}.get(o.status, o.note)
-        if o.status == "fail" and o.note:
+        status = {"pass": status_text(o), "fail": "**FAIL**", "n/a": "**n/a**"}.get(o.status, o.note)
+        if o.status in ("fail", "n/a") and o.note:
             status += f" ({o.note})"
         cells = [o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80),
                  o.check.tolerance_text(), status]

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Mapping
+
 from attn_cli.core.memory import human_bytes
-from attn_cli.experiments.scaling import TEXT_D_MODEL, Result, text_memory
-from attn_cli.published.w9_attention import SCALING
+from attn_cli.experiments.scaling import ARTIFACTS, Result, text_memory
+from attn_cli.published.compare import compare_result
 
 PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
 
-def _beside(text: str, published: str | None) -> str:
-    if published is None:
+def _beside(text: str, outcome, fmt) -> str:
+    """The regenerated cell, then (for a length the text prints, at its settings) = or ≠
+    and the text's value: these cells are identities (arithmetic), shown beside the text."""
+    if outcome is None or outcome.status not in ("pass", "fail"):
         return text
-    mark = "[green]=[/]" if text == published else "[red]≠[/]"
+    published = outcome.check.meta.get("printed") or fmt(outcome.published)
+    mark = "[green]=[/]" if outcome.ok else "[red]≠[/]"
     return f"{text} {mark} [dim]{published}[/]"
 
 
-def tables(result: Result) -> list:
+def tables(result: Result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
     from rich.table import Table
+
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
 
     d = result.config["d_model"]
     formula = Table(title="W9 5.2  self-attention builds an n x n score matrix per head",
@@ -27,11 +35,13 @@ def tables(result: Result) -> list:
     for col in ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"):
         formula.add_column(col, justify="right")
     for r in result.formula:
-        pub = SCALING.get(r.n)
+        def sci(v):
+            return f"{v:.2e}"
+
         formula.add_row(str(r.n),
-                        _beside(f"{r.entries:.2e}", f"{pub[0]:.2e}" if pub else None),
-                        _beside(r.memory, pub[1] if pub else None),
-                        _beside(f"{r.operations:.2e}", f"{pub[2]:.2e}" if pub and d == TEXT_D_MODEL else None))
+                        _beside(sci(r.entries), o.get(f"w9-scaling.{r.n}.entries"), sci),
+                        _beside(r.memory, o.get(f"w9-scaling.{r.n}.memory"), sci),
+                        _beside(sci(r.operations), o.get(f"w9-scaling.{r.n}.operations"), sci))
     out = [formula]
     if not result.measured_rows:
         out.append("doubling the length quadruples the cost (try --measure to time it)")

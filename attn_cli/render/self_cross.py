@@ -3,32 +3,46 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 from rich.table import Table
+
+from attn_cli.experiments.self_cross import ARTIFACTS
+from attn_cli.published.compare import compare_result
 
 
 def _shape(s) -> str:
     return str(tuple(s))
 
 
-def tables(result) -> list:
+def tables(result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+
+    def pub(check_id):
+        return _shape(o[check_id].published)
+
     table = Table(title="self- and cross-attention shapes (seed 0)")
     for col in ("text", "shape of", "published", "regenerated"):
         table.add_column(col, no_wrap=True)
     w9 = "W9 4.1"
-    table.add_row(w9, "self: output", "(1, 6, 8)", _shape(result.w9_self_output))
-    table.add_row(w9, "self: weights", "(1, 6, 6)", _shape(result.w9_self_weights))
-    table.add_row(w9, "cross: output", "(1, 4, 8)", _shape(result.w9_cross_output))
-    table.add_row(w9, "cross: weights", "(1, 4, 6)", _shape(result.w9_cross_weights), end_section=True)
+    table.add_row(w9, "self: output", pub("w9-self-cross.self.output"), _shape(result.w9_self_output))
+    table.add_row(w9, "self: weights", pub("w9-self-cross.self.weights"), _shape(result.w9_self_weights))
+    table.add_row(w9, "cross: output", pub("w9-self-cross.cross.output"), _shape(result.w9_cross_output))
+    table.add_row(w9, "cross: weights", pub("w9-self-cross.cross.weights"), _shape(result.w9_cross_weights),
+                  end_section=True)
     d2l = "D2L 10.3.3"
-    table.add_row(d2l, "self: output", "(2, 4, 100)", _shape(result.d2l_self_output))
+    table.add_row(d2l, "self: output", pub("d2l-self-cross.self"), _shape(result.d2l_self_output))
     table.add_row(d2l, "self: weights (B, h, n_q, n_k)", "", _shape(result.d2l_self_weights))
-    table.add_row(d2l, "cross: output", "(2, 4, 100)", _shape(result.d2l_cross_output))
+    table.add_row(d2l, "cross: output", pub("d2l-self-cross.cross"), _shape(result.d2l_cross_output))
     table.add_row(d2l, "cross: weights (B, h, n_q, n_k)", "", _shape(result.d2l_cross_weights))
-    notes = ("W9: nn.MultiheadAttention(8, 2, batch_first=True); self: Q, K, V = encoder_out (1, 6, 8); "
-             "cross: Q = decoder_in (1, 4, 8), K, V = encoder_out.\n"
-             "D2L: MultiHeadAttention(100, 5, dropout 0.5); self: X (2, 4, 100) with valid_lens [3, 2]; "
-             "cross: 4 queries from A (2, 4, 100), 9 keys and values from B (2, 9, 100).\n"
+    # an output has its queries' shape: the inputs' shapes are read off the regenerated outputs
+    encoder_out, decoder_in = _shape(result.w9_self_output), _shape(result.w9_cross_output)
+    x, a = _shape(result.d2l_self_output), _shape(result.d2l_cross_output)
+    notes = (f"W9: nn.MultiheadAttention(8, 2, batch_first=True); self: Q, K, V = encoder_out {encoder_out}; "
+             f"cross: Q = decoder_in {decoder_in}, K, V = encoder_out.\n"
+             f"D2L: MultiHeadAttention(100, 5, dropout 0.5); self: X {x} with valid_lens [3, 2]; "
+             f"cross: 4 queries from A {a}, 9 keys and values from B (2, 9, 100).\n"
              "The output has the queries' length; keys and values only have to match each other.")
     return [table, notes]
 

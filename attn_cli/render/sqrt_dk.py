@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.sqrt_dk import TEXT_DIMS, TEXT_N_KEYS, TEXT_TRIALS, Result
+from typing import Mapping
+
+from attn_cli.experiments.sqrt_dk import ARTIFACTS, TEXT_DIMS, TEXT_N_KEYS, TEXT_TRIALS, Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.w9_attention import BY_CHECK_ID, SQRT_DK
+from attn_cli.published.compare import compare_result
 
 COLUMNS = (  # (field, header, format)
     ("std", "std(q·k)", "{:.2f}"),
@@ -19,20 +21,22 @@ COLUMNS = (  # (field, header, format)
 PNG, CSV = BY_ID["w9-sqrt-dk-plot"].files[0], "sqrt_dk.csv"
 
 
-def _cell(check_id: str, value: float, fmt: str, comparable: bool) -> str:
+def _cell(outcome, value: float, fmt: str) -> str:
     text = fmt.format(value)
-    check = BY_CHECK_ID.get(check_id)
-    if check is None:
+    if outcome is None:
         return text
-    pub = fmt.format(check.published)
-    if not comparable:
+    pub = fmt.format(outcome.published)
+    if outcome.status not in ("pass", "fail"):
         return f"{text} [dim](text ~{pub})[/]"
-    mark = "[green]=[/]" if check.ok(value) else f"[red]≠ (diff {value - check.published:+.1e})[/]"
+    mark = "[green]=[/]" if outcome.ok else f"[red]≠ (diff {value - outcome.published:+.1e})[/]"
     return f"{text} {mark} [dim]{pub}[/]"
 
 
-def tables(result: Result) -> list:
+def tables(result: Result, outcomes: Mapping | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
     from rich.table import Table
+
+    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
 
     cfg = result.config
     table = Table(title=f"W9 3.3  why divide by √d_k  ({cfg['trials']} trials, {cfg['n_keys']} keys, "
@@ -43,10 +47,11 @@ def tables(result: Result) -> list:
     for _, header, _ in COLUMNS:
         table.add_column(header, justify="right")
     for r in result.rows:
-        cells = [_cell(f"w9-sqrt-dk.{r.d_k}.{f}", getattr(r, f), fmt, r.text_draws) for f, _, fmt in COLUMNS]
+        cells = [_cell(o.get(f"w9-sqrt-dk.{r.d_k}.{f}"), getattr(r, f), fmt) for f, _, fmt in COLUMNS]
         table.add_row(str(r.d_k), *cells)
     out = [table]
-    if any(SQRT_DK.get(r.d_k) and not r.text_draws for r in result.rows):
+    shown = [o[f"w9-sqrt-dk.{r.d_k}.std"] for r in result.rows if f"w9-sqrt-dk.{r.d_k}.std" in o]
+    if any(x.status == "n/a" for x in shown):
         out.append(
             f"[yellow]~ not the text's draws[/]: the text's numbers come from seed 0, {TEXT_TRIALS} trials, "
             f"{TEXT_N_KEYS} keys and d_k {' '.join(map(str, TEXT_DIMS))} drawn in that order; with other "

@@ -1,0 +1,134 @@
+"""Regenerated values against the published ones: the one ``compare()``.
+
+Every table, ``attn verify``, ``attn all`` and the report receive :class:`Outcome` objects
+from here (value, published, tolerance, verdict, kind) and print them; none of them
+decides a verdict or holds a published value of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from attn_cli.published.settings import at_text_settings
+from attn_cli.published.types import KINDS, Check
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()  # a check whose experiment produced no value
+
+NOT_TEXT = "n/a: settings differ from the text's"
+
+
+@dataclass
+class Outcome:
+    """One check against its regenerated value.
+
+    status: "pass", "fail", "skipped" (shown, not judged: a quick run, another engine) or
+    "n/a" (the run's settings are not the text's, so the published value does not apply)."""
+
+    check: Check
+    regenerated: Any = MISSING
+    status: str = "fail"
+    note: str = ""  # why it failed, was skipped or does not apply
+
+    @property
+    def ok(self) -> bool | None:
+        return self.status == "pass" if self.status in ("pass", "fail") else None
+
+    @property
+    def published(self) -> Any:
+        return self.check.published
+
+    @property
+    def tolerance(self) -> str:
+        return self.check.tolerance_text()
+
+    @property
+    def kind(self) -> str:
+        return self.check.kind
+
+    def as_json(self) -> dict:
+        # a value judged over seeds adds its per-seed values and its rule (``record()``)
+        extra = self.regenerated.record() if hasattr(self.regenerated, "record") else {}
+        return {
+            "id": self.check.id,
+            "artifact": self.check.artifact,
+            "published": self.check.published,
+            "regenerated": None if self.regenerated is MISSING else self.regenerated,
+            "tolerance": self.check.tolerance_text(),
+            "kind": self.check.kind,
+            "test": self.check.test,
+            "ok": self.ok,
+            "status": self.status,
+            "reason": self.check.reason,
+            "note": self.note,
+            **extra,
+        }
+
+
+def judge(check: Check, value: Any = MISSING, config: Mapping[str, Any] | None = None, *,
+          unjudged: str | None = None, missing: str = "not regenerated") -> Outcome:
+    """One check against one regenerated value.
+
+    ``config``: the run's configuration (to tell whether the published value applies);
+    ``unjudged``: why the value is shown but not judged ("quick", "fast engine");
+    ``missing``: the note when there is no value."""
+    if unjudged:
+        return Outcome(check, value, "skipped", f"skipped ({unjudged})")
+    if not at_text_settings(check, config):
+        return Outcome(check, value, "n/a", NOT_TEXT)
+    if value is MISSING:
+        return Outcome(check, note=missing)
+    try:
+        ok = check.ok(value)
+    except Exception as exc:  # a value of the wrong type is a failure, not a crash
+        return Outcome(check, value, "fail", f"cannot compare: {type(exc).__name__}: {exc}")
+    return Outcome(check, value, "pass" if ok else "fail", "" if ok else "outside tolerance")
+
+
+def compare(checks: Iterable[Check], measured: Mapping[str, Any], config: Mapping[str, Any] | None = None,
+            *, unjudged: str | None = None, missing: str = "not regenerated") -> dict[str, Outcome]:
+    """Each check against ``measured[check.id]`` (check ID -> regenerated value), keyed by check ID."""
+    return {c.id: judge(c, measured.get(c.id, MISSING), config, unjudged=unjudged, missing=missing)
+            for c in checks}
+
+
+def compare_result(result: Any, artifacts: Iterable[str] | None = None) -> dict[str, Outcome]:
+    """The checks of ``artifacts`` (default: every artifact with a check in ``result.measured()``)
+    against an experiment's Result: what a single command's table receives."""
+    from attn_cli.published import all_checks
+
+    measured = dict(result.measured())
+    wanted = set(artifacts) if artifacts is not None else None
+    checks = [c for c in all_checks().values()
+              if (c.artifact in wanted if wanted is not None else c.id in measured)]
+    return compare(checks, measured, getattr(result, "config", None))
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def summary(outcomes: Sequence[Outcome]) -> str:
+    """"96 measured and 8 rules passed; 23 identities shown", with failures, values that
+    do not apply and skips appended.  Identities are never counted as evidence: a passing
+    identity is "shown", a failing one is a failure (a bug) like any other."""
+    by = {k: [o for o in outcomes if o.kind == k] for k in KINDS}
+    passed = {k: sum(o.status == "pass" for o in by[k]) for k in KINDS}
+    failed = sum(o.status in ("fail", "n/a") for o in outcomes)
+    text = f"{passed['measured']} measured and {_plural(passed['rule'], 'rule', 'rules')} passed"
+    if failed:
+        text += f", {failed} failed"
+    text += f"; {_plural(passed['identity'], 'identity', 'identities')} shown"
+    skipped: dict[str, int] = {}
+    for o in outcomes:
+        if o.status == "skipped":
+            skipped[o.note] = skipped.get(o.note, 0) + 1
+    for note, n in skipped.items():
+        text += f", {n} {note}"
+    return text

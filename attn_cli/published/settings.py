@@ -1,0 +1,79 @@
+"""The texts' settings: the one place that decides "is this run at the text's settings?".
+
+A published value holds only for the draws and sizes the text used.  ``TEXT`` maps a
+catalogue ID to the configuration fields its values depend on and the text's value of
+each; :func:`at_text_settings` compares a run's configuration (``dataclasses.asdict`` of
+its Config) with them, per check where a check depends on more (the sqrt-dk rows, drawn
+one after another; the scaling table's operations, which use d).  The experiments'
+Config defaults are these settings; ``tests/test_catalogue.py`` holds them to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+SQRT_DK_DIMS = (4, 16, 64, 256, 1024)  # the d_k the text prints, in the order it draws them
+SQRT_DK_TRIALS = 20000  # trials in the text
+SQRT_DK_N_KEYS = 10  # keys per query in the text
+SCALING_D_MODEL = 512  # the d in "n^2 * d operations (d = 512)"
+
+TEXT: dict[str, dict[str, Any]] = {
+    "w9-onehot": {"seed": 0, "onehot_embed_dim": 4, "vocab_size": 50_000, "embed_dim": 300},
+    "w9-contextual": {"seed": 0, "d": 6, "weight_scale": 0.7},
+    "w9-ppmi": {"window": 6, "repeats": 20, "dim": 8},
+    "w9-worked": {},  # fixed inputs: every configuration computes the text's example
+    "w9-properties": {"seed": 0, "n_q": 3, "n_k": 5, "d_k": 4, "d_v": 6},
+    "w9-order": {"seed": 0, "d": 6, "weight_scale": 0.5, "words": ("dog", "bites", "man")},
+    "w9-sqrt-dk": {"seed": 0, "trials": SQRT_DK_TRIALS, "n_keys": SQRT_DK_N_KEYS},
+    "w9-sqrt-dk-plot": {"seed": 0, "trials": SQRT_DK_TRIALS, "n_keys": SQRT_DK_N_KEYS, "dims": SQRT_DK_DIMS},
+    "w9-masks": {"seed": 0, "n": 5, "d": 4, "changed_from": 3, "padding_from": 3},
+    "w9-scaling": {},  # formulas: the text's lengths are the checks' own IDs; d for operations below
+    "d2l-copy-both-one-head": {"seed": 0, "samples": 10_000, "dim": 16},
+    "d2l-copy-both-two-heads": {"seed": 0, "samples": 10_000, "dim": 16},
+    "d2l-fig-10.3.1": {"seed": 0, "samples": 10_000, "dim": 16},
+    "d2l-crossattn-map": {"seed": 0, "query_word": "attention", "key_word": "translation", "dim": 32},
+}
+
+ANY_SETTINGS = frozenset({"d2l-copy-both-one-head.theory"})  # a constant, sqrt(1/2): holds for any data
+
+
+def sqrt_dk_text_draws(config: Mapping[str, Any]) -> list[bool]:
+    """Per d_k of ``config["dims"]``: are its random draws the text's?  They are when seed,
+    trials and keys are the text's and the same d_k were drawn before it, in the same order."""
+    dims = tuple(config["dims"])
+    same_setup = all(config.get(k) == v for k, v in TEXT["w9-sqrt-dk"].items())
+    return [same_setup and dims[: i + 1] == SQRT_DK_DIMS[: i + 1] for i in range(len(dims))]
+
+
+def _per_check(check_id: str, config: Mapping[str, Any]) -> bool:
+    """What single checks depend on beyond their artifact's settings."""
+    parts = check_id.split(".")
+    if parts[0] == "w9-sqrt-dk":
+        d_k = int(parts[1])
+        dims = tuple(config.get("dims", ()))
+        return d_k in dims and sqrt_dk_text_draws(config)[dims.index(d_k)]
+    if parts[0] == "w9-scaling" and parts[-1] == "operations":
+        return config.get("d_model") == SCALING_D_MODEL
+    if check_id.startswith(("w9-heads.params.", "w9-heads.head_size.")):
+        return config.get("d_model") == 64
+    if check_id.startswith("d2l-mha-params."):
+        return config.get("num_hiddens") == 256
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def at_text_settings(check, config: Mapping[str, Any] | None) -> bool:
+    """True when ``config`` has every setting ``check``'s published value depends on.
+
+    ``config`` None (a value given without its configuration) is taken as the text's."""
+    if config is None or check.id in ANY_SETTINGS:
+        return True
+    required = TEXT.get(check.artifact, {})
+    if not all(k in config and _same(config[k], v) for k, v in required.items()):
+        return False
+    return _per_check(check.id, config)
