@@ -7,11 +7,13 @@
 ``--device [cpu|cuda|auto]`` (default cpu; cuda without CUDA is a usage error, never a
 silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), ``--out DIR``
 (default ``outputs/``, created if missing), ``--json`` (JSON on stdout instead of the table)
-and ``--quick`` (reduced sizes for smoke runs).
+and ``--quick`` (reduced sizes for smoke runs). Commands that draw figures add
+``--format png|svg|pdf`` (:func:`format_option`, one or more after one flag).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ class Common:
     out: Path  # output folder, exists and is writable
     json: bool  # print JSON on stdout instead of the rich table
     quick: bool  # reduced sizes for smoke runs
+    formats: tuple[str, ...] = ("png",)  # figure formats (--format on commands that draw)
 
     def path(self, name: str) -> Path:
         """A file inside the output folder."""
@@ -74,6 +77,29 @@ def common_options(func):
     @functools.wraps(func)
     def wrapper(*args, device, seed, out, as_json, quick, **kwargs):
         common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick)
+        return func(*args, common=common, **kwargs)
+
+    return wrapper
+
+
+FIGURE_FORMATS = ("png", "svg", "pdf")  # as attn_cli.render.files.FIGURE_FORMATS (no matplotlib here)
+
+
+def format_option(func):
+    """Add ``--format png|svg|pdf`` (several after one flag; default png) to a command that
+    draws figures; sets ``common.formats``. Place it below ``@common_options``::
+
+        @common_options
+        @format_option
+        def masks(..., common: Common): ...
+    """
+
+    @click.option("--format", "formats", cls=MultiValueOption, type=click.Choice(FIGURE_FORMATS),
+                  default=("png",), show_default=True, metavar="png|svg|pdf...",
+                  help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.")
+    @functools.wraps(func)
+    def wrapper(*args, formats, common: Common, **kwargs):
+        common = dataclasses.replace(common, formats=tuple(dict.fromkeys(formats)) or ("png",))
         return func(*args, common=common, **kwargs)
 
     return wrapper

@@ -121,11 +121,12 @@ class Experiment:
         tables = render.tables(result)
         return list(tables) if isinstance(tables, (list, tuple)) else [tables]
 
-    def figures(self, result: Any, out: Path) -> list[Path]:
+    def figures(self, result: Any, out: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
+        """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them."""
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
-        return [Path(p) for p in (render.figures(result, Path(out)) or [])]
+        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats)) or [])]
 
 
 def discover() -> list[Experiment]:

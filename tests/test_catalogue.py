@@ -131,14 +131,14 @@ def _alpha_render():
         t.add_row("a|b", "[bold]1[/]")
         return [t, "a note under the table"]
 
-    def figures(result, out):
+    def figures(result, out, formats=("png",)):
         from attn_cli.render.figures import new_figure
         from attn_cli.render.files import save_figure, write_csv
 
         fig, ax = new_figure()
         ax.plot([0, 1, 2], [0, 1, 0])
         write_csv(out / "alpha.csv", [[0, 0], [1, 1]], header=["x", "y"])
-        return [save_figure(fig, out / "alpha.png")]
+        return save_figure(fig, out / "alpha.png", formats)
 
     mod.tables, mod.figures = tables, figures
     return mod

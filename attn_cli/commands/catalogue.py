@@ -17,7 +17,9 @@ from pathlib import Path
 
 import click
 
-from attn_cli.options import Common, MultiValueOption, common_options
+from attn_cli.options import Common, MultiValueOption, common_options, format_option
+
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")  # figure files among what an experiment writes
 
 
 @click.command(name="list")
@@ -112,6 +114,7 @@ def verify(only: tuple[str, ...], common: Common):
               help="Copy-task training engine: fast (statistically equivalent numbers) or exact "
                    "(bit for bit the text's program; what `attn verify` checks).")
 @common_options
+@format_option
 def all_(only: tuple[str, ...], engine: str, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
@@ -163,9 +166,9 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
             t0 = time.perf_counter()
             markdown = report.to_markdown(exp.tables(run.result))
             files.write_json(out / f"{exp.name}.json", _asdict(run.result))
-            figure_paths = exp.figures(run.result, out)
+            figure_paths = exp.figures(run.result, out, common.formats)
             written = [_relative(p, out) for p in figure_paths]
-            section["figures"] = [f for f in written if f.lower().endswith((".png", ".svg", ".jpg"))]
+            section["figures"] = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
             section["data"] = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section["figures"]]
             section["data"] += [f for f in _beside(out, section["figures"]) if f not in section["data"]]
             section["markdown"] = markdown
@@ -330,8 +333,9 @@ def _beside(out: Path, figures: list[str]) -> list[str]:
     for fig in figures:
         stem = Path(fig).with_suffix("")
         for suffix in (".csv", ".json"):
-            if (out / stem).with_suffix(suffix).exists():
-                found.append(stem.with_suffix(suffix).as_posix())
+            name = stem.with_suffix(suffix).as_posix()
+            if (out / stem).with_suffix(suffix).exists() and name not in found:
+                found.append(name)
     return found
 
 
@@ -340,14 +344,25 @@ def _experiment_markdown(section: dict) -> str:
     lines = [f"# attn {section['command']}: {ids}", ""]
     if section["markdown"]:
         lines += [section["markdown"], ""]
-    for fig in section["figures"]:
-        lines += [f"![{fig}]({fig})", ""]
+    from attn_cli.render.report import figure_markdown
+
+    for fig in figure_markdown(section["figures"]):
+        lines += [fig, ""]
     return "\n".join(lines)
 
 
 def _pattern(name: str) -> str:
     """A catalogue file name with placeholders ("copy_task_attention_L{length}.png") as a glob."""
     return re.sub(r"\{[^}]*\}", "*", name)
+
+
+def _matches(written: str, catalogued: str) -> bool:
+    """A written file is a catalogue file; a figure in any --format counts (masks.svg for masks.png)."""
+    pattern = _pattern(catalogued)
+    if pattern.lower().endswith(FIGURE_SUFFIXES):
+        stem, _ = pattern.rsplit(".", 1)
+        return any(fnmatch.fnmatch(written, f"{stem}{suffix}") for suffix in FIGURE_SUFFIXES)
+    return fnmatch.fnmatch(written, pattern)
 
 
 def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> dict:
@@ -357,11 +372,11 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
     for s in sections:
         written = s["figures"] + s["data"]
         for a in s["artifacts"]:
-            own = [f for f in written if any(fnmatch.fnmatch(f, _pattern(p)) for p in a.files)]
+            own = [f for f in written if any(_matches(f, p) for p in a.files)]
             artifacts[a.id] = {"experiment": s["name"], "command": a.command,
                                "files": [f"{s['name']}.md", f"{s['name']}.json"] + own}
             # catalogue files that the experiment's renderer did not write
-            unwritten = [p for p in a.files if not any(fnmatch.fnmatch(f, _pattern(p)) for f in written)]
+            unwritten = [p for p in a.files if not any(_matches(f, p) for f in written)]
             if unwritten and not s["error"]:
                 artifacts[a.id]["not_written"] = unwritten
         for aid in s["ids"]:

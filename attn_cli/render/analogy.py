@@ -6,6 +6,7 @@ from pathlib import Path
 
 from attn_cli.experiments.analogy import TIED, Result
 from attn_cli.published import all_checks
+from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _ranked(words, scores) -> str:
@@ -62,5 +63,5 @@ def tables(result: Result) -> list:
     return out
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []  # a table only (the catalogue lists no figure for w9-ppmi)

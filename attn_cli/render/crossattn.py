@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 from rich.table import Table
+from attn_cli.render.files import DEFAULT_FORMATS
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _REGIME_STYLE = {"sharp": "bold green", "split": "yellow", "diffuse": "red"}
@@ -100,7 +101,7 @@ def tables(result, width: int | None = None) -> list:
     return out
 
 
-def figures(result, out: Path) -> list[Path]:
+def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -136,5 +137,5 @@ def figures(result, out: Path) -> list[Path]:
         axes[0][0].set_ylabel("queries: " + "".join(queries))
         fig.colorbar(im, ax=list(axes[0]), shrink=0.9, label="attention weight")
         fig.suptitle(f"cross-attention, letter embeddings d={cfg['dim']}, seed {cfg['seed']}", fontsize=9, y=1.04)
-        paths.insert(0, save_figure(fig, out / f"{base}.png"))
+        paths[:0] = save_figure(fig, out / f"{base}.png", formats)
     return paths

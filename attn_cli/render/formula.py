@@ -6,6 +6,7 @@ from pathlib import Path
 
 from attn_cli.experiments.formula import Result
 from attn_cli.published import all_checks
+from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _list(values, decimals: int) -> str:
@@ -75,5 +76,5 @@ def tables(result: Result) -> list:
     return [worked, properties]
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []  # tables only

@@ -8,6 +8,7 @@ from attn_cli.experiments.masks import Result
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.w9_attention import BY_CHECK_ID, MASKS_CAUSAL, MASKS_ROW_SUMS
 from attn_cli.render.console import check_table
+from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = BY_ID["w9-masks"].files
 
@@ -75,7 +76,7 @@ def tables(result: Result) -> list:
     return [weights, checks]
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -93,9 +94,9 @@ def figures(result: Result, out: Path) -> list[Path]:
     fig.colorbar(im, ax=[ax1, ax2], label="attention weight", shrink=0.9)
     fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d']}, "
                  f"seed {result.config['seed']})")
-    png = save_figure(fig, out / PNG)
+    images = save_figure(fig, out / PNG, formats)
     rows = [[name, i, j, w]
             for name, mat in (("causal", result.causal_weights), ("padding", result.padding_weights))
             for i, row in enumerate(mat) for j, w in enumerate(row)]
     csv = write_csv(out / CSV, rows, header=["mask", "query", "key", "weight"])
-    return [png, csv]
+    return [*images, csv]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from attn_cli.experiments.order import Result
 from attn_cli.published import all_checks
+from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _vec(values) -> str:
@@ -44,5 +45,5 @@ def tables(result: Result) -> list:
     return [table]
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []  # a table only

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.table import Table
+from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _shape(s) -> str:
@@ -33,5 +34,5 @@ def tables(result) -> list:
     return [table, notes]
 
 
-def figures(result, out: Path) -> list[Path]:
+def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []
