@@ -457,3 +457,23 @@ def versions() -> dict[str, str]:
 
     return {"attn": __version__, "torch": torch.__version__, "python": platform.python_version(),
             "numpy": numpy.__version__}
+
+
+def machine(device: str = "cpu") -> dict[str, Any]:
+    """Where it ran: the CPU's model name, its logical cores, the OS, and the GPU when used."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    info: dict[str, Any] = {"cpu": cpu, "cores": f"{os.cpu_count()} logical cores",
+                            "platform": platform.platform(terse=True)}
+    if device == "cuda":
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info

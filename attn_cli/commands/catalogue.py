@@ -120,8 +120,10 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
     (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
-    ID -> files, configurations, versions, seconds) and index.md, a report with every table
-    and every figure, readable in any Markdown viewer. Cached copy-task training runs under
+    ID -> files, configurations, versions, machine, seconds), index.html (the report as one
+    page that works offline in a browser: verdicts per kind, then every catalogue ID with its
+    tables, figures and checks) and index.md (the same in any Markdown viewer). --format svg
+    pdf writes each figure in those formats (the page shows SVG where written). Cached copy-task training runs under
     --out are reused. --quick is a smoke run at reduced sizes (not compared with the texts).
 
     The copy task trains with its fast engine here (same models, data and initial weights;
@@ -136,7 +138,7 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
         attn all --only w9-masks d2l-crossattn-map
     """
     from attn_cli import runner
-    from attn_cli.render import console, files, report
+    from attn_cli.render import console, files, html, report
 
     started = time.perf_counter()
     registry = runner.Registry.load()
@@ -164,7 +166,10 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
             return
         try:
             t0 = time.perf_counter()
-            markdown = report.to_markdown(exp.tables(run.result))
+            renderables = exp.tables(run.result)
+            markdown = report.to_markdown(renderables)
+            section["renderables"] = renderables
+            section["cached"] = _cached(run.result)
             files.write_json(out / f"{exp.name}.json", _asdict(run.result))
             figure_paths = exp.figures(run.result, out, common.formats)
             written = [_relative(p, out) for p in figure_paths]
@@ -197,6 +202,9 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "index.md", report.index_markdown(
         catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
+    files.write_text(out / "index.html", html.index_html(
+        catalogue=shown, sections=sections, manifest=manifest, outcomes=outcomes, summary=line,
+        coverage_line=cov.line()))
 
     errors = [s for s in sections if s["error"]]
     for aid, entry in manifest["artifacts"].items():
@@ -205,8 +213,8 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
     if common.json:
         print(json.dumps(manifest, indent=2, default=_json_default))
     else:
-        n_files = sum(len(s["figures"]) + len(s["data"]) for s in sections) + 2
-        console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.md'}) "
+        n_files = sum(len(s["figures"]) + len(s["data"]) for s in sections) + 3
+        console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
                              f"in {manifest['seconds']:.1f} s", highlight=False)
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
@@ -327,6 +335,15 @@ def _relative(path: Path, out: Path) -> str:
         return str(path)
 
 
+def _cached(result) -> tuple[int, int] | None:
+    """(runs taken from the cache, runs) of an experiment that caches its runs (the copy task's
+    ``runs`` records carry ``cached``); None for the others."""
+    runs = getattr(result, "runs", None)
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) and "cached" in r for r in runs):
+        return None
+    return sum(bool(r["cached"]) for r in runs), len(runs)
+
+
 def _beside(out: Path, figures: list[str]) -> list[str]:
     """Raw-number files written beside each figure (same stem, another suffix)."""
     found = []
@@ -388,6 +405,7 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov) -> 
         "seed": common.seed,
         "device": common.device,
         "versions": runner.versions(),
+        "machine": runner.machine(common.device),
         "seconds": round(seconds, 3),
         "engines": {s["name"]: s["config"]["engine"] for s in sections
                     if isinstance(s["config"], dict) and "engine" in s["config"]},
