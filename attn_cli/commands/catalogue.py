@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from attn_cli.options import Common, MultiValueOption, common_options, format_option
 
@@ -67,9 +68,13 @@ def verify(only: tuple[str, ...], common: Common):
     published values hold only there) and the slow copy task at its quick configuration,
     whose checks are then reported as "skipped (quick)".
 
+    With --out given, also writes verify.json (the --json records) and verify.html (the
+    checks as a page for a browser: counts per kind, failures first, one section per ID).
+
     \b
     Examples:
         attn verify
+        attn verify --only w9 --out report/
         attn verify --only w9-sqrt-dk d2l-mha-params --json
         attn verify --quick
     """
@@ -89,10 +94,13 @@ def verify(only: tuple[str, ...], common: Common):
         plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, out=common.out),
                      "quick" if quick else None))
 
+    started = time.perf_counter()
     runs = _run_with_progress(plan, "verify")
     outcomes = runner.compare(selected, registry, runs)
     cov = runner.coverage(registry, artifact_ids, everything=not only)
     line = runner.summary(outcomes)
+    if click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT:
+        _write_verify_page(registry, artifact_ids, outcomes, common, time.perf_counter() - started, line, cov)
 
     if common.json:
         print(json.dumps([o.as_json() for o in outcomes], indent=2, default=_json_default))
@@ -204,7 +212,7 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
         catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
     files.write_text(out / "index.html", html.index_html(
         catalogue=shown, sections=sections, manifest=manifest, outcomes=outcomes, summary=line,
-        coverage_line=cov.line()))
+        coverage_line=cov.line(), links=("manifest.json", "index.md")))
 
     errors = [s for s in sections if s["error"]]
     for aid, entry in manifest["artifacts"].items():
@@ -226,6 +234,24 @@ def all_(only: tuple[str, ...], engine: str, common: Common):
 
 
 COMMANDS = [list_, all_, verify]
+
+
+def _write_verify_page(registry, artifact_ids, outcomes, common: Common, seconds: float, line, cov) -> None:
+    """``verify.json`` (the --json records) and ``verify.html`` (the checks as a page) in --out.
+    Their own names: an ``attn all`` report in the same folder (index.html) is left alone."""
+    from attn_cli import runner
+    from attn_cli.render import console, files, html
+
+    out = common.out
+    files.write_json(out / "verify.json", [o.as_json() for o in outcomes])
+    manifest = {"command": "attn verify" + (" --quick" if common.quick else ""), "quick": False,
+                "seed": common.seed, "device": common.device, "seconds": round(seconds, 3),
+                "versions": runner.versions(), "machine": runner.machine(common.device)}
+    shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
+    files.write_text(out / "verify.html", html.index_html(
+        catalogue=shown, sections=[], manifest=manifest, outcomes=outcomes, summary=line,
+        coverage_line=cov.line(), links=("verify.json",), title="attn verify: the texts' numbers, regenerated"))
+    console.note(f"wrote {out / 'verify.html'} and {out / 'verify.json'}")
 
 
 # --------------------------------------------------------------------------- helpers

@@ -135,26 +135,23 @@ def checks_html(outcomes: Sequence) -> str:
 
 
 def index_html(*, catalogue: Sequence, sections: Sequence[dict], manifest: dict, outcomes: Sequence,
-               summary: str | None, coverage_line: str | None, title: str = "attn: every table and figure "
-               "of the two texts") -> str:
+               summary: str | None, coverage_line: str | None, links: Sequence[str] = (),
+               title: str = "attn: every table and figure of the two texts") -> str:
     """The page. ``sections`` as for ``index_markdown`` (each may carry ``renderables``, the
     experiment's rich tables, and ``cached``: (runs from cache, runs)); ``outcomes`` every
     check's outcome; ``manifest`` as ``manifest.json`` (``machine``, ``versions``, and where
-    present ``numerics`` and ``isa``)."""
+    present ``numerics`` and ``isa``); ``links``: files of the run linked at the top."""
     by_artifact: dict[str, list] = {}
     for o in outcomes:
         by_artifact.setdefault(o.check.artifact, []).append(o)
     section_of = {aid: s for s in sections for aid in s["ids"]}
-    body = [_header(title, manifest, outcomes, summary, coverage_line, sections),
+    body = [_header(title, manifest, outcomes, summary, coverage_line, sections, links),
             _contents(catalogue, by_artifact, section_of)]
     shown_tables: set[str] = set()
     for a in catalogue:
         body.append(_artifact(a, section_of.get(a.id), manifest, by_artifact.get(a.id, []), shown_tables,
                               quick=bool(manifest.get("quick"))))
-    body.append(f'<footer>Written by <code>{esc(manifest.get("command", "attn"))}</code>; '
-                "manifest: <a href=\"manifest.json\">manifest.json</a>.</footer>"
-                if manifest.get("artifacts") else "<footer>Written by <code>"
-                f'{esc(manifest.get("command", "attn"))}</code>.</footer>')
+    body.append(f'<footer>Written by <code>{esc(manifest.get("command", "attn"))}</code>.</footer>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             '<meta http-equiv="Content-Security-Policy" content="default-src \'self\'; '
@@ -163,7 +160,7 @@ def index_html(*, catalogue: Sequence, sections: Sequence[dict], manifest: dict,
             + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
 
 
-def _header(title, manifest, outcomes, summary, coverage_line, sections) -> str:
+def _header(title, manifest, outcomes, summary, coverage_line, sections, links) -> str:
     v = manifest.get("versions", {})
     counts = kind_counts(outcomes)
     quick = manifest.get("quick")
@@ -212,6 +209,8 @@ def _header(title, manifest, outcomes, summary, coverage_line, sections) -> str:
     facts.append(("versions", esc(", ".join(f"{k} {val}" for k, val in v.items()))))
     for name, engine in (manifest.get("engines") or {}).items():
         facts.append((f"{name} engine", esc(engine)))
+    if links:
+        facts.append(("files", ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links)))
     parts.append('<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in facts) + "</dl>")
     parts.append("</section>")
     return "\n".join(parts)
