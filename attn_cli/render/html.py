@@ -227,7 +227,11 @@ def _contents(catalogue, by_artifact, section_of) -> str:
             state = "fail"
         items.append(f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
                      f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>')
-    return f'<nav aria-label="contents"><h2>Contents</h2><ol>{"".join(items)}</ol></nav>'
+    legend = ('<p class="legend"><span class="pass"><span class="dot"></span>passed</span> '
+              '<span class="fail"><span class="dot"></span>failed</span> '
+              '<span class="skip"><span class="dot"></span>shown, not judged</span> '
+              '<span class="none"><span class="dot"></span>no published values</span></p>')
+    return f'<nav aria-label="contents"><h2>Contents</h2>{legend}<ol>{"".join(items)}</ol></nav>'
 
 
 def _artifact(a, section: dict | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool) -> str:
@@ -315,7 +319,9 @@ margin:16px 0}
 nav ol{columns:3 220px;margin:0;padding-left:0;list-style:none}nav li{break-inside:avoid;padding:1px 0}
 nav a{text-decoration:none}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:7px;background:#c3c8d1}
-li.pass .dot{background:var(--pass)}li.fail .dot{background:var(--fail)}li.skip .dot{background:#d9a521}
+li.pass .dot,.legend .pass .dot{background:var(--pass)}li.fail .dot,.legend .fail .dot{background:var(--fail)}
+li.skip .dot,.legend .skip .dot{background:#d9a521}.legend{font-size:.85rem;color:var(--muted);margin:0 0 8px}
+.legend>span{margin-right:14px;white-space:nowrap}
 .aid{font:600 .85em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#eef1f5;border-radius:5px;
 padding:2px 6px;margin-right:4px}
 .new{font-size:.7rem;font-weight:600;text-transform:uppercase;background:#e8eefb;color:var(--accent);
