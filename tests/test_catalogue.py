@@ -497,7 +497,7 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
 
     first = invoke("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path)
     assert first.exit_code == 0, first.output
-    cached = sorted(tmp_path.rglob("*.json"))
+    cached = sorted((tmp_path / ".cache").rglob("*.json"))  # (verify --out also writes verify.json)
     assert cached, "the run was not cached under --out"
     good = [json.loads(p.read_text()) for p in cached]
 
