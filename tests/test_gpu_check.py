@@ -18,6 +18,7 @@ def _module():
 
     spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gpu_check", module)  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
