@@ -9,10 +9,13 @@ silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), `
 (default ``outputs/``, created if missing), ``--json`` (JSON on stdout instead of the table),
 ``--quick`` (reduced sizes for smoke runs) and ``--numerics portable|native`` (eager: the CPU
 kernels are pinned before any other option can import torch; see :mod:`attn_cli.numerics`).
+Commands that draw figures add ``--format png|svg|pdf`` (:func:`format_option`, one or more
+after one flag).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tempfile
 from dataclasses import dataclass
@@ -49,6 +52,7 @@ class Common:
     json: bool  # print JSON on stdout instead of the rich table
     quick: bool  # reduced sizes for smoke runs
     numerics: str = "portable"  # "portable" (pinned AVX2 kernels: same bits on any x86-64) or "native"
+    formats: tuple[str, ...] = ("png",)  # figure formats (--format on commands that draw)
 
     def path(self, name: str) -> Path:
         """A file inside the output folder."""
@@ -112,6 +116,29 @@ def common_options(func):
     @functools.wraps(func)
     def wrapper(*args, device, seed, out, as_json, quick, numerics, **kwargs):
         common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick, numerics=numerics)
+        return func(*args, common=common, **kwargs)
+
+    return wrapper
+
+
+FIGURE_FORMATS = ("png", "svg", "pdf")  # as attn_cli.render.files.FIGURE_FORMATS (no matplotlib here)
+
+
+def format_option(func):
+    """Add ``--format png|svg|pdf`` (several after one flag; default png) to a command that
+    draws figures; sets ``common.formats``. Place it below ``@common_options``::
+
+        @common_options
+        @format_option
+        def masks(..., common: Common): ...
+    """
+
+    @click.option("--format", "formats", cls=MultiValueOption, type=click.Choice(FIGURE_FORMATS),
+                  default=("png",), show_default=True, metavar="png|svg|pdf...",
+                  help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.")
+    @functools.wraps(func)
+    def wrapper(*args, formats, common: Common, **kwargs):
+        common = dataclasses.replace(common, formats=tuple(dict.fromkeys(formats)) or ("png",))
         return func(*args, common=common, **kwargs)
 
     return wrapper

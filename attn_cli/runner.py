@@ -124,11 +124,12 @@ class Experiment:
         tables = render.tables(result)
         return list(tables) if isinstance(tables, (list, tuple)) else [tables]
 
-    def figures(self, result: Any, out: Path) -> list[Path]:
+    def figures(self, result: Any, out: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
+        """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them."""
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
-        return [Path(p) for p in (render.figures(result, Path(out)) or [])]
+        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats)) or [])]
 
 
 def discover() -> list[Experiment]:
@@ -412,3 +413,23 @@ def versions() -> dict[str, str]:
 
     return {"attn": __version__, "torch": torch.__version__, "python": platform.python_version(),
             "numpy": numpy.__version__}
+
+
+def machine(device: str = "cpu") -> dict[str, Any]:
+    """Where it ran: the CPU's model name, its logical cores, the OS, and the GPU when used."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    info: dict[str, Any] = {"cpu": cpu, "cores": f"{os.cpu_count()} logical cores",
+                            "platform": platform.platform(terse=True)}
+    if device == "cuda":
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info

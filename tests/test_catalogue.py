@@ -131,14 +131,14 @@ def _alpha_render():
         t.add_row("a|b", "[bold]1[/]")
         return [t, "a note under the table"]
 
-    def figures(result, out):
+    def figures(result, out, formats=("png",)):
         from attn_cli.render.figures import new_figure
         from attn_cli.render.files import save_figure, write_csv
 
         fig, ax = new_figure()
         ax.plot([0, 1, 2], [0, 1, 0])
         write_csv(out / "alpha.csv", [[0, 0], [1, 1]], header=["x", "y"])
-        return [save_figure(fig, out / "alpha.png")]
+        return save_figure(fig, out / "alpha.png", formats)
 
     mod.tables, mod.figures = tables, figures
     return mod
@@ -506,7 +506,7 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
 
     first = invoke("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path)
     assert first.exit_code == 0, first.output
-    cached = sorted(tmp_path.rglob("*.json"))
+    cached = sorted((tmp_path / ".cache").rglob("*.json"))  # (verify --out also writes verify.json)
     assert cached, "the run was not cached under --out"
     good = [json.loads(p.read_text()) for p in cached]
 

@@ -16,9 +16,12 @@ import time
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from attn_cli.errors import WriteFailed
-from attn_cli.options import Common, MultiValueOption, common_options
+from attn_cli.options import Common, MultiValueOption, common_options, format_option
+
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")  # figure files among what an experiment writes
 
 
 @click.command(name="list")
@@ -72,9 +75,13 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     published values hold only there) and the slow copy task at its quick configuration,
     whose checks are then reported as "skipped (quick)".
 
+    With --out given, also writes verify.json (the --json records) and verify.html (the
+    checks as a page for a browser: counts per kind, failures first, one section per ID).
+
     \b
     Examples:
         attn verify
+        attn verify --only w9 --out report/
         attn verify --only w9-sqrt-dk d2l-mha-params --json
         attn verify --quick
     """
@@ -95,10 +102,13 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
                                      use_cache=not no_cache, verify=not quick),
                      "quick" if quick else None))
 
+    started = time.perf_counter()
     runs = _run_with_progress(plan, "verify")
     outcomes = runner.compare(selected, registry, runs)
     cov = runner.coverage(registry, artifact_ids, everything=not only)
     line = runner.summary(outcomes)
+    if click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT:
+        _write_verify_page(registry, artifact_ids, outcomes, common, time.perf_counter() - started, line, cov)
 
     context = [*runner.cache_lines(runs), _numerics_line()]
     if common.json:
@@ -124,16 +134,19 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
                    "(bit for bit the text's program; what `attn verify` checks).")
 @click.option("--no-cache", is_flag=True, help="Retrain the copy-task runs cached under OUT/.cache/copy_task.")
 @common_options
+@format_option
 def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
     (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
-    ID -> files, configurations, versions, seconds) and index.md, a report with every table
-    and every figure, readable in any Markdown viewer. Cached copy-task training runs under
-    --out are reused (--no-cache retrains). --quick is a smoke run at reduced sizes (not
-    compared with the texts). Exits 1 when a check fails or an experiment fails, after
-    writing every file.
+    ID -> files, configurations, versions, machine, seconds), index.html (the report as one
+    page that works offline in a browser: verdicts per kind, then every catalogue ID with its
+    tables, figures and checks) and index.md (the same in any Markdown viewer). --format svg
+    pdf writes each figure in those formats (the page shows SVG where written). Cached
+    copy-task training runs under --out are reused (--no-cache retrains). --quick is a smoke
+    run at reduced sizes (not compared with the texts). Exits 1 when a check fails or an
+    experiment fails, after writing every file.
 
     The copy task trains with its fast engine here (same models, data and initial weights;
     numbers statistically equivalent to the text's program, in a fraction of the time);
@@ -147,7 +160,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
         attn all --only w9-masks d2l-crossattn-map
     """
     from attn_cli import runner
-    from attn_cli.render import console, files, report
+    from attn_cli.render import console, files, html, report
 
     started = time.perf_counter()
     registry = runner.Registry.load()
@@ -176,11 +189,14 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
             return
         try:
             t0 = time.perf_counter()
-            markdown = report.to_markdown(exp.tables(run.result))
+            renderables = exp.tables(run.result)
+            markdown = report.to_markdown(renderables)
+            section["renderables"] = renderables
+            section["cached"] = _cached(run.result)
             files.write_json(out / f"{exp.name}.json", files.result_json(run.result))
-            figure_paths = exp.figures(run.result, out)
+            figure_paths = exp.figures(run.result, out, common.formats)
             written = [_relative(p, out) for p in figure_paths]
-            section["figures"] = [f for f in written if f.lower().endswith((".png", ".svg", ".jpg"))]
+            section["figures"] = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
             section["data"] = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section["figures"]]
             section["data"] += [f for f in _beside(out, section["figures"]) if f not in section["data"]]
             section["markdown"] = markdown
@@ -211,6 +227,9 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "index.md", report.index_markdown(
         catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
+    files.write_text(out / "index.html", html.index_html(
+        catalogue=shown, sections=sections, manifest=manifest, outcomes=outcomes, summary=line,
+        coverage_line=cov.line(), links=("manifest.json", "index.md")))
 
     errors = [s for s in sections if s["error"]]
     for aid, entry in manifest["artifacts"].items():
@@ -219,8 +238,8 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     if common.json:
         print(json.dumps(manifest, indent=2, default=_json_default))
     else:
-        n_files = sum(len(s["figures"]) + len(s["data"]) for s in sections) + 2
-        console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.md'}) "
+        n_files = sum(len(s["figures"]) + len(s["data"]) for s in sections) + 3
+        console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
                              f"in {manifest['timing']['seconds']:.1f} s", highlight=False)
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
@@ -239,6 +258,25 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
 
 
 COMMANDS = [list_, all_, verify]
+
+
+def _write_verify_page(registry, artifact_ids, outcomes, common: Common, seconds: float, line, cov) -> None:
+    """``verify.json`` (the --json records) and ``verify.html`` (the checks as a page) in --out.
+    Their own names: an ``attn all`` report in the same folder (index.html) is left alone."""
+    from attn_cli import numerics, runner
+    from attn_cli.render import console, files, html
+
+    out = common.out
+    files.write_json(out / "verify.json", [o.as_json() for o in outcomes])
+    manifest = {"command": "attn verify" + (" --quick" if common.quick else ""), "quick": False,
+                "seed": common.seed, "device": common.device, "timing": {"seconds": round(seconds, 3)},
+                "versions": runner.versions(), "machine": runner.machine(common.device),
+                "numerics": numerics.describe()}
+    shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
+    files.write_text(out / "verify.html", html.index_html(
+        catalogue=shown, sections=[], manifest=manifest, outcomes=outcomes, summary=line,
+        coverage_line=cov.line(), links=("verify.json",), title="attn verify: the texts' numbers, regenerated"))
+    console.note(f"wrote {out / 'verify.html'} and {out / 'verify.json'}")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -355,14 +393,24 @@ def _relative(path: Path, out: Path) -> str:
         return str(path)
 
 
+def _cached(result) -> tuple[int, int] | None:
+    """(runs taken from the cache, runs) of an experiment that caches its runs (the copy task's
+    ``runs`` records carry ``cached``); None for the others."""
+    runs = getattr(result, "runs", None)
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) and "cached" in r for r in runs):
+        return None
+    return sum(bool(r["cached"]) for r in runs), len(runs)
+
+
 def _beside(out: Path, figures: list[str]) -> list[str]:
     """Raw-number files written beside each figure (same stem, another suffix)."""
     found = []
     for fig in figures:
         stem = Path(fig).with_suffix("")
         for suffix in (".csv", ".json"):
-            if (out / stem).with_suffix(suffix).exists():
-                found.append(stem.with_suffix(suffix).as_posix())
+            name = stem.with_suffix(suffix).as_posix()
+            if (out / stem).with_suffix(suffix).exists() and name not in found:
+                found.append(name)
     return found
 
 
@@ -371,14 +419,25 @@ def _experiment_markdown(section: dict) -> str:
     lines = [f"# attn {section['command']}: {ids}", ""]
     if section["markdown"]:
         lines += [section["markdown"], ""]
-    for fig in section["figures"]:
-        lines += [f"![{fig}]({fig})", ""]
+    from attn_cli.render.report import figure_markdown
+
+    for fig in figure_markdown(section["figures"]):
+        lines += [fig, ""]
     return "\n".join(lines)
 
 
 def _pattern(name: str) -> str:
     """A catalogue file name with placeholders ("copy_task_attention_L{length}.png") as a glob."""
     return re.sub(r"\{[^}]*\}", "*", name)
+
+
+def _matches(written: str, catalogued: str) -> bool:
+    """A written file is a catalogue file; a figure in any --format counts (masks.svg for masks.png)."""
+    pattern = _pattern(catalogued)
+    if pattern.lower().endswith(FIGURE_SUFFIXES):
+        stem, _ = pattern.rsplit(".", 1)
+        return any(fnmatch.fnmatch(written, f"{stem}{suffix}") for suffix in FIGURE_SUFFIXES)
+    return fnmatch.fnmatch(written, pattern)
 
 
 def _manifest(registry, sections, common: Common, seconds: float, line, cov, runs=()) -> dict:
@@ -388,11 +447,11 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov, run
     for s in sections:
         written = s["figures"] + s["data"]
         for a in s["artifacts"]:
-            own = [f for f in written if any(fnmatch.fnmatch(f, _pattern(p)) for p in a.files)]
+            own = [f for f in written if any(_matches(f, p) for p in a.files)]
             artifacts[a.id] = {"experiment": s["name"], "command": a.command,
                                "files": [f"{s['name']}.md", f"{s['name']}.json"] + own}
             # catalogue files that the experiment's renderer did not write
-            unwritten = [p for p in a.files if not any(fnmatch.fnmatch(f, _pattern(p)) for f in written)]
+            unwritten = [p for p in a.files if not any(_matches(f, p) for f in written)]
             if unwritten and not s["error"]:
                 artifacts[a.id]["not_written"] = unwritten
         for aid in s["ids"]:
@@ -404,6 +463,7 @@ def _manifest(registry, sections, common: Common, seconds: float, line, cov, run
         "seed": common.seed,
         "device": common.device,
         "versions": runner.versions(),
+        "machine": runner.machine(common.device),
         "numerics": numerics.describe(),
         "cache": runner.cache_lines(runs),
         "timing": {"seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import click
 
-from attn_cli.options import SEED, Common, FiniteFloatRange, MultiValueOption, common_options
+from attn_cli.options import SEED, Common, FiniteFloatRange, MultiValueOption, common_options, format_option
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
@@ -72,6 +72,7 @@ def _bars(specs, enabled: bool = True):
                    "[default: the CPU count]")
 @click.option("--no-cache", is_flag=True, help="Recompute runs cached under OUT/.cache/copy_task.")
 @common_options
+@format_option
 def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache,
               common: Common) -> None:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
@@ -118,7 +119,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
         raise click.Abort() from None
     for line in result.notes:
         note(line)
-    paths = render.figures(result, common.out)
+    paths = render.figures(result, common.out, common.formats)
     emit(result, render.tables(result), common.json)
     for path in paths:
         note(f"wrote {path}")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.options import Common, FiniteFloatRange, MultiValueOption, common_options
+from attn_cli.options import Common, FiniteFloatRange, MultiValueOption, common_options, format_option
 
 
 def _execute(experiment, render, config, common: Common) -> None:
     from attn_cli.render.console import emit, note
 
     result = experiment.run(config)
-    paths = render.figures(result, common.out)
+    paths = render.figures(result, common.out, common.formats)
     emit(result, render.tables(result), common.json)
     for path in paths:
         note(f"wrote {path}")
@@ -51,6 +51,7 @@ def _usage(validate, config) -> None:
               default=(1.0, 0.88), show_default=True, metavar="A...",
               help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].")
 @common_options
+@format_option
 def copy_both(samples, dim, weights, two_head_weights, common: Common):
     """One head loses half the variance, two heads recover it (D2L 10.3.1, fig. 10.3.1).
 
@@ -107,6 +108,7 @@ _heads_option = click.option("--heads", type=click.IntRange(min=1), default=None
 @_dim_option
 @_heads_option
 @common_options
+@format_option
 def heatmap(query_word, key_word, dim, heads, common: Common):
     """Cross-attention map of the letters of QUERY_WORD against those of KEY_WORD.
 
@@ -129,6 +131,7 @@ def heatmap(query_word, key_word, dim, heads, common: Common):
 @_dim_option
 @_heads_option
 @common_options
+@format_option
 def crossattn_map(dim, heads, common: Common):
     """The text's letter alignment: 'attention' queries 'translation' (D2L 10.3.3.3).
 
@@ -155,6 +158,7 @@ def crossattn_map(dim, heads, common: Common):
 @click.option("--layout-heads", type=click.IntRange(min=1), default=4, show_default=True,
               help="Heads drawn in the layout figure heads_layout.png (divides --d-model).")
 @common_options
+@format_option
 def heads(d_model, num_hiddens, num_heads, layout_heads, common: Common):
     """Multi-head attention: hand-written equals PyTorch; parameters do not grow with h.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.options import Common, common_options
+from attn_cli.options import Common, common_options, format_option
 
 
 def _selection(ctx, param, value):
@@ -21,6 +21,7 @@ def _selection(ctx, param, value):
 @click.argument("numbers", nargs=-1, metavar="N... | all", callback=_selection)
 @click.option("--list", "list_", is_flag=True, help="List the twelve exercises and what each run shows.")
 @common_options
+@format_option
 def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
     """Run the measurable part of D2L 10.3.5 exercises 1-12 (or `all`).
 
@@ -61,7 +62,7 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
             note(f"exercise {number}: {title} ...")
 
     result = exp.run(config, progress=progress)
-    paths = render.figures(result, common.out)
+    paths = render.figures(result, common.out, common.formats)
     emit(result, render.tables(result), common.json)
     for path in paths:
         note(f"wrote {path}")

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import click
 
-from attn_cli.options import Common, MultiValueOption, common_options
+from attn_cli.options import Common, MultiValueOption, common_options, format_option
 
 
 @contextmanager
@@ -36,7 +36,7 @@ def _progress(description: str, enabled: bool = True):
 def _finish(common: Common, result, render_module) -> None:
     from attn_cli.render.console import emit, note
 
-    paths = render_module.figures(result, common.out)
+    paths = render_module.figures(result, common.out, common.formats)
     emit(result, render_module.tables(result), common.json)
     for path in paths:
         note(f"wrote {path}")
@@ -48,6 +48,7 @@ def _finish(common: Common, result, render_module) -> None:
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]")
 @common_options
+@format_option
 def sqrt_dk(dims: tuple[int, ...], trials: int | None, common: Common) -> None:
     """Why scores are divided by sqrt(d_k): saturation and vanishing gradients (W9 3.3).
 
@@ -74,6 +75,7 @@ def sqrt_dk(dims: tuple[int, ...], trials: int | None, common: Common) -> None:
 
 @click.command(name="masks")
 @common_options
+@format_option
 def masks(common: Common) -> None:
     """Causal and padding masks: no peeking at the future (W9 4.2).
 
@@ -106,6 +108,7 @@ def masks(common: Common) -> None:
               help="Timed passes per n for --measure (the fastest is kept), at most 1000  "
                    "[default: 3; 2 with --quick]")
 @common_options
+@format_option
 def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int | None, common: Common) -> None:
     """The price of attention: quadratic cost in the sequence length (W9 5.2).
 

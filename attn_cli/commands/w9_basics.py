@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.options import Common, common_options
+from attn_cli.options import Common, common_options, format_option
 from attn_cli.published.settings import TEXT
 
 
 def _finish(common: Common, result, render_module) -> None:
     from attn_cli.render.console import emit, note
 
-    paths = render_module.figures(result, common.out)
+    paths = render_module.figures(result, common.out, common.formats)
     emit(result, [] if common.json else render_module.tables(result), common.json)
     for path in paths:
         note(f"wrote {path}")
@@ -35,6 +35,7 @@ def _config(exp, common: Common, **overrides):
 @click.option("--embed-dim", type=click.IntRange(min=1), default=300, show_default=True,
               help="Embedding width d of the parameter count (W9 1.1).")
 @common_options
+@format_option
 def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> None:
     """One-hot vectors vs an embedding table; contextual vectors for 'bank' (W9 1.1, 1.3).
 

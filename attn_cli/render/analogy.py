@@ -8,6 +8,7 @@ from typing import Mapping
 
 from attn_cli.experiments.analogy import ARTIFACTS, TIED, Result
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _ranked(words, scores) -> str:
@@ -68,5 +69,5 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return out
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []  # a table only (the catalogue lists no figure for w9-ppmi)

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from attn_cli.experiments.copy_both import ARTIFACTS
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = "copy_both.png", "copy_both.csv"
 
@@ -48,7 +49,7 @@ def tables(result, outcomes: Mapping | None = None) -> list:
     return [one, two]
 
 
-def figures(result, out: Path) -> list[Path]:
+def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -75,4 +76,4 @@ def figures(result, out: Path) -> list[Path]:
     ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['dim']}", fontsize=10)
     ax.legend(fontsize=8, loc="center left")
     ax.grid(True, which="major", alpha=0.3)
-    return [save_figure(fig, out / PNG), out / CSV]
+    return [*save_figure(fig, out / PNG, formats), out / CSV]

@@ -10,6 +10,7 @@ from attn_cli.published.copy_task import (BY_CHECK_ID, MAP_MIN_LENGTH, MAP_RULE,
                                           TEXT_SETTING, is_text_setting)
 from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.published.seed_rule import FLOOR
+from attn_cli.render.files import DEFAULT_FORMATS
 
 ACCURACY_PNG = BY_ID["w9-copy-task"].files[0]  # copy_task_accuracy.png
 ACCURACY_CSV = "copy_task_accuracy.csv"
@@ -119,7 +120,7 @@ def _runs_table(result: Result):
     return table
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside.
 
     A PNG already drawn from the same numbers (its ``attn-digest`` text chunk matches) is
@@ -132,8 +133,8 @@ def figures(result: Result, out: Path) -> list[Path]:
     out = Path(out)
     png = out / ACCURACY_PNG
     drawn_from = {k: v for k, v in result.config.items() if k not in ("jobs", "cache_root", "use_cache")}
-    paths = [_draw_once(png, {"cells": result.cells, "config": drawn_from},
-                        lambda digest: _accuracy_figure(result, png, digest))]
+    paths = _draw_once(png, {"cells": result.cells, "config": drawn_from}, formats,
+                       lambda digest: _accuracy_figure(result, png, digest, formats))
     paths.append(write_csv(
         out / ACCURACY_CSV,
         [[c["model"], c["length"], c["n"], *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
@@ -144,7 +145,7 @@ def figures(result: Result, out: Path) -> list[Path]:
         {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING)))
     for m in result.maps:
         png = out / MAP_PNG.format(length=m["length"])
-        paths.append(_draw_once(png, m, lambda digest, m=m, png=png: _map_figure(m, png, digest)))
+        paths += _draw_once(png, m, formats, lambda digest, m=m, png=png: _map_figure(m, png, digest, formats))
         paths.append(write_csv(png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
                                                         for t, row in enumerate(m["weights"])],
                                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]))
@@ -162,27 +163,23 @@ def _digest(data) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _draw_once(path: Path, data, draw) -> Path:
-    """Draw ``path`` unless it already holds a PNG made from exactly ``data``."""
+def _draw_once(path: Path, data, formats, draw) -> list[Path]:
+    """Draw ``path`` in each format unless the PNG already holds exactly ``data`` (its digest)
+    and every other format was written with it (present, not older than the PNG)."""
     digest = _digest(data)
-    if png_text(path).get(DIGEST_KEY) == digest:
-        return path
+    targets = [path.with_suffix("." + f) for f in dict.fromkeys(formats)]
+    if "png" in formats and png_text(path).get(DIGEST_KEY) == digest:
+        made = path.stat().st_mtime_ns
+        if all(t.exists() and t.stat().st_mtime_ns >= made for t in targets):
+            return targets
     return draw(digest)
 
 
-def _save(fig, path: Path, digest: str) -> Path:
-    """Save atomically as PNG (with the digest of its numbers as a text chunk) and close."""
-    import matplotlib.pyplot as plt
+def _save(fig, path: Path, digest: str, formats) -> list[Path]:
+    """Save in each format (the PNG with the digest of its numbers as a text chunk) and close."""
+    from attn_cli.render.files import save_figure
 
-    from attn_cli.render.files import atomic_path
-
-    metadata = {DIGEST_KEY: digest}
-    try:
-        with atomic_path(path, suffix=".tmp.png") as tmp:
-            fig.savefig(tmp, dpi=120, bbox_inches="tight", format="png", metadata=metadata)
-    finally:
-        plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest})
 
 
 def png_text(path: Path) -> dict[str, str]:
@@ -214,7 +211,7 @@ def png_text(path: Path) -> dict[str, str]:
     return found
 
 
-def _accuracy_figure(result: Result, path: Path, digest: str) -> Path:
+def _accuracy_figure(result: Result, path: Path, digest: str, formats) -> list[Path]:
     from attn_cli.render.figures import new_figure
 
     fig, ax = new_figure(figsize=(6.4, 4.2))
@@ -254,10 +251,10 @@ def _accuracy_figure(result: Result, path: Path, digest: str) -> Path:
     ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden']}, "
                  f"{cfg['steps']} steps, {engines} engine)", fontsize=10)
     fig.tight_layout()
-    return _save(fig, path, digest)
+    return _save(fig, path, digest, formats)
 
 
-def _map_figure(m: dict, path: Path, digest: str) -> Path:
+def _map_figure(m: dict, path: Path, digest: str, formats) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
 
     length = m["length"]
@@ -277,4 +274,4 @@ def _map_figure(m: dict, path: Path, digest: str) -> Path:
                  f"{m['free_running']:.3f} (seed {m['seed']})", fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     fig.tight_layout()
-    return _save(fig, path, digest)
+    return _save(fig, path, digest, formats)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rich.table import Table
+from attn_cli.render.files import DEFAULT_FORMATS
 
 from attn_cli.experiments.crossattn import ARTIFACTS
 
@@ -105,7 +106,7 @@ def tables(result, outcomes: Mapping | None = None, width: int | None = None) ->
     return out
 
 
-def figures(result, out: Path) -> list[Path]:
+def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -141,5 +142,5 @@ def figures(result, out: Path) -> list[Path]:
         axes[0][0].set_ylabel("queries: " + "".join(queries))
         fig.colorbar(im, ax=list(axes[0]), shrink=0.9, label="attention weight")
         fig.suptitle(f"cross-attention, letter embeddings d={cfg['dim']}, seed {cfg['seed']}", fontsize=9, y=1.04)
-        paths.insert(0, save_figure(fig, out / f"{base}.png"))
+        paths[:0] = save_figure(fig, out / f"{base}.png", formats)
     return paths

@@ -9,6 +9,7 @@ from typing import Mapping
 from attn_cli.experiments.embeddings import ARTIFACTS, WORD, Result
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = BY_ID["w9-contextual"].files
 
@@ -69,7 +70,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [onehot, contextual]
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -84,12 +85,12 @@ def figures(result: Result, out: Path) -> list[Path]:
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.85)
     fig.suptitle(f"W9 1.3: attention weights of one untrained layer; the '{WORD}' row (outlined) "
                  f"differs with the neighbours (seed {result.config['seed']})")
-    png = save_figure(fig, Path(out) / PNG)
+    images = save_figure(fig, Path(out) / PNG, formats)
     rows = [(" ".join(tokens), q, k, weights[i][j])
             for tokens, weights in zip(result.tokens, result.weights)
             for i, q in enumerate(tokens) for j, k in enumerate(tokens)]
     csv = write_csv(Path(out) / CSV, rows, header=("sentence", "query", "key", "weight"))
-    return [png, csv]
+    return [*images, csv]
 
 
 def _outline(row: int, n: int):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attn_cli.experiments.exercises import EXERCISES, Result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 FILES = {  # exercise -> (png, csv): the names in the catalogue
     2: ("exercise_2.png", "exercise_2.csv"),
@@ -289,16 +290,16 @@ def listing() -> list:
 # --------------------------------------------------------------------------- figures
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     paths: list[Path] = []
     for n, draw in ((2, _fig2), (6, _fig6), (11, _fig11), (12, _fig12)):
         e = getattr(result, f"ex{n}")
         if e is not None:
-            paths.extend(draw(e, Path(out)))
+            paths.extend(draw(e, Path(out), formats))
     return paths
 
 
-def _fig2(e, out: Path) -> list[Path]:
+def _fig2(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -326,14 +327,14 @@ def _fig2(e, out: Path) -> list[Path]:
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower left")
     png, csv = FILES[2]
-    paths = [save_figure(fig, out / png)]
+    paths = save_figure(fig, out / png, formats)
     paths.append(write_csv(out / csv, [[s.sigma, p.eps, p.error, p.theory, p.condition, p.straight]
                                        for s in e.sweeps for p in s.points],
                            header=["sigma", "eps", "error", "theory", "condition", "in_slope_fit"]))
     return paths
 
 
-def _fig6(e, out: Path) -> list[Path]:
+def _fig6(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -352,12 +353,12 @@ def _fig6(e, out: Path) -> list[Path]:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     png, csv = FILES[6]
-    return [save_figure(fig, out / png),
+    return [*save_figure(fig, out / png, formats),
             write_csv(out / csv, [[r.h, r.p, r.seconds, r.score_entries, r.matmul_flops] for r in e.rows],
                       header=["h", "p", "seconds", "score_entries", "matmul_flops"])]
 
 
-def _fig11(e, out: Path) -> list[Path]:
+def _fig11(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -376,11 +377,11 @@ def _fig11(e, out: Path) -> list[Path]:
     png, csv = FILES[11]
     rows = [[name, q, j, e.keys[j], w] for name, W in maps for q, row in zip(e.queries, W)
             for j, w in enumerate(row)]
-    return [save_figure(fig, out / png),
+    return [*save_figure(fig, out / png, formats),
             write_csv(out / csv, rows, header=["map", "query", "key_position", "key", "weight"])]
 
 
-def _fig12(e, out: Path) -> list[Path]:
+def _fig12(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -409,5 +410,5 @@ def _fig12(e, out: Path) -> list[Path]:
     fig.tight_layout()
     png, csv = FILES[12]
     rows = [[r.h, i + 1, a, b, k, r.error] for r in e.runs for i, ((a, b), k) in enumerate(zip(r.weights, r.kinds))]
-    return [save_figure(fig, out / png),
+    return [*save_figure(fig, out / png, formats),
             write_csv(out / csv, rows, header=["h", "head", "alpha1", "alpha2", "kind", "held_out_error"])]

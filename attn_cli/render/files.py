@@ -34,16 +34,45 @@ def write_csv(path: str | os.PathLike, rows: Iterable[Iterable[Any]], header: It
     return write_text(path, buf.getvalue())
 
 
-def save_figure(fig, path: str | os.PathLike, dpi: int = 120) -> Path:
-    """Save a matplotlib figure atomically as PNG and close it."""
+FIGURE_FORMATS = ("png", "svg", "pdf")  # what --format offers; png is the default
+DEFAULT_FORMATS = ("png",)
+
+
+def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_FORMATS, *, dpi: int = 120,
+                metadata: dict[str, str] | None = None) -> list[Path]:
+    """Save a matplotlib figure once per format and close it; the one place figures are saved.
+
+    ``path`` names the figure (``masks.png``); each format replaces its suffix (``masks.svg``,
+    ``masks.pdf``). Each file is written to a temp file in the same folder, then renamed
+    (atomic). Vector formats keep text as text (SVG ``<text>``, PDF TrueType fonts), so a
+    slide or a paper can restyle it. ``metadata`` (PNG text chunks) goes into the PNG only.
+    Returns the paths written, in the order of ``formats``.
+    """
+    import matplotlib
     import matplotlib.pyplot as plt
 
+    path = Path(path)
+    wanted = list(dict.fromkeys(formats)) or list(DEFAULT_FORMATS)
+    unknown = [f for f in wanted if f not in FIGURE_FORMATS]
+    if unknown:
+        plt.close(fig)
+        raise ValueError(f"unknown figure format {unknown[0]!r} (choose from {', '.join(FIGURE_FORMATS)})")
+    written = []
     try:
-        with atomic_path(path, suffix=".tmp.png") as tmp:
-            fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png")
+        with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
+            for fmt in wanted:
+                target = path.with_suffix("." + fmt)
+                extra = {"metadata": metadata} if metadata and fmt == "png" else {}
+                if fmt == "svg":
+                    extra = {"metadata": {"Date": None}}  # reproducible bytes: no timestamp
+                elif fmt == "pdf":
+                    extra = {"metadata": {"CreationDate": None}}
+                with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
+                    fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
+                written.append(target)
     finally:
         plt.close(fig)
-    return Path(path)
+    return written
 
 
 def _json_default(obj: Any):

@@ -8,6 +8,7 @@ from typing import Mapping
 
 from attn_cli.experiments.formula import ARTIFACTS, Result
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _list(values, decimals: int) -> str:
@@ -80,5 +81,5 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [worked, properties]
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []  # tables only

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from attn_cli.experiments.heads import ARTIFACTS
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG = "heads_layout.png"
 
@@ -66,11 +67,11 @@ def tables(result, outcomes: Mapping | None = None) -> list:
     return [match, w9, shape, d2l, note]
 
 
-def figures(result, out: Path) -> list[Path]:
-    return [draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG)]
+def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+    return draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG, formats)
 
 
-def draw_layout(d: int, h: int, path: Path) -> Path:
+def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
@@ -130,4 +131,4 @@ def draw_layout(d: int, h: int, path: Path) -> Path:
     box(centre, out_y, 2.6, 0.7, f"$W_o$  ({d} × {d})\noutput (n, {d})", "#b6d7a8")
     arrow(centre, cat_y + 0.35, centre, out_y - 0.35)
     ax.set_title(f"Multi-head attention (D2L fig. 10.3.2): d = {d}, h = {h} heads of width {p}", fontsize=10)
-    return save_figure(fig, path)
+    return save_figure(fig, path, formats)

@@ -10,6 +10,7 @@ from attn_cli.experiments.masks import ARTIFACTS, Result
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.compare import compare_result
 from attn_cli.render.console import check_table, verdict
+from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = BY_ID["w9-masks"].files
 
@@ -83,7 +84,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [weights, checks]
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -101,9 +102,9 @@ def figures(result: Result, out: Path) -> list[Path]:
     fig.colorbar(im, ax=[ax1, ax2], label="attention weight", shrink=0.9)
     fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d']}, "
                  f"seed {result.config['seed']})")
-    png = save_figure(fig, out / PNG)
+    images = save_figure(fig, out / PNG, formats)
     rows = [[name, i, j, w]
             for name, mat in (("causal", result.causal_weights), ("padding", result.padding_weights))
             for i, row in enumerate(mat) for j, w in enumerate(row)]
     csv = write_csv(out / CSV, rows, header=["mask", "query", "key", "weight"])
-    return [png, csv]
+    return [*images, csv]

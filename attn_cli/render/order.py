@@ -8,6 +8,7 @@ from typing import Mapping
 
 from attn_cli.experiments.order import ARTIFACTS, Result
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _vec(values) -> str:
@@ -43,5 +44,5 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [table]
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []  # a table only

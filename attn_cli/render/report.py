@@ -339,11 +339,38 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: d
             continue
         if s["markdown"]:
             lines += ["", s["markdown"]]
-        for fig in s["figures"]:
-            lines += ["", f"![{fig}]({fig})"]
+        for fig in figure_markdown(s["figures"]):
+            lines += ["", fig]
         if s["outcomes"] and not quick:
             lines += ["", "Checks against the published values:", "", checks_markdown(s["outcomes"])]
     return "\n".join(lines) + "\n"
+
+
+def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg")) -> list[tuple[str, list[str]]]:
+    """One figure written in several formats, shown once: ``(shown, other formats)`` per figure,
+    in the order written; ``shown`` is the first of ``prefer`` present (else the first file),
+    ``other formats`` are linked beside it (a PDF cannot be shown inline)."""
+    stems: dict[str, list[str]] = {}
+    for f in figures:
+        stem, _, _ = f.rpartition(".")
+        stems.setdefault(stem or f, []).append(f)
+    views = []
+    for files in stems.values():
+        by_suffix = {f.rpartition(".")[2].lower(): f for f in files}
+        shown = next((by_suffix[p] for p in prefer if p in by_suffix), None)
+        views.append((shown, [f for f in files if f != shown]))
+    return views
+
+
+def figure_markdown(figures: Sequence[str]) -> list[str]:
+    """Markdown for figures: each once as an image (PNG preferred), its other formats linked."""
+    blocks = []
+    for shown, others in figure_views(figures):
+        text = f"![{shown}]({shown})" if shown else ""
+        if others:
+            text += ("\n\n" if text else "") + "Also: " + ", ".join(f"[{f}]({f})" for f in others) + "."
+        blocks.append(text)
+    return blocks
 
 
 def _where(artifacts: Sequence) -> str:

@@ -9,6 +9,7 @@ from typing import Mapping
 from attn_cli.core.memory import human_bytes
 from attn_cli.experiments.scaling import ARTIFACTS, Result, text_memory
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
@@ -79,7 +80,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return out
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     """The measured log-log plot (only when --measure ran)."""
     if not result.measured_rows:
         return []
@@ -120,9 +121,9 @@ def figures(result: Result, out: Path) -> list[Path]:
         ax.grid(True, which="major", alpha=0.3)
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
     fig.tight_layout()
-    png = save_figure(fig, out / PNG)
+    images = save_figure(fig, out / PNG, formats)
     csv = write_csv(out / CSV, [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops]
                                 for r in rows],
                     header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d",
                             "gflops"])
-    return [png, csv]
+    return [*images, csv]

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rich.table import Table
+from attn_cli.render.files import DEFAULT_FORMATS
 
 from attn_cli.experiments.self_cross import ARTIFACTS
 from attn_cli.published.compare import compare_result
@@ -47,5 +48,5 @@ def tables(result, outcomes: Mapping | None = None) -> list:
     return [table, notes]
 
 
-def figures(result, out: Path) -> list[Path]:
+def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     return []

@@ -9,6 +9,7 @@ from typing import Mapping
 from attn_cli.experiments.sqrt_dk import ARTIFACTS, TEXT_DIMS, TEXT_N_KEYS, TEXT_TRIALS, Result
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.compare import compare_result
+from attn_cli.render.files import DEFAULT_FORMATS
 
 COLUMNS = (  # (field, header, format)
     ("std", "std(q·k)", "{:.2f}"),
@@ -61,7 +62,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return out
 
 
-def figures(result: Result, out: Path) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -89,9 +90,9 @@ def figures(result: Result, out: Path) -> list[Path]:
     fig.suptitle(f"W9 3.3: softmax saturation without 1/√d_k ({result.config['trials']} trials, "
                  f"{n_keys} keys)")
     fig.tight_layout()
-    png = save_figure(fig, out / PNG)
+    images = save_figure(fig, out / PNG, formats)
     csv = write_csv(out / CSV, [[r.d_k, r.std, r.std_scaled, r.max_weight_unscaled, r.max_weight_scaled,
                                   r.grad_unscaled, r.grad_scaled, r.text_draws] for r in result.rows],
                     header=["d_k", "std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
                             "grad_unscaled", "grad_scaled", "text_draws"])
-    return [png, csv]
+    return [*images, csv]
