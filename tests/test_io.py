@@ -52,7 +52,7 @@ def test_figures_get_the_umask_mode_too(tmp_path, umask):
     umask(0o022)
     fig, ax = new_figure()
     ax.plot([0, 1], [1, 0])
-    png = files.save_figure(fig, tmp_path / "f.png")
+    (png,) = files.save_figure(fig, tmp_path / "f.png")
     assert _mode(png) == 0o644 and png.read_bytes()[:4] == b"\x89PNG"
 
 

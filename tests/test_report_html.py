@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import types
 
 import pytest
 
@@ -23,8 +22,9 @@ from conftest import run_attn
 # --------------------------------------------------------------------------- the writer
 
 
-def _outcome(cid, artifact, status, kind="abs", note=""):
-    check = Check(id=cid, artifact=artifact, published=1.0, kind=kind, tolerance=0.1 if kind == "abs" else None)
+def _outcome(cid, artifact, status, kind="measured", note=""):
+    test = "rule" if kind == "rule" else "abs"
+    check = Check(id=cid, artifact=artifact, published=1.0, test=test, kind=kind, tolerance=0.1 if test == "abs" else None)
     return Outcome(check, 1.0 if status == "pass" else 2.0, status, note)
 
 
@@ -34,19 +34,19 @@ def _page(outcomes, *, title="t", quick=False, sections=()):
     manifest = {"command": "attn all", "quick": quick, "seed": 0, "device": "cpu", "seconds": 1.25,
                 "versions": {"attn": "0", "torch": "9"}, "machine": {"cpu": "Some CPU", "cores": "2 logical cores"},
                 "artifacts": {"a-one": {"files": ["one.md", "one.json", "one.png", "one.svg", "one.pdf", "one.csv"]}},
-                "numerics": "portable", "isa": "avx2"}
+                "numerics": {"mode": "portable", "isa": "AVX2"}}
     return html.index_html(catalogue=catalogue, sections=list(sections), manifest=manifest, outcomes=outcomes,
                            summary="2 checked, 1 passed, 1 failed", coverage_line="coverage: 2/2", title=title)
 
 
-def test_kinds_are_counted_apart_and_comparison_kinds_count_as_measured():
+def test_kinds_are_counted_apart():
     outcomes = [_outcome("a-one.x", "a-one", "pass"), _outcome("a-one.y", "a-one", "fail"),
                 _outcome("a-two.r", "a-two", "pass", kind="rule"), _outcome("a-two.i", "a-two", "skipped", "identity")]
     counts = html.kind_counts(outcomes)
     assert list(counts) == ["measured", "rule", "identity"]
     assert counts["measured"] == {"pass": 1, "fail": 1, "skipped": 0}
     assert counts["rule"]["pass"] == 1 and counts["identity"]["skipped"] == 1
-    assert html.check_kind(types.SimpleNamespace()) == "measured"  # before checks carry a kind
+    assert html.kind_counts([_outcome("a-one.z", "a-one", "n/a")])["measured"]["fail"] == 1  # not the text's
 
 
 def test_page_escapes_everything_lists_failures_first_and_shows_the_numeric_mode():
@@ -56,7 +56,7 @@ def test_page_escapes_everything_lists_failures_first_and_shows_the_numeric_mode
     assert "first &lt;b&gt;thing&lt;/b&gt;" in page and "a-two.&lt;y&gt;" in page
     assert page.index("1 failed") < page.index('id="id-a-one"')  # the failure is in the summary
     assert 'href="#id-a-two"' in page and "off by &lt;1&gt;" in page
-    assert "portable" in page and "avx2" in page and "Some CPU" in page and "1.2 s" in page
+    assert "portable (AVX2 CPU kernels)" in page and "Some CPU" in page and "1.2 s" in page
     assert "http://" not in page and "https://" not in page and "<script" not in page
     assert "@media print" in page and "@media (max-width" in page
 

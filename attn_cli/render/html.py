@@ -32,10 +32,8 @@ def esc(value: Any) -> str:
 
 
 def check_kind(check: Any) -> str:
-    """measured | rule | identity. Until every check declares one, the comparison kinds
-    (abs, exact, below) count as measured and a rule as a rule."""
-    kind = getattr(check, "kind", "measured")
-    return kind if kind in KINDS else "measured"
+    """measured | rule | identity (what a pass is evidence of: :class:`attn_cli.published.types.Check`)."""
+    return check.kind
 
 
 def kind_counts(outcomes: Sequence) -> dict[str, dict[str, int]]:
@@ -43,7 +41,8 @@ def kind_counts(outcomes: Sequence) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for o in outcomes:
         row = counts.setdefault(check_kind(o.check), {"pass": 0, "fail": 0, "skipped": 0})
-        row[o.status] = row.get(o.status, 0) + 1
+        status = "fail" if o.status == "n/a" else o.status  # a value that does not apply fails verify
+        row[status] = row.get(status, 0) + 1
     return {k: counts[k] for k in KINDS if k in counts}
 
 
@@ -182,7 +181,7 @@ def _header(title, manifest, outcomes, summary, coverage_line, sections, links) 
     if quick:
         parts.append('<p class="banner skip"><strong>Quick run:</strong> reduced sizes; a smoke test, not the '
                      "texts' settings, so the numbers are shown but not judged against the published values.</p>")
-    failures = [o for o in outcomes if o.status == "fail"]
+    failures = [o for o in outcomes if o.status in ("fail", "n/a")]
     if failures:
         items = "".join(f'<li><a href="#{anchor(o.check.artifact)}">{esc(o.check.id)}</a>: '
                         f"{esc(o.note or 'outside tolerance')}</li>" for o in failures)
@@ -220,7 +219,7 @@ def _contents(catalogue, by_artifact, section_of) -> str:
     items = []
     for a in catalogue:
         outs = by_artifact.get(a.id, [])
-        state = ("fail" if any(o.status == "fail" for o in outs) else
+        state = ("fail" if any(o.status in ("fail", "n/a") for o in outs) else
                  "pass" if any(o.status == "pass" for o in outs) else "skip" if outs else "none")
         s = section_of.get(a.id)
         if s is not None and s.get("error"):
