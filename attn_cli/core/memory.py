@@ -8,11 +8,14 @@ from attn_cli.errors import MemoryRefused
 
 
 def human_bytes(n: float) -> str:
+    """Decimal units up to PB; past 1000 PB in scientific notation (``1.2e+08 PB``)."""
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
         if abs(n) < 1000 or unit == "PB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+            break
         n /= 1000
-    return f"{n:.1f} PB"  # pragma: no cover
+    if unit == "B":
+        return f"{int(n)} B"
+    return f"{n:.1f} {unit}" if abs(n) < 1000 else f"{n:.2g} {unit}"
 
 
 def available_bytes(device: str = "cpu") -> int:
