@@ -28,7 +28,7 @@ def timed_verify(source: Path, out: Path, *extra: str) -> tuple[float, str, int]
     proc = subprocess.run([sys.executable, "-m", "attn_cli", "verify", "--out", str(out), *extra],
                           capture_output=True, text=True, env=env, cwd=source)
     seconds = time.perf_counter() - start
-    lines = [ln for ln in proc.stdout.splitlines() if " checked, " in ln or "from cache" in ln
+    lines = [ln for ln in proc.stdout.splitlines() if " checked, " in ln or " passed" in ln or "from cache" in ln
              or ln.startswith("numerics")]
     return seconds, " | ".join(lines), proc.returncode
 
