@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli.core import copy_fast_kernel as kernel
+from attn_cli.core.copy_fast import kernel
 
 needs_cc = pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler")
 
