@@ -49,13 +49,14 @@ import torch
 from attn_cli import numerics
 from attn_cli.core.copy_fast.layout import ROLES, layout
 
-SOURCE = "kernel.c"  # package data beside this module
+SOURCES = ("kernel.c", "kernel_math.h")  # package data beside this module; the first is compiled
 
 
 @lru_cache(maxsize=None)
-def c_source() -> str:
-    """The kernel's C source, read from the installed package (editable or not)."""
-    return resources.files(__package__).joinpath(SOURCE).read_text(encoding="utf-8")
+def c_sources() -> dict[str, str]:
+    """The kernel's C files by name, read from the installed package (editable or not)."""
+    folder = resources.files(__package__)
+    return {name: folder.joinpath(name).read_text(encoding="utf-8") for name in SOURCES}
 
 
 _lock = threading.Lock()
@@ -189,7 +190,7 @@ def compile_flags(cc: str, mode: Optional[str] = None) -> list[str]:
 
 def build_key(cc: str, mode: Optional[str] = None) -> str:
     mode = mode or numerics.current_mode()
-    parts = [c_source(), mode, " ".join(compile_flags(cc, mode)), cc, compiler_version(cc),
+    parts = [*c_sources().values(), mode, " ".join(compile_flags(cc, mode)), cc, compiler_version(cc),
              platform.machine(), cpu_features()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
@@ -202,9 +203,10 @@ def sha256_of(path: Path) -> str:
 
 def _build(cc: str, into: Path) -> Path:
     """Compile into the private folder ``into``; raises RuntimeError with the compiler's message."""
-    (into / "copy_fast.c").write_text(c_source())
+    for name, text in c_sources().items():
+        (into / name).write_text(text)
     # relative names and cwd: the library's bytes do not depend on the folder's name
-    proc = subprocess.run([cc, *compile_flags(cc), "copy_fast.c", "-o", "copy_fast.so", "-lm"],
+    proc = subprocess.run([cc, *compile_flags(cc), SOURCES[0], "-o", "copy_fast.so", "-lm"],
                           capture_output=True, text=True, cwd=into)
     if proc.returncode != 0:
         raise RuntimeError(f"{cc} failed: {proc.stderr.strip()[:500]}")
