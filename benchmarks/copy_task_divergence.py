@@ -76,7 +76,7 @@ def trajectory(name: str, spec) -> tuple[list[float], list[float]]:
             losses.append(out.item())
     else:
         flat, gen = cf.init_run(spec)
-        lay = cf.layout(spec.model, spec.hidden)
+        lay = cf.param_layout(spec.model, spec.hidden)
         params = flat.unsqueeze(0).clone()  # (1, P)
         grad = torch.zeros_like(params)
         w, g, opt = cf.Weights(params, lay), cf.Weights(grad, lay), cf.Adam(params, spec.lr)

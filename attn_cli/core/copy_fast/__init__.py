@@ -64,10 +64,10 @@ width, ``V`` vocabulary, ``G = 3h`` the GRU gates (r, z, n, PyTorch's order).
 from attn_cli.core.copy_fast.adam import Adam, clip_per_run
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.evaluate import evaluate
-from attn_cli.core.copy_fast.layout import ROLES, Layout, Weights, layout
+from attn_cli.core.copy_fast.layout import ROLES, Layout, Weights, param_layout
 from attn_cli.core.copy_fast.runs import (FastProgress, available_cpus, draw_batch, init_run, run_fast, step_flops,
                                           train_group, train_kernel)
 
 __all__ = ["Adam", "FastProgress", "Layout", "ROLES", "Weights", "available_cpus", "clip_per_run", "draw_batch",
-           "evaluate", "init_run", "layout", "loss_and_grads", "run_fast", "step_flops",
+           "evaluate", "init_run", "loss_and_grads", "param_layout", "run_fast", "step_flops",
            "train_group", "train_kernel"]

@@ -47,7 +47,7 @@ from typing import Optional
 import torch
 
 from attn_cli import numerics
-from attn_cli.core.copy_fast.layout import ROLES, layout
+from attn_cli.core.copy_fast.layout import ROLES, param_layout
 
 SOURCES = ("kernel.c", "kernel_math.h")  # package data beside this module; the first is compiled
 
@@ -292,7 +292,7 @@ def offsets(lib: ctypes.CDLL, model: str, hidden: int) -> torch.Tensor:
     Raises RuntimeError when the kernel's size of a role differs from the model's (a model
     changed without the kernel): the kernel would read the wrong weights.
     """
-    lay = layout(model, hidden)
+    lay = param_layout(model, hidden)
     have = torch.zeros(len(ROLES), dtype=torch.int64)  # (roles,)
     lib.role_sizes(hidden, int(model == "attention"), have.data_ptr())
     want = [lay.numel_of(role) for role in ROLES]

@@ -53,7 +53,7 @@ class Layout:
 
 
 @lru_cache(maxsize=None)
-def layout(model: str, hidden: int) -> Layout:
+def param_layout(model: str, hidden: int) -> Layout:
     """The layout of ``build_model(model, hidden)``'s parameters.
 
     The model is built on the meta device: shapes only, no memory, and the RNG is not drawn.

@@ -21,7 +21,7 @@ from attn_cli.core.copy_fast import kernel
 from attn_cli.core.copy_fast.adam import Adam, clip_per_run
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.evaluate import evaluate
-from attn_cli.core.copy_fast.layout import Weights, layout
+from attn_cli.core.copy_fast.layout import Weights, param_layout
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec, cpu_isa
 
@@ -122,7 +122,7 @@ def train_group(specs: Sequence[RunSpec], device: str = "cpu",
     start, cpu = time.perf_counter(), time.thread_time()
     s0 = specs[0]
     inits = inits or [init_run(s) for s in specs]
-    lay = layout(s0.model, s0.hidden)
+    lay = param_layout(s0.model, s0.hidden)
     flat = torch.stack([f for f, _ in inits]).to(device)  # (M, P)
     gens = [g for _, g in inits]
     grad = torch.zeros_like(flat)  # (M, P)
@@ -185,7 +185,7 @@ def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[Run
     over the stacked runs.
     """
     s0 = specs[0]
-    w = Weights(flat, layout(s0.model, s0.hidden))
+    w = Weights(flat, param_layout(s0.model, s0.hidden))
     src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)
     forced, free, exact, example, diagonal = evaluate(w, src, tgt_in, s0.model, s0.hidden)
     forced, free, exact = forced.tolist(), free.tolist(), exact.tolist()
