@@ -214,6 +214,7 @@ def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
         calls.append(argv)
         return subprocess.CompletedProcess(argv, 1, "", "stop here")
 
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)  # no probe through the fake
     monkeypatch.setattr(kernel.subprocess, "run", fake_run)
     for mode in ("portable", "native"):
         monkeypatch.setenv("ATTN_NUMERICS", mode)
