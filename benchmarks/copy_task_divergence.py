@@ -21,10 +21,8 @@ different sample of the same seed distribution).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 TRAJECTORIES = ("exact", "exact+ulp", "kernel", "torch")
 
 
@@ -104,8 +102,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", choices=TRAJECTORIES, default=list(TRAJECTORIES))
     ap.add_argument("--numerics", choices=["portable", "native"], default="portable")
     args = ap.parse_args(argv)
-    if args.numerics == "portable":
-        os.environ.update(PORTABLE)
+    from attn_cli import numerics
+
+    numerics.pin_environment(args.numerics)  # torch's pins and the C kernel's ISA, inherited by the workers
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
