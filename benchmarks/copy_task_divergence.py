@@ -21,10 +21,8 @@ different sample of the same seed distribution).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 TRAJECTORIES = ("exact", "exact+ulp", "kernel", "torch")
 
 
@@ -34,7 +32,7 @@ def trajectory(name: str, spec) -> tuple[list[float], list[float]]:
     import torch.nn as nn
 
     from attn_cli.core import copy_fast as cf
-    from attn_cli.core import copy_fast_kernel
+    from attn_cli.core.copy_fast import kernel as copy_fast_kernel
     from attn_cli.core.copy_models import build_model
     from attn_cli.core.copy_spec import VOCAB
     from attn_cli.core.copy_train import make_batch
@@ -66,19 +64,20 @@ def trajectory(name: str, spec) -> tuple[list[float], list[float]]:
         flat, gen = cf.init_run(spec)
         final = flat.float().contiguous()  # (P,)
         grad, m1, m2 = torch.zeros_like(final), torch.zeros_like(final), torch.zeros_like(final)
+        off = copy_fast_kernel.offsets(lib, spec.model, spec.hidden)  # (roles + 1,)
         out = torch.empty(1)
         for step in range(spec.steps):
             src = torch.randint(0, 10, (spec.batch_size, spec.length), generator=gen)  # (B, T)
             lib.train_steps(final.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), step, src.data_ptr(),
                             1, spec.batch_size, spec.length, spec.hidden, int(spec.model == "attention"),
-                            float(spec.lr), float(spec.clip), out.data_ptr())
+                            float(spec.lr), float(spec.clip), out.data_ptr(), off.data_ptr())
             losses.append(out.item())
     else:
         flat, gen = cf.init_run(spec)
-        shapes = cf.param_shapes(spec.model, spec.hidden)
+        lay = cf.param_layout(spec.model, spec.hidden)
         params = flat.unsqueeze(0).clone()  # (1, P)
         grad = torch.zeros_like(params)
-        w, g, opt = cf.Weights(params, shapes), cf.Weights(grad, shapes), cf._Adam(params, spec.lr)
+        w, g, opt = cf.Weights(params, lay), cf.Weights(grad, lay), cf.Adam(params, spec.lr)
         with torch.no_grad():
             for _ in range(spec.steps):
                 src, tgt_in = cf.draw_batch([gen], spec.batch_size, spec.length, "cpu")  # (1, B, T)
@@ -103,8 +102,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", choices=TRAJECTORIES, default=list(TRAJECTORIES))
     ap.add_argument("--numerics", choices=["portable", "native"], default="portable")
     args = ap.parse_args(argv)
-    if args.numerics == "portable":
-        os.environ.update(PORTABLE)
+    from attn_cli import numerics
+
+    numerics.pin_environment(args.numerics)  # torch's pins and the C kernel's ISA, inherited by the workers
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

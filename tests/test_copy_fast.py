@@ -7,13 +7,14 @@ import torch
 import torch.nn as nn
 
 from attn_cli.core import copy_fast as cf
-from attn_cli.core import copy_fast_kernel
+from attn_cli.core.copy_fast import kernel
+from attn_cli.core.copy_fast.layout import ROLE_OF
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import VOCAB, RunSpec
 
 MODELS = ["attention", "plain"]
-needs_kernel = pytest.mark.skipif(copy_fast_kernel.load() is None,
-                                  reason=f"C kernel unavailable: {copy_fast_kernel.load_error()}")
+needs_kernel = pytest.mark.skipif(kernel.load() is None,
+                                  reason=f"C kernel unavailable: {kernel.load_error()}")
 
 
 def _stacked(model, seeds, B, T, H, dtype=torch.float64):
@@ -42,8 +43,8 @@ def test_manual_backward_equals_autograd(model):
     B, T, H = 5, 4, 8
     flat, src, tgt_in = _stacked(model, [0, 1], B, T, H)
     grad = torch.zeros_like(flat)
-    shapes = cf.param_shapes(model, H)
-    loss = cf.loss_and_grads(cf.Weights(flat, shapes), cf.Weights(grad, shapes), src, tgt_in, model, H)
+    lay = cf.param_layout(model, H)
+    loss = cf.loss_and_grads(cf.Weights(flat, lay), cf.Weights(grad, lay), src, tgt_in, model, H)
     for m in range(2):
         ref_loss, ref_grad = _autograd_grads(model, H, flat[m], src[m], tgt_in[m])
         assert loss[m].item() == pytest.approx(ref_loss, rel=1e-12)
@@ -57,14 +58,16 @@ def test_kernel_gradient_equals_reference(model, B, T, H):
     """The C kernel (float32) against the float64 hand-written backward (itself = autograd)."""
     flat, src, tgt_in = _stacked(model, [3], B, T, H)
     grad = torch.zeros_like(flat)
-    shapes = cf.param_shapes(model, H)
-    loss = cf.loss_and_grads(cf.Weights(flat, shapes), cf.Weights(grad, shapes), src, tgt_in, model, H)
-    lib = copy_fast_kernel.load()
+    lay = cf.param_layout(model, H)
+    loss = cf.loss_and_grads(cf.Weights(flat, lay), cf.Weights(grad, lay), src, tgt_in, model, H)
+    lib = kernel.load()
+    off = kernel.offsets(lib, model, H)
     assert lib.param_count(H, int(model == "attention")) == flat.shape[1]
     p32 = flat[0].float().contiguous()
     g32 = torch.zeros_like(p32)
     s = src[0].contiguous()
-    k_loss = lib.loss_and_grad(p32.data_ptr(), g32.data_ptr(), s.data_ptr(), B, T, H, int(model == "attention"))
+    k_loss = lib.loss_and_grad(p32.data_ptr(), g32.data_ptr(), s.data_ptr(), B, T, H, int(model == "attention"),
+                             off.data_ptr())
     assert k_loss == pytest.approx(loss[0].item(), rel=1e-5)
     torch.testing.assert_close(g32.double(), grad[0], rtol=1e-4, atol=1e-6)
 
@@ -74,12 +77,12 @@ def test_stacked_runs_equal_runs_one_by_one(model):
     B, T, H = 6, 5, 8
     seeds = [0, 1, 2]
     flat, src, tgt_in = _stacked(model, seeds, B, T, H, torch.float32)
-    shapes = cf.param_shapes(model, H)
+    lay = cf.param_layout(model, H)
     grad = torch.zeros_like(flat)
-    loss = cf.loss_and_grads(cf.Weights(flat, shapes), cf.Weights(grad, shapes), src, tgt_in, model, H)
+    loss = cf.loss_and_grads(cf.Weights(flat, lay), cf.Weights(grad, lay), src, tgt_in, model, H)
     for m in range(len(seeds)):
         one, g1 = flat[m:m + 1].clone(), torch.zeros_like(flat[m:m + 1])
-        l1 = cf.loss_and_grads(cf.Weights(one, shapes), cf.Weights(g1, shapes), src[m:m + 1], tgt_in[m:m + 1], model, H)
+        l1 = cf.loss_and_grads(cf.Weights(one, lay), cf.Weights(g1, lay), src[m:m + 1], tgt_in[m:m + 1], model, H)
         torch.testing.assert_close(l1[0], loss[m], rtol=1e-6, atol=1e-7)
         torch.testing.assert_close(g1[0], grad[m], rtol=1e-5, atol=1e-7)
     # and through training: clipping and Adam per run
@@ -165,12 +168,12 @@ def test_torch_path_is_device_agnostic(model):
     meta = torch.device("meta")
     flat, src, tgt_in = flat.to(meta), src.to(meta), tgt_in.to(meta)
     grad = torch.zeros_like(flat)
-    shapes = cf.param_shapes(model, H)
-    w, g = cf.Weights(flat, shapes), cf.Weights(grad, shapes)
+    lay = cf.param_layout(model, H)
+    w, g = cf.Weights(flat, lay), cf.Weights(grad, lay)
     loss = cf.loss_and_grads(w, g, src, tgt_in, model, H)
     assert loss.device == meta and loss.shape == (2,)
     cf.clip_per_run(grad, 1.0)
-    cf._Adam(flat, 1e-3).step(grad)
+    cf.Adam(flat, 1e-3).step(grad)
     forced, free, exact, example, _ = cf.evaluate(w, src, tgt_in, model, H)
     assert forced.device == meta and forced.shape == (2,)
     if model == "attention":
@@ -198,7 +201,7 @@ def _exact_losses(spec, monkeypatch):
 
 def _fast_losses(specs, backend, monkeypatch):
     """Every step's loss of each run of the fast engine, through run_fast itself."""
-    monkeypatch.setattr(cf, "PROGRESS_EVERY", 1)  # report (and, for the kernel, call) every step
+    monkeypatch.setattr(cf.runs, "PROGRESS_EVERY", 1)  # report (and, for the kernel, call) every step
     losses = [[] for _ in specs]
     out = cf.run_fast(specs, backend=backend, threads=1,
                       progress=lambda i, step, total, loss: losses[i].append(loss))
@@ -222,8 +225,8 @@ def test_per_step_losses_follow_the_exact_engine(model, backend, monkeypatch):
     gradient clipping engaged at every step (clip far below the gradient norm), and the
     evaluation (same batch, same argmax) gives the same accuracies.  A wrong data draw,
     clipping or Adam detail parts the two within a few steps."""
-    if backend == "kernel" and copy_fast_kernel.load() is None:
-        pytest.skip(f"C kernel unavailable: {copy_fast_kernel.load_error()}")
+    if backend == "kernel" and kernel.load() is None:
+        pytest.skip(f"C kernel unavailable: {kernel.load_error()}")
     spec = RunSpec(model=model, length=5, seed=3, steps=40, hidden=16, batch_size=16, eval_size=200, clip=0.02)
     assert _first_grad_norm(spec) > 5 * spec.clip  # clipping really scales the gradient
     exact_losses, exact = _exact_losses(spec, monkeypatch)
@@ -250,3 +253,69 @@ def test_stacked_seeds_train_as_each_seed_alone(monkeypatch):
         for step, (a, b) in enumerate(zip(together[i], alone), 1):
             assert a == pytest.approx(b, abs=1e-6), f"seed {spec.seed} step {step}"
         assert out_t[i].teacher_forced == pytest.approx(out_a.teacher_forced, abs=0.01)
+
+
+# --- the parameter layout: defined once, derived from the model, handed to the kernel ---
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("H", [8, 32])
+def test_layout_is_the_models_parameters(model, H):
+    """Roles, shapes and order are those of the exact engine's model, and its initial
+    weights fill the layout exactly; deriving it draws nothing from the RNG."""
+    state = torch.get_rng_state()
+    lay = cf.param_layout(model, H)
+    assert torch.equal(state, torch.get_rng_state())
+    net = build_model(model, H)
+    assert lay.shapes == tuple(tuple(p.shape) for p in net.parameters())
+    assert sorted(lay.roles) == sorted(cf.ROLES)
+    assert lay.size == sum(p.numel() for p in net.parameters())
+    flat, _ = cf.init_run(RunSpec(model=model, hidden=H, seed=5))
+    assert flat.shape == (lay.size,)
+    w = cf.Weights(flat.unsqueeze(0), lay)  # (1, ...) views of the row, one per role
+    torch.manual_seed(5)
+    seeded = dict(build_model(model, H).named_parameters())
+    for name, role in ROLE_OF.items():
+        assert torch.equal(getattr(w, role)[0], seeded[name].detach()), name
+
+
+@needs_kernel
+@pytest.mark.parametrize("model", MODELS)
+def test_the_kernel_refuses_a_layout_other_than_its_own(model, monkeypatch):
+    """A model whose parameters the kernel does not know (here: the other model's layout,
+    another readout width) is refused rather than read at the wrong places."""
+    lib = kernel.load()
+    other = "plain" if model == "attention" else "attention"
+    monkeypatch.setattr(kernel, "param_layout", lambda m, h: cf.param_layout(other, h))
+    with pytest.raises(RuntimeError, match="layout"):
+        kernel.offsets(lib, model, 16)
+
+
+@needs_kernel
+@pytest.mark.parametrize("model", MODELS)
+def test_the_kernel_reads_the_offsets_it_is_given(model, monkeypatch):
+    """The same parameters stored in reverse role order give the same loss and gradients,
+    bit for bit, once the kernel is handed that layout's offsets: the C side hard-codes none."""
+    B, T, H = 4, 5, 8
+    att = int(model == "attention")
+    flat, src, _ = _stacked(model, [1], B, T, H, torch.float32)
+    lay = cf.param_layout(model, H)
+    lib = kernel.load()
+    p = flat[0].contiguous()
+    g = torch.zeros_like(p)
+    s = src[0].contiguous()
+    off = kernel.offsets(lib, model, H)  # (roles + 1,), kept alive across the call
+    loss = lib.loss_and_grad(p.data_ptr(), g.data_ptr(), s.data_ptr(), B, T, H, att, off.data_ptr())
+    order = list(range(len(lay.roles)))[::-1]
+    sizes = [lay.numel_of(r) for r in lay.roles]
+    offsets = [sum(sizes[j] for j in order[:k]) for k in range(len(order))]
+    rev = cf.Layout(tuple(lay.roles[i] for i in order), tuple(lay.shapes[i] for i in order), tuple(offsets), lay.size)
+    pieces = p.split(sizes)
+    p_rev = torch.cat([pieces[i] for i in order])  # (P,) same numbers, reversed roles
+    g_rev = torch.zeros_like(p_rev)
+    monkeypatch.setattr(kernel, "param_layout", lambda m, h: rev)
+    off_rev = kernel.offsets(lib, model, H)
+    assert off_rev.tolist() != off.tolist()
+    loss_rev = lib.loss_and_grad(p_rev.data_ptr(), g_rev.data_ptr(), s.data_ptr(), B, T, H, att, off_rev.data_ptr())
+    assert loss_rev == loss
+    back = g_rev.split([sizes[i] for i in order])
+    assert torch.equal(torch.cat([back[order.index(i)] for i in range(len(order))]), g)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli.core import copy_fast_kernel as kernel
+from attn_cli.core.copy_fast import kernel
 
 needs_cc = pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler")
 
@@ -174,3 +174,93 @@ def test_the_copy_task_json_records_the_backend(tmp_path):
     again = exp.run(config)
     assert not again.runs[0]["cached"] and again.runs[0]["backend"] == result.runs[0]["backend"]
     shutil.rmtree(tmp_path / exp.CACHE_SUBDIR)
+
+
+# --- the kernel's ISA follows the numeric mode (issue 8): portable builds never target the host ---
+
+AVX2_HOST = frozenset({"sse2", "avx", "avx2", "fma"})
+AVX512_HOST = AVX2_HOST | {"avx512f", "avx512bw", "avx512vl", "avx512dq"}
+
+
+def test_the_build_key_differs_between_numeric_modes(monkeypatch):
+    monkeypatch.setattr(kernel, "compiler_version", lambda cc: "cc (GCC) 12.2.0")
+    assert kernel.build_key("cc", "portable") != kernel.build_key("cc", "native")
+    assert kernel.build_key("cc", "portable") == kernel.build_key("cc", "portable")
+
+
+def test_portable_flags_never_target_the_host(monkeypatch):
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)
+    avx2 = kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST)
+    assert avx2 == ["-march=x86-64-v3"]
+    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX512_HOST) == avx2  # same code
+    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=frozenset({"sse2"})) == []
+    assert kernel.isa_flags("cc", "portable", machine="aarch64", flags=frozenset({"asimd"})) == []
+    assert kernel.isa_flags("cc", "native", machine="x86_64", flags=AVX512_HOST) == ["-march=native"]
+    assert not any("native" in flag for flag in kernel.compile_flags("cc", "portable"))
+    assert "-march=native" in kernel.compile_flags("cc", "native")
+
+
+def test_a_compiler_without_x86_64_v3_gets_avx2_and_fma(monkeypatch):
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: "-march=x86-64-v3" not in flags)
+    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST) == ["-mavx2", "-mfma"]
+
+
+def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
+    """The compiler is called with the current mode's flags, and the library is cached
+    under that mode's key: a native build is never reused by a portable process."""
+    calls = []
+
+    def fake_run(argv, **kwargs):
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 1, "", "stop here")
+
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)  # no probe through the fake
+    monkeypatch.setattr(kernel.subprocess, "run", fake_run)
+    for mode in ("portable", "native"):
+        monkeypatch.setenv("ATTN_NUMERICS", mode)
+        with pytest.raises(RuntimeError, match="stop here"):
+            kernel._build("cc", fresh)
+        assert calls[-1][1:-4] == kernel.compile_flags("cc", mode)
+    assert not any("native" in flag for flag in calls[0])
+
+
+@needs_cc
+def test_the_source_ships_as_package_data():
+    """kernel.c and what it includes are read from the package and named in pyproject's
+    package-data, so a normal (non-editable) install has them too."""
+    import fnmatch
+    import re
+    import tomllib
+
+    sources = kernel.c_sources()
+    assert list(sources) == list(kernel.SOURCES) and all(sources.values())
+    included = set(re.findall(r'#include "([^"]+)"', "".join(sources.values())))
+    assert included <= set(kernel.SOURCES)
+    root = Path(kernel.__file__).resolve().parents[3]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert all(any(fnmatch.fnmatch(name, p) for p in patterns[kernel.__package__]) for name in kernel.SOURCES)
+
+
+def _copy_task_json(out, **env):
+    import json
+    import sys
+
+    child_env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"} | env
+    proc = subprocess.run([sys.executable, "-c", "from attn_cli.cli import main; main()", "copy-task", "--engine", "fast", "--lengths", "8",
+                           "--steps", "200", "--eval-size", "100", "--model", "attention", "--json", "--no-cache",
+                           "--out", str(out)], capture_output=True, text=True, env=child_env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    obj = json.loads(proc.stdout)
+    obj.pop("timing", None)
+    return obj
+
+
+@needs_cc
+def test_portable_runs_give_the_same_bits_whatever_the_inherited_isa(tmp_path):
+    """A fast-engine run in portable mode, once with ATEN_CPU_CAPABILITY=avx512 in the child's
+    environment: every value equal, bit for bit (the kernel and torch both pinned).  Both write
+    into the same folder, which the JSON records."""
+    plain = _copy_task_json(tmp_path, ATTN_NUMERICS="portable")
+    pushed = _copy_task_json(tmp_path, ATTN_NUMERICS="portable", ATEN_CPU_CAPABILITY="avx512")
+    assert plain["runs"][0]["backend"] == "kernel"
+    assert pushed == plain

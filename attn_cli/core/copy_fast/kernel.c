@@ -1,47 +1,16 @@
-"""A C kernel for the fast engine on CPU: whole training steps of one copy-task run per call.
+/* The copy-task C kernel: whole training steps of one run per call (see kernel.py).
 
-At batch 64 and hidden 32 every matrix is tiny, so the time of a PyTorch step goes to
-launching ~2,000 small ops, not to arithmetic.  This kernel does one run's forward,
-backward through time, per-run gradient clipping and Adam update for a chunk of steps in
-plain C loops (the same equations as :func:`attn_cli.core.copy_fast.loss_and_grads`,
-checked against it and against autograd in ``tests/test_copy_fast.py``).
-
-It is compiled on first use with the system C compiler (``cc``/``gcc``, ``-O2
--ftree-vectorize -march=native``: as fast here as ``-O3`` and builds in about a second, no
-PyTorch headers) into a per-user cache directory and loaded with :mod:`ctypes`.  The
-folder must be private (created 0700, ours, writable by no one else), else a fresh
-``mkdtemp`` folder of this process is used; the build key covers the source, the flags,
-``cc --version`` and the CPU's feature flags; the library's SHA-256 is recorded beside it
-and checked before every load (a mismatch rebuilds).  ctypes releases the GIL during the
-call, so several runs train in parallel from Python threads.  Where no compiler works or
-the library does not load, :func:`load` returns None (one warning on stderr) and the fast
-engine uses its PyTorch path.
-
-Layout: the parameters of one run are one float32 row in the order of
-``model.parameters()`` (see :func:`attn_cli.core.copy_fast.param_shapes`); tokens are int64.
-"""
-
-from __future__ import annotations
-
-import atexit
-import ctypes
-import hashlib
-import os
-import platform
-import shutil
-import stat
-import subprocess
-import sys
-import tempfile
-import threading
-from pathlib import Path
-from typing import Optional
-
-C_SOURCE = r"""
+   Forward, backward through time, per-run gradient clipping and Adam for a chunk of steps of
+   one run, in plain C loops: the same equations as attn_cli/core/copy_fast/backward.py,
+   checked against it and against autograd in tests/test_copy_fast.py.  Parameters are one
+   float32 row in the model's order, at the offsets Python passes; tokens are int64.
+   Compiled on first use by attn_cli/core/copy_fast/kernel.py; no PyTorch headers. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "kernel_math.h"
 
 #define NV 12   /* vocabulary */
 #define NE 32   /* embedding width */
@@ -52,122 +21,32 @@ typedef struct {
   long P, o_emb, o_ewih, o_ewhh, o_ebih, o_ebhh, o_dwih, o_dwhh, o_dbih, o_dbhh, o_ow, o_ob;
 } Dims;
 
-static void dims_init(Dims* d, int B, int T, int H, int att) {
+/* the parameter layout comes from Python (attn_cli/core/copy_fast/layout.py, derived from the
+   model): off[0..10] the first element of each role, in layout.ROLES order, off[11] = P */
+enum { EMB, E_WIH, E_WHH, E_BIH, E_BHH, D_WIH, D_WHH, D_BIH, D_BHH, O_W, O_B, NROLES };
+
+static void dims_init(Dims* d, int B, int T, int H, int att, const int64_t* off) {
   d->B = B; d->T = T; d->H = H; d->att = att; d->G = 3 * H;
   d->D = att ? NE + H : NE;       /* decoder cell input width */
   d->R = att ? 2 * H : H;         /* readout input width */
-  long o = 0; int G = d->G;
-  d->o_emb = o;  o += NV * NE;
-  d->o_ewih = o; o += (long)G * NE;
-  d->o_ewhh = o; o += (long)G * H;
-  d->o_ebih = o; o += G;
-  d->o_ebhh = o; o += G;
-  d->o_dwih = o; o += (long)G * d->D;
-  d->o_dwhh = o; o += (long)G * H;
-  d->o_dbih = o; o += G;
-  d->o_dbhh = o; o += G;
-  d->o_ow = o;   o += (long)NV * d->R;
-  d->o_ob = o;   o += NV;
-  d->P = o;
+  d->o_emb = off[EMB]; d->o_ewih = off[E_WIH]; d->o_ewhh = off[E_WHH]; d->o_ebih = off[E_BIH];
+  d->o_ebhh = off[E_BHH]; d->o_dwih = off[D_WIH]; d->o_dwhh = off[D_WHH]; d->o_dbih = off[D_BIH];
+  d->o_dbhh = off[D_BHH]; d->o_ow = off[O_W]; d->o_ob = off[O_B];
+  d->P = off[NROLES];
 }
 
-long param_count(int H, int att) { Dims d; dims_init(&d, 1, 1, H, att); return d.P; }
-
-/* exp for float, branch-free so that loops over it vectorise (Cephes expf polynomial) */
-static inline float fexp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  float z = floorf(x * 1.44269504088896341f + 0.5f);
-  x = x - z * 0.693359375f + z * 2.12194440e-4f;
-  float p = 1.9875691500E-4f;
-  p = p * x + 1.3981999507E-3f;
-  p = p * x + 8.3334519073E-3f;
-  p = p * x + 4.1665795894E-2f;
-  p = p * x + 1.6666665459E-1f;
-  p = p * x + 5.0000001201E-1f;
-  p = p * x * x + x + 1.0f;
-  union { int32_t i; float f; } u;
-  u.i = ((int32_t)z + 127) << 23;
-  return p * u.f;
-}
-static inline float fsigmoid(float x) { return 1.0f / (1.0f + fexp(-x)); }
-static inline float ftanh(float x) { return 2.0f / (1.0f + fexp(-2.0f * x)) - 1.0f; }
-
-/* C (m x n, ldc) = [C +] op(A) @ Bm, Bm (k x n, ldb), row-major; op(A)[i][p] = A[i*as_i + p*as_p]
-   (A itself: as_i = lda, as_p = 1; A transposed: as_i = 1, as_p = lda).  Register-blocked:
-   4 rows x 16 columns of C stay in 8 AVX registers while p runs over k. */
-#define MR 4
-#define NR 16
-typedef float v8 __attribute__((vector_size(32), aligned(4)));  /* 8 floats, unaligned access */
-static void gemm(int m, int n, int k, const float* restrict A, long as_i, long as_p,
-                 const float* restrict Bm, int ldb, float* restrict C, int ldc, int acc) {
-  int i = 0;
-  for (; i + MR <= m; i += MR) {
-    int j = 0;
-    for (; j + NR <= n; j += NR) {
-      float* c0 = C + (long)i * ldc + j; float* c1 = c0 + ldc; float* c2 = c1 + ldc; float* c3 = c2 + ldc;
-      v8 z = {0, 0, 0, 0, 0, 0, 0, 0};
-      v8 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
-      const float* a0 = A + (long)i * as_i; const float* a1 = a0 + as_i; const float* a2 = a1 + as_i;
-      const float* a3 = a2 + as_i;
-      const float* bp = Bm + j;
-      for (int p = 0; p < k; p++, bp += ldb) {
-        const v8 b0 = *(const v8*)bp, b1 = *(const v8*)(bp + 8);
-        const long o = (long)p * as_p;
-        const float x0 = a0[o], x1 = a1[o], x2 = a2[o], x3 = a3[o];
-        c00 += x0 * b0; c01 += x0 * b1; c10 += x1 * b0; c11 += x1 * b1;
-        c20 += x2 * b0; c21 += x2 * b1; c30 += x3 * b0; c31 += x3 * b1;
-      }
-      if (acc) {
-        c00 += *(v8*)c0; c01 += *(v8*)(c0 + 8); c10 += *(v8*)c1; c11 += *(v8*)(c1 + 8);
-        c20 += *(v8*)c2; c21 += *(v8*)(c2 + 8); c30 += *(v8*)c3; c31 += *(v8*)(c3 + 8);
-      }
-      *(v8*)c0 = c00; *(v8*)(c0 + 8) = c01; *(v8*)c1 = c10; *(v8*)(c1 + 8) = c11;
-      *(v8*)c2 = c20; *(v8*)(c2 + 8) = c21; *(v8*)c3 = c30; *(v8*)(c3 + 8) = c31;
-    }
-    if (j < n) {  /* column tail */
-      for (int r = 0; r < MR; r++) {
-        float* restrict cr = C + (long)(i + r) * ldc;
-        if (!acc) for (int q = j; q < n; q++) cr[q] = 0.0f;
-        for (int p = 0; p < k; p++) {
-          const float av = A[(long)(i + r) * as_i + (long)p * as_p];
-          const float* restrict b = Bm + (long)p * ldb;
-          for (int q = j; q < n; q++) cr[q] += av * b[q];
-        }
-      }
-    }
-  }
-  for (; i < m; i++) {  /* row tail */
-    float* restrict cr = C + (long)i * ldc;
-    if (!acc) for (int q = 0; q < n; q++) cr[q] = 0.0f;
-    for (int p = 0; p < k; p++) {
-      const float av = A[(long)i * as_i + (long)p * as_p];
-      const float* restrict b = Bm + (long)p * ldb;
-      for (int q = 0; q < n; q++) cr[q] += av * b[q];
-    }
-  }
+/* the number of elements this code assumes for each role (checked against the layout) */
+void role_sizes(int H, int att, int64_t* out) {
+  const long G = 3 * H, D = att ? NE + H : NE, R = att ? 2 * H : H;
+  const long sizes[NROLES] = {NV * NE, G * NE, G * H, G, G, G * D, G * H, G, G, NV * R, NV};
+  for (int i = 0; i < NROLES; i++) out[i] = sizes[i];
 }
 
-static void gemm_nn(int m, int n, int k, const float* A, int lda, const float* Bm, int ldb, float* C,
-                    int ldc, int acc) {
-  gemm(m, n, k, A, lda, 1, Bm, ldb, C, ldc, acc);
-}
-
-/* C (m x n, ldc) = [C +] A^T @ Bm, A (k x m, lda), Bm (k x n, ldb) */
-static void gemm_tn(int m, int n, int k, const float* A, int lda, const float* Bm, int ldb,
-                    float* C, int ldc, int acc, float* scratch) {
-  (void)scratch;
-  gemm(m, n, k, A, 1, lda, Bm, ldb, C, ldc, acc);
-}
-
-/* out (n x m) = transpose of in (m x n, ldi) */
-static void transpose(const float* in, int m, int n, int ldi, float* out) {
-  for (int i = 0; i < m; i++)
-    for (int j = 0; j < n; j++) out[(long)j * m + i] = in[(long)i * ldi + j];
-}
-
-static void colsum(const float* A, int rows, int cols, float* out) {
-  for (int j = 0; j < cols; j++) out[j] = 0.0f;
-  for (int i = 0; i < rows; i++) for (int j = 0; j < cols; j++) out[j] += A[(long)i * cols + j];
+long param_count(int H, int att) {
+  int64_t s[NROLES]; long P = 0;
+  role_sizes(H, att, s);
+  for (int i = 0; i < NROLES; i++) P += s[i];
+  return P;
 }
 
 typedef struct {
@@ -455,8 +334,9 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
 }
 
 /* loss and gradients of one step (for tests) */
-double loss_and_grad(const float* params, float* grad, const int64_t* src, int B, int T, int H, int att) {
-  Dims d; dims_init(&d, B, T, H, att);
+double loss_and_grad(const float* params, float* grad, const int64_t* src, int B, int T, int H, int att,
+                     const int64_t* off) {
+  Dims d; dims_init(&d, B, T, H, att, off);
   Work w; if (work_alloc(&w, &d)) return NAN;
   double loss = step_fb(&d, params, grad, src, &w);
   free(w.block);
@@ -466,8 +346,9 @@ double loss_and_grad(const float* params, float* grad, const int64_t* src, int B
 /* nsteps training steps of one run: per step forward, backward, clip_grad_norm_(clip), Adam.
    src (nsteps, B, T) int64; step0 = Adam steps already taken; losses (nsteps) out */
 int train_steps(float* params, float* grad, float* m1, float* m2, long step0, const int64_t* src,
-                int nsteps, int B, int T, int H, int att, double lr, double clip, float* losses) {
-  Dims d; dims_init(&d, B, T, H, att);
+                int nsteps, int B, int T, int H, int att, double lr, double clip, float* losses,
+                const int64_t* off) {
+  Dims d; dims_init(&d, B, T, H, att, off);
   Work w; if (work_alloc(&w, &d)) return -1;
   const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
   for (int s = 0; s < nsteps; s++) {
@@ -490,219 +371,3 @@ int train_steps(float* params, float* grad, float* m1, float* m2, long step0, co
   free(w.block);
   return 0;
 }
-"""
-
-_lock = threading.Lock()
-_lib: Optional[ctypes.CDLL] = None
-_tried = False
-_error: Optional[str] = None
-_warned = False
-
-FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-march=native", "-ffp-contract=fast",
-         "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC", "-std=c11"]
-
-
-# --------------------------------------------------------------------------- where it lives
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "attn_cli" / "kernels"
-
-
-def unsafe_reason(path: Path) -> Optional[str]:
-    """Why ``path`` is no place to load a shared library from (None: a private folder of ours).
-
-    It must be a real folder (not a symlink), owned by this user, writable by no one else.
-    """
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        return f"cannot stat {path}: {exc.strerror}"
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        return f"{path} is not a folder"
-    if st.st_uid != os.getuid():
-        return f"{path} is owned by uid {st.st_uid}, not by this user ({os.getuid()})"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
-
-
-def private_dir(path: Path) -> Optional[Path]:
-    """``path`` created with mode 0700 if missing; None when it cannot be had or is not private."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
-    except OSError:
-        return None
-    return None if unsafe_reason(path) else path
-
-
-_scratch: Optional[Path] = None
-
-
-def _scratch_dir() -> Path:
-    """A fresh private folder (mkdtemp: 0700) for this process only, removed at exit."""
-    global _scratch
-    if _scratch is None:
-        _scratch = Path(tempfile.mkdtemp(prefix="attn_cli_kernel_"))
-        atexit.register(shutil.rmtree, _scratch, True)
-    return _scratch
-
-
-def kernel_dir() -> Path:
-    """The per-user cache folder if it is private, else this process's own scratch folder.
-
-    Never a shared fixed path: a folder another user can write could hold a planted library.
-    """
-    return private_dir(_cache_dir()) or _scratch_dir()
-
-
-# --------------------------------------------------------------------------- what it is built from
-
-def _compiler() -> Optional[str]:
-    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if name and shutil.which(name):
-            return name
-    return None
-
-
-def compiler_version(cc: str) -> str:
-    """``cc --version`` (its first lines), part of the build key: a new compiler rebuilds."""
-    try:
-        proc = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-        return (proc.stdout or proc.stderr).strip()
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"unknown ({type(exc).__name__})"
-
-
-def cpu_features() -> str:
-    """The CPU's feature flags (``-march=native`` builds for them), part of the build key."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith(("flags", "Features")):
-                    return " ".join(sorted(line.split(":", 1)[1].split()))
-    except OSError:
-        pass
-    return f"{platform.machine()} {platform.processor()}"
-
-
-def build_key(cc: str) -> str:
-    parts = [C_SOURCE, " ".join(FLAGS), cc, compiler_version(cc), platform.machine(), cpu_features()]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-# --------------------------------------------------------------------------- build and load
-
-def _build(cc: str, into: Path) -> Path:
-    """Compile into the private folder ``into``; raises RuntimeError with the compiler's message."""
-    (into / "copy_fast.c").write_text(C_SOURCE)
-    # relative names and cwd: the library's bytes do not depend on the folder's name
-    proc = subprocess.run([cc, *FLAGS, "copy_fast.c", "-o", "copy_fast.so", "-lm"],
-                          capture_output=True, text=True, cwd=into)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cc} failed: {proc.stderr.strip()[:500]}")
-    return into / "copy_fast.so"
-
-
-def _install(built: Path, so: Path) -> None:
-    """Copy the built library into the cache with its SHA-256 beside it (both atomic)."""
-    from attn_cli import io
-
-    data = built.read_bytes()
-    io.write_bytes(so, data)
-    io.write_text(so.with_name(so.name + ".sha256"), hashlib.sha256(data).hexdigest() + "\n")
-
-
-def _verified(so: Path) -> bool:
-    """The cached library exists and its bytes match the SHA-256 recorded beside it."""
-    try:
-        recorded = so.with_name(so.name + ".sha256").read_text().strip()
-        return so.is_file() and not so.is_symlink() and recorded == sha256_of(so)
-    except OSError:
-        return False
-
-
-def _bind(path: Path) -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(path))
-    f, i, l, d, p = ctypes.c_float, ctypes.c_int, ctypes.c_long, ctypes.c_double, ctypes.c_void_p
-    lib.param_count.argtypes, lib.param_count.restype = [i, i], l
-    lib.loss_and_grad.argtypes = [p, p, p, i, i, i, i]
-    lib.loss_and_grad.restype = d
-    lib.train_steps.argtypes = [p, p, p, p, l, p, i, i, i, i, i, d, d, p]
-    lib.train_steps.restype = i
-    return lib
-
-
-def _load_or_build(cc: str) -> ctypes.CDLL:
-    """The verified cached library, else a fresh build (installed for next time).
-
-    A fresh build is loaded from the private folder it was compiled in, so a concurrent
-    builder replacing the cached copy can never change what this process loads.
-    """
-    so = kernel_dir() / f"copy_fast_{build_key(cc)}.so"
-    if _verified(so):
-        try:
-            return _bind(so)
-        except OSError:
-            pass  # a library that does not load (corrupt, noexec mount): rebuild it
-    with tempfile.TemporaryDirectory(prefix="attn_cli_build_") as tmp:  # mode 0700
-        built = _build(cc, Path(tmp))
-        try:
-            _install(built, so)
-        except Exception:
-            pass  # a cache that cannot be written only costs a rebuild next time
-        return _bind(built)  # the mapping outlives the folder
-
-
-def load() -> Optional[ctypes.CDLL]:
-    """The compiled kernel (built on first use), or None where it cannot be built or loaded.
-
-    On None, :func:`load_error` says why and one warning has gone to stderr: the fast
-    engine then uses its PyTorch path.
-    """
-    global _lib, _tried, _error
-    with _lock:
-        if _tried:
-            return _lib
-        _tried = True
-        cc = _compiler()
-        try:
-            if cc is None:
-                raise RuntimeError("no C compiler found")
-            _lib = _load_or_build(cc)
-        except Exception as exc:  # build or load failure of any kind: fall back, never crash
-            _error = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
-            _warn(_error)
-        return _lib
-
-
-def _warn(reason: str) -> None:
-    global _warned
-    if not _warned:
-        _warned = True
-        sys.stderr.write(f"warning: the copy-task C kernel is not available ({reason}); "
-                         "the fast engine uses PyTorch ops\n")
-        sys.stderr.flush()
-
-
-def backend() -> str:
-    """The fast engine's CPU backend after :func:`load`: "kernel" or "torch"."""
-    return "kernel" if _lib is not None else "torch"
-
-
-def load_error() -> Optional[str]:
-    """Why :func:`load` returned None (after it was called)."""
-    return _error
-
-
-def _reset_for_tests() -> None:
-    global _lib, _tried, _error, _warned
-    _lib, _tried, _error, _warned = None, False, None, False

@@ -1,0 +1,86 @@
+"""The parameter layout of one fast-engine run, derived from the exact engine's model.
+
+One run's parameters are one flat row, in the order of
+``build_model(model, hidden).named_parameters()`` (so :func:`attn_cli.core.copy_fast.runs.init_run`
+can copy the model's initial weights into it as they are).  Each parameter plays one *role*
+in the hand-written step (the embedding, the encoder's input weights, ...); :data:`ROLES`
+names them, in the order the C kernel receives their offsets.  Nothing here writes a shape:
+a change to the model changes the layout, and the kernel's own idea of each role's size is
+checked against it (:func:`attn_cli.core.copy_fast.kernel.offsets`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+from attn_cli.core.copy_models import build_model
+
+# the model's parameter name -> its role in the step (both models: same names)
+ROLE_OF = {
+    "emb.weight": "emb",              # (V, E) token embedding, shared by encoder and decoder
+    "encoder.weight_ih_l0": "e_wih",  # (G, E) encoder GRU, input weights
+    "encoder.weight_hh_l0": "e_whh",  # (G, h) encoder GRU, recurrent weights
+    "encoder.bias_ih_l0": "e_bih",    # (G,)
+    "encoder.bias_hh_l0": "e_bhh",    # (G,)
+    "cell.weight_ih": "d_wih",        # (G, E [+ h]) decoder cell, input [emb; context] or emb
+    "cell.weight_hh": "d_whh",        # (G, h)
+    "cell.bias_ih": "d_bih",          # (G,)
+    "cell.bias_hh": "d_bhh",          # (G,)
+    "out.weight": "o_w",              # (V, 2h or h) readout from [state; context] or state
+    "out.bias": "o_b",                # (V,)
+}
+ROLES = tuple(ROLE_OF.values())  # the order of the offsets handed to the C kernel
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each role lives in a run's flat row."""
+
+    roles: tuple[str, ...]  # in the model's parameter order
+    shapes: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]  # first element of each, same order
+    size: int  # P: elements per run
+
+    def offset_of(self, role: str) -> int:
+        return self.offsets[self.roles.index(role)]
+
+    def numel_of(self, role: str) -> int:
+        return math.prod(self.shapes[self.roles.index(role)])
+
+
+@lru_cache(maxsize=None)
+def param_layout(model: str, hidden: int) -> Layout:
+    """The layout of ``build_model(model, hidden)``'s parameters.
+
+    The model is built on the meta device: shapes only, no memory, and the RNG is not drawn.
+    """
+    with torch.device("meta"):
+        net = build_model(model, hidden)
+    roles, shapes, offsets, offset = [], [], [], 0
+    for name, p in net.named_parameters():
+        if name not in ROLE_OF:
+            raise ValueError(f"the fast engine has no role for the {model} model's parameter {name!r}")
+        roles.append(ROLE_OF[name])
+        shapes.append(tuple(p.shape))
+        offsets.append(offset)
+        offset += p.numel()
+    if sorted(roles) != sorted(ROLES):
+        raise ValueError(f"the {model} model lacks parameters the fast engine needs: {set(ROLES) - set(roles)}")
+    return Layout(tuple(roles), tuple(shapes), tuple(offsets), offset)
+
+
+class Weights:
+    """Named (M, ...) views into a flat (M, P) buffer (parameters or gradients), one per role."""
+
+    def __init__(self, flat: torch.Tensor, lay: Layout):
+        self.flat = flat  # (M, P)
+        M = flat.shape[0]
+        self.views = []
+        for role, shape, offset in zip(lay.roles, lay.shapes, lay.offsets):
+            view = flat[:, offset:offset + math.prod(shape)].view(M, *shape)  # (M, *shape)
+            self.views.append(view)
+            setattr(self, role, view)

@@ -1,0 +1,293 @@
+"""The runs of the fast engine: initial weights, data streams, training, the thread pool.
+
+Initial weights: ``torch.manual_seed(seed)`` then :func:`attn_cli.core.copy_models.build_model`,
+exactly as the exact engine.  Data: the same ``randint`` stream, drawn from a CPU generator
+that continues the global one right after the model was built (the global RNG itself is
+left as it was found).  Each run records the backend that trained it ("kernel" or "torch").
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Callable, Optional, Sequence
+
+import torch
+
+from attn_cli.core.copy_fast import kernel
+from attn_cli.core.copy_fast.adam import Adam, clip_per_run
+from attn_cli.core.copy_fast.backward import loss_and_grads
+from attn_cli.core.copy_fast.evaluate import evaluate
+from attn_cli.core.copy_fast.layout import Weights, param_layout
+from attn_cli.core.copy_models import build_model
+from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec, cpu_isa
+
+PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
+
+# progress(spec_index, step_done, total_steps, loss)
+FastProgress = Optional[Callable[[int, int, int, float], None]]
+
+
+@dataclass
+class _Group:
+    """Runs trained together: same configuration except the seed."""
+
+    indices: list[int]  # positions in the caller's spec list
+    specs: list[RunSpec]
+
+
+def group_key(spec: RunSpec) -> RunSpec:
+    """Runs with equal keys can be stacked: everything but the seed."""
+    return replace(spec, seed=0)
+
+
+def group_specs(specs: Sequence[RunSpec]) -> list[_Group]:
+    groups: dict[RunSpec, _Group] = {}
+    for i, spec in enumerate(specs):
+        if spec.model not in ("attention", "plain"):
+            raise ValueError(f"unknown model {spec.model!r}; choose from attention, plain")
+        g = groups.setdefault(group_key(spec), _Group([], []))
+        g.indices.append(i)
+        g.specs.append(spec)
+    return list(groups.values())
+
+
+def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
+    """Multiply-add FLOPs (x2) of one training step (forward + backward) of one run.
+
+    Counted on the program's formulation (attention twice per decoder step, every matmul
+    of the program; elementwise ops not counted), so GFLOP/s compare with the exact
+    engine's useful work:
+      forward = B T [ 2E*G + 2h*G                      encoder: input + recurrent projections
+                    + 2(E+c)*G + 2h*G                  decoder cell (c = h with attention, else 0)
+                    + 2 r*V                            readout (r = 2h with attention, else h)
+                    + a * 2 * 2 * 2 T h ]              attention: 2 per step, scores + context
+      backward = 2 x forward (gradients w.r.t. inputs and weights of every matmul)
+    with G = 3h, a = 1 with attention, else 0.
+    """
+    B, T, h, E, V, G = batch_size, length, hidden, EMBED, VOCAB, 3 * hidden
+    att = model == "attention"
+    c = h if att else 0
+    r = 2 * h if att else h
+    fwd = B * T * (2 * E * G + 2 * h * G + 2 * (E + c) * G + 2 * h * G + 2 * r * V
+                   + (8 * T * h if att else 0))
+    return 3.0 * fwd
+
+
+
+def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
+    """Seed K's initial weights as one flat (P,) row, and the generator of its data stream.
+
+    Same as the exact engine: manual_seed, then build_model; the data generator continues
+    the global stream from there.  The global RNG state is restored afterwards.
+    """
+    with _RNG_LOCK:  # the global RNG is process-wide: never two of these at once
+        return _init_run_locked(spec)
+
+
+_RNG_LOCK = threading.Lock()
+
+
+def _init_run_locked(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
+    saved = torch.get_rng_state()
+    try:
+        torch.manual_seed(spec.seed)
+        net = build_model(spec.model, spec.hidden)
+        gen = torch.Generator()
+        gen.set_state(torch.get_rng_state())
+    finally:
+        torch.set_rng_state(saved)
+    flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])  # (P,)
+    return flat, gen
+
+
+def draw_batch(gens: Sequence[torch.Generator], batch_size: int, length: int, device: str):
+    """One batch per run from its own stream -> src, tgt_in (M, B, T) on ``device``."""
+    src = torch.stack([torch.randint(0, 10, (batch_size, length), generator=g) for g in gens])  # (M, B, T)
+    bos = torch.full((len(gens), batch_size, 1), BOS, dtype=src.dtype)
+    tgt_in = torch.cat([bos, src[..., :-1]], 2)  # (M, B, T) = [BOS, src[:, :-1]]
+    return src.to(device), tgt_in.to(device)
+
+
+def train_group(specs: Sequence[RunSpec], device: str = "cpu",
+                progress: Optional[Callable[[int, int, int, float], None]] = None,
+                stop: Optional[threading.Event] = None, inits=None) -> list[RunOutcome]:
+    """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device.
+
+    ``inits``: their :func:`init_run` results, if already made.
+    """
+    start, cpu = time.perf_counter(), time.thread_time()
+    s0 = specs[0]
+    inits = inits or [init_run(s) for s in specs]
+    lay = param_layout(s0.model, s0.hidden)
+    flat = torch.stack([f for f, _ in inits]).to(device)  # (M, P)
+    gens = [g for _, g in inits]
+    grad = torch.zeros_like(flat)  # (M, P)
+    w, g = Weights(flat, lay), Weights(grad, lay)
+    opt = Adam(flat, s0.lr)
+    loss = None
+    with torch.no_grad():
+        for step in range(1, s0.steps + 1):
+            src, tgt_in = draw_batch(gens, s0.batch_size, s0.length, device)
+            loss = loss_and_grads(w, g, src, tgt_in, s0.model, s0.hidden)  # (M,)
+            clip_per_run(grad, s0.clip)
+            opt.step(grad)
+            if step % PROGRESS_EVERY == 0 or step == s0.steps:
+                if stop is not None and stop.is_set():
+                    raise _Stopped()
+                if progress is not None:
+                    for i, value in enumerate(loss.tolist()):
+                        progress(i, step, s0.steps, value)
+        final = loss.tolist() if loss is not None else [float("nan")] * len(specs)
+    return _evaluate_outcomes(specs, flat, gens, final, device, start, cpu)
+
+
+def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int, float], None]] = None,
+                 stop: Optional[threading.Event] = None, init=None) -> list[RunOutcome]:
+    """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call.
+
+    ``init``: its :func:`init_run` result, if already made.
+    """
+    start, cpu = time.perf_counter(), time.thread_time()
+    flat, gen = init or init_run(spec)
+    params = flat.to(torch.float32).contiguous()  # (P,)
+    grad, m1, m2 = torch.zeros_like(params), torch.zeros_like(params), torch.zeros_like(params)
+    B, T, H, att = spec.batch_size, spec.length, spec.hidden, int(spec.model == "attention")
+    off = kernel.offsets(lib, spec.model, H)  # (roles + 1,) where each parameter lives
+    done, final = 0, float("nan")
+    while done < spec.steps:
+        if stop is not None and stop.is_set():
+            raise _Stopped()
+        n = min(PROGRESS_EVERY, spec.steps - done)
+        # n successive draws of the program's batch(B): one randint gives the same numbers
+        src = torch.randint(0, 10, (n * B, T), generator=gen)  # (n B, T)
+        losses = torch.empty(n, dtype=torch.float32)  # (n,)
+        rc = lib.train_steps(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), done,
+                             src.data_ptr(), n, B, T, H, att, float(spec.lr), float(spec.clip),
+                             losses.data_ptr(), off.data_ptr())
+        if rc != 0:
+            raise MemoryError(f"copy-task kernel could not allocate its work space (length {T})")
+        done += n
+        final = losses[-1].item()
+        if progress is not None:
+            progress(0, done, spec.steps, final)
+    return _evaluate_outcomes([spec], params.unsqueeze(0), [gen], [final], "cpu", start, cpu)
+
+
+def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[RunOutcome]:
+    """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group.
+
+    ``seconds`` is the group's wall time; ``cpu_seconds`` the CPU time of the thread that
+    trained it (the kernel and torch's single intra-op thread run there), split evenly
+    over the stacked runs.
+    """
+    s0 = specs[0]
+    w = Weights(flat, param_layout(s0.model, s0.hidden))
+    src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)
+    forced, free, exact, example, diagonal = evaluate(w, src, tgt_in, s0.model, s0.hidden)
+    forced, free, exact = forced.tolist(), free.tolist(), exact.tolist()
+    diagonal = diagonal.tolist() if diagonal is not None else [None] * len(specs)
+    isa = cpu_isa()
+    seconds = time.perf_counter() - start
+    cpu_share = (time.thread_time() - cpu) / len(specs)
+    outcomes = []
+    for i, spec in enumerate(specs):
+        outcomes.append(RunOutcome(
+            spec=spec, teacher_forced=forced[i], free_running=free[i], exact=exact[i],
+            seconds=seconds, final_loss=final[i],
+            example_src=src[i, 0].tolist() if example is not None else [],
+            example_weights=example[i].tolist() if example is not None else [],
+            engine="fast", cpu_seconds=cpu_share, diagonal=diagonal[i], isa=isa))
+    return outcomes
+
+
+class _Stopped(Exception):
+    """A worker noticed that the run was cancelled."""
+
+
+def available_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress = None, *,
+             threads: Optional[int] = None, backend: str = "auto") -> list[RunOutcome]:
+    """Train and evaluate every spec with the fast engine; outcomes in the order of ``specs``.
+
+    backend: ``"kernel"`` (the C kernel, CPU only, one run per task), ``"torch"`` (PyTorch
+    ops, runs equal but for the seed stacked into one computation, any device) or
+    ``"auto"`` (the kernel on CPU where it builds, else torch).
+    threads: tasks trained at once on CPU (default: one per available core, at most one per
+    task); each task uses one core.  ``seconds`` of an outcome is the wall time of its task.
+    ``progress(spec_index, step, steps, loss)`` is called every PROGRESS_EVERY steps, from
+    worker threads but never two calls at once.
+    """
+    if backend not in ("auto", "kernel", "torch"):
+        raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
+    on_cpu = torch.device(device).type == "cpu"
+    lib = None
+    if on_cpu and backend in ("auto", "kernel"):
+        lib = kernel.load()
+        if lib is None and backend == "kernel":
+            raise RuntimeError(f"the copy-task C kernel is not available: {kernel.load_error()}")
+    elif backend == "kernel":
+        raise ValueError("the C kernel runs on CPU only; use backend='torch' on other devices")
+
+    groups = group_specs(specs)
+    if lib is not None:  # one task per run
+        tasks = [_Group([i], [s]) for g in groups for i, s in zip(g.indices, g.specs)]
+    else:
+        tasks = groups
+    # longest first, so that the threads finish together
+    tasks.sort(key=lambda g: -len(g.specs) * g.specs[0].steps * step_flops(
+        g.specs[0].model, g.specs[0].length, g.specs[0].hidden, g.specs[0].batch_size))
+    n_threads = 1 if not on_cpu else min(len(tasks), threads or available_cpus())
+    if n_threads < 1:
+        raise ValueError("threads must be at least 1")
+
+    lock, stop = threading.Lock(), threading.Event()
+    outcomes: list[Optional[RunOutcome]] = [None] * len(specs)
+    # initial weights and data generators made here, in order, before any thread starts
+    inits = {i: init_run(specs[i]) for task in tasks for i in task.indices}
+
+    def work(task: _Group) -> None:
+        report = None
+        if progress is not None:
+            def report(i, step, total, value):
+                with lock:
+                    progress(task.indices[i], step, total, value)
+        if lib is not None:
+            result = train_kernel(task.specs[0], lib, report, stop, inits[task.indices[0]])
+        else:
+            result = train_group(task.specs, device, report, stop, [inits[i] for i in task.indices])
+        for i, outcome in zip(task.indices, result):
+            outcome.backend = "kernel" if lib is not None else "torch"
+            outcomes[i] = outcome
+
+    saved_threads = torch.get_num_threads()
+    if on_cpu:
+        torch.set_num_threads(1)  # one core per task, like the exact engine
+    try:
+        if n_threads == 1:
+            for task in tasks:
+                work(task)
+        else:
+            pool = ThreadPoolExecutor(max_workers=n_threads)
+            try:
+                futures = [pool.submit(work, t) for t in tasks]
+                for f in futures:
+                    f.result()
+            except BaseException:
+                stop.set()  # workers stop at their next chunk boundary
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
+    finally:
+        if on_cpu:
+            torch.set_num_threads(saved_threads)
+    return outcomes  # type: ignore[return-value]
