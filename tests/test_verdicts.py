@@ -264,3 +264,26 @@ def test_code_digest_covers_both_engines_and_the_kernel():
     assert {"core/copy_models.py", "core/copy_train.py", "core/copy_spec.py"} <= covered
     assert any(name.startswith("core/copy_fast") for name in covered)  # a module or a package
     assert any("kernel" in name for name in covered)
+
+
+def test_the_table_takes_published_values_and_marks_from_the_outcomes():
+    """render/copy_task.py holds no published value: a moved value in the outcomes moves the
+    printed value, its mark, the plain model's quoted numbers and the CSV's published column."""
+    from attn_cli.published.compare import compare
+    from attn_cli.render import copy_task as render
+
+    result = _fake(free_running=0.88, model="both")
+    moved = {c.id: (dataclasses.replace(c, published=0.60) if c.id.endswith(".free_running") else c)
+             for c in pub.CHECKS}
+    outcomes = compare(moved.values(), result.measured(), result.config)
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    for r in render.tables(result, outcomes):
+        console.print(r)
+    text = console.export_text()
+    assert "0.880 ≠ (+0.280) 0.600" in text and "= 0.894" not in text
+    assert "(0.6 at 4, 0.6 at 16, 0.6 at 32)" in text
+    view = render.json_view(result, outcomes)
+    assert {c["free_running"]["published"] for c in view["cells"] if c["length"] in (16, 32)} == {0.60}
+    assert all("published" not in c["free_running"] for c in result.cells)  # the Result holds none
