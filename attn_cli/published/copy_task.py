@@ -124,6 +124,5 @@ def _checks() -> list[Check]:
 
 
 CHECKS: tuple[Check, ...] = tuple(_checks())
-BY_CHECK_ID = {c.id: c for c in CHECKS}
-CHECK_IDS = frozenset(BY_CHECK_ID)
+CHECK_IDS = frozenset(c.id for c in CHECKS)
 
