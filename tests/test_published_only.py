@@ -16,13 +16,8 @@ from attn_cli.published.types import KINDS, Check, exact, identity, num, rule
 
 PACKAGE = Path(attn_cli.__file__).parent
 
-# Modules not scanned: the copy task's files are being moved into published/ by the lead
-# (issue 10, item 1, copy-task part), so they still print their published cells themselves.
-NOT_SCANNED = {
-    "experiments/copy_task.py",  # copy task: moved by the lead
-    "render/copy_task.py",  # copy task: moved by the lead
-    "commands/copy_task.py",  # copy task: moved by the lead
-}
+# Modules not scanned: none (every module outside published/ is scanned).
+NOT_SCANNED: set[str] = set()
 # Numbers too common to be evidence of a leak: integers below 1000 (shapes, sizes, head
 # counts: [2, 4, 100] is a published shape and 4 a plot's width alike) and floats with one
 # significant digit (0.3, 0.05, 1.0: plot coordinates, tolerances).  Of the rest, these equal

@@ -242,7 +242,7 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
     config = exp.Config(cache_root=str(tmp_path), **TINY)
     exp.run(config)
     assert exp.run(config).runs[0]["cached"]
-    monkeypatch.setattr(exp, "_CODE_DIGEST", {})
+    monkeypatch.setattr(exp.cache, "_CODE_DIGEST", {})
     original = type(tmp_path).read_bytes
 
     def edited(path):  # copy_train.py as if a line had changed
@@ -256,7 +256,33 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
 def test_code_digest_covers_both_engines_and_the_kernel():
     from pathlib import Path
 
-    root = Path(exp.__file__).resolve().parent.parent
+    import attn_cli
+
+    root = Path(attn_cli.__file__).resolve().parent
+    assert exp.cache.PACKAGE_ROOT == root
     covered = {p.relative_to(root).as_posix() for g in exp.CODE_GLOBS for p in root.glob(g)}
     assert {"core/copy_models.py", "core/copy_train.py", "core/copy_fast/__init__.py", "core/copy_spec.py"} <= covered
     assert any("kernel" in name for name in covered)
+
+
+def test_the_table_takes_published_values_and_marks_from_the_outcomes():
+    """render/copy_task.py holds no published value: a moved value in the outcomes moves the
+    printed value, its mark, the plain model's quoted numbers and the CSV's published column."""
+    from attn_cli.published.compare import compare
+    from attn_cli.render import copy_task as render
+
+    result = _fake(free_running=0.88, model="both")
+    moved = {c.id: (dataclasses.replace(c, published=0.60) if c.id.endswith(".free_running") else c)
+             for c in pub.CHECKS}
+    outcomes = compare(moved.values(), result.measured(), result.config)
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    for r in render.tables(result, outcomes):
+        console.print(r)
+    text = console.export_text()
+    assert "0.880 ≠ (+0.280) 0.600" in text and "= 0.894" not in text
+    assert "(0.6 at 4, 0.6 at 16, 0.6 at 32)" in text
+    view = render.json_view(result, outcomes)
+    assert {c["free_running"]["published"] for c in view["cells"] if c["length"] in (16, 32)} == {0.60}
+    assert all("published" not in c["free_running"] for c in result.cells)  # the Result holds none

@@ -93,6 +93,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
         attn copy-task --quick --json --out /tmp/copy
     """
     from attn_cli.experiments import copy_task as exp
+    from attn_cli.published.compare import compare_result
     from attn_cli.render import copy_task as render
     from attn_cli.render.console import emit, note
 
@@ -119,8 +120,9 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
         raise click.Abort() from None
     for line in result.notes:
         note(line)
-    paths = render.figures(result, common.out, common.formats)
-    emit(result, render.tables(result), common.json)
+    outcomes = compare_result(result, exp.ARTIFACTS)
+    paths = render.figures(result, common.out, common.formats, outcomes)
+    emit(render.json_view(result, outcomes) if common.json else result, render.tables(result, outcomes), common.json)
     for path in paths:
         note(f"wrote {path}")
 

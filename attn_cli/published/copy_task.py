@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attn_cli.published import seed_rule
+from attn_cli.published.settings import TEXT
 from attn_cli.published.types import Check
 
 TOLERANCE = seed_rule.FLOOR  # one seed alone: matched within this
@@ -32,8 +33,9 @@ METRICS = ("teacher_forced", "free_running", "exact")
 
 MAP_RULE_ID = "w9-copy-task-map.near_diagonal"
 
-# The text's training and evaluation sizes: its published values apply only there.
-TEXT_SETTING = {"steps": 2500, "hidden": 32, "batch_size": 64, "lr": 3e-3, "eval_size": 1000}
+# The text's training and evaluation sizes: its published values apply only there (the table's
+# cells; the map rule is a claim about any trained model, judged wherever a length >= 16 ran).
+TEXT_SETTING = TEXT["w9-copy-task"]
 
 # The map rule.  It is judged where attention is needed: at lengths from 16 on, where W9's plain
 # encoder-decoder fails (free-running 0.30 at 16, 0.15 at 32); at length 4 the plain model copies
@@ -48,9 +50,16 @@ MAP_RULE = (f"at every length >= {MAP_MIN_LENGTH} (where the plain model fails),
             "steps: attention follows the position being copied wherever the model copies")
 
 
-def is_text_setting(config: dict) -> bool:
-    """True when a copy-task config (a dict) has the text's training and evaluation sizes."""
-    return all(config.get(k) == v for k, v in TEXT_SETTING.items())
+def check_id(model: str, length: int, metric: str) -> str:
+    """The ID of one cell of the table, e.g. ``w9-copy-task.attention.32.free_running``
+    (a check exists only where the text prints the cell: :data:`CHECK_IDS`)."""
+    return f"w9-copy-task.{model}.{length}.{metric}"
+
+
+def cell_of(check: str) -> tuple[str, int, str]:
+    """(model, length, metric) of a cell's check ID: the inverse of :func:`check_id`."""
+    _, model, length, metric = check.split(".")
+    return model, int(length), metric
 
 
 @dataclass
@@ -71,6 +80,10 @@ class MapSample:
             out[length] = (sum(self.diagonal[i] for i in idx) / len(idx),
                            sum(self.free_running[i] for i in idx) / len(idx))
         return out
+
+    def judged(self) -> bool:
+        """True when some length the rule judges (>= :data:`MAP_MIN_LENGTH`) was run."""
+        return any(L >= MAP_MIN_LENGTH for L in self.lengths)
 
     def record(self) -> dict:
         """The fields a verify record adds: one diagonal fraction per (length, seed) run, and the rule."""
@@ -100,9 +113,9 @@ def _checks() -> list[Check]:
     checks = []
     for length, values in ATTENTION.items():
         for metric, value in zip(METRICS, values):
-            checks.append(_seeds(f"w9-copy-task.attention.{length}.{metric}", value, REASON))
+            checks.append(_seeds(check_id("attention", length, metric), value, REASON))
     for length, value in PLAIN_FREE_RUNNING.items():
-        checks.append(_seeds(f"w9-copy-task.plain.{length}.free_running", value,
+        checks.append(_seeds(check_id("plain", length, "free_running"), value,
                              REASON + "; Week 8's value as W9 quotes it"))
     checks.append(Check(id=MAP_RULE_ID, artifact="w9-copy-task-map", test="rule", kind="rule", judge=map_rule,
                         published="the trained model's attention (output step x input position) is near-diagonal",
@@ -111,11 +124,5 @@ def _checks() -> list[Check]:
 
 
 CHECKS: tuple[Check, ...] = tuple(_checks())
-BY_CHECK_ID = {c.id: c for c in CHECKS}
-CHECK_IDS = frozenset(BY_CHECK_ID)
+CHECK_IDS = frozenset(c.id for c in CHECKS)
 
-
-def published_value(model: str, length: int, metric: str) -> float | None:
-    """The text's value for one cell of the table, or None when the text prints none."""
-    check = BY_CHECK_ID.get(f"w9-copy-task.{model}.{length}.{metric}")
-    return None if check is None else check.published

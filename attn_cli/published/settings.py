@@ -28,6 +28,8 @@ TEXT: dict[str, dict[str, Any]] = {
     "w9-sqrt-dk-plot": {"seed": 0, "trials": SQRT_DK_TRIALS, "n_keys": SQRT_DK_N_KEYS, "dims": SQRT_DK_DIMS},
     "w9-masks": {"seed": 0, "n": 5, "d": 4, "changed_from": 3, "padding_from": 3},
     "w9-scaling": {},  # formulas: the text's lengths are the checks' own IDs; d for operations below
+    # the text's training and evaluation sizes (one seed of them; the seed rule judges over several)
+    "w9-copy-task": {"steps": 2500, "hidden": 32, "batch_size": 64, "lr": 3e-3, "eval_size": 1000},
     "d2l-copy-both-one-head": {"seed": 0, "samples": 10_000, "dim": 16},
     "d2l-copy-both-two-heads": {"seed": 0, "samples": 10_000, "dim": 16},
     "d2l-fig-10.3.1": {"seed": 0, "samples": 10_000, "dim": 16},

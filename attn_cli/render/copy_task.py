@@ -1,13 +1,21 @@
-"""Table and figures for ``attn copy-task`` (W9 2.3)."""
+"""Table and figures for ``attn copy-task`` (W9 2.3).
+
+Every published value shown here (a cell's text value and its ``=``/``≠`` mark, the plain
+model's quoted accuracies, the published points of the plot, the CSV's published column)
+comes from the comparison outcomes (:func:`attn_cli.published.compare.compare_result`),
+never from a table of its own.
+"""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from typing import Mapping
 
-from attn_cli.experiments.copy_task import METRICS, Result
+from attn_cli.experiments.copy_task import ARTIFACTS, METRICS, Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.copy_task import (BY_CHECK_ID, MAP_MIN_LENGTH, MAP_RULE, MAP_RULE_ID, PLAIN_FREE_RUNNING,
-                                          TEXT_SETTING, is_text_setting)
+from attn_cli.published.compare import Outcome, compare_result
+from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, TEXT_SETTING, cell_of, check_id
 from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.published.seed_rule import FLOOR
 from attn_cli.render.files import DEFAULT_FORMATS
@@ -23,33 +31,54 @@ TOLERANCE_NOTE = (f"each published cell is one seed of training on an unknown ma
                   f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
                   "one trained model are not reproducible across CPUs and PyTorch builds")
 
+Outcomes = Mapping[str, Outcome]  # check ID -> Outcome
 
-def _cell(model: str, length: int, metric: str, values: list[float], comparable: bool) -> str:
+
+def _outcomes(result: Result, outcomes: Outcomes | None) -> Outcomes:
+    return compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+
+
+def _cells_judged(outcomes: Outcomes) -> bool:
+    """The run has the text's settings: its published cells are judged, not shown "n/a"."""
+    return not any(o.status == "n/a" for o in outcomes.values() if o.check.artifact == "w9-copy-task")
+
+
+def _published(outcomes: Outcomes, model: str, length: int, metric: str):
+    """The text's value of one cell (from its outcome), or None where the text prints none."""
+    o = outcomes.get(check_id(model, length, metric))
+    return None if o is None else o.published
+
+
+def _published_points(outcomes: Outcomes, model: str, metric: str) -> list[tuple[int, float]]:
+    """(length, published value) of every cell of ``model`` and ``metric`` the text prints."""
+    cells = [(cell_of(cid), o.published) for cid, o in outcomes.items() if o.check.artifact == "w9-copy-task"]
+    return sorted((length, value) for (m, length, x), value in cells if (m, x) == (model, metric))
+
+
+def _cell(stats: dict, n: int, outcome: Outcome | None) -> str:
     """One table cell: the value (mean ± std over several seeds), then, where the text prints
-    this cell, ``=``/``≠`` by the seed rule and the published value (at the text's settings
-    only; elsewhere the published value is shown plainly, for orientation)."""
-    from attn_cli.published.seed_rule import interval
-
-    iv = interval(values)
-    text = f"{iv.mean:.3f}" + (f" ± {iv.std:.3f}" if iv.n > 1 else "")
-    check = BY_CHECK_ID.get(f"w9-copy-task.{model}.{length}.{metric}")
-    if check is None:
+    this cell, ``=``/``≠`` by the seed rule and the published value (where the outcome is
+    judged, i.e. at the text's settings; elsewhere the published value is shown plainly)."""
+    text = f"{stats['mean']:.3f}" + (f" ± {stats['std']:.3f}" if n > 1 else "")
+    if outcome is None:
         return text
-    pub = check.published
-    if not comparable:
+    pub = outcome.published
+    if outcome.status not in ("pass", "fail"):
         return f"{text} [dim](text {pub:.3f})[/]"
-    mark = "[green]=[/]" if iv.contains(pub) else f"[red]≠ ({iv.mean - pub:+.3f})[/]"
+    mark = "[green]=[/]" if outcome.ok else f"[red]≠ ({stats['mean'] - pub:+.3f})[/]"
     return f"{text} {mark} [dim]{pub:.3f}[/]"
 
 
-def tables(result: Result) -> list:
+def tables(result: Result, outcomes: Outcomes | None = None) -> list:
+    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
     from rich.table import Table
 
+    o = _outcomes(result, outcomes)
     cfg = result.config
     seeds = tuple(cfg["seeds"]) or (cfg["seed"],)
     several = len(seeds) > 1
     models = [m for m in ("attention", "plain") if any(c["model"] == m for c in result.cells)]
-    comparable = is_text_setting(cfg)
+    comparable = _cells_judged(o)
     engines = sorted({r["engine"] for r in result.rows})
     title = (f"W9 2.3  copy task  (hidden {cfg['hidden']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
              f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, "
@@ -67,7 +96,7 @@ def tables(result: Result) -> list:
         for i, model in enumerate(models):
             cell = result.cell(model, length)
             table.add_row(str(length) if i == 0 else "", MODEL_LABELS[model],
-                          *(_cell(model, length, metric, _values(result, model, length, metric), comparable)
+                          *(_cell(cell[metric], cell["n"], o.get(check_id(model, length, metric)))
                             for metric in METRICS),
                           end_section=(i == len(models) - 1 and len(models) > 1))
     out: list = [table]
@@ -79,18 +108,11 @@ def tables(result: Result) -> list:
                    "for orientation only, not judged.")
     out.append(f"note: {TOLERANCE_NOTE}.")
     if "plain" in models:
-        quoted = ", ".join(f"{v:g} at {L}" for L, v in PLAIN_FREE_RUNNING.items())
+        quoted = ", ".join(f"{v:g} at {L}" for L, v in _published_points(o, "plain", "free_running"))
         out.append(f"plain: Week 8's encoder-decoder without attention; W9 quotes only its free-running "
                    f"accuracy ({quoted}).")
     if result.maps:
-        parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
-        sample = result.measured().get(MAP_RULE_ID)
-        verdict = BY_CHECK_ID[MAP_RULE_ID].ok(sample) if sample is not None else None
-        judged = any(m["length"] >= MAP_MIN_LENGTH for m in result.maps)
-        out.append(f"attention maps: over all {cfg['eval_size']} evaluation sequences and {len(seeds)} seed(s), the "
-                   f"readout attention peaks at the step's own input position for {', '.join(parts)} of decoder "
-                   "steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": "
-                   + ("[green]holds[/]" if verdict else "[red]fails[/]" if judged else "not judged here") + ".")
+        out.append(_map_line(result, o.get(MAP_RULE_ID), len(seeds)))
     computed = [r for r in result.runs if not r["cached"]]
     notes = {"exact": "exact engine: bit-identical to the W9 2.3 program run with the same pinned CPU kernels",
              "fast": "fast engine: the exact engine's seed distribution, not its bits"}
@@ -100,9 +122,33 @@ def tables(result: Result) -> list:
     return out
 
 
-def _values(result: Result, model: str, length: int, metric: str) -> list[float]:
-    """Every seed's value of one cell, first seed first."""
-    return [r[metric] for r in result.rows if r["model"] == model and r["length"] == length]
+def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> str:
+    """The near-diagonal line: the measured fractions, the rule and its outcome."""
+    parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
+    judged = rule is not None and rule.regenerated.judged()
+    verdict = ("[green]holds[/]" if rule is not None and rule.ok
+               else "[red]fails[/]" if judged and rule.ok is False else "not judged here")
+    return (f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} seed(s), "
+            f"the readout attention peaks at the step's own input position for {', '.join(parts)} of decoder "
+            "steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": " + verdict + ".")
+
+
+def json_view(result: Result, outcomes: Outcomes | None = None) -> dict:
+    """The Result as ``--json`` prints it: each cell's metrics also carry the text's value
+    (``published``, from the outcomes; None where the text prints none)."""
+    from attn_cli.render.files import result_json
+
+    obj = result_json(result)
+    obj["cells"] = _cells_with_published(result, _outcomes(result, outcomes))
+    return obj
+
+
+def _cells_with_published(result: Result, outcomes: Outcomes) -> list[dict]:
+    cells = copy.deepcopy(result.cells)
+    for c in cells:
+        for metric in METRICS:
+            c[metric]["published"] = _published(outcomes, c["model"], c["length"], metric)
+    return cells
 
 
 def _runs_table(result: Result):
@@ -120,25 +166,24 @@ def _runs_table(result: Result):
     return table
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result: Result, out: Path, formats=DEFAULT_FORMATS, outcomes: Outcomes | None = None) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside.
 
     A PNG already drawn from the same numbers (its ``attn-digest`` text chunk matches) is
     kept as it is, so a cached rerun does not even import matplotlib.
     """
-    import copy
-
     from attn_cli.render.files import split_timing, write_csv, write_json
 
+    o = _outcomes(result, outcomes)
     out = Path(out)
     png = out / ACCURACY_PNG
     drawn_from = {k: v for k, v in result.config.items() if k not in ("jobs", "cache_root", "use_cache")}
-    paths = _draw_once(png, {"cells": result.cells, "config": drawn_from}, formats,
-                       lambda digest: _accuracy_figure(result, png, digest, formats))
+    paths = _draw_once(png, {"cells": _cells_with_published(result, o), "config": drawn_from}, formats,
+                       lambda digest: _accuracy_figure(result, o, png, digest, formats))
     paths.append(write_csv(
         out / ACCURACY_CSV,
         [[c["model"], c["length"], c["n"], *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
-          c["free_running"]["published"]] for c in result.cells],
+          _published(o, c["model"], c["length"], "free_running")] for c in result.cells],
         header=["model", "length", "seeds", *(x for m in METRICS for x in (f"{m}_mean", f"{m}_std")),
                 "free_running_published"]))
     paths.append(write_json(out / ROWS_JSON, split_timing(
@@ -211,7 +256,7 @@ def png_text(path: Path) -> dict[str, str]:
     return found
 
 
-def _accuracy_figure(result: Result, path: Path, digest: str, formats) -> list[Path]:
+def _accuracy_figure(result: Result, outcomes: Outcomes, path: Path, digest: str, formats) -> list[Path]:
     from attn_cli.render.figures import new_figure
 
     fig, ax = new_figure(figsize=(6.4, 4.2))
@@ -228,9 +273,7 @@ def _accuracy_figure(result: Result, path: Path, digest: str, formats) -> list[P
         ax.errorbar(xs, ys, yerr=errs if any(errs) else None, fmt="o-", color=colours[model], capsize=3,
                     label=f"{labels[model]}, regenerated")
     for model in sorted({c["model"] for c in result.cells}):
-        pts = [(L, c.published) for c in BY_CHECK_ID.values()
-               if c.id.startswith(f"w9-copy-task.{model}.") and c.id.endswith(".free_running")
-               for L in [int(c.id.split(".")[2])]]
+        pts = _published_points(outcomes, model, "free_running")
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none", marker="D", markersize=9,
                     markerfacecolor="none", markeredgecolor=colours[model], markeredgewidth=1.5,

@@ -1,0 +1,94 @@
+"""W9 2.3: the copy task, with attention and without (the "Week 8" plain encoder-decoder).
+
+One *run* is one (model, length, seed) training and evaluation (:class:`RunSpec`); the
+table is the runs of a :class:`Config`, aggregated per (model, length) over the seeds.
+
+- :mod:`.config`: the frozen Config, its validation and memory estimate, and
+  :func:`verify_config` (what ``attn verify`` trains).
+- :mod:`.engines`: ``engine="exact"`` runs :func:`attn_cli.core.copy_train.train_and_evaluate`,
+  equal to the W9 2.3 program bit for bit on CPU, over ``jobs`` forkserver worker processes;
+  ``engine="fast"`` hands the runs to :func:`attn_cli.core.copy_fast.run_fast` (other
+  kernels, statistically equivalent numbers).  ``extra_seed_engine``: the engine of every
+  seed after the first (``attn verify`` trains seed 0 exactly, seeds 1-4 fast: see
+  ``benchmarks/copy_task_seeds.py``).
+- :mod:`.cache`: finished runs under ``<cache_root>/.cache/copy_task/``, keyed by everything
+  that determines them, including a digest of the code that computes them.
+- :mod:`.results`: the typed Result of plain values, aggregated over seeds.
+
+torch is imported only when a run has to be computed, so a fully cached rerun is fast.
+"""
+
+from __future__ import annotations
+
+import time
+
+from attn_cli.core.copy_spec import RunOutcome
+from attn_cli.errors import AttnError
+from attn_cli.experiments.copy_task.cache import (CACHE_FORMAT, CACHE_SUBDIR, CODE_GLOBS, cache_key, cache_path,
+                                                  code_digest, load_cached, payload_digest, store_cached,
+                                                  torch_version)
+from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
+                                                   check_memory, estimate_bytes, run_peak_bytes, validate,
+                                                   verify_config)
+from attn_cli.experiments.copy_task.engines import Report, fast_engine, run_exact_engine, run_fast_engine, schedule
+from attn_cli.experiments.copy_task.results import Result, assemble, diagonal_fraction
+
+ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
+
+__all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "METRICS", "MODEL_CHOICES",
+           "TEXT_LENGTHS", "Config", "Report", "Result", "assemble", "cache_key", "cache_path", "check_memory",
+           "code_digest", "diagonal_fraction", "estimate_bytes", "fast_engine", "load_cached", "payload_digest",
+           "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate", "verify_config"]
+
+
+def run(config: Config, progress: Report = None) -> Result:
+    """Every run of ``config`` (cached ones reused), aggregated; ``progress`` sees each run's steps.
+
+    With more than one job the runs go to forkserver worker processes: a script calling this
+    needs the usual ``if __name__ == "__main__":`` guard, as with any multiprocessing code.
+    """
+    start = time.perf_counter()
+    validate(config)
+    if "fast" in config.engines:
+        fast_engine()  # a clear error now, before any work
+    check_memory(config)
+
+    specs = config.plan()
+    outcomes: list[RunOutcome | None] = [None] * len(specs)
+    cached = [False] * len(specs)
+    notes: list[str] = []
+    keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in specs]
+    paths = [cache_path(config.cache_root, k) if config.cache_root else None for k in keys]
+
+    todo = []
+    for i, spec in enumerate(specs):
+        if paths[i] is not None and config.use_cache:
+            try:
+                outcomes[i] = load_cached(paths[i], keys[i])
+            except ValueError as exc:
+                notes.append(f"cache file {paths[i].name} for the {spec.model} run at length {spec.length}, "
+                             f"seed {spec.seed} is unreadable ({exc}); recomputing it")
+            if outcomes[i] is not None:
+                cached[i] = True
+                if progress:
+                    progress(i, spec.steps, spec.steps, outcomes[i].final_loss, "cached")
+                continue
+        todo.append((i, spec))
+
+    def done(index: int, outcome: RunOutcome) -> None:
+        want = keys[index]["numerics"]["isa"]
+        if config.device == "cpu" and outcome.isa and outcome.isa != want:
+            raise AttnError(f"the {outcome.spec.model} run at length {outcome.spec.length} ran on {outcome.isa} "
+                            f"kernels, not the {want} kernels of --numerics {keys[index]['numerics']['mode']}")
+        outcomes[index] = outcome
+        if paths[index] is not None:
+            store_cached(paths[index], keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
+        if progress:
+            progress(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
+
+    for engine in config.engines:  # exact first (the text's program), then the extra seeds
+        mine = [(i, spec) for i, spec in todo if config.engine_of(spec) == engine]
+        if mine:
+            (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, progress, done)
+
+    return assemble(config, outcomes, cached, seconds=time.perf_counter() - start, notes=notes)

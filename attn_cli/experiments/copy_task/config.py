@@ -1,0 +1,151 @@
+"""The copy task's configuration: what to train, checked before any work (domain errors,
+memory), and the configuration ``attn verify`` judges."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from attn_cli.core.copy_spec import MODELS, RunSpec
+from attn_cli.errors import AttnError
+from attn_cli.published.copy_task import ATTENTION, METRICS  # METRICS: the text's three accuracies, measured
+
+TEXT_LENGTHS = tuple(ATTENTION)  # the lengths W9 2.3 prints (4 8 16 32)
+MODEL_CHOICES = ("attention", "plain", "both")
+ENGINES = ("exact", "fast")
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # the seed of the single run per cell when ``seeds`` is empty (text: 0)
+    device: str = "cpu"  # cpu: bit-exact with the text's program; cuda: same draws, GPU kernels
+    lengths: tuple[int, ...] = TEXT_LENGTHS  # sequence lengths to copy
+    seeds: tuple[int, ...] = ()  # several seeds: each cell becomes mean ± std; empty: (seed,)
+    model: str = "both"  # attention (W9 2.3), plain (Week 8) or both side by side
+    steps: int = 2500  # Adam steps per run
+    hidden: int = 32  # GRU hidden size
+    batch_size: int = 64  # training batch
+    lr: float = 3e-3  # Adam learning rate
+    eval_size: int = 1000  # one evaluation batch, drawn after training
+    jobs: Optional[int] = None  # worker processes; None: the CPU count
+    engine: str = "exact"  # exact (bitwise the text's program) or fast (statistically equivalent)
+    cache_root: Optional[str] = None  # folder whose .cache/copy_task/ holds finished runs; None: no cache
+    use_cache: bool = True  # False: recompute (and overwrite) cached runs
+    extra_seed_engine: Optional[str] = None  # engine of every seed after the first; None: ``engine``
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        """All four lengths, but 30 steps and 100 evaluation sequences: seconds, not minutes."""
+        return cls(**{"steps": 30, "eval_size": 100, **overrides})
+
+    @property
+    def seed_list(self) -> tuple[int, ...]:
+        return tuple(self.seeds) or (self.seed,)
+
+    @property
+    def model_list(self) -> tuple[str, ...]:
+        return MODELS if self.model == "both" else (self.model,)
+
+    def plan(self) -> list[RunSpec]:
+        """Every run of this configuration, in display order (model, length, seed)."""
+        return [RunSpec(model=m, length=L, seed=s, steps=self.steps, hidden=self.hidden,
+                        batch_size=self.batch_size, lr=self.lr, eval_size=self.eval_size)
+                for m in self.model_list for L in self.lengths for s in self.seed_list]
+
+    def engine_of(self, spec: RunSpec) -> str:
+        """The engine that trains ``spec``: ``engine`` for the first seed, else ``extra_seed_engine``."""
+        if self.extra_seed_engine and spec.seed != self.seed_list[0]:
+            return self.extra_seed_engine
+        return self.engine
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.engine_of(s) for s in self.plan()))
+
+    def worker_count(self) -> int:
+        """Worker processes: ``jobs``, or the CPUs this process may use."""
+        if self.jobs:
+            return self.jobs
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            return os.cpu_count() or 1
+
+
+def verify_config(config: Config) -> Config:
+    """What ``attn verify`` trains: the text's configuration over the seeds the seed rule
+    needs (``--seed`` and the next ones), the first with ``config.engine`` (exact: the text's
+    program, bit for bit), the others with the fast engine (same seed distribution, a
+    fraction of the time)."""
+    from attn_cli.published.seed_rule import MIN_SEEDS
+
+    first = config.seed_list[0]
+    return dataclasses.replace(config, seeds=tuple(range(first, first + MIN_SEEDS)), extra_seed_engine="fast")
+
+
+def validate(config: Config) -> None:
+    """Domain checks (the CLI checks the same earlier, with click's messages)."""
+    if not config.lengths:
+        raise AttnError("copy-task needs at least one length")
+    for name in ("steps", "hidden", "batch_size", "eval_size"):
+        if getattr(config, name) < 1:
+            raise AttnError(f"copy-task {name.replace('_', '-')} must be at least 1, not {getattr(config, name)}")
+    if any(L < 1 for L in config.lengths):
+        raise AttnError(f"copy-task lengths must be at least 1, not {min(config.lengths)}")
+    if config.jobs is not None and config.jobs < 1:
+        raise AttnError(f"--jobs must be at least 1, not {config.jobs}")
+    if not (config.lr > 0 and math.isfinite(config.lr)):
+        raise AttnError(f"--lr must be a positive number, not {config.lr}")
+    if config.model not in MODEL_CHOICES:
+        raise AttnError(f"unknown model {config.model!r}; choose from {', '.join(MODEL_CHOICES)}")
+    for engine in (config.engine, config.extra_seed_engine or config.engine):
+        if engine not in ENGINES:
+            raise AttnError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def run_peak_bytes(spec: RunSpec) -> int:
+    """Estimated peak memory of one run (float32), the larger of training and evaluation.
+
+    Training keeps, per decoder step, the autograd tensors of a batch: embeddings, the cell's
+    inputs and gates, two attention score and weight rows over the input (2 x 2 x T), two
+    contexts and the logits: about (4 T + 10 h + 100) floats per sequence and step.
+    Evaluation keeps the encoder states (T x h), the stacked logits (T x V), the int64
+    batch and per-step temporaries: about (3 h + 2 V + 16) floats per sequence and step.
+    The parameters, their gradients and Adam's moments add 4 x (10 h^2 + 200 h) floats.
+    """
+    L, h = spec.length, spec.hidden
+    train = spec.batch_size * L * (4 * L + 10 * h + 100)
+    evaluate = spec.eval_size * L * (3 * h + 2 * 12 + 16) + spec.eval_size * (4 * L + 4 * h)
+    # parameters (two GRUs, attention, readout: about 10 h^2 + 200 h) with gradients and Adam's two moments
+    params = 4 * (10 * h * h + 200 * h)
+    return 4 * (max(train, evaluate) + params)
+
+
+def _concurrent(config: Config, specs: list[RunSpec]) -> int:
+    """Runs held in memory at once: one per worker (exact), or all of them (fast: one batch)."""
+    return min(config.worker_count(), len(specs)) if config.engines == ("exact",) else len(specs)
+
+
+def estimate_bytes(config: Config) -> int:
+    """The largest run's peak times the runs held at once."""
+    specs = config.plan()
+    return max(map(run_peak_bytes, specs)) * _concurrent(config, specs) if specs else 0
+
+
+def check_memory(config: Config) -> None:
+    """Refuse up front a configuration whose largest run would not fit (all workers at once)."""
+    from attn_cli.core.memory import guard
+
+    specs = config.plan()
+    if not specs:
+        return
+    worst = max(specs, key=run_peak_bytes)
+    what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
+            f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)")
+    guard(estimate_bytes(config), what, config.device)

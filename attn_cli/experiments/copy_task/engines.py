@@ -1,0 +1,194 @@
+"""How the copy task's runs are computed: the exact engine in this process or in a pool of
+forkserver worker processes (one intra-op thread each, longest runs first, which changes no
+number), the fast engine in one call to :func:`attn_cli.core.copy_fast.run_fast`.
+
+Both hand each finished run to ``done(index, outcome)`` and each step to ``report(index,
+step, total, loss, "running")``, ``index`` being the run's place in ``Config.plan()``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from attn_cli.core.copy_spec import RunOutcome, RunSpec
+from attn_cli.errors import AttnError
+from attn_cli.experiments.copy_task.config import Config
+
+# (run index in plan order, step, total steps, loss, status: "running" | "cached" | "done")
+Report = Optional[Callable[[int, int, int, float, str], None]]
+Done = Callable[[int, RunOutcome], None]
+Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
+
+PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention bmm; measured 0.45-0.5)
+
+
+def fast_engine() -> Callable:
+    """``run_fast`` of :mod:`attn_cli.core.copy_fast`, or a clear AttnError if it is absent."""
+    import importlib
+
+    try:
+        module = importlib.import_module("attn_cli.core.copy_fast")
+    except ModuleNotFoundError as exc:
+        if exc.name == "attn_cli.core.copy_fast":
+            raise AttnError("--engine fast is not available in this build yet (attn_cli/core/copy_fast "
+                            "is missing); use --engine exact") from None
+        raise
+    run_fast = getattr(module, "run_fast", None)
+    if run_fast is None:
+        raise AttnError("--engine fast is not available: attn_cli.core.copy_fast defines no run_fast")
+    return run_fast
+
+
+def _cost(spec: RunSpec) -> float:
+    """Relative wall time of a run: steps x length (x PLAIN_COST for plain); longest first."""
+    return spec.steps * spec.length * (1.0 if spec.model == "attention" else PLAIN_COST) \
+        + spec.eval_size * spec.length / 64
+
+
+def schedule(todo: Todo) -> Todo:
+    """Longest runs first (cost ~ steps x length), so 4 8 16 32 on two workers splits as
+    [32] and [16, 8, 4]; ties keep their display order."""
+    return sorted(todo, key=lambda item: -_cost(item[1]))
+
+
+def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
+    """Run the fast engine on every run of ``todo`` at once (its threads: ``config.jobs``)."""
+    run = fast_engine()
+    specs = [spec for _, spec in todo]
+
+    def progress(spec_index, step, total, loss):
+        if report:
+            report(todo[spec_index][0], step, total, loss, "running")
+
+    outcomes = run(specs, config.device, progress, threads=config.jobs)  # None: one per core
+    if len(outcomes) != len(specs):
+        raise AttnError(f"the fast engine returned {len(outcomes)} results for {len(specs)} runs")
+    for (index, _), outcome in zip(todo, outcomes):
+        done(index, outcome)
+
+
+def run_exact_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
+    """Run the exact engine: in this process for one run or one job, else a process pool."""
+    todo = schedule(todo)
+    workers = min(config.worker_count(), len(todo))
+    if workers <= 1:
+        from attn_cli.core.copy_train import train_and_evaluate
+
+        for index, spec in todo:
+            def progress(step, total, loss, _i=index):
+                if report:
+                    report(_i, step, total, loss, "running")
+            done(index, train_and_evaluate(spec, config.device, progress))
+        return
+    _run_pool(todo, config, workers, report, done)
+
+
+# --------------------------------------------------------------------------- the worker pool
+
+
+class Worker:
+    """One worker process's state: the queue its runs report their steps to.
+
+    ProcessPoolExecutor gives a task no handle on its process other than module state, and
+    a multiprocessing queue reaches a process only when it starts (as the initializer's
+    argument), never as a task's argument.  So the initializer builds this object once per
+    process and :func:`_work` finds it as ``Worker.current``; the parent never sets it.
+    """
+
+    current: Optional["Worker"] = None
+
+    def __init__(self, queue) -> None:
+        self.queue = queue
+
+    @classmethod
+    def start(cls, queue) -> None:
+        """The pool's initializer: 1 intra-op thread, Ctrl-C left to the parent."""
+        import signal
+
+        import torch
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+        torch.set_num_threads(1)
+        cls.current = cls(queue)
+
+    def run(self, index: int, spec: RunSpec, device: str) -> RunOutcome:
+        from attn_cli.core.copy_train import train_and_evaluate
+
+        def report(step: int, total: int, loss: float) -> None:
+            self.queue.put((index, step, total, loss))
+
+        return train_and_evaluate(spec, device, report)
+
+
+def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
+    """A pool task: one run in this worker process."""
+    if Worker.current is None:  # pragma: no cover - only a pool started by _run_pool calls this
+        raise RuntimeError("a copy-task worker task ran outside a worker process")
+    return Worker.current.run(index, spec, device)
+
+
+def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Done) -> None:
+    import multiprocessing as mp
+    import queue as queue_mod
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        ctx = mp.get_context("forkserver")
+        # torch (and torch._dynamo, which Adam's constructor imports: seconds) imported once
+        # in the fork server, then every worker starts from it already loaded
+        ctx.set_forkserver_preload(["attn_cli.core.copy_train", "torch._dynamo"])
+    except ValueError:  # pragma: no cover - platforms without forkserver
+        ctx = mp.get_context("spawn")
+    progress_queue = ctx.Queue()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=Worker.start,
+                               initargs=(progress_queue,))
+    finished = False
+    try:
+        futures = {pool.submit(_work, index, spec, config.device): (index, spec) for index, spec in todo}
+        pending = set(futures)
+
+        def drain():
+            while True:
+                try:
+                    index, step, total, loss = progress_queue.get_nowait()
+                except queue_mod.Empty:
+                    return
+                if report:
+                    report(index, step, total, loss, "running")
+
+        while pending:
+            ready, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            drain()
+            for fut in ready:
+                index, spec = futures[fut]
+                try:
+                    outcome = fut.result()
+                except BrokenProcessPool:
+                    raise AttnError(f"a copy-task worker died during the {spec.model} run at length "
+                                    f"{spec.length}, seed {spec.seed} (out of memory? or, from a script, a missing "
+                                    "if __name__ == '__main__' guard)") from None
+                except AttnError:
+                    raise
+                except Exception as exc:
+                    raise AttnError(f"the {spec.model} run at length {spec.length}, seed {spec.seed} "
+                                    f"failed: {type(exc).__name__}: {exc}") from None
+                done(index, outcome)
+        finished = True
+    finally:
+        if not finished:  # Ctrl-C or an error: stop every worker now, not at the end of its run
+            _terminate(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress_queue.close()
+        progress_queue.join_thread()
+
+
+def _terminate(pool) -> None:
+    processes = list(getattr(pool, "_processes", {}).values())  # no public API before 3.14
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():  # pragma: no cover
+            proc.kill()
