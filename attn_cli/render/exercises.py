@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.exercises import EXERCISES, Result
+from attn_cli.experiments.exercises import TITLES, Result
 from attn_cli.render.files import DEFAULT_FORMATS
 
 FILES = {  # exercise -> (png, csv): the names in the catalogue
@@ -25,7 +25,7 @@ FILES = {  # exercise -> (png, csv): the names in the catalogue
 def _table(number: int, caption: str | None = None, subtitle: str = ""):
     from rich.table import Table
 
-    title = f"D2L 10.3.5 exercise {number}: {EXERCISES[number][1]}" + (f"  ({subtitle})" if subtitle else "")
+    title = f"D2L 10.3.5 exercise {number}: {TITLES[number]}" + (f"  ({subtitle})" if subtitle else "")
     return Table(title=title, caption=caption, title_justify="left", caption_justify="left")
 
 
@@ -281,7 +281,7 @@ def listing() -> list:
     t.add_column("exercise")
     t.add_column("what a run shows")
     t.add_column("files")
-    for n, (_, title) in EXERCISES.items():
+    for n, title in TITLES.items():
         art = BY_ID.get(f"d2l-ex{n}")
         t.add_row(str(n), title, art.title if art else "", " ".join(art.files) if art else "")
     return [t]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+TITLE = "averages under key noise"
 M_KEYS, KEY_DIM = 4, 8
 BETA = 1e-4  # the exercise's beta
 SCALES = (10.0, 100.0)  # the exercise's c
@@ -39,6 +40,16 @@ SETTINGS = (  # (name, anisotropic k_a, query)
 )
 
 
+@dataclass(frozen=True)
+class Config:
+    seed: int = 0  # seeds the generator of the noise z and gamma
+    resamples: int = 1000  # resamples of the keys (the exercise's 1000)
+
+    @classmethod
+    def quick(cls, **overrides) -> "Config":
+        return cls(**overrides)  # the exercise's 1000 resamples take milliseconds
+
+
 @dataclass
 class Row:
     setting: str
@@ -50,7 +61,7 @@ class Row:
 
 
 @dataclass
-class Ex4:
+class Result:
     beta: float
     resamples: int
     threshold: float
@@ -75,7 +86,7 @@ def _outputs(keys, query: str, c: float):
     return sum(outs) / len(outs)
 
 
-def run(config) -> Ex4:
+def run(config: Config, progress=None) -> Result:
     import torch
 
     r = config.resamples
@@ -96,5 +107,5 @@ def run(config) -> Ex4:
                             (dist > THRESHOLD).double().mean().item()))
     spread = (_outputs(aniso, "neg", SCALES[-1]) - _outputs(iso, "neg", SCALES[-1])).abs().max().item()
     limit = 0.5 * math.erfc(math.sqrt(2) / math.sqrt(2))  # Phi(-sqrt 2) = erfc(1) / 2
-    return Ex4(beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit,
+    return Result(beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit,
                neg_gamma_spread=spread, rows=rows)

@@ -1,0 +1,14 @@
+"""Settings the exercises share: the text's copy-both data (N x d after the seed).
+
+Exercises 1, 2, 3 and 5 draw the text's copy-both data; its N and d are the text's
+settings (``published.settings.TEXT``), and ``--quick`` shrinks N to ``QUICK_SAMPLES``.
+"""
+
+from __future__ import annotations
+
+from attn_cli.published.settings import TEXT
+
+SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data
+DIM = TEXT["d2l-copy-both-one-head"]["dim"]  # d of the text's copy-both data
+QUICK_SAMPLES = 4000  # N under --quick
+ONE_HEAD_ERROR = 0.5 ** 0.5  # sqrt(1/2): the best readout of [v1; v2] from one Gaussian mixture
