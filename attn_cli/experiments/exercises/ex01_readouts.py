@@ -69,6 +69,11 @@ def theory(values: str, a: float) -> float:
     return ONE_HEAD_ERROR
 
 
+def levels(a: float) -> list[float]:
+    """The distinct values of a s1 + (1 - a) s2 for signs s1, s2 = +-1, ascending."""
+    return sorted({round(a * s1 + (1 - a) * s2, 12) + 0.0 for s1 in (-1, 1) for s2 in (-1, 1)})
+
+
 def _draw(values: str, n: int, gen):
     import torch
 

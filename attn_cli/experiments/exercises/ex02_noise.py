@@ -81,6 +81,12 @@ def theory(eps: float, sigma: float) -> float:
     return math.sqrt((e_s + e_u) / 4)
 
 
+def theory_curve(sigma: float) -> tuple[list[float], list[float]]:
+    """(eps, theory) on a fine log grid from 10^-5.5 to 10^-0.05, for the figure."""
+    eps = [10 ** (k / 20) for k in range(-110, 0)]
+    return eps, [theory(x, sigma) for x in eps]
+
+
 def straight(eps: float, sigma: float) -> bool:
     e_s, e_u = error_variances(eps, sigma)
     return eps >= 4 * (sigma / 2) and e_u >= 4 * e_s

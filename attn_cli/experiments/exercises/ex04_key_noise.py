@@ -70,6 +70,11 @@ class Result:
     rows: list[Row] = field(default_factory=list)
 
 
+def score_noise(c: float, beta: float = BETA) -> float:
+    """Standard deviation c sqrt(2 beta) of the difference of two scores under isotropic noise."""
+    return c * math.sqrt(2 * beta)
+
+
 def _outputs(keys, query: str, c: float):
     """keys (R, m, D) -> outputs (R, 4)."""
     import torch

@@ -32,6 +32,17 @@ from attn_cli.experiments.exercises.common import DIM, QUICK_SAMPLES, SAMPLES
 TITLE = "head pruning"
 HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
 TAU = 0.01  # the exercise's tolerance
+WIDE_LAYER_HEADS = 96  # a wide layer's head count (GPT-3), for the evaluation counts quoted in the reading
+
+
+def one_shot_evaluations(h: int) -> int:
+    """Evaluations of one-shot pruning: the full set and each single removal, h + 1."""
+    return h + 1
+
+
+def greedy_evaluations(h: int) -> int:
+    """Evaluations of greedy pruning from h heads down to one: 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2."""
+    return h * (h + 1) // 2
 
 
 @dataclass(frozen=True)

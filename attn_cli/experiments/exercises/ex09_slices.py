@@ -21,6 +21,7 @@ from itertools import product
 
 TITLE = "heads as slices"
 D_MODEL, HEADS = 16, 4
+TOL = 1e-5  # a difference above this (float32 round-off) is detectable
 
 
 @dataclass(frozen=True)
