@@ -149,8 +149,9 @@ def _ex6(e) -> list:
                   f"{ex06_timing.fitted_seconds(e, r.score_entries) * 1e3:.1f}")
     return [t, _note(f"slowest/fastest = {e.ratio:.1f} (h = {e.slowest_h} vs h = {e.fastest_h}). The "
                      "multiply-adds are constant; the score tensor (B·h·n² entries: scaling, softmax, memory "
-                     "traffic) grows with h and accounts for the trend. Narrow heads also lose patterns: with p = 1 a query can be sharp only "
-                     "on the largest or smallest key; p = 2 already allows any assignment.")]
+                     "traffic) grows with h and accounts for the trend. Narrow heads also lose patterns: with "
+                     "p = 1 a query can be sharp only on the largest or smallest key; p = 2 already allows any "
+                     "assignment.")]
 
 
 def _ex7(e) -> list:
@@ -188,8 +189,8 @@ def _ex8(e) -> list:
     for r in e.shared:
         p.add_row(str(r.p), _g(r.error, 4), _g(r.theory, 4))
     return [t, p, _note("Only the K/V half of the projection term shrinks (by g/h); the n²d term stays. Shared "
-                        "keys and values still allow distinct mixtures (different queries, different weights), but each source "
-                        "token can pass at most g·p numbers to the output.")]
+                        "keys and values still allow distinct mixtures (different queries, different weights), but "
+                        "each source token can pass at most g·p numbers to the output.")]
 
 
 def _ex9(e) -> list:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES
 
 TITLE = "nonlinear readouts"
 CASES = (("gaussian", 0.5), ("gaussian", 0.7), ("sign", 0.5), ("sign", 0.7))  # (values, a)
@@ -30,17 +30,14 @@ LR = 1e-2  # Adam learning rate of the perceptron
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # torch.manual_seed(seed); the data's own generator is seeded with it too
+class Config(ExerciseConfig):
+    """Seeds the data's generator and, before each case, the perceptron's initialisation."""
     device: str = "cpu"  # data drawn on the CPU generator, then moved
     samples: int = SAMPLES  # N training and N held-out examples
     mlp_hidden: int = 16  # hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)
     mlp_steps: int = 300  # full-batch Adam steps
     mlp_points: int = 4096  # training coordinates for the perceptron (scalar examples)
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**{"samples": QUICK_SAMPLES, "mlp_steps": 150, "mlp_points": 1024, **overrides})
+    QUICK = {"samples": QUICK_SAMPLES, "mlp_steps": 150, "mlp_points": 1024}
 
 
 @dataclass

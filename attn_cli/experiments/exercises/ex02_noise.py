@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import DIM, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, QUICK_SAMPLES, SAMPLES
 
 TITLE = "nearly identical heads"
 SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
@@ -35,14 +35,11 @@ SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # torch.manual_seed(seed) before the text's draws
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the text's draws."""
     device: str = "cpu"  # the draws are made on the CPU, then moved
     samples: int = SAMPLES  # N of the text's copy-both data
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**{"samples": QUICK_SAMPLES, **overrides})
+    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass

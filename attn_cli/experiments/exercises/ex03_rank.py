@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import ExerciseConfig, QUICK_SAMPLES, SAMPLES
 
 TITLE = "what the bound counts"
 MIN_SAMPLES = 200  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
@@ -29,13 +29,10 @@ TEMPERATURE = 2.0  # logits ~ N(0, TEMPERATURE^2) before the softmax
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # seeds the generator of the matrices and the samples
+class Config(ExerciseConfig):
+    """Seeds the generator of the matrices and the samples."""
     samples: int = SAMPLES  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**{"samples": QUICK_SAMPLES, **overrides})
+    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass

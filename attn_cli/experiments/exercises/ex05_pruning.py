@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from attn_cli.experiments.exercises.common import DIM, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, QUICK_SAMPLES, SAMPLES
 
 TITLE = "head pruning"
 HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
@@ -46,13 +46,10 @@ def greedy_evaluations(h: int) -> int:
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # torch.manual_seed(seed) before the text's draws
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the text's draws (solved on the CPU)."""
     samples: int = SAMPLES  # N of the text's copy-both data
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**{"samples": QUICK_SAMPLES, **overrides})
+    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass

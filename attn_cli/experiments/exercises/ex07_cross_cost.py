@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
 TITLE = "cost of cross-attention"
 D_MODEL, SOURCE = 512, 1000  # the exercise's d and m
 HEADS = 8  # any h gives the same count
@@ -29,12 +31,8 @@ SHAPES = ((1, 1000), (10, 1000), (100, 1000), (1000, 1000), (100, 10))  # (n, m)
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # unused: every count is exact (kept so that every exercise records one)
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)
+class Config(ExerciseConfig):
+    """The seed is unused: every count is exact."""
 
 
 @dataclass

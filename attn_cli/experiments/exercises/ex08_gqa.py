@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
 TITLE = "multi-query and grouped-query attention"
 D_MODEL, HEADS, GROUPS, BYTES = 4096, 32, 8, 2  # the exercise's d, h, g, 16-bit
 TOKENS = 128  # n for the measured FLOP count (any n gives the same coefficients)
@@ -34,12 +36,8 @@ SHARED_WIDTHS = (4, 3, 2, 1)  # part 3: widths p of the shared value head
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # seeds the generator of part 3's values and W_v
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)
+class Config(ExerciseConfig):
+    """Seeds the generator of part 3's values and W_v."""
 
 
 @dataclass

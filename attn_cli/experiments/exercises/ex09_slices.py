@@ -19,18 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import product
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
 TITLE = "heads as slices"
 D_MODEL, HEADS = 16, 4
 TOL = 1e-5  # a difference above this (float32 round-off) is detectable
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # torch.manual_seed(seed) before the layer and the inputs are drawn
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the layer and the inputs are drawn."""
 
 
 @dataclass

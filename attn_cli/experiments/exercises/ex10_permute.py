@@ -20,18 +20,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
 TITLE = "permuting the source"
 D_MODEL, HEADS, N_Q, M_SRC, VALID = 16, 4, 5, 7, 4
 TOL = 1e-5
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # torch.manual_seed(seed) before the layers, inputs and permutations
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the layers, inputs and permutations."""
 
 
 @dataclass

@@ -21,19 +21,17 @@ from dataclasses import dataclass, field
 
 from attn_cli.published.settings import TEXT
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
 TITLE = "random projections and readable maps"
 HEADS = 4
 QUERY_WORD, KEY_WORD, DIM = (TEXT["d2l-crossattn-map"][k] for k in ("query_word", "key_word", "dim"))
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # the letter embeddings and the fresh layer (crossattn.Config.seed)
+class Config(ExerciseConfig):
+    """The seed of the letter embeddings and the fresh layer (crossattn.Config.seed)."""
     device: str = "cpu"
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR
+from attn_cli.experiments.exercises.common import ExerciseConfig, ONE_HEAD_ERROR
 
 TITLE = "learned copy-both heads"
 D_MODEL, VALUE_DIM = 16, 4
@@ -29,14 +29,11 @@ ONE_HOT, DUPLICATE = 0.95, 0.05
 
 
 @dataclass(frozen=True)
-class Config:
-    seed: int = 0  # the layer (torch.manual_seed(seed)), data stream seed + 1, held-out seed + 2
+class Config(ExerciseConfig):
+    """The layer is seeded with seed, the data stream with seed + 1, the held-out set with seed + 2."""
     device: str = "cpu"
     train_steps: int = 300  # Adam steps (batches of BATCH) per head count
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**{"train_steps": 150, **overrides})
+    QUICK = {"train_steps": 150}
 
 
 @dataclass
