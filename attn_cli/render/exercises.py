@@ -13,14 +13,17 @@ from attn_cli.experiments.exercises import (TITLES, Result, ex01_readouts, ex04_
 from attn_cli.render.exercise_figures import FILES, figures, uniform_start  # noqa: F401 (FILES, figures: the family's)
 
 
-def _table(number: int, columns=(), left=(), caption: str | None = None, subtitle: str = ""):
-    """A table titled with the exercise; ``columns`` right-justified except those in ``left``."""
+def _table(number: int, columns=(), rows=(), left=(), caption: str | None = None, subtitle: str = ""):
+    """A table titled with the exercise: ``columns`` (right-justified except those in ``left``),
+    then ``rows`` of text cells."""
     from rich.table import Table
 
     title = f"D2L 10.3.5 exercise {number}: {TITLES[number]}" + (f"  ({subtitle})" if subtitle else "")
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for col in columns:
         t.add_column(col, justify="left" if col in left else "right")
+    for row in rows:
+        t.add_row(*row)
     return t
 
 
@@ -71,11 +74,11 @@ def _ex2(e) -> list:
     for s in e.sweeps:
         slope = "n/a" if s.slope is None else f"{s.slope:.3f}"
         t = _table(2, ("ε", "κ(A)", "readout error", "theory", "in slope fit"),
+                   [(f"{p.eps:g}", _g(p.condition, 4), _g(p.error, 4), _g(p.theory, 4), "•" if p.straight else "")
+                    for p in s.points],
                    subtitle=f"σ = {s.sigma:g}, knee ε* = σ/2 = {s.knee:g}, slope {slope} "
                             f"over {s.slope_points} straight points",
                    caption=e.eigenvalues + "; theory √((e_s + e_u)/4), e_u = 2σ²/(4ε² + σ²)")
-        for p in s.points:
-            t.add_row(f"{p.eps:g}", _g(p.condition, 4), _g(p.error, 4), _g(p.theory, 4), "•" if p.straight else "")
         out.append(t)
     sigmas = [s.sigma for s in e.sweeps]
     moved = f" {max(sigmas) / min(sigmas):g} times less noise moves the knee as many times lower." \
@@ -100,12 +103,11 @@ def _ex3(e) -> list:
 
 
 def _ex4(e) -> list:
-    t = _table(4, ("setting", "c", "median error", "failure fraction"), left=("setting",),
+    t = _table(4, ("setting", "c", "median error", "failure fraction"),
+               [(r.setting, f"{r.c:g}", _g(r.median, 4), f"{r.failure:.3f}") for r in e.rows], left=("setting",),
                subtitle=f"β = {e.beta:g}, {e.resamples} resamples of the keys",
                caption=f"failure: ||o - (v_a+v_b)/2|| > {e.threshold}; as c → ∞ the two queries fail only for "
                        f"γ < -1, probability {e.two_query_limit:.3f}")
-    for r in e.rows:
-        t.add_row(r.setting, f"{r.c:g}", _g(r.median, 4), f"{r.failure:.3f}")
     noise = ", ".join(f"{ex04_key_noise.score_noise(c, e.beta):.2f} at c = {c:g}"
                       for c in dict.fromkeys(r.c for r in e.rows))
     return [t, _note("w_a/w_b = exp(cγ): one query swings to v_a or v_b with the sign of γ. Raising c hurts one "
@@ -184,10 +186,9 @@ def _ex8(e) -> list:
                   f"{s.flops:.4e} {same(s.flops, s.flops_formula)}",
                   f"{s.kv_bytes_per_token:,} B = {s.kv_bytes_per_token / 1024:g} KiB")
     p = _table(8, ("p", "readout error", "theory √(1 - min(p,c)/c)"),
+               [(str(r.p), _g(r.error, 4), _g(r.theory, 4)) for r in e.shared],
                subtitle=f"part 3: two query heads {e.shared_weights} share one value head of width p; values "
                         f"in R^{e.value_dim}")
-    for r in e.shared:
-        p.add_row(str(r.p), _g(r.error, 4), _g(r.theory, 4))
     return [t, p, _note("Only the K/V half of the projection term shrinks (by g/h); the n²d term stays. Shared "
                         "keys and values still allow distinct mixtures (different queries, different weights), but "
                         "each source token can pass at most g·p numbers to the output.")]
@@ -217,13 +218,12 @@ def _ex9(e) -> list:
 
 
 def _ex10(e) -> list:
-    t = _table(10, ("check", "max |difference|", "unchanged", "expected"), left=("check",),
+    t = _table(10, ("check", "max |difference|", "unchanged", "expected"),
+               [(c.name, f"{c.max_diff:.1e}", _yes(c.unchanged), "unchanged" if c.expected_unchanged else "changed")
+                for c in e.checks], left=("check",),
                subtitle=f"d = {e.d}, h = {e.h}, n = {e.n} queries, m = {e.m} source rows",
                caption=f"unchanged: max |difference| < {e.tolerance:g}; every check as expected: "
                        f"{'yes' if e.all_as_expected else 'NO'}")
-    for c in e.checks:
-        t.add_row(c.name, f"{c.max_diff:.1e}", _yes(c.unchanged),
-                  "unchanged" if c.expected_unchanged else "changed")
     return [t, _note(f"With valid_lens {e.valid}, exactly the permutations that map the first {e.valid} rows onto "
                      "themselves are invisible. Word order must enter through positions before (or inside) the "
                      "encoder: cross-attention over an order-blind encoder cannot recover it.")]
