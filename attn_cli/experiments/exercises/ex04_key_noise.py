@@ -47,6 +47,27 @@ class Config(ExerciseConfig):
     """Seeds the generator of the noise z and gamma; --quick keeps the 1000 resamples (ms)."""
     resamples: int = 1000  # resamples of the keys (the exercise's 1000)
 
+
+@dataclass
+class Row:
+    setting: str
+    query: str  # "sum", "two" or "neg"
+    anisotropic: bool
+    c: float
+    median: float  # median of ||o - (v_a + v_b)/2|| over the resamples
+    failure: float  # fraction of resamples with ||o - o*|| > THRESHOLD
+
+
+@dataclass
+class Result:
+    beta: float
+    resamples: int
+    threshold: float
+    two_query_limit: float  # P(gamma < -1) = Phi(-sqrt 2): the failure of "two" as c -> infinity
+    neg_gamma_spread: float  # max over resamples of |o(gamma) - o(gamma = 0)| for "neg" (same z)
+    rows: list[Row] = field(default_factory=list)
+
+
 def score_noise(c: float, beta: float = BETA) -> float:
     """Standard deviation c sqrt(2 beta) of the difference of two scores under isotropic noise."""
     return c * math.sqrt(2 * beta)
