@@ -5,6 +5,13 @@ whose fields ``ex1`` .. ``ex12`` hold each exercise's result (``None`` when not 
 Every exercise starts from ``torch.manual_seed(config.seed)`` of its own, so the numbers
 of one exercise do not depend on which others ran before it.
 
+Each module is an experiment of its own: ``TITLE``, a frozen ``Config`` (a
+:class:`~.common.ExerciseConfig`: ``seed``, typed sizes, ``quick()``), a typed ``Result`` of
+plain values and ``run(config, progress=None) -> Result``.  This package's :class:`Config`
+holds every exercise's fields under the same names (:func:`exercise_config` hands each its
+own) and its ``quick()`` is the union of theirs.  The math they share (readout error, line
+fits, folded heads) is in :mod:`attn_cli.core.measure`.
+
 The texts publish no numbers for the exercises, so :meth:`Result.measured` is empty; the
 properties each run must show (an exact rank formula, an equality, an invariance) are
 asserted in ``tests/test_exercises.py`` and summarised in each result's fields.
