@@ -57,8 +57,8 @@ def fit_line(xs, ys) -> tuple[float, float, float]:
 
 
 def loglog_slope(xs, ys) -> float | None:
-    """Least-squares slope of log y on log x; None with fewer than two points."""
-    if len(xs) < 2:
+    """Least-squares slope of log y on log x; None with fewer than two distinct x."""
+    if len(set(xs)) < 2:
         return None
     return fit_line([math.log(x) for x in xs], [math.log(y) for y in ys])[1]
 
