@@ -40,6 +40,113 @@ def test_parse_selection(tokens, expected):
     assert ex.parse_selection(tokens) == expected
 
 
+# --------------------------------------------------------------------------- contract
+
+
+@pytest.mark.parametrize("number", ex.NUMBERS)
+def test_each_exercise_is_an_experiment(number):
+    """TITLE, a frozen Config with quick(), a typed Result, run(config, progress=None)."""
+    import dataclasses
+    import inspect
+
+    module = ex.MODULES[number]
+    assert isinstance(module.TITLE, str) and module.TITLE == ex.TITLES[number]
+    config = module.Config.quick(seed=3)
+    assert config.seed == 3 and dataclasses.is_dataclass(config)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.seed = 4
+    assert dataclasses.is_dataclass(module.Result)
+    params = inspect.signature(module.run).parameters
+    assert list(params) == ["config", "progress"] and params["progress"].default is None
+    assert inspect.signature(module.run).return_annotation in ("Result", module.Result)
+    own = ex.exercise_config(number, ex.Config.quick(seed=3))
+    assert own == module.Config.quick(seed=3)  # the package's quick() is the union of the exercises'
+
+
+def test_package_config_is_the_union_of_the_exercises():
+    import dataclasses
+
+    names = {f.name for m in ex.MODULES.values() for f in dataclasses.fields(m.Config)}
+    assert names | {"exercises"} == {f.name for f in dataclasses.fields(ex.Config)}
+    for m in ex.MODULES.values():
+        for f in dataclasses.fields(m.Config):
+            assert getattr(ex.Config(), f.name) == f.default, (m.__name__, f.name)
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def test_fit_line_and_loglog_slope():
+    from attn_cli.core.measure import fit_line, loglog_slope
+
+    assert fit_line([1, 2, 3, 4], [5, 7, 9, 11]) == pytest.approx((3.0, 2.0, 1.0))
+    assert loglog_slope([1e-3, 1e-2, 1e-1], [3e3, 3e2, 3e1]) == pytest.approx(-1.0)
+    assert loglog_slope([0.5], [1.0]) is None and loglog_slope([2, 2], [1, 3]) is None
+    _, _, r2 = fit_line([0, 1, 2, 3], [0, 1, 0, 1])
+    assert 0 < r2 < 1
+
+
+def test_readout_error_against_the_pseudo_inverse():
+    from attn_cli.core.measure import readout_error, relative_error
+
+    gen = torch.Generator().manual_seed(0)
+    M, noise = torch.randn(200, 3, generator=gen, dtype=torch.float64), torch.randn(200, 2, generator=gen,
+                                                                                   dtype=torch.float64)
+    target = M @ torch.randn(3, 2, generator=gen, dtype=torch.float64) + noise
+    expected = relative_error(M @ (torch.linalg.pinv(M) @ target), target)
+    assert readout_error(M, target, driver="gelsd") == pytest.approx(expected, rel=1e-10)
+    assert readout_error(M, target, driver="gelsd", squared=True) == pytest.approx(expected ** 2, rel=1e-10)
+    assert readout_error(M, M @ torch.ones(3, 2, dtype=torch.float64)) < 1e-12  # linear in M: exact
+    held = readout_error(M[:100], target[:100], driver="gelsd", held_out=(M[100:], target[100:]))
+    assert held > readout_error(M[:100], target[:100], driver="gelsd") * 0.5
+
+
+@pytest.mark.parametrize("kv_heads", [None, 4, 2, 1])
+def test_attend_heads_is_multi_head_attention(kv_heads):
+    from attn_cli.core.attention import MultiHeadAttention
+    from attn_cli.core.measure import attend_heads
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).eval()
+    Q, K = torch.randn(2, 3, 16), torch.randn(2, 5, 16)
+    lens = torch.tensor([2, 5])
+    ref, _ = mha(Q, K, K, lens)
+    if kv_heads in (None, 4):
+        out = attend_heads(mha.W_q(Q), mha.W_k(K), mha.W_v(K), 4, mha.W_o, torch.repeat_interleave(lens, 4),
+                           kv_heads=kv_heads)
+        assert torch.allclose(out, ref, atol=1e-6)
+    else:  # g groups: the same as MHA whose K/V heads repeat each group's slice
+        p, rep = 4, 4 // kv_heads
+        k, v = mha.W_k(K)[..., :kv_heads * p], mha.W_v(K)[..., :kv_heads * p]
+        full = lambda x: x.reshape(2, 5, kv_heads, 1, p).expand(2, 5, kv_heads, rep, p).reshape(2, 5, 16)  # noqa: E731
+        out = attend_heads(mha.W_q(Q), k, v, 4, mha.W_o, kv_heads=kv_heads)
+        assert torch.allclose(out, attend_heads(mha.W_q(Q), full(k), full(v), 4, mha.W_o), atol=1e-6)
+
+
+# --------------------------------------------------------------------------- readings
+
+
+def _text(renderables) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=1000, color_system=None)
+    for r in renderables:
+        console.print(r)
+    return console.export_text()
+
+
+def test_readings_quote_computed_numbers():
+    from attn_cli.experiments.exercises import ex04_key_noise, ex05_pruning
+    from attn_cli.render.exercises import tables
+
+    text = _text(tables(quick(4, 5)))
+    wide = ex05_pruning.WIDE_LAYER_HEADS
+    assert f"At h = {wide}: one-shot {wide + 1}, greedy {wide * (wide + 1) // 2} evaluations" in text
+    for c in ex04_key_noise.SCALES:
+        assert f"{c * math.sqrt(2 * ex04_key_noise.BETA):.2f} at c = {c:g}" in text
+    assert "Heads 2 and 3 cover for each other" in text
+
+
 # --------------------------------------------------------------------------- properties
 
 

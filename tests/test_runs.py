@@ -178,7 +178,7 @@ def test_timing_paths_name_real_fields():
     from attn_cli.experiments import exercises
     from attn_cli.experiments.exercises import ex06_timing
 
-    kinds = {"ex6": ex06_timing.Ex6, "rows": ex06_timing.Row, "measured_rows": scaling.MeasuredRow}
+    kinds = {"ex6": ex06_timing.Result, "rows": ex06_timing.Row, "measured_rows": scaling.MeasuredRow}
     for cls in (copy_task.Result, scaling.Result, exercises.Result):
         for path in cls.TIMING:
             parts = [p for p in path.split(".") if p != "*"]

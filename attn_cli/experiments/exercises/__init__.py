@@ -5,6 +5,13 @@ whose fields ``ex1`` .. ``ex12`` hold each exercise's result (``None`` when not 
 Every exercise starts from ``torch.manual_seed(config.seed)`` of its own, so the numbers
 of one exercise do not depend on which others ran before it.
 
+Each module is an experiment of its own: ``TITLE``, a frozen ``Config`` (a
+:class:`~.common.ExerciseConfig`: ``seed``, typed sizes, ``quick()``), a typed ``Result`` of
+plain values and ``run(config, progress=None) -> Result``.  This package's :class:`Config`
+holds every exercise's fields under the same names (:func:`exercise_config` hands each its
+own) and its ``quick()`` is the union of theirs.  The math they share (readout error, line
+fits, folded heads) is in :mod:`attn_cli.core.measure`.
+
 The texts publish no numbers for the exercises, so :meth:`Result.measured` is empty; the
 properties each run must show (an exact rank formula, an equality, an invariance) are
 asserted in ``tests/test_exercises.py`` and summarised in each result's fields.
@@ -30,68 +37,73 @@ asserted in ``tests/test_exercises.py`` and summarised in each result's fields.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, ClassVar
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments.exercises import (ex01_readouts, ex02_noise, ex03_rank, ex04_key_noise, ex05_pruning,
+                                            ex06_timing, ex07_cross_cost, ex08_gqa, ex09_slices, ex10_permute,
+                                            ex11_projections, ex12_learned)
 
 ARTIFACTS = tuple(f"d2l-ex{i}" for i in range(1, 13))
 
 NUMBERS = tuple(range(1, 13))
 
-# exercise number -> (module, short title); the title is the exercise's own heading
-EXERCISES: dict[int, tuple[str, str]] = {
-    1: ("ex01_readouts", "nonlinear readouts"),
-    2: ("ex02_noise", "nearly identical heads"),
-    3: ("ex03_rank", "what the bound counts"),
-    4: ("ex04_key_noise", "averages under key noise"),
-    5: ("ex05_pruning", "head pruning"),
-    6: ("ex06_timing", "narrow heads"),
-    7: ("ex07_cross_cost", "cost of cross-attention"),
-    8: ("ex08_gqa", "multi-query and grouped-query attention"),
-    9: ("ex09_slices", "heads as slices"),
-    10: ("ex10_permute", "permuting the source"),
-    11: ("ex11_projections", "random projections and readable maps"),
-    12: ("ex12_learned", "learned copy-both heads"),
-}
+# exercise number -> its module; each module's TITLE is the exercise's own heading
+MODULES = dict(zip(NUMBERS, (ex01_readouts, ex02_noise, ex03_rank, ex04_key_noise, ex05_pruning, ex06_timing,
+                             ex07_cross_cost, ex08_gqa, ex09_slices, ex10_permute, ex11_projections,
+                             ex12_learned)))
+TITLES: dict[int, str] = {n: m.TITLE for n, m in MODULES.items()}
+
+
+def _quick_sizes() -> dict[str, Any]:
+    """Every exercise's ``Config.quick()`` sizes, by field name (seed and device apart)."""
+    return {f.name: getattr(m.Config.quick(), f.name) for m in MODULES.values()
+            for f in dataclasses.fields(m.Config) if f.name not in ("seed", "device")}
 
 
 @dataclass(frozen=True)
 class Config:
+    """The settings of all twelve exercises: each field is the same-named field of the
+    exercises' own Configs (see there), handed to every exercise that has it."""
     seed: int = 0  # torch.manual_seed(seed) at the start of every exercise
     device: str = "cpu"  # data drawn on the CPU generator, then moved; ex6 times this device
     exercises: tuple[int, ...] = NUMBERS  # which exercises to run, in this order
-    samples: int = 10_000  # N of the text's copy-both data (ex1, ex2, ex5); d = 16
-    mlp_hidden: int = 16  # ex1: hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)
-    mlp_steps: int = 300  # ex1: full-batch Adam steps
-    mlp_points: int = 4096  # ex1: training coordinates for the perceptron (scalar examples)
-    resamples: int = 1000  # ex4: resamples of the keys (the exercise's 1000)
-    timing_n: int = 512  # ex6: sequence length n (the exercise's 512)
-    timing_repeats: int = 3  # ex6: timed calls per head count after one warm-up (median kept)
-    train_steps: int = 300  # ex12: Adam steps (batches of 256) per head count
+    samples: int = ex01_readouts.Config.samples  # ex1, ex2, ex3, ex5
+    mlp_hidden: int = ex01_readouts.Config.mlp_hidden  # ex1
+    mlp_steps: int = ex01_readouts.Config.mlp_steps  # ex1
+    mlp_points: int = ex01_readouts.Config.mlp_points  # ex1
+    resamples: int = ex04_key_noise.Config.resamples  # ex4
+    timing_n: int = ex06_timing.Config.timing_n  # ex6
+    timing_repeats: int = ex06_timing.Config.timing_repeats  # ex6
+    train_steps: int = ex12_learned.Config.train_steps  # ex12
 
     @classmethod
     def quick(cls, **overrides) -> "Config":
-        return cls(**{"samples": 4000, "mlp_steps": 150, "mlp_points": 1024, "resamples": 1000, "timing_n": 128,
-                      "timing_repeats": 2, "train_steps": 150, **overrides})
+        return cls(**{**_quick_sizes(), **overrides})
+
+
+def exercise_config(number: int, config: Config):
+    """Exercise ``number``'s own Config: the same-named fields of ``config``."""
+    own = MODULES[number].Config
+    return own(**{f.name: getattr(config, f.name) for f in dataclasses.fields(own)})
 
 
 @dataclass
 class Result:
     config: dict
-    ex1: Any = None
-    ex2: Any = None
-    ex3: Any = None
-    ex4: Any = None
-    ex5: Any = None
-    ex6: Any = None
-    ex7: Any = None
-    ex8: Any = None
-    ex9: Any = None
-    ex10: Any = None
-    ex11: Any = None
-    ex12: Any = None
+    ex1: ex01_readouts.Result | None = None
+    ex2: ex02_noise.Result | None = None
+    ex3: ex03_rank.Result | None = None
+    ex4: ex04_key_noise.Result | None = None
+    ex5: ex05_pruning.Result | None = None
+    ex6: ex06_timing.Result | None = None
+    ex7: ex07_cross_cost.Result | None = None
+    ex8: ex08_gqa.Result | None = None
+    ex9: ex09_slices.Result | None = None
+    ex10: ex10_permute.Result | None = None
+    ex11: ex11_projections.Result | None = None
+    ex12: ex12_learned.Result | None = None
     seconds: dict = dataclasses.field(default_factory=dict)  # "ex1" -> wall seconds
     # wall-clock values (JSON: under "timing"): each exercise's seconds and ex6's timings and
     # everything fitted to them
@@ -101,7 +113,7 @@ class Result:
     def ran(self) -> list[int]:
         """The exercises that ran, in the order they were asked for."""
         order = list(self.config.get("exercises", NUMBERS))
-        return [n for n in order if n in EXERCISES and getattr(self, f"ex{n}") is not None]
+        return [n for n in order if n in MODULES and getattr(self, f"ex{n}") is not None]
 
     def measured(self) -> dict[str, Any]:
         return {}  # no published numbers exist for the exercises
@@ -119,7 +131,7 @@ def parse_selection(tokens) -> tuple[int, ...]:
                 numbers = [int(token)]
             except ValueError:
                 raise AttnError(f"{token!r} is not an exercise: give a number from 1 to 12 or 'all'") from None
-            if numbers[0] not in EXERCISES:
+            if numbers[0] not in MODULES:
                 raise AttnError(f"there is no exercise {numbers[0]}: D2L 10.3.5 has exercises 1 to 12")
         chosen.extend(n for n in numbers if n not in chosen)
     return tuple(chosen)
@@ -147,10 +159,6 @@ def estimate_bytes(config: Config) -> int:
                    8 * 4096 * 2 * 16)
 
 
-def module(number: int):
-    return importlib.import_module(f"{__name__}.{EXERCISES[number][0]}")
-
-
 def run(config: Config, progress: Callable[[int, str], None] | None = None) -> Result:
     """Run the selected exercises; ``progress(number, title)`` is called before each."""
     import time
@@ -164,9 +172,9 @@ def run(config: Config, progress: Callable[[int, str], None] | None = None) -> R
     result = Result(config=asdict(config))
     for number in parse_selection(config.exercises):
         if progress is not None:
-            progress(number, EXERCISES[number][1])
+            progress(number, TITLES[number])
         torch.manual_seed(config.seed)
         start = time.perf_counter()
-        setattr(result, f"ex{number}", module(number).run(config))
+        setattr(result, f"ex{number}", MODULES[number].run(exercise_config(number, config)))
         result.seconds[f"ex{number}"] = round(time.perf_counter() - start, 3)
     return result

@@ -20,12 +20,24 @@ injective and the best error is 0.  The linear readout stays at sqrt(1/2) (value
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-DIM = 16  # d of the text's copy-both data
+from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES
+
+TITLE = "nonlinear readouts"
 CASES = (("gaussian", 0.5), ("gaussian", 0.7), ("sign", 0.5), ("sign", 0.7))  # (values, a)
 LR = 1e-2  # Adam learning rate of the perceptron
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """Seeds the data's generator and, before each case, the perceptron's initialisation."""
+    device: str = "cpu"  # data drawn on the CPU generator, then moved
+    samples: int = SAMPLES  # N training and N held-out examples
+    mlp_hidden: int = 16  # hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)
+    mlp_steps: int = 300  # full-batch Adam steps
+    mlp_points: int = 4096  # training coordinates for the perceptron (scalar examples)
+    QUICK = {"samples": QUICK_SAMPLES, "mlp_steps": 150, "mlp_points": 1024}
 
 
 @dataclass
@@ -39,7 +51,7 @@ class Row:
 
 
 @dataclass
-class Ex1:
+class Result:
     samples: int
     dim: int
     hidden: int
@@ -51,7 +63,12 @@ class Ex1:
 def theory(values: str, a: float) -> float:
     if values == "sign" and abs(a - 0.5) > 1e-12 and abs(a - 1.0) > 1e-12 and a > 0:
         return 0.0  # a v1 + (1 - a) v2 takes 4 distinct values: injective
-    return math.sqrt(0.5)
+    return ONE_HEAD_ERROR
+
+
+def levels(a: float) -> list[float]:
+    """The distinct values of a s1 + (1 - a) s2 for signs s1, s2 = +-1, ascending."""
+    return sorted({round(a * s1 + (1 - a) * s2, 12) + 0.0 for s1 in (-1, 1) for s2 in (-1, 1)})
 
 
 def _draw(values: str, n: int, gen):
@@ -81,8 +98,10 @@ def _mlp_readout(m_train, t_train, m_test, hidden: int, steps: int, device: str,
     return pred.reshape(2, *m_test.shape)  # (2, N, d)
 
 
-def run(config) -> Ex1:
+def run(config: Config, progress=None) -> Result:
     import torch
+
+    from attn_cli.core.measure import readout_error, relative_error
 
     n, device = config.samples, config.device
     gen = torch.Generator().manual_seed(config.seed)
@@ -92,13 +111,12 @@ def run(config) -> Ex1:
         m_train = a * train[0] + (1 - a) * train[1]  # (N, d)
         m_test = a * test[0] + (1 - a) * test[1]
         t_train, t_test = torch.cat([train[0], train[1]], 1), torch.cat([test[0], test[1]], 1)  # (N, 2d)
-        W = torch.linalg.lstsq(m_train.cpu(), t_train.cpu()).solution.to(device)  # (d, 2d)
-        linear = ((m_test @ W - t_test).norm() / t_test.norm()).item()
+        linear = readout_error(m_train.cpu(), t_train.cpu(), held_out=(m_test.cpu(), t_test.cpu()))
         torch.manual_seed(config.seed)  # the same perceptron initialisation for every case
         pred = _mlp_readout(m_train, train, m_test, config.mlp_hidden, config.mlp_steps, device,
                             config.mlp_points)
-        mlp = ((pred - test).norm() / test.norm()).item()
+        mlp = relative_error(pred, test)
         levels = len(torch.unique(torch.round(m_train * 1e6))) if values == "sign" else n * DIM
         rows.append(Row(values, a, linear, mlp, theory(values, a), int(levels)))
-    return Ex1(samples=n, dim=DIM, hidden=config.mlp_hidden, steps=config.mlp_steps,
+    return Result(samples=n, dim=DIM, hidden=config.mlp_hidden, steps=config.mlp_steps,
                points=min(config.mlp_points, n * DIM), rows=rows)

@@ -25,11 +25,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-DIM = 16
+from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, QUICK_SAMPLES, SAMPLES
+
+TITLE = "nearly identical heads"
 SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
     (0.01, (0.4, 0.1, 0.03, 0.01, 0.003, 0.001)),
     (0.001, (0.4, 0.1, 0.03, 0.01, 0.003, 0.001, 3e-4, 1e-4, 3e-5, 1e-5)),
 )
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the text's draws."""
+    device: str = "cpu"  # the draws are made on the CPU, then moved
+    samples: int = SAMPLES  # N of the text's copy-both data
+    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass
@@ -51,37 +61,38 @@ class Sweep:
 
 
 @dataclass
-class Ex2:
+class Result:
     samples: int
     dim: int
     eigenvalues: str  # the formula, for the table
     sweeps: list[Sweep] = field(default_factory=list)
 
 
+def error_variances(eps: float, sigma: float) -> tuple[float, float]:
+    """(e_s, e_u): per-coordinate error variances of the best estimates of v1 + v2, v1 - v2."""
+    return 2 * sigma ** 2 / (1 + sigma ** 2), 2 * sigma ** 2 / (4 * eps ** 2 + sigma ** 2)
+
+
 def theory(eps: float, sigma: float) -> float:
-    e_s = 2 * sigma ** 2 / (1 + sigma ** 2)
-    e_u = 2 * sigma ** 2 / (4 * eps ** 2 + sigma ** 2)
+    e_s, e_u = error_variances(eps, sigma)
     return math.sqrt((e_s + e_u) / 4)
 
 
+def theory_curve(sigma: float) -> tuple[list[float], list[float]]:
+    """(eps, theory) on a fine log grid from 10^-5.5 to 10^-0.05, for the figure."""
+    eps = [10 ** (k / 20) for k in range(-110, 0)]
+    return eps, [theory(x, sigma) for x in eps]
+
+
 def straight(eps: float, sigma: float) -> bool:
-    e_s = 2 * sigma ** 2 / (1 + sigma ** 2)
-    e_u = 2 * sigma ** 2 / (4 * eps ** 2 + sigma ** 2)
+    e_s, e_u = error_variances(eps, sigma)
     return eps >= 4 * (sigma / 2) and e_u >= 4 * e_s
 
 
-def fit_slope(xs, ys) -> float | None:
-    if len(xs) < 2:
-        return None
-    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
-
-
-def run(config) -> Ex2:
+def run(config: Config, progress=None) -> Result:
     import torch
 
-    from attn_cli.experiments.copy_both import readout_error
+    from attn_cli.core.measure import loglog_slope, readout_error
 
     n = config.samples
     torch.manual_seed(config.seed)
@@ -99,7 +110,7 @@ def run(config) -> Ex2:
             points.append(Point(eps, readout_error(M2, target), theory(eps, sigma),
                                 torch.linalg.cond(A).item(), straight(eps, sigma)))
         fit = [p for p in points if p.straight]
-        sweeps.append(Sweep(sigma, sigma / 2, fit_slope([p.eps for p in fit], [p.error for p in fit]),
+        sweeps.append(Sweep(sigma, sigma / 2, loglog_slope([p.eps for p in fit], [p.error for p in fit]),
                             len(fit), points))
-    return Ex2(samples=n, dim=DIM,
+    return Result(samples=n, dim=DIM,
                eigenvalues="eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)", sweeps=sweeps)

@@ -19,9 +19,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig, QUICK_SAMPLES, SAMPLES
+
+TITLE = "what the bound counts"
+MIN_SAMPLES = 200  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
 VALUE_DIM = 4  # c, the width of each value
 SHAPES = ((1, 2), (2, 2), (1, 4), (2, 4), (3, 4), (4, 4), (6, 4), (3, 6), (8, 8))  # (h, k), softmax rows
 TEMPERATURE = 2.0  # logits ~ N(0, TEMPERATURE^2) before the softmax
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """Seeds the generator of the matrices and the samples."""
+    samples: int = SAMPLES  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
+    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass
@@ -37,7 +48,7 @@ class Row:
 
 
 @dataclass
-class Ex3:
+class Result:
     value_dim: int
     samples: int
     rows: list[Row] = field(default_factory=list)
@@ -68,19 +79,20 @@ def population_error(A) -> float:
 def sampled_error(A, n: int, gen) -> float:
     import torch
 
+    from attn_cli.core.measure import readout_error
+
     k = A.shape[1]
     V = torch.randn(2, n, k, VALUE_DIM, generator=gen, dtype=torch.float64)  # train, test
     M = torch.einsum("hk,snkc->snhc", A.to(torch.float64), V).reshape(2, n, -1)  # (2, N, h c)
     T = V.reshape(2, n, -1)  # (2, N, k c)
-    W = torch.linalg.lstsq(M[0], T[0], driver="gelsd").solution
-    return ((M[1] @ W - T[1]).norm() ** 2 / T[1].norm() ** 2).item()
+    return readout_error(M[0], T[0], driver="gelsd", held_out=(M[1], T[1]), squared=True)
 
 
-def run(config) -> Ex3:
+def run(config: Config, progress=None) -> Result:
     import torch
 
     gen = torch.Generator().manual_seed(config.seed)
-    n = max(200, config.samples // 5)
+    n = max(MIN_SAMPLES, config.samples // 5)
     mats = [("softmax", torch.softmax(TEMPERATURE * torch.randn(h, k, generator=gen, dtype=torch.float64), -1))
             for h, k in SHAPES]
     base = torch.softmax(TEMPERATURE * torch.randn(2, 4, generator=gen, dtype=torch.float64), -1)
@@ -92,5 +104,5 @@ def run(config) -> Ex3:
         rank = int(torch.linalg.matrix_rank(A).item())
         rows.append(Row(kind, h, k, rank, 1 - rank / k, population_error(A), sampled_error(A, n, gen),
                         A.min().item()))
-    return Ex3(value_dim=VALUE_DIM, samples=n, rows=rows,
+    return Result(value_dim=VALUE_DIM, samples=n, rows=rows,
                max_gap=max(abs(r.population - r.bound) for r in rows))

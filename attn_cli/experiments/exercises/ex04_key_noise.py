@@ -26,6 +26,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
+TITLE = "averages under key noise"
 M_KEYS, KEY_DIM = 4, 8
 BETA = 1e-4  # the exercise's beta
 SCALES = (10.0, 100.0)  # the exercise's c
@@ -39,6 +42,12 @@ SETTINGS = (  # (name, anisotropic k_a, query)
 )
 
 
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """Seeds the generator of the noise z and gamma; --quick keeps the 1000 resamples (ms)."""
+    resamples: int = 1000  # resamples of the keys (the exercise's 1000)
+
+
 @dataclass
 class Row:
     setting: str
@@ -50,13 +59,18 @@ class Row:
 
 
 @dataclass
-class Ex4:
+class Result:
     beta: float
     resamples: int
     threshold: float
     two_query_limit: float  # P(gamma < -1) = Phi(-sqrt 2): the failure of "two" as c -> infinity
     neg_gamma_spread: float  # max over resamples of |o(gamma) - o(gamma = 0)| for "neg" (same z)
     rows: list[Row] = field(default_factory=list)
+
+
+def score_noise(c: float, beta: float = BETA) -> float:
+    """Standard deviation c sqrt(2 beta) of the difference of two scores under isotropic noise."""
+    return c * math.sqrt(2 * beta)
 
 
 def _outputs(keys, query: str, c: float):
@@ -75,7 +89,7 @@ def _outputs(keys, query: str, c: float):
     return sum(outs) / len(outs)
 
 
-def run(config) -> Ex4:
+def run(config: Config, progress=None) -> Result:
     import torch
 
     r = config.resamples
@@ -96,5 +110,5 @@ def run(config) -> Ex4:
                             (dist > THRESHOLD).double().mean().item()))
     spread = (_outputs(aniso, "neg", SCALES[-1]) - _outputs(iso, "neg", SCALES[-1])).abs().max().item()
     limit = 0.5 * math.erfc(math.sqrt(2) / math.sqrt(2))  # Phi(-sqrt 2) = erfc(1) / 2
-    return Ex4(beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit,
+    return Result(beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit,
                neg_gamma_spread=spread, rows=rows)

@@ -27,9 +27,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 
-DIM = 16
+from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, QUICK_SAMPLES, SAMPLES
+
+TITLE = "head pruning"
 HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
 TAU = 0.01  # the exercise's tolerance
+WIDE_LAYER_HEADS = 96  # a wide layer's head count (GPT-3), for the evaluation counts quoted in the reading
+
+
+def one_shot_evaluations(h: int) -> int:
+    """Evaluations of one-shot pruning: the full set and each single removal, h + 1."""
+    return h + 1
+
+
+def greedy_evaluations(h: int) -> int:
+    """Evaluations of greedy pruning from h heads down to one: 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2."""
+    return h * (h + 1) // 2
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the text's draws (solved on the CPU)."""
+    samples: int = SAMPLES  # N of the text's copy-both data
+    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass
@@ -40,7 +60,7 @@ class Subset:
 
 
 @dataclass
-class Ex5:
+class Result:
     heads: list[list[float]]
     tau: float
     full_error: float
@@ -62,25 +82,18 @@ class Ex5:
     float32_spread: float = 0.0  # spread of the text's float32 solver on the duplicate pair
 
 
-def readout_error(M, target) -> float:
-    """The text's readout_error, solved in float64 with the SVD driver (rank-deficient safe)."""
-    import torch
-
-    M, target = M.double(), target.double()
-    W = torch.linalg.lstsq(M, target, driver="gelsd").solution
-    return ((M @ W - target).norm() / target.norm()).item()
-
-
 def float32_spread(M, target, repeats: int = 4) -> float:
     """max - min of the text's float32 gelsy readout_error over repeated identical solves."""
-    from attn_cli.experiments.copy_both import readout_error as text_readout_error
+    from attn_cli.core.measure import readout_error
 
-    errors = [text_readout_error(M, target) for _ in range(repeats)]
+    errors = [readout_error(M, target) for _ in range(repeats)]
     return max(errors) - min(errors)
 
 
-def run(config) -> Ex5:
+def run(config: Config, progress=None) -> Result:
     import torch
+
+    from attn_cli.core.measure import readout_error
 
     n = config.samples
     torch.manual_seed(config.seed)
@@ -94,7 +107,8 @@ def run(config) -> Ex5:
         """readout_error of the kept heads (0-based); counts evaluations, memoised."""
         if kept not in cache:
             calls["n"] += 1
-            cache[kept] = readout_error(torch.cat([mixtures[i] for i in kept], 1), target)
+            cache[kept] = readout_error(torch.cat([mixtures[i] for i in kept], 1).double(), target.double(),
+                                         driver="gelsd")  # float64, SVD: rank-deficient safe
         return cache[kept]
 
     h = len(HEADS)
@@ -138,7 +152,7 @@ def run(config) -> Ex5:
     g_error = error(g_kept)  # already cached: the last round's base error
     _, _, _, to_one = greedy(stop=False)
     spread = float32_spread(torch.cat([mixtures[1], mixtures[2]], 1), target)
-    return Ex5(float32_spread=spread, heads=[list(hd) for hd in HEADS], tau=TAU, full_error=full, subsets=subsets,
+    return Result(float32_spread=spread, heads=[list(hd) for hd in HEADS], tau=TAU, full_error=full, subsets=subsets,
                importance=[imp[i] for i in everything],
                one_shot_removed=[i + 1 for i in removed], one_shot_kept=[i + 1 for i in kept_one],
                one_shot_error=one_shot_error, one_shot_evaluations=one_shot_evals,

@@ -16,8 +16,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
+TITLE = "narrow heads"
 D_MODEL, BATCH = 256, 8
 HEADS = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the input and the layers are drawn."""
+    device: str = "cpu"  # the device timed
+    timing_n: int = 512  # sequence length n (the exercise's 512)
+    timing_repeats: int = 3  # timed calls per head count after one warm-up (median kept)
+    QUICK = {"timing_n": 128, "timing_repeats": 2}
 
 
 @dataclass
@@ -30,7 +42,7 @@ class Row:
 
 
 @dataclass
-class Ex6:
+class Result:
     n: int
     d: int
     batch: int
@@ -46,29 +58,26 @@ class Ex6:
     r_squared: float = 0.0  # of the fit time ~ t0 + t1 * entries
 
 
-def _fit(xs, ys):
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    t1 = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    t0 = my - t1 * mx
-    ss_res = sum((y - t0 - t1 * x) ** 2 for x, y in zip(xs, ys))
-    ss_tot = sum((y - my) ** 2 for y in ys) or 1e-30
-    return t0, t1, 1 - ss_res / ss_tot
+def fitted_seconds(result: "Result", score_entries: int) -> float:
+    """The fitted time t0 + t1 * entries for one row's score-entry count."""
+    return result.fixed_seconds + result.ns_per_entry * 1e-9 * score_entries
 
 
-def run(config) -> Ex6:
+def run(config: Config, progress=None) -> Result:
     import statistics
     import time
 
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention
+    from attn_cli.core.measure import fit_line
     from attn_cli.core.memory import check_fits
 
     n, device = config.timing_n, config.device
     # the largest h: scores, scaled scores and weights, each B h n^2 floats, plus activations
     check_fits(4.0 * (3 * BATCH * max(HEADS) * n * n + 8 * BATCH * n * D_MODEL),
                f"timing multi-head attention at n = {n}", device)
+    torch.manual_seed(config.seed)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     X = torch.randn(BATCH, n, D_MODEL).to(device)  # (B, n, d)
     rows = []
@@ -86,8 +95,8 @@ def run(config) -> Ex6:
             rows.append(Row(h, D_MODEL // h, statistics.median(times), BATCH * h * n * n,
                             BATCH * (8 * n * D_MODEL ** 2 + 4 * n * n * D_MODEL)))
     secs = [r.seconds for r in rows]
-    t0, t1, r2 = _fit([r.score_entries for r in rows], secs)
+    t0, t1, r2 = fit_line([r.score_entries for r in rows], secs)
     slow, fast = max(rows, key=lambda r: r.seconds), min(rows, key=lambda r: r.seconds)
-    return Ex6(n=n, d=D_MODEL, batch=BATCH, repeats=config.timing_repeats, device=device,
+    return Result(n=n, d=D_MODEL, batch=BATCH, repeats=config.timing_repeats, device=device,
                threads=torch.get_num_threads(), rows=rows, ratio=slow.seconds / fast.seconds,
                slowest_h=slow.h, fastest_h=fast.h, ns_per_entry=t1 * 1e9, fixed_seconds=t0, r_squared=r2)

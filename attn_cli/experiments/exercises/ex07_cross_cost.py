@@ -22,9 +22,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
+TITLE = "cost of cross-attention"
 D_MODEL, SOURCE = 512, 1000  # the exercise's d and m
 HEADS = 8  # any h gives the same count
 SHAPES = ((1, 1000), (10, 1000), (100, 1000), (1000, 1000), (100, 10))  # (n, m) for the general count
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """The seed is unused: every count is exact."""
 
 
 @dataclass
@@ -39,7 +47,7 @@ class CountRow:
 
 
 @dataclass
-class Ex7:
+class Result:
     d: int
     m: int
     heads: int
@@ -62,7 +70,7 @@ def per_token(m: int, d: int) -> tuple[int, int]:
     return 4 * d * d + 4 * m * d * d + 4 * m * d, 4 * d * d + 4 * m * d
 
 
-def _count(fn) -> int:
+def count_flops(fn) -> int:
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
@@ -71,11 +79,11 @@ def _count(fn) -> int:
     return int(counter.get_total_flops())
 
 
-def run(config) -> Ex7:
+def run(config: Config, progress=None) -> Result:
     import torch
 
-    from attn_cli.core.attention import (MultiHeadAttention, merge_heads, scaled_dot_product_attention,
-                                         split_heads)
+    from attn_cli.core.attention import MultiHeadAttention
+    from attn_cli.core.measure import attend_heads
 
     d, h = D_MODEL, HEADS
     with torch.device("meta"):
@@ -84,19 +92,17 @@ def run(config) -> Ex7:
     for n, m in SHAPES:
         A, B = torch.empty(1, n, d, device="meta"), torch.empty(1, m, d, device="meta")
         parts = terms(n, m, d)
-        rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=_count(lambda: mha(A, B, B))))
+        rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=count_flops(lambda: mha(A, B, B))))
     x = torch.empty(1, 1, d, device="meta")  # the new decoder token
     B = torch.empty(1, SOURCE, d, device="meta")
-    K, V = split_heads(mha.W_k(B), h), split_heads(mha.W_v(B), h)  # cached once: (h, m, p)
+    K, V = mha.W_k(B), mha.W_v(B)  # cached once: (1, m, d)
 
     def cached_step():
-        q = split_heads(mha.W_q(x), h)  # (h, 1, p)
-        out, _ = scaled_dot_product_attention(q, K, V)  # (h, 1, p)
-        return mha.W_o(merge_heads(out, h))  # (1, 1, d)
+        return attend_heads(mha.W_q(x), K, V, h, mha.W_o)  # (1, 1, d)
 
     recompute, cached = per_token(SOURCE, d)
-    recompute_counted = _count(lambda: mha(x, B, B))
-    cached_counted = _count(cached_step)
-    return Ex7(d=d, m=SOURCE, heads=h, rows=rows, recompute_formula=recompute, cached_formula=cached,
+    recompute_counted = count_flops(lambda: mha(x, B, B))
+    cached_counted = count_flops(cached_step)
+    return Result(d=d, m=SOURCE, heads=h, rows=rows, recompute_formula=recompute, cached_formula=cached,
                recompute_counted=recompute_counted, cached_counted=cached_counted,
                ratio=recompute / cached, ratio_counted=recompute_counted / cached_counted)

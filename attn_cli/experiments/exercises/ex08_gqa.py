@@ -24,9 +24,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
+TITLE = "multi-query and grouped-query attention"
 D_MODEL, HEADS, GROUPS, BYTES = 4096, 32, 8, 2  # the exercise's d, h, g, 16-bit
 TOKENS = 128  # n for the measured FLOP count (any n gives the same coefficients)
 VALUE_DIM = 4  # c of the part-3 check
+SHARED_WEIGHTS = ((1.0, 0.0), (0.88, 0.12))  # part 3: the two query heads' weights on (v1, v2)
+SHARED_SAMPLES = 2000  # part 3: examples of the readout
+SHARED_WIDTHS = (4, 3, 2, 1)  # part 3: widths p of the shared value head
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """Seeds the generator of part 3's values and W_v."""
 
 
 @dataclass
@@ -49,7 +60,7 @@ class SharedRow:
 
 
 @dataclass
-class Ex8:
+class Result:
     d: int
     h: int
     p: int
@@ -62,10 +73,9 @@ class Ex8:
 
 def grouped_attention(d: int, h: int, g: int):
     """An h-query-head layer whose keys and values have g heads (each shared by h / g)."""
-    import torch
     from torch import nn
 
-    from attn_cli.core.attention import merge_heads, scaled_dot_product_attention, split_heads
+    from attn_cli.core.measure import attend_heads
 
     class GroupedQueryAttention(nn.Module):
         def __init__(self):
@@ -77,35 +87,30 @@ def grouped_attention(d: int, h: int, g: int):
             self.W_o = nn.Linear(d, d, bias=False)
 
         def forward(self, x):  # x: (B, n, d) self-attention
-            q = split_heads(self.W_q(x), h)  # (B*h, n, p)
-            k = split_heads(self.W_k(x), g)  # (B*g, n, p)
-            v = split_heads(self.W_v(x), g)  # (B*g, n, p)
-            k = torch.repeat_interleave(k, h // g, dim=0)  # (B*h, n, p): group j serves heads j*h/g..
-            v = torch.repeat_interleave(v, h // g, dim=0)
-            out, _ = scaled_dot_product_attention(q, k, v)  # (B*h, n, p)
-            return self.W_o(merge_heads(out, h))  # (B, n, d)
+            return attend_heads(self.W_q(x), self.W_k(x), self.W_v(x), h, self.W_o, kv_heads=g)  # (B, n, d)
 
     return GroupedQueryAttention()
 
 
 def _shared_value_error(p: int, n: int, gen) -> float:
-    """Two query heads, weights (1, 0) and (0.88, 0.12), sharing a random W_v (p x c)."""
+    """Two query heads (SHARED_WEIGHTS) sharing a random W_v (p x c)."""
     import torch
+
+    from attn_cli.core.measure import readout_error
 
     V = torch.randn(2, n, VALUE_DIM, generator=gen, dtype=torch.float64)  # v1, v2: (N, c)
     W_v = torch.randn(p, VALUE_DIM, generator=gen, dtype=torch.float64)
-    heads = [1.0 * V[0] + 0.0 * V[1], 0.88 * V[0] + 0.12 * V[1]]  # two distinct mixtures
+    heads = [a * V[0] + b * V[1] for a, b in SHARED_WEIGHTS]  # two distinct mixtures
     M = torch.cat([m @ W_v.T for m in heads], 1)  # (N, 2p): what the shared value head passes on
     T = torch.cat([V[0], V[1]], 1)  # (N, 2c)
-    W = torch.linalg.lstsq(M, T, driver="gelsd").solution
-    return ((M @ W - T).norm() / T.norm()).item()
+    return readout_error(M, T, driver="gelsd")
 
 
-def run(config) -> Ex8:
+def run(config: Config, progress=None) -> Result:
     import torch
 
     from attn_cli.core.attention import count_parameters
-    from attn_cli.experiments.exercises.ex07_cross_cost import _count
+    from attn_cli.experiments.exercises.ex07_cross_cost import count_flops
 
     d, h, n = D_MODEL, HEADS, TOKENS
     p = d // h
@@ -116,10 +121,10 @@ def run(config) -> Ex8:
         x = torch.empty(1, n, d, device="meta")
         schemes.append(Scheme(
             name, g, count_parameters(layer), 2 * d * d + 2 * d * g * p,
-            _count(lambda: layer(x)), 4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d,
+            count_flops(lambda: layer(x)), 4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d,
             2 * g * p * BYTES, 2 * g * p))
     gen = torch.Generator().manual_seed(config.seed)
-    shared = [SharedRow(q, _shared_value_error(q, 2000, gen), (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5)
-              for q in (4, 3, 2, 1)]
-    return Ex8(d=d, h=h, p=p, tokens=n, schemes=schemes, shared_weights=[[1.0, 0.0], [0.88, 0.12]],
-               shared=shared)
+    shared = [SharedRow(q, _shared_value_error(q, SHARED_SAMPLES, gen), (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5)
+              for q in SHARED_WIDTHS]
+    return Result(d=d, h=h, p=p, tokens=n, schemes=schemes, shared_weights=[list(w) for w in SHARED_WEIGHTS],
+                  shared=shared)

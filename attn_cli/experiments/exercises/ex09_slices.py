@@ -19,7 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import product
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
+TITLE = "heads as slices"
 D_MODEL, HEADS = 16, 4
+TOL = 1e-5  # a difference above this (float32 round-off) is detectable
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the layer and the inputs are drawn."""
 
 
 @dataclass
@@ -31,7 +40,7 @@ class Case:
 
 
 @dataclass
-class Ex9:
+class Result:
     d: int
     h: int
     n_k: int
@@ -69,15 +78,13 @@ def folded_forward(mha, queries, keys, values, valid_lens=None, tile: bool = Fal
     """The folded forward pass of MultiHeadAttention, with tiled valid_lens if ``tile``."""
     import torch
 
-    from attn_cli.core.attention import merge_heads, scaled_dot_product_attention, split_heads
+    from attn_cli.core.measure import attend_heads
 
     h = mha.num_heads
-    q, k, v = (split_heads(W(x), h) for W, x in ((mha.W_q, queries), (mha.W_k, keys), (mha.W_v, values)))
     if valid_lens is not None:
         reps = (h,) + (1,) * (valid_lens.dim() - 1)
         valid_lens = valid_lens.repeat(*reps) if tile else torch.repeat_interleave(valid_lens, h, dim=0)
-    out, _ = scaled_dot_product_attention(q, k, v, valid_lens=valid_lens)  # (B*h, n_q, p)
-    return mha.W_o(merge_heads(out, h))
+    return attend_heads(mha.W_q(queries), mha.W_k(keys), mha.W_v(values), h, mha.W_o, valid_lens)
 
 
 def tiling_detectable(valid_lens: list, h: int, n_k: int) -> bool:
@@ -99,7 +106,7 @@ def _masks_differ(valid_lens: list, h: int, n_q: int, n_k: int) -> bool:
     return not torch.equal(valid_lens_mask(rep, n_q, n_k), valid_lens_mask(tiled, n_q, n_k))
 
 
-def run(config) -> Ex9:
+def run(config: Config, progress=None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention
@@ -127,7 +134,7 @@ def run(config) -> Ex9:
             for vl in product(range(n_k + 2), repeat=b):
                 checked += 1
                 agrees &= _masks_differ(list(vl), h, n_q, n_k) == tiling_detectable(list(vl), h, n_k)
-    return Ex9(d=D_MODEL, h=HEADS, n_k=n_k, cases=cases, rule_checked=checked, rule_agrees=agrees)
+    return Result(d=D_MODEL, h=HEADS, n_k=n_k, cases=cases, rule_checked=checked, rule_agrees=agrees)
 
 
 def _fmt(x) -> str:

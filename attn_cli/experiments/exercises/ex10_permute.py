@@ -20,8 +20,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
+TITLE = "permuting the source"
 D_MODEL, HEADS, N_Q, M_SRC, VALID = 16, 4, 5, 7, 4
 TOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """torch.manual_seed(seed) before the layers, inputs and permutations."""
 
 
 @dataclass
@@ -33,7 +41,7 @@ class Check:
 
 
 @dataclass
-class Ex10:
+class Result:
     d: int
     h: int
     n: int
@@ -54,7 +62,7 @@ def sinusoidal(n: int, d: int):
     return P  # (n, d)
 
 
-def run(config) -> Ex10:
+def run(config: Config, progress=None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention
@@ -100,5 +108,5 @@ def run(config) -> Ex10:
             translate("dog bites man", False), translate("man bites dog", False), True)
         add("dog bites man vs man bites dog, sinusoidal positions",
             translate("dog bites man", True), translate("man bites dog", True), False)
-    return Ex10(d=D_MODEL, h=HEADS, n=N_Q, m=M_SRC, valid=VALID, tolerance=TOL, checks=checks,
+    return Result(d=D_MODEL, h=HEADS, n=N_Q, m=M_SRC, valid=VALID, tolerance=TOL, checks=checks,
                 all_as_expected=all(c.unchanged == c.expected_unchanged for c in checks))

@@ -19,8 +19,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-HEADS, DIM = 4, 32
-QUERY_WORD, KEY_WORD = "attention", "translation"
+from attn_cli.published.settings import TEXT
+
+from attn_cli.experiments.exercises.common import ExerciseConfig
+
+TITLE = "random projections and readable maps"
+HEADS = 4
+QUERY_WORD, KEY_WORD, DIM = (TEXT["d2l-crossattn-map"][k] for k in ("query_word", "key_word", "dim"))
+
+
+@dataclass(frozen=True)
+class Config(ExerciseConfig):
+    """The seed of the letter embeddings and the fresh layer (crossattn.Config.seed)."""
+    device: str = "cpu"
 
 
 @dataclass
@@ -35,7 +46,7 @@ class HeadProps:
 
 
 @dataclass
-class Ex11:
+class Result:
     queries: list[str]
     keys: list[str]
     dim: int
@@ -63,7 +74,7 @@ def _props(name: str, W: list[list[float]], queries: str, keys: str) -> HeadProp
                      [classify_row(r)[0] for r in W])
 
 
-def run(config) -> Ex11:
+def run(config: Config, progress=None) -> Result:
     from attn_cli.experiments import crossattn
 
     res = crossattn.run(crossattn.Config(seed=config.seed, device=config.device, query_word=QUERY_WORD,
@@ -78,7 +89,7 @@ def run(config) -> Ex11:
         "the matching letter gets the largest weight": all(p.match_wins == 1.0 for p in heads),
         "the plain map's regimes (sharp / split / diffuse)": all(p.regimes == props[0].regimes for p in heads),
     }
-    return Ex11(queries=list(QUERY_WORD), keys=list(KEY_WORD), dim=DIM, heads=HEADS, plain=res.weights,
+    return Result(queries=list(QUERY_WORD), keys=list(KEY_WORD), dim=DIM, heads=HEADS, plain=res.weights,
                 head_weights=res.head_weights, props=props,
                 hold_in_every_head=[k for k, v in checks.items() if v],
                 lost=[k for k, v in checks.items() if not v])

@@ -1,0 +1,80 @@
+"""Small measurements shared by experiments: readout error, line fits, folded heads.
+
+* :func:`relative_error` and :func:`readout_error` -- the text's ``readout_error`` (best
+  linear readout of a target from mixtures, relative error), optionally scored on held-out
+  data and squared;
+* :func:`fit_line` and :func:`loglog_slope` -- least-squares lines (slope, intercept, R^2);
+* :func:`attend_heads` -- split projected queries, keys and values into heads, attend,
+  merge and apply W_o: the folded multi-head computation, with grouped keys and values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from attn_cli.core.attention import merge_heads, scaled_dot_product_attention, split_heads
+
+
+def relative_error(pred: Tensor, target: Tensor, squared: bool = False) -> float:
+    """||pred - target|| / ||target|| (both squared if ``squared``)."""
+    if squared:
+        return ((pred - target).norm() ** 2 / target.norm() ** 2).item()
+    return ((pred - target).norm() / target.norm()).item()
+
+
+def least_squares(M: Tensor, target: Tensor, driver: str | None = None) -> Tensor:
+    """W minimising ||M W - target||: ``torch.linalg.lstsq`` on the CPU (``driver=None``:
+    LAPACK 'gelsy', the text's call); on CUDA, which only has the full-rank 'gels', the
+    pseudo-inverse."""
+    if M.device.type == "cpu":
+        return torch.linalg.lstsq(M, target, driver=driver).solution  # (k, t)
+    return torch.linalg.pinv(M) @ target
+
+
+def readout_error(M: Tensor, target: Tensor, driver: str | None = None,
+                  held_out: tuple[Tensor, Tensor] | None = None, squared: bool = False) -> float:
+    """Relative error of the best linear readout of ``target`` (N, t) from ``M`` (N, k).
+
+    The readout is fitted on ``(M, target)`` and scored there, or on ``held_out``
+    ``(M_test, target_test)`` when given.
+    """
+    W = least_squares(M, target, driver)
+    M_eval, t_eval = held_out if held_out is not None else (M, target)
+    return relative_error(M_eval @ W, t_eval, squared)
+
+
+def fit_line(xs, ys) -> tuple[float, float, float]:
+    """Least-squares ``y = intercept + slope * x``: returns (intercept, slope, R^2)."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    intercept = my - slope * mx
+    ss_res = sum((y - intercept - slope * x) ** 2 for x, y in zip(xs, ys))
+    ss_tot = sum((y - my) ** 2 for y in ys) or 1e-30
+    return intercept, slope, 1 - ss_res / ss_tot
+
+
+def loglog_slope(xs, ys) -> float | None:
+    """Least-squares slope of log y on log x; None with fewer than two distinct x."""
+    if len(set(xs)) < 2:
+        return None
+    return fit_line([math.log(x) for x in xs], [math.log(y) for y in ys])[1]
+
+
+def attend_heads(q: Tensor, k: Tensor, v: Tensor, num_heads: int, W_o, valid_lens: Tensor | None = None,
+                 kv_heads: int | None = None) -> Tensor:
+    """Projected q (B, n_q, d), k and v (B, n_k, g p) -> W_o(merged heads) (B, n_q, d).
+
+    ``kv_heads`` g (default ``num_heads``) key/value heads each serve num_heads / g query
+    heads (grouped-query attention); ``valid_lens`` is already per folded head (B*h, ...).
+    """
+    g = num_heads if kv_heads is None else kv_heads
+    q = split_heads(q, num_heads)  # (B*h, n_q, p)
+    k, v = split_heads(k, g), split_heads(v, g)  # (B*g, n_k, p)
+    if g != num_heads:
+        k = torch.repeat_interleave(k, num_heads // g, dim=0)  # (B*h, n_k, p): group j serves heads j*h/g..
+        v = torch.repeat_interleave(v, num_heads // g, dim=0)
+    out, _ = scaled_dot_product_attention(q, k, v, valid_lens=valid_lens)  # (B*h, n_q, p)
+    return W_o(merge_heads(out, num_heads))  # (B, n_q, d)
