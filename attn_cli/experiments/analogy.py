@@ -17,6 +17,8 @@ Two facts a reader of the output should know:
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,10 @@ from typing import Any
 from attn_cli.errors import AttnError
 
 ARTIFACTS = ("w9-ppmi",)
+FIGURES = ()  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = False  # instant: recomputed every time
 
 TEMPLATES = (
     ("the {} wore a crown and he ruled the kingdom", ("king", "prince")),
@@ -171,7 +177,7 @@ def estimate_bytes(config: Config) -> int:
     return 8 * 8 * v * v
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     from attn_cli.core.memory import guard
 
     vocab = vocabulary(config)

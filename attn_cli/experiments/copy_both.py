@@ -10,6 +10,8 @@ the two mixtures coincide.
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -17,6 +19,10 @@ from typing import Any
 from attn_cli.errors import AttnError
 
 ARTIFACTS = ("d2l-copy-both-one-head", "d2l-copy-both-two-heads", "d2l-fig-10.3.1")
+FIGURES = ('copy_both.png',)  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = True  # over a second: the runner caches its Result under --out
 
 THEORY = math.sqrt(0.5)  # best relative error of one head, for every softmax pair
 
@@ -109,7 +115,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * config.samples * config.dim * 12
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.memory import guard

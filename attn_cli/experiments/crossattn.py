@@ -22,6 +22,8 @@ projections, exercise 11) and records each head's weights.
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -29,6 +31,10 @@ from typing import Any
 from attn_cli.errors import AttnError
 
 ARTIFACTS = ("d2l-crossattn-map",)
+FIGURES = ('heatmap_attention_translation.png',)  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = False  # instant: recomputed every time
 
 MAX_WORD_LENGTH = 64  # longer words make an unreadable map (cells under ~5 px at 4 inches)
 MAX_DIM = 1 << 20  # embedding width; the memory check below refuses what would not fit
@@ -144,7 +150,7 @@ def estimate_bytes(config: Config) -> int:
                 + 4 * config.dim ** 2 * (config.heads > 0))
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention

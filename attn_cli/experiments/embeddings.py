@@ -12,6 +12,8 @@ CPU generator and then moved to the device, so a seed means the same on any devi
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,10 @@ from typing import Any
 from attn_cli.published.settings import TEXT
 
 ARTIFACTS = ("w9-onehot", "w9-contextual")
+FIGURES = ('embeddings_bank_attention.png',)  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = True  # over a second: the runner caches its Result under --out
 
 ONEHOT_VOCAB = ("king", "queen", "man", "woman", "apple")  # W9 1.1
 CONTEXT_VOCAB = ("the", "river", "money", "bank", "was", "deep", "closed")  # W9 1.3, draw order
@@ -78,7 +84,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (3 * d * d + 4 * n * d + 4 * len(ONEHOT_VOCAB) * max(len(ONEHOT_VOCAB), config.onehot_embed_dim))
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     from torch import nn
 

@@ -12,6 +12,8 @@ lists (rows sum to 1, non-negative, outputs a convex combination of the value ro
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -19,6 +21,10 @@ from typing import Any
 
 
 ARTIFACTS = ("w9-worked", "w9-properties")
+FIGURES = ()  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = False  # instant: recomputed every time
 
 WORKED_Q = [[1.0, 0.0]]  # (1, 2)
 WORKED_K = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # (3, 2)
@@ -80,7 +86,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (n_q * d_k + n_k * (d_k + d_v) + 6 * n_q * n_k + 4 * n_q * d_v)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     import torch.nn.functional as F
 

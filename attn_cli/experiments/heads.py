@@ -11,12 +11,18 @@
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attn_cli.errors import AttnError
 
 ARTIFACTS = ("w9-heads", "d2l-mha-shape", "d2l-mha-params", "d2l-fig-10.3.2")
+FIGURES = ('heads_layout.png',)  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = False  # instant: recomputed every time
 
 MAX_WIDTH = 8192  # d_model / num_hiddens beyond this would allocate gigabytes for a count
 
@@ -106,7 +112,7 @@ def handwritten_multihead(mha, x):
     return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     from torch import nn
 

@@ -14,11 +14,17 @@ Draw order (the text's): ``manual_seed(seed)``; x = randn(n, d); then x2[3:] = r
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 ARTIFACTS = ("w9-masks",)
+FIGURES = ('masks.png',)  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = False  # instant: recomputed every time
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (4 * n * d + 8 * n * n)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.attention import causal_mask, masked_softmax, scaled_dot_product_attention

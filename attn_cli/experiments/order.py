@@ -10,12 +10,18 @@ Draws are on the CPU generator and then moved to the device.
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 
 ARTIFACTS = ("w9-order",)
+FIGURES = ()  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = False  # instant: recomputed every time
 
 ATOL = 1e-6  # "identical" means torch.allclose(..., atol=1e-6), as the text
 
@@ -65,7 +71,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (3 * d * d + 16 * 3 * d) * (2 if config.device != "cpu" else 1)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.attention import scaled_dot_product_attention

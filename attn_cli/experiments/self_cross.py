@@ -11,10 +11,16 @@
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Report
+
 from dataclasses import asdict, dataclass
 from typing import Any
 
 ARTIFACTS = ("w9-self-cross", "d2l-self-cross")
+FIGURES = ()  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = False  # instant: recomputed every time
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (2 * 4 * 100 * 100 + 8 * 2 * 9 * 100)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     from torch import nn
 

@@ -15,6 +15,8 @@ when the dims before it are the text's too (``Row.text_draws``).
 
 from __future__ import annotations
 
+from attn_cli.experiments.progress import Progress, Report
+
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,6 +27,10 @@ from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.published.settings import sqrt_dk_text_draws
 
 ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
+FIGURES = ('sqrt_dk.png',)  # figure files its render module writes (catalogue names)
+ENGINES: tuple[str, ...] = ()  # one way to compute it
+SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
+CACHED = True  # over a second: the runner caches its Result under --out
 
 QUICK_TRIALS = 2000  # --quick: 10x fewer trials (numbers then differ from the text's)
 
@@ -124,8 +130,8 @@ def estimate_bytes(config: Config) -> int:
     return config.peak_bytes()
 
 
-def run(config: Config, progress: Callable[[int, int], None] | None = None) -> Result:
-    """Regenerate the table; ``progress(done, total)`` is called after each d_k."""
+def run(config: Config, progress: Report = None) -> Result:
+    """Regenerate the table; ``progress`` hears after each d_k."""
     import torch
 
     from attn_cli.core.memory import guard
@@ -148,5 +154,5 @@ def run(config: Config, progress: Callable[[int, int], None] | None = None) -> R
                         grad_unscaled=g_raw, grad_scaled=g_scaled, text_draws=same[i]))
         del raw, scaled
         if progress is not None:
-            progress(i + 1, len(config.dims))
+            progress(Progress(i + 1, len(config.dims), f"d_k={d}"))
     return Result(config=dataclasses.asdict(config), rows=rows)
