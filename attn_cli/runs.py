@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from attn_cli.errors import WriteFailed
-from attn_cli.published.compare import MISSING, Outcome, summary  # noqa: F401  (re-exported)
+from attn_cli.published.compare import MISSING, Outcome
 from attn_cli.runner import Experiment, Registry, ranges
 
 

@@ -14,6 +14,7 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.options import Common, MultiValueOption, common_options, format_option
+from attn_cli.published.compare import summary
 
 
 @click.command(name="list")
@@ -99,7 +100,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     runs_done = running.run_plan(plan, "verify", cache_root=common.out, use_cache=not no_cache)
     outcomes = runs.compare(selected, registry, runs_done)
     cov = runs.coverage(registry, artifact_ids, everything=not only)
-    line = runs.summary(outcomes)
+    line = summary(outcomes)
     if click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT:
         writing.write_verify_page(registry, artifact_ids, outcomes, common, time.perf_counter() - started, line, cov)
 
@@ -188,7 +189,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     for s in sections:
         s.outcomes = [o for a in s.artifacts for o in by_artifact.get(a.id, [])]
     cov = runs.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
-    line = None if common.quick else runs.summary(outcomes)
+    line = None if common.quick else summary(outcomes)
 
     manifest = writing.manifest_of(sections, common, time.perf_counter() - started, line, cov, runs_done)
     files.write_json(out / "manifest.json", manifest)

@@ -159,7 +159,6 @@ def run(config: Config, progress: Report = None) -> Result:
     query_word, key_word = validate(config)
     guard(estimate_bytes(config), f"letter embeddings of width {config.dim}", config.device)
     letters = sorted(set(query_word + key_word))
-    n_q, n_k = len(query_word), len(key_word)
 
     torch.manual_seed(config.seed)
     emb = torch.randn(len(letters), config.dim)  # (|alphabet|, d): one call, as in the text
