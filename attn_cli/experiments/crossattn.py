@@ -22,19 +22,18 @@ projections, exercise 11) and records each head's weights.
 
 from __future__ import annotations
 
-from attn_cli.experiments.progress import Report
-
 import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("d2l-crossattn-map",)
-FIGURES = ('heatmap_attention_translation.png',)  # figure files its render module writes (catalogue names)
-ENGINES: tuple[str, ...] = ()  # one way to compute it
-SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
-CACHED = False  # instant: recomputed every time
+FIGURES = ("heatmap_attention_translation.png",)
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant
 
 MAX_WORD_LENGTH = 64  # longer words make an unreadable map (cells under ~5 px at 4 inches)
 MAX_DIM = 1 << 20  # embedding width; the memory check below refuses what would not fit
@@ -45,17 +44,13 @@ STAND_OUT = 5.0  # the tied top weight must be this many times the best other ke
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) right before the one randn call
     device: str = "cpu"  # embeddings drawn on the CPU generator, then moved
     query_word: str = "attention"  # its characters are the queries (rows)
     key_word: str = "translation"  # its characters are the keys and values (columns)
     dim: int = 32  # embedding width
     heads: int = 0  # 0: plain attention (the text); N: a fresh N-head layer (exercise 11)
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already tiny
 
 
 @dataclass

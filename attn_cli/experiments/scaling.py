@@ -16,8 +16,6 @@ Every requested size is checked against free memory before anything is allocated
 
 from __future__ import annotations
 
-from attn_cli.experiments.progress import Progress, Report
-
 import dataclasses
 import math
 import os
@@ -26,12 +24,12 @@ from typing import Any, Callable, ClassVar
 
 from attn_cli.published.settings import SCALING_D_MODEL as TEXT_D_MODEL  # the d in "n^2 * d operations"
 from attn_cli.published.w9_attention import SCALING
+from attn_cli.experiments.progress import Progress, Report
 
 ARTIFACTS = ("w9-scaling",)
-FIGURES = ()  # figure files its render module writes (catalogue names)
-ENGINES: tuple[str, ...] = ()  # one way to compute it
-SLOW = False  # seconds at the text's settings: `attn verify --quick` runs it at its defaults
-CACHED = False  # instant: recomputed every time
+FIGURES = ()
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant (the formula; --measure is a single command's)
 
 TEXT_LENGTHS = tuple(SCALING)  # the n the text prints
 # Measured n: large enough that the n^2 d products, not per-call overheads or a cache-resident

@@ -18,7 +18,6 @@ import html
 import re
 from typing import Any, Sequence
 
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -96,23 +95,11 @@ def table_html(table: Table) -> str:
 
 
 def renderables_html(renderables: Any) -> str:
-    from attn_cli.render.report import _plain, render_plain
+    from attn_cli.render.report import blocks, render_plain
 
-    if not isinstance(renderables, (list, tuple)):
-        renderables = [renderables]
-    blocks = []
-    for r in renderables:
-        if isinstance(r, Group):
-            blocks.append(renderables_html(list(r.renderables)))
-        elif isinstance(r, Table):
-            blocks.append(table_html(r))
-        elif isinstance(r, (str, Text)):
-            text = _plain(r).strip()
-            if text:
-                blocks.append(f'<p class="note">{esc(text)}</p>'.replace("\n", "<br>"))
-        else:
-            blocks.append(f"<pre>{esc(render_plain(r).rstrip())}</pre>")
-    return "\n".join(b for b in blocks if b)
+    return "\n".join(blocks(renderables, table=table_html,
+                            text=lambda t: f'<p class="note">{esc(t)}</p>'.replace("\n", "<br>"),
+                            other=lambda r: f"<pre>{esc(render_plain(r).rstrip())}</pre>"))
 
 
 def checks_html(outcomes: Sequence) -> str:

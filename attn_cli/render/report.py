@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from rich.console import Console, Group
 from rich.markup import MarkupError
@@ -244,25 +244,30 @@ class _Null:
         pass
 
 
-def to_markdown(renderables: Any) -> str:
-    """The experiments' ``tables(result)`` output as Markdown blocks separated by blank lines."""
+def blocks(renderables: Any, *, table: Callable, text: Callable, other: Callable) -> list[str]:
+    """Each renderable (lists and Groups flattened) as one block: ``table(Table)``,
+    ``text(plain text)`` for non-empty text, ``other(renderable)`` for anything else."""
     if not isinstance(renderables, (list, tuple)):
         renderables = [renderables]
-    blocks = []
+    out: list[str] = []
     for r in renderables:
         if isinstance(r, Group):
-            inner = to_markdown(list(r.renderables))
-            if inner:
-                blocks.append(inner)
+            out += blocks(list(r.renderables), table=table, text=text, other=other)
         elif isinstance(r, Table):
-            blocks.append(table_to_markdown(r))
+            out.append(table(r))
         elif isinstance(r, (str, Text)):
-            text = _plain(r).strip()
-            if text:
-                blocks.append(text)
+            plain = _plain(r).strip()
+            if plain:
+                out.append(text(plain))
         else:
-            blocks.append("```text\n" + render_plain(r).rstrip() + "\n```")
-    return "\n\n".join(blocks)
+            out.append(other(r))
+    return [b for b in out if b]
+
+
+def to_markdown(renderables: Any) -> str:
+    """The experiments' ``tables(result)`` output as Markdown blocks separated by blank lines."""
+    return "\n\n".join(blocks(renderables, table=table_to_markdown, text=lambda t: t,
+                               other=lambda r: "```text\n" + render_plain(r).rstrip() + "\n```"))
 
 
 def checks_markdown(outcomes: Sequence) -> str:
