@@ -112,6 +112,9 @@ def load_result(path: Path, key: dict) -> Any | None:
 
 def store_result(path: Path, key: dict, result: Any) -> None:
     """Store a Result (pickled, exact floats and types) beside a JSON entry naming its digest."""
-    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):  # a class defined in a function: not kept
+        return
     io.write_bytes(path, data)
     store_json(path.with_suffix(".json"), key, {"pickle": digest(data)})

@@ -545,3 +545,30 @@ def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):
     before = torch.get_num_threads()
     assert invoke("verify", "--only", "fk-alpha", "--out", tmp_path).exit_code == 0
     assert seen == [1] and torch.get_num_threads() == before
+
+
+def test_cached_experiment_is_read_back_keyed_by_config(tmp_path, monkeypatch):
+    """An experiment declaring CACHED runs once per configuration under --out; a damaged
+    entry, another configuration or --no-cache computes it again."""
+    from attn_cli.experiments import formula
+
+    calls = []
+    original = formula.run
+
+    def counted(config, progress=None):
+        calls.append(config)
+        return original(config, progress)
+
+    monkeypatch.setattr(formula, "CACHED", True)
+    monkeypatch.setattr(formula, "run", counted)
+    verify = ("verify", "--only", "w9-worked", "--out", tmp_path)
+    assert invoke(*verify).exit_code == 0 and len(calls) == 1
+    second = invoke(*verify)
+    assert second.exit_code == 0 and "passed" in second.output
+    assert len(calls) == 1  # read back, not recomputed
+    (entry,) = (tmp_path / ".cache" / "formula").glob("*.pickle")
+    entry.write_bytes(entry.read_bytes()[:-1] + b"!")  # damaged: recomputed, not trusted
+    assert invoke(*verify).exit_code == 0 and len(calls) == 2
+    assert invoke(*verify, "--no-cache").exit_code == 0 and len(calls) == 3
+    assert invoke(*verify, "--seed", "1").exit_code in (0, 1) and len(calls) == 4
+    assert len(list((tmp_path / ".cache" / "formula").glob("*.pickle"))) == 2
