@@ -54,10 +54,6 @@ class Common:
     numerics: str = "portable"  # "portable" (pinned AVX2 kernels: same bits on any x86-64) or "native"
     formats: tuple[str, ...] = ("png",)  # figure formats (--format on commands that draw)
 
-    def path(self, name: str) -> Path:
-        """A file inside the output folder."""
-        return self.out / name
-
 
 def _resolve_device(ctx, param, value):
     from attn_cli.core.device import resolve_device

@@ -8,6 +8,7 @@ entry point on whatever experiments have landed (guarded by the discovered set).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import textwrap
@@ -47,6 +48,7 @@ def _alpha_module(values: dict | None = None, fail: Exception | None = None, cal
     """A fake experiment following the contract; ``values`` override what it measures."""
     mod = types.ModuleType("fake_alpha")
     mod.ARTIFACTS = ("fk-alpha", "fk-plot")
+    mod.FIGURES, mod.ENGINES, mod.SLOW, mod.CACHED = ("alpha.png",), (), False, False
 
     @dataclass(frozen=True)
     class Config:
@@ -70,7 +72,7 @@ def _alpha_module(values: dict | None = None, fail: Exception | None = None, cal
             m.update(values or {})
             return {k: v for k, v in m.items() if v is not _DROP}
 
-    def run(config):
+    def run(config, progress=None):
         if calls is not None:
             calls.append(config)
         if fail is not None:
@@ -88,6 +90,8 @@ def _slow_module(calls: list | None = None):
     mod = types.ModuleType("fake_slow")
     mod.ARTIFACTS = ("fk-slow",)
     mod.ENGINES = ("exact", "fast")
+    mod.FIGURES = ()
+    mod.SLOW, mod.CACHED, mod.CACHE_FIELD = True, False, "cache_dir"
 
     @dataclass(frozen=True)
     class Config:
@@ -109,7 +113,7 @@ def _slow_module(calls: list | None = None):
         def measured(self):
             return {"fk-slow.acc": self.acc}
 
-    def run(config):
+    def run(config, progress=None):
         if calls is not None:
             calls.append(config)
         return Result(config={"steps": config.steps}, acc=0.89 if config.steps == 2500 else 0.3)
@@ -402,6 +406,7 @@ def test_discovery_skips_modules_without_artifacts(tmp_path, monkeypatch):
     (pkg / "real_one.py").write_text(textwrap.dedent("""
         from dataclasses import dataclass
         ARTIFACTS = ("w9-worked",)
+        SLOW, CACHED, ENGINES, FIGURES = False, False, (), ()
         @dataclass(frozen=True)
         class Config:
             seed: int = 0
@@ -423,6 +428,8 @@ def test_real_registry_is_consistent():
     assert registry.experiments, "no experiment module found"
     for exp in registry.experiments:
         assert exp.artifacts and hasattr(exp.module, "run") and hasattr(exp.module.Config, "quick")
+        assert isinstance(exp.slow, bool) and isinstance(exp.cached, bool) and isinstance(exp.engines, tuple)
+        assert not exp.slow or exp.cache_field in {f.name for f in dataclasses.fields(exp.module.Config)}
 
 
 def test_markdown_of_nested_and_other_renderables():
@@ -497,9 +504,7 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     in this process) so that the test takes seconds; the cache logic is the real one.
     """
     registry = runner.Registry.load()
-    exp = registry.by_artifact.get("w9-copy-task")
-    if exp is None:
-        pytest.skip("the copy task has not landed")
+    exp = registry.by_artifact["w9-copy-task"]
     Config = exp.module.Config
     tiny = {"lengths": (4,), "model": "attention", "steps": 5, "eval_size": 20, "jobs": 1}
     monkeypatch.setattr(Config, "quick", classmethod(lambda cls, **kw: cls(**{**tiny, **kw})))
@@ -540,3 +545,30 @@ def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):
     before = torch.get_num_threads()
     assert invoke("verify", "--only", "fk-alpha", "--out", tmp_path).exit_code == 0
     assert seen == [1] and torch.get_num_threads() == before
+
+
+def test_cached_experiment_is_read_back_keyed_by_config(tmp_path, monkeypatch):
+    """An experiment declaring CACHED runs once per configuration under --out; a damaged
+    entry, another configuration or --no-cache computes it again."""
+    from attn_cli.experiments import formula
+
+    calls = []
+    original = formula.run
+
+    def counted(config, progress=None):
+        calls.append(config)
+        return original(config, progress)
+
+    monkeypatch.setattr(formula, "CACHED", True)
+    monkeypatch.setattr(formula, "run", counted)
+    verify = ("verify", "--only", "w9-worked", "--out", tmp_path)
+    assert invoke(*verify).exit_code == 0 and len(calls) == 1
+    second = invoke(*verify)
+    assert second.exit_code == 0 and "passed" in second.output
+    assert len(calls) == 1  # read back, not recomputed
+    (entry,) = (tmp_path / ".cache" / "formula").glob("*.pickle")
+    entry.write_bytes(entry.read_bytes()[:-1] + b"!")  # damaged: recomputed, not trusted
+    assert invoke(*verify).exit_code == 0 and len(calls) == 2
+    assert invoke(*verify, "--no-cache").exit_code == 0 and len(calls) == 3
+    assert invoke(*verify, "--seed", "1").exit_code in (0, 1) and len(calls) == 4
+    assert len(list((tmp_path / ".cache" / "formula").glob("*.pickle"))) == 2

@@ -15,7 +15,8 @@ import pytest
 from attn_cli.published.types import Artifact, Check
 from attn_cli.render import html
 from attn_cli.render.report import figure_markdown, figure_views
-from attn_cli.runner import Outcome
+from attn_cli.published.compare import Outcome
+from attn_cli.render.manifest import Section
 from cdp import Browser, find_chromium
 from conftest import run_attn
 
@@ -62,8 +63,8 @@ def test_page_escapes_everything_lists_failures_first_and_shows_the_numeric_mode
 
 
 def test_sections_show_svg_before_png_link_pdf_and_data():
-    section = {"name": "one", "ids": ["a-one"], "seconds": 0.5, "error": None, "renderables": ["a note"],
-               "figures": ["one.png", "one.svg", "one.pdf"], "data": ["one.md", "one.json", "one.csv"]}
+    section = Section(name="one", ids=["a-one"], seconds=0.5, error=None, renderables=["a note"],
+                      figures=["one.png", "one.svg", "one.pdf"], data=["one.md", "one.json", "one.csv"])
     page = _page([], sections=[section])
     assert '<img src="one.svg"' in page and '<img src="one.png"' not in page
     assert 'href="one.pdf"' in page and 'href="one.png"' in page and 'href="one.csv"' in page

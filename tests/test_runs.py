@@ -172,7 +172,6 @@ def test_copy_both_is_reproducible_to_solver_precision(tmp_path):
 def test_timing_paths_name_real_fields():
     """Every TIMING path of a Result names a field that exists (a typo would keep a timing in place)."""
     import dataclasses
-    import typing
 
     from attn_cli.experiments import copy_task, scaling
     from attn_cli.experiments import exercises

@@ -9,32 +9,8 @@ from __future__ import annotations
 
 import click
 
+from attn_cli.commands.running import config_of, execute, usage
 from attn_cli.options import Common, FiniteFloatRange, MultiValueOption, common_options, format_option
-
-
-def _execute(experiment, render, config, common: Common) -> None:
-    from attn_cli.render.console import emit, note
-
-    result = experiment.run(config)
-    paths = render.figures(result, common.out, common.formats)
-    emit(result, render.tables(result), common.json)
-    for path in paths:
-        note(f"wrote {path}")
-
-
-def _config(experiment, common: Common, **fields):
-    make = experiment.Config.quick if common.quick else experiment.Config
-    return make(seed=common.seed, device=common.device, **fields)
-
-
-def _usage(validate, config) -> None:
-    """Cross-option checks of an experiment as usage errors (exit 2)."""
-    from attn_cli.errors import AttnError
-
-    try:
-        validate(config)
-    except AttnError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- copy-both
@@ -67,10 +43,10 @@ def copy_both(samples, dim, weights, two_head_weights, common: Common):
     from attn_cli.experiments import copy_both as experiment
     from attn_cli.render import copy_both as render
 
-    config = _config(experiment, common, samples=samples, dim=dim, weights=tuple(weights),
+    config = config_of(experiment, common, samples=samples, dim=dim, weights=tuple(weights),
                      two_head_weights=tuple(two_head_weights))
-    _usage(experiment.validate, config)
-    _execute(experiment, render, config, common)
+    usage(experiment.validate, config)
+    execute(experiment, render, config, common)
 
 
 # --------------------------------------------------------------------------- heatmap
@@ -90,9 +66,9 @@ def _heatmap(query_word: str, key_word: str, dim: int, heads: int | None, common
     from attn_cli.experiments import crossattn as experiment
     from attn_cli.render import crossattn as render
 
-    config = _config(experiment, common, query_word=query_word, key_word=key_word, dim=dim, heads=heads or 0)
-    _usage(experiment.validate, config)
-    _execute(experiment, render, config, common)
+    config = config_of(experiment, common, query_word=query_word, key_word=key_word, dim=dim, heads=heads or 0)
+    usage(experiment.validate, config)
+    execute(experiment, render, config, common)
 
 
 _dim_option = click.option("--dim", type=click.IntRange(1, 1 << 20), default=32, show_default=True,
@@ -174,10 +150,10 @@ def heads(d_model, num_hiddens, num_heads, layout_heads, common: Common):
     from attn_cli.experiments import heads as experiment
     from attn_cli.render import heads as render
 
-    config = _config(experiment, common, d_model=d_model, num_hiddens=num_hiddens,
+    config = config_of(experiment, common, d_model=d_model, num_hiddens=num_hiddens,
                      num_heads=tuple(num_heads), layout_heads=layout_heads)
-    _usage(experiment.validate, config)
-    _execute(experiment, render, config, common)
+    usage(experiment.validate, config)
+    execute(experiment, render, config, common)
 
 
 # --------------------------------------------------------------------------- self-cross
@@ -197,7 +173,7 @@ def self_cross(common: Common):
     from attn_cli.experiments import self_cross as experiment
     from attn_cli.render import self_cross as render
 
-    _execute(experiment, render, _config(experiment, common), common)
+    execute(experiment, render, config_of(experiment, common), common)
 
 
 COMMANDS = [copy_both, heatmap, crossattn_map, heads, self_cross]

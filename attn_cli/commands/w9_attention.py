@@ -1,45 +1,16 @@
 """W9 chapters 3.3, 4.2 and 5.2: ``sqrt-dk``, ``masks`` and ``scaling``.
 
-Thin commands: parse, build the experiment's Config, run it, render. torch and
+Thin commands: parse, build the experiment's Config, one run -> render call
+(:func:`attn_cli.commands.running.execute`). torch and
 matplotlib are imported only inside the command bodies.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import click
 
+from attn_cli.commands.running import config_of, execute
 from attn_cli.options import Common, MultiValueOption, common_options, format_option
-
-
-@contextmanager
-def _progress(description: str, enabled: bool = True):
-    """A transient rich progress bar on stderr; yields ``update(done, total)``."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from attn_cli.render.console import stderr
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=stderr, transient=True) as bar:
-        task = bar.add_task(description, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
-def _finish(common: Common, result, render_module) -> None:
-    from attn_cli.render.console import emit, note
-
-    paths = render_module.figures(result, common.out, common.formats)
-    emit(result, render_module.tables(result), common.json)
-    for path in paths:
-        note(f"wrote {path}")
 
 
 @click.command(name="sqrt-dk")
@@ -64,13 +35,9 @@ def sqrt_dk(dims: tuple[int, ...], trials: int | None, common: Common) -> None:
     from attn_cli.experiments import sqrt_dk as exp
     from attn_cli.render import sqrt_dk as render
 
-    overrides = dict(seed=common.seed, device=common.device, dims=tuple(dims))
-    if trials is not None:
-        overrides["trials"] = trials
-    config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
-    with _progress("sqrt-dk: d_k", enabled=config.trials * max(config.dims) > 2_000_000) as update:
-        result = exp.run(config, progress=update)
-    _finish(common, result, render)
+    config = config_of(exp, common, dims=tuple(dims), **({} if trials is None else {"trials": trials}))
+    big = config.trials * max(config.dims) > 2_000_000
+    execute(exp, render, config, common, progress="sqrt-dk: d_k" if big else None)
 
 
 @click.command(name="masks")
@@ -91,9 +58,7 @@ def masks(common: Common) -> None:
     from attn_cli.experiments import masks as exp
     from attn_cli.render import masks as render
 
-    kwargs = dict(seed=common.seed, device=common.device)
-    config = exp.Config.quick(**kwargs) if common.quick else exp.Config(**kwargs)
-    _finish(common, exp.run(config), render)
+    execute(exp, render, config_of(exp, common), common)
 
 
 @click.command(name="scaling")
@@ -127,7 +92,7 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
     from attn_cli.experiments import scaling as exp
     from attn_cli.render import scaling as render
 
-    overrides = dict(seed=common.seed, device=common.device, d_model=d_model, measure=measure)
+    overrides = dict(d_model=d_model, measure=measure)
     if lengths:
         overrides["lengths"] = tuple(lengths)
         overrides["measure_lengths"] = tuple(lengths)
@@ -135,12 +100,10 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
         overrides["measure_lengths"] = exp.Config.default_measure_lengths(common.device, common.quick)
     if repeats is not None:
         overrides["repeats"] = repeats
-    config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
+    config = config_of(exp, common, **overrides)
     if measure:
         exp.check_measurable(config)  # refuse up front, before the progress bar or any allocation
-    with _progress(f"timing attention on {config.device}", enabled=measure) as update:
-        result = exp.run(config, progress=update)
-    _finish(common, result, render)
+    execute(exp, render, config, common, progress=f"timing attention on {config.device}" if measure else None)
 
 
 COMMANDS = [sqrt_dk, masks, scaling]

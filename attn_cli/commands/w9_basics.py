@@ -1,6 +1,7 @@
 """W9 chapters 1, 3.1, 3.2 and 4.3: ``embeddings``, ``analogy``, ``formula`` and ``order``.
 
-Thin commands: parse, build the experiment's Config, run it, render.  torch and matplotlib
+Thin commands: parse, build the experiment's Config, one run -> render call
+(:func:`attn_cli.commands.running.execute`).  torch and matplotlib
 are imported only inside the command bodies.  All four are instant, so ``--quick`` runs
 the same configuration as the default.
 """
@@ -9,22 +10,9 @@ from __future__ import annotations
 
 import click
 
+from attn_cli.commands.running import config_of, execute
 from attn_cli.options import Common, common_options, format_option
 from attn_cli.published.settings import TEXT
-
-
-def _finish(common: Common, result, render_module) -> None:
-    from attn_cli.render.console import emit, note
-
-    paths = render_module.figures(result, common.out, common.formats)
-    emit(result, [] if common.json else render_module.tables(result), common.json)
-    for path in paths:
-        note(f"wrote {path}")
-
-
-def _config(exp, common: Common, **overrides):
-    overrides = dict(seed=common.seed, device=common.device, **overrides)
-    return exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
 
 
 @click.command(name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
@@ -52,8 +40,7 @@ def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> Non
     from attn_cli.experiments import embeddings as exp
     from attn_cli.render import embeddings as render
 
-    config = _config(exp, common, d=dim, vocab_size=vocab_size, embed_dim=embed_dim)
-    _finish(common, exp.run(config), render)
+    execute(exp, render, config_of(exp, common, d=dim, vocab_size=vocab_size, embed_dim=embed_dim), common)
 
 
 @click.command(name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -90,8 +77,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, dim: int, commo
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
     query = tuple(words) if words else exp.Config.query
-    config = _config(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, dim=dim)
-    _finish(common, exp.run(config), render)
+    execute(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, dim=dim), common)
 
 
 @click.command(name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -116,8 +102,7 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
     from attn_cli.experiments import formula as exp
     from attn_cli.render import formula as render
 
-    config = _config(exp, common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v)
-    _finish(common, exp.run(config), render)
+    execute(exp, render, config_of(exp, common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v), common)
 
 
 @click.command(name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
@@ -138,8 +123,7 @@ def order(dim: int, common: Common) -> None:
     from attn_cli.experiments import order as exp
     from attn_cli.render import order as render
 
-    config = _config(exp, common, d=dim)
-    _finish(common, exp.run(config), render)
+    execute(exp, render, config_of(exp, common, d=dim), common)
 
 
 COMMANDS = [embeddings, analogy, formula, order]

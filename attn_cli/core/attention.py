@@ -4,7 +4,7 @@ Mask convention (one for the whole package): a boolean ``mask`` is **True where
 attention is allowed** ("keep"), broadcastable to ``(..., n_q, n_k)``. This is the
 convention of ``F.scaled_dot_product_attention``'s boolean ``attn_mask``; it is the
 *opposite* of ``nn.MultiheadAttention``'s ``attn_mask`` / ``key_padding_mask``, where
-True means "masked out" (see :func:`keep_from_torch_mha_mask`).
+True means "masked out" (invert with ``~mask``).
 
 ``valid_lens`` follows D2L: a 1-D tensor ``(B,)`` gives the number of valid keys per
 sequence; a 2-D tensor ``(B, n_q)`` gives it per query. Keys at positions ``>= valid_len``
@@ -43,11 +43,6 @@ def valid_lens_mask(valid_lens: Tensor, n_q: int, n_k: int) -> Tensor:
     else:
         raise ValueError(f"valid_lens must be 1-D or 2-D, got shape {tuple(valid_lens.shape)}")
     return positions[None, None, :] < lens[:, :, None]  # (B, n_q, n_k)
-
-
-def keep_from_torch_mha_mask(mask: Tensor) -> Tensor:
-    """Convert an ``nn.MultiheadAttention`` boolean mask (True = blocked) to a keep-mask."""
-    return ~mask
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:

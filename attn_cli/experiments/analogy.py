@@ -22,8 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("w9-ppmi",)
+FIGURES = ()
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant (numpy)
 
 TEMPLATES = (
     ("the {} wore a crown and he ruled the kingdom", ("king", "prince")),
@@ -40,9 +45,8 @@ TIED = ("queen", "princess")  # identical contexts: equal vectors in exact arith
 TIE_TOLERANCE = 1e-9  # two similarities closer than this are an exact tie up to rounding
 
 
-
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # unused: the computation has no random draws (kept for the common contract)
     device: str = "cpu"  # unused: numpy on the CPU, as the text
     window: int = 6  # co-occurrence window, words either side
@@ -52,10 +56,6 @@ class Config:
     nearest_word: str = "bank"  # whose nearest words to list
     analogy_top: int = 3  # how many answers to an analogy
     nearest_top: int = 8  # how many nearest words
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already instant: the quick run is the full run
 
 
 @dataclass
@@ -171,7 +171,7 @@ def estimate_bytes(config: Config) -> int:
     return 8 * 8 * v * v
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     from attn_cli.core.memory import guard
 
     vocab = vocabulary(config)

@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("d2l-copy-both-one-head", "d2l-copy-both-two-heads", "d2l-fig-10.3.1")
+FIGURES = ("copy_both.png",)
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, True  # about a second of least squares
 
 THEORY = math.sqrt(0.5)  # best relative error of one head, for every softmax pair
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0), then V1 and V2 in that order
     device: str = "cpu"  # data are drawn on the CPU generator, then moved
     samples: int = 10_000  # N in the text
@@ -31,10 +36,8 @@ class Config:
     two_head_weights: tuple[float, ...] = (1.0, 0.88)  # heads (a, 1-a) and (1-a, a)
     curve_points: int = 41  # points of a in [0, 1] for figure 10.3.1 (step 0.025)
 
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        # N = 10000 is cheap (a 10000 x 32 least-squares problem): keep the text's data
-        return cls(**{"curve_points": 11, **overrides})
+    # N = 10000 is cheap (a 10000 x 32 least-squares problem): keep the text's data
+    QUICK: ClassVar[dict[str, Any]] = {"curve_points": 11}
 
 
 @dataclass
@@ -109,7 +112,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * config.samples * config.dim * 12
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.memory import guard

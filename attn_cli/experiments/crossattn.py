@@ -27,8 +27,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("d2l-crossattn-map",)
+FIGURES = ("heatmap_attention_translation.png",)
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant
 
 MAX_WORD_LENGTH = 64  # longer words make an unreadable map (cells under ~5 px at 4 inches)
 MAX_DIM = 1 << 20  # embedding width; the memory check below refuses what would not fit
@@ -39,17 +44,13 @@ STAND_OUT = 5.0  # the tied top weight must be this many times the best other ke
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) right before the one randn call
     device: str = "cpu"  # embeddings drawn on the CPU generator, then moved
     query_word: str = "attention"  # its characters are the queries (rows)
     key_word: str = "translation"  # its characters are the keys and values (columns)
     dim: int = 32  # embedding width
     heads: int = 0  # 0: plain attention (the text); N: a fresh N-head layer (exercise 11)
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already tiny
 
 
 @dataclass
@@ -144,7 +145,7 @@ def estimate_bytes(config: Config) -> int:
                 + 4 * config.dim ** 2 * (config.heads > 0))
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention
@@ -153,7 +154,6 @@ def run(config: Config) -> Result:
     query_word, key_word = validate(config)
     guard(estimate_bytes(config), f"letter embeddings of width {config.dim}", config.device)
     letters = sorted(set(query_word + key_word))
-    n_q, n_k = len(query_word), len(key_word)
 
     torch.manual_seed(config.seed)
     emb = torch.randn(len(letters), config.dim)  # (|alphabet|, d): one call, as in the text

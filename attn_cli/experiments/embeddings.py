@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import ClassVar
 
 from attn_cli.published.settings import TEXT
+from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("w9-onehot", "w9-contextual")
+FIGURES = ("embeddings_bank_attention.png",)
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, True  # a second or more (torch's first use)
 
 ONEHOT_VOCAB = ("king", "queen", "man", "woman", "apple")  # W9 1.1
 CONTEXT_VOCAB = ("the", "river", "money", "bank", "was", "deep", "closed")  # W9 1.3, draw order
@@ -26,9 +31,8 @@ SENTENCES = ("the river bank was deep", "the money bank was closed")  # W9 1.3
 WORD = "bank"  # the ambiguous word whose two contextual vectors are compared
 
 
-
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed before each block, as the text
     device: str = "cpu"  # where the attention is computed (draws are on the CPU)
     onehot_embed_dim: int = 4  # width of the small nn.Embedding of 1.1
@@ -37,13 +41,9 @@ class Config:
     d: int = 6  # width of the contextual vectors of 1.3
     weight_scale: float = 0.7  # Wq, Wk, Wv = randn(d, d) * weight_scale
 
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already instant: the quick run is the full run
-
 
 @dataclass
-class Result:
+class Result(MeasuredResult):
     config: dict
     # 1.1
     onehot_king_queen: float  # one-hot king . queen
@@ -57,18 +57,13 @@ class Result:
     distance: float  # || output(river) - output(money) ||
     weights: list[list[list[float]]] = field(default_factory=list)  # per sentence (n, n), rows = queries
 
-    def measured(self) -> dict[str, Any]:
-        return {
-            "w9-onehot.king.queen": self.onehot_king_queen,
-            "w9-onehot.king.apple": self.onehot_king_apple,
-            "w9-onehot.lookup_equals_matmul": self.lookup_equals_matmul,
-            "w9-onehot.parameters": self.parameters,
-            "w9-onehot.onehot_dims": self.config["vocab_size"],
-            "w9-contextual.static_bank": self.static_bank,
-            "w9-contextual.river_bank": self.bank_outputs[0],
-            "w9-contextual.money_bank": self.bank_outputs[1],
-            "w9-contextual.distance": self.distance,
-        }
+    MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
+        "w9-onehot.king.queen": "onehot_king_queen", "w9-onehot.king.apple": "onehot_king_apple",
+        "w9-onehot.lookup_equals_matmul": "lookup_equals_matmul", "w9-onehot.parameters": "parameters",
+        "w9-onehot.onehot_dims": "config.vocab_size", "w9-contextual.static_bank": "static_bank",
+        "w9-contextual.river_bank": "bank_outputs.0", "w9-contextual.money_bank": "bank_outputs.1",
+        "w9-contextual.distance": "distance",
+    }
 
 
 def estimate_bytes(config: Config) -> int:
@@ -78,7 +73,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (3 * d * d + 4 * n * d + 4 * len(ONEHOT_VOCAB) * max(len(ONEHOT_VOCAB), config.onehot_embed_dim))
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     from torch import nn
 

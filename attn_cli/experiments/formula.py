@@ -15,19 +15,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
+from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("w9-worked", "w9-properties")
+FIGURES = ()
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant
 
 WORKED_Q = [[1.0, 0.0]]  # (1, 2)
 WORKED_K = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # (3, 2)
 WORKED_V = [[10.0], [20.0], [30.0]]  # (3, 1)
 
 
-
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed before drawing Q, K, V (3.2)
     device: str = "cpu"  # where attention is computed (draws are on the CPU)
     n_q: int = 3  # queries (3.2)
@@ -35,13 +39,9 @@ class Config:
     d_k: int = 4  # query/key width (3.2)
     d_v: int = 6  # value width (3.2)
 
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already instant: the quick run is the full run
-
 
 @dataclass
-class Result:
+class Result(MeasuredResult):
     config: dict
     # 3.1
     scores: list[float]  # q . k / sqrt(d_k) for the three keys
@@ -59,18 +59,13 @@ class Result:
     non_negative: bool  # all weights >= 0
     convex: bool  # every output within [min, max] of its value column (1e-6 slack)
 
-    def measured(self) -> dict[str, Any]:
-        return {
-            "w9-worked.scores": self.scores,
-            "w9-worked.weights": self.weights,
-            "w9-worked.weights_sum": self.weights_sum,
-            "w9-worked.output": self.output,
-            "w9-properties.shapes": self.shapes,
-            "w9-properties.matches_sdpa": self.matches_sdpa,
-            "w9-properties.row_sums": self.row_sums,
-            "w9-properties.non_negative": self.non_negative,
-            "w9-properties.convex": self.convex,
-        }
+    MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
+        "w9-worked.scores": "scores", "w9-worked.weights": "weights",
+        "w9-worked.weights_sum": "weights_sum", "w9-worked.output": "output",
+        "w9-properties.shapes": "shapes", "w9-properties.matches_sdpa": "matches_sdpa",
+        "w9-properties.row_sums": "row_sums", "w9-properties.non_negative": "non_negative",
+        "w9-properties.convex": "convex",
+    }
 
 
 def estimate_bytes(config: Config) -> int:
@@ -80,7 +75,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (n_q * d_k + n_k * (d_k + d_v) + 6 * n_q * n_k + 4 * n_q * d_v)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     import torch.nn.functional as F
 

@@ -15,24 +15,25 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("w9-heads", "d2l-mha-shape", "d2l-mha-params", "d2l-fig-10.3.2")
+FIGURES = ("heads_layout.png",)
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant
 
 MAX_WIDTH = 8192  # d_model / num_hiddens beyond this would allocate gigabytes for a count
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) before each block, as in the texts
     device: str = "cpu"  # layers and data are created on the CPU, then moved
     d_model: int = 64  # W9's parameter table (nn.MultiheadAttention, with biases)
     num_hiddens: int = 256  # D2L's parameter table (MultiHeadAttention, bias off)
     num_heads: tuple[int, ...] = (1, 2, 4, 8)  # head counts of both tables
     layout_heads: int = 4  # heads drawn in figure 10.3.2 (width d_model)
-
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already small
 
 
 @dataclass
@@ -106,7 +107,7 @@ def handwritten_multihead(mha, x):
     return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     from torch import nn
 

@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
+
+from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("w9-masks",)
+FIGURES = ("masks.png",)
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) in the text
     device: str = "cpu"  # draws on the CPU generator, then moved here
     n: int = 5  # tokens (positions)
@@ -30,13 +36,9 @@ class Config:
     changed_from: int = 3  # the "future" tokens changed in the leak test: positions changed_from..n-1
     padding_from: int = 3  # padding mask: positions padding_from..n-1 are padding
 
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already tiny
-
 
 @dataclass
-class Result:
+class Result(MeasuredResult):
     config: dict
     positions: list[int]
     causal_weights: list[list[float]]  # full float32 precision, row = query position
@@ -52,15 +54,13 @@ class Result:
     padding_weight: float  # total weight on the padding positions, package core (0 by masked_fill)
     padding_weight_text: float  # the same through the text's recipe, softmax(masked_fill(pad, -inf))
 
-    def measured(self) -> dict[str, Any]:
-        return {
-            "w9-masks.causal_weights": self.causal_weights,
-            "w9-masks.row_sums": self.row_sums,
-            "w9-masks.past_unchanged": self.past_unchanged_with_mask,
-            "w9-masks.changes_without_mask": self.past_changes_without_mask,
-            "w9-masks.padding_weight": self.padding_weight,
-            "w9-masks.padding_weight.text_recipe": self.padding_weight_text,
-        }
+    MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
+        "w9-masks.causal_weights": "causal_weights", "w9-masks.row_sums": "row_sums",
+        "w9-masks.past_unchanged": "past_unchanged_with_mask",
+        "w9-masks.changes_without_mask": "past_changes_without_mask",
+        "w9-masks.padding_weight": "padding_weight",
+        "w9-masks.padding_weight.text_recipe": "padding_weight_text",
+    }
 
 
 def _round2(weights) -> list[list[float]]:
@@ -75,7 +75,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (4 * n * d + 8 * n * n)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.attention import causal_mask, masked_softmax, scaled_dot_product_attention

@@ -12,30 +12,30 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
+from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("w9-order",)
+FIGURES = ()
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant
 
 ATOL = 1e-6  # "identical" means torch.allclose(..., atol=1e-6), as the text
 
 
-
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed before the draws
     device: str = "cpu"  # where attention is computed (draws are on the CPU)
     d: int = 6  # width of the word vectors
     weight_scale: float = 0.5  # Wq, Wk, Wv = randn(d, d) * weight_scale
     words: tuple[str, str, str] = ("dog", "bites", "man")  # sentence a; sentence b is it reversed
 
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already instant: the quick run is the full run
-
 
 @dataclass
-class Result:
+class Result(MeasuredResult):
     config: dict
     sentence_a: list[str]  # e.g. dog bites man
     sentence_b: list[str]  # the same words reversed: man bites dog
@@ -49,13 +49,11 @@ class Result:
     identical_with_positions: bool
     max_diff_positions: float
 
-    def measured(self) -> dict[str, Any]:
-        return {
-            "w9-order.dog_bites_man": self.output_a,
-            "w9-order.man_bites_dog": self.output_b,
-            "w9-order.identical": self.identical,
-            "w9-order.identical_with_positions": self.identical_with_positions,
-        }
+    MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
+        "w9-order.dog_bites_man": "output_a", "w9-order.man_bites_dog": "output_b",
+        "w9-order.identical": "identical",
+        "w9-order.identical_with_positions": "identical_with_positions",
+    }
 
 
 def estimate_bytes(config: Config) -> int:
@@ -65,7 +63,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (3 * d * d + 16 * 3 * d) * (2 if config.device != "cpu" else 1)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
 
     from attn_cli.core.attention import scaled_dot_product_attention

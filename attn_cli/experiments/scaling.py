@@ -24,8 +24,12 @@ from typing import Any, Callable, ClassVar
 
 from attn_cli.published.settings import SCALING_D_MODEL as TEXT_D_MODEL  # the d in "n^2 * d operations"
 from attn_cli.published.w9_attention import SCALING
+from attn_cli.experiments.progress import Progress, Report
 
 ARTIFACTS = ("w9-scaling",)
+FIGURES = ()
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant (the formula; --measure is a single command's)
 
 TEXT_LENGTHS = tuple(SCALING)  # the n the text prints
 # Measured n: large enough that the n^2 d products, not per-call overheads or a cache-resident
@@ -200,10 +204,10 @@ def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None
                        formula_bytes=forward_bytes(n, d), operations=ops, gflops=4 * ops / best / 1e9)
 
 
-def run(config: Config, progress: Callable[[int, int], None] | None = None) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     """Formula table, plus the measurement when ``config.measure``.
 
-    ``progress(done, total)`` is called after each timed pass.
+    ``progress`` hears after each timed pass.
     """
     result = Result(config=dataclasses.asdict(config), formula=formula(config.lengths, config.d_model))
     if not config.measure:  # the formula table is arithmetic on Python ints: nothing to allocate
@@ -232,7 +236,7 @@ def run(config: Config, progress: Callable[[int, int], None] | None = None) -> R
         nonlocal done
         done += 1
         if progress is not None:
-            progress(done, total)
+            progress(Progress(done, total))
 
     for n in sorted(config.measure_lengths):
         result.measured_rows.append(_measure_one(n, config, gen, on_pass))

@@ -12,23 +12,25 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import ClassVar
+
+from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments.progress import Report
 
 ARTIFACTS = ("w9-self-cross", "d2l-self-cross")
+FIGURES = ()
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, False  # instant
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) before each block, as in the texts
     device: str = "cpu"  # layers and data are created on the CPU, then moved
 
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**overrides)  # already tiny
-
 
 @dataclass
-class Result:
+class Result(MeasuredResult):
     config: dict
     w9_self_output: list[int]
     w9_self_weights: list[int]
@@ -39,15 +41,12 @@ class Result:
     d2l_cross_output: list[int]
     d2l_cross_weights: list[int]
 
-    def measured(self) -> dict[str, Any]:
-        return {
-            "w9-self-cross.self.output": self.w9_self_output,
-            "w9-self-cross.self.weights": self.w9_self_weights,
-            "w9-self-cross.cross.output": self.w9_cross_output,
-            "w9-self-cross.cross.weights": self.w9_cross_weights,
-            "d2l-self-cross.self": self.d2l_self_output,
-            "d2l-self-cross.cross": self.d2l_cross_output,
-        }
+    MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
+        "w9-self-cross.self.output": "w9_self_output", "w9-self-cross.self.weights": "w9_self_weights",
+        "w9-self-cross.cross.output": "w9_cross_output",
+        "w9-self-cross.cross.weights": "w9_cross_weights", "d2l-self-cross.self": "d2l_self_output",
+        "d2l-self-cross.cross": "d2l_cross_output",
+    }
 
 
 def estimate_bytes(config: Config) -> int:
@@ -56,7 +55,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (2 * 4 * 100 * 100 + 8 * 2 * 9 * 100)
 
 
-def run(config: Config) -> Result:
+def run(config: Config, progress: Report = None) -> Result:
     import torch
     from torch import nn
 

@@ -17,29 +17,32 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, ClassVar
 
 from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.published.settings import sqrt_dk_text_draws
+from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments.progress import Progress, Report
 
 ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
+FIGURES = ("sqrt_dk.png",)
+ENGINES: tuple[str, ...] = ()
+SLOW, CACHED = False, True  # seconds: 20000 trials per d_k
 
 QUICK_TRIALS = 2000  # --quick: 10x fewer trials (numbers then differ from the text's)
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) in the text
     device: str = "cpu"  # draws on the CPU generator, then moved here
     dims: tuple[int, ...] = TEXT_DIMS  # key dimensions d_k, drawn in this order
     trials: int = TEXT_TRIALS  # independent (query, key set) pairs per d_k
     n_keys: int = TEXT_N_KEYS  # keys per query: the softmax runs over this many logits
 
-    @classmethod
-    def quick(cls, **overrides) -> "Config":
-        return cls(**{"trials": QUICK_TRIALS, **overrides})
+    QUICK: ClassVar[dict[str, Any]] = {"trials": QUICK_TRIALS}  # 10x fewer trials
 
     def peak_bytes(self) -> int:
         """Estimated peak memory of one d_k step (float32).
@@ -124,8 +127,8 @@ def estimate_bytes(config: Config) -> int:
     return config.peak_bytes()
 
 
-def run(config: Config, progress: Callable[[int, int], None] | None = None) -> Result:
-    """Regenerate the table; ``progress(done, total)`` is called after each d_k."""
+def run(config: Config, progress: Report = None) -> Result:
+    """Regenerate the table; ``progress`` hears after each d_k."""
     import torch
 
     from attn_cli.core.memory import guard
@@ -148,5 +151,5 @@ def run(config: Config, progress: Callable[[int, int], None] | None = None) -> R
                         grad_unscaled=g_raw, grad_scaled=g_scaled, text_draws=same[i]))
         del raw, scaled
         if progress is not None:
-            progress(i + 1, len(config.dims))
+            progress(Progress(i + 1, len(config.dims), f"d_k={d}"))
     return Result(config=dataclasses.asdict(config), rows=rows)

@@ -18,9 +18,10 @@ import html
 import re
 from typing import Any, Sequence
 
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+
+from attn_cli.render.manifest import Section
 
 KINDS = ("measured", "rule", "identity")  # STYLE.md "Checks"
 VERDICT_CLASS = {"pass": "pass", "fail": "fail", "skipped": "skip"}
@@ -94,23 +95,11 @@ def table_html(table: Table) -> str:
 
 
 def renderables_html(renderables: Any) -> str:
-    from attn_cli.render.report import _plain, render_plain
+    from attn_cli.render.report import blocks, render_plain
 
-    if not isinstance(renderables, (list, tuple)):
-        renderables = [renderables]
-    blocks = []
-    for r in renderables:
-        if isinstance(r, Group):
-            blocks.append(renderables_html(list(r.renderables)))
-        elif isinstance(r, Table):
-            blocks.append(table_html(r))
-        elif isinstance(r, (str, Text)):
-            text = _plain(r).strip()
-            if text:
-                blocks.append(f'<p class="note">{esc(text)}</p>'.replace("\n", "<br>"))
-        else:
-            blocks.append(f"<pre>{esc(render_plain(r).rstrip())}</pre>")
-    return "\n".join(b for b in blocks if b)
+    return "\n".join(blocks(renderables, table=table_html,
+                            text=lambda t: f'<p class="note">{esc(t)}</p>'.replace("\n", "<br>"),
+                            other=lambda r: f"<pre>{esc(render_plain(r).rstrip())}</pre>"))
 
 
 def checks_html(outcomes: Sequence) -> str:
@@ -133,7 +122,7 @@ def checks_html(outcomes: Sequence) -> str:
 # --------------------------------------------------------------------------- the page
 
 
-def index_html(*, catalogue: Sequence, sections: Sequence[dict], manifest: dict, outcomes: Sequence,
+def index_html(*, catalogue: Sequence, sections: Sequence[Section], manifest: dict, outcomes: Sequence,
                summary: str | None, coverage_line: str | None, links: Sequence[str] = (),
                title: str = "attn: every table and figure of the two texts") -> str:
     """The page. ``sections`` as for ``index_markdown`` (each may carry ``renderables``, the
@@ -143,7 +132,7 @@ def index_html(*, catalogue: Sequence, sections: Sequence[dict], manifest: dict,
     by_artifact: dict[str, list] = {}
     for o in outcomes:
         by_artifact.setdefault(o.check.artifact, []).append(o)
-    section_of = {aid: s for s in sections for aid in s["ids"]}
+    section_of = {aid: s for s in sections for aid in s.ids}
     body = [_header(title, manifest, outcomes, summary, coverage_line, sections, links),
             _contents(catalogue, by_artifact, section_of)]
     shown_tables: set[str] = set()
@@ -194,7 +183,7 @@ def _header(title, manifest, outcomes, summary, coverage_line, sections, links) 
         parts.append(f'<p class="line">{esc(coverage_line[:1].upper() + coverage_line[1:])}.</p>')
     facts = [("command", f"<code>{esc(manifest.get('command', ''))}</code>"),
              ("took", esc(f"{(manifest.get('timing') or {}).get('seconds', manifest.get('seconds', 0)):.1f} s"))]
-    cached = [(s["name"], s["cached"]) for s in sections if s.get("cached")]
+    cached = [(s.name, s.cached) for s in sections if s.cached]
     if cached:
         facts.append(("from cache", "; ".join(esc(f"{name}: {c} of {n} runs") for name, (c, n) in cached)))
     machine = manifest.get("machine") or {}
@@ -222,7 +211,7 @@ def _contents(catalogue, by_artifact, section_of) -> str:
         state = ("fail" if any(o.status in ("fail", "n/a") for o in outs) else
                  "pass" if any(o.status == "pass" for o in outs) else "skip" if outs else "none")
         s = section_of.get(a.id)
-        if s is not None and s.get("error"):
+        if s is not None and s.error:
             state = "fail"
         items.append(f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
                      f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>')
@@ -233,7 +222,7 @@ def _contents(catalogue, by_artifact, section_of) -> str:
     return f'<nav aria-label="contents"><h2>Contents</h2>{legend}<ol>{"".join(items)}</ol></nav>'
 
 
-def _artifact(a, section: dict | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool) -> str:
+def _artifact(a, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool) -> str:
     from attn_cli.render.report import figure_views
 
     entry = (manifest.get("artifacts") or {}).get(a.id) or {}
@@ -242,21 +231,21 @@ def _artifact(a, section: dict | None, manifest: dict, outcomes: list, shown_tab
             f"{esc(a.title)}{new}</h2>"
             f'<p class="meta">{esc(a.source)} {esc(a.section)} · <code>attn {esc(a.command)}</code>')
     if section is not None:
-        head += " · " + esc(f"{section['seconds']:.1f} s")
+        head += " · " + esc(f"{section.seconds:.1f} s")
     head += "</p>"
     parts = [head]
-    if section is not None and section.get("error"):
-        parts.append(f'<p class="banner fail"><strong>Failed:</strong> {esc(section["error"])}</p>')
+    if section is not None and section.error:
+        parts.append(f'<p class="banner fail"><strong>Failed:</strong> {esc(section.error)}</p>')
     files = entry.get("files") or []
-    if section is not None and not section.get("error"):
-        if section["name"] in shown_tables:
-            first = next(i for i in section["ids"] if i != a.id)
+    if section is not None and not section.error:
+        if section.name in shown_tables:
+            first = next(i for i in section.ids if i != a.id)
             parts.append(f'<p class="note">Tables: with <a href="#{anchor(first)}">{esc(first)}</a> '
                          "(one run of the same command).</p>")
-        elif section.get("renderables"):
-            shown_tables.add(section["name"])
-            parts.append(renderables_html(section["renderables"]))
-        own = [f for f in section["figures"] if f in files]
+        elif section.renderables:
+            shown_tables.add(section.name)
+            parts.append(renderables_html(section.renderables))
+        own = [f for f in section.figures if f in files]
         for shown, others in figure_views(own, IMAGE_PREFERENCE):
             figure = "<figure>"
             if shown:
@@ -273,7 +262,7 @@ def _artifact(a, section: dict | None, manifest: dict, outcomes: list, shown_tab
             parts.append(checks_html(outcomes))
     data = [f for f in files if not any(fnmatch.fnmatch(f, f"*.{x}") for x in ("png", "svg", "pdf"))]
     if section is not None:
-        data += [f for f in section.get("data", []) if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json")
+        data += [f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json")
                  and _belongs(f, files)]
     if data:
         parts.append('<p class="data">Data: ' + ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in data)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from rich.console import Console, Group
 from rich.markup import MarkupError
 from rich.table import Table
 from rich.text import Text
+
+from attn_cli.render.manifest import Section
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
 KIND_LEGEND = ("status: pass = a measured value within tolerance; rule = a qualitative claim that holds; "
@@ -40,7 +42,7 @@ def status_text(outcome) -> str:
 
 def fmt_value(value: Any, limit: int = 60) -> str:
     """A short, readable rendering of a published or regenerated value."""
-    from attn_cli.runner import MISSING
+    from attn_cli.published.compare import MISSING
 
     if value is MISSING or value is None:
         return "—"
@@ -102,7 +104,7 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
     for r in rows:
         title = r["title"] + (" (new)" if r["new"] else "")
         if r["experiment"] is None:
-            title += " [not implemented yet]"
+            title += " [no experiment]"
         checks = "" if r["checks"] is None else str(r["checks"])
         files = "\n".join(r["files"]) or "(table only)"
         if wide:
@@ -242,25 +244,30 @@ class _Null:
         pass
 
 
-def to_markdown(renderables: Any) -> str:
-    """The experiments' ``tables(result)`` output as Markdown blocks separated by blank lines."""
+def blocks(renderables: Any, *, table: Callable, text: Callable, other: Callable) -> list[str]:
+    """Each renderable (lists and Groups flattened) as one block: ``table(Table)``,
+    ``text(plain text)`` for non-empty text, ``other(renderable)`` for anything else."""
     if not isinstance(renderables, (list, tuple)):
         renderables = [renderables]
-    blocks = []
+    out: list[str] = []
     for r in renderables:
         if isinstance(r, Group):
-            inner = to_markdown(list(r.renderables))
-            if inner:
-                blocks.append(inner)
+            out += blocks(list(r.renderables), table=table, text=text, other=other)
         elif isinstance(r, Table):
-            blocks.append(table_to_markdown(r))
+            out.append(table(r))
         elif isinstance(r, (str, Text)):
-            text = _plain(r).strip()
-            if text:
-                blocks.append(text)
+            plain = _plain(r).strip()
+            if plain:
+                out.append(text(plain))
         else:
-            blocks.append("```text\n" + render_plain(r).rstrip() + "\n```")
-    return "\n\n".join(blocks)
+            out.append(other(r))
+    return [b for b in out if b]
+
+
+def to_markdown(renderables: Any) -> str:
+    """The experiments' ``tables(result)`` output as Markdown blocks separated by blank lines."""
+    return "\n\n".join(blocks(renderables, table=table_to_markdown, text=lambda t: t,
+                               other=lambda r: "```text\n" + render_plain(r).rstrip() + "\n```"))
 
 
 def checks_markdown(outcomes: Sequence) -> str:
@@ -275,14 +282,12 @@ def checks_markdown(outcomes: Sequence) -> str:
     return "\n".join(lines)
 
 
-def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: dict, summary: str | None,
+def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest: dict, summary: str | None,
                    coverage_line: str | None) -> str:
     """``index.md``: an overview, then one section per experiment with its tables, its
     figures (relative links) and its checks against the texts.
 
-    Each section dict: name, command, artifacts (list of Artifact), markdown (the tables),
-    figures (file names relative to the index), data (file names), seconds, error,
-    outcomes (list of Outcome).
+    ``sections``: :class:`attn_cli.render.manifest.Section`, one per experiment.
     """
     v = manifest["versions"]
     quick = manifest.get("quick")
@@ -317,7 +322,7 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: d
         entry = manifest["artifacts"].get(a.id)
         if entry is None:
             lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title}: **not regenerated** (no experiment "
-                         f"module yet) | `attn {a.command}` | |")
+                         f"module) | `attn {a.command}` | |")
             continue
         links = ", ".join(f"[{f}]({f})" for f in entry["files"])
         unwritten = entry.get("not_written", [])
@@ -329,20 +334,20 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[dict], manifest: d
             links = ", ".join(f"[{f}]({f})" for f in entry["files"])
             lines.append(f"| {aid} | | | (not in the catalogue) | `attn {entry['command']}` | {links} |")
     for s in sections:
-        ids = ", ".join(s["ids"])
-        where = _where(s["artifacts"])
+        ids = ", ".join(s.ids)
+        where = _where(s.artifacts)
         where = f" ({where})" if where else ""
-        lines += ["", f"## `attn {s['command']}`{where}: {ids}", ""]
-        lines.append(f"{s['seconds']:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s["data"]) + ".")
-        if s.get("error"):
-            lines += ["", f"**Failed:** {s['error']}"]
+        lines += ["", f"## `attn {s.command}`{where}: {ids}", ""]
+        lines.append(f"{s.seconds:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s.data) + ".")
+        if s.error:
+            lines += ["", f"**Failed:** {s.error}"]
             continue
-        if s["markdown"]:
-            lines += ["", s["markdown"]]
-        for fig in figure_markdown(s["figures"]):
+        if s.markdown:
+            lines += ["", s.markdown]
+        for fig in figure_markdown(s.figures):
             lines += ["", fig]
-        if s["outcomes"] and not quick:
-            lines += ["", "Checks against the published values:", "", checks_markdown(s["outcomes"])]
+        if s.outcomes and not quick:
+            lines += ["", "Checks against the published values:", "", checks_markdown(s.outcomes)]
     return "\n".join(lines) + "\n"
 
 

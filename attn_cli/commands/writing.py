@@ -1,0 +1,108 @@
+"""The files of ``attn all`` and ``attn verify``: one :class:`Section` per experiment run,
+then ``manifest.json``, ``index.md`` and ``index.html`` from the sections (``verify.json``
+and ``verify.html`` for ``attn verify``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from attn_cli.errors import WriteFailed
+from attn_cli.options import Common
+from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
+
+
+def write_section(run, registry, out: Path, formats, command: str) -> Section:
+    """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section."""
+    from attn_cli.render import files, report
+    from attn_cli.render.manifest import experiment_markdown
+
+    exp = run.experiment
+    section = Section(name=exp.name, command=command, ids=list(exp.artifacts),
+                      artifacts=[registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
+                      seconds=run.seconds, error=run.error, config=_asdict(run.config))
+    if run.error:
+        return section
+    try:
+        t0 = time.perf_counter()
+        section.renderables = exp.tables(run.result)
+        markdown = report.to_markdown(section.renderables)
+        section.cached = _cached(run.result)
+        files.write_json(out / f"{exp.name}.json", files.result_json(run.result))
+        written = [_relative(p, out) for p in exp.figures(run.result, out, formats)]
+        section.figures = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
+        section.data = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section.figures]
+        section.data += [f for f in _beside(out, section.figures) if f not in section.data]
+        section.markdown = markdown
+        files.write_text(out / f"{exp.name}.md", experiment_markdown(section))
+        section.seconds += time.perf_counter() - t0
+    except WriteFailed:  # disk full or read-only: stop here; files written so far are complete
+        raise
+    except Exception as exc:
+        section.error = f"rendering failed: {type(exc).__name__}: {exc}"
+    return section
+
+
+def write_verify_page(registry, artifact_ids, outcomes, common: Common, seconds: float, line, cov) -> None:
+    """``verify.json`` (the --json records) and ``verify.html`` (the checks as a page) in --out.
+    Their own names: an ``attn all`` report in the same folder (index.html) is left alone."""
+    from attn_cli import numerics, runs
+    from attn_cli.render import console, files, html
+
+    out = common.out
+    files.write_json(out / "verify.json", [o.as_json() for o in outcomes])
+    manifest = {"command": "attn verify" + (" --quick" if common.quick else ""), "quick": False,
+                "seed": common.seed, "device": common.device, "timing": {"seconds": round(seconds, 3)},
+                "versions": runs.versions(), "machine": runs.machine(common.device),
+                "numerics": numerics.describe()}
+    shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
+    files.write_text(out / "verify.html", html.index_html(
+        catalogue=shown, sections=[], manifest=manifest, outcomes=outcomes, summary=line,
+        coverage_line=cov.line(), links=("verify.json",), title="attn verify: the texts' numbers, regenerated"))
+    console.note(f"wrote {out / 'verify.html'} and {out / 'verify.json'}")
+
+
+def manifest_of(sections, common: Common, seconds: float, line, cov, runs_done) -> dict:
+    from attn_cli import numerics, runs
+    from attn_cli.render.manifest import manifest
+
+    return manifest(sections, command="attn all" + (" --quick" if common.quick else ""), quick=common.quick,
+                    seed=common.seed, device=common.device, versions=runs.versions(),
+                    machine=runs.machine(common.device), numerics=numerics.describe(),
+                    cache=runs.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
+                    missing=cov.no_experiment)
+
+
+def _asdict(obj):
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
+
+
+def _relative(path: Path, out: Path) -> str:
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(out.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _cached(result) -> tuple[int, int] | None:
+    """(runs taken from the cache, runs) of an experiment that caches its runs (the copy task's
+    ``runs`` records carry ``cached``); None for the others."""
+    # TODO(engineer C): the copy task's Result could say this itself (e.g. a ``cached_runs()``).
+    runs = getattr(result, "runs", None)
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) and "cached" in r for r in runs):
+        return None
+    return sum(bool(r["cached"]) for r in runs), len(runs)
+
+
+def _beside(out: Path, figures: list[str]) -> list[str]:
+    """Raw-number files written beside each figure (same stem, another suffix)."""
+    found = []
+    for fig in figures:
+        stem = Path(fig).with_suffix("")
+        for suffix in (".csv", ".json"):
+            name = stem.with_suffix(suffix).as_posix()
+            if (out / stem).with_suffix(suffix).exists() and name not in found:
+                found.append(name)
+    return found

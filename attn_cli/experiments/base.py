@@ -1,0 +1,40 @@
+"""What the experiments' Config and Result classes share (one helper, not eleven copies)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class QuickConfig:
+    """Base of a frozen ``Config`` dataclass: ``Config.quick(**overrides)`` is the smoke-run
+    configuration, the defaults with the fields in ``QUICK`` replaced (none: the text's
+    settings are already quick), then ``overrides``."""
+
+    QUICK: ClassVar[dict[str, Any]] = {}  # field -> its reduced value under --quick
+
+    @classmethod
+    def quick(cls, **overrides):
+        return cls(**{**cls.QUICK, **overrides})
+
+
+class MeasuredResult:
+    """Base of a Result whose published values are fields of it: ``MEASURED`` maps each check
+    ID to a dotted path in the result (``"distance"``, ``"bank_outputs.0"``,
+    ``"config.vocab_size"``: attributes, list indices, dict keys)."""
+
+    MEASURED: ClassVar[dict[str, str]] = {}  # check ID -> path of its regenerated value
+
+    def measured(self) -> dict[str, Any]:
+        """Check ID -> regenerated value."""
+        return {check_id: _lookup(self, path) for check_id, path in self.MEASURED.items()}
+
+
+def _lookup(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(obj, dict):
+            obj = obj[part]
+        elif isinstance(obj, (list, tuple)):
+            obj = obj[int(part)]
+        else:
+            obj = getattr(obj, part)
+    return obj

@@ -1,0 +1,101 @@
+"""The typed report section of one experiment, and ``manifest.json`` built from the sections.
+
+:class:`Section` is what ``attn all`` knows about one experiment once it has run and been
+rendered; :func:`manifest` (the JSON record), :func:`attn_cli.render.report.index_markdown`
+and :func:`attn_cli.render.html.index_html` are all written from the same sections.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")  # figure files among what an experiment writes
+
+
+@dataclass
+class Section:
+    """One experiment's part of the report."""
+
+    name: str  # the experiment module, e.g. "sqrt_dk"
+    command: str = ""  # the subcommands that regenerate it, e.g. "sqrt-dk"
+    ids: list[str] = field(default_factory=list)  # catalogue IDs it regenerates
+    artifacts: list = field(default_factory=list)  # their catalogue entries (Artifact), in catalogue order
+    markdown: str = ""  # its tables as Markdown
+    figures: list[str] = field(default_factory=list)  # figure files, relative to --out
+    data: list[str] = field(default_factory=list)  # the other files it wrote (md, json, csv)
+    seconds: float = 0.0  # run and render
+    error: str | None = None  # why it failed (run or render)
+    config: Any = None  # its configuration as a dict
+    outcomes: list = field(default_factory=list)  # its checks' outcomes
+    renderables: list = field(default_factory=list)  # its rich tables (for the HTML page)
+    cached: tuple[int, int] | None = None  # (runs from the cache, runs) of an experiment caching runs
+
+
+def experiment_markdown(section: Section) -> str:
+    """``<name>.md``: the experiment's tables and figures."""
+    from attn_cli.render.report import figure_markdown
+
+    lines = [f"# attn {section.command}: {', '.join(section.ids)}", ""]
+    if section.markdown:
+        lines += [section.markdown, ""]
+    for fig in figure_markdown(section.figures):
+        lines += [fig, ""]
+    return "\n".join(lines)
+
+
+def _pattern(name: str) -> str:
+    """A catalogue file name with placeholders ("copy_task_attention_L{length}.png") as a glob."""
+    return re.sub(r"\{[^}]*\}", "*", name)
+
+
+def matches(written: str, catalogued: str) -> bool:
+    """A written file is a catalogue file; a figure in any --format counts (masks.svg for masks.png)."""
+    pattern = _pattern(catalogued)
+    if pattern.lower().endswith(FIGURE_SUFFIXES):
+        stem, _ = pattern.rsplit(".", 1)
+        return any(fnmatch.fnmatch(written, f"{stem}{suffix}") for suffix in FIGURE_SUFFIXES)
+    return fnmatch.fnmatch(written, pattern)
+
+
+def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: int, device: str,
+             versions: dict, machine: dict, numerics: dict, cache: list[str], seconds: float,
+             checks: str | None, coverage: str, missing: list[str]) -> dict:
+    """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds."""
+    artifacts: dict[str, dict] = {}
+    for s in sections:
+        written = s.figures + s.data
+        for a in s.artifacts:
+            own = [f for f in written if any(matches(f, p) for p in a.files)]
+            artifacts[a.id] = {"experiment": s.name, "command": a.command,
+                               "files": [f"{s.name}.md", f"{s.name}.json"] + own}
+            # catalogue files that the experiment's renderer did not write
+            unwritten = [p for p in a.files if not any(matches(f, p) for f in written)]
+            if unwritten and not s.error:
+                artifacts[a.id]["not_written"] = unwritten
+        for aid in s.ids:
+            artifacts.setdefault(aid, {"experiment": s.name, "command": s.command,
+                                       "files": [f"{s.name}.md", f"{s.name}.json"], "catalogued": False})
+    return {
+        "command": command,
+        "quick": quick,
+        "seed": seed,
+        "device": device,
+        "versions": versions,
+        "machine": machine,
+        "numerics": numerics,
+        "cache": cache,
+        "timing": {"seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs
+                   "experiments": {s.name: round(s.seconds, 3) for s in sections}},
+        "engines": {s.name: s.config["engine"] for s in sections
+                    if isinstance(s.config, dict) and "engine" in s.config},
+        "checks": checks,
+        "coverage": coverage,
+        "artifacts": artifacts,
+        "missing": missing,
+        "experiments": {s.name: {"artifacts": s.ids, "command": s.command, "config": s.config,
+                                 "files": s.data + s.figures, "error": s.error}
+                        for s in sections},
+    }

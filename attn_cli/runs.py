@@ -1,0 +1,235 @@
+"""Run experiments, compare them with the texts, and say where they ran.
+
+One path for every command: :func:`run_one` runs one experiment (on one intra-op thread,
+its Result taken from the cache under ``--out`` when the experiment declares ``CACHED``);
+:func:`run_experiments` runs a plan of them for ``attn all`` and ``attn verify``;
+:func:`compare` judges the published checks against what they measured.  No click, no rich.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from attn_cli.errors import WriteFailed
+from attn_cli.published.compare import MISSING, Outcome
+from attn_cli.runner import Experiment, Registry, ranges
+
+
+@dataclass
+class Run:
+    """One experiment run: what it was asked, what it returned, how long it took."""
+
+    experiment: Experiment
+    config: Any
+    unjudged: str | None = None  # why its values are shown but not judged: "quick", "fast engine"
+    result: Any = None
+    measured: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None  # set when run() or measured() raised
+    from_cache: bool = False  # the Result was read from the cache under --out
+
+    @property
+    def name(self) -> str:
+        return self.experiment.name
+
+
+def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progress: Callable | None = None,
+            cache_root: str | Path | None = None, use_cache: bool = True, keep_going: bool = True,
+            threads: int | None = 1) -> Run:
+    """Run one experiment (the path of every command).
+
+    ``cache_root``: for an experiment that declares ``CACHED``, its Result is kept under
+    ``cache_root/.cache/<name>/``, keyed by its config and a digest of the code that computes
+    it (:mod:`attn_cli.cache`); ``use_cache=False`` recomputes and overwrites.  An experiment
+    that raises is recorded in ``Run.error`` with ``keep_going``, else the error propagates;
+    a failed write (disk full, read-only) and KeyboardInterrupt always propagate.
+
+    ``threads``: torch's intra-op threads while it runs (restored after).  One by default:
+    every experiment's tensors are small (the texts' sizes), where intra-op threads only add
+    synchronisation, and on a shared machine they collapse (measured on the 2-core machine
+    under load: the D2L exercises at quick sizes take 7 s on one thread, 131 s on two).  The
+    copy task parallelises over processes or its own threads, one core per run.
+    """
+    run = Run(exp, config, unjudged)
+    start = time.perf_counter()
+    try:
+        entry = _cache_entry(exp, config, cache_root)
+        if entry is not None and use_cache:
+            run.result = _load(*entry)
+            run.from_cache = run.result is not None
+        if run.result is None:
+            with intra_op_threads(threads):
+                run.result = exp.run(config, progress=progress)
+            if entry is not None:
+                _store(*entry, run.result)
+        run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
+    except WriteFailed:  # a full or read-only disk stops the whole run, not one experiment
+        raise
+    except Exception as exc:
+        if not keep_going:
+            raise
+        run.error = f"{type(exc).__name__}: {exc}"
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
+                    on_start: Callable[[Experiment], Callable | None] | None = None,
+                    on_done: Callable[[Run], None] | None = None, cache_root: str | Path | None = None,
+                    use_cache: bool = True, keep_going: bool = True, threads: int | None = 1) -> list[Run]:
+    """:func:`run_one` for each ``(experiment, config, unjudged)`` in turn; ``on_start(experiment)``
+    may return its progress callback, ``on_done(run)`` hears each finished run."""
+    runs = []
+    for exp, config, unjudged in plan:
+        progress = on_start(exp) if on_start else None
+        run = run_one(exp, config, unjudged=unjudged, progress=progress, cache_root=cache_root,
+                      use_cache=use_cache, keep_going=keep_going, threads=threads)
+        runs.append(run)
+        if on_done:
+            on_done(run)
+    return runs
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int | None):
+    if threads is None:
+        yield
+        return
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+def _cache_entry(exp: Experiment, config: Any, cache_root) -> tuple[Path, dict] | None:
+    if cache_root is None or not exp.cached or not dataclasses.is_dataclass(config):
+        return None
+    from attn_cli import cache
+
+    key = cache.cache_key({"experiment": exp.name, "config": dataclasses.asdict(config)}, cache.RESULT_CODE_GLOBS)
+    return cache.cache_path(cache_root, exp.name, key, ".pickle"), key
+
+
+def _load(path: Path, key: dict):
+    from attn_cli import cache
+
+    return cache.load_result(path, key)
+
+
+def _store(path: Path, key: dict, result: Any) -> None:
+    from attn_cli import cache
+
+    cache.store_result(path, key, result)
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) -> list[Outcome]:
+    """Every selected check against the value its experiment measured
+    (:func:`attn_cli.published.compare.judge`, with the run's configuration)."""
+    from attn_cli.published.compare import judge
+
+    by_name = {r.name: r for r in runs}
+    outcomes = []
+    for check in selected_checks:
+        exp = registry.experiment_of(check.artifact)
+        run = by_name.get(exp.name) if exp else None
+        if exp is None:
+            outcomes.append(Outcome(check, note="not regenerated: no experiment module"))
+        elif run is None:
+            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} did not run"))
+        elif run.error:
+            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} failed ({run.error})"))
+        else:  # reduced sizes or another engine (unjudged): the value, if any, is shown, not judged
+            config = run.result.config if isinstance(getattr(run.result, "config", None), dict) else None
+            outcomes.append(judge(check, run.measured.get(check.id, MISSING), config, unjudged=run.unjudged,
+                                  missing=f"not regenerated: {exp.name} measured no value"))
+    return outcomes
+
+
+@dataclass
+class Coverage:
+    """Catalogue IDs (of those selected) that verify cannot vouch for."""
+
+    artifacts: list[str]
+    no_checks: list[str]
+    no_experiment: list[str]
+    uncatalogued: list[str] = field(default_factory=list)  # regenerated, but not in the catalogue
+
+    @property
+    def complete(self) -> bool:
+        return not self.no_checks and not self.no_experiment
+
+    def line(self) -> str:
+        checked = [a for a in self.artifacts if a not in self.no_checks and a not in self.no_experiment]
+        text = f"coverage: {len(checked)}/{len(self.artifacts)} catalogue IDs checked"
+        if self.no_checks:
+            text += f"; no checks: {ranges(self.no_checks)}"
+        if self.no_experiment:
+            text += f"; no experiment: {', '.join(self.no_experiment)}"
+        if self.uncatalogued:
+            text += f"; regenerated but not in the catalogue: {ranges(self.uncatalogued)}"
+        return text
+
+
+def coverage(registry: Registry, artifact_ids: Iterable[str], *, everything: bool = False) -> Coverage:
+    """Coverage of the selected catalogue IDs; ``everything`` (no --only) also lists the IDs
+    experiments regenerate that the catalogue does not name."""
+    ids = list(artifact_ids)
+    return Coverage(
+        artifacts=ids,
+        no_checks=[a for a in ids if not registry.checks_of(a)],
+        no_experiment=[a for a in ids if registry.experiment_of(a) is None],
+        uncatalogued=list(registry.uncatalogued) if everything else [],
+    )
+
+
+def cache_lines(runs: Iterable[Run]) -> list[str]:
+    """One line per experiment that reuses cached work, e.g. "copy_task: 40 training runs: 40 from cache"."""
+    return [f"{r.name}: {r.result.cache_line()}" for r in runs
+            if r.result is not None and hasattr(r.result, "cache_line")]
+
+
+# --------------------------------------------------------------------------- where it ran
+
+
+def versions() -> dict[str, str]:
+    import platform
+
+    import numpy
+    import torch
+
+    from attn_cli import __version__
+
+    return {"attn": __version__, "torch": torch.__version__, "python": platform.python_version(),
+            "numpy": numpy.__version__}
+
+
+def machine(device: str = "cpu") -> dict[str, Any]:
+    """Where it ran: the CPU's model name, its logical cores, the OS, and the GPU when used."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    info: dict[str, Any] = {"cpu": cpu, "cores": f"{os.cpu_count()} logical cores",
+                            "platform": platform.platform(terse=True)}
+    if device == "cuda":
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
