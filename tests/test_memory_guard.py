@@ -57,7 +57,7 @@ def test_sizes_past_memory_are_refused_with_the_estimate(args, tmp_path, monkeyp
     monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 4 * 10 ** 9)  # the same on every machine
     result = CliRunner().invoke(cli, [*args, "--out", str(tmp_path)])
     assert result.exit_code == 1, result.output
-    assert re.search(r"^Error: .* needs about [\d.]+ [KMGTP]?B, more than 50% of the 4\.0 GB free on cpu; "
+    assert re.search(r"^Error: .* needs about [\d.]+(e\+\d+)? [KMGTP]?B, more than 50% of the 4\.0 GB free on cpu; "
                      r"refused before starting$", result.output, re.M), result.output
     assert list(tmp_path.iterdir()) == []
 
