@@ -4,7 +4,8 @@ A cache entry is a file under ``<root>/.cache/<name>/<sha256 of key>.<suffix>``;
 the experiment's configuration, a digest of the source files that compute it
 (:func:`code_digest`), the numeric mode, and the versions of attn and torch; the entry holds
 the key again and a digest of its payload, so an edited or damaged file is refused, not
-trusted.  Used by the runner for every experiment that declares ``CACHED = True``, and by the
+trusted.  Entries are JSON only, read back into typed dataclasses (:func:`revive`): loading
+one never runs code, whoever wrote it.  Used by the runner for every experiment that declares ``CACHED = True``, and by the
 copy task for its training runs.  Writes are atomic (:mod:`attn_cli.io`).
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -95,26 +95,59 @@ def store_json(path: Path, key: dict, payload: Any) -> None:
     io.write_text(path, json.dumps({"key": key, "payload": payload, "digest": digest(payload)}) + "\n")
 
 
-def load_result(path: Path, key: dict) -> Any | None:
-    """A Result stored by :func:`store_result` for ``key``; None when there is none or it
-    cannot be trusted (a stale or damaged entry is recomputed, never an error)."""
+def load_result(path: Path, key: dict, result_type: type) -> Any | None:
+    """A Result stored by :func:`store_result` for ``key``, rebuilt as ``result_type``; None when
+    there is none or it cannot be trusted (a stale or damaged entry is recomputed, never an
+    error).  The entry is JSON read into typed dataclasses: loading it runs no code (no pickle)."""
     try:
-        meta = load_json(path.with_suffix(".json"), key)
-        if meta is None or not path.exists():
-            return None
-        data = path.read_bytes()
-        if digest(data) != meta["pickle"]:
-            return None
-        return pickle.loads(data)  # written by this package under the user's own --out
-    except (OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError, AttributeError, ImportError):
+        payload = load_json(path, key)
+        return None if payload is None else revive(result_type, payload)
+    except (ValueError, KeyError, TypeError):
         return None
 
 
-def store_result(path: Path, key: dict, result: Any) -> None:
-    """Store a Result (pickled, exact floats and types) beside a JSON entry naming its digest."""
+def store_result(path: Path, key: dict, result: Any) -> bool:
+    """Store a Result as JSON for ``key``; only one that reads back as the same data (a
+    dataclass of plain values, as STYLE.md asks: a tuple may come back as a list), else
+    nothing is stored and False is returned."""
+    import dataclasses
+
     try:
-        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, AttributeError, TypeError):  # a class defined in a function: not kept
-        return
-    io.write_bytes(path, data)
-    store_json(path.with_suffix(".json"), key, {"pickle": digest(data)})
+        text = json.dumps(dataclasses.asdict(result), sort_keys=True)
+        payload = json.loads(text)
+        if json.dumps(dataclasses.asdict(revive(type(result), payload)), sort_keys=True) != text:
+            return False
+    except (TypeError, KeyError, ValueError):
+        return False
+    store_json(path, key, payload)
+    return True
+
+
+def revive(tp: Any, data: Any) -> Any:
+    """JSON data (``dataclasses.asdict`` of a value, read back) as the type ``tp``: dataclasses,
+    ``X | None``, lists, tuples and dicts of them, by the type hints; anything else as read."""
+    import dataclasses
+    import types
+    import typing
+
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(data, dict):
+            raise TypeError(f"{tp.__name__}: expected an object")
+        hints = typing.get_type_hints(tp)
+        return tp(**{f.name: revive(hints.get(f.name, Any), data[f.name])
+                     for f in dataclasses.fields(tp) if f.init and f.name in data})
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        return revive(options[0], data) if len(options) == 1 else data
+    if origin in (list, tuple) and isinstance(data, list):
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return tuple(revive(args[0], v) for v in data)
+        if origin is tuple and args:
+            return tuple(revive(a, v) for a, v in zip(args, data))
+        return origin(revive(args[0], v) for v in data) if args else origin(data)
+    if origin is dict and isinstance(data, dict) and len(args) == 2:
+        return {k: revive(args[1], v) for k, v in data.items()}
+    return data

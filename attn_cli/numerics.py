@@ -7,7 +7,9 @@ the plain model at length 4 gives free-running 0.9695 with AVX-512 kernels, 1.00
 
 * ``portable`` (the default) pins the vector ISA before torch loads: ATen's CPU capability
   AVX2 (``default`` on an x86 CPU without AVX2 and on other architectures), MKL's conditional
-  numerical reproducibility for AVX2 and oneDNN's maximum ISA AVX2.  The same seed then gives
+  numerical reproducibility for AVX2 on one MKL thread (MKL's threaded LAPACK, e.g. the
+  ``lstsq`` of D2L 10.3.1, otherwise varies in the 7th digit from run to run) and oneDNN's
+  maximum ISA AVX2.  The same seed then gives
   the same bits on any x86-64 CPU with AVX2, with or without AVX-512.
 * ``native`` removes those pins: the host's fastest kernels, numbers that depend on the CPU.
 
@@ -64,9 +66,9 @@ def portable_pins(machine: str | None = None, flags: frozenset[str] | None = Non
     if not is_x86_64(machine):
         return {"ATEN_CPU_CAPABILITY": "default"}  # ARM and others: the plain vectorised kernels
     if {"avx2", "fma"} <= flags:
-        return {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
+        return {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "MKL_NUM_THREADS": "1",
                 "ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}
-    return {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE",
+    return {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "MKL_NUM_THREADS": "1",
             "ONEDNN_MAX_CPU_ISA": "SSE41", "DNNL_MAX_CPU_ISA": "SSE41"}
 
 
@@ -97,6 +99,8 @@ def pin_environment(mode: str, environ: MutableMapping[str, str] | None = None) 
     environ = os.environ if environ is None else environ
     for name in PIN_VARS:
         environ.pop(name, None)
+    if environ.get("MKL_NUM_THREADS") == "1" and environ.get(MODE_VAR) == "portable":
+        environ.pop("MKL_NUM_THREADS")  # set by portable mode (a parent's), not by the user
     if mode == "portable":
         environ.update(portable_pins())
     environ[MODE_VAR] = mode

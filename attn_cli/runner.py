@@ -36,43 +36,6 @@ RENDER_PACKAGE = "attn_cli.render"
 CONTRACT = ("SLOW", "CACHED", "ENGINES", "FIGURES")  # what every experiment module declares
 
 
-def _copy_task_progress(config, report):
-    """(run, step, steps, loss, status) -> Progress over the runs."""
-    from attn_cli.experiments.progress import Progress
-
-    total, finished = len(config.plan()), set()
-
-    def legacy(index, step, steps, loss, status):
-        if status in ("done", "cached"):
-            finished.add(index)
-        report(Progress(len(finished), total, f"run {index}: step {step}/{steps}, loss {loss:.3f}"))
-
-    return legacy
-
-
-def _exercises_progress(config, report):
-    """(number, title) before each exercise -> Progress over the exercises."""
-    from attn_cli.experiments.progress import Progress
-
-    order = list(config.exercises)
-
-    def legacy(number, title):
-        report(Progress(order.index(number) if number in order else 0, len(order), f"{number}. {title}"))
-
-    return legacy
-
-
-# Modules that do not follow the contract yet: what they are, and how their progress reads.
-# An attribute the module declares wins; the progress adapter applies until it declares all of CONTRACT.
-# TODO(engineer C): copy_task declares these attributes and reports Progress; drop its entry.
-# TODO(engineer D): exercises declares these attributes and reports Progress; drop its entry.
-_UNDECLARED: dict[str, dict[str, Any]] = {
-    "copy_task": {"SLOW": True, "CACHED": False, "FIGURES": ("copy_task_attention_L{length}.png",),
-                  "CACHE_FIELD": "cache_root", "progress": _copy_task_progress},
-    "exercises": {"SLOW": False, "CACHED": True, "ENGINES": (), "FIGURES": (), "progress": _exercises_progress},
-}
-
-
 # --------------------------------------------------------------------------- discovery
 
 
@@ -87,18 +50,10 @@ class Experiment:
     def _declared(self, attribute: str, default: Any = None) -> Any:
         if hasattr(self.module, attribute):
             return getattr(self.module, attribute)
-        adapter = _UNDECLARED.get(self.name)
-        if adapter is not None and attribute in adapter:
-            return adapter[attribute]
         if attribute in CONTRACT:
             raise AttnError(f"experiment {self.name} does not declare {attribute} "
                             "(see attn_cli/experiments/__init__.py)")
         return default
-
-    @property
-    def follows_contract(self) -> bool:
-        """Declares every attribute of :data:`CONTRACT` (and so reports ``Progress`` events)."""
-        return all(hasattr(self.module, a) for a in CONTRACT)
 
     @property
     def artifacts(self) -> tuple[str, ...]:
@@ -152,9 +107,6 @@ class Experiment:
 
     def run(self, config: Any, progress: Callable | None = None) -> Any:
         """``module.run(config, progress)``; ``progress`` hears :class:`~attn_cli.experiments.progress.Progress`."""
-        adapt = _UNDECLARED.get(self.name, {}).get("progress")
-        if progress is not None and adapt is not None and not self.follows_contract:
-            progress = adapt(config, progress)
         return self.module.run(config, progress=progress)
 
     def render_module(self) -> ModuleType | None:
@@ -173,6 +125,16 @@ class Experiment:
             return []
         tables = render.tables(result)
         return list(tables) if isinstance(tables, (list, tuple)) else [tables]
+
+    def json(self, result: Any) -> Any:
+        """The Result as JSON data: its render module's ``json_view`` where it has one (the
+        copy task adds the text's values from the outcomes), else the Result itself."""
+        render = self.render_module()
+        if render is not None and hasattr(render, "json_view"):
+            return render.json_view(result)
+        from attn_cli.render.files import result_json
+
+        return result_json(result)
 
     def figures(self, result: Any, out: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
         """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them."""

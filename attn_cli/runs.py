@@ -60,7 +60,7 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
     try:
         entry = _cache_entry(exp, config, cache_root)
         if entry is not None and use_cache:
-            run.result = _load(*entry)
+            run.result = _load(exp, *entry)
             run.from_cache = run.result is not None
         if run.result is None:
             with intra_op_threads(threads):
@@ -116,13 +116,13 @@ def _cache_entry(exp: Experiment, config: Any, cache_root) -> tuple[Path, dict] 
     from attn_cli import cache
 
     key = cache.cache_key({"experiment": exp.name, "config": dataclasses.asdict(config)}, cache.RESULT_CODE_GLOBS)
-    return cache.cache_path(cache_root, exp.name, key, ".pickle"), key
+    return cache.cache_path(cache_root, exp.name, key, ".json"), key
 
 
-def _load(path: Path, key: dict):
+def _load(exp: Experiment, path: Path, key: dict):
     from attn_cli import cache
 
-    return cache.load_result(path, key)
+    return cache.load_result(path, key, exp.module.Result)
 
 
 def _store(path: Path, key: dict, result: Any) -> None:

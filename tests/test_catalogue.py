@@ -566,9 +566,9 @@ def test_cached_experiment_is_read_back_keyed_by_config(tmp_path, monkeypatch):
     second = invoke(*verify)
     assert second.exit_code == 0 and "passed" in second.output
     assert len(calls) == 1  # read back, not recomputed
-    (entry,) = (tmp_path / ".cache" / "formula").glob("*.pickle")
-    entry.write_bytes(entry.read_bytes()[:-1] + b"!")  # damaged: recomputed, not trusted
+    (entry,) = (tmp_path / ".cache" / "formula").glob("*.json")
+    entry.write_text(entry.read_text().replace("0.401", "0.402", 1))  # edited: recomputed, not trusted
     assert invoke(*verify).exit_code == 0 and len(calls) == 2
     assert invoke(*verify, "--no-cache").exit_code == 0 and len(calls) == 3
     assert invoke(*verify, "--seed", "1").exit_code in (0, 1) and len(calls) == 4
-    assert len(list((tmp_path / ".cache" / "formula").glob("*.pickle"))) == 2
+    assert len(list((tmp_path / ".cache" / "formula").glob("*.json"))) == 2

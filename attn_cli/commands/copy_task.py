@@ -36,13 +36,13 @@ def _bars(specs, enabled: bool = True):
              for s in specs]
     started: set[int] = set()
 
-    def update(index: int, step: int, total: int, loss: float, status: str) -> None:
-        task = tasks[index]
-        if index not in started:
+    def update(event) -> None:  # a Progress about one training run (event.item)
+        task = tasks[event.item]
+        if event.item not in started:
             progress.start_task(task)
-            started.add(index)
-        progress.update(task, completed=step, total=total, loss=f"{loss:.4f}",
-                        status="" if status == "running" else status)
+            started.add(event.item)
+        progress.update(task, completed=event.item_done, total=event.item_total, loss=f"{event.value:.4f}",
+                        status="" if event.status == "running" else event.status)
 
     with progress:
         yield update

@@ -57,9 +57,9 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
     kwargs = dict(seed=common.seed, device=common.device, exercises=numbers)
     config = exp.Config.quick(**kwargs) if common.quick else exp.Config(**kwargs)
 
-    def progress(number: int, title: str) -> None:
+    def progress(event) -> None:  # a Progress: label "N. title"
         if not common.json:
-            note(f"exercise {number}: {title} ...")
+            note(f"exercise {event.label} ...")
 
     result = exp.run(config, progress=progress)
     paths = render.figures(result, common.out, common.formats)

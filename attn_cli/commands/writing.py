@@ -29,7 +29,7 @@ def write_section(run, registry, out: Path, formats, command: str) -> Section:
         section.renderables = exp.tables(run.result)
         markdown = report.to_markdown(section.renderables)
         section.cached = _cached(run.result)
-        files.write_json(out / f"{exp.name}.json", files.result_json(run.result))
+        files.write_json(out / f"{exp.name}.json", exp.json(run.result))
         written = [_relative(p, out) for p in exp.figures(run.result, out, formats)]
         section.figures = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
         section.data = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section.figures]
@@ -87,13 +87,9 @@ def _relative(path: Path, out: Path) -> str:
 
 
 def _cached(result) -> tuple[int, int] | None:
-    """(runs taken from the cache, runs) of an experiment that caches its runs (the copy task's
-    ``runs`` records carry ``cached``); None for the others."""
-    # TODO(engineer C): the copy task's Result could say this itself (e.g. a ``cached_runs()``).
-    runs = getattr(result, "runs", None)
-    if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) and "cached" in r for r in runs):
-        return None
-    return sum(bool(r["cached"]) for r in runs), len(runs)
+    """(runs taken from the cache, runs) of an experiment that caches its own runs (its Result
+    has ``cached_runs()``: the copy task); None for the others."""
+    return result.cached_runs() if hasattr(result, "cached_runs") else None
 
 
 def _beside(out: Path, figures: list[str]) -> list[str]:

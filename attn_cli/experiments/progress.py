@@ -15,6 +15,13 @@ class Progress:
     done: int  # units finished (d_k values, exercises, training runs, ...)
     total: Optional[int]  # units in all; None when not known
     label: str = ""  # what is running now, e.g. "run 3: step 120/2500, loss 0.412"
+    # where units run side by side (the copy task's training runs): which unit this event is
+    # about, how far that unit is, and its current value (a loss); status "running", "done" or "cached"
+    item: Optional[int] = None
+    item_done: int = 0
+    item_total: Optional[int] = None
+    value: Optional[float] = None
+    status: str = "running"
 
 
 Report = Optional[Callable[[Progress], None]]  # the ``progress`` argument of every run()

@@ -32,8 +32,14 @@ from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOIC
                                                    verify_config)
 from attn_cli.experiments.copy_task.engines import Report, fast_engine, run_exact_engine, run_fast_engine, schedule
 from attn_cli.experiments.copy_task.results import Result, assemble, diagonal_fraction
+from attn_cli.experiments.progress import Progress
+from attn_cli.experiments.progress import Report as ProgressReport
 
 ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
+SLOW = True  # minutes of training at the text's settings
+CACHED = False  # not by the runner: each training run is cached on its own (cache.py), keyed by its code
+CACHE_FIELD = "cache_root"  # the Config field that receives --out
+FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")
 
 __all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "METRICS", "MODEL_CHOICES",
            "TEXT_LENGTHS", "Config", "Report", "Result", "assemble", "cache_key", "cache_path", "check_memory",
@@ -41,8 +47,10 @@ __all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES",
            "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate", "verify_config"]
 
 
-def run(config: Config, progress: Report = None) -> Result:
-    """Every run of ``config`` (cached ones reused), aggregated; ``progress`` sees each run's steps.
+def run(config: Config, progress: ProgressReport = None) -> Result:
+    """Every run of ``config`` (cached ones reused), aggregated; ``progress`` hears a
+    :class:`~attn_cli.experiments.progress.Progress` per report of a run (``item`` = the run's
+    index in ``config.plan()``, ``item_done`` its steps, ``value`` its loss).
 
     With more than one job the runs go to forkserver worker processes: a script calling this
     needs the usual ``if __name__ == "__main__":`` guard, as with any multiprocessing code.
@@ -54,6 +62,7 @@ def run(config: Config, progress: Report = None) -> Result:
     check_memory(config)
 
     specs = config.plan()
+    report = _reporter(specs, progress)
     outcomes: list[RunOutcome | None] = [None] * len(specs)
     cached = [False] * len(specs)
     notes: list[str] = []
@@ -70,8 +79,7 @@ def run(config: Config, progress: Report = None) -> Result:
                              f"seed {spec.seed} is unreadable ({exc}); recomputing it")
             if outcomes[i] is not None:
                 cached[i] = True
-                if progress:
-                    progress(i, spec.steps, spec.steps, outcomes[i].final_loss, "cached")
+                report(i, spec.steps, spec.steps, outcomes[i].final_loss, "cached")
                 continue
         todo.append((i, spec))
 
@@ -83,12 +91,25 @@ def run(config: Config, progress: Report = None) -> Result:
         outcomes[index] = outcome
         if paths[index] is not None:
             store_cached(paths[index], keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
-        if progress:
-            progress(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
+        report(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
 
     for engine in config.engines:  # exact first (the text's program), then the extra seeds
         mine = [(i, spec) for i, spec in todo if config.engine_of(spec) == engine]
         if mine:
-            (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, progress, done)
+            (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, report, done)
 
     return assemble(config, outcomes, cached, seconds=time.perf_counter() - start, notes=notes)
+
+
+def _reporter(specs, progress: ProgressReport) -> Report:
+    """The engines' ``(run, step, steps, loss, status)`` reports as Progress events."""
+    finished: set[int] = set()
+
+    def report(index: int, step: int, steps: int, loss: float, status: str) -> None:
+        if status in ("done", "cached"):
+            finished.add(index)
+        if progress is not None:
+            progress(Progress(len(finished), len(specs), f"run {index}: step {step}/{steps}, loss {loss:.3f}",
+                              item=index, item_done=step, item_total=steps, value=loss, status=status))
+
+    return report

@@ -27,11 +27,14 @@ class Result:
     def cell(self, model: str, length: int) -> dict | None:
         return next((c for c in self.cells if c["model"] == model and c["length"] == length), None)
 
+    def cached_runs(self) -> tuple[int, int]:
+        """(training runs taken from the cache, training runs)."""
+        return sum(bool(r["cached"]) for r in self.runs), len(self.runs)
+
     def cache_line(self) -> str:
         """How many training runs came from the cache, e.g. "8 training runs: 8 from cache"."""
-        cached = sum(r["cached"] for r in self.runs)
-        return (f"{len(self.runs)} training run{'s' if len(self.runs) != 1 else ''}: {cached} from cache, "
-                f"{len(self.runs) - cached} computed")
+        cached, n = self.cached_runs()
+        return f"{n} training run{'s' if n != 1 else ''}: {cached} from cache, {n - cached} computed"
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value: per published cell a SeedSample (the first seed's value,
