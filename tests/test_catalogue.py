@@ -527,8 +527,8 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     assert rows["w9-copy-task.attention.4.free_running"]["regenerated"] is not None
     # the entries were rewritten whole, with the same numbers (the exact engine is deterministic)
     assert [json.loads(p.read_text()) for p in cached] == good or \
-        [json.loads(p.read_text())["outcome"]["free_running"] for p in cached] == \
-        [g["outcome"]["free_running"] for g in good]
+        [json.loads(p.read_text())["payload"]["free_running"] for p in cached] == \
+        [g["payload"]["free_running"] for g in good]
 
 
 def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):

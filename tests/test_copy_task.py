@@ -117,7 +117,7 @@ def test_cache_reuse_corruption_and_no_cache(tmp_path):
     assert repaired.rows == first.rows
     assert not any(r["cached"] for r in repaired.runs)
     assert len(repaired.notes) == 2 and all("unreadable" in n for n in repaired.notes)
-    assert all(json.loads(f.read_text())["outcome"] for f in files)  # rewritten whole
+    assert all(json.loads(f.read_text())["payload"] for f in files)  # rewritten whole
 
     fresh = exp.run(exp.Config(cache_root=str(tmp_path), use_cache=False, **TINY))
     assert fresh.rows == first.rows and not any(r["cached"] for r in fresh.runs)

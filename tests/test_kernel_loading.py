@@ -169,7 +169,7 @@ def test_the_copy_task_json_records_the_backend(tmp_path):
     import json
 
     obj = json.loads(cached.read_text())
-    del obj["outcome"]["backend"]
+    del obj["payload"]["backend"]
     cached.write_text(json.dumps(obj))
     again = exp.run(config)
     assert not again.runs[0]["cached"] and again.runs[0]["backend"] == result.runs[0]["backend"]

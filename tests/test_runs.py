@@ -89,7 +89,7 @@ def test_two_processes_share_one_out_and_cache(tmp_path):
     assert _assert_complete(tmp_path) > 8
     assert not [p for p in tmp_path.rglob(".*.tmp*")]
     runs = list((tmp_path / ".cache" / "copy_task").glob("*.json"))
-    assert len(runs) == 8 and all(json.loads(p.read_text())["outcome"]["spec"] for p in runs)
+    assert len(runs) == 8 and all(json.loads(p.read_text())["payload"]["spec"] for p in runs)
 
 
 # --------------------------------------------------------------------------- determinism

@@ -25,8 +25,8 @@ import time
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import (CACHE_FORMAT, CACHE_SUBDIR, CODE_GLOBS, cache_key, cache_path,
-                                                  code_digest, load_cached, payload_digest, store_cached,
-                                                  torch_version)
+                                                  code_digest, load_cached, payload_digest, store_cached)
+from attn_cli.cache import torch_version
 from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
                                                    check_memory, estimate_bytes, run_peak_bytes, validate,
                                                    verify_config)
