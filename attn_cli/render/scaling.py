@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.core.memory import human_bytes
+from attn_cli.units import human_bytes
 from attn_cli.experiments.scaling import ARTIFACTS, Result, text_memory
 from attn_cli.published.compare import compare_result
 from attn_cli.render.files import DEFAULT_FORMATS
