@@ -88,28 +88,6 @@ def validate(config: Config) -> None:
             raise AttnError(f"weight {a} is outside [0, 1]")
 
 
-def readout_error(M, target, driver: str | None = "gelsd") -> float:
-    """Best linear readout of ``target`` from ``M``; relative error (the text's function).
-
-    The text calls ``torch.linalg.lstsq`` with its default driver, LAPACK 'gelsy' on the CPU.
-    In this MKL build float32 'gelsy' returns different last digits on every call with the
-    same data (measured: 6 different solutions in 6 calls on a random 4096 x 64 system, on
-    one thread, in one process), and where the two mixtures coincide (a = 0.5) it picks a
-    rank erratically (rank 11 to 16, error 0.71 to 0.85).  So the default here is 'gelsd'
-    (SVD): the same least-squares answer, the same bits on every call; ``driver=None`` is the
-    text's call.
-    On CUDA ``torch.linalg.lstsq`` only has the full-rank 'gels' driver, which fails where
-    the two mixtures coincide (a = 0.5); there the pseudo-inverse is used instead.
-    """
-    import torch
-
-    if M.device.type == "cpu":
-        W = torch.linalg.lstsq(M, target, driver=driver).solution  # (k, 2d)
-    else:
-        W = torch.linalg.pinv(M) @ target
-    return ((M @ W - target).norm() / target.norm()).item()
-
-
 def estimate_bytes(config: Config) -> int:
     """V1, V2, target (2d), M2 (2d), a lstsq copy and solution: about 12 d floats per sample."""
     return 4 * config.samples * config.dim * 12
@@ -142,6 +120,8 @@ def _run(config: Config, n: int, d: int) -> Result:
     V1, V2 = torch.randn(n, d), torch.randn(n, d)  # (N, d) each, in the text's order
     V1, V2 = V1.to(config.device), V2.to(config.device)
     target = torch.cat([V1, V2], dim=1)  # (N, 2d)
+
+    from attn_cli.core.measure import readout_error  # gelsd: the same bits on every call
 
     def one(a: float, driver: str | None = "gelsd") -> float:
         return readout_error(a * V1 + (1 - a) * V2, target, driver)  # M: (N, d)

@@ -86,7 +86,7 @@ def float32_spread(M, target, repeats: int = 4) -> float:
     """max - min of the text's float32 gelsy readout_error over repeated identical solves."""
     from attn_cli.core.measure import readout_error
 
-    errors = [readout_error(M, target) for _ in range(repeats)]
+    errors = [readout_error(M, target, driver=None) for _ in range(repeats)]  # the text's gelsy, on purpose
     return max(errors) - min(errors)
 
 
