@@ -287,3 +287,16 @@ def test_the_table_takes_published_values_and_marks_from_the_outcomes():
     view = render.json_view(result, outcomes)
     assert {c["free_running"]["published"] for c in view["cells"] if c["length"] in (16, 32)} == {0.60}
     assert all("published" not in c["free_running"] for c in result.cells)  # the Result holds none
+
+
+def test_fast_seeds_beside_the_exact_pool_change_no_number(monkeypatch):
+    """attn verify trains the fast seeds in a thread while the exact seed's runs are in their
+    worker processes; the numbers equal those of one engine after the other."""
+    import attn_cli.experiments.copy_task as package
+
+    config = exp.verify_config(exp.Config(lengths=(4, 8), steps=40, eval_size=40, jobs=2))
+    assert package._overlap(config, [r for r in config.plan() if config.engine_of(r) == "exact"])
+    together = exp.run(config)
+    monkeypatch.setattr(package, "_overlap", lambda *_: False)
+    apart = exp.run(config)
+    assert together.rows == apart.rows and [r["engine"] for r in together.rows].count("exact") == 4

@@ -216,7 +216,8 @@ def available_cpus() -> int:
 
 
 def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress = None, *,
-             threads: Optional[int] = None, backend: str = "auto") -> list[RunOutcome]:
+             threads: Optional[int] = None, backend: str = "auto",
+             stop: Optional[threading.Event] = None) -> list[RunOutcome]:
     """Train and evaluate every spec with the fast engine; outcomes in the order of ``specs``.
 
     backend: ``"kernel"`` (the C kernel, CPU only, one run per task), ``"torch"`` (PyTorch
@@ -225,7 +226,8 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
     threads: tasks trained at once on CPU (default: one per available core, at most one per
     task); each task uses one core.  ``seconds`` of an outcome is the wall time of its task.
     ``progress(spec_index, step, steps, loss)`` is called every PROGRESS_EVERY steps, from
-    worker threads but never two calls at once.
+    worker threads but never two calls at once.  ``stop``: set it (from another thread) to
+    end the runs at their next chunk boundary.
     """
     if backend not in ("auto", "kernel", "torch"):
         raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
@@ -250,7 +252,7 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
     if n_threads < 1:
         raise ValueError("threads must be at least 1")
 
-    lock, stop = threading.Lock(), threading.Event()
+    lock, stop = threading.Lock(), stop or threading.Event()
     outcomes: list[Optional[RunOutcome]] = [None] * len(specs)
     # initial weights and data generators made here, in order, before any thread starts
     inits = {i: init_run(specs[i]) for task in tasks for i in task.indices}
@@ -275,6 +277,8 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
     try:
         if n_threads == 1:
             for task in tasks:
+                if stop.is_set():
+                    raise _Stopped()
                 work(task)
         else:
             pool = ThreadPoolExecutor(max_workers=n_threads)

@@ -93,12 +93,55 @@ def run(config: Config, progress: ProgressReport = None) -> Result:
             store_cached(paths[index], keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
         report(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
 
-    for engine in config.engines:  # exact first (the text's program), then the extra seeds
-        mine = [(i, spec) for i, spec in todo if config.engine_of(spec) == engine]
-        if mine:
-            (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, report, done)
+    exact = [(i, spec) for i, spec in todo if config.engine_of(spec) == "exact"]
+    fast = [(i, spec) for i, spec in todo if config.engine_of(spec) == "fast"]
+    if exact and fast and _overlap(config, exact):
+        _exact_beside_fast(exact, fast, config, report, done)
+    else:  # exact first (the text's program), then the extra seeds
+        for engine, mine in (("exact", exact), ("fast", fast)):
+            if mine:
+                (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, report, done)
 
     return assemble(config, outcomes, cached, seconds=time.perf_counter() - start, notes=notes)
+
+
+def _overlap(config: Config, exact) -> bool:
+    """Train the fast seeds beside the exact ones: only where the exact runs go to worker
+    processes (an in-process exact run shares torch's thread setting: its bits must not)."""
+    return config.device == "cpu" and min(config.worker_count(), len(exact)) > 1
+
+
+def _exact_beside_fast(exact, fast, config: Config, report: Report, done) -> None:
+    """The exact runs in their worker processes and, meanwhile, the fast ones in a thread of
+    this process: the cores a short exact run leaves idle while the longest one trains do the
+    fast seeds.  No number
+    changes: each run is computed exactly as alone.  Any error or Ctrl-C stops both."""
+    import threading
+
+    lock, stop = threading.Lock(), threading.Event()
+    failure: list[BaseException] = []
+
+    def locked(index, outcome):
+        with lock:
+            done(index, outcome)
+
+    def fast_thread():
+        try:
+            run_fast_engine(fast, config, report, locked, stop)  # one thread per core (measured: 1 is slower)
+        except BaseException as exc:  # handed to the main thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=fast_thread, name="copy-task fast seeds", daemon=True)
+    thread.start()
+    try:
+        run_exact_engine(exact, config, report, locked)
+    except BaseException:
+        stop.set()
+        thread.join()
+        raise
+    thread.join()
+    if failure:
+        raise failure[0]
 
 
 def _reporter(specs, progress: ProgressReport) -> Report:

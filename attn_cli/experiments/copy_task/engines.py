@@ -51,8 +51,9 @@ def schedule(todo: Todo) -> Todo:
     return sorted(todo, key=lambda item: -_cost(item[1]))
 
 
-def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
-    """Run the fast engine on every run of ``todo`` at once (its threads: ``config.jobs``)."""
+def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done, stop=None) -> None:
+    """Run the fast engine on every run of ``todo`` at once (its threads: ``config.jobs``);
+    ``stop`` (a threading.Event) ends it early from another thread."""
     run = fast_engine()
     specs = [spec for _, spec in todo]
 
@@ -60,7 +61,7 @@ def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done) -> N
         if report:
             report(todo[spec_index][0], step, total, loss, "running")
 
-    outcomes = run(specs, config.device, progress, threads=config.jobs)  # None: one per core
+    outcomes = run(specs, config.device, progress, threads=config.jobs, stop=stop)  # None: one per core
     if len(outcomes) != len(specs):
         raise AttnError(f"the fast engine returned {len(outcomes)} results for {len(specs)} runs")
     for (index, _), outcome in zip(todo, outcomes):
