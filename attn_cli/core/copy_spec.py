@@ -50,12 +50,5 @@ class RunOutcome:
     backend: str = "torch"  # what ran the arithmetic: "torch" (PyTorch ops) or "kernel" (the C kernel)
 
 
-def cpu_isa() -> str:
-    """torch's CPU capability in this process, e.g. ``AVX2`` or ``AVX512``."""
-    import torch
-
-    return str(torch.backends.cpu.get_cpu_capability())
-
-
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps
 Progress = Optional[Callable[[int, int, float], None]]

@@ -32,7 +32,8 @@ import torch
 import torch.nn as nn
 
 from attn_cli.core.copy_models import build_model
-from attn_cli.core.copy_spec import BOS, VOCAB, Progress, RunOutcome, RunSpec, cpu_isa
+from attn_cli.core.copy_spec import BOS, VOCAB, Progress, RunOutcome, RunSpec
+from attn_cli.numerics import effective_isa
 
 PROGRESS_EVERY_S = 0.2  # at most this often a progress report (plus the last step)
 
@@ -95,6 +96,6 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = 
         return RunOutcome(spec=spec, teacher_forced=forced, free_running=free_running, exact=exact,
                           seconds=time.perf_counter() - start, final_loss=final_loss,
                           example_src=src[0].tolist(), example_weights=weights, engine="exact",
-                          cpu_seconds=time.process_time() - cpu, diagonal=diagonal, isa=cpu_isa())
+                          cpu_seconds=time.process_time() - cpu, diagonal=diagonal, isa=effective_isa())
     finally:
         torch.set_num_threads(threads)

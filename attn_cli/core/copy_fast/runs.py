@@ -23,7 +23,8 @@ from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.evaluate import evaluate
 from attn_cli.core.copy_fast.layout import Weights, param_layout
 from attn_cli.core.copy_models import build_model
-from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec, cpu_isa
+from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
+from attn_cli.numerics import effective_isa
 
 PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 
@@ -190,7 +191,7 @@ def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[Run
     forced, free, exact, example, diagonal = evaluate(w, src, tgt_in, s0.model, s0.hidden)
     forced, free, exact = forced.tolist(), free.tolist(), exact.tolist()
     diagonal = diagonal.tolist() if diagonal is not None else [None] * len(specs)
-    isa = cpu_isa()
+    isa = effective_isa()
     seconds = time.perf_counter() - start
     cpu_share = (time.thread_time() - cpu) / len(specs)
     outcomes = []
