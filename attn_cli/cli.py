@@ -39,12 +39,6 @@ class AttnGroup(click.Group):
         except (KeyboardInterrupt, click.Abort):
             _interrupted()
 
-
-def _interrupted() -> None:
-    """Ctrl-C: one line on stderr, exit 130; atomic writes have left no partial file."""
-    click.echo("\nError: interrupted", err=True)
-    sys.exit(INTERRUPTED)
-
     def format_commands(self, ctx, formatter):
         """List every command with its whole one-line summary (wrapped, never cut with '...')."""
         rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in
@@ -52,6 +46,12 @@ def _interrupted() -> None:
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line on stderr, exit 130; atomic writes have left no partial file."""
+    click.echo("\nError: interrupted", err=True)
+    sys.exit(INTERRUPTED)
 
 
 @click.group(cls=AttnGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -17,6 +17,27 @@ from attn_cli import numerics
 # test imports torch (the kernels are chosen once per process).
 numerics.apply(numerics.DEFAULT_MODE)
 
+
+
+def pytest_report_header(config) -> list[str]:
+    """Which kind of host this run is on: every CI log says vendor, model, ISA and numeric mode."""
+    import platform
+
+    info = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    flags = numerics.cpu_flags()
+    widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    cpu = info.get("model name") or platform.processor() or platform.machine()
+    return [f"host: {cpu} ({info.get('vendor_id', 'unknown vendor')}, {os.cpu_count()} CPUs, widest ISA {widest}); "
+            f"torch dispatches to {numerics.effective_isa()} in numeric mode {numerics.current_mode()}"]
+
+
 ATTN = shutil.which("attn") or str(Path(sys.executable).with_name("attn"))
 
 

@@ -572,3 +572,20 @@ def test_cached_experiment_is_read_back_keyed_by_config(tmp_path, monkeypatch):
     assert invoke(*verify, "--no-cache").exit_code == 0 and len(calls) == 3
     assert invoke(*verify, "--seed", "1").exit_code in (0, 1) and len(calls) == 4
     assert len(list((tmp_path / ".cache" / "formula").glob("*.json"))) == 2
+
+
+def test_group_help_shows_every_summary_whole():
+    """`attn --help` lists each command with its whole summary: nothing cut with '...'."""
+    from click.testing import CliRunner
+
+    from attn_cli.cli import cli
+
+    out = CliRunner().invoke(cli, ["--help"], terminal_width=100).output
+    commands = out.split("Commands:", 1)[1]
+    assert "..." not in commands, commands
+    for name, command in cli.commands.items():
+        if command.hidden:
+            continue
+        whole = command.get_short_help_str(limit=10**6)  # its summary, never cut
+        assert len(whole) > 45 or not whole.endswith("..."), name
+        assert " ".join(whole.split()) in " ".join(commands.split()), name  # wrapped, not cut

@@ -79,12 +79,17 @@ def _attn_json(*args, env_extra: dict, tmp_path) -> dict:
 
 
 def _avx2_reference() -> tuple:
-    """The run computed directly, in a child process told to use AVX2 kernels (no attn numerics)."""
+    """The run computed directly, in a child process pinned as an AVX2-only host is (no attn numerics).
+
+    The child gets the whole pin set that portable mode gives an x86-64 CPU with AVX2 and FMA
+    only: ATen's capability, MKL's CBWR branch on one thread and oneDNN's ISA.  ATen alone is
+    not enough on Intel, where MKL takes its AVX-512 sgemm path unless ``MKL_CBWR`` says
+    otherwise (on AMD MKL never does, which hid this)."""
     code = ("from attn_cli.core.copy_spec import RunSpec; from attn_cli.core.copy_train import train_and_evaluate; "
             "o = train_and_evaluate(RunSpec(model='plain', length=4, steps=300, eval_size=200)); "
             "print(repr((o.teacher_forced, o.free_running, o.exact, o.final_loss, o.isa)))")
     env = {k: v for k, v in os.environ.items() if k not in (*numerics.PIN_VARS, numerics.MODE_VAR)}
-    env["ATEN_CPU_CAPABILITY"] = "avx2"
+    env.update(numerics.portable_pins("x86_64", frozenset({"avx2", "fma"})))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr
     return eval(out.stdout)  # noqa: S307 - our own child's repr of floats and a string

@@ -29,7 +29,7 @@ from attn_cli.options import Common, FiniteFloatRange, MultiValueOption, common_
 @common_options
 @format_option
 def copy_both(samples, dim, weights, two_head_weights, common: Common):
-    """One head loses half the variance, two heads recover it (D2L 10.3.1, fig. 10.3.1).
+    """One head loses half the variance, two heads recover it (D2L 10.3.1, figure 10.3.1).
 
     Prints the relative error of the best linear readout of [v1; v2] from one attention
     mixture a v1 + (1-a) v2 (theory: sqrt(1/2) = 0.707 for every a) and from two mirrored
