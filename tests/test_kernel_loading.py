@@ -27,13 +27,22 @@ long param_count(int a, int b) { return -1; }
 
 @pytest.fixture
 def fresh(monkeypatch, tmp_path):
-    """A fresh loader state with the cache under tmp_path; the real state restored after."""
-    saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._scratch)
+    """A fresh loader state with the cache under tmp_path (private: 0700) and a fresh scratch
+    folder; the real state restored after."""
+    from attn_cli import private
+
+    os.chmod(tmp_path, 0o700)
+    saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded)
+    monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     kernel._reset_for_tests()
-    kernel._scratch = None
+    scratch = private._reset_scratch_for_tests()
     yield tmp_path
-    kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._scratch = saved
+    made = private._reset_scratch_for_tests()
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+    private._scratch = scratch
+    (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded) = saved
 
 
 def _plant(path: Path, marker: Path) -> None:
@@ -44,61 +53,110 @@ def _plant(path: Path, marker: Path) -> None:
     src.unlink()
 
 
-def test_the_cache_folder_is_created_private(fresh):
-    folder = kernel.kernel_dir()
-    assert folder == fresh / "cache" / "attn_cli" / "kernels"
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+def _chosen() -> Path:
+    """The folder the loader picks now (its descriptor closed at once)."""
+    fd, folder = kernel._open_kernel_folder()
+    os.close(fd)
+    return folder
+
+
+def _so_name() -> str:
+    return f"copy_fast_{kernel.build_key(kernel._compiler())}.so"
+
+
+def test_the_cache_folder_is_created_private(fresh, capsys):
+    assert kernel.cache_folder() == fresh / "cache" / "attn" / "kernels"
+    assert _chosen() == kernel.cache_folder()
+    assert stat.S_IMODE(kernel.cache_folder().stat().st_mode) == 0o700
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
-def test_a_folder_others_can_write_is_refused(fresh, mode):
-    folder = fresh / "cache" / "attn_cli" / "kernels"
+def test_a_folder_others_can_write_is_refused_with_one_warning(fresh, mode, capsys):
+    folder = fresh / "cache" / "attn" / "kernels"
     folder.mkdir(parents=True)
     folder.chmod(mode)
-    assert "writable by group or others" in kernel.unsafe_reason(folder)
-    chosen = kernel.kernel_dir()
-    assert chosen != folder and kernel.unsafe_reason(chosen) is None
+    chosen = _chosen()
+    assert chosen != folder and chosen.parent == private_scratch()
     assert stat.S_IMODE(chosen.stat().st_mode) == 0o700
+    _chosen()
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and f"not kept in {folder} ({folder} is writable by group or others" in err
+    assert os.listdir(folder) == []
+
+
+def test_a_parent_others_can_write_is_refused_and_left_untouched(fresh, capsys):
+    """XDG_CACHE_HOME itself mode 0777 (the issue's set-up): nothing is created in it."""
+    shared = fresh / "cache"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    assert _chosen().parent == private_scratch()
+    assert os.listdir(shared) == []
+    assert "cache is writable by group or others without the sticky bit" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
-def test_a_folder_owned_by_another_user_is_refused(fresh):
-    folder = fresh / "cache" / "attn_cli" / "kernels"
+def test_a_folder_owned_by_another_user_is_refused(fresh, capsys):
+    folder = fresh / "cache" / "attn" / "kernels"
     folder.mkdir(parents=True, mode=0o700)
     os.chown(folder, 65534, 65534)
-    assert "owned by uid 65534" in kernel.unsafe_reason(folder)
-    assert kernel.kernel_dir() != folder
+    assert _chosen() != folder
+    assert "owned by uid 65534" in capsys.readouterr().err
 
 
 def test_no_shared_fixed_fallback(fresh, monkeypatch):
-    """The cache cannot be created: a fresh mkdtemp folder, never <tmp>/attn_cli_kernels."""
+    """The cache cannot be created: a fresh private scratch folder, never <tmp>/attn_cli_kernels."""
+    from attn_cli import private
+
     blocker = fresh / "not_a_folder"
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    chosen = kernel.kernel_dir()
+    chosen = _chosen()
     assert chosen != Path(tempfile.gettempdir()) / "attn_cli_kernels"
-    assert chosen.name.startswith("attn_cli_kernel_") and kernel.unsafe_reason(chosen) is None
-    kernel._scratch = None
-    assert kernel.kernel_dir() != chosen  # per process (here: per reset), not a fixed name
+    assert chosen.parent.name.startswith("attn_") and chosen.parent == private_scratch()
+    os.close(private.open_private_dir(chosen, create=False))
+    private._reset_scratch_for_tests()
+    assert _chosen() != chosen  # per process (here: per reset), not a fixed name
+
+
+def private_scratch() -> Path:
+    from attn_cli import private
+
+    return private.scratch_dir()
 
 
 @needs_cc
 def test_a_planted_library_is_never_loaded(fresh):
-    """Another user's library of the expected name: without the recorded SHA-256 it is
-    rebuilt, never loaded (its constructor would write the marker)."""
-    cc = kernel._compiler()
-    folder = kernel.kernel_dir()
+    """Someone's library of the expected name: without the recorded SHA-256 it is rebuilt,
+    never loaded (its constructor would write the marker)."""
+    folder = _chosen()
     marker = fresh / "constructor_ran"
-    so = folder / f"copy_fast_{kernel.build_key(cc)}.so"
+    so = folder / _so_name()
     _plant(so, marker)
     (folder / (so.name + ".sha256")).write_text("0" * 64 + "\n")  # a wrong record
     lib = kernel.load()
     assert lib is not None and lib.param_count(1, 32) > 0, kernel.load_error()
     assert not marker.exists()
     assert kernel.sha256_of(so) == (folder / (so.name + ".sha256")).read_text().strip()
+    assert kernel.loaded() == (None, kernel.sha256_of(so))  # a fresh build
     # and the planted fixed fallback of old is ignored as well
-    old = Path(tempfile.gettempdir()) / "attn_cli_kernels"
-    assert kernel.kernel_dir() != old
+    assert _chosen() != Path(tempfile.gettempdir()) / "attn_cli_kernels"
+
+
+@needs_cc
+def test_a_symlinked_library_with_a_matching_record_is_never_loaded(fresh):
+    """The cached name is a symlink to a library elsewhere whose hash is recorded: never
+    followed (read_regular refuses symlinks), rebuilt and replaced by a regular file."""
+    folder = _chosen()
+    marker = fresh / "constructor_ran"
+    elsewhere = fresh / "planted.so"
+    _plant(elsewhere, marker)
+    so = folder / _so_name()
+    so.symlink_to(elsewhere)
+    (folder / (so.name + ".sha256")).write_text(kernel.sha256_of(elsewhere))
+    lib = kernel.load()
+    assert lib is not None and lib.param_count(1, 32) > 0 and not marker.exists()
+    assert not so.is_symlink() and kernel.loaded()[1] == kernel.sha256_of(so) != kernel.sha256_of(elsewhere)
 
 
 @needs_cc
@@ -106,19 +164,20 @@ def test_a_verified_library_is_loaded_from_the_cache(fresh):
     assert kernel.load() is not None
     kernel._reset_for_tests()
     lib = kernel.load()
-    assert lib is not None and Path(lib._name).parent == kernel.kernel_dir()
+    so = kernel.cache_folder() / _so_name()
+    assert lib is not None and kernel.loaded() == (so, kernel.sha256_of(so))
+    assert lib._name.startswith("/proc/self/fd/") or Path(lib._name).parent.parent == private_scratch()
 
 
 @needs_cc
 def test_a_corrupt_library_with_a_matching_record_is_rebuilt(fresh):
-    cc = kernel._compiler()
-    folder = kernel.kernel_dir()
-    so = folder / f"copy_fast_{kernel.build_key(cc)}.so"
+    folder = _chosen()
+    so = folder / _so_name()
     so.write_bytes(b"\x7fELF not really")
     (folder / (so.name + ".sha256")).write_text(kernel.sha256_of(so))
-    lib = kernel.load()  # CDLL raises OSError on the corrupt file: rebuilt, loaded
+    lib = kernel.load()  # CDLL raises OSError on the corrupt bytes: rebuilt, loaded
     assert lib is not None and lib.param_count(1, 32) > 0
-    assert kernel.load_error() is None
+    assert kernel.load_error() is None and kernel.loaded()[0] is None
 
 
 def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys):
@@ -127,11 +186,12 @@ def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys
     from attn_cli.core import copy_fast
     from attn_cli.core.copy_spec import RunSpec
 
-    def noexec(path):
-        raise OSError(f"{path}: failed to map segment from shared object")
+    def noexec(data):
+        raise OSError("copy_fast.so: failed to map segment from shared object")
 
     monkeypatch.setattr(kernel, "_bind", noexec)
-    monkeypatch.setattr(kernel, "_build", lambda cc, into: into / "copy_fast.so")
+    monkeypatch.setattr(kernel, "_build", lambda cc, into: b"\x7fELF")
+    monkeypatch.setattr(kernel, "_compiler", lambda: "cc")
     assert kernel.load() is None and kernel.load() is None
     assert "failed to map segment" in kernel.load_error()
     spec = RunSpec(model="attention", length=3, steps=2, eval_size=8, batch_size=4, hidden=4)
@@ -145,6 +205,28 @@ def test_no_compiler_falls_back_too(fresh, monkeypatch, capsys):
     monkeypatch.setattr(kernel, "_compiler", lambda: None)
     assert kernel.load() is None and kernel.load_error() == "no C compiler found"
     assert "PyTorch ops" in capsys.readouterr().err
+
+
+@needs_cc
+def test_a_world_writable_cache_home_builds_elsewhere_and_writes_nothing_there(tmp_path):
+    """The issue's set-up: XDG_CACHE_HOME a 0777 folder.  attn copy-task --engine fast builds
+    and loads its kernel elsewhere, says so once, and writes nothing into that folder."""
+    import json
+    import sys
+
+    os.chmod(tmp_path, 0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    env = {k: v for k, v in os.environ.items() if k != "ATTN_CACHE_DIR"} | {"XDG_CACHE_HOME": str(shared)}
+    proc = subprocess.run([sys.executable, "-c", "from attn_cli.cli import main; main()", "copy-task", "--engine",
+                           "fast", "--quick", "--json", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert {run["backend"] for run in json.loads(proc.stdout)["runs"]} == {"kernel"}
+    kernel_warnings = [line for line in proc.stderr.splitlines() if "C kernel" in line]
+    assert len(kernel_warnings) == 1 and f"not kept in {shared}/attn/kernels ({shared} is writable" in kernel_warnings[0]
+    assert os.listdir(shared) == []
 
 
 def test_the_build_key_covers_compiler_version_and_cpu(monkeypatch):

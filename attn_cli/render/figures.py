@@ -5,6 +5,9 @@ from __future__ import annotations
 
 def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
     """``plt.subplots`` on the Agg backend, imported lazily so ``attn --help`` stays fast."""
+    from attn_cli.private import keep_matplotlib_private
+
+    keep_matplotlib_private()  # no font list or rc file from a folder others can change
     import matplotlib
 
     matplotlib.use("Agg")

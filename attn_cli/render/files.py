@@ -48,6 +48,9 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
     slide or a paper can restyle it. ``metadata`` (PNG text chunks) goes into the PNG only.
     Returns the paths written, in the order of ``formats``.
     """
+    from attn_cli.private import keep_matplotlib_private
+
+    keep_matplotlib_private()  # no font list or rc file from a folder others can change
     import matplotlib
     import matplotlib.pyplot as plt
 

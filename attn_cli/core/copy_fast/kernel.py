@@ -8,14 +8,22 @@ checked against it and against autograd in ``tests/test_copy_fast.py``).
 
 It is compiled on first use with the system C compiler (``cc``/``gcc``, ``-O2
 -ftree-vectorize``: as fast here as ``-O3`` and builds in about a second, no PyTorch
-headers) into a per-user cache directory and loaded with :mod:`ctypes`.  The target ISA
-follows the numeric mode (:mod:`attn_cli.numerics`): ``portable`` builds for x86-64-v3
-(AVX2 + FMA, the ISA the mode pins torch to; baseline code on other CPUs), so an AVX-512
-host computes the same bits as an AVX2 one; ``native`` builds with ``-march=native``.  The
-folder must be private (created 0700, ours, writable by no one else), else a fresh
-``mkdtemp`` folder of this process is used; the build key covers the source, the mode and
-flags, ``cc --version`` and the CPU's feature flags; the library's SHA-256 is recorded
-beside it and checked before every load (a mismatch rebuilds).  ctypes releases the GIL
+headers) and loaded with :mod:`ctypes`.  The target ISA follows the numeric mode
+(:mod:`attn_cli.numerics`): ``portable`` builds for x86-64-v3 (AVX2 + FMA, the ISA the mode
+pins torch to; baseline code on other CPUs), so an AVX-512 host computes the same bits as an
+AVX2 one; ``native`` builds with ``-march=native``.  The build key covers the source, the
+mode and flags, ``cc --version`` and the CPU's feature flags.
+
+Where it lives, and why no one else's code is ever run: built libraries are kept in
+``<per-user cache>/kernels`` (:func:`attn_cli.private.user_cache_root`), opened once with
+:func:`attn_cli.private.open_private_dir`: a walk from ``/`` that refuses any folder on the
+way another user could change.  A refused folder means one warning naming it and the reason,
+and this process's private scratch folder instead; nothing is written into the refused one.
+Every later step goes through that folder's descriptor: the library's bytes and the SHA-256
+recorded beside them are read as regular files of ours, the hash is checked, and exactly
+those bytes are loaded from a sealed memfd (``/proc/self/fd/N``; elsewhere a copy in a fresh
+private folder), so swapping a parent folder meanwhile cannot change what is run.  Builds
+happen in a fresh ``mkdtemp`` folder inside the scratch folder.  ctypes releases the GIL
 during the call, so several runs train in parallel from Python threads.  Where no compiler
 works or the library does not load, :func:`load` returns None (one warning on stderr) and
 the fast engine uses its PyTorch path.
@@ -28,13 +36,11 @@ Tokens are int64.
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import hashlib
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -46,7 +52,7 @@ from typing import Optional
 
 import torch
 
-from attn_cli import numerics
+from attn_cli import numerics, private
 from attn_cli.core.copy_fast.layout import ROLES, param_layout
 
 SOURCES = ("kernel.c", "kernel_math.h")  # package data beside this module; the first is compiled
@@ -64,6 +70,8 @@ _lib: Optional[ctypes.CDLL] = None
 _tried = False
 _error: Optional[str] = None
 _warned = False
+_warned_place = False
+_loaded: tuple[Optional[Path], Optional[str]] = (None, None)  # see loaded()
 
 BASE_FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-ffp-contract=fast",
               "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC", "-std=c11"]
@@ -73,60 +81,29 @@ PORTABLE_ISA_FALLBACK = ["-mavx2", "-mfma"]  # compilers without x86-64-v3 (GCC 
 
 # --------------------------------------------------------------------------- where it lives
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "attn_cli" / "kernels"
+MAX_LIBRARY_BYTES = 64 << 20  # the library is ~100 KB: a planted huge file is never read whole
+MAX_RECORD_BYTES = 256
 
 
-def unsafe_reason(path: Path) -> Optional[str]:
-    """Why ``path`` is no place to load a shared library from (None: a private folder of ours).
+def cache_folder() -> Path:
+    """Where built kernels are kept between runs: ``<per-user cache>/kernels`` (not created)."""
+    return private.user_cache_root() / "kernels"
 
-    It must be a real folder (not a symlink), owned by this user, writable by no one else.
+
+def _open_kernel_folder() -> tuple[int, Path]:
+    """The cache folder opened and proven private (see :mod:`attn_cli.private`), else this
+    process's scratch folder after one warning naming the folder and the reason.
+
+    Returns the folder's descriptor (the caller closes it) and its name, for messages only:
+    everything after this goes through the descriptor.
     """
+    folder = cache_folder()
     try:
-        st = os.lstat(path)
-    except OSError as exc:
-        return f"cannot stat {path}: {exc.strerror}"
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        return f"{path} is not a folder"
-    if st.st_uid != os.getuid():
-        return f"{path} is owned by uid {st.st_uid}, not by this user ({os.getuid()})"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
-
-
-def private_dir(path: Path) -> Optional[Path]:
-    """``path`` created with mode 0700 if missing; None when it cannot be had or is not private."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
-    except OSError:
-        return None
-    return None if unsafe_reason(path) else path
-
-
-_scratch: Optional[Path] = None
-
-
-def _scratch_dir() -> Path:
-    """A fresh private folder (mkdtemp: 0700) for this process only, removed at exit."""
-    global _scratch
-    if _scratch is None:
-        _scratch = Path(tempfile.mkdtemp(prefix="attn_cli_kernel_"))
-        atexit.register(shutil.rmtree, _scratch, True)
-    return _scratch
-
-
-def kernel_dir() -> Path:
-    """The per-user cache folder if it is private, else this process's own scratch folder.
-
-    Never a shared fixed path: a folder another user can write could hold a planted library.
-    """
-    return private_dir(_cache_dir()) or _scratch_dir()
+        return private.open_private_dir(folder), folder
+    except private.NotPrivate as exc:
+        _warn_place(folder, str(exc))
+    scratch = private.scratch_dir() / "kernels"
+    return private.open_private_dir(scratch), scratch
 
 
 # --------------------------------------------------------------------------- what it is built from
@@ -201,8 +178,9 @@ def sha256_of(path: Path) -> str:
 
 # --------------------------------------------------------------------------- build and load
 
-def _build(cc: str, into: Path) -> Path:
-    """Compile into the private folder ``into``; raises RuntimeError with the compiler's message."""
+def _build(cc: str, into: Path) -> bytes:
+    """Compile in the private folder ``into``; the library's bytes (read through the folder's
+    descriptor). Raises RuntimeError with the compiler's message."""
     for name, text in c_sources().items():
         (into / name).write_text(text)
     # relative names and cwd: the library's bytes do not depend on the folder's name
@@ -210,29 +188,77 @@ def _build(cc: str, into: Path) -> Path:
                           capture_output=True, text=True, cwd=into)
     if proc.returncode != 0:
         raise RuntimeError(f"{cc} failed: {proc.stderr.strip()[:500]}")
-    return into / "copy_fast.so"
-
-
-def _install(built: Path, so: Path) -> None:
-    """Copy the built library into the cache with its SHA-256 beside it (both atomic)."""
-    from attn_cli import io
-
-    data = built.read_bytes()
-    io.write_bytes(so, data)
-    io.write_text(so.with_name(so.name + ".sha256"), hashlib.sha256(data).hexdigest() + "\n")
-
-
-def _verified(so: Path) -> bool:
-    """The cached library exists and its bytes match the SHA-256 recorded beside it."""
+    fd = private.open_private_dir(into, create=False)
     try:
-        recorded = so.with_name(so.name + ".sha256").read_text().strip()
-        return so.is_file() and not so.is_symlink() and recorded == sha256_of(so)
-    except OSError:
-        return False
+        data = private.read_regular(fd, "copy_fast.so", MAX_LIBRARY_BYTES)
+    finally:
+        os.close(fd)
+    if data is None:
+        raise RuntimeError(f"{cc} wrote no library")
+    return data
 
 
-def _bind(path: Path) -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(path))
+def _build_fresh(cc: str) -> bytes:
+    """A fresh build in a new ``mkdtemp`` folder inside this process's scratch folder."""
+    with tempfile.TemporaryDirectory(prefix="build_", dir=private.scratch_dir()) as tmp:  # 0700
+        return _build(cc, Path(tmp))
+
+
+def _install(dir_fd: int, name: str, data: bytes) -> None:
+    """Keep the built library in the cache folder with its SHA-256 beside it (both atomic)."""
+    private.write_atomic(dir_fd, name, data)
+    private.write_atomic(dir_fd, name + ".sha256", (hashlib.sha256(data).hexdigest() + "\n").encode())
+
+
+def _verified(dir_fd: int, name: str) -> Optional[bytes]:
+    """The cached library's bytes when they match the SHA-256 recorded beside it, else None.
+
+    Both are read through the folder's descriptor as regular files of ours (a symlink, FIFO
+    or oversized file counts as no library), and the bytes hashed are the bytes loaded.
+    """
+    try:
+        data = private.read_regular(dir_fd, name, MAX_LIBRARY_BYTES)
+        record = private.read_regular(dir_fd, name + ".sha256", MAX_RECORD_BYTES)
+    except ValueError:
+        return None
+    if data is None or record is None:
+        return None
+    return data if record.decode("ascii", "replace").strip() == hashlib.sha256(data).hexdigest() else None
+
+
+_held: list[int] = []  # memfds of loaded libraries, kept open: no /proc/self/fd/N name is reused
+
+
+def _dlopen(data: bytes) -> ctypes.CDLL:
+    """Load exactly ``data``: from a sealed memfd through ``/proc/self/fd/N`` (no file that
+    anyone can replace, no noexec mount), else from a copy in a fresh private scratch folder."""
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        fd = os.memfd_create("attn_copy_fast.so", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            try:
+                import fcntl
+
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK
+                            | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+            except (ImportError, AttributeError, OSError):
+                pass  # no sealing (old kernel): the memfd is still reachable by this user only
+            lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
+        except OSError:
+            os.close(fd)  # memfds not executable here (vm.memfd_noexec): try a file copy
+        else:
+            _held.append(fd)
+            return lib
+    with tempfile.TemporaryDirectory(prefix="load_", dir=private.scratch_dir()) as tmp:  # 0700
+        path = Path(tmp) / "copy_fast.so"
+        path.write_bytes(data)
+        return ctypes.CDLL(str(path))  # the mapping outlives the file
+
+
+def _bind(data: bytes) -> ctypes.CDLL:
+    lib = _dlopen(data)
     f, i, l, d, p = ctypes.c_float, ctypes.c_int, ctypes.c_long, ctypes.c_double, ctypes.c_void_p
     lib.param_count.argtypes, lib.param_count.restype = [i, i], l
     lib.role_sizes.argtypes, lib.role_sizes.restype = [i, i, p], None
@@ -246,22 +272,33 @@ def _bind(path: Path) -> ctypes.CDLL:
 def _load_or_build(cc: str) -> ctypes.CDLL:
     """The verified cached library, else a fresh build (installed for next time).
 
-    A fresh build is loaded from the private folder it was compiled in, so a concurrent
-    builder replacing the cached copy can never change what this process loads.
+    The folder is opened once and proven private; the library's bytes are read through its
+    descriptor, checked against the recorded SHA-256 and loaded from memory, so renaming any
+    parent folder meanwhile cannot change what this process runs.  A fresh build is loaded
+    from the bytes it produced, whatever a concurrent builder puts in the cache.
     """
-    so = kernel_dir() / f"copy_fast_{build_key(cc)}.so"
-    if _verified(so):
+    global _loaded
+    name = f"copy_fast_{build_key(cc)}.so"
+    dir_fd, folder = _open_kernel_folder()
+    try:
+        data = _verified(dir_fd, name)
+        if data is not None:
+            try:
+                lib = _bind(data)
+                _loaded = (folder / name, hashlib.sha256(data).hexdigest())
+                return lib
+            except OSError:
+                pass  # a library that does not load (corrupt, noexec): rebuild it
+        data = _build_fresh(cc)
         try:
-            return _bind(so)
-        except OSError:
-            pass  # a library that does not load (corrupt, noexec mount): rebuild it
-    with tempfile.TemporaryDirectory(prefix="attn_cli_build_") as tmp:  # mode 0700
-        built = _build(cc, Path(tmp))
-        try:
-            _install(built, so)
-        except Exception:
+            _install(dir_fd, name, data)
+        except (OSError, ValueError):
             pass  # a cache that cannot be written only costs a rebuild next time
-        return _bind(built)  # the mapping outlives the folder
+        lib = _bind(data)
+        _loaded = (None, hashlib.sha256(data).hexdigest())
+        return lib
+    finally:
+        os.close(dir_fd)
 
 
 def load() -> Optional[ctypes.CDLL]:
@@ -302,6 +339,21 @@ def offsets(lib: ctypes.CDLL, model: str, hidden: int) -> torch.Tensor:
     return torch.tensor([lay.offset_of(role) for role in ROLES] + [lay.size], dtype=torch.int64)
 
 
+def _warn_place(folder: Path, reason: str) -> None:
+    global _warned_place
+    if not _warned_place:
+        _warned_place = True
+        sys.stderr.write(f"warning: the copy-task C kernel is not kept in {folder} ({reason}); "
+                         "it is built in a private folder of this run\n")
+        sys.stderr.flush()
+
+
+def loaded() -> tuple[Optional[Path], Optional[str]]:
+    """After :func:`load`: the cached library it loaded (None: a fresh build) and the SHA-256
+    of the bytes it loaded (None: nothing loaded)."""
+    return _loaded
+
+
 def _warn(reason: str) -> None:
     global _warned
     if not _warned:
@@ -322,5 +374,6 @@ def load_error() -> Optional[str]:
 
 
 def _reset_for_tests() -> None:
-    global _lib, _tried, _error, _warned
-    _lib, _tried, _error, _warned = None, False, None, False
+    """Forget the loaded library, so that the next :func:`load` resolves and loads again."""
+    global _lib, _tried, _error, _warned, _warned_place, _loaded
+    _lib, _tried, _error, _warned, _warned_place, _loaded = None, False, None, False, False, (None, None)

@@ -1,0 +1,400 @@
+"""Folders this process has proven private, and files read and written only through them.
+
+Code (the copy-task C kernel) and cached data are taken only from a folder that no other
+user can change.  Checking a path and then using it again by name is not enough: between
+the check and the use, anyone who can write one of the path's parents can rename a folder
+and put their own in its place.  So a folder is opened once, component by component from
+``/``, each step relative to the file descriptor of the folder before it, and every later
+read and write goes through the final folder's descriptor.
+
+The public API:
+
+``user_cache_root(override=None) -> Path``
+    The per-user cache folder (not created): ``override`` if given, else
+    ``$ATTN_CACHE_DIR``, else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``.  An empty
+    value counts as unset; a relative ``XDG_CACHE_HOME`` is ignored (the XDG rule); a
+    relative override or ``ATTN_CACHE_DIR`` is taken from the current folder.
+``NotPrivate(Exception)``
+    A folder that cannot be proven private; its message is one line naming the component
+    and why (owner, mode, a symlink of someone else, an OSError while opening or creating).
+``open_private_dir(path, create=True) -> int``
+    Walks from ``/`` with ``O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC`` relative to the parent's
+    descriptor.  Every component must be owned by this user or root, and not writable by
+    group or others unless its sticky bit is set (``/tmp``).  Missing components are
+    created with mode 0700, only inside folders that passed.  The final folder must be ours
+    and writable by no one else; one that others can merely read is made 0700.  A symlink
+    is followed only when it is owned by us or root and sits in a folder that passed; its
+    target is then walked from ``/`` by the same rules (at most 40 links).  Returns an
+    ``O_RDONLY | O_DIRECTORY`` descriptor that the caller closes.  Raises
+    :class:`NotPrivate`; nothing is ever written into a folder that failed.
+``read_regular(dir_fd, name, max_bytes) -> bytes | None``
+    The bytes of ``dir_fd/name``: None when it does not exist; ValueError with the reason
+    when it is a symlink, not a regular file (a FIFO is opened non-blocking, so it never
+    hangs), not ours, longer than ``max_bytes``, or cannot be read.
+``write_atomic(dir_fd, name, data, mode=None) -> None``
+    A temp file of a random name created with ``O_EXCL`` in ``dir_fd``, written, given
+    ``mode`` (None: the umask's mode, as :mod:`attn_cli.io` does), fsync'd and renamed onto
+    ``name`` within the same folder.  The temp file is removed on any failure; an OSError
+    propagates (a cache that cannot be written is the caller's decision).
+``scratch_dir() -> Path``
+    A fresh private ``mkdtemp`` folder of this process, removed at exit, made only inside a
+    temp folder that passed the walk (``$TMPDIR``, else ``/tmp``, ``/var/tmp``, ``/dev/shm``).
+
+``shared_reason(path) -> str | None`` and ``keep_matplotlib_private()``
+    Why another user could change ``path`` (None: no one can), checked without creating
+    anything; and the guard that keeps matplotlib's config and font cache out of such a
+    place (see the function).
+
+``name`` arguments are single file names: a ``/``, ``.`` or ``..`` is refused.
+Linux and other POSIX systems; no Windows.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import os
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["NotPrivate", "keep_matplotlib_private", "open_private_dir", "read_regular", "scratch_dir",
+           "shared_reason", "user_cache_root", "write_atomic"]
+
+MAX_SYMLINKS = 40  # as the kernel's own limit on links in one lookup
+
+_DIR_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# parents are only looked at and looked through: O_PATH needs no read permission (Linux)
+_WALK_FLAGS = _DIR_FLAGS | getattr(os, "O_PATH", os.O_RDONLY)
+
+
+class NotPrivate(Exception):
+    """A folder that cannot be proven private; the message names the component and why."""
+
+
+class _Missing(NotPrivate):
+    """A component that does not exist (and was not to be created)."""
+
+
+def user_cache_root(override: str | os.PathLike | None = None) -> Path:
+    """The per-user cache folder (not created), following the platform convention."""
+    for value in (override, os.environ.get("ATTN_CACHE_DIR")):
+        if value is not None and os.fspath(value) != "":
+            return Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
+    xdg = os.environ.get("XDG_CACHE_HOME") or ""
+    if os.path.isabs(xdg):
+        return Path(os.path.normpath(xdg)) / "attn"
+    return Path(os.path.expanduser("~")) / ".cache" / "attn"
+
+
+# --------------------------------------------------------------------------- the walk
+
+def _who(uid: int) -> str:
+    return "root" if uid == 0 else f"uid {uid}"
+
+
+def _check_component(where: str, st: os.stat_result) -> None:
+    """Refuse a folder on the way that someone other than us or root could change."""
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        raise NotPrivate(f"{where} is owned by {_who(st.st_uid)}, not by this user ({_who(me)}) or root")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        raise NotPrivate(f"{where} is writable by group or others without the sticky bit "
+                         f"(mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def _check_final(where: str, fd: int) -> None:
+    """The folder itself: ours, writable by no one else; readable by others is fixed to 0700."""
+    st = os.fstat(fd)
+    me = os.geteuid()
+    if st.st_uid != me:
+        raise NotPrivate(f"{where} is owned by {_who(st.st_uid)}, not by this user ({_who(me)})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise NotPrivate(f"{where} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        try:
+            os.fchmod(fd, 0o700)
+        except OSError as exc:
+            raise NotPrivate(f"cannot make {where} private (mode 0700): {exc.strerror}") from None
+
+
+def _open_root() -> int:
+    fd = os.open("/", _WALK_FLAGS)
+    try:
+        _check_component("/", os.fstat(fd))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _step(parent: int, where: str, name: str, create: bool) -> tuple[Optional[int], Optional[str]]:
+    """Open ``name`` in the proven folder ``parent``: (fd, None), or (None, link target) for a
+    symlink of ours or root's.  Creates a missing folder (0700) when ``create``."""
+    for _ in range(2):
+        try:
+            return os.open(name, _WALK_FLAGS, dir_fd=parent), None
+        except FileNotFoundError:
+            if not create:
+                raise _Missing(f"{where} does not exist") from None
+            try:
+                os.mkdir(name, 0o700, dir_fd=parent)
+            except FileExistsError:
+                pass  # another process made it meanwhile: open and check it like any other
+            except OSError as exc:
+                raise NotPrivate(f"cannot create {where}: {exc.strerror}") from None
+        except (NotADirectoryError, OSError) as exc:
+            if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                raise NotPrivate(f"cannot open {where}: {exc.strerror}") from None
+            try:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except OSError as exc2:
+                raise NotPrivate(f"cannot open {where}: {exc2.strerror}") from None
+            if not stat.S_ISLNK(st.st_mode):
+                raise NotPrivate(f"{where} is not a folder") from None
+            me = os.geteuid()
+            if st.st_uid not in (me, 0):
+                raise NotPrivate(f"{where} is a symlink owned by {_who(st.st_uid)}") from None
+            try:
+                return None, os.readlink(name, dir_fd=parent)
+            except OSError as exc2:
+                raise NotPrivate(f"cannot read the symlink {where}: {exc2.strerror}") from None
+    raise NotPrivate(f"cannot create {where}")
+
+
+def _walk(path: str | os.PathLike, create: bool) -> tuple[int, str]:
+    """The descriptor of ``path`` (walked from ``/``, every component checked) and the
+    symlink-free path it was reached by.  The final folder is checked like the others only."""
+    todo = list(Path(os.path.abspath(os.fspath(path))).parts[1:])
+    done: list[str] = []
+    fd = _open_root()
+    links = 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name in ("", "."):
+                continue
+            if name == "..":  # only after a symlink's target; the folders walked hold no links
+                done = done[:-1]
+                os.close(fd)
+                fd = _open_root()
+                todo = done + todo
+                done = []
+                continue
+            where = "/" + "/".join([*done, name])
+            child, target = _step(fd, where, name, create)
+            if child is None:
+                links += 1
+                if links > MAX_SYMLINKS:
+                    raise NotPrivate(f"too many symlinks on the way to {os.fspath(path)}")
+                base = target if os.path.isabs(target) else "/".join(["", *done, target])
+                todo = list(Path(os.path.normpath(base)).parts[1:]) + todo
+                done = []
+                os.close(fd)
+                fd = _open_root()
+                continue
+            os.close(fd)
+            fd = child
+            _check_component(where, os.fstat(fd))
+            done.append(name)
+        return fd, "/" + "/".join(done)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_private_dir(path: str | os.PathLike, create: bool = True) -> int:
+    """An ``O_DIRECTORY`` descriptor of ``path``, proven private (see the module docstring)."""
+    fd, real = _walk(path, create)
+    try:
+        # the walk used O_PATH where there is one: reopen the same folder for reading
+        rd = os.open(".", os.O_RDONLY | _DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        raise NotPrivate(f"cannot open {real}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    try:
+        _check_final(real, rd)
+    except BaseException:
+        os.close(rd)
+        raise
+    return rd
+
+
+def shared_reason(path: str | os.PathLike) -> Optional[str]:
+    """Why someone other than us or root could change what ``path`` holds, or None.
+
+    Its existing components are walked as :func:`open_private_dir` walks them (nothing is
+    created or changed); a part that does not exist yet is fine only below a folder that no
+    one else can write at all (in a sticky folder another user could create it first).
+    """
+    current, missing = os.path.abspath(os.fspath(path)), False
+    while True:
+        try:
+            fd, real = _walk(current, create=False)
+            break
+        except _Missing:
+            current, missing = os.path.dirname(current), True
+        except NotPrivate as exc:
+            return str(exc)
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if missing and mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{real} is writable by group or others (mode {stat.S_IMODE(mode):o})"
+    return None
+
+
+_matplotlib_checked = False
+
+
+def keep_matplotlib_private() -> None:
+    """Call before importing matplotlib: where its default config or cache folder
+    (``$XDG_CONFIG_HOME/matplotlib``, ``$XDG_CACHE_HOME/matplotlib``) could be changed by
+    another user, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib`` instead, so that no
+    font list or matplotlibrc is read from, and nothing written into, such a place.
+    An ``MPLCONFIGDIR`` the user set is kept, as matplotlib keeps it.
+    """
+    global _matplotlib_checked
+    if _matplotlib_checked or "matplotlib" in sys.modules:
+        return  # once per process, and only before matplotlib has chosen its folders
+    _matplotlib_checked = True
+    if os.environ.get("MPLCONFIGDIR") or not sys.platform.startswith(("linux", "freebsd")):
+        return
+    home = os.path.expanduser("~")
+    for var, default in (("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config")):
+        base = os.environ.get(var) or ""
+        base = base if os.path.isabs(base) else os.path.join(home, default)
+        if shared_reason(os.path.join(base, "matplotlib")) is not None:
+            break
+    else:
+        return
+    try:
+        folder = scratch_dir() / "matplotlib"
+        os.close(open_private_dir(folder))
+    except NotPrivate:
+        return  # matplotlib falls back to a temporary folder of its own
+    os.environ["MPLCONFIGDIR"] = str(folder)
+
+
+# --------------------------------------------------------------------------- files in it
+
+def _plain_name(name: str) -> None:
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"{name!r} is not a plain file name")
+
+
+def read_regular(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
+    """The bytes of the regular file ``name`` in ``dir_fd``, or None where there is none."""
+    _plain_name(name)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError(f"{name} is a symlink") from None
+        raise ValueError(f"cannot open {name}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{name} is not a regular file")
+        if st.st_uid != os.geteuid():
+            raise ValueError(f"{name} is owned by {_who(st.st_uid)}, not by this user")
+        if st.st_size > max_bytes:
+            raise ValueError(f"{name} has {st.st_size} bytes, more than the {max_bytes} allowed")
+        chunks, have = [], 0
+        while have <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - have)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            have += len(chunk)
+        if have > max_bytes:
+            raise ValueError(f"{name} has more than the {max_bytes} bytes allowed")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ValueError(f"cannot read {name}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``dir_fd/name`` atomically (temp file, fsync, rename in the folder)."""
+    from attn_cli import io
+
+    _plain_name(name)
+    tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, io.file_mode() if mode is None else mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------------- scratch
+
+_scratch: Optional[Path] = None
+_scratch_lock = threading.Lock()
+
+
+def _remove(path: Path, owner_pid: int) -> None:
+    if os.getpid() == owner_pid:  # not from a forked child that inherited the handler
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def scratch_dir() -> Path:
+    """This process's own private folder (mkdtemp, 0700), made on first use, removed at exit.
+
+    Raises :class:`NotPrivate` when no temp folder passes the walk.
+    """
+    global _scratch
+    with _scratch_lock:
+        if _scratch is not None:
+            return _scratch
+        reasons = []
+        for base in dict.fromkeys([tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"]):
+            try:
+                fd, _ = _walk(base, create=False)  # a place others cannot rename our folder in
+                os.close(fd)
+                path = Path(tempfile.mkdtemp(prefix="attn_", dir=base))
+                os.close(open_private_dir(path, create=False))
+            except (NotPrivate, OSError) as exc:
+                reasons.append(str(exc))
+                continue
+            atexit.register(_remove, path, os.getpid())
+            _scratch = path
+            return path
+        raise NotPrivate("no private temp folder: " + "; ".join(reasons))
+
+
+def _reset_scratch_for_tests() -> Optional[Path]:
+    """Forget this process's scratch folder (the next call makes a fresh one); returns it."""
+    global _scratch
+    with _scratch_lock:
+        old, _scratch = _scratch, None
+    return old
