@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from attn_cli import __version__
+from attn_cli import __version__, signals
 from attn_cli.errors import AttnError
 
 # an OSError that reaches the CLI with one of these is a condition of the machine (a full or
@@ -36,8 +36,8 @@ class AttnGroup(click.Group):
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror}") from None
-        except (KeyboardInterrupt, click.Abort):
-            _interrupted()
+        except (KeyboardInterrupt, click.Abort) as exc:  # Ctrl-C, SIGTERM, SIGHUP (signals.Terminated)
+            _interrupted(exc)
 
     def format_commands(self, ctx, formatter):
         """List every command with its whole one-line summary (wrapped, never cut with '...')."""
@@ -48,10 +48,12 @@ class AttnGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-def _interrupted() -> None:
-    """Ctrl-C: one line on stderr, exit 130; atomic writes have left no partial file."""
-    click.echo("\nError: interrupted", err=True)
-    sys.exit(INTERRUPTED)
+def _interrupted(exc: BaseException) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP: one line on stderr (``Error: interrupted``, ``terminated``,
+    ``hung up``), exit 128 + the signal; workers are stopped and atomic writes have left no
+    partial file (see :mod:`attn_cli.signals`)."""
+    click.echo(f"\nError: {signals.describe(exc)}", err=True)
+    sys.exit(signals.exit_code(exc))
 
 
 @click.group(cls=AttnGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -81,7 +83,8 @@ _load_commands()
 
 
 def main() -> None:
+    signals.install()  # SIGTERM and SIGHUP unwind like Ctrl-C
     try:
         cli(prog_name="attn")
-    except KeyboardInterrupt:  # Ctrl-C outside a command (while starting up)
-        _interrupted()
+    except KeyboardInterrupt as exc:  # a signal outside a command (while starting up)
+        _interrupted(exc)

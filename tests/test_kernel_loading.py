@@ -297,7 +297,7 @@ def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
         return subprocess.CompletedProcess(argv, 1, "", "stop here")
 
     monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)  # no probe through the fake
-    monkeypatch.setattr(kernel.subprocess, "run", fake_run)
+    monkeypatch.setattr(kernel, "_compile", fake_run)  # the build's one compiler call
     for mode in ("portable", "native"):
         monkeypatch.setenv("ATTN_NUMERICS", mode)
         with pytest.raises(RuntimeError, match="stop here"):

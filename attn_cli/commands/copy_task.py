@@ -96,6 +96,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     from attn_cli.published.compare import compare_result
     from attn_cli.render import copy_task as render
     from attn_cli.render.console import emit, note
+    from attn_cli.signals import describe
 
     overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs,
                      cache_root=str(common.out), use_cache=not no_cache)
@@ -115,9 +116,9 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     try:
         with _bars(config.plan()) as update:
             result = exp.run(config, progress=update)
-    except KeyboardInterrupt:
-        note("interrupted: workers stopped; finished runs are cached, a rerun resumes from them")
-        raise click.Abort() from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: the CLI prints the last line
+        note(f"{describe(exc)}: workers stopped; finished runs are cached, a rerun resumes from them")
+        raise
     for line in result.notes:
         note(line)
     outcomes = compare_result(result, exp.ARTIFACTS)

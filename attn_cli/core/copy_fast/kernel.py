@@ -40,6 +40,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import signal
 import shutil
 import subprocess
 import sys
@@ -144,6 +145,31 @@ def _accepts(cc: str, flags: tuple[str, ...]) -> bool:
     return proc.returncode == 0
 
 
+def _compile(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run the compiler in a process group of its own and wait for it.  If attn is stopped
+    meanwhile (Ctrl-C, SIGTERM, SIGHUP reach this thread as an exception), the whole group --
+    the driver and the cc1 and as it started -- gets SIGTERM (SIGKILL after 5 s) and is waited
+    for before the exception goes on: no compile is left running and the build folder is
+    removed after it.  (``subprocess.run`` would kill the driver only.)"""
+    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        for signum, timeout in ((signal.SIGTERM, 5), (signal.SIGKILL, None)):
+            try:
+                os.killpg(proc.pid, signum)
+            except ProcessLookupError:  # the group is gone already
+                break
+            try:
+                proc.communicate(timeout=timeout)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        raise
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
 def isa_flags(cc: str, mode: str, machine: Optional[str] = None, flags: Optional[frozenset] = None) -> list[str]:
     """The target-ISA flags of numeric ``mode`` on this CPU (or the one described).
 
@@ -184,8 +210,7 @@ def _build(cc: str, into: Path) -> bytes:
     for name, text in c_sources().items():
         (into / name).write_text(text)
     # relative names and cwd: the library's bytes do not depend on the folder's name
-    proc = subprocess.run([cc, *compile_flags(cc), SOURCES[0], "-o", "copy_fast.so", "-lm"],
-                          capture_output=True, text=True, cwd=into)
+    proc = _compile([cc, *compile_flags(cc), SOURCES[0], "-o", "copy_fast.so", "-lm"], cwd=into)
     if proc.returncode != 0:
         raise RuntimeError(f"{cc} failed: {proc.stderr.strip()[:500]}")
     fd = private.open_private_dir(into, create=False)

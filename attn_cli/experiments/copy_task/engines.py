@@ -102,13 +102,18 @@ class Worker:
         self.queue = queue
 
     @classmethod
-    def start(cls, queue) -> None:
-        """The pool's initializer: 1 intra-op thread, Ctrl-C left to the parent."""
+    def start(cls, queue, parent) -> None:
+        """The pool's initializer: 1 intra-op thread; a terminal's Ctrl-C or hang-up (sent to
+        the whole process group) left to attn, which stops us (SIGTERM); gone with attn."""
         import signal
 
         import torch
 
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+        from attn_cli.signals import exit_with_parent
+
+        exit_with_parent(parent)  # ``parent``: the read end of a pipe only attn writes to
+        for signum in (signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
         torch.set_num_threads(1)
         cls.current = cls(queue)
 
@@ -141,9 +146,11 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
         ctx.set_forkserver_preload(["attn_cli.core.copy_train", "torch._dynamo"])
     except ValueError:  # pragma: no cover - platforms without forkserver
         ctx = mp.get_context("spawn")
+    _start_helpers(ctx)
     progress_queue = ctx.Queue()
+    alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=Worker.start,
-                               initargs=(progress_queue,))
+                               initargs=(progress_queue, alive))
     finished = False
     try:
         futures = {pool.submit(_work, index, spec, config.device): (index, spec) for index, spec in todo}
@@ -177,11 +184,57 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
                 done(index, outcome)
         finished = True
     finally:
-        if not finished:  # Ctrl-C or an error: stop every worker now, not at the end of its run
+        if not finished:  # Ctrl-C, SIGTERM, SIGHUP or an error: stop every worker now, not at the end of its run
+            _stop_fork_server()
             _terminate(pool)
         pool.shutdown(wait=True, cancel_futures=True)
+        alive_w.close()  # a worker still alive (none should be) ends itself
+        alive.close()
         progress_queue.close()
         progress_queue.join_thread()
+
+
+def _start_helpers(ctx) -> None:
+    """Start multiprocessing's resource tracker and fork server (if not running yet) with SIGHUP
+    blocked: they ignore Ctrl-C already, and so they outlive a terminal's hang-up as well (it
+    reaches the whole process group) until attn has stopped the workers.  A tracker killed by
+    it would be relaunched during that cleanup and print tracebacks."""
+    from multiprocessing import forkserver, resource_tracker
+
+    from attn_cli.signals import hangup_blocked
+
+    with hangup_blocked():
+        resource_tracker.ensure_running()
+        if ctx.get_start_method() == "forkserver":
+            forkserver.ensure_running()
+
+
+def _stop_fork_server() -> None:
+    """Stop the fork server, so that it starts no worker attn has asked for but not yet heard
+    of (a signal while the fork server still imports torch: seconds): such a worker would start
+    after attn has gone and fail loudly on the queues attn removed.  It is waited for (not
+    reaped), so that a later pool in this process starts a fresh one."""
+    import os
+    import signal
+    import time
+    from multiprocessing import forkserver
+
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)  # no public API
+    if not pid:
+        return
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:  # WNOWAIT: left for multiprocessing to reap, which then knows it is gone
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return
+            except ChildProcessError:
+                return
+            time.sleep(0.01)
 
 
 def _terminate(pool) -> None:

@@ -1,0 +1,112 @@
+"""How a run ends on a signal, in ``attn`` and in its worker processes.
+
+- Ctrl-C (SIGINT), SIGTERM (what ``timeout``, Slurm, CI cancellation and ``docker stop`` send)
+  and SIGHUP (the terminal closed) all unwind ``attn`` the same way: as a KeyboardInterrupt
+  (:class:`Terminated` is one), so every cleanup already written for Ctrl-C runs -- worker
+  pools stopped, temp files of atomic writes removed -- and the CLI prints one line
+  (``Error: interrupted`` / ``terminated`` / ``hung up``) and exits 128 + the signal number
+  (130, 143, 129), as a shell reports a process ended by that signal.
+- A worker process ends as soon as ``attn`` is gone, however it ended (SIGKILL included):
+  :func:`exit_with_parent` watches a pipe whose only write end ``attn`` holds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+STOPPING = (signal.SIGTERM, signal.SIGHUP)  # raised as Terminated; SIGINT stays KeyboardInterrupt
+WORDS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
+PARENT_GONE = 128 + signal.SIGHUP  # a worker's exit status when attn is gone (as if hung up)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: unwinds like Ctrl-C; ``signum`` says which signal ended the run."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(WORDS.get(signum, f"signal {signum}"))
+        self.signum = signum
+
+
+_stopping = False
+
+
+def _raise(signum: int, frame) -> None:
+    """The handler: raise once; a second SIGTERM while the first one's cleanup runs is ignored,
+    so that the cleanup (stopping the workers, removing temp files) finishes."""
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
+    raise Terminated(signum)
+
+
+def install() -> None:
+    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (call it there).
+
+    A signal this process was started ignoring stays ignored: ``nohup attn ...`` must survive
+    the terminal's hang-up."""
+    for signum in STOPPING:
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            signal.signal(signum, _raise)
+
+
+def signal_of(exc: BaseException) -> int:
+    """The signal that ended the run: a Terminated's own, found also behind an exception raised
+    while handling it (``raise click.Abort() from None`` keeps it as the context); else SIGINT."""
+    seen: BaseException | None = exc
+    for _ in range(100):  # a chain is short; a cycle must not hang the exit
+        if seen is None:
+            break
+        if isinstance(seen, Terminated):
+            return seen.signum
+        seen = seen.__cause__ or seen.__context__
+    return signal.SIGINT
+
+
+def describe(exc: BaseException) -> str:
+    """``interrupted``, ``terminated`` or ``hung up``: what ended the run, in words."""
+    signum = signal_of(exc)
+    return WORDS.get(signum, f"signal {signum}")
+
+
+def exit_code(exc: BaseException) -> int:
+    """128 + the signal number, as a shell reports a process ended by that signal."""
+    return 128 + signal_of(exc)
+
+
+# --------------------------------------------------------------------------- worker processes
+
+@contextmanager
+def hangup_blocked() -> Iterator[None]:
+    """SIGHUP blocked in this thread meanwhile, so that the processes started inside inherit the
+    block and leave a terminal's hang-up (sent to the whole process group) to attn, as they
+    leave Ctrl-C; a SIGHUP that arrives meanwhile is handled right after (or by another thread's
+    wake-up at once: the handler always runs in the main thread)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def exit_with_parent(reader) -> None:
+    """In a worker: end this process as soon as ``reader`` reaches end of file, that is when
+    every write end is closed -- attn exited, was killed (SIGKILL included) or closed it.
+
+    A worker's parent is the fork server, not attn, and the fork server outlives attn for as
+    long as workers hold its "alive" pipe, so neither ``getppid()`` nor PR_SET_PDEATHSIG would
+    see attn go; a pipe does, at once and without polling.  A daemon thread blocks on it and
+    calls ``os._exit`` (a torch op in the main thread does not hold it up: torch releases the GIL).
+    """
+    def watch() -> None:
+        try:
+            reader.poll(None)  # readable only at end of file: attn never writes to it
+        except (OSError, EOFError):
+            pass
+        os._exit(PARENT_GONE)
+
+    threading.Thread(target=watch, name="attn parent watch", daemon=True).start()
