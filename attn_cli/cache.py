@@ -1,25 +1,49 @@
-"""Cached results, keyed by everything that determines them.
+"""The per-user cache: finished runs and Results, keyed by everything that determines them,
+shared by every ``--out``.
 
-A cache entry is a file under ``<root>/.cache/<name>/<sha256 of key>.<suffix>``; the key holds
-the experiment's configuration, a digest of the source files that compute it
-(:func:`code_digest`), the numeric mode, and the versions of attn and torch; the entry holds
-the key again and a digest of its payload, so an edited or damaged file is refused, not
-trusted.  Entries are JSON only, read back into typed dataclasses (:func:`revive`): loading
-one never runs code, whoever wrote it.  Used by the runner for every experiment that declares ``CACHED = True``, and by the
-copy task for its training runs.  Writes are atomic (:mod:`attn_cli.io`).
+Where: :func:`attn_cli.private.user_cache_root` (``--cache-dir``, else ``$ATTN_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``), opened with
+:func:`attn_cli.private.open_private_dir` (every component checked, the folder ours and
+0700) and used only through that folder's descriptor.  A folder that cannot be had or
+trusted is :class:`Unavailable`: the caller warns once and runs without cache.
+
+An entry is ``<root>/<name>/<sha256 of key>.json``; the key holds the experiment's
+configuration, a digest of the source files that compute it (:func:`code_digest`), the
+numeric mode, and the versions of attn and torch.  The file is JSON,
+``{"hmac": "<hex>", "entry": {"key": ..., "payload": ...}}``, whose HMAC-SHA256 under this
+user's random key (``<root>/hmac.key``: 32 bytes, 0600, made on first use) covers the exact
+bytes of ``entry``.  The HMAC is checked on those bytes *before* they are parsed, so an entry
+edited, planted or copied from another cache is refused (:class:`Refused`) without being
+read as JSON.  Entries are read with :func:`attn_cli.private.read_regular` (no symlink, a
+regular file of ours, at most the size the caller's spec allows) and written with
+:func:`attn_cli.private.write_atomic`.  Loading an entry never runs code (no pickle): it is
+JSON read back into typed dataclasses (:func:`revive`).  Used by the runner for every
+experiment that declares ``CACHED = True`` and by the copy task for its training runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
 import json
 import os
+import re
+import stat
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
-from attn_cli import io
+KEY_FILE = "hmac.key"  # the per-user HMAC key, in the cache folder
+KEY_BYTES = 32  # from secrets.token_bytes: 256 bits
+ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.json")  # an entry's file name: the SHA-256 of its key
+GROUP = re.compile(r"[a-z][a-z0-9_]*")  # an entry's folder: the experiment's name
+# A Result entry's size bound, where no spec gives one: the largest at the texts' settings
+# (exercises) measured 32 KB, so 16 MiB is generous, and still bounds what is read
+RESULT_MAX_BYTES = 16 * 2 ** 20
+_MAC_CONTEXT = b"attn cache entry v1\0"
+_HEAD, _MID, _TAIL = b'{"hmac": "', b'", "entry": ', b"}\n"
+_MAC_HEX = 64
 
-CACHE_DIR = ".cache"
 # the sources that compute an experiment's values (not how they are drawn or printed)
 RESULT_CODE_GLOBS = ("experiments/**/*.py", "core/**/*.py", "core/**/*.c", "core/**/*.h",
                      "published/**/*.py", "numerics.py", "cache.py")
@@ -61,55 +85,299 @@ def cache_key(fields: dict, globs: Iterable[str]) -> dict:
     return json.loads(json.dumps(key))  # as it reads back from the file (tuples become lists)
 
 
+class Unavailable(Exception):
+    """The cache folder or its key cannot be used (not private, unwritable, a key that is not
+    ours): the run goes on without cache, after one warning."""
+
+
+class Refused(ValueError):
+    """One entry that cannot be used (HMAC, not a regular file, unreadable, too big, another
+    key): it is recomputed, with a note giving this reason."""
+
+
 def digest(data: Any) -> str:
     """SHA-256 of bytes, or of a JSON value (keys sorted)."""
     raw = data if isinstance(data, bytes) else json.dumps(data, sort_keys=True).encode()
     return hashlib.sha256(raw).hexdigest()
 
 
-def cache_path(root: str | os.PathLike, name: str, key: dict, suffix: str = ".json") -> Path:
-    return Path(root) / CACHE_DIR / name / f"{digest(key)}{suffix}"
+def entry_file(key: dict) -> str:
+    """The file name of ``key``'s entry."""
+    return f"{digest(key)}.json"
 
 
-def load_json(path: Path, key: dict) -> Any | None:
-    """The payload stored at ``path`` for ``key``; None when there is no file.
+def cache_path(root: str | os.PathLike, name: str, key: dict) -> Path:
+    """Where ``key``'s entry of ``name`` lives under ``root`` (to show; the cache itself works
+    through the folder's descriptor, never through this path)."""
+    return Path(root) / name / entry_file(key)
 
-    Raises ValueError (with the reason) for a file that exists but cannot be trusted.
+
+class Cache:
+    """The opened per-user cache: a descriptor of the proven private folder and the HMAC key.
+
+        with Cache.open(root) as store:
+            payload = store.load("sqrt_dk", key, max_bytes)   # None: no entry; Refused: not usable
+            store.store("sqrt_dk", key, payload)
     """
-    if not path.exists():
-        return None
+
+    def __init__(self, root: Path, fd: int, secret: bytes | None):
+        self.root, self._fd, self._secret = root, fd, secret
+
+    @classmethod
+    def open(cls, root: str | os.PathLike, create: bool = True) -> "Cache":
+        """The cache at ``root`` (created 0700, with its key, when ``create``); raises
+        :class:`Unavailable` with the reason when it cannot be had or trusted."""
+        from attn_cli import private
+
+        root = Path(root)
+        try:
+            fd = private.open_private_dir(root, create=create)
+        except private.NotPrivate as exc:
+            raise Unavailable(str(exc)) from None  # names the component and why
+        except OSError as exc:
+            raise Unavailable(f"{root}: {exc.strerror or exc}") from None
+        try:
+            return cls(root, fd, _key(fd, root, create))
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> "Cache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ entries
+
+    def load(self, name: str, key: dict, max_bytes: int) -> Any | None:
+        """The payload stored for ``key`` under ``name``; None when there is none.  Raises
+        :class:`Refused` (with the reason) for an entry that cannot be trusted or read;
+        ``max_bytes`` bounds the payload (from the run's spec, or :data:`RESULT_MAX_BYTES`)."""
+        from attn_cli import private
+
+        if self._secret is None:
+            return None
+        sub = self._group(name, create=False)
+        if sub is None:
+            return None
+        try:
+            cap = max_bytes + len(json.dumps(key)) + 256  # the payload, its key and the framing
+            data = private.read_regular(sub, entry_file(key), cap)
+        except OSError as exc:  # EACCES: an entry this user may not read
+            raise Refused(exc.strerror or str(exc)) from None
+        except ValueError as exc:  # not a regular file, not ours, over the bound
+            raise Refused(str(exc)) from None
+        finally:
+            os.close(sub)
+        if data is None:
+            return None
+        body = self._verified(data)
+        try:
+            obj = json.loads(body)
+        except (ValueError, RecursionError) as exc:  # signed by us, so damaged by our own bug
+            raise Refused(f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(obj, dict) or obj.get("key") != key or "payload" not in obj:
+            raise Refused("its key does not match")
+        return obj["payload"]
+
+    def store(self, name: str, key: dict, payload: Any) -> None:
+        """Store a JSON payload for ``key`` under ``name`` (atomic, 0600, signed).  Raises
+        :class:`Unavailable` when it cannot be written (disk full, folder gone)."""
+        from attn_cli import private
+
+        if self._secret is None:  # opened without create, before any key existed
+            raise Unavailable("the cache has no key yet")
+        payload = json.loads(json.dumps(payload))  # exactly as it reads back
+        body = json.dumps({"key": key, "payload": payload}, sort_keys=True).encode()
+        data = _HEAD + self._mac(body).encode() + _MID + body + _TAIL
+        try:
+            sub = self._group(name, create=True)
+            try:
+                private.write_atomic(sub, entry_file(key), data, mode=0o600)
+            finally:
+                os.close(sub)
+        except (OSError, Refused) as exc:
+            # no path in the message: it may end in a Result's notes, which are shared
+            raise Unavailable(f"cannot write {name}/{entry_file(key)[:12]}...: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
+
+    def _mac(self, body: bytes) -> str:
+        return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).hexdigest()
+
+    def _verified(self, data: bytes) -> bytes:
+        """The entry's bytes once its HMAC holds (checked before anything parses them)."""
+        start = len(_HEAD) + _MAC_HEX + len(_MID)
+        if not (data.startswith(_HEAD) and data[len(_HEAD) + _MAC_HEX:start] == _MID and data.endswith(_TAIL)):
+            raise Refused("it carries no HMAC where an entry has one: edited, or not written by attn")
+        body = data[start:-len(_TAIL)]
+        if not hmac.compare_digest(data[len(_HEAD):len(_HEAD) + _MAC_HEX], self._mac(body).encode()):
+            raise Refused("its HMAC does not match: edited, or written by another cache")
+        return body
+
+    def _group(self, name: str, create: bool) -> int | None:
+        """A descriptor of the entries' folder ``name`` (made 0700 when ``create``), or None
+        when absent; Refused when it is not a private folder of ours."""
+        if not GROUP.fullmatch(name):
+            raise ValueError(f"bad cache group name {name!r}")
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        try:
+            try:
+                fd = os.open(name, flags, dir_fd=self._fd)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o700, dir_fd=self._fd)
+                fd = os.open(name, flags, dir_fd=self._fd)
+        except OSError as exc:  # a symlink (ELOOP), a file (ENOTDIR), EACCES
+            raise Refused(f"{name}/ is not a usable folder: {exc.strerror}") from None
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            os.close(fd)
+            raise Refused(f"{name}/ is not a private folder of this user")
+        return fd
+
+    # ------------------------------------------------------------------ attn cache
+
+    def summary(self) -> dict[str, tuple[int, int]]:
+        """Entries and their bytes per group (experiment): ``{"copy_task": (40, 123456)}``."""
+        return {name: (len(sizes), sum(sizes)) for name, sizes in self._entries().items() if sizes}
+
+    def clear(self) -> dict[str, tuple[int, int]]:
+        """Remove every entry and the key (nothing else in the folder); what was removed, per group."""
+        removed: dict[str, tuple[int, int]] = {}
+        for name, files in self._entries(names=True).items():
+            sub = self._group(name, create=False)
+            if sub is None:
+                continue
+            try:
+                for fname, size in files:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(fname, dir_fd=sub)
+                        n, b = removed.get(name, (0, 0))
+                        removed[name] = (n + 1, b + size)
+            finally:
+                os.close(sub)
+            with contextlib.suppress(OSError):  # only when empty: anything else is not ours
+                os.rmdir(name, dir_fd=self._fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(KEY_FILE, dir_fd=self._fd)
+        self._secret = None
+        return removed
+
+    def _entries(self, names: bool = False) -> dict[str, list]:
+        found: dict[str, list] = {}
+        with os.scandir(self._fd) as groups:
+            group_names = sorted(g.name for g in groups if GROUP.fullmatch(g.name) and g.is_dir(follow_symlinks=False))
+        for name in group_names:
+            try:
+                sub = self._group(name, create=False)
+            except Refused:
+                continue
+            if sub is None:
+                continue
+            try:
+                with os.scandir(sub) as files:
+                    items = [(f.name, f.stat(follow_symlinks=False).st_size) for f in files
+                             if ENTRY_FILE.fullmatch(f.name) and f.is_file(follow_symlinks=False)]
+            finally:
+                os.close(sub)
+            found[name] = sorted(items) if names else [size for _, size in items]
+        return found
+
+
+def _key(fd: int, root: Path, create: bool) -> bytes | None:
+    """This user's HMAC key from the folder ``fd``: made on first use (atomically: the first of
+    two processes wins), trusted only as a regular 0600 file of ours of :data:`KEY_BYTES`."""
+    for _ in range(2):
+        try:
+            kfd = os.open(KEY_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        except FileNotFoundError:
+            if not create:
+                return None
+            _make_key(fd, root)
+            continue
+        except OSError as exc:
+            raise Unavailable(f"its key {root / KEY_FILE} cannot be read: {exc.strerror}") from None
+        try:
+            st = os.fstat(kfd)
+            data = os.read(kfd, KEY_BYTES + 1) if stat.S_ISREG(st.st_mode) else b""
+        finally:
+            os.close(kfd)
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != 0o600
+                or len(data) != KEY_BYTES):
+            raise Unavailable(f"its key {root / KEY_FILE} is not trusted (it must be a regular file of "
+                              f"this user, mode 0600, of {KEY_BYTES} bytes)")
+        return data
+    raise Unavailable(f"its key {root / KEY_FILE} vanished while it was made")  # pragma: no cover
+
+
+def _make_key(fd: int, root: Path) -> None:
+    """Write a fresh key beside the folder's others and link it in place; an existing key wins."""
+    import secrets
+
+    tmp = f".{KEY_FILE}.{secrets.token_hex(8)}"
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, dict) or obj.get("key") != key:
-        raise ValueError("its key does not match")
-    if obj.get("digest") != digest(obj.get("payload")):
-        raise ValueError("its payload does not match its digest (edited or damaged)")
-    return obj["payload"]
+        kfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=fd)
+        try:
+            os.fchmod(kfd, 0o600)  # whatever the umask
+            os.write(kfd, secrets.token_bytes(KEY_BYTES))
+            os.fsync(kfd)
+        finally:
+            os.close(kfd)
+        try:
+            os.link(tmp, KEY_FILE, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+        except FileExistsError:
+            pass
+    except OSError as exc:
+        raise Unavailable(f"cannot write its key in {root}: {exc.strerror}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=fd)
 
 
-def store_json(path: Path, key: dict, payload: Any) -> None:
-    """Store a JSON payload for ``key`` (atomic)."""
-    payload = json.loads(json.dumps(payload))  # exactly as it reads back
-    io.write_text(path, json.dumps({"key": key, "payload": payload, "digest": digest(payload)}) + "\n")
+@contextlib.contextmanager
+def opened(root: str | os.PathLike | None, notes: list[str]) -> Iterator[Cache | None]:
+    """The cache at ``root`` while the block runs, or None: no ``root``, or one that cannot be
+    used now (a note in ``notes``; the CLI has warned about the folder already, see
+    :func:`attn_cli.commands.cache.cache_root`)."""
+    if root is None:
+        yield None
+        return
+    try:
+        store = Cache.open(root)
+    except Unavailable:
+        notes.append("the cache folder cannot be used now; running without cache")
+        yield None
+        return
+    with store:
+        yield store
 
 
-def load_result(path: Path, key: dict, result_type: type) -> Any | None:
+def load_result(store: Cache, name: str, key: dict, result_type: type,
+                max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
     """A Result stored by :func:`store_result` for ``key``, rebuilt as ``result_type``; None when
-    there is none or it cannot be trusted (a stale or damaged entry is recomputed, never an
-    error).  The entry is JSON read into typed dataclasses: loading it runs no code (no pickle)."""
+    there is none.  Raises :class:`Refused` (the reason) for an entry that cannot be trusted or
+    does not read back: the caller recomputes it with a note.  The entry is JSON read into
+    typed dataclasses: loading it runs no code (no pickle)."""
+    payload = store.load(name, key, max_bytes)
     try:
-        payload = load_json(path, key)
         return None if payload is None else revive(result_type, payload)
-    except (ValueError, KeyError, TypeError):
-        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Refused(f"{type(exc).__name__}: {exc}") from None
 
 
-def store_result(path: Path, key: dict, result: Any) -> bool:
+def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
     """Store a Result as JSON for ``key``; only one that reads back as the same data (a
     dataclass of plain values, as STYLE.md asks: a tuple may come back as a list), else
-    nothing is stored and False is returned."""
+    nothing is stored and False is returned.  Raises :class:`Unavailable` when the cache
+    cannot be written."""
     import dataclasses
 
     try:
@@ -119,7 +387,7 @@ def store_result(path: Path, key: dict, result: Any) -> bool:
             return False
     except (TypeError, KeyError, ValueError):
         return False
-    store_json(path, key, payload)
+    store.store(name, key, payload)
     return True
 
 

@@ -10,13 +10,14 @@ silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), `
 ``--quick`` (reduced sizes for smoke runs) and ``--numerics portable|native`` (eager: the CPU
 kernels are pinned before any other option can import torch; see :mod:`attn_cli.numerics`).
 Commands that draw figures add ``--format png|svg|pdf`` (:func:`format_option`, one or more
-after one flag).
+after one flag); commands that cache add ``--cache-dir DIR`` (:func:`cache_dir_option`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,7 @@ class Common:
     quick: bool  # reduced sizes for smoke runs
     numerics: str = "portable"  # "portable" (pinned AVX2 kernels: same bits on any x86-64) or "native"
     formats: tuple[str, ...] = ("png",)  # figure formats (--format on commands that draw)
+    cache_dir: Path | None = None  # --cache-dir on commands that cache; None: attn_cli.private.user_cache_root
 
 
 def _resolve_device(ctx, param, value):
@@ -136,6 +138,39 @@ def format_option(func):
     def wrapper(*args, formats, common: Common, **kwargs):
         common = dataclasses.replace(common, formats=tuple(dict.fromkeys(formats)) or ("png",))
         return func(*args, common=common, **kwargs)
+
+    return wrapper
+
+
+def _cache_dir(ctx, param, value):
+    """A folder name that can exist: not empty, no control characters, within the system's
+    limits (a folder that exists but cannot be used is a warning later, not an error)."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("is empty; give a folder, or leave the option out", ctx=ctx, param=param)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise click.BadParameter("contains control characters", ctx=ctx, param=param)
+    raw = os.fsencode(value)
+    if len(raw) >= 4096 or any(len(part) > 255 for part in raw.split(b"/")):
+        raise click.BadParameter("is longer than a path (4095 bytes) or a name in it (255) can be",
+                                 ctx=ctx, param=param)
+    return Path(value)
+
+
+CACHE_DIR = click.option("--cache-dir", metavar="DIR", default=None, callback=_cache_dir,
+                         help="The per-user cache (created 0700)  [default: $ATTN_CACHE_DIR, "
+                              "else $XDG_CACHE_HOME/attn, else ~/.cache/attn]")
+
+
+def cache_dir_option(func):
+    """Add ``--cache-dir DIR`` to a command that caches; sets ``common.cache_dir``. Place it
+    below ``@common_options``."""
+
+    @CACHE_DIR
+    @functools.wraps(func)
+    def wrapper(*args, cache_dir, common: Common, **kwargs):
+        return func(*args, common=dataclasses.replace(common, cache_dir=cache_dir), **kwargs)
 
     return wrapper
 

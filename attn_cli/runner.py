@@ -9,8 +9,8 @@ list of experiments, and nothing is guessed:
 * each experiment says what it is in module attributes (the contract in
   ``attn_cli/experiments/__init__.py``): ``SLOW`` (minutes at the text's settings: ``attn
   verify --quick`` runs it at ``Config.quick()`` and reports its checks as skipped),
-  ``CACHED`` (the runner keeps its Result under ``--out``), ``ENGINES``, ``FIGURES``, and for a
-  slow one ``CACHE_FIELD`` (the Config field that receives the ``--out`` folder);
+  ``CACHED`` (the runner keeps its Result in the per-user cache), ``ENGINES``, ``FIGURES``, and
+  for a slow one ``CACHE_FIELD`` (the Config field that receives the cache folder);
 * the catalogue (:mod:`attn_cli.published.catalogue`) says which artifacts exist;
 * the check families (:func:`attn_cli.published.all_checks`) say which values are published.
 
@@ -66,7 +66,7 @@ class Experiment:
 
     @property
     def cached(self) -> bool:
-        """The runner keeps its Result under ``--out`` (every experiment over a second)."""
+        """The runner keeps its Result in the per-user cache (every experiment over a second)."""
         return bool(self._declared("CACHED"))
 
     @property
@@ -75,26 +75,33 @@ class Experiment:
 
     @property
     def cache_field(self) -> str | None:
-        """The Config field that receives the ``--out`` folder (a slow experiment's own cache)."""
+        """The Config field that receives the cache folder (a slow experiment's own cache)."""
         return self._declared("CACHE_FIELD")
+
+    def recorded_config(self, config: Any) -> Any:
+        """``config`` as plain data to record (a cache key, a manifest): without the cache
+        folder, a local path that says nothing about the numbers."""
+        if not dataclasses.is_dataclass(config):
+            return config
+        return {k: v for k, v in dataclasses.asdict(config).items() if k != self.cache_field}
 
     @property
     def has_fast_engine(self) -> bool:
         return "fast" in self.engines
 
     def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
-               out: Path | None = None, engine: str | None = None, use_cache: bool = True,
+               cache_root: str | Path | None = None, engine: str | None = None, use_cache: bool = True,
                verify: bool = False) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
-        a slow experiment also gets its cache folder ``out`` and ``use_cache`` (False
+        a slow experiment also gets its cache folder ``cache_root`` and ``use_cache`` (False
         recomputes); ``engine`` ("fast" or "exact") is set where the experiment has engines.
         ``verify``: the configuration ``attn verify`` judges (the module's
         ``verify_config(config)`` where it has one: the copy task's seeds)."""
         overrides: dict[str, Any] = {"seed": seed, "device": device}
         if self.cache_field:
             overrides["use_cache"] = use_cache
-            if out is not None:
-                overrides[self.cache_field] = str(out)
+            if cache_root is not None:
+                overrides[self.cache_field] = str(cache_root)
         if engine is not None and self.has_fast_engine:
             overrides["engine"] = engine
         known = {f.name for f in dataclasses.fields(self.module.Config)}

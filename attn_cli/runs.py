@@ -1,7 +1,7 @@
 """Run experiments, compare them with the texts, and say where they ran.
 
 One path for every command: :func:`run_one` runs one experiment (on one intra-op thread,
-its Result taken from the cache under ``--out`` when the experiment declares ``CACHED``);
+its Result taken from the per-user cache when the experiment declares ``CACHED``);
 :func:`run_experiments` runs a plan of them for ``attn all`` and ``attn verify``;
 :func:`compare` judges the published checks against what they measured.  No click, no rich.
 """
@@ -31,7 +31,8 @@ class Run:
     measured: dict = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None  # set when run() or measured() raised
-    from_cache: bool = False  # the Result was read from the cache under --out
+    from_cache: bool = False  # the Result was read from the per-user cache
+    notes: list[str] = field(default_factory=list)  # cache entries refused and recomputed
 
     @property
     def name(self) -> str:
@@ -43,9 +44,10 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
             threads: int | None = 1) -> Run:
     """Run one experiment (the path of every command).
 
-    ``cache_root``: for an experiment that declares ``CACHED``, its Result is kept under
-    ``cache_root/.cache/<name>/``, keyed by its config and a digest of the code that computes
-    it (:mod:`attn_cli.cache`); ``use_cache=False`` recomputes and overwrites.  An experiment
+    ``cache_root``: for an experiment that declares ``CACHED``, its Result is kept in the cache
+    folder ``cache_root`` (:mod:`attn_cli.cache`; the CLI passes the per-user one), keyed by its
+    config and a digest of the code that computes it; ``use_cache=False`` recomputes and
+    overwrites.  An entry that cannot be trusted is recomputed, with a note in ``Run.notes``.  An experiment
     that raises is recorded in ``Run.error`` with ``keep_going``, else the error propagates;
     a failed write (disk full, read-only) and KeyboardInterrupt always propagate.
 
@@ -58,15 +60,16 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
     run = Run(exp, config, unjudged)
     start = time.perf_counter()
     try:
-        entry = _cache_entry(exp, config, cache_root)
-        if entry is not None and use_cache:
-            run.result = _load(exp, *entry)
-            run.from_cache = run.result is not None
-        if run.result is None:
-            with intra_op_threads(threads):
-                run.result = exp.run(config, progress=progress)
-            if entry is not None:
-                _store(*entry, run.result)
+        key = _cache_key(exp, config, cache_root)
+        with cache_of(cache_root if key else None, run.notes) as store:
+            if store is not None and use_cache:
+                run.result = _load(exp, store, key, run.notes)
+                run.from_cache = run.result is not None
+            if run.result is None:
+                with intra_op_threads(threads):
+                    run.result = exp.run(config, progress=progress)
+                if store is not None:
+                    _store(exp, store, key, run.result, run.notes)
         run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
     except WriteFailed:  # a full or read-only disk stops the whole run, not one experiment
         raise
@@ -110,25 +113,41 @@ def intra_op_threads(threads: int | None):
         torch.set_num_threads(saved)
 
 
-def _cache_entry(exp: Experiment, config: Any, cache_root) -> tuple[Path, dict] | None:
+def _cache_key(exp: Experiment, config: Any, cache_root) -> dict | None:
     if cache_root is None or not exp.cached or not dataclasses.is_dataclass(config):
         return None
     from attn_cli import cache
 
-    key = cache.cache_key({"experiment": exp.name, "config": dataclasses.asdict(config)}, cache.RESULT_CODE_GLOBS)
-    return cache.cache_path(cache_root, exp.name, key, ".json"), key
+    return cache.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, cache.RESULT_CODE_GLOBS)
 
 
-def _load(exp: Experiment, path: Path, key: dict):
+def cache_of(root, notes: list[str]):
+    """The opened cache at ``root`` for a block (None: none); see :func:`attn_cli.cache.opened`."""
+    if not root:
+        return contextlib.nullcontext()
     from attn_cli import cache
 
-    return cache.load_result(path, key, exp.module.Result)
+    return cache.opened(root, notes)
 
 
-def _store(path: Path, key: dict, result: Any) -> None:
+def _load(exp: Experiment, store, key: dict, notes: list[str]):
     from attn_cli import cache
 
-    cache.store_result(path, key, result)
+    try:
+        return cache.load_result(store, exp.name, key, exp.module.Result)
+    except cache.Refused as exc:
+        notes.append(f"cache entry {cache.cache_path('', exp.name, key).as_posix()} is unreadable ({exc}); "
+                     "recomputing it")
+        return None
+
+
+def _store(exp: Experiment, store, key: dict, result: Any, notes: list[str]) -> None:
+    from attn_cli import cache
+
+    try:
+        cache.store_result(store, exp.name, key, result)
+    except cache.Unavailable as exc:
+        notes.append(f"not cached: {exc}")
 
 
 # --------------------------------------------------------------------------- comparing

@@ -1,7 +1,7 @@
 """Benchmark: ``attn all`` (cold cache) against the texts' programs run one after another.
 
 Side by side in one script:
-  * ``attn all --out <fresh folder>``: every experiment at its defaults, through the real
+  * ``attn all --out <fresh folder> --cache-dir <fresh folder>``: every experiment at its defaults, through the real
     entry point, nothing cached (the copy task trains with its fast engine there);
   * the texts' way: W9 2.3's program (the attention model at lengths 4, 8, 16, 32, one after
     another, one thread: the copy task's exact engine, which equals that program bit for
@@ -40,8 +40,9 @@ def load() -> str:
 
 def attn_all(quick: bool, engine: str) -> tuple[float, dict]:
     attn = shutil.which("attn") or os.path.join(os.path.dirname(sys.executable), "attn")
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [attn, "all", "--out", out, "--engine", engine] + (["--quick"] if quick else [])
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as fresh:  # a cold per-user cache too
+        cmd = [attn, "all", "--out", out, "--cache-dir", os.path.join(fresh, "cache"), "--engine", engine] + \
+            (["--quick"] if quick else [])
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - start

@@ -23,7 +23,8 @@ BASELINE = "2e0e782"  # main before issue 8: one exact seed per copy-task cell
 
 
 def timed_verify(source: Path, out: Path, *extra: str) -> tuple[float, str, int]:
-    env = dict(os.environ, PYTHONPATH=str(source), COLUMNS="120", NO_COLOR="1")
+    # the per-user cache of this benchmark (cold at first), never the user's own
+    env = dict(os.environ, PYTHONPATH=str(source), COLUMNS="120", NO_COLOR="1", ATTN_CACHE_DIR=str(out.parent / "cache"))
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "attn_cli", "verify", "--out", str(out), *extra],
                           capture_output=True, text=True, env=env, cwd=source)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,12 @@ from attn_cli import numerics
 # The test process computes in the default numeric mode, as `attn` does: pinned before any
 # test imports torch (the kernels are chosen once per process).
 numerics.apply(numerics.DEFAULT_MODE)
+
+# Every test, and every `attn` it starts, uses a cache of this session (never the user's own
+# ~/.cache/attn): set before any test runs, inherited by child processes.
+_SESSION_CACHE = tempfile.mkdtemp(prefix="attn-test-cache-")  # 0700, ours
+atexit.register(shutil.rmtree, _SESSION_CACHE, True)
+os.environ["ATTN_CACHE_DIR"] = os.path.join(_SESSION_CACHE, "cache")
 
 
 

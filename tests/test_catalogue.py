@@ -198,18 +198,18 @@ def test_list_of_the_real_catalogue_names_every_id():
 
 
 def test_verify_passes_and_prints_summary(fake, tmp_path):
-    res = invoke("verify", "--only", "fk-alpha", "fk-slow", "--out", tmp_path)
+    res = invoke("verify", "--only", "fk-alpha", "fk-slow", "--out", tmp_path, "--cache-dir", tmp_path / "cache")
     assert res.exit_code == 0, res.output
     assert "3 measured and 1 rule passed; 1 identity shown" in res.output
     assert "coverage: 2/2 catalogue IDs checked" in res.output
     for cid in ("fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag", "fk-slow.acc"):
         assert cid in res.output
     assert "training noise across PyTorch builds" in res.output  # the tolerance's reason
-    # defaults, with the common options passed through; the cache folder is --out
+    # defaults, with the common options passed through; the cache folder is --cache-dir's
     (alpha_cfg,) = fake.alpha_calls
     assert (alpha_cfg.size, alpha_cfg.seed) == (100, 0)
     (slow_cfg,) = fake.slow_calls
-    assert slow_cfg.steps == 2500 and slow_cfg.cache_dir == str(tmp_path)
+    assert slow_cfg.steps == 2500 and slow_cfg.cache_dir == str(tmp_path / "cache")
 
 
 def test_verify_json_keys_and_seed(fake, tmp_path):
@@ -320,7 +320,7 @@ def test_verify_quick_skips_only_slow_checks(fake, tmp_path):
 
 
 def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
-    res = invoke("all", "--out", tmp_path)
+    res = invoke("all", "--out", tmp_path, "--cache-dir", tmp_path / "cache")
     # fk-orphan's check has no experiment: a failed check, so exit 1, after writing every file
     assert res.exit_code == 1, res.output
     assert "1 check(s) failed against the texts: fk-orphan.n" in res.output
@@ -344,7 +344,10 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     assert manifest["artifacts"]["fk-plot"]["files"] == ["alpha.md", "alpha.json", "alpha.png", "alpha.csv"]
     assert manifest["artifacts"]["fk-slow"]["not_written"] == ["slow_L{length}.png"]
     assert manifest["experiments"]["alpha"]["config"] == {"seed": 0, "device": "cpu", "size": 100}
-    assert manifest["experiments"]["slow"]["config"]["cache_dir"] == str(tmp_path)
+    # the cache folder reached the slow experiment, but no local path is recorded
+    assert fake.slow_calls[0].cache_dir == str(tmp_path / "cache")
+    assert "cache_dir" not in manifest["experiments"]["slow"]["config"]
+    assert str(tmp_path) not in (tmp_path / "manifest.json").read_text()
     assert manifest["missing"] == ["fk-orphan"]
     assert manifest["timing"]["seconds"] > 0 and not manifest["quick"]
 
@@ -498,7 +501,7 @@ def test_real_all_quick(tmp_path):
 
 
 def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
-    """A truncated cache file under --out is detected and recomputed: no crash, no trust.
+    """A truncated cache entry is detected and recomputed: no crash, no trust.
 
     The copy task's quick configuration is shrunk further (one length, one model, 5 steps,
     in this process) so that the test takes seconds; the cache logic is the real one.
@@ -509,16 +512,18 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     tiny = {"lengths": (4,), "model": "attention", "steps": 5, "eval_size": 20, "jobs": 1}
     monkeypatch.setattr(Config, "quick", classmethod(lambda cls, **kw: cls(**{**tiny, **kw})))
 
-    first = invoke("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path)
+    verify = ("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path,
+              "--cache-dir", tmp_path / "cache")
+    first = invoke(*verify)
     assert first.exit_code == 0, first.output
-    cached = sorted((tmp_path / ".cache").rglob("*.json"))  # (verify --out also writes verify.json)
-    assert cached, "the run was not cached under --out"
+    cached = sorted((tmp_path / "cache" / "copy_task").glob("*.json"))
+    assert cached, "the run was not cached"
     good = [json.loads(p.read_text()) for p in cached]
 
     for p in cached:  # truncate every cache entry mid-file
         text = p.read_text()
         p.write_text(text[: len(text) // 2])
-    second = invoke("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path)
+    second = invoke(*verify)
     assert second.exit_code == 0, second.output
     assert "Traceback" not in second.output
     assert "recomputing" in second.stderr
@@ -527,8 +532,8 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     assert rows["w9-copy-task.attention.4.free_running"]["regenerated"] is not None
     # the entries were rewritten whole, with the same numbers (the exact engine is deterministic)
     assert [json.loads(p.read_text()) for p in cached] == good or \
-        [json.loads(p.read_text())["payload"]["free_running"] for p in cached] == \
-        [g["payload"]["free_running"] for g in good]
+        [json.loads(p.read_text())["entry"]["payload"]["free_running"] for p in cached] == \
+        [g["entry"]["payload"]["free_running"] for g in good]
 
 
 def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):
@@ -548,7 +553,7 @@ def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):
 
 
 def test_cached_experiment_is_read_back_keyed_by_config(tmp_path, monkeypatch):
-    """An experiment declaring CACHED runs once per configuration under --out; a damaged
+    """An experiment declaring CACHED runs once per configuration in the cache; a damaged
     entry, another configuration or --no-cache computes it again."""
     from attn_cli.experiments import formula
 
@@ -561,17 +566,19 @@ def test_cached_experiment_is_read_back_keyed_by_config(tmp_path, monkeypatch):
 
     monkeypatch.setattr(formula, "CACHED", True)
     monkeypatch.setattr(formula, "run", counted)
-    verify = ("verify", "--only", "w9-worked", "--out", tmp_path)
+    verify = ("verify", "--only", "w9-worked", "--out", tmp_path, "--cache-dir", tmp_path / "cache")
     assert invoke(*verify).exit_code == 0 and len(calls) == 1
     second = invoke(*verify)
     assert second.exit_code == 0 and "passed" in second.output
     assert len(calls) == 1  # read back, not recomputed
-    (entry,) = (tmp_path / ".cache" / "formula").glob("*.json")
+    (entry,) = (tmp_path / "cache" / "formula").glob("*.json")
     entry.write_text(entry.read_text().replace("0.401", "0.402", 1))  # edited: recomputed, not trusted
-    assert invoke(*verify).exit_code == 0 and len(calls) == 2
+    edited = invoke(*verify)
+    assert edited.exit_code == 0 and len(calls) == 2
+    assert "formula: cache entry formula/" in edited.stderr and "HMAC does not match" in edited.stderr
     assert invoke(*verify, "--no-cache").exit_code == 0 and len(calls) == 3
     assert invoke(*verify, "--seed", "1").exit_code in (0, 1) and len(calls) == 4
-    assert len(list((tmp_path / ".cache" / "formula").glob("*.json"))) == 2
+    assert len(list((tmp_path / "cache" / "formula").glob("*.json"))) == 2
 
 
 def test_group_help_shows_every_summary_whole():

@@ -100,9 +100,9 @@ def test_schedule_puts_the_longest_runs_first():
 
 
 def test_cache_reuse_corruption_and_no_cache(tmp_path):
-    config = exp.Config(cache_root=str(tmp_path), **TINY)
+    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
     first = exp.run(config)
-    files = sorted((tmp_path / ".cache" / "copy_task").glob("*.json"))
+    files = sorted((tmp_path / "cache" / "copy_task").glob("*.json"))
     assert len(files) == 2 and not [r for r in first.runs if r["cached"]]
     assert not list(tmp_path.rglob("*.tmp"))
 
@@ -117,9 +117,9 @@ def test_cache_reuse_corruption_and_no_cache(tmp_path):
     assert repaired.rows == first.rows
     assert not any(r["cached"] for r in repaired.runs)
     assert len(repaired.notes) == 2 and all("unreadable" in n for n in repaired.notes)
-    assert all(json.loads(f.read_text())["payload"] for f in files)  # rewritten whole
+    assert all(json.loads(f.read_text())["entry"]["payload"] for f in files)  # rewritten whole
 
-    fresh = exp.run(exp.Config(cache_root=str(tmp_path), use_cache=False, **TINY))
+    fresh = exp.run(exp.Config(cache_root=str(tmp_path / "cache"), use_cache=False, **TINY))
     assert fresh.rows == first.rows and not any(r["cached"] for r in fresh.runs)
 
 
@@ -246,7 +246,6 @@ def test_quick_json_run_with_two_workers_equals_in_process(tmp_path):
     for name in ("copy_task_accuracy.png", "copy_task_attention_L4.png", "copy_task_attention_L8.png"):
         assert_png(tmp_path / name)
     assert (tmp_path / "copy_task_accuracy.csv").exists()
-    assert len(list((tmp_path / ".cache" / "copy_task").glob("*.json"))) == 4
     cached = run_json("copy-task", "--quick", "--lengths", "4", "8", "--steps", "10", tmp_path=tmp_path)
     assert cached["rows"] == rows and all(r["cached"] for r in cached["runs"])
 
@@ -273,7 +272,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, fragment):
 def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path):
     env = dict(os.environ, COLUMNS="120")
     proc = subprocess.Popen([ATTN, "copy-task", "--lengths", "4", "8", "--model", "both", "--steps", "100000",
-                             "--jobs", "2", "--out", str(tmp_path)], stdout=subprocess.PIPE,
+                             "--jobs", "2", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     deadline = time.monotonic() + 60
     children: list[int] = []
@@ -286,7 +286,8 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
     _, stderr = proc.communicate(timeout=30)
     assert time.monotonic() - start < 15
     assert proc.returncode != 0 and "Traceback" not in stderr, stderr
-    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # no figure, no partial cache file
+    # no figure, no partial cache entry: the cache holds its key alone
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [tmp_path / "cache" / "hmac.key"]
     time.sleep(0.5)
     assert not [pid for pid in children if _alive(pid)], "workers left running"
 

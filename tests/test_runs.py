@@ -81,15 +81,16 @@ def test_sigkill_at_a_random_point_leaves_complete_files_and_a_rerun_completes(t
 
 
 def test_two_processes_share_one_out_and_cache(tmp_path):
-    args = ("all", "--quick", "--only", "w9-copy-task", "w9-masks", "--out", str(tmp_path))
+    args = ("all", "--quick", "--only", "w9-copy-task", "w9-masks", "--out", str(tmp_path / "out"),
+            "--cache-dir", str(tmp_path / "cache"))
     first, second = _start(*args), _start(*args)
     for proc in (first, second):
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-    assert _assert_complete(tmp_path) > 8
+    assert _assert_complete(tmp_path / "out") > 8
     assert not [p for p in tmp_path.rglob(".*.tmp*")]
-    runs = list((tmp_path / ".cache" / "copy_task").glob("*.json"))
-    assert len(runs) == 8 and all(json.loads(p.read_text())["payload"]["spec"] for p in runs)
+    runs = list((tmp_path / "cache" / "copy_task").glob("*.json"))
+    assert len(runs) == 8 and all(json.loads(p.read_text())["entry"]["payload"]["spec"] for p in runs)
 
 
 # --------------------------------------------------------------------------- determinism
@@ -102,7 +103,7 @@ COMMANDS = [
     ["copy-task", "--quick", "--lengths", "4", "--model", "attention", "--engine", "fast", "--no-cache"],
     ["copy-task", "--quick", "--lengths", "4", "--model", "plain", "--steps", "5", "--jobs", "1", "--no-cache"],
     ["verify", "--quick", "--only", "w9-masks", "w9-order"], ["all", "--quick", "--only", "w9-masks", "w9-scaling"],
-    ["list"],
+    ["list"], ["cache"],
 ]
 
 
@@ -115,7 +116,7 @@ def _without_timing(obj):
 
 
 def _json_run(args: list[str], out: Path) -> tuple[str, dict[str, str]]:
-    flags = ["--json"] + (["--out", str(out)] if args[0] != "list" else [])
+    flags = ["--json"] + (["--out", str(out)] if args[0] not in ("list", "cache") else [])
     result = CliRunner().invoke(cli, [*args, *flags])
     assert result.exit_code == 0, result.output
     files = {p.name: p.read_text() for p in sorted(out.rglob("*.json")) if ".cache" not in p.parts}

@@ -4,7 +4,7 @@
   to use AVX-512 kernels and still computes with AVX2 ones);
 * trained values judged by their seed distribution, with a rule that can fail;
 * the near-diagonal rule over all evaluation sequences and seeds, failed by an untrained model;
-* a cache tied to the code and to its own payload;
+* a cache tied to the code, its entries signed with the user's key;
 * `attn all` exits 1 when a check fails.
 """
 
@@ -232,19 +232,19 @@ TINY = dict(lengths=(3,), model="attention", steps=3, eval_size=8, jobs=1)
 
 
 def test_cache_entry_with_edited_payload_is_recomputed(tmp_path):
-    config = exp.Config(cache_root=str(tmp_path), **TINY)
+    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
     first = exp.run(config)
-    (path,) = (tmp_path / ".cache" / "copy_task").glob("*.json")
+    (path,) = (tmp_path / "cache" / "copy_task").glob("*.json")
     entry = json.loads(path.read_text())
-    entry["payload"]["free_running"] = 1.0  # a plausible value, edited by hand
+    entry["entry"]["payload"]["free_running"] = 1.0  # a plausible value, edited by hand
     path.write_text(json.dumps(entry))
     again = exp.run(config)
-    assert not again.runs[0]["cached"] and "digest" in again.notes[0]
+    assert not again.runs[0]["cached"] and "HMAC" in again.notes[0]
     assert again.rows == first.rows
 
 
 def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
-    config = exp.Config(cache_root=str(tmp_path), **TINY)
+    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
     exp.run(config)
     assert exp.run(config).runs[0]["cached"]
     from attn_cli import cache

@@ -13,7 +13,7 @@ import time
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import Common, MultiValueOption, common_options, format_option
+from attn_cli.options import Common, MultiValueOption, cache_dir_option, common_options, format_option
 from attn_cli.published.compare import summary
 
 
@@ -45,15 +45,16 @@ def list_(as_json: bool):
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
                    "(w9-sqrt-dk.1024), or a source (w9, d2l).")
-@click.option("--no-cache", is_flag=True, help="Retrain the copy-task runs cached under OUT/.cache/copy_task.")
+@click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
 @common_options
+@cache_dir_option
 def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     """Regenerate every published value and compare it with the text.
 
     Each experiment runs once at its default configuration (the texts' settings), with
     --seed and --device. Trained values (the copy task) are judged by where the published
     value falls among 5 seeds (--seed with the exact engine, the next 4 with the fast one);
-    training runs cached under --out are reused (--no-cache retrains). Prints
+    runs in the per-user cache are reused (`attn cache`; --no-cache retrains). Prints
     ID | published | regenerated | tolerance | status (each tolerance's reason and each
     failure in the footnotes), then the summary per kind, e.g. "85 measured and 10 rules
     passed; 33 identities shown" (identities, true by construction, are shown and never
@@ -80,6 +81,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     """
     from attn_cli import runner, runs
     from attn_cli.commands import running, writing
+    from attn_cli.commands.cache import cache_root
     from attn_cli.render import console, report
 
     registry = runner.Registry.load()
@@ -89,15 +91,16 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
 
     needed = _ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
+    root = cache_root(common)
     plan = []
     for exp in needed:
         quick = common.quick and exp.slow
-        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, out=common.out,
+        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, cache_root=root,
                                      use_cache=not no_cache, verify=not quick),
                      "quick" if quick else None))
 
     started = time.perf_counter()
-    runs_done = running.run_plan(plan, "verify", cache_root=common.out, use_cache=not no_cache)
+    runs_done = running.run_plan(plan, "verify", cache_root=root, use_cache=not no_cache)
     outcomes = runs.compare(selected, registry, runs_done)
     cov = runs.coverage(registry, artifact_ids, everything=not only)
     line = summary(outcomes)
@@ -126,9 +129,10 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
 @click.option("--engine", type=click.Choice(["fast", "exact"]), default="fast", show_default=True,
               help="Copy-task training engine: fast (statistically equivalent numbers) or exact "
                    "(bit for bit the text's program; what `attn verify` checks).")
-@click.option("--no-cache", is_flag=True, help="Retrain the copy-task runs cached under OUT/.cache/copy_task.")
+@click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
 @common_options
 @format_option
+@cache_dir_option
 def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
@@ -137,15 +141,15 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     ID -> files, configurations, versions, machine, seconds), index.html (the report as one
     page that works offline in a browser: verdicts per kind, then every catalogue ID with its
     tables, figures and checks) and index.md (the same in any Markdown viewer). --format svg
-    pdf writes each figure in those formats (the page shows SVG where written). Cached
-    copy-task training runs under --out are reused (--no-cache retrains). --quick is a smoke
+    pdf writes each figure in those formats (the page shows SVG where written). Runs in the
+    per-user cache are reused (`attn cache`; --no-cache retrains). --quick is a smoke
     run at reduced sizes (not compared with the texts). Exits 1 when a check fails or an
     experiment fails, after writing every file.
 
     The copy task trains with its fast engine here (same models, data and initial weights;
     numbers statistically equivalent to the text's program, in a fraction of the time);
     `attn verify` checks the exact engine's numbers, and `--engine exact` uses it here too
-    (reusing the runs `attn verify` cached under the same --out).
+    (reusing the runs `attn verify` cached, whatever its --out).
 
     \b
     Examples:
@@ -155,6 +159,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     """
     from attn_cli import runner, runs
     from attn_cli.commands import running, writing
+    from attn_cli.commands.cache import cache_root
     from attn_cli.render import console, files, html, report
 
     started = time.perf_counter()
@@ -166,8 +171,9 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = _ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, out=out, engine=engine,
-                             use_cache=not no_cache),
+    root = cache_root(common)
+    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, cache_root=root,
+                             engine=engine, use_cache=not no_cache),
              "quick" if common.quick else "fast engine" if engine == "fast" and exp.has_fast_engine else None)
             for exp in experiments]
 
@@ -176,7 +182,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     def write(run) -> None:
         sections.append(writing.write_section(run, registry, out, common.formats, _command_of(registry, run.experiment)))
 
-    runs_done = running.run_plan(plan, "all", on_done=write, cache_root=out, use_cache=not no_cache)
+    runs_done = running.run_plan(plan, "all", on_done=write, cache_root=root, use_cache=not no_cache)
 
     ran = {r.name for r in runs_done}
     outcomes = runs.compare([c for c in registry.checks.values()

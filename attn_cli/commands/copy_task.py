@@ -11,7 +11,8 @@ from contextlib import contextmanager
 
 import click
 
-from attn_cli.options import SEED, Common, FiniteFloatRange, MultiValueOption, common_options, format_option
+from attn_cli.options import (SEED, Common, FiniteFloatRange, MultiValueOption, cache_dir_option, common_options,
+                              format_option)
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
@@ -70,9 +71,10 @@ def _bars(specs, enabled: bool = True):
 @click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=None,
               help=f"Worker processes across lengths, seeds and models, at most {MAX_JOBS}  "
                    "[default: the CPU count]")
-@click.option("--no-cache", is_flag=True, help="Recompute runs cached under OUT/.cache/copy_task.")
+@click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) the runs in the cache (see `attn cache`).")
 @common_options
 @format_option
+@cache_dir_option
 def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache,
               common: Common) -> None:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
@@ -82,7 +84,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     whole-sequence accuracy per length, each beside the published value (matched within
     0.02: training trajectories differ slightly between PyTorch builds). The exact engine
     (default) equals the text's program bit for bit on CPU, spread over --jobs processes;
-    finished runs are cached under OUT/.cache/copy_task. Writes copy_task_accuracy.png
+    finished runs are kept in the per-user cache (`attn cache`), shared by every --out. Writes copy_task_accuracy.png
     (+ .csv) and, per length, copy_task_attention_L{length}.png (+ .csv): the trained
     model's attention on one evaluation sequence.
 
@@ -92,6 +94,9 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
         attn copy-task --lengths 16 --seeds 0 1 2 3 4 --model attention
         attn copy-task --quick --json --out /tmp/copy
     """
+    import dataclasses
+
+    from attn_cli.commands.cache import cache_root
     from attn_cli.experiments import copy_task as exp
     from attn_cli.published.compare import compare_result
     from attn_cli.render import copy_task as render
@@ -99,7 +104,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     from attn_cli.signals import describe
 
     overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs,
-                     cache_root=str(common.out), use_cache=not no_cache)
+                     use_cache=not no_cache)
     lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
     for name, value in (("lengths", lengths), ("seeds", seeds), ("steps", steps),
                         ("hidden", hidden), ("batch_size", batch_size), ("lr", lr), ("eval_size", eval_size)):
@@ -112,6 +117,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     if config.engine == "fast":
         exp.fast_engine()
     exp.check_memory(config)
+    config = dataclasses.replace(config, cache_root=cache_root(common))  # after every usage error
 
     try:
         with _bars(config.plan()) as update:

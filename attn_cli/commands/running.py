@@ -106,7 +106,7 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
         mark = "[red]failed[/]" if run.error else "[green]done[/]"
         progress.console.print(f"{mark} {run.name} ({run.seconds:.1f} s)"
                                + (f": {run.error}" if run.error else ""), highlight=False)
-        for note in getattr(run.result, "notes", None) or []:
+        for note in [*run.notes, *(getattr(run.result, "notes", None) or [])]:
             progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False)
 
     progress.start()

@@ -4,7 +4,6 @@ and ``verify.html`` for ``attn verify``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ def write_section(run, registry, out: Path, formats, command: str) -> Section:
     exp = run.experiment
     section = Section(name=exp.name, command=command, ids=list(exp.artifacts),
                       artifacts=[registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
-                      seconds=run.seconds, error=run.error, config=_asdict(run.config))
+                      seconds=run.seconds, error=run.error, config=exp.recorded_config(run.config))
     if run.error:
         return section
     try:
@@ -72,10 +71,6 @@ def manifest_of(sections, common: Common, seconds: float, line, cov, runs_done) 
                     machine=runs.machine(common.device), numerics=numerics.describe(),
                     cache=runs.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
                     missing=cov.no_experiment)
-
-
-def _asdict(obj):
-    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
 
 
 def _relative(path: Path, out: Path) -> str:

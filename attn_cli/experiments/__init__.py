@@ -8,8 +8,8 @@ rely on it; :mod:`attn_cli.runner` reads it, nothing is guessed)::
     ENGINES: tuple[str, ...] = ()    # ways to compute it ("exact", "fast": the copy task)
     SLOW, CACHED = False, True       # SLOW: minutes at the text's settings (verify --quick runs
                                      # Config.quick() and skips its checks; CACHE_FIELD names the
-                                     # Config field that receives --out); CACHED: over a second,
-                                     # the runner keeps its Result under --out/.cache/<name>/
+                                     # Config field that receives the cache folder); CACHED: over
+                                     # a second, the runner keeps its Result in the per-user cache
 
     @dataclass(frozen=True)
     class Config(QuickConfig):       # defaults = the text's settings; every field commented

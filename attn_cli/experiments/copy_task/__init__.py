@@ -11,8 +11,8 @@ table is the runs of a :class:`Config`, aggregated per (model, length) over the 
   kernels, statistically equivalent numbers).  ``extra_seed_engine``: the engine of every
   seed after the first (``attn verify`` trains seed 0 exactly, seeds 1-4 fast: see
   ``benchmarks/copy_task_seeds.py``).
-- :mod:`.cache`: finished runs under ``<cache_root>/.cache/copy_task/``, keyed by everything
-  that determines them, including a digest of the code that computes them.
+- :mod:`.cache`: finished runs in the per-user cache (``config.cache_root``, shared by every
+  ``--out``), keyed by everything that determines them, including a digest of the code.
 - :mod:`.results`: the typed Result of plain values, aggregated over seeds.
 
 torch is imported only when a run has to be computed, so a fully cached rerun is fast.
@@ -25,8 +25,8 @@ import time
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import (CACHE_FORMAT, CACHE_SUBDIR, CODE_GLOBS, cache_key, cache_path,
-                                                  code_digest, load_cached, payload_digest, store_cached)
-from attn_cli.cache import torch_version
+                                                  code_digest, load_cached, max_entry_bytes, store_cached)
+from attn_cli.cache import Unavailable, opened, torch_version
 from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
                                                    check_memory, estimate_bytes, run_peak_bytes, validate,
                                                    verify_config)
@@ -38,12 +38,12 @@ from attn_cli.experiments.progress import Report as ProgressReport
 ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
 SLOW = True  # minutes of training at the text's settings
 CACHED = False  # not by the runner: each training run is cached on its own (cache.py), keyed by its code
-CACHE_FIELD = "cache_root"  # the Config field that receives --out
+CACHE_FIELD = "cache_root"  # the Config field that receives the per-user cache folder
 FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")
 
 __all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "METRICS", "MODEL_CHOICES",
            "TEXT_LENGTHS", "Config", "Report", "Result", "assemble", "cache_key", "cache_path", "check_memory",
-           "code_digest", "diagonal_fraction", "estimate_bytes", "fast_engine", "load_cached", "payload_digest",
+           "code_digest", "diagonal_fraction", "estimate_bytes", "fast_engine", "load_cached", "max_entry_bytes",
            "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate", "verify_config"]
 
 
@@ -60,23 +60,27 @@ def run(config: Config, progress: ProgressReport = None) -> Result:
     if "fast" in config.engines:
         fast_engine()  # a clear error now, before any work
     check_memory(config)
+    notes: list[str] = []
+    with opened(config.cache_root, notes) as store:
+        return _run(config, progress, store, notes, start)
 
+
+def _run(config: Config, progress: ProgressReport, store, notes: list[str], start: float) -> Result:
     specs = config.plan()
     report = _reporter(specs, progress)
     outcomes: list[RunOutcome | None] = [None] * len(specs)
     cached = [False] * len(specs)
-    notes: list[str] = []
     keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in specs]
-    paths = [cache_path(config.cache_root, k) if config.cache_root else None for k in keys]
+    writable = [store is not None]  # until a write fails: then one note, and no more writes
 
     todo = []
     for i, spec in enumerate(specs):
-        if paths[i] is not None and config.use_cache:
+        if store is not None and config.use_cache:
             try:
-                outcomes[i] = load_cached(paths[i], keys[i])
+                outcomes[i] = load_cached(store, keys[i])
             except ValueError as exc:
-                notes.append(f"cache file {paths[i].name} for the {spec.model} run at length {spec.length}, "
-                             f"seed {spec.seed} is unreadable ({exc}); recomputing it")
+                notes.append(f"cache entry {cache_path('', keys[i]).as_posix()} for the {spec.model} run at length "
+                             f"{spec.length}, seed {spec.seed} is unreadable ({exc}); recomputing it")
             if outcomes[i] is not None:
                 cached[i] = True
                 report(i, spec.steps, spec.steps, outcomes[i].final_loss, "cached")
@@ -89,8 +93,12 @@ def run(config: Config, progress: ProgressReport = None) -> Result:
             raise AttnError(f"the {outcome.spec.model} run at length {outcome.spec.length} ran on {outcome.isa} "
                             f"kernels, not the {want} kernels of --numerics {keys[index]['numerics']['mode']}")
         outcomes[index] = outcome
-        if paths[index] is not None:
-            store_cached(paths[index], keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
+        if writable[0]:
+            try:
+                store_cached(store, keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
+            except Unavailable as exc:
+                writable[0] = False
+                notes.append(f"runs are no longer cached: {exc}")
         report(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
 
     exact = [(i, spec) for i, spec in todo if config.engine_of(spec) == "exact"]

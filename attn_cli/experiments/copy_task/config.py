@@ -32,7 +32,7 @@ class Config:
     eval_size: int = 1000  # one evaluation batch, drawn after training
     jobs: Optional[int] = None  # worker processes; None: the CPU count
     engine: str = "exact"  # exact (bitwise the text's program) or fast (statistically equivalent)
-    cache_root: Optional[str] = None  # folder whose .cache/copy_task/ holds finished runs; None: no cache
+    cache_root: Optional[str] = None  # the per-user cache folder (attn_cli.cache); None: no cache; never recorded
     use_cache: bool = True  # False: recompute (and overwrite) cached runs
     extra_seed_engine: Optional[str] = None  # engine of every seed after the first; None: ``engine``
 
@@ -73,6 +73,14 @@ class Config:
             return len(os.sched_getaffinity(0))
         except AttributeError:  # pragma: no cover - not Linux
             return os.cpu_count() or 1
+
+
+LOCAL_FIELDS = ("cache_root",)  # a path on this machine: never in a Result, its JSON or a report
+
+
+def recorded(config: Config) -> dict:
+    """The configuration as a Result records it: every field but :data:`LOCAL_FIELDS`."""
+    return {k: v for k, v in dataclasses.asdict(config).items() if k not in LOCAL_FIELDS}
 
 
 def verify_config(config: Config) -> Config:

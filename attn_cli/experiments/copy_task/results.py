@@ -4,18 +4,17 @@ published numbers and verdicts live in :mod:`attn_cli.published.copy_task`."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
 from attn_cli.core.copy_spec import RunOutcome
-from attn_cli.experiments.copy_task.config import METRICS, Config
+from attn_cli.experiments.copy_task.config import METRICS, Config, recorded
 
 
 @dataclass
 class Result:
-    config: dict  # dataclasses.asdict(config)
+    config: dict  # config.recorded(config): the Config without its local cache path
     rows: list[dict] = field(default_factory=list)  # per run: model, length, seed, engine, accuracies, diagonal
     cells: list[dict] = field(default_factory=list)  # per (model, length): mean, std, min, max per metric
     maps: list[dict] = field(default_factory=list)  # attention, per length (first seed): src, weights, diagonal
@@ -104,5 +103,5 @@ def assemble(config: Config, outcomes: list[RunOutcome], cached: Optional[list[b
              "backend": o.backend, "cached": c}
             for o, c in zip(outcomes, cached)]
     cells, maps = _aggregate(config, outcomes)
-    return Result(config=dataclasses.asdict(config), rows=rows, cells=cells, maps=maps, runs=runs,
+    return Result(config=recorded(config), rows=rows, cells=cells, maps=maps, runs=runs,
                   seconds=seconds, notes=list(notes or []))

@@ -48,7 +48,7 @@ from attn_cli.experiments.exercises import (ex01_readouts, ex02_noise, ex03_rank
 
 ARTIFACTS = tuple(f"d2l-ex{i}" for i in range(1, 13))
 SLOW = False  # seconds at --quick, about 15 s at full size
-CACHED = True  # the runner keeps the Result under --out (keyed by the config and the code)
+CACHED = True  # the runner keeps the Result in the per-user cache (keyed by the config and the code)
 ENGINES: tuple[str, ...] = ()
 FIGURES = ("exercise_2.png", "exercise_6.png", "exercise_11.png", "exercise_12.png")
 
