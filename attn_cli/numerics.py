@@ -137,23 +137,35 @@ def effective_isa() -> str:
         return "unknown"
 
 
-def describe() -> dict[str, str]:
-    """The numeric mode and effective ISA, as recorded in cache keys, JSON configs and reports."""
-    return {"mode": current_mode(), "isa": effective_isa()}
+def describe(device: str = "cpu") -> dict:
+    """The numeric mode and effective ISA, as recorded in cache keys, JSON configs and reports;
+    on cuda also the GPU and its precision settings under ``cuda``
+    (:func:`attn_cli.core.device.describe_cuda`)."""
+    return _with_cuda({"mode": current_mode(), "isa": effective_isa()}, device)
 
 
 def stamp(obj: dict) -> dict:
-    """Record :func:`describe` under ``obj["config"]["numerics"]`` (a result dumped as a dict)."""
+    """Record :func:`describe` under ``obj["config"]["numerics"]`` (a result dumped as a dict),
+    with the GPU when ``obj["config"]["device"]`` is cuda."""
     config = obj.get("config") if isinstance(obj, dict) else None
     if isinstance(config, dict):
-        config["numerics"] = describe()
+        config["numerics"] = describe(str(config.get("device") or "cpu"))
     return obj
 
 
-def key() -> dict[str, str]:
+def key(device: str = "cpu") -> dict:
     """The numeric mode and ISA for a cache key: in portable mode the pinned ISA (no torch
     import: a cached rerun stays fast; each run checks the ISA it really ran with), in native
-    mode the host's, from torch."""
+    mode the host's, from torch; on cuda also the GPU's identity and precision settings (a
+    CPU key is unchanged)."""
     mode = current_mode()
     isa = expected_capability(mode) if mode == "portable" else None
-    return {"mode": mode, "isa": isa if isa is not None else effective_isa()}
+    return _with_cuda({"mode": mode, "isa": isa if isa is not None else effective_isa()}, device)
+
+
+def _with_cuda(record: dict, device: str) -> dict:
+    from attn_cli.core import device as devices
+
+    if devices.is_cuda(device):
+        record["cuda"] = devices.describe_cuda()
+    return record

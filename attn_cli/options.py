@@ -58,13 +58,16 @@ class Common:
 
 
 def _resolve_device(ctx, param, value):
-    from attn_cli.core.device import resolve_device
+    """The device, prepared before any CUDA work (deterministic, no TF32 unless ATTN_CUDA_FAST=1)."""
+    from attn_cli.core.device import prepare_device, resolve_device
     from attn_cli.errors import AttnError
 
     try:
-        return resolve_device(value)
+        device = resolve_device(value)
     except AttnError as exc:
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    prepare_device(device)
+    return device
 
 
 def _apply_numerics(ctx, param, value):
@@ -110,7 +113,8 @@ def common_options(func):
                   help="Random seed (the texts use torch.manual_seed(0)).")
     @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,
                   callback=_resolve_device,
-                  help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available).")
+                  help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available). CUDA runs "
+                       "are deterministic with no TF32; ATTN_CUDA_FAST=1 trades that for speed (recorded).")
     @functools.wraps(func)
     def wrapper(*args, device, seed, out, as_json, quick, numerics, **kwargs):
         common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick, numerics=numerics)

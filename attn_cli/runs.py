@@ -118,7 +118,8 @@ def _cache_key(exp: Experiment, config: Any, cache_root) -> dict | None:
         return None
     from attn_cli import cache
 
-    return cache.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, cache.RESULT_CODE_GLOBS)
+    return cache.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, cache.RESULT_CODE_GLOBS,
+                           str(getattr(config, "device", "cpu")))
 
 
 def cache_of(root, notes: list[str]):

@@ -107,7 +107,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     if click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT:
         writing.write_verify_page(registry, artifact_ids, outcomes, common, time.perf_counter() - started, line, cov)
 
-    context = [*runs.cache_lines(runs_done), _numerics_line()]
+    context = [*runs.cache_lines(runs_done), _numerics_line(common.device)]
     if common.json:
         print(json.dumps([o.as_json() for o in outcomes], indent=2, default=_json_default))
         for text in (line, cov.line(), *context):
@@ -219,7 +219,7 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
         console.stdout.print(cov.line(), highlight=False)
-        for text in (*runs.cache_lines(runs_done), _numerics_line()):
+        for text in (*runs.cache_lines(runs_done), _numerics_line(common.device)):
             console.stdout.print(text, style="dim", highlight=False)
     for s in errors:
         console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False)
@@ -235,11 +235,13 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
 COMMANDS = [list_, all_, verify]
 
 
-def _numerics_line() -> str:
+def _numerics_line(device: str = "cpu") -> str:
     from attn_cli import numerics
+    from attn_cli.core.device import cuda_summary
 
-    d = numerics.describe()
-    return f"numerics: {d['mode']} ({d['isa']} CPU kernels)"
+    d = numerics.describe(device)
+    gpu = f"; GPU {cuda_summary(d['cuda'])}" if "cuda" in d else ""
+    return f"numerics: {d['mode']} ({d['isa']} CPU kernels){gpu}"
 
 
 def _ordered(registry, experiments):

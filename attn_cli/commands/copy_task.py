@@ -70,7 +70,7 @@ def _bars(specs, enabled: bool = True):
                    "statistically equivalent numbers.")
 @click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=None,
               help=f"Worker processes across lengths, seeds and models, at most {MAX_JOBS}  "
-                   "[default: the CPU count]")
+                   "[default: the CPU count; one with --device cuda]")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) the runs in the cache (see `attn cache`).")
 @common_options
 @format_option

@@ -102,7 +102,7 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
         overrides["repeats"] = repeats
     config = config_of(exp, common, **overrides)
     if measure:
-        exp.check_measurable(config)  # refuse up front, before the progress bar or any allocation
+        exp.check_measurable(config)  # refuse up front (a GPU drops only what won't fit), before any allocation
     execute(exp, render, config, common, progress=f"timing attention on {config.device}" if measure else None)
 
 

@@ -54,7 +54,7 @@ def write_verify_page(registry, artifact_ids, outcomes, common: Common, seconds:
     manifest = {"command": "attn verify" + (" --quick" if common.quick else ""), "quick": False,
                 "seed": common.seed, "device": common.device, "timing": {"seconds": round(seconds, 3)},
                 "versions": runs.versions(), "machine": runs.machine(common.device),
-                "numerics": numerics.describe()}
+                "numerics": numerics.describe(common.device)}
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "verify.html", html.index_html(
         catalogue=shown, sections=[], manifest=manifest, outcomes=outcomes, summary=line,
@@ -68,7 +68,7 @@ def manifest_of(sections, common: Common, seconds: float, line, cov, runs_done) 
 
     return manifest(sections, command="attn all" + (" --quick" if common.quick else ""), quick=common.quick,
                     seed=common.seed, device=common.device, versions=runs.versions(),
-                    machine=runs.machine(common.device), numerics=numerics.describe(),
+                    machine=runs.machine(common.device), numerics=numerics.describe(common.device),
                     cache=runs.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
                     missing=cov.no_experiment)
 

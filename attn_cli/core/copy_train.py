@@ -33,6 +33,7 @@ import torch.nn as nn
 
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, VOCAB, Progress, RunOutcome, RunSpec
+from attn_cli.core.device import prepare_device
 from attn_cli.numerics import effective_isa
 
 PROGRESS_EVERY_S = 0.2  # at most this often a progress report (plus the last step)
@@ -54,6 +55,7 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = 
     ``program_layout=True`` also keeps the program's strided encoder states (same floats,
     slower): the benchmark's stand-in for the program itself.
     """
+    prepare_device(device)  # cuda: deterministic kernels, no TF32, in this (worker) process too
     start, cpu = time.perf_counter(), time.process_time()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the program's torch.set_num_threads(1)

@@ -1,10 +1,40 @@
-"""Device selection: explicit, never a silent fallback."""
+"""Device selection, explicit and never a silent fallback; a GPU's settings, and what it is.
+
+* :func:`resolve_device` turns ``--device cpu|cuda|auto`` into ``cpu`` or ``cuda`` (cuda
+  without CUDA is an error).
+* :func:`prepare_device` sets a process up before its first CUDA work (the CLI's ``--device``
+  callback, the copy task's engines in each worker): on cuda, deterministic by default:
+  ``torch.use_deterministic_algorithms(True)``, ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` (cuBLAS
+  reads it when it makes its first handle), deterministic cuDNN without autotuning, and no
+  TF32: matmuls, cuDNN convolutions and cuDNN RNNs (the exact engine's ``nn.GRU``, TF32 by
+  default in torch) in full fp32.  ``ATTN_CUDA_FAST=1`` turns the speed back on (TF32
+  everywhere, nondeterministic kernels allowed); :func:`precision` says which, and every run
+  records it.  On cpu it does nothing.
+* :func:`gpu_identity` names the GPU: model, compute capability, CUDA, cuDNN and driver
+  versions; with :func:`precision` it goes into every CUDA run's cache key, JSON config and
+  manifest (:func:`attn_cli.numerics.describe`), so a cached result from another GPU, driver
+  or precision is not reused.  CPU runs record none of it.
+
+Only :func:`prepare_device`, :func:`gpu_identity` and :func:`cuda_available` import torch.
+"""
 
 from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from typing import MutableMapping
 
 from attn_cli.errors import AttnError
 
 DEVICE_CHOICES = ("cpu", "cuda", "auto")
+FAST_VAR = "ATTN_CUDA_FAST"  # "1": TF32 and nondeterministic CUDA kernels (speed over bits)
+CUBLAS_VAR = "CUBLAS_WORKSPACE_CONFIG"
+CUBLAS_DETERMINISTIC = ":4096:8"  # a fixed cuBLAS workspace: deterministic matmuls (CUDA >= 10.2)
+# torch's fp32 precision settings (torch >= 2.9): (module path under torch.backends, attribute)
+FP32_SETTINGS = {"matmul": ("cuda.matmul", "fp32_precision"), "cudnn_conv": ("cudnn.conv", "fp32_precision"),
+                 "cudnn_rnn": ("cudnn.rnn", "fp32_precision")}
 
 
 def cuda_available() -> bool:
@@ -25,3 +55,126 @@ def resolve_device(name: str) -> str:
                             "(use --device cpu, or --device auto to pick CUDA only when present)")
         return "cuda"
     raise AttnError(f"unknown device {name!r}; choose from {', '.join(DEVICE_CHOICES)}")
+
+
+def is_cuda(device: str) -> bool:
+    return str(device).split(":")[0] == "cuda"
+
+
+def cuda_fast(environ: MutableMapping[str, str] | None = None) -> bool:
+    """True when ``ATTN_CUDA_FAST`` asks for speed over bits (``1``, ``true``, ``yes``)."""
+    environ = os.environ if environ is None else environ
+    return environ.get(FAST_VAR, "").strip().lower() in ("1", "true", "yes")
+
+
+def _fp32_api(torch) -> dict:
+    """The modules of torch's fp32_precision API that this torch has (empty before 2.9)."""
+    found = {}
+    for name, (path, attr) in FP32_SETTINGS.items():
+        obj = torch.backends
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+        if obj is not None and hasattr(obj, attr):
+            found[name] = obj
+    return found
+
+
+def precision(fast: bool | None = None) -> dict:
+    """The settings :func:`prepare_device` applies on cuda (default: as ``ATTN_CUDA_FAST`` says);
+    recorded in cache keys and JSON configs.  No torch import: the fp32 API is named as
+    ``fp32_precision`` values (torch >= 2.9) or ``allow_tf32`` flags (older)."""
+    fast = cuda_fast() if fast is None else fast
+    fp32 = "tf32" if fast else "ieee"
+    return {"deterministic": not fast, "cublas_workspace": None if fast else CUBLAS_DETERMINISTIC,
+            "cudnn_deterministic": not fast, "cudnn_benchmark": False,
+            "matmul": fp32, "cudnn_conv": fp32, "cudnn_rnn": fp32, "fast": fast}
+
+
+def prepare_device(device: str, fast: bool | None = None,
+                   environ: MutableMapping[str, str] | None = None) -> dict:
+    """Make this process compute on ``device`` as :func:`precision` says; returns the settings
+    ({} on cpu, where nothing is changed).  Idempotent; call it before the first CUDA work
+    (cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` when it makes its first handle)."""
+    if not is_cuda(device):
+        return {}
+    environ = os.environ if environ is None else environ
+    settings = precision(fast)
+    if settings["cublas_workspace"]:
+        environ[CUBLAS_VAR] = settings["cublas_workspace"]
+    import torch
+
+    torch.use_deterministic_algorithms(settings["deterministic"])
+    torch.backends.cudnn.deterministic = settings["cudnn_deterministic"]
+    torch.backends.cudnn.benchmark = settings["cudnn_benchmark"]
+    api = _fp32_api(torch)
+    if len(api) == len(FP32_SETTINGS):  # torch >= 2.9: only the new API (mixing the two is an error there)
+        for name, module in api.items():
+            module.fp32_precision = settings[name]
+    else:  # older torch: the legacy flags (cuDNN's covers its RNNs)
+        torch.backends.cuda.matmul.allow_tf32 = settings["matmul"] == "tf32"
+        torch.backends.cudnn.allow_tf32 = settings["cudnn_rnn"] == "tf32"
+    return settings
+
+
+def applied_precision() -> dict:
+    """What torch in this process is set to now (the keys of :func:`precision`, read back)."""
+    import torch
+
+    api = _fp32_api(torch)
+    if len(api) == len(FP32_SETTINGS):
+        fp32 = {name: module.fp32_precision for name, module in api.items()}
+    else:
+        matmul = "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
+        cudnn = "tf32" if torch.backends.cudnn.allow_tf32 else "ieee"
+        fp32 = {"matmul": matmul, "cudnn_conv": cudnn, "cudnn_rnn": cudnn}
+    return {"deterministic": torch.are_deterministic_algorithms_enabled(),
+            "cublas_workspace": os.environ.get(CUBLAS_VAR),
+            "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), **fp32}
+
+
+def driver_version() -> str:
+    """The NVIDIA driver's version from ``nvidia-smi``; "unknown" where it cannot be read."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return "unknown"
+    try:
+        proc = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    lines = proc.stdout.strip().splitlines() if proc.returncode == 0 else []
+    return lines[0].strip() if lines and lines[0].strip() else "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_identity(index: int = 0) -> dict:
+    """The GPU a cuda run uses: model, compute capability, CUDA, cuDNN and driver versions
+    (``gpu`` "none" where CUDA is not available: a key can still be made, never a run)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"gpu": "none", "capability": "unknown", "cuda": str(torch.version.cuda), "cudnn": "none",
+                "driver": "unknown"}
+    major, minor = torch.cuda.get_device_capability(index)
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"gpu": torch.cuda.get_device_name(index), "capability": f"{major}.{minor}",
+            "cuda": str(torch.version.cuda), "cudnn": str(cudnn) if cudnn else "none",
+            "driver": driver_version()}
+
+
+def describe_cuda(fast: bool | None = None) -> dict:
+    """A cuda run's record: :func:`gpu_identity` and, under ``precision``, :func:`precision`."""
+    return {**gpu_identity(), "precision": precision(fast)}
+
+
+def cuda_summary(cuda: dict) -> str:
+    """One line for reports: ``NVIDIA H200 (compute 9.0), CUDA 12.8, cuDNN 91002, driver
+    570.86; deterministic, fp32 matmuls and cuDNN (no TF32)``."""
+    p = cuda.get("precision") or {}
+    if p.get("fast"):
+        how = "ATTN_CUDA_FAST: TF32 matmuls and cuDNN, nondeterministic kernels allowed"
+    else:
+        how = "deterministic, fp32 matmuls and cuDNN (no TF32)"
+    return (f"{cuda.get('gpu')} (compute {cuda.get('capability')}), CUDA {cuda.get('cuda')}, "
+            f"cuDNN {cuda.get('cudnn')}, driver {cuda.get('driver')}; {how}")

@@ -34,13 +34,19 @@ def check_fits(nbytes: float, what: str, device: str = "cpu", fraction: float = 
             f"{human_bytes(budget / fraction)} free on {device}; refused before starting")
 
 
-def guard(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5) -> None:
+CUDA_CONTEXT_BYTES = 512 * 2 ** 20  # one process's CUDA context (runtime, cuBLAS, cuDNN): ~0.5 GB (issue 18)
+
+
+def guard(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5, processes: int = 1) -> None:
     """The one up-front check every experiment makes before allocating anything.
 
     ``nbytes`` is the experiment's own estimate of the largest tensors it holds at once
     (its module's ``estimate_bytes(config)``).  Draws are made on the CPU, then moved, so the
-    CPU is always checked; another device is checked as well.
+    CPU is always checked; another device is checked as well, on cuda with one CUDA context
+    (:data:`CUDA_CONTEXT_BYTES`) per process that uses it (``processes``).
     """
     check_fits(nbytes, what, "cpu", fraction)
     if device != "cpu":
-        check_fits(nbytes, what, device, fraction)
+        contexts = processes * CUDA_CONTEXT_BYTES if device.split(":")[0] == "cuda" else 0
+        check_fits(nbytes + contexts, what + (f" + {processes} CUDA context(s) of ~0.5 GB" if contexts else ""),
+                   device, fraction)

@@ -104,10 +104,11 @@ class Result:
     threads: int = 0  # torch CPU threads during the measurement (timings on a shared CPU are noisy)
     load_average: float | None = None  # 1-minute load average before measuring (None where unknown)
     cpu_count: int = 0
+    dropped: list[str] = field(default_factory=list)  # on a GPU: each n left out as too large, and why
     # what the measurement found on this run (JSON: under "timing"): times, memory peaks, the fit
     TIMING: ClassVar[tuple[str, ...]] = ("measured_rows.*.time_s", "measured_rows.*.median_s",
                                          "measured_rows.*.times_s", "measured_rows.*.peak_bytes",
-                                         "measured_rows.*.gflops", "exponent", "load_average")
+                                         "measured_rows.*.gflops", "exponent", "load_average", "dropped")
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value, every length (only the text's have checks)."""
@@ -146,18 +147,32 @@ def estimate_bytes(config: Config) -> int:
     return max(forward_bytes(n, config.d_model) for n in config.measure_lengths)
 
 
-def check_measurable(config: Config) -> None:
-    """Refuse, before any allocation, every n whose forward pass would not fit comfortably."""
-    from attn_cli.core.memory import check_fits, human_bytes
+def check_measurable(config: Config) -> list[tuple[int, str]]:
+    """Check, before any allocation, that every n's forward pass fits comfortably.
 
+    On the CPU the first n that does not fit refuses the whole measurement (MemoryRefused).
+    On a GPU each n that does not fit is dropped and the rest kept: returns (n, why) for
+    each dropped n, and refuses only when none fits.
+    """
+    from attn_cli.core.memory import check_fits, human_bytes
+    from attn_cli.errors import MemoryRefused
+
+    dropped: list[tuple[int, str]] = []
     for n in config.measure_lengths:
         what = (f"attention forward at n={n}, d_model={config.d_model} "
                 f"(an n x n float32 score matrix is {human_bytes(BYTES_PER_FLOAT * n * n)}; "
                 f"scores + weights + q, k, v, output)")
-        nbytes = forward_bytes(n, config.d_model)
-        check_fits(nbytes, what, config.device, fraction=config.memory_fraction)
-        if config.device != "cpu":  # inputs are drawn on the CPU first
-            check_fits(BYTES_PER_FLOAT * 3 * n * config.d_model, what, "cpu", fraction=config.memory_fraction)
+        try:
+            check_fits(forward_bytes(n, config.d_model), what, config.device, fraction=config.memory_fraction)
+            if config.device != "cpu":  # inputs are drawn on the CPU first
+                check_fits(BYTES_PER_FLOAT * 3 * n * config.d_model, what, "cpu", fraction=config.memory_fraction)
+        except MemoryRefused as exc:
+            if config.device == "cpu":
+                raise
+            dropped.append((n, str(exc)))
+    if dropped and len(dropped) == len(config.measure_lengths):
+        raise MemoryRefused(f"no size fits on {config.device}: " + dropped[0][1])
+    return dropped
 
 
 def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None) -> MeasuredRow:
@@ -212,8 +227,8 @@ def run(config: Config, progress: Report = None) -> Result:
     result = Result(config=dataclasses.asdict(config), formula=formula(config.lengths, config.d_model))
     if not config.measure:  # the formula table is arithmetic on Python ints: nothing to allocate
         return result
-    check_measurable(config)  # every n refused up front, before the first pass
-    check_measurable(config)  # all sizes, before any allocation
+    dropped = check_measurable(config)  # every n checked up front, before the first pass (a GPU drops what won't fit)
+    result.dropped = [f"n={n}: {why}" for n, why in dropped]
 
     import torch
 
@@ -229,7 +244,7 @@ def run(config: Config, progress: Report = None) -> Result:
     except (AttributeError, OSError):
         pass
     gen = torch.Generator().manual_seed(config.seed)
-    total = len(config.measure_lengths) * config.repeats
+    total = (len(config.measure_lengths) - len(dropped)) * config.repeats
     done = 0
 
     def on_pass():
@@ -238,7 +253,8 @@ def run(config: Config, progress: Report = None) -> Result:
         if progress is not None:
             progress(Progress(done, total))
 
-    for n in sorted(config.measure_lengths):
+    left_out = {n for n, _ in dropped}
+    for n in [n for n in sorted(config.measure_lengths) if n not in left_out]:
         result.measured_rows.append(_measure_one(n, config, gen, on_pass))
     result.exponent = fit_exponent([r.n for r in result.measured_rows], [r.time_s for r in result.measured_rows])
     return result

@@ -194,6 +194,10 @@ def _header(title, manifest, outcomes, summary, coverage_line, sections, links) 
     numerics = manifest.get("numerics") or {}
     if numerics:
         facts.append(("numerics", esc(f"{numerics.get('mode')} ({numerics.get('isa')} CPU kernels)")))
+    if numerics.get("cuda"):
+        from attn_cli.core.device import cuda_summary
+
+        facts.append(("GPU", esc(cuda_summary(numerics["cuda"]))))
     facts.append(("versions", esc(", ".join(f"{k} {val}" for k, val in v.items()))))
     for name, engine in (manifest.get("engines") or {}).items():
         facts.append((f"{name} engine", esc(engine)))

@@ -22,6 +22,7 @@ from rich.markup import MarkupError
 from rich.table import Table
 from rich.text import Text
 
+from attn_cli.core.device import cuda_summary
 from attn_cli.render.manifest import Section
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
@@ -301,7 +302,8 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest
         f"torch {v['torch']}, Python {v['python']}, NumPy {v['numpy']} "
         f"(device {manifest['device']}, seed {manifest['seed']}"
         + (f", numerics {manifest['numerics']['mode']} with {manifest['numerics']['isa']} kernels"
-           if manifest.get("numerics") else "") + ").",
+           if manifest.get("numerics") else "") + ")."
+        + (f" GPU: {cuda_summary(manifest['numerics']['cuda'])}." if "cuda" in (manifest.get("numerics") or {}) else ""),
     ]
     for name, engine in manifest.get("engines", {}).items():
         if engine == "fast":

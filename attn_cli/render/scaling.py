@@ -64,6 +64,8 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
                          human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
         prev = r
     out.append(measured)
+    for line in getattr(result, "dropped", None) or []:
+        out.append(f"[yellow]left out[/] (does not fit): {line}")
     if result.exponent is not None:
         out.append(f"fitted exponent: time ∝ n^[bold]{result.exponent:.2f}[/] (least squares on log-log; "
                    "the formula says 2 once n is large enough for the n² d products to dominate)")

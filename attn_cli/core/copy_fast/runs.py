@@ -22,6 +22,7 @@ from attn_cli.core.copy_fast.adam import Adam, clip_per_run
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.evaluate import evaluate
 from attn_cli.core.copy_fast.layout import Weights, param_layout
+from attn_cli.core.device import prepare_device
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
 from attn_cli.numerics import effective_isa
@@ -233,6 +234,7 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
     if backend not in ("auto", "kernel", "torch"):
         raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
     on_cpu = torch.device(device).type == "cpu"
+    prepare_device(device)  # cuda: deterministic kernels, no TF32 (nothing on cpu)
     lib = None
     if on_cpu and backend in ("auto", "kernel"):
         lib = kernel.load()

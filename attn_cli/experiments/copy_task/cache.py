@@ -35,7 +35,7 @@ def code_digest() -> str:
 def cache_key(spec: RunSpec, engine: str, device: str) -> dict:
     """Everything that determines a run's numbers (with the numeric mode, versions and code)."""
     fields = {"format": CACHE_FORMAT, "spec": dataclasses.asdict(spec), "engine": engine, "device": device}
-    return results_cache.cache_key(fields, CODE_GLOBS)
+    return results_cache.cache_key(fields, CODE_GLOBS, device)
 
 
 def cache_path(root: str | os.PathLike, key: dict) -> Path:

@@ -30,7 +30,7 @@ class Config:
     batch_size: int = 64  # training batch
     lr: float = 3e-3  # Adam learning rate
     eval_size: int = 1000  # one evaluation batch, drawn after training
-    jobs: Optional[int] = None  # worker processes; None: the CPU count
+    jobs: Optional[int] = None  # worker processes; None: the CPU count (cuda: one, the GPU's)
     engine: str = "exact"  # exact (bitwise the text's program) or fast (statistically equivalent)
     cache_root: Optional[str] = None  # the per-user cache folder (attn_cli.cache); None: no cache; never recorded
     use_cache: bool = True  # False: recompute (and overwrite) cached runs
@@ -66,9 +66,12 @@ class Config:
         return tuple(dict.fromkeys(self.engine_of(s) for s in self.plan()))
 
     def worker_count(self) -> int:
-        """Worker processes: ``jobs``, or the CPUs this process may use."""
+        """Worker processes: ``jobs``, or the CPUs this process may use; on cuda one (every run
+        uses the one GPU, ``cuda``; more processes would only add CUDA contexts taking turns)."""
         if self.jobs:
             return self.jobs
+        if self.device.split(":")[0] == "cuda":
+            return 1
         try:
             return len(os.sched_getaffinity(0))
         except AttributeError:  # pragma: no cover - not Linux
@@ -156,4 +159,11 @@ def check_memory(config: Config) -> None:
     worst = max(specs, key=run_peak_bytes)
     what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
             f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)")
-    guard(estimate_bytes(config), what, config.device)
+    guard(estimate_bytes(config), what, config.device, processes=processes(config, specs))
+
+
+def processes(config: Config, specs: list[RunSpec]) -> int:
+    """Processes that compute: this one, plus the exact engine's pool when it has more than one worker."""
+    exact = [s for s in specs if config.engine_of(s) == "exact"]
+    workers = min(config.worker_count(), len(exact))
+    return 1 + (workers if workers > 1 else 0)
