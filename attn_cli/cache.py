@@ -33,6 +33,9 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from attn_cli import schema
+from attn_cli.schema import InvalidEntry  # noqa: F401  (re-exported: what an entry of the wrong shape raises)
+
 KEY_FILE = "hmac.key"  # the per-user HMAC key, in the cache folder
 KEY_BYTES = 32  # from secrets.token_bytes: 256 bits
 ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.json")  # an entry's file name: the SHA-256 of its key
@@ -180,9 +183,9 @@ class Cache:
             return None
         body = self._verified(data)
         try:
-            obj = json.loads(body)
-        except (ValueError, RecursionError) as exc:  # signed by us, so damaged by our own bug
-            raise Refused(f"{type(exc).__name__}: {exc}") from None
+            obj = schema.parse_json(body)  # nested at most schema.MAX_DEPTH deep: never RecursionError
+        except ValueError as exc:  # signed by us, so damaged by our own bug
+            raise Refused(str(exc)) from None
         if not isinstance(obj, dict) or obj.get("key") != key or "payload" not in obj:
             raise Refused("its key does not match")
         return obj["payload"]
@@ -370,6 +373,8 @@ def load_result(store: Cache, name: str, key: dict, result_type: type,
     payload = store.load(name, key, max_bytes)
     try:
         return None if payload is None else revive(result_type, payload)
+    except InvalidEntry as exc:  # the reason is its path: "rows[3].free_running: expected a number, got str"
+        raise Refused(str(exc)) from None
     except (ValueError, KeyError, TypeError) as exc:
         raise Refused(f"{type(exc).__name__}: {exc}") from None
 
@@ -393,30 +398,7 @@ def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
 
 
 def revive(tp: Any, data: Any) -> Any:
-    """JSON data (``dataclasses.asdict`` of a value, read back) as the type ``tp``: dataclasses,
-    ``X | None``, lists, tuples and dicts of them, by the type hints; anything else as read."""
-    import dataclasses
-    import types
-    import typing
-
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if not isinstance(data, dict):
-            raise TypeError(f"{tp.__name__}: expected an object")
-        hints = typing.get_type_hints(tp)
-        return tp(**{f.name: revive(hints.get(f.name, Any), data[f.name])
-                     for f in dataclasses.fields(tp) if f.init and f.name in data})
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
-        options = [a for a in args if a is not type(None)]
-        return revive(options[0], data) if len(options) == 1 else data
-    if origin in (list, tuple) and isinstance(data, list):
-        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-            return tuple(revive(args[0], v) for v in data)
-        if origin is tuple and args:
-            return tuple(revive(a, v) for a, v in zip(args, data))
-        return origin(revive(args[0], v) for v in data) if args else origin(data)
-    if origin is dict and isinstance(data, dict) and len(args) == 2:
-        return {k: revive(args[1], v) for k, v in data.items()}
-    return data
+    """JSON data (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every value
+    checked against its type hint (:func:`attn_cli.schema.revive`: exact types, finite numbers,
+    fixed lengths, no unknown or missing fields); raises :class:`InvalidEntry` otherwise."""
+    return schema.revive(tp, data)

@@ -63,7 +63,7 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
         key = _cache_key(exp, config, cache_root)
         with cache_of(cache_root if key else None, run.notes) as store:
             if store is not None and use_cache:
-                run.result = _load(exp, store, key, run.notes)
+                run.result = _load(exp, config, store, key, run.notes)
                 run.from_cache = run.result is not None
             if run.result is None:
                 with intra_op_threads(threads):
@@ -131,12 +131,23 @@ def cache_of(root, notes: list[str]):
     return cache.opened(root, notes)
 
 
-def _load(exp: Experiment, store, key: dict, notes: list[str]):
+def _load(exp: Experiment, config: Any, store, key: dict, notes: list[str]):
+    """The cached Result (:func:`attn_cli.cache.revive`: every value its declared type), or None:
+    none stored, or one refused with a note (it is then recomputed).  The Result must record the
+    config it is stored for, and pass the experiment's ``validate_result(result, config)`` (sizes
+    and ranges that follow from the config), when it has one."""
     from attn_cli import cache
 
     try:
-        return cache.load_result(store, exp.name, key, exp.module.Result)
-    except cache.Refused as exc:
+        result = cache.load_result(store, exp.name, key, exp.module.Result)
+        if result is not None:
+            if isinstance(getattr(result, "config", None), dict) and result.config != key["config"]:
+                raise cache.InvalidEntry("config: not the configuration it is stored for")
+            validate = getattr(exp.module, "validate_result", None)
+            if validate is not None:
+                validate(result, config)
+        return result
+    except (cache.Refused, cache.InvalidEntry) as exc:
         notes.append(f"cache entry {cache.cache_path('', exp.name, key).as_posix()} is unreadable ({exc}); "
                      "recomputing it")
         return None

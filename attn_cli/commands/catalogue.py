@@ -215,14 +215,14 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     else:
         n_files = sum(len(s.figures) + len(s.data) for s in sections) + 3
         console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
-                             f"in {manifest['timing']['seconds']:.1f} s", highlight=False)
+                             f"in {manifest['timing']['seconds']:.1f} s", highlight=False, markup=False)
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
         console.stdout.print(cov.line(), highlight=False)
         for text in (*runs.cache_lines(runs_done), _numerics_line(common.device)):
             console.stdout.print(text, style="dim", highlight=False)
     for s in errors:
-        console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False)
+        console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False, markup=False)
     failed = [] if common.quick else [o for o in outcomes if o.status == "fail"]  # --quick judges nothing
     if failed:
         console.stderr.print(f"{len(failed)} check(s) failed against the texts: "

@@ -71,6 +71,7 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
     """Run the plan under one rich progress display on stderr: a bar over the set, and a
     second line for the steps inside an experiment that reports them."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
 
     from attn_cli import runs
     from attn_cli.render.console import stderr
@@ -104,10 +105,10 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
             on_done(run)
         progress.advance(task)
         mark = "[red]failed[/]" if run.error else "[green]done[/]"
-        progress.console.print(f"{mark} {run.name} ({run.seconds:.1f} s)"
-                               + (f": {run.error}" if run.error else ""), highlight=False)
+        line = Text.from_markup(f"{mark} {run.name} ({run.seconds:.1f} s)")
+        progress.console.print(line + Text(f": {run.error}") if run.error else line, highlight=False)  # data: no markup
         for note in [*run.notes, *(getattr(run.result, "notes", None) or [])]:
-            progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False)
+            progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False, markup=False)
 
     progress.start()
     try:

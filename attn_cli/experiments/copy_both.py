@@ -88,6 +88,24 @@ def validate(config: Config) -> None:
             raise AttnError(f"weight {a} is outside [0, 1]")
 
 
+ROW = {"a": float, "b": float, "error": float}  # one_head, two_heads
+CURVE = {"a": list[float], "one_head": list[float], "two_heads": list[float], "driver": str}
+
+
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.schema`): one row per
+    weight, ``curve_points`` points per curve."""
+    from attn_cli.schema import check_fields, check_len
+
+    for name, weights in (("one_head", config.weights), ("two_heads", config.two_head_weights)):
+        check_len(getattr(result, name), len(weights), name)
+        for i, row in enumerate(getattr(result, name)):
+            check_fields(row, ROW, f"{name}[{i}]")
+    check_fields(result.curve, CURVE, "curve")
+    for name in ("a", "one_head", "two_heads"):
+        check_len(result.curve[name], config.curve_points if config.curve_points > 1 else 1, f"curve.{name}")
+
+
 def estimate_bytes(config: Config) -> int:
     """V1, V2, target (2d), M2 (2d), a lstsq copy and solution: about 12 d floats per sample."""
     return 4 * config.samples * config.dim * 12

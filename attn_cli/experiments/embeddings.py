@@ -66,6 +66,21 @@ class Result(MeasuredResult):
     }
 
 
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.schema`): the text's
+    sentences, d-wide vectors, one n x n map of weights per sentence."""
+    from attn_cli.schema import check, check_grid, check_len, check_range
+
+    tokens = [s.split() for s in SENTENCES]
+    check(result.tokens == tokens, "tokens", "not the text's sentences")
+    check_len(result.static_bank, config.d, "static_bank")
+    check_grid(result.bank_outputs, (len(tokens), config.d), "bank_outputs")
+    check_len(result.weights, len(tokens), "weights")
+    for i, words in enumerate(tokens):
+        check_grid(result.weights[i], (len(words), len(words)), f"weights[{i}]")
+    check_range(result.weights, 0.0, 1.0, "weights")
+
+
 def estimate_bytes(config: Config) -> int:
     """Largest tensors held at once (float32): the d-wide word vectors, Wq, Wk, Wv and their
     products; the V x d table of 1.1 is only counted, never allocated."""

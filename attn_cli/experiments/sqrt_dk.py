@@ -122,6 +122,15 @@ def _softmax_stats(logits):
     return w.max(-1).values.mean().item(), s.grad.norm(dim=-1).mean().item()
 
 
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result has one row per d_k of ``config``, in order, weights in [0, 1]."""
+    from attn_cli.schema import check, check_range
+
+    check([r.d_k for r in result.rows] == list(config.dims), "rows", "not one row per --dims value")
+    for i, r in enumerate(result.rows):
+        check_range([r.max_weight_unscaled, r.max_weight_scaled], 0.0, 1.0, f"rows[{i}].max_weight")
+
+
 def estimate_bytes(config: Config) -> int:
     """The peak of one d_k step: :meth:`Config.peak_bytes`."""
     return config.peak_bytes()

@@ -12,8 +12,9 @@ stderr = Console(stderr=True)
 
 
 def note(message: str) -> None:
-    """A note for the user on stderr (never mixed into --json output)."""
-    stderr.print(message, style="dim", highlight=False)
+    """A note for the user on stderr (never mixed into --json output), printed as written:
+    paths, words and reasons are data, never rich markup."""
+    stderr.print(message, style="dim", highlight=False, markup=False)
 
 
 def emit(result: Any, renderables, as_json: bool) -> None:

@@ -8,7 +8,9 @@ import warnings
 from pathlib import Path
 from typing import Mapping
 
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from attn_cli.render.files import DEFAULT_FORMATS
 
 from attn_cli.experiments.crossattn import ARTIFACTS
@@ -57,13 +59,14 @@ def tables(result, outcomes: Mapping | None = None, width: int | None = None) ->
     cfg = result.config
     width = stdout.width if width is None else width
     full = 4 * len(result.keys) + 28 <= width  # else: each row's peaks instead of every weight
-    weights = Table(title=f"cross-attention weights in % (rows sum to 100): queries = {cfg['query_word']!r} "
-                          f"(rows), keys = {cfg['key_word']!r}; d={cfg['dim']}, seed {cfg['seed']}, "
+    query, key = (escape(repr(cfg[w])) for w in ("query_word", "key_word"))  # words are data, not markup
+    weights = Table(title=f"cross-attention weights in % (rows sum to 100): queries = {query} "
+                          f"(rows), keys = {key}; d={cfg['dim']}, seed {cfg['seed']}, "
                           f"no projections", box=box.SIMPLE_HEAD, padding=(0, 1))
     weights.add_column("query", justify="center")
     if full:
         for k in result.keys:
-            weights.add_column(label(k), justify="right", no_wrap=True)
+            weights.add_column(Text(label(k)), justify="right", no_wrap=True)  # letters are data, not markup
     weights.add_column("regime", no_wrap=True)
     if not full:
         weights.add_column("peaks (key@position: weight)")
@@ -74,10 +77,10 @@ def tables(result, outcomes: Mapping | None = None, width: int | None = None) ->
         if full:
             cells = [f"[bold]{100 * w:.0f}[/bold]" if j in peaks and regime != "diffuse" else f"{100 * w:.0f}"
                      for j, w in enumerate(result.weights[i])]
-            weights.add_row(label(q), *cells, tag)
+            weights.add_row(Text(label(q)), *cells, tag)
         else:
             text = ", ".join(f"{label(result.keys[j])}@{j + 1}: {result.weights[i][j]:.2f}" for j in peaks[:4])
-            weights.add_row(label(q), tag, text + (" ..." if len(peaks) > 4 else ""))
+            weights.add_row(Text(label(q)), tag, Text(text + (" ..." if len(peaks) > 4 else "")))
 
     summary = Table(title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
                           "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse")
@@ -89,7 +92,7 @@ def tables(result, outcomes: Mapping | None = None, width: int | None = None) ->
     found = result.regime_letters()
     for regime in ("sharp", "split", "diffuse"):
         summary.add_row(f"[{_REGIME_STYLE[regime]}]{regime}[/]", _REGIME_TEXT[regime],
-                        ", ".join(label(c) for c in found[regime]) or "-",
+                        Text(", ".join(label(c) for c in found[regime]) or "-"),
                         ", ".join(text_regimes[regime]) if text_regimes else "")
     agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
     out = [weights, summary, f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
@@ -101,13 +104,13 @@ def tables(result, outcomes: Mapping | None = None, width: int | None = None) ->
         for h in range(len(result.head_weights)):
             heads.add_column(f"head {h + 1}")
         for i, q in enumerate(result.queries):
-            heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
+            heads.add_row(Text(label(q)), result.regimes[i], *(hr[i] for hr in result.head_regimes))
         out.append(heads)
     return out
 
 
 def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
-    from attn_cli.render.figures import heatmap, new_figure
+    from attn_cli.render.figures import heatmap, new_figure, plain_text
     from attn_cli.render.files import save_figure, write_csv
 
     out = Path(out)
@@ -136,10 +139,10 @@ def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
         warnings.filterwarnings("ignore", message="Glyph .* missing")  # fonts without CJK, emoji ...
         for ax, (title, w) in zip(axes[0], panels):
             im = heatmap(ax, w, queries, keys, vmin=0.0, vmax=1.0, cmap="Blues")
-            ax.set_xlabel("keys: " + "".join(keys))
+            ax.set_xlabel(plain_text("keys: " + "".join(keys)))
             ax.set_title(title, fontsize=9)
             ax.tick_params(length=0)
-        axes[0][0].set_ylabel("queries: " + "".join(queries))
+        axes[0][0].set_ylabel(plain_text("queries: " + "".join(queries)))
         fig.colorbar(im, ax=list(axes[0]), shrink=0.9, label="attention weight")
         fig.suptitle(f"cross-attention, letter embeddings d={cfg['dim']}, seed {cfg['seed']}", fontsize=9, y=1.04)
         paths[:0] = save_figure(fig, out / f"{base}.png", formats)

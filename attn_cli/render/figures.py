@@ -16,12 +16,18 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
     return plt.subplots(nrows, ncols, **kwargs)
 
 
+def plain_text(text: str) -> str:
+    """Data as literal figure text: matplotlib reads ``$...$`` as mathtext (and raises on bad
+    TeX at save time), so every ``$`` is escaped."""
+    return str(text).replace("$", r"\$")
+
+
 def heatmap(ax, weights, row_labels, col_labels, *, vmin=0.0, vmax=1.0, cmap="Blues",
             annotate: bool = False, fmt: str = "{:.2f}"):
     """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
     im = ax.imshow(weights, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(len(col_labels)), labels=[str(c) for c in col_labels])
-    ax.set_yticks(range(len(row_labels)), labels=[str(r) for r in row_labels])
+    ax.set_xticks(range(len(col_labels)), labels=[plain_text(c) for c in col_labels])
+    ax.set_yticks(range(len(row_labels)), labels=[plain_text(r) for r in row_labels])
     if annotate:
         for i, row in enumerate(weights):
             for j, w in enumerate(row):

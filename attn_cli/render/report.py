@@ -209,15 +209,28 @@ def _plain(cell: Any) -> str:
     return render_plain(cell).strip()
 
 
+# Markdown that stays text in any viewer: no raw HTML (< > & as entities), no code span
+# (backtick), no escape swallowed (backslash); in a table cell also no cell break (pipe)
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "<": "&lt;", ">": "&gt;", "&": "&amp;"})
+
+
+def md_escape(text: Any, cell: bool = True) -> str:
+    """``text`` as literal Markdown: the one place data becomes Markdown.  ``cell``: for a
+    table cell, where a pipe would end the cell and a line break the row (``<br>``);
+    otherwise for a paragraph or a title (lines kept)."""
+    text = str(text).translate(_MD_ESCAPES).replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("|", "\\|").replace("\n", "<br>") if cell else text
+
+
 def _md_cell(cell: Any) -> str:
-    return _plain(cell).replace("|", "\\|").replace("\n", "<br>")
+    return md_escape(_plain(cell))
 
 
 def table_to_markdown(table: Table) -> str:
     """A rich Table as a Markdown pipe table (title in bold above, caption in italics below)."""
     lines = []
     if table.title:
-        lines += [f"**{_plain(table.title)}**", ""]
+        lines += [f"**{md_escape(_plain(table.title), cell=False)}**", ""]
     headers = [_md_cell(c.header) or " " for c in table.columns]
     align = {"right": "---:", "center": ":---:"}
     lines.append("| " + " | ".join(headers) + " |")
@@ -227,7 +240,8 @@ def table_to_markdown(table: Table) -> str:
         lines.append("| " + " | ".join(_md_cell(cell) for cell in row) + " |")
     if table.caption:
         lines.append("")
-        lines += [f"*{line.strip()}*" for line in _plain(table.caption).splitlines() if line.strip()]
+        lines += [f"*{md_escape(line.strip(), cell=False)}*"
+                  for line in _plain(table.caption).splitlines() if line.strip()]
     return "\n".join(lines)
 
 
@@ -267,19 +281,19 @@ def blocks(renderables: Any, *, table: Callable, text: Callable, other: Callable
 
 def to_markdown(renderables: Any) -> str:
     """The experiments' ``tables(result)`` output as Markdown blocks separated by blank lines."""
-    return "\n\n".join(blocks(renderables, table=table_to_markdown, text=lambda t: t,
+    return "\n\n".join(blocks(renderables, table=table_to_markdown, text=lambda t: md_escape(t, cell=False),
                                other=lambda r: "```text\n" + render_plain(r).rstrip() + "\n```"))
 
 
 def checks_markdown(outcomes: Sequence) -> str:
     lines = ["| ID | published | regenerated | tolerance | status |", "| --- | --- | --- | --- | --- |"]
     for o in outcomes:
-        status = {"pass": status_text(o), "fail": "**FAIL**", "n/a": "**n/a**"}.get(o.status, o.note)
+        status = {"pass": status_text(o), "fail": "**FAIL**", "n/a": "**n/a**"}.get(o.status, md_escape(o.note or ""))
         if o.status in ("fail", "n/a") and o.note:
-            status += f" ({o.note})"
-        cells = [o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80),
-                 o.check.tolerance_text(), status]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            status += f" ({md_escape(o.note)})"
+        cells = [md_escape(c) for c in (o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80),
+                                         o.check.tolerance_text())]
+        lines.append("| " + " | ".join(cells + [status]) + " |")
     return "\n".join(lines)
 
 
@@ -342,7 +356,7 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest
         lines += ["", f"## `attn {s.command}`{where}: {ids}", ""]
         lines.append(f"{s.seconds:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s.data) + ".")
         if s.error:
-            lines += ["", f"**Failed:** {s.error}"]
+            lines += ["", f"**Failed:** {md_escape(s.error, cell=False)}"]
             continue
         if s.markdown:
             lines += ["", s.markdown]

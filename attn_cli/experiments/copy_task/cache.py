@@ -5,20 +5,23 @@ An entry is keyed by everything that determines a run (:func:`cache_key`): the R
 engine, device, the numeric mode and CPU kernels (:mod:`attn_cli.numerics`), the package
 and torch versions and a digest of the source files that compute a run (:func:`code_digest`
 over :data:`CODE_GLOBS`).  Each entry carries an HMAC under this user's cache key; a corrupt,
-truncated, edited or foreign entry is reported and recomputed, never trusted.  An entry is
-read only up to the size its spec allows (:func:`max_entry_bytes`).  The entry format is
-:mod:`attn_cli.cache`'s, shared with every cached experiment.
+truncated, edited or foreign entry is reported and recomputed, never trusted; so is one whose
+values do not fit the run it is stored for (:func:`check_outcome`: types, ranges, shapes).  An
+entry is read only up to the size its spec allows (:func:`max_entry_bytes`).  The entry format
+is :mod:`attn_cli.cache`'s, shared with every cached experiment.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from pathlib import Path
 
 from attn_cli import cache as results_cache
-from attn_cli.core.copy_spec import RunOutcome, RunSpec
-from attn_cli.experiments.copy_task.config import METRICS
+from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
+from attn_cli.experiments.copy_task.config import ENGINES, METRICS
+from attn_cli.schema import InvalidEntry, check, check_grid, check_len, check_range
 
 CACHE_SUBDIR = Path("copy_task")  # the entries' folder in the cache
 CACHE_FORMAT = 3  # bump when the cached fields change
@@ -54,20 +57,56 @@ def max_entry_bytes(spec: dict) -> int:
 def load_cached(store: results_cache.Cache, key: dict) -> RunOutcome | None:
     """The cached outcome for ``key`` if it is complete and was made for it; else None.
 
-    Raises ValueError (with the reason) for an entry that exists but cannot be trusted.
+    Raises ValueError (:class:`attn_cli.cache.Refused` or :class:`~attn_cli.schema.InvalidEntry`,
+    with the reason) for an entry that exists but cannot be trusted: its HMAC, size or key, a
+    value of the wrong type, or one the run's spec rules out (:func:`check_outcome`).
     """
     payload = store.load(CACHE_SUBDIR.name, key, max_entry_bytes(key["spec"]))
     if payload is None:
         return None
     try:
         outcome = results_cache.revive(RunOutcome, payload)
-        if dataclasses.asdict(outcome.spec) != key["spec"]:
-            raise ValueError("its run does not match")
-        if not all(0.0 <= getattr(outcome, m) <= 1.0 for m in METRICS):
-            raise ValueError("its accuracies are out of range")
+        check_outcome(outcome, key)
         return outcome
+    except InvalidEntry:
+        raise
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{type(exc).__name__}: {exc}") from None
+        raise InvalidEntry(f"{type(exc).__name__}: {exc}") from None
+
+
+# what numerics.effective_isa() can record (torch.backends.cpu.get_cpu_capability's answers), and ""
+ISAS = ("", "DEFAULT", "NO AVX", "AVX2", "AVX512", "VSX", "Z VECTOR", "SVE128", "SVE256", "SVE512", "unknown")
+BACKENDS = ("torch", "kernel")  # RunOutcome.backend
+
+
+def check_outcome(outcome: RunOutcome, key: dict) -> None:
+    """What the run's spec implies: the spec and engine of ``key``; accuracies in [0, 1];
+    finite loss and times; for the attention model, a length x length map of weights in
+    [0, 1] over a sequence of ``length`` digits and a diagonal fraction in [0, 1]; for the
+    plain model, none.  Raises InvalidEntry with the first value that does not fit."""
+    spec = outcome.spec
+    check(dataclasses.asdict(spec) == key["spec"], "spec", "not the run it is stored for")
+    check(outcome.engine == key["engine"] and outcome.engine in ENGINES, "engine",
+          f"{outcome.engine[:40]!r} is not the {key['engine']!r} engine it is stored for")
+    check(outcome.isa in ISAS or outcome.isa == key["numerics"]["isa"], "isa", f"unknown ISA {outcome.isa[:40]!r}")
+    check(outcome.backend in BACKENDS, "backend", f"unknown backend {outcome.backend[:40]!r}")
+    for metric in METRICS:
+        check_range([getattr(outcome, metric)], 0.0, 1.0, metric)
+    check_range([outcome.final_loss], 0.0, math.inf, "final_loss")
+    check_range([outcome.seconds, outcome.cpu_seconds], 0.0, math.inf, "seconds")
+    L = spec.length
+    if spec.model == "attention":
+        check_len(outcome.example_src, L, "example_src")
+        check_range(outcome.example_src, 0, BOS - 1, "example_src")  # digits: BOS is never a source token
+        check_grid(outcome.example_weights, (L, L), "example_weights")
+        check_range(outcome.example_weights, 0.0, 1.0, "example_weights")
+        check(outcome.diagonal is not None, "diagonal", "missing for the attention model")
+        check_range([outcome.diagonal], 0.0, 1.0, "diagonal")
+    else:  # the plain model has no attention: the exact engine keeps its example sequence, the fast none
+        check(len(outcome.example_src) in (0, L), "example_src", f"expected 0 or {L} items")
+        check_range(outcome.example_src, 0, BOS - 1, "example_src")  # digits: BOS is never a source token
+        check(not outcome.example_weights, "example_weights", "the plain model has no attention map")
+        check(outcome.diagonal is None, "diagonal", "the plain model has no attention map")
 
 
 def store_cached(store: results_cache.Cache, key: dict, outcome: RunOutcome) -> None:

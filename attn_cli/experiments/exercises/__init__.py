@@ -151,6 +151,24 @@ def validate(config: Config) -> None:
             raise AttnError(f"{name} must be at least 1, got {getattr(config, name)}")
 
 
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result holds exactly the exercises ``config`` selects, each passing its
+    module's ``validate_result(result, config)`` where it has one (:mod:`attn_cli.schema`)."""
+    from attn_cli.schema import InvalidEntry, check
+
+    selected = parse_selection(config.exercises)
+    for number, module in MODULES.items():
+        got = getattr(result, f"ex{number}")
+        check((got is not None) == (number in selected), f"ex{number}",
+              "present but not selected" if got is not None else "selected but missing")
+        validate = getattr(module, "validate_result", None)
+        if got is not None and validate is not None:
+            try:
+                validate(got, exercise_config(number, config))
+            except InvalidEntry as exc:
+                raise InvalidEntry(f"ex{number}.{exc}") from None
+
+
 def estimate_bytes(config: Config) -> int:
     """The largest tensors any selected exercise holds at once (float64 to be safe):
     copy-both data (ex1, 2, 5: a few (N, 16) matrices), the perceptron's points (ex1), the key

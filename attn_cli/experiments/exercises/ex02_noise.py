@@ -114,3 +114,12 @@ def run(config: Config, progress=None) -> Result:
                             len(fit), points))
     return Result(samples=n, dim=DIM,
                eigenvalues="eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)", sweeps=sweeps)
+
+
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result has the exercise's two sweeps, one point per epsilon (:mod:`attn_cli.schema`)."""
+    from attn_cli.schema import check, check_len
+
+    check_len(result.sweeps, len(SWEEPS), "sweeps")
+    for i, (sweep, (_, epsilons)) in enumerate(zip(result.sweeps, SWEEPS)):
+        check([p.eps for p in sweep.points] == list(epsilons), f"sweeps[{i}].points", "not one point per epsilon")

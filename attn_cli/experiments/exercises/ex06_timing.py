@@ -100,3 +100,10 @@ def run(config: Config, progress=None) -> Result:
     return Result(n=n, d=D_MODEL, batch=BATCH, repeats=config.timing_repeats, device=device,
                threads=torch.get_num_threads(), rows=rows, ratio=slow.seconds / fast.seconds,
                slowest_h=slow.h, fastest_h=fast.h, ns_per_entry=t1 * 1e9, fixed_seconds=t0, r_squared=r2)
+
+
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result has one row per head count (:mod:`attn_cli.schema`)."""
+    from attn_cli.schema import check
+
+    check([r.h for r in result.rows] == list(HEADS), "rows", "not one row per head count")

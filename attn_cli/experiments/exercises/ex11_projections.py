@@ -93,3 +93,18 @@ def run(config: Config, progress=None) -> Result:
                 head_weights=res.head_weights, props=props,
                 hold_in_every_head=[k for k, v in checks.items() if v],
                 lost=[k for k, v in checks.items() if not v])
+
+
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result holds the text's words, an n_q x n_k map for the plain layer and each of
+    the HEADS heads, weights in [0, 1], one set of properties per map (:mod:`attn_cli.schema`)."""
+    from attn_cli.schema import check, check_grid, check_len, check_range
+
+    check(result.queries == list(QUERY_WORD) and result.keys == list(KEY_WORD), "queries", "not the text's words")
+    n_q, n_k = len(QUERY_WORD), len(KEY_WORD)
+    check_grid(result.plain, (n_q, n_k), "plain")
+    check_grid(result.head_weights, (HEADS, n_q, n_k), "head_weights")
+    check_range([result.plain, result.head_weights], 0.0, 1.0, "weights")
+    check_len(result.props, HEADS + 1, "props")
+    for i, p in enumerate(result.props):
+        check_len(p.regimes, n_q, f"props[{i}].regimes")

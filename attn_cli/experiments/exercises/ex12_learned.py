@@ -26,6 +26,7 @@ D_MODEL, VALUE_DIM = 16, 4
 HEAD_COUNTS = (1, 2, 4, 8)
 BATCH, HELD_OUT, LR = 256, 4096, 1e-2
 ONE_HOT, DUPLICATE = 0.95, 0.05
+KINDS = ("one-hot", "soft", "duplicate")  # what classify() calls a head
 
 
 @dataclass(frozen=True)
@@ -116,3 +117,18 @@ def train(h: int, steps: int, seed: int, device: str) -> Run:
 def run(config: Config, progress=None) -> Result:
     runs = [train(h, config.train_steps, config.seed, config.device) for h in HEAD_COUNTS]
     return Result(d=D_MODEL, steps=config.train_steps, batch=BATCH, lr=LR, runs=runs)
+
+
+def validate_result(result: Result, config: Config) -> None:
+    """A cached Result has one run per head count, (h x 2) head weights, and a training curve
+    of at most ``train_steps`` [step, error] points (:mod:`attn_cli.schema`)."""
+    from attn_cli.schema import check, check_grid, check_len
+
+    check([r.h for r in result.runs] == list(HEAD_COUNTS), "runs", "not one run per head count")
+    for i, r in enumerate(result.runs):
+        check_grid(r.weights, (r.h, 2), f"runs[{i}].weights")
+        check_grid(r.initial_weights, (r.h, 2), f"runs[{i}].initial_weights")
+        check_len(r.kinds, r.h, f"runs[{i}].kinds")
+        check(set(r.kinds) <= set(KINDS), f"runs[{i}].kinds", f"not one of {', '.join(KINDS)}")
+        check(len(r.curve) <= config.train_steps, f"runs[{i}].curve", f"more than {config.train_steps} points")
+        check_grid(r.curve, (len(r.curve), 2), f"runs[{i}].curve")
