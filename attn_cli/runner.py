@@ -14,8 +14,8 @@ list of experiments, and nothing is guessed:
 * the catalogue (:mod:`attn_cli.published.catalogue`) says which artifacts exist;
 * the check families (:func:`attn_cli.published.all_checks`) say which values are published.
 
-``attn all`` trains the copy task with its fast engine (statistically equivalent numbers): its
-checks are shown there as skipped; ``attn verify`` judges the exact engine's numbers.
+``attn all`` and ``attn verify`` run every experiment at the configuration its checks are
+judged at (:mod:`attn_cli.plan`), the copy task's seeds included.
 """
 
 from __future__ import annotations
@@ -126,19 +126,21 @@ class Experiment:
                 return None
             raise
 
-    def tables(self, result: Any) -> list:
+    def tables(self, result: Any, outcomes: dict | None = None) -> list:
+        """Its render module's tables; ``outcomes`` (check ID -> Outcome): the verdicts they
+        mark (None: the render module compares the Result itself, as a single command does)."""
         render = self.render_module()
         if render is None or not hasattr(render, "tables"):
             return []
-        tables = render.tables(result)
+        tables = render.tables(result) if outcomes is None else render.tables(result, outcomes)
         return list(tables) if isinstance(tables, (list, tuple)) else [tables]
 
-    def json(self, result: Any) -> Any:
+    def json(self, result: Any, outcomes: dict | None = None) -> Any:
         """The Result as JSON data: its render module's ``json_view`` where it has one (the
-        copy task adds the text's values from the outcomes), else the Result itself."""
+        copy task adds the text's values and verdicts from ``outcomes``), else the Result itself."""
         render = self.render_module()
         if render is not None and hasattr(render, "json_view"):
-            return render.json_view(result)
+            return render.json_view(result) if outcomes is None else render.json_view(result, outcomes)
         from attn_cli.render.files import result_json
 
         return result_json(result)

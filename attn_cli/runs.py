@@ -26,7 +26,7 @@ class Run:
 
     experiment: Experiment
     config: Any
-    unjudged: str | None = None  # why its values are shown but not judged: "quick", "fast engine"
+    unjudged: str | None = None  # why its values are shown but not judged: "quick"
     result: Any = None
     measured: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -181,7 +181,7 @@ def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) 
             outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} did not run"))
         elif run.error:
             outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} failed ({run.error})"))
-        else:  # reduced sizes or another engine (unjudged): the value, if any, is shown, not judged
+        else:  # reduced sizes (unjudged): the value, if any, is shown, not judged
             config = run.result.config if isinstance(getattr(run.result, "config", None), dict) else None
             outcomes.append(judge(check, run.measured.get(check.id, MISSING), config, unjudged=run.unjudged,
                                   missing=f"not regenerated: {exp.name} measured no value"))

@@ -2,7 +2,8 @@
 
 Side by side in one script:
   * ``attn all --out <fresh folder> --cache-dir <fresh folder>``: every experiment at its defaults, through the real
-    entry point, nothing cached (the copy task trains with its fast engine there);
+    entry point, nothing cached (the copy task trains what ``attn verify`` trains: --seed
+    with the exact engine, the next 4 seeds with the fast one);
   * the texts' way: W9 2.3's program (the attention model at lengths 4, 8, 16, 32, one after
     another, one thread: the copy task's exact engine, which equals that program bit for
     bit), then every other block of the two texts (each catalogued, non-training experiment
@@ -38,15 +39,14 @@ def load() -> str:
         return "load average unknown"
 
 
-def attn_all(quick: bool, engine: str) -> tuple[float, dict]:
+def attn_all(quick: bool) -> tuple[float, dict]:
     attn = shutil.which("attn") or os.path.join(os.path.dirname(sys.executable), "attn")
     with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as fresh:  # a cold per-user cache too
-        cmd = [attn, "all", "--out", out, "--cache-dir", os.path.join(fresh, "cache"), "--engine", engine] + \
-            (["--quick"] if quick else [])
+        cmd = [attn, "all", "--out", out, "--cache-dir", os.path.join(fresh, "cache")] + (["--quick"] if quick else [])
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - start
-        if proc.returncode != 0:
+        if not os.path.exists(os.path.join(out, "manifest.json")):  # exit 1 with a report: a failed check
             sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
             manifest = json.load(f)
@@ -92,15 +92,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="both sides at the experiments' quick sizes")
     parser.add_argument("--with-plain", action="store_true",
                         help="count the plain Week 8 model's runs in the baseline too")
-    parser.add_argument("--engine", choices=("fast", "exact"), default="fast",
-                        help="the copy-task engine of `attn all` (its default: fast)")
     args = parser.parse_args()
 
     print(f"attn all{' --quick' if args.quick else ''} (cold cache) vs the texts' programs one after another")
     print(f"before: {load()}", flush=True)
-    all_wall, manifest = attn_all(args.quick, args.engine)
-    for name, info in manifest["experiments"].items():
-        print(f"  attn all: {name:<24} {info['seconds']:7.1f} s")
+    all_wall, manifest = attn_all(args.quick)
+    for name, seconds in manifest["timing"]["experiments"].items():
+        print(f"  attn all: {name:<24} {seconds:7.1f} s")
+    print(f"  attn all: checks {manifest['checks']}")
     print(f"attn all: {all_wall:.1f} s wall;  {load()}", flush=True)
 
     base_wall, _ = texts_programs(args.quick, args.with_plain)

@@ -100,10 +100,14 @@ def _slow_module(calls: list | None = None):
         steps: int = 2500  # training steps
         cache_dir: str = ""  # where finished runs are cached
         engine: str = "exact"  # exact or fast
+        seeds: tuple = ()  # several seeds (what verify_config sets)
 
         @classmethod
         def quick(cls, **overrides):
             return replace(cls(steps=10), **overrides)
+
+    def verify_config(config):  # as the copy task's: --seed and the next one
+        return replace(config, seeds=(config.seed, config.seed + 1))
 
     @dataclass
     class Result:
@@ -118,14 +122,14 @@ def _slow_module(calls: list | None = None):
             calls.append(config)
         return Result(config={"steps": config.steps}, acc=0.89 if config.steps == 2500 else 0.3)
 
-    mod.Config, mod.Result, mod.run = Config, Result, run
+    mod.Config, mod.Result, mod.run, mod.verify_config = Config, Result, run, verify_config
     return mod
 
 
 def _alpha_render():
     mod = types.ModuleType("fake_alpha_render")
 
-    def tables(result):
+    def tables(result, outcomes=None):
         from rich.table import Table
 
         t = Table(title="Alpha | table", caption="first line\nsecond line")
@@ -355,12 +359,12 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     assert "![alpha.png](alpha.png)" in index  # every figure embedded, relative link
     assert "**Alpha | table**" in index  # every table
     assert "fk-orphan" in index and "not regenerated" in index
-    # the slow experiment trained on its fast engine: shown, not judged (verify judges exact)
-    assert ("Checks against the texts: 2 measured and 1 rule passed, 1 failed; 1 identity shown, "
-            "1 skipped (fast engine)") in index
-    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | skipped (fast engine) |" in index
-    assert manifest["engines"] == {"slow": "fast"}
-    assert fake.slow_calls[0].engine == "fast"
+    # the slow experiment trained as attn verify trains it, and is judged as verify judges it
+    assert "Checks against the texts: 3 measured and 1 rule passed, 1 failed; 1 identity shown." in index
+    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | pass |" in index
+    assert manifest["engines"] == {"slow": "exact"}
+    assert manifest["verdicts"] == {"pass": 5, "fail": 1, "n/a": 0, "skipped": 0} and manifest["not_judged"] == []
+    assert fake.slow_calls[0].engine == "exact" and fake.slow_calls[0].seeds == (0, 1)
     assert not list(tmp_path.glob(".*tmp*"))  # atomic writes leave no temp files
 
 
@@ -373,11 +377,19 @@ def test_all_quick_and_json(fake, tmp_path):
     assert "Quick run" in (tmp_path / "index.md").read_text()
 
 
-def test_all_engine_exact_judges_the_slow_checks(fake, tmp_path):
-    res = invoke("all", "--engine", "exact", "--only", "fk-slow", "--out", tmp_path)
+def test_all_runs_the_slow_experiment_exactly_as_verify(fake, tmp_path):
+    """One plan for both commands: the same Config (so the same cached runs), the same verdicts."""
+    assert invoke("verify", "--only", "fk-slow", "--seed", "3", "--out", tmp_path).exit_code == 0
+    res = invoke("all", "--only", "fk-slow", "--seed", "3", "--out", tmp_path)
     assert res.exit_code == 0, res.output
-    assert fake.slow_calls[0].engine == "exact"
+    verified, done = fake.slow_calls
+    assert dataclasses.asdict(done) == dataclasses.asdict(verified)  # (a fresh fake module per command)
+    assert done.seeds == (3, 4) and done.engine == "exact"
     assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | pass |" in (tmp_path / "index.md").read_text()
+    assert "checks against the texts: 1 measured and 0 rules passed; 0 identities shown" in res.output
+    # the engine is verify's; there is no second way to train it here
+    refused = CliRunner().invoke(cli, ["all", "--engine", "fast", "--out", str(tmp_path / "b")])
+    assert refused.exit_code == 2 and "No such option '--engine'" in refused.output
 
 
 def test_all_only_runs_the_owning_experiments(fake, tmp_path):

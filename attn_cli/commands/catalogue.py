@@ -14,6 +14,9 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.options import Common, MultiValueOption, cache_dir_option, common_options, format_option
+from attn_cli.plan import QUICK_NOTE
+from attn_cli.plan import judged as judged_plan
+from attn_cli.plan import smoke as smoke_plan
 from attn_cli.published.compare import summary
 
 
@@ -92,12 +95,8 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
 
     needed = _ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
     root = cache_root(common)
-    plan = []
-    for exp in needed:
-        quick = common.quick and exp.slow
-        plan.append((exp, exp.config(seed=common.seed, device=common.device, quick=quick, cache_root=root,
-                                     use_cache=not no_cache, verify=not quick),
-                     "quick" if quick else None))
+    plan = judged_plan(needed, seed=common.seed, device=common.device, cache_root=root, use_cache=not no_cache,
+                       quick=common.quick)
 
     started = time.perf_counter()
     runs_done = running.run_plan(plan, "verify", cache_root=root, use_cache=not no_cache)
@@ -126,30 +125,31 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
 @click.command(name="all")
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
-@click.option("--engine", type=click.Choice(["fast", "exact"]), default="fast", show_default=True,
-              help="Copy-task training engine: fast (statistically equivalent numbers) or exact "
-                   "(bit for bit the text's program; what `attn verify` checks).")
-@click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
+@click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`).")
 @common_options
 @format_option
 @cache_dir_option
-def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
+def all_(only: tuple[str, ...], no_cache: bool, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
     (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
-    ID -> files, configurations, versions, machine, seconds), index.html (the report as one
-    page that works offline in a browser: verdicts per kind, then every catalogue ID with its
-    tables, figures and checks) and index.md (the same in any Markdown viewer). --format svg
-    pdf writes each figure in those formats (the page shows SVG where written). Runs in the
-    per-user cache are reused (`attn cache`; --no-cache retrains). --quick is a smoke
-    run at reduced sizes (not compared with the texts). Exits 1 when a check fails or an
-    experiment fails, after writing every file.
+    ID -> files, configurations, versions, machine, seconds, verdicts), index.html (the
+    report as one page that works offline in a browser: verdicts per kind, then every
+    catalogue ID with its tables, figures and checks) and index.md (the same in any Markdown
+    viewer). --format svg pdf writes each figure in those formats (the page shows SVG where
+    written). Exits 1 when a check fails or an experiment fails, after writing every file.
 
-    The copy task trains with its fast engine here (same models, data and initial weights;
-    numbers statistically equivalent to the text's program, in a fraction of the time);
-    `attn verify` checks the exact engine's numbers, and `--engine exact` uses it here too
-    (reusing the runs `attn verify` cached, whatever its --out).
+    Every check is judged exactly as `attn verify` judges it, at the same configuration:
+    the copy task trains 5 seeds (--seed with the exact engine, the next 4 with the fast
+    one) and each published cell is judged by the seed rule. Its training runs are cached
+    in the per-user cache (`attn cache`) and reused by both commands, whatever their --out
+    (--no-cache retrains), so `attn all` after
+    `attn verify` trains nothing; cold, it takes about as long as a cold `attn verify`.
+    Every mark in a table is the verdict of its check.
+
+    --quick is a smoke run at reduced sizes that judges nothing, nothing trained included:
+    every check is listed as "skipped (quick)".
 
     \b
     Examples:
@@ -172,32 +172,31 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = _ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     root = cache_root(common)
-    plan = [(exp, exp.config(seed=common.seed, device=common.device, quick=common.quick, cache_root=root,
-                             engine=engine, use_cache=not no_cache),
-             "quick" if common.quick else "fast engine" if engine == "fast" and exp.has_fast_engine else None)
-            for exp in experiments]
+    make_plan = smoke_plan if common.quick else judged_plan
+    plan = make_plan(experiments, seed=common.seed, device=common.device, cache_root=root, use_cache=not no_cache)
 
     sections = []
+    judged: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
 
     def write(run) -> None:
-        sections.append(writing.write_section(run, registry, out, common.formats, _command_of(registry, run.experiment)))
+        mine = runs.compare([c for c in registry.checks.values() if _experiment_name(registry, c) == run.name],
+                            registry, [run])
+        judged.update((o.check.id, o) for o in mine)
+        sections.append(writing.write_section(run, registry, out, common.formats,
+                                              _command_of(registry, run.experiment), mine))
 
     runs_done = running.run_plan(plan, "all", on_done=write, cache_root=root, use_cache=not no_cache)
 
     ran = {r.name for r in runs_done}
-    outcomes = runs.compare([c for c in registry.checks.values()
-                               if not only or (registry.experiment_of(c.artifact) and
-                                               registry.experiment_of(c.artifact).name in ran)],
-                              registry, runs_done)
-    by_artifact: dict[str, list] = {}
-    for o in outcomes:
-        by_artifact.setdefault(o.check.artifact, []).append(o)
-    for s in sections:
-        s.outcomes = [o for a in s.artifacts for o in by_artifact.get(a.id, [])]
+    selected = [c for c in registry.checks.values() if not only or _experiment_name(registry, c) in ran]
+    rest = {o.check.id: o for o in runs.compare([c for c in selected if c.id not in judged], registry, runs_done)}
+    outcomes = [judged.get(c.id) or rest[c.id] for c in selected]  # not regenerated: judged here
     cov = runs.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
     line = None if common.quick else summary(outcomes)
+    quick_line = _quick_line(outcomes, registry, plan) if common.quick else None
 
-    manifest = writing.manifest_of(sections, common, time.perf_counter() - started, line, cov, runs_done)
+    manifest = writing.manifest_of(sections, common, time.perf_counter() - started, line, cov, runs_done,
+                                   outcomes, QUICK_NOTE if common.quick else None)
     files.write_json(out / "manifest.json", manifest)
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "index.md", report.index_markdown(
@@ -212,12 +211,16 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
             console.note(f"{aid}: {entry['experiment']} did not write {', '.join(entry['not_written'])}")
     if common.json:
         print(json.dumps(manifest, indent=2, default=_json_default))
+        if quick_line:
+            console.stderr.print(quick_line, style="yellow", highlight=False)
     else:
         n_files = sum(len(s.figures) + len(s.data) for s in sections) + 3
         console.stdout.print(f"wrote {n_files} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
                              f"in {manifest['timing']['seconds']:.1f} s", highlight=False, markup=False)
         if line:
             console.stdout.print(f"checks against the texts: {line}", highlight=False)
+        if quick_line:
+            console.stdout.print(quick_line, style="yellow", highlight=False)
         console.stdout.print(cov.line(), highlight=False)
         for text in (*runs.cache_lines(runs_done), _numerics_line(common.device)):
             console.stdout.print(text, style="dim", highlight=False)
@@ -230,6 +233,19 @@ def all_(only: tuple[str, ...], engine: str, no_cache: bool, common: Common):
                              style="red", highlight=False)
     if errors or failed:
         sys.exit(1)
+
+
+def _experiment_name(registry, check) -> str | None:
+    exp = registry.experiment_of(check.artifact)
+    return exp.name if exp else None
+
+
+def _quick_line(outcomes, registry, plan) -> str:
+    """What ``attn all --quick`` judged: nothing; how many checks it shows, the trained ones named."""
+    trained = [exp.name for exp, _, _ in plan if exp.slow]
+    n_trained = sum(_experiment_name(registry, o.check) in trained for o in outcomes)
+    what = f"; {n_trained} of them trained: {', '.join(trained)}" if trained else ""
+    return f"quick run: {QUICK_NOTE} ({len(outcomes)} checks shown, not judged{what})"
 
 
 COMMANDS = [list_, all_, verify]

@@ -12,8 +12,10 @@ from attn_cli.options import Common
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
 
 
-def write_section(run, registry, out: Path, formats, command: str) -> Section:
-    """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section."""
+def write_section(run, registry, out: Path, formats, command: str, outcomes=()) -> Section:
+    """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
+    ``outcomes``: its checks' outcomes (:func:`attn_cli.runs.compare`), the verdicts its
+    tables mark and its section lists: one verdict per cell."""
     from attn_cli.render import files, report
     from attn_cli.render.manifest import experiment_markdown
 
@@ -21,14 +23,16 @@ def write_section(run, registry, out: Path, formats, command: str) -> Section:
     section = Section(name=exp.name, command=command, ids=list(exp.artifacts),
                       artifacts=[registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
                       seconds=run.seconds, error=run.error, config=exp.recorded_config(run.config))
+    section.outcomes = [o for o in outcomes if o.check.artifact in section.ids]
     if run.error:
         return section
+    by_id = {o.check.id: o for o in outcomes}
     try:
         t0 = time.perf_counter()
-        section.renderables = exp.tables(run.result)
+        section.renderables = exp.tables(run.result, by_id)
         markdown = report.to_markdown(section.renderables)
         section.cached = _cached(run.result)
-        files.write_json(out / f"{exp.name}.json", exp.json(run.result))
+        files.write_json(out / f"{exp.name}.json", exp.json(run.result, by_id))
         written = [_relative(p, out) for p in exp.figures(run.result, out, formats)]
         section.figures = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
         section.data = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section.figures]
@@ -62,7 +66,8 @@ def write_verify_page(registry, artifact_ids, outcomes, common: Common, seconds:
     console.note(f"wrote {out / 'verify.html'} and {out / 'verify.json'}")
 
 
-def manifest_of(sections, common: Common, seconds: float, line, cov, runs_done) -> dict:
+def manifest_of(sections, common: Common, seconds: float, line, cov, runs_done, outcomes=(),
+                quick_note: str | None = None) -> dict:
     from attn_cli import numerics, runs
     from attn_cli.render.manifest import manifest
 
@@ -70,7 +75,7 @@ def manifest_of(sections, common: Common, seconds: float, line, cov, runs_done) 
                     seed=common.seed, device=common.device, versions=runs.versions(),
                     machine=runs.machine(common.device), numerics=numerics.describe(common.device),
                     cache=runs.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
-                    missing=cov.no_experiment)
+                    missing=cov.no_experiment, outcomes=outcomes, quick_note=quick_note)
 
 
 def _relative(path: Path, out: Path) -> str:

@@ -28,6 +28,8 @@ rely on it; :mod:`attn_cli.runner` reads it, nothing is guessed)::
         # progress(Progress(done, total, label)): the one event (experiments/progress.py)
 
 and a render module ``attn_cli/render/<same name>.py`` with
-``tables(result) -> list`` (rich renderables, published values beside regenerated ones)
+``tables(result, outcomes=None) -> list`` (rich renderables, published values beside regenerated
+ones; ``outcomes``, check ID -> Outcome, are the verdicts its marks show: ``attn all`` passes
+those of its check table, None means the module compares the result itself)
 and ``figures(result, out: Path, formats) -> list[Path]`` (atomic PNG + raw numbers beside it).
 """

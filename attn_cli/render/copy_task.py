@@ -2,8 +2,10 @@
 
 Every published value shown here (a cell's text value and its ``=``/``≠`` mark, the plain
 model's quoted accuracies, the published points of the plot, the CSV's published column)
-comes from the comparison outcomes (:func:`attn_cli.published.compare.compare_result`),
-never from a table of its own.
+and every verdict (the marks, the near-diagonal line, the JSON's ``status``) comes from the
+outcomes passed in: ``attn all`` passes those of its check table (one verdict per cell);
+a single command's come from :func:`attn_cli.published.compare.compare_result`.  Nothing
+here compares a value with a published one.
 """
 
 from __future__ import annotations
@@ -39,8 +41,21 @@ def _outcomes(result: Result, outcomes: Outcomes | None) -> Outcomes:
 
 
 def _cells_judged(outcomes: Outcomes) -> bool:
-    """The run has the text's settings: its published cells are judged, not shown "n/a"."""
-    return not any(o.status == "n/a" for o in outcomes.values() if o.check.artifact == "w9-copy-task")
+    """Every published cell has a verdict (pass or fail), the one the check table shows."""
+    return all(o.status in ("pass", "fail") for o in outcomes.values() if o.check.artifact == "w9-copy-task")
+
+
+def _not_judged_line(outcomes: Outcomes) -> str:
+    """Why the published cells are shown in brackets: not the text's settings, or the
+    outcomes' own reason (a --quick run: "skipped (quick)")."""
+    cells = [o for o in outcomes.values() if o.check.artifact == "w9-copy-task"]
+    if any(o.status == "n/a" for o in cells):
+        text = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in TEXT_SETTING.items())
+        return (f"[yellow]~ not the text's settings[/] ({text}): the published values are shown in brackets "
+                "for orientation only, not judged.")
+    reasons = ", ".join(dict.fromkeys(o.note for o in cells if o.status not in ("pass", "fail")))
+    return (f"[yellow]~ not judged: {reasons}[/]; the published values are shown in brackets for "
+            "orientation only.")
 
 
 def _published(outcomes: Outcomes, model: str, length: int, metric: str):
@@ -57,15 +72,16 @@ def _published_points(outcomes: Outcomes, model: str, metric: str) -> list[tuple
 
 def _cell(stats: dict, n: int, outcome: Outcome | None) -> str:
     """One table cell: the value (mean ± std over several seeds), then, where the text prints
-    this cell, ``=``/``≠`` by the seed rule and the published value (where the outcome is
-    judged, i.e. at the text's settings; elsewhere the published value is shown plainly)."""
+    this cell, its check's verdict (``=`` pass, ``≠`` and the difference fail: the outcome's
+    status, never a comparison of its own) and the published value; where the outcome is not
+    judged (another setting, a quick run) the published value is shown plainly."""
     text = f"{stats['mean']:.3f}" + (f" ± {stats['std']:.3f}" if n > 1 else "")
     if outcome is None:
         return text
     pub = outcome.published
     if outcome.status not in ("pass", "fail"):
         return f"{text} [dim](text {pub:.3f})[/]"
-    mark = "[green]=[/]" if outcome.ok else f"[red]≠ ({stats['mean'] - pub:+.3f})[/]"
+    mark = "[green]=[/]" if outcome.status == "pass" else f"[red]≠ ({stats['mean'] - pub:+.3f})[/]"
     return f"{text} {mark} [dim]{pub:.3f}[/]"
 
 
@@ -103,9 +119,7 @@ def tables(result: Result, outcomes: Outcomes | None = None) -> list:
     if several:
         out.append(_runs_table(result))
     if not comparable:
-        text = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in TEXT_SETTING.items())
-        out.append(f"[yellow]~ not the text's settings[/] ({text}): the published values are shown in brackets "
-                   "for orientation only, not judged.")
+        out.append(_not_judged_line(o))
     out.append(f"note: {TOLERANCE_NOTE}.")
     if "plain" in models:
         quoted = ", ".join(f"{v:g} at {L}" for L, v in _published_points(o, "plain", "free_running"))
@@ -125,9 +139,9 @@ def tables(result: Result, outcomes: Outcomes | None = None) -> list:
 def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> str:
     """The near-diagonal line: the measured fractions, the rule and its outcome."""
     parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
-    judged = rule is not None and rule.regenerated.judged()
-    verdict = ("[green]holds[/]" if rule is not None and rule.ok
-               else "[red]fails[/]" if judged and rule.ok is False else "not judged here")
+    status = rule.status if rule is not None else None  # the check's verdict, as the check table shows it
+    verdict = ("[green]holds[/]" if status == "pass" else "[red]fails[/]" if status == "fail"
+               else f"not judged here: {rule.note}" if rule is not None and rule.note else "not judged here")
     return (f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} seed(s), "
             f"the readout attention peaks at the step's own input position for {', '.join(parts)} of decoder "
             "steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": " + verdict + ".")
@@ -138,16 +152,22 @@ def json_view(result: Result, outcomes: Outcomes | None = None) -> dict:
     (``published``, from the outcomes; None where the text prints none)."""
     from attn_cli.render.files import result_json
 
+    o = _outcomes(result, outcomes)
     obj = result_json(result)
-    obj["cells"] = _cells_with_published(result, _outcomes(result, outcomes))
+    obj["cells"] = _cells_with_published(result, o, verdicts=True)
     return obj
 
 
-def _cells_with_published(result: Result, outcomes: Outcomes) -> list[dict]:
+def _cells_with_published(result: Result, outcomes: Outcomes, verdicts: bool = False) -> list[dict]:
+    """The cells with each metric's published value; ``verdicts``: also its check's status
+    (pass, fail, skipped, n/a: the check table's verdict; None where the text prints none)."""
     cells = copy.deepcopy(result.cells)
     for c in cells:
         for metric in METRICS:
             c[metric]["published"] = _published(outcomes, c["model"], c["length"], metric)
+            if verdicts:
+                found = outcomes.get(check_id(c["model"], c["length"], metric))
+                c[metric]["status"] = None if found is None else found.status
     return cells
 
 

@@ -168,8 +168,9 @@ def _header(title, manifest, outcomes, summary, coverage_line, sections, links) 
              '<p class="sub">W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head '
              'and Cross-Attention".</p></header>', '<section class="summary" aria-label="summary">']
     if quick:
-        parts.append('<p class="banner skip"><strong>Quick run:</strong> reduced sizes; a smoke test, not the '
-                     "texts' settings, so the numbers are shown but not judged against the published values.</p>")
+        note = manifest.get("quick_note") or "reduced sizes, nothing judged"
+        parts.append(f'<p class="banner skip"><strong>Quick run:</strong> {esc(note)}. Every check is listed '
+                     "as not judged (skipped, quick).</p>")
     failures = [o for o in outcomes if o.status in ("fail", "n/a")]
     if failures:
         items = "".join(f'<li><a href="#{anchor(o.check.artifact)}">{esc(o.check.id)}</a>: '

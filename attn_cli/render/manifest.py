@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")  # figure files among what an experiment writes
+VERDICTS = ("pass", "fail", "n/a", "skipped")  # an Outcome's status (attn_cli.published.compare)
 
 
 @dataclass
@@ -62,8 +63,11 @@ def matches(written: str, catalogued: str) -> bool:
 
 def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: int, device: str,
              versions: dict, machine: dict, numerics: dict, cache: list[str], seconds: float,
-             checks: str | None, coverage: str, missing: list[str]) -> dict:
-    """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds."""
+             checks: str | None, coverage: str, missing: list[str], outcomes: Sequence = (),
+             quick_note: str | None = None) -> dict:
+    """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds;
+    ``verdicts``: the checks counted by status, and ``not_judged``: each check shown but not
+    judged with the reason (a --quick run: every one, ``quick_note`` says why)."""
     artifacts: dict[str, dict] = {}
     for s in sections:
         written = s.figures + s.data
@@ -89,9 +93,12 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
         "cache": cache,
         "timing": {"seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs
                    "experiments": {s.name: round(s.seconds, 3) for s in sections}},
-        "engines": {s.name: s.config["engine"] for s in sections
+        "engines": {s.name: engines_of(s.config) for s in sections
                     if isinstance(s.config, dict) and "engine" in s.config},
         "checks": checks,
+        "verdicts": {status: sum(o.status == status for o in outcomes) for status in VERDICTS},
+        "not_judged": [{"id": o.check.id, "reason": o.note} for o in outcomes if o.status == "skipped"],
+        "quick_note": quick_note,
         "coverage": coverage,
         "artifacts": artifacts,
         "missing": missing,
@@ -99,3 +106,13 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
                                  "files": s.data + s.figures, "error": s.error}
                         for s in sections},
     }
+
+
+def engines_of(config: dict) -> str:
+    """The engine of a configuration: ``"exact"``, or where the seeds after the first train
+    on another one, ``"exact for seed 0, fast for seeds 1 2 3 4"``."""
+    seeds = list(config.get("seeds") or [config.get("seed")])
+    extra = config.get("extra_seed_engine")
+    if not extra or extra == config["engine"] or len(seeds) < 2:
+        return str(config["engine"])
+    return f"{config['engine']} for seed {seeds[0]}, {extra} for seeds {' '.join(map(str, seeds[1:]))}"

@@ -319,16 +319,11 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest
            if manifest.get("numerics") else "") + ")."
         + (f" GPU: {cuda_summary(manifest['numerics']['cuda'])}." if "cuda" in (manifest.get("numerics") or {}) else ""),
     ]
-    for name, engine in manifest.get("engines", {}).items():
-        if engine == "fast":
-            lines += ["", f"`{name}` trained with its **fast** engine: the same models, data and initial weights "
-                          "as the text's program, numbers statistically equivalent rather than bit for bit. "
-                          "`attn verify` checks the exact engine's numbers (`attn all --engine exact` uses it here)."]
-        else:
-            lines += ["", f"`{name}` trained with its **{engine}** engine."]
+    for name, engines in manifest.get("engines", {}).items():
+        lines += ["", f"`{name}` engines: {engines}."]
     if quick:
-        lines += ["", "> **Quick run**: reduced sizes; the numbers below are a smoke test, not the texts' "
-                      "settings, so they are not compared with the published values."]
+        lines += ["", f"> **Quick run**: {manifest.get('quick_note') or 'reduced sizes, nothing judged'}. "
+                      "Every check below is listed as not judged (skipped, quick)."]
     if summary:
         lines += ["", f"**Checks against the texts: {summary}.**"]
     if coverage_line:
@@ -362,8 +357,9 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest
             lines += ["", s.markdown]
         for fig in figure_markdown(s.figures):
             lines += ["", fig]
-        if s.outcomes and not quick:
-            lines += ["", "Checks against the published values:", "", checks_markdown(s.outcomes)]
+        if s.outcomes:
+            lines += ["", "Published values, not judged (quick run):" if quick else
+                      "Checks against the published values:", "", checks_markdown(s.outcomes)]
     return "\n".join(lines) + "\n"
 
 

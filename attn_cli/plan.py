@@ -1,0 +1,47 @@
+"""What ``attn verify`` and ``attn all`` run: one ``(experiment, config, unjudged)`` per
+experiment, built here and nowhere else, so that both commands judge every check the same
+way and request the same cached runs (the copy task's cache keys come from its Config; ``cache_root`` is the per-user cache,
+:func:`attn_cli.commands.cache.cache_root`, never part of a key).
+
+- :func:`judged`: the configuration every check is judged at: each experiment's defaults
+  (the texts' settings) with ``--seed`` and ``--device``, and where the experiment has one
+  its ``verify_config`` (the copy task: ``--seed`` with the exact engine and the next seeds
+  with the fast one, judged by :mod:`attn_cli.published.seed_rule`).  ``quick`` (``attn
+  verify --quick``) runs the slow experiments at ``Config.quick()`` instead, not judged.
+- :func:`smoke`: ``attn all --quick``, every experiment at ``Config.quick()`` (on its fast
+  engine where it has one): a smoke run that judges nothing, nothing trained included
+  (:data:`QUICK_NOTE`).
+
+``unjudged`` is why an experiment's values are shown but not judged (None: judged).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
+QUICK_NOTE = ("a smoke run at reduced sizes that judges nothing against the texts, nothing trained included; "
+              "without --quick every check is judged as `attn verify` judges it")
+
+Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is not judged or None)
+
+
+def judged(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True,
+           quick: bool = False) -> Plan:
+    """Each experiment at the configuration its checks are judged at (see the module)."""
+    plan = []
+    for exp in experiments:
+        reduced = quick and exp.slow
+        plan.append((exp, exp.config(seed=seed, device=device, quick=reduced, cache_root=cache_root, use_cache=use_cache,
+                                     verify=not reduced), QUICK if reduced else None))
+    return plan
+
+
+def smoke(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True) -> Plan:
+    """Each experiment at ``Config.quick()``, nothing judged (``attn all --quick``); one with a
+    fast engine uses it (the quickest smoke run: measured 14 s against the exact engine's 31 s
+    for the copy task's quick runs on the loaded 2-core machine)."""
+    return [(exp, exp.config(seed=seed, device=device, quick=True, cache_root=cache_root, use_cache=use_cache, engine="fast"),
+             QUICK) for exp in experiments]
+
