@@ -56,6 +56,7 @@ def test_all_after_verify_trains_nothing_and_judges_every_check(tiny_verify, tmp
     done = invoke("all", "--only", *IDS, "--json", "--out", out)
     assert done.exit_code == verified.exit_code, done.output
     manifest = json.loads(done.stdout)
+    assert str(tmp_path) not in done.stdout  # no local path (the cache folder, the other --out) recorded
     assert manifest["cache"] == ["copy_task: 5 training runs: 5 from cache, 0 computed"]  # trained nothing
     assert manifest["verdicts"]["skipped"] == 0 and manifest["not_judged"] == []
     assert sum(manifest["verdicts"].values()) == len(rows)

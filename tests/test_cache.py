@@ -408,23 +408,3 @@ def test_attn_cache_help_has_an_example():
     proc = run_attn("cache", "--help")
     assert proc.returncode == 0 and "attn cache clear" in proc.stdout and "Examples" in proc.stdout
     assert "ATTN_CACHE_DIR" in proc.stdout and "--cache-dir" in proc.stdout
-
-
-def test_verify_then_all_under_another_out_trains_nothing(tmp_path, monkeypatch):
-    """`attn verify --out A` then `attn all --out B`: B's copy-task runs all come from the cache.
-    (The copy task's quick configuration shrunk to one tiny run, in this process.)"""
-    from click.testing import CliRunner
-
-    from attn_cli.cli import cli
-
-    tiny = {"lengths": (3,), "model": "attention", "steps": 3, "eval_size": 8, "jobs": 1}
-    monkeypatch.setattr(exp.Config, "quick", classmethod(lambda cls, **kw: cls(**{**tiny, **kw})))
-    common = ["--quick", "--only", "w9-copy-task", "--cache-dir", str(tmp_path / "cache")]
-    verify = CliRunner().invoke(cli, ["verify", *common, "--out", str(tmp_path / "A")])
-    assert verify.exit_code == 0, verify.output
-    report = CliRunner().invoke(cli, ["all", *common, "--engine", "exact", "--out", str(tmp_path / "B")])
-    assert report.exit_code == 0, report.output
-    runs = json.loads((tmp_path / "B" / "copy_task.json").read_text())["runs"]
-    assert runs and all(r["cached"] for r in runs)
-    manifest = (tmp_path / "B" / "manifest.json").read_text()
-    assert "1 training run: 1 from cache, 0 computed" in manifest and str(tmp_path) not in manifest
