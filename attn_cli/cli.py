@@ -26,9 +26,20 @@ INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 
 class AttnGroup(click.Group):
+    def parse_args(self, ctx, args):
+        from attn_cli.options import check_utf8_words
+
+        check_utf8_words(args)  # before any option converts (or prints) a word
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
+        from attn_cli import streams
+        from attn_cli.core.memory import out_of_memory
+
         try:
-            return super().invoke(ctx)
+            returned = super().invoke(ctx)
+            streams.flush()  # a full stdout fails here, inside the command, as an Error line
+            return returned
         except AttnError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
@@ -36,6 +47,11 @@ class AttnGroup(click.Group):
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror}") from None
+        except (MemoryError, RuntimeError) as exc:  # an allocation the up-front guard did not foresee
+            message = out_of_memory(exc)
+            if message is None:
+                raise
+            raise click.ClickException(message) from None
         except (KeyboardInterrupt, click.Abort) as exc:  # Ctrl-C, SIGTERM, SIGHUP (signals.Terminated)
             _interrupted(exc)
 
@@ -83,6 +99,9 @@ _load_commands()
 
 
 def main() -> None:
+    from attn_cli import streams
+
+    streams.install()  # any terminal encoding prints; a closed or full stdout is an Error line
     signals.install()  # SIGTERM and SIGHUP unwind like Ctrl-C
     try:
         cli(prog_name="attn")

@@ -6,9 +6,10 @@
 
 ``--device [cpu|cuda|auto]`` (default cpu; cuda without CUDA is a usage error, never a
 silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), ``--out DIR``
-(default ``outputs/``, created if missing), ``--json`` (JSON on stdout instead of the table),
-``--quick`` (reduced sizes for smoke runs) and ``--numerics portable|native`` (eager: the CPU
-kernels are pinned before any other option can import torch; see :mod:`attn_cli.numerics`).
+(default ``outputs/``, created by the first file written, so a usage error creates nothing),
+``--json`` (JSON on stdout instead of the table), ``--quick`` (reduced sizes for smoke runs)
+and ``--numerics portable|native`` (eager: the CPU kernels are pinned before any other option
+can import torch; see :mod:`attn_cli.numerics`; a bad ``ATTN_NUMERICS`` is named as such).
 Commands that draw figures add ``--format png|svg|pdf`` (:func:`format_option`, one or more
 after one flag); commands that cache add ``--cache-dir DIR`` (:func:`cache_dir_option`).
 """
@@ -16,6 +17,7 @@ after one flag); commands that cache add ``--cache-dir DIR`` (:func:`cache_dir_o
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import os
 import tempfile
@@ -28,8 +30,34 @@ from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.numerics import MODES as NUMERIC_MODES
 
-# torch.manual_seed accepts exactly this range (a signed or an unsigned 64-bit integer)
-SEED = click.IntRange(-(2 ** 63), 2 ** 64 - 1)
+# Every seed ends in torch.manual_seed or torch.Generator.manual_seed (no command seeds numpy,
+# whose default_rng would refuse a negative seed), which accept exactly a signed or an
+# unsigned 64-bit integer.  A command that draws from seed + k (attn verify's extra
+# copy-task seeds, exercise 12's data streams) is checked for every seed it will use, before
+# any work: :func:`check_seeds`.
+SEED_MIN, SEED_MAX = -(2 ** 63), 2 ** 64 - 1
+SEED = click.IntRange(SEED_MIN, SEED_MAX)
+
+
+def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
+    """A usage error (exit 2) naming the first seed outside [SEED_MIN, SEED_MAX]."""
+    for seed in seeds:
+        if not SEED_MIN <= seed <= SEED_MAX:
+            raise click.BadParameter(
+                f"this command would seed torch with {seed}, outside torch's range "
+                f"[-2**63, 2**64 - 1] (it also uses the seeds after --seed); choose a smaller seed",
+                param_hint=param_hint)
+
+
+def check_utf8_words(args) -> None:
+    """A command-line word that is not valid UTF-8 (Python keeps its bytes as surrogate
+    escapes) is a usage error naming it, before anything converts or prints it."""
+    for position, word in enumerate(args, start=1):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = repr(word.encode("utf-8", "surrogateescape"))[1:]  # 'ab\xff'
+            raise click.UsageError(f"argument {position} ({shown}) is not valid UTF-8 text") from None
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -43,6 +71,22 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return rv
+
+
+class JudgedCommand(click.Command):
+    """A command whose help states how `attn verify` judges what it regenerates, in words
+    derived from the published checks (:func:`attn_cli.published.rules.judged_by`), after
+    the command's own description; computed only when help is shown."""
+
+    def format_help_text(self, ctx, formatter) -> None:
+        super().format_help_text(ctx, formatter)
+        from attn_cli.published.rules import judged_by
+
+        text = judged_by(self.name)
+        if text:
+            formatter.write_paragraph()
+            with formatter.indentation():
+                formatter.write_text(text)
 
 
 @dataclass(frozen=True)
@@ -70,6 +114,27 @@ def _resolve_device(ctx, param, value):
     return device
 
 
+class EnvChoice(click.Choice):
+    """A ``Choice`` whose value may come from an environment variable: a bad value from there
+    is reported under the variable's name (``ATTN_NUMERICS=fastest: ...``), not the option's."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            raise from_environment(ctx, param, value, exc.message) or exc
+
+
+def from_environment(ctx, param, value, message: str) -> click.UsageError | None:
+    """The usage error naming ``param``'s environment variable when ``value`` came from it."""
+    from click.core import ParameterSource
+
+    if ctx is not None and param is not None and param.envvar and \
+            ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+        return click.UsageError(f"{param.envvar}={value}: {message}", ctx=ctx)
+    return None
+
+
 def _apply_numerics(ctx, param, value):
     """Pin (or unpin) the CPU kernels before anything imports torch (an eager option)."""
     from attn_cli import numerics
@@ -77,30 +142,46 @@ def _apply_numerics(ctx, param, value):
     try:
         numerics.apply(value)
     except numerics.NumericsError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+        raise from_environment(ctx, param, value, str(exc)) or \
+            click.BadParameter(str(exc), ctx=ctx, param=param) from None
     return value
 
 
 def validate_out_dir(ctx, param, value) -> Path:
+    """Check --out without creating it: a usage error later on the line must leave nothing
+    behind, so the folder is made by the first file written into it (:mod:`attn_cli.io`).
+    The folder, or its nearest existing parent, must be a folder this process can write."""
+    if not value:
+        raise click.BadParameter("an empty folder name; give a folder (--out . for this one)",
+                                 ctx=ctx, param=param)
     path = Path(value)
-    if path.exists() and not path.is_dir():
-        raise click.BadParameter(f"{str(path)!r} exists and is not a directory", ctx=ctx, param=param)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise click.BadParameter(f"cannot create {str(path)!r}: {exc.strerror}", ctx=ctx, param=param) from None
+    existing = path
+    while True:
+        if existing.is_symlink() and not existing.exists():  # dangling, or a loop
+            try:
+                os.stat(existing)
+            except OSError as exc:
+                what = "a symlink loop" if exc.errno == errno.ELOOP else \
+                    f"a dangling symlink (to {os.readlink(existing)!r}, which does not exist)"
+                raise click.BadParameter(f"{str(existing)!r} is {what}", ctx=ctx, param=param) from None
+        if existing.exists() or existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise click.BadParameter(f"{str(existing)!r} exists and is not a directory", ctx=ctx, param=param)
     try:  # a real probe: os.access says yes to root even on a read-only file system
-        with tempfile.TemporaryFile(dir=path, prefix=".attn-probe-"):
+        with tempfile.TemporaryFile(dir=existing, prefix=".attn-probe-"):
             pass
     except OSError as exc:
-        raise click.BadParameter(f"{str(path)!r} is not writable: {exc.strerror}", ctx=ctx, param=param) from None
+        verb = "is not writable" if existing == path else f"cannot be created in {str(existing)!r}"
+        raise click.BadParameter(f"{str(path)!r} {verb}: {exc.strerror}", ctx=ctx, param=param) from None
     return path
 
 
 def common_options(func):
     """Add --device, --seed, --out, --json, --quick; pass them as ``common: Common``."""
 
-    @click.option("--numerics", type=click.Choice(NUMERIC_MODES), default=DEFAULT_NUMERICS, show_default=True,
+    @click.option("--numerics", type=EnvChoice(NUMERIC_MODES), default=DEFAULT_NUMERICS, show_default=True,
                   envvar="ATTN_NUMERICS", is_eager=True, callback=_apply_numerics,
                   help="portable: AVX2 kernels pinned, the same bits on any x86-64 CPU with AVX2; "
                        "native: the host's fastest kernels (numbers depend on the CPU).")
@@ -108,7 +189,8 @@ def common_options(func):
     @click.option("--json", "as_json", is_flag=True,
                   help="Print the result as JSON on stdout instead of the table (figures are still written).")
     @click.option("--out", "out", default="outputs", show_default=True, metavar="DIR",
-                  callback=validate_out_dir, help="Folder for figures and data files (created if missing).")
+                  callback=validate_out_dir,
+                  help="Folder for figures and data files (created when the first file is written).")
     @click.option("--seed", type=SEED, default=0, show_default=True,
                   help="Random seed (the texts use torch.manual_seed(0)).")
     @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,

@@ -153,6 +153,16 @@ class Experiment:
         return [Path(p) for p in (render.figures(result, Path(out), tuple(formats)) or [])]
 
 
+def seeds_used(module: ModuleType, config: Any) -> list[int]:
+    """Every seed a run of experiment ``module`` at ``config`` hands to torch: each of its
+    seeds (``config.seed_list`` where it trains several: the copy task, whose verify
+    configuration adds the next seeds), plus each offset the module declares in
+    ``SEED_OFFSETS`` (default ``(0,)``; exercise 12 also draws from seed + 1 and seed + 2)."""
+    seeds = getattr(config, "seed_list", None) or (config.seed,)
+    offsets = getattr(module, "SEED_OFFSETS", (0,))
+    return list(dict.fromkeys(seed + k for seed in seeds for k in offsets))
+
+
 def discover() -> list[Experiment]:
     """Every module of :mod:`attn_cli.experiments` that defines ``ARTIFACTS``, by name."""
     pkg = importlib.import_module(EXPERIMENTS_PACKAGE)

@@ -76,7 +76,9 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
     except Exception as exc:
         if not keep_going:
             raise
-        run.error = f"{type(exc).__name__}: {exc}"
+        from attn_cli.core.memory import out_of_memory
+
+        run.error = out_of_memory(exc) or f"{type(exc).__name__}: {exc}"
     run.seconds = time.perf_counter() - start
     return run
 

@@ -231,7 +231,7 @@ def test_the_exact_engine_uses_one_worker_on_cuda():
 def test_the_guard_counts_a_cuda_context_per_process(monkeypatch):
     assert memory.CUDA_CONTEXT_BYTES == 512 * 2 ** 20  # ~0.5 GB each, as issue 18 measured
     free = {"cpu": 10 ** 12, "cuda": 4 * 2 ** 30}  # 4 GiB free on the GPU: 2 GiB budget at fraction 0.5
-    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": free[device.split(":")[0]])
+    monkeypatch.setattr(memory, "bounds", lambda device="cpu": [(free[device.split(":")[0]], f"free on {device}")])
     memory.guard(2 ** 20, "a run", "cuda", processes=1)
     with pytest.raises(MemoryRefused, match="4 CUDA context"):
         memory.guard(2 ** 20, "a run", "cuda", processes=4)
@@ -241,8 +241,8 @@ def test_the_guard_counts_a_cuda_context_per_process(monkeypatch):
 def _scaling_with_gpu_memory(monkeypatch, gpu_free: int):
     from attn_cli.experiments import scaling
 
-    monkeypatch.setattr(memory, "available_bytes",
-                        lambda device="cpu": gpu_free if device.startswith("cuda") else 10 ** 12)
+    monkeypatch.setattr(memory, "bounds", lambda device="cpu": [
+        (gpu_free if device.startswith("cuda") else 10 ** 12, f"free on {device}")])
     return scaling
 
 

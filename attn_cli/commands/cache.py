@@ -11,7 +11,7 @@ import os
 
 import click
 
-from attn_cli.options import CACHE_DIR, Common
+from attn_cli.options import CACHE_DIR, Common, JudgedCommand
 
 
 def cache_root(common: Common) -> str | None:
@@ -31,7 +31,7 @@ def cache_root(common: Common) -> str | None:
     return str(root)
 
 
-@click.command(name="cache")
+@click.command(cls=JudgedCommand, name="cache")
 @click.argument("action", type=click.Choice(["show", "clear"]), default="show")
 @CACHE_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout instead of the text.")

@@ -13,14 +13,14 @@ import time
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import Common, MultiValueOption, cache_dir_option, common_options, format_option
+from attn_cli.options import Common, JudgedCommand, MultiValueOption, cache_dir_option, check_seeds, common_options, format_option
 from attn_cli.plan import QUICK_NOTE
 from attn_cli.plan import judged as judged_plan
 from attn_cli.plan import smoke as smoke_plan
 from attn_cli.published.compare import summary
 
 
-@click.command(name="list")
+@click.command(cls=JudgedCommand, name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as a JSON list instead of the table.")
 def list_(as_json: bool):
     """Every table and figure of the two texts, and the command that regenerates it.
@@ -44,7 +44,7 @@ def list_(as_json: bool):
     console.stdout.print(report.catalogue_table(rows, width=console.stdout.width))
 
 
-@click.command(name="verify")
+@click.command(cls=JudgedCommand, name="verify")
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
                    "(w9-sqrt-dk.1024), or a source (w9, d2l).")
@@ -98,6 +98,8 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     plan = judged_plan(needed, seed=common.seed, device=common.device, cache_root=root, use_cache=not no_cache,
                        quick=common.quick)
 
+    for exp, config, _ in plan:  # every seed verify will train with, before any work
+        check_seeds(runner.seeds_used(exp.module, config))
     started = time.perf_counter()
     runs_done = running.run_plan(plan, "verify", cache_root=root, use_cache=not no_cache)
     outcomes = runs.compare(selected, registry, runs_done)
@@ -122,7 +124,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
         sys.exit(1)
 
 
-@click.command(name="all")
+@click.command(cls=JudgedCommand, name="all")
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`).")
@@ -174,6 +176,8 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
     root = cache_root(common)
     make_plan = smoke_plan if common.quick else judged_plan
     plan = make_plan(experiments, seed=common.seed, device=common.device, cache_root=root, use_cache=not no_cache)
+    for exp, config, _ in plan:  # every seed the run will use, before any work
+        check_seeds(runner.seeds_used(exp.module, config))
 
     sections = []
     judged: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show

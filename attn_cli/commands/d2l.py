@@ -10,12 +10,12 @@ from __future__ import annotations
 import click
 
 from attn_cli.commands.running import config_of, execute, usage
-from attn_cli.options import Common, FiniteFloatRange, MultiValueOption, common_options, format_option
+from attn_cli.options import Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options, format_option
 
 
 # --------------------------------------------------------------------------- copy-both
 
-@click.command(name="copy-both")
+@click.command(cls=JudgedCommand, name="copy-both")
 @click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="Examples N (the text: 10000).")
 @click.option("--dim", type=click.IntRange(min=1), default=16, show_default=True,
@@ -78,7 +78,7 @@ _heads_option = click.option("--heads", type=click.IntRange(min=1), default=None
                                   "projections and draw one panel per head (exercise 11); N divides --dim.")
 
 
-@click.command(name="heatmap")
+@click.command(cls=JudgedCommand, name="heatmap")
 @click.argument("query_word", callback=_word)
 @click.argument("key_word", callback=_word)
 @_dim_option
@@ -103,7 +103,7 @@ def heatmap(query_word, key_word, dim, heads, common: Common):
     _heatmap(query_word, key_word, dim, heads, common)
 
 
-@click.command(name="crossattn-map")
+@click.command(cls=JudgedCommand, name="crossattn-map")
 @_dim_option
 @_heads_option
 @common_options
@@ -124,7 +124,7 @@ def crossattn_map(dim, heads, common: Common):
 
 # --------------------------------------------------------------------------- heads
 
-@click.command(name="heads")
+@click.command(cls=JudgedCommand, name="heads")
 @click.option("--d-model", type=click.IntRange(1, 8192), default=64, show_default=True,
               help="Width of W9's nn.MultiheadAttention parameter table (and of the layout figure).")
 @click.option("--num-hiddens", type=click.IntRange(1, 8192), default=256, show_default=True,
@@ -158,7 +158,7 @@ def heads(d_model, num_hiddens, num_heads, layout_heads, common: Common):
 
 # --------------------------------------------------------------------------- self-cross
 
-@click.command(name="self-cross")
+@click.command(cls=JudgedCommand, name="self-cross")
 @common_options
 def self_cross(common: Common):
     """Self- and cross-attention shapes (W9 4.1, D2L 10.3.3).

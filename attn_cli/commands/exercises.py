@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.options import Common, common_options, format_option
+from attn_cli.options import Common, JudgedCommand, check_seeds, common_options, format_option
 
 
 def _selection(ctx, param, value):
@@ -17,7 +17,7 @@ def _selection(ctx, param, value):
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
-@click.command(name="exercise")
+@click.command(cls=JudgedCommand, name="exercise")
 @click.argument("numbers", nargs=-1, metavar="N... | all", callback=_selection)
 @click.option("--list", "list_", is_flag=True, help="List the twelve exercises and what each run shows.")
 @common_options
@@ -53,9 +53,11 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
     from attn_cli.experiments import exercises as exp
+    from attn_cli.runner import seeds_used
 
     kwargs = dict(seed=common.seed, device=common.device, exercises=numbers)
     config = exp.Config.quick(**kwargs) if common.quick else exp.Config(**kwargs)
+    check_seeds(seeds_used(exp, config))
 
     def progress(event) -> None:  # a Progress: label "N. title"
         if not common.json:

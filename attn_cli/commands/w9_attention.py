@@ -10,10 +10,10 @@ from __future__ import annotations
 import click
 
 from attn_cli.commands.running import config_of, execute
-from attn_cli.options import Common, MultiValueOption, common_options, format_option
+from attn_cli.options import Common, JudgedCommand, MultiValueOption, common_options, format_option
 
 
-@click.command(name="sqrt-dk")
+@click.command(cls=JudgedCommand, name="sqrt-dk")
 @click.option("--dims", cls=MultiValueOption, type=click.IntRange(min=1), default=(4, 16, 64, 256, 1024),
               show_default=True, metavar="D_K...", help="Key dimensions d_k, drawn in this order.")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
@@ -40,7 +40,7 @@ def sqrt_dk(dims: tuple[int, ...], trials: int | None, common: Common) -> None:
     execute(exp, render, config, common, progress="sqrt-dk: d_k" if big else None)
 
 
-@click.command(name="masks")
+@click.command(cls=JudgedCommand, name="masks")
 @common_options
 @format_option
 def masks(common: Common) -> None:
@@ -61,7 +61,7 @@ def masks(common: Common) -> None:
     execute(exp, render, config_of(exp, common), common)
 
 
-@click.command(name="scaling")
+@click.command(cls=JudgedCommand, name="scaling")
 @click.option("--lengths", cls=MultiValueOption, type=click.IntRange(min=1), default=None, metavar="N...",
               help="Sequence lengths n  [default: 512 2048 8192 32768 131072 for the table; with --measure "
                    "and no --lengths, sizes that run in seconds are measured]")

@@ -11,11 +11,11 @@ from __future__ import annotations
 import click
 
 from attn_cli.commands.running import config_of, execute
-from attn_cli.options import Common, common_options, format_option
+from attn_cli.options import Common, JudgedCommand, common_options, format_option
 from attn_cli.published.settings import TEXT
 
 
-@click.command(name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
+@click.command(cls=JudgedCommand, name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
 @click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True,
               help="Width d of the contextual vectors (W9 1.3).")
 @click.option("--vocab-size", type=click.IntRange(min=1), default=TEXT["w9-onehot"]["vocab_size"], show_default=True,
@@ -43,7 +43,7 @@ def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> Non
     execute(exp, render, config_of(exp, common, d=dim, vocab_size=vocab_size, embed_dim=embed_dim), common)
 
 
-@click.command(name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
+@click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
 @click.argument("words", nargs=-1, metavar="[A B C]")
 @click.option("--nearest", "nearest_word", default="bank", show_default=True, metavar="WORD",
               help="List the words nearest to WORD.")
@@ -80,7 +80,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, dim: int, commo
     execute(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, dim=dim), common)
 
 
-@click.command(name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
+@click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
 @click.option("--n-q", type=click.IntRange(min=1), default=3, show_default=True, help="Queries (W9 3.2).")
 @click.option("--n-k", type=click.IntRange(min=1), default=5, show_default=True, help="Keys and values (W9 3.2).")
 @click.option("--d-k", type=click.IntRange(min=1), default=4, show_default=True, help="Query/key width (W9 3.2).")
@@ -105,7 +105,7 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
     execute(exp, render, config_of(exp, common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v), common)
 
 
-@click.command(name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
+@click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
 @click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True, help="Width d of the word vectors.")
 @common_options
 def order(dim: int, common: Common) -> None:

@@ -1,52 +1,217 @@
-"""Up-front memory estimates: refuse what would not fit instead of crashing mid-run."""
+"""Up-front memory estimates: refuse what would not fit instead of crashing mid-run.
+
+The CPU budget is the smallest of three bounds, each of which ends a run that crosses it:
+
+* the machine's free memory (``MemAvailable`` in /proc/meminfo);
+* the headroom under this process's cgroup memory limit (v2 ``memory.max`` less
+  ``memory.current``; v1 ``memory.limit_in_bytes`` less ``memory.usage_in_bytes``), the
+  tightest of its cgroup and every parent's (a container's or a Slurm job's limit);
+* the headroom under this process's address-space limit (``RLIMIT_AS``, ``ulimit -v``): the
+  limit less what the process maps already, counting torch's own mappings
+  (:data:`TORCH_VM_BYTES`) when torch is not imported yet.
+
+Worker processes are counted too: a pool costs its fork server (:data:`FORKSERVER_BYTES`)
+and :data:`WORKER_BYTES` per worker, measured.  An allocation that fails anyway is turned into one line naming
+what ran out by :func:`out_of_memory` (the CLI calls it, in one place).
+"""
 
 from __future__ import annotations
 
 import os
+import resource
+import sys
+from pathlib import Path
 
 from attn_cli.errors import MemoryRefused
-from attn_cli.units import human_bytes  # noqa: F401  (re-exported)
+from attn_cli.units import human_bytes
+
+# Measured on x86-64 Linux, Python 3.11, torch 2.13.0+cpu (2 cores):
+# - a Python process that imports torch maps 638 MB (VmSize; 14 MB before the import), and
+#   torch._dynamo (which Adam's constructor imports) brings it to 713 MB;
+TORCH_VM_BYTES = 713 * 2 ** 20
+# - a copy-task worker pool (forkserver, torch and torch._dynamo preloaded in the server;
+#   exact runs at lengths 32 and 16, 200 steps, sampled from /proc/PID/smaps_rollup): the
+#   fork server holds 290 MB of its own (RSS 290 MB, USS 276 MB); each worker has an RSS of
+#   261-273 MB, but all except 32-45 MB of it (USS) is shared with the fork server.  So a
+#   pool costs the server once, and each worker its largest USS (a length-32 run included).
+FORKSERVER_BYTES = 290 * 2 ** 20
+WORKER_BYTES = 45 * 2 ** 20
+
+CGROUP_FS = Path("/sys/fs/cgroup")  # where the cgroup file systems are mounted
+PROC_SELF = Path("/proc/self")  # this process's /proc entry (cgroup membership, VmSize)
+UNLIMITED = 2 ** 62  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1; anything above this
 
 
-def available_bytes(device: str = "cpu") -> int:
-    """Free memory on ``device`` (CPU: MemAvailable from /proc/meminfo, else total RAM)."""
-    if device.startswith("cuda"):
-        import torch
-
-        free, _total = torch.cuda.mem_get_info()
-        return int(free)
+def free_bytes() -> int:
+    """MemAvailable from /proc/meminfo, else total RAM."""
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
+    except (OSError, ValueError, IndexError):
         pass
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if text == "max":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return None if value >= UNLIMITED else value
+
+
+def _cgroup_dirs() -> list[tuple[Path, str, str]]:
+    """(folder, limit file, usage file) of this process's memory cgroup and each parent."""
+    try:
+        lines = (PROC_SELF / "cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "" and (CGROUP_FS / "cgroup.controllers").exists():  # v2, unified
+            root, files = CGROUP_FS, ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):  # v1
+            root, files = CGROUP_FS / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        folder = root / path.lstrip("/")
+        if not folder.is_dir():  # a cgroup namespace or a bind mount: the mount shows our own cgroup
+            folder = root
+        while True:
+            found.append((folder, *files))
+            if folder == root or root not in folder.parents:
+                break
+            folder = folder.parent
+    return found
+
+
+def cgroup_headroom() -> int | None:
+    """Bytes left under the tightest cgroup memory limit on this process; None: no limit."""
+    room = None
+    for folder, limit_file, usage_file in _cgroup_dirs():
+        limit = _read_int(folder / limit_file)
+        if limit is None:
+            continue
+        used = _read_int(folder / usage_file) or 0
+        room = max(0, limit - used) if room is None else min(room, max(0, limit - used))
+    return room
+
+
+def mapped_bytes() -> int:
+    """This process's address space now (VmSize), plus torch's mappings if torch is not
+    imported yet (every run imports it)."""
+    size = 0
+    try:
+        for line in (PROC_SELF / "status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                size = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return size if "torch" in sys.modules else size + TORCH_VM_BYTES
+
+
+def address_space_limit() -> int | None:
+    """The soft ``RLIMIT_AS`` (``ulimit -v``) in bytes; None when unlimited."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def address_space_headroom() -> int | None:
+    """Bytes this process may still map under ``RLIMIT_AS``; None when unlimited."""
+    limit = address_space_limit()
+    return None if limit is None else max(0, limit - mapped_bytes())
+
+
+def bounds(device: str = "cpu") -> list[tuple[int, str]]:
+    """Every bound on new memory for ``device``, as (bytes, what it is)."""
+    if device.startswith("cuda"):
+        import torch
+
+        free, _total = torch.cuda.mem_get_info()
+        return [(int(free), f"free on {device}")]
+    found = [(free_bytes(), "free on cpu")]
+    room = cgroup_headroom()
+    if room is not None:
+        found.append((room, "left under the cgroup's memory limit"))
+    room = address_space_headroom()
+    if room is not None:
+        found.append((room, "left under the address-space limit (ulimit -v)"))
+    return found
+
+
+def available_bytes(device: str = "cpu") -> int:
+    """Memory a run may still take on ``device``: the smallest of :func:`bounds`."""
+    return min(b for b, _ in bounds(device))
+
+
 def check_fits(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5) -> None:
-    """Raise :class:`MemoryRefused` when ``nbytes`` exceeds ``fraction`` of free memory."""
-    budget = available_bytes(device) * fraction
+    """Raise :class:`MemoryRefused` when ``nbytes`` exceeds ``fraction`` of the memory left."""
+    available = available_bytes(device)
+    budget = available * fraction
     if nbytes > budget:
+        named = [name for b, name in bounds(device) if b == available]  # the bound that binds
+        where = named[0] if named and "free" not in named[0] else f"free on {device}"
         raise MemoryRefused(
             f"{what} needs about {human_bytes(nbytes)}, more than {fraction:.0%} of the "
-            f"{human_bytes(budget / fraction)} free on {device}; refused before starting")
+            f"{human_bytes(available)} {where}; refused before starting")
 
 
 CUDA_CONTEXT_BYTES = 512 * 2 ** 20  # one process's CUDA context (runtime, cuBLAS, cuDNN): ~0.5 GB (issue 18)
 
 
-def guard(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5, processes: int = 1) -> None:
+def pool_bytes(workers: int) -> int:
+    """Resident memory of a forkserver pool of ``workers`` worker processes (0: no pool)."""
+    return FORKSERVER_BYTES + workers * WORKER_BYTES if workers > 0 else 0
+
+
+def guard(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5, workers: int = 0,
+          processes: int = 1) -> None:
     """The one up-front check every experiment makes before allocating anything.
 
     ``nbytes`` is the experiment's own estimate of the largest tensors it holds at once
-    (its module's ``estimate_bytes(config)``).  Draws are made on the CPU, then moved, so the
-    CPU is always checked; another device is checked as well, on cuda with one CUDA context
+    (its module's ``estimate_bytes(config)``); ``workers`` worker processes add their
+    measured cost (:func:`pool_bytes`).  Draws are made on the CPU, then moved, so the CPU
+    is always checked; another device is checked as well, on cuda with one CUDA context
     (:data:`CUDA_CONTEXT_BYTES`) per process that uses it (``processes``).
     """
-    check_fits(nbytes, what, "cpu", fraction)
+    if workers > 0:
+        what = (f"{what}, in {workers} worker process(es) (about {human_bytes(pool_bytes(workers))} "
+                "before any tensor)")
+    check_fits(nbytes + pool_bytes(workers), what, "cpu", fraction)
     if device != "cpu":
         contexts = processes * CUDA_CONTEXT_BYTES if device.split(":")[0] == "cuda" else 0
         check_fits(nbytes + contexts, what + (f" + {processes} CUDA context(s) of ~0.5 GB" if contexts else ""),
                    device, fraction)
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """One line for an allocation that failed anyway (``MemoryError``, or torch's
+    ``RuntimeError: ... DefaultCPUAllocator: can't allocate memory`` / CUDA out of memory),
+    naming the bound that ran out; None for any other exception."""
+    text = str(exc)
+    if isinstance(exc, MemoryError):
+        pass
+    elif not ("can't allocate memory" in text or "out of memory" in text.lower()):
+        return None
+    if "CUDA" in text or "cuda" in text:
+        return "out of memory on the GPU; use smaller sizes or --device cpu"
+    limit = address_space_limit()
+    if limit is not None:
+        return (f"out of memory: the address-space limit (ulimit -v) of {human_bytes(limit)} ran out; "
+                "raise it or use smaller sizes")
+    room = cgroup_headroom()
+    if room is not None:
+        return "out of memory: the cgroup's memory limit ran out; raise it or use smaller sizes"
+    return f"out of memory ({human_bytes(free_bytes())} free now); use smaller sizes"

@@ -17,7 +17,7 @@ import pkgutil
 from attn_cli.published.catalogue import ARTIFACTS, BY_ID
 from attn_cli.published.types import Artifact, Check
 
-_NOT_FAMILIES = {"types", "catalogue", "settings", "compare", "seed_rule"}  # modules that define no CHECKS
+_NOT_FAMILIES = {"types", "catalogue", "settings", "compare", "seed_rule", "rules"}  # modules that define no CHECKS
 
 
 def families() -> list[str]:

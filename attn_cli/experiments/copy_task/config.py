@@ -159,11 +159,18 @@ def check_memory(config: Config) -> None:
     worst = max(specs, key=run_peak_bytes)
     what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
             f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)")
-    guard(estimate_bytes(config), what, config.device, processes=processes(config, specs))
+    guard(estimate_bytes(config), what, config.device, processes=processes(config, specs),
+          workers=worker_processes(config))
+
+
+def worker_processes(config: Config) -> int:
+    """Worker processes the exact engine starts (0: its runs train in this process)."""
+    exact = sum(config.engine_of(s) == "exact" for s in config.plan())
+    workers = min(config.worker_count(), exact)
+    return workers if workers > 1 else 0
 
 
 def processes(config: Config, specs: list[RunSpec]) -> int:
-    """Processes that compute: this one, plus the exact engine's pool when it has more than one worker."""
-    exact = [s for s in specs if config.engine_of(s) == "exact"]
-    workers = min(config.worker_count(), len(exact))
-    return 1 + (workers if workers > 1 else 0)
+    """Processes that compute (each with its own CUDA context on a GPU): this one, plus the
+    exact engine's pool workers."""
+    return 1 + worker_processes(config)

@@ -179,8 +179,11 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
                 except AttnError:
                     raise
                 except Exception as exc:
+                    from attn_cli.core.memory import out_of_memory
+
+                    why = out_of_memory(exc) or f"{type(exc).__name__}: {exc}"
                     raise AttnError(f"the {spec.model} run at length {spec.length}, seed {spec.seed} "
-                                    f"failed: {type(exc).__name__}: {exc}") from None
+                                    f"failed: {why}") from None
                 done(index, outcome)
         finished = True
     finally:
