@@ -1,3 +1,40 @@
-"""attn: regenerate and verify the tables and figures of two texts on attention."""
+"""attn: regenerate and verify the tables and figures of two texts on attention.
+
+The supported Python API is what ``__all__`` names (documented in docs/api.md)::
+
+    import attn_cli
+    run = attn_cli.run("copy-task", lengths=[4, 8], steps=300)   # attn copy-task --lengths 4 8 --steps 300
+    run.result, run.outcomes, run.to_dict(), run.figures()
+    attn_cli.verify("w9-masks").ok                                # attn verify --only w9-masks
+    attn_cli.regenerate_all("report/", quick=True)                # attn all --quick --out report/
+    attn_cli.artifacts()                                          # attn list
+
+Everything else is free to change.  The names are imported on first use, so ``import
+attn_cli`` (and ``attn --help``) loads neither torch nor matplotlib.
+"""
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "run", "verify", "regenerate_all", "artifacts", "command_line",  # functions (attn_cli.api)
+    "Run", "Verification", "Report", "Entry",  # what they return
+    "Outcome", "Check",  # one check with its verdict; the published value it judges
+    "AttnError",  # a failure at run time; bad options raise click.UsageError / click.BadParameter
+]
+
+_WHERE = {"Outcome": "attn_cli.published.compare", "Check": "attn_cli.published.types",
+          "AttnError": "attn_cli.errors"}
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        import importlib
+
+        value = getattr(importlib.import_module(_WHERE.get(name, "attn_cli.api")), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'attn_cli' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

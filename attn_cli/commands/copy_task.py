@@ -133,7 +133,8 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
         note(line)
     outcomes = compare_result(result, exp.ARTIFACTS)
     paths = render.figures(result, common.out, common.formats, outcomes)
-    emit(render.json_view(result, outcomes) if common.json else result, render.tables(result, outcomes), common.json)
+    emit(result, render.tables(result, outcomes), common.json, data=render.json_view(result, outcomes),
+         outcomes=outcomes)
     for path in paths:
         note(f"wrote {path}")
 

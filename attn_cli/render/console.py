@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
+from attn_cli.render import capture as _capture
+
 stdout = Console(soft_wrap=False)
 stderr = Console(stderr=True)
 
@@ -17,12 +19,20 @@ def note(message: str) -> None:
     stderr.print(message, style="dim", highlight=False, markup=False)
 
 
-def emit(result: Any, renderables, as_json: bool) -> None:
-    """Print ``result`` as JSON (``dataclasses.asdict``) or the rich renderables on stdout."""
+def emit(result: Any, renderables, as_json: bool, *, data: Any = None, outcomes: Any = None) -> None:
+    """Print ``result`` as JSON (``dataclasses.asdict``; ``data`` instead where given: a JSON
+    view) or the rich renderables on stdout.  Under the Python API (:mod:`attn_cli.render.capture`)
+    all of it, and the ``outcomes`` a command computed, go to the capture instead."""
+    capture = _capture.active()
+    if capture is not None:
+        capture.emitted, capture.result, capture.outcomes = True, result, outcomes
+        capture.data = result if data is None else data
+        capture.tables = list(renderables) if isinstance(renderables, (list, tuple)) else [renderables]
+        return
     if as_json:
         from attn_cli.render.files import _json_default, result_json
 
-        print(json.dumps(result_json(result), indent=2, default=_json_default))
+        print(json.dumps(result_json(result if data is None else data), indent=2, default=_json_default))
         return
     if not isinstance(renderables, (list, tuple)):
         renderables = [renderables]

@@ -14,9 +14,15 @@ from typing import Any, Iterable
 
 from attn_cli import io as io_
 from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
+from attn_cli.render import capture as _capture
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
+    capture = _capture.active()  # the Python API: written only when asked
+    if capture is not None:
+        capture.files.append(Path(path))
+        if not capture.write:
+            return Path(path)
     return io_.write_text(path, text)
 
 
@@ -56,6 +62,12 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
 
     path = Path(path)
     wanted = list(dict.fromkeys(formats)) or list(DEFAULT_FORMATS)
+    capture = _capture.active()  # the Python API keeps the Figure; files only when asked
+    if capture is not None:
+        _capture.keep_figure(capture, fig, path)
+        capture.files += [path.with_suffix("." + f) for f in wanted if f in FIGURE_FORMATS]
+        if not capture.write:
+            return [path.with_suffix("." + f) for f in wanted]
     unknown = [f for f in wanted if f not in FIGURE_FORMATS]
     if unknown:
         plt.close(fig)

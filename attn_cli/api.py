@@ -1,0 +1,447 @@
+"""The Python API: the CLI's commands as functions that return typed results.
+
+    >>> import attn_cli
+    >>> run = attn_cli.run("heads", quick=True)      # attn heads --quick
+    >>> run.to_dict() == ...                          # what `attn heads --quick --json` prints
+
+:func:`run` takes a command's name and its options (``--two-head-weights`` is
+``two_head_weights``; arguments such as heatmap's words by position) and runs the click
+command itself: its option types and callbacks are the one validation, so a bad value
+raises the error the CLI prints (:class:`click.BadParameter`, a :class:`click.UsageError`),
+and a failure at run time raises :class:`attn_cli.errors.AttnError`.  What the command
+would print or write is captured (:mod:`attn_cli.render.capture`) into a :class:`Run`;
+files are written only when ``out=`` is given.  :func:`verify`, :func:`regenerate_all` and
+:func:`artifacts` are ``attn verify``, ``attn all`` and ``attn list``.
+
+Named ``api`` rather than ``pipeline``: this is the public face over the CLI's names; the
+typed run-compare-render pipeline of issue 15 (item 1) is to go under it.  Nothing heavy
+is imported until a function is called (``import attn_cli`` stays instant).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import html
+import io
+import json
+import shlex
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+# what run() does not run: the catalogue commands have their own functions
+NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "cache": None}
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def _commands() -> dict[str, click.Command]:
+    from attn_cli.cli import cli
+
+    return dict(cli.commands)
+
+
+def _command(name: str) -> click.Command:
+    commands = _commands()
+    if name not in commands:
+        raise click.UsageError(f"No such command {name!r}; commands: {', '.join(sorted(commands))}.")
+    return commands[name]
+
+
+def command_line(command: str, *args: Any, **options: Any) -> list[str]:
+    """The ``attn`` arguments that :func:`run` parses for these Python arguments.
+
+    An option by its long name with underscores (``batch_size`` for ``--batch-size``) or by
+    its parameter name (``formats``); a flag by a bool (``quick=True``); several values by a
+    list (``lengths=[4, 8]``); None leaves the default.  A name the command lacks becomes
+    ``--that-name``, which click refuses as the CLI does.
+
+    >>> command_line("copy-task", lengths=[4, 8], steps=300, quick=True)
+    ['--lengths', '4', '--lengths', '8', '--steps', '300', '--quick']
+    >>> command_line("heatmap", "banana", "bandana", dim=8)
+    ['--dim', '8', '--', 'banana', 'bandana']
+    """
+    cmd = _command(command)
+    by_name: dict[str, click.Parameter] = {}
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            for opt in p.opts:
+                if opt.startswith("--"):
+                    by_name.setdefault(opt[2:].replace("-", "_"), p)
+        by_name.setdefault(p.name, p)
+    argv: list[str] = []
+    named: dict[str, list] = {}  # arguments given by name, placed in the command's order
+    for name, value in options.items():
+        if value is None:  # the command's default
+            continue
+        param = by_name.get(name)
+        if param is None:  # click says "No such option: --name", as on the command line
+            argv += ["--" + name.replace("_", "-"), _token(value)]
+            continue
+        if isinstance(param, click.Argument):
+            named[param.name] = list(value) if param.nargs != 1 and _many(value) else [value]
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        if param.is_flag:
+            if click.BOOL.convert(value if isinstance(value, bool) else str(value), param, None):  # click's reading
+                argv.append(flag)
+        elif param.multiple:
+            for v in (value if _many(value) else [value]):
+                argv += [flag, _token(v)]
+        else:
+            argv += [flag, _token(value)]
+    positional = [_token(v) for p in cmd.params if p.name in named and isinstance(p, click.Argument)
+                  for v in named[p.name]] + [_token(a) for a in args]
+    return argv + (["--", *positional] if positional else [])
+
+
+def _many(value: Any) -> bool:
+    return isinstance(value, (list, tuple, set, frozenset, range))
+
+
+def _token(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)  # round-trips exactly
+    return str(value)
+
+
+@contextlib.contextmanager
+def _out_folder(out):
+    """``--out``: the caller's folder, or a private temporary one that nothing is written to."""
+    if out is not None:
+        yield str(out)
+        return
+    with tempfile.TemporaryDirectory(prefix="attn-api-") as tmp:
+        yield tmp
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass
+class Run:
+    """One command's run: its typed Result, the checks with their verdicts, its tables and figures.
+
+    ``to_dict()`` is what ``attn COMMAND --json`` prints; ``figures()`` the matplotlib
+    Figures (nothing is written); in Jupyter the Run shows its tables, verdicts and figures.
+    """
+
+    command: str
+    argv: list[str]  # the equivalent command line: attn COMMAND ARGV
+    result: Any  # the experiment's Result (a dataclass of plain values)
+    outcomes: list  # attn_cli.Outcome per check of the command's catalogue IDs
+    tables: list = field(repr=False)  # rich renderables: the table the CLI prints
+    files: list[Path] = field(repr=False)  # written into out= (empty without it)
+    notes: list[str] = field(repr=False)  # what the CLI prints on stderr (no progress display here)
+    seconds: float = field(repr=False)
+    _json: Any = field(repr=False, default=None)
+    _figures: list = field(repr=False, default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"<Run {self.command_line!r}: {len(self.outcomes)} checks, {len(self._figures)} figures>"
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(["attn", self.command, *self.argv])
+
+    @property
+    def ok(self) -> bool:
+        """No check failed (a skipped or not applicable one does not count as failed)."""
+        return not any(o.status == "fail" for o in self.outcomes)
+
+    @property
+    def summary(self) -> str:
+        """The verdicts per kind, as ``attn verify`` counts them."""
+        from attn_cli.published.compare import summary
+
+        return summary(self.outcomes)
+
+    def to_dict(self) -> Any:
+        """What ``attn COMMAND --json`` prints, as Python data (a fresh copy)."""
+        return copy.deepcopy(self._json)
+
+    def figures(self) -> dict[str, Any]:
+        """The Figures, by the file name the CLI gives them (``heads_layout.png``)."""
+        return dict(self._figures)
+
+    def text(self, width: int = 100) -> str:
+        """The tables as the CLI prints them (no colour)."""
+        return _console_text(self.tables, width)
+
+    def _repr_html_(self) -> str:
+        parts = [f"<p><code>{html.escape(self.command_line)}</code></p>", _tables_html(self.tables)]
+        if self.outcomes:
+            parts.append(outcomes_html(self.outcomes))
+        for name, fig in self._figures:
+            parts.append(f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{_png64(fig)}'/>"
+                         f"<figcaption>{html.escape(name)}</figcaption></figure>")
+        return "\n".join(parts)
+
+
+def run(command: str, *args: Any, out: str | Path | None = None, **options: Any) -> Run:
+    """Run ``attn COMMAND`` with these options and return its :class:`Run`.
+
+    ``out``: also write the figures and data files there, as the CLI does (default: nothing
+    is written).  Raises :class:`click.UsageError` (and its subclass :class:`click.BadParameter`)
+    for what the CLI refuses with exit 2, :class:`attn_cli.errors.AttnError` for a failure
+    at run time (exit 1 on the command line).
+    """
+    if command in NOT_A_RUN:
+        instead = NOT_A_RUN[command]
+        raise click.UsageError(f"attn {command} is not one run" + (f"; use attn_cli.{instead}()" if instead else ""))
+    from attn_cli.render import capture as capturing
+
+    cmd = _command(command)
+    argv = command_line(command, *args, **options)
+    started = time.perf_counter()
+    with _out_folder(out) as folder, capturing.capturing(write=out is not None) as captured, \
+            _stderr_console() as printed:
+        shown = [a for a in argv if a != "--json"]
+        ctx = cmd.make_context(f"attn {command}", [*shown[:_split(shown)], "--out", folder, *shown[_split(shown):]])
+        with ctx:
+            cmd.invoke(ctx)
+        data = _json_data(captured.data) if captured.emitted else None
+    notes = [line for line in printed.getvalue().splitlines() if line.strip()]
+    outcomes = captured.outcomes if captured.outcomes is not None else _outcomes_of(captured.result)
+    return Run(command=command, argv=argv + (["--out", str(out)] if out is not None else []),
+               result=captured.result, outcomes=list(outcomes.values()) if isinstance(outcomes, dict) else outcomes,
+               tables=captured.tables, files=captured.files if out is not None else [],
+               notes=notes if out is not None else [n for n in notes if not n.startswith("wrote ")],
+               seconds=time.perf_counter() - started, _json=data, _figures=captured.figures)
+
+
+@contextlib.contextmanager
+def _stderr_console():
+    """What the command prints on its stderr console (notes, progress), kept as text for ``Run.notes``."""
+    from rich.console import Console
+
+    from attn_cli.render import console
+
+    saved, console.stderr = console.stderr, Console(file=io.StringIO(), width=200)  # the shared one untouched
+    try:
+        yield console.stderr.file
+    finally:
+        console.stderr = saved
+
+
+def _split(argv: list[str]) -> int:
+    """Where the options end (before ``--`` and the positional arguments)."""
+    return argv.index("--") if "--" in argv else len(argv)
+
+
+def _json_data(obj: Any) -> Any:
+    """What ``emit`` prints for --json, as data (the same functions, then parsed back)."""
+    from attn_cli.render.files import _json_default, result_json
+
+    return json.loads(json.dumps(result_json(obj), default=_json_default))
+
+
+def _outcomes_of(result: Any) -> list:
+    """The checks of the experiment whose Result this is, against it (what its table shows)."""
+    if result is None:
+        return []
+    from attn_cli.published.compare import compare_result
+    from attn_cli.runner import Registry
+
+    for exp in Registry.load().experiments:
+        if type(result) is getattr(exp.module, "Result", None):
+            return list(compare_result(result, exp.artifacts).values())
+    return []
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass
+class Verification:
+    """``attn verify``: every selected check with its verdict, the summary and the coverage."""
+
+    outcomes: list  # attn_cli.Outcome, in the checks' order
+    summary: str  # "85 measured and 10 rules passed; 33 identities shown"
+    coverage: str  # "coverage: 27/27 catalogue IDs checked"
+    experiments: dict[str, float] = field(repr=False, default_factory=dict)  # name -> seconds
+    errors: dict[str, str] = field(repr=False, default_factory=dict)  # name -> why it failed
+
+    def __repr__(self) -> str:
+        return f"<Verification: {self.summary}; {self.coverage}>"
+
+    @property
+    def ok(self) -> bool:
+        """No check failed: ``attn verify`` exits 0."""
+        return not any(o.status == "fail" for o in self.outcomes)
+
+    def to_dict(self) -> list[dict]:
+        """What ``attn verify --json`` prints."""
+        from attn_cli.render.files import _json_default
+
+        return json.loads(json.dumps([o.as_json() for o in self.outcomes], default=_json_default))
+
+    def _repr_html_(self) -> str:
+        return (f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>"
+                + outcomes_html(self.outcomes))
+
+
+def verify(*only: str, **options: Any) -> Verification:
+    """``attn verify [--only ID...]``: regenerate the selected published values and judge them.
+
+    ``options``: those of ``attn verify`` (``quick``, ``seed``, ``device``, ``no_cache``,
+    ``cache_dir``, ``numerics``), parsed by the ``verify`` command itself (same checks, same
+    errors); the experiments run as there (each once, the copy task's seeds, the per-user
+    cache), without the progress display.  Writes no file.
+    """
+    from attn_cli import runner, runs
+    from attn_cli.commands.cache import cache_root
+    from attn_cli.options import Common, check_seeds
+    from attn_cli.plan import judged
+    from attn_cli.published.compare import summary
+
+    if options.get("out") is not None:
+        raise click.UsageError("verify() writes no file; regenerate_all(out) writes the report")
+    cmd = _command("verify")
+    argv = command_line("verify", only=list(only) or None, **{k: v for k, v in options.items() if k != "out"})
+    with tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
+        with cmd.make_context("attn verify", [*argv, "--out", folder]) as ctx:
+            p = ctx.params
+        common = Common(device=p["device"], seed=p["seed"], out=Path(folder), json=False, quick=p["quick"],
+                        numerics=p["numerics"], cache_dir=p["cache_dir"])
+        registry = runner.Registry.load()
+        try:
+            artifact_ids, selected = registry.select(p["only"])
+        except runner.UnknownId as exc:
+            raise click.BadParameter(str(exc), param_hint="'--only'") from None
+        needed = {registry.experiment_of(c.artifact) for c in selected} - {None}
+        root = cache_root(common)
+        plan = judged([e for e in registry.experiments if e in needed], seed=common.seed, device=common.device,
+                      cache_root=root, use_cache=not p["no_cache"], quick=common.quick)  # verify's own plan
+        for exp, config, _ in plan:  # every seed it will train with, before any work
+            check_seeds(runner.seeds_used(exp.module, config))
+        done = runs.run_experiments(plan, cache_root=root, use_cache=not p["no_cache"])
+    outcomes = runs.compare(selected, registry, done)
+    return Verification(outcomes=outcomes, summary=summary(outcomes),
+                        coverage=runs.coverage(registry, artifact_ids, everything=not p["only"]).line(),
+                        experiments={r.name: r.seconds for r in done},
+                        errors={r.name: r.error for r in done if r.error})
+
+
+# --------------------------------------------------------------------------- all
+
+
+@dataclass
+class Report:
+    """``attn all``: the folder it wrote, its manifest and whether it succeeded."""
+
+    out: Path
+    manifest: dict = field(repr=False)  # manifest.json: catalogue ID -> files, configs, versions, checks
+    ok: bool  # attn all exits 0: no experiment failed and no check failed
+    notes: str = field(repr=False, default="")  # what it printed on stderr
+
+    @property
+    def index(self) -> Path:
+        """The report page (index.html)."""
+        return self.out / "index.html"
+
+    def _repr_html_(self) -> str:
+        checks = self.manifest.get("checks") or "not judged (quick)"
+        return (f"<p>attn all: <code>{html.escape(str(self.out))}</code>, "
+                f"{len(self.manifest.get('artifacts', {}))} catalogue IDs; checks: {html.escape(str(checks))}; "
+                f"{'ok' if self.ok else 'FAILED'}</p>")
+
+
+def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
+    """``attn all --out OUT [--only ID...]``: every table, figure and the report, written into ``out``.
+
+    ``options``: those of ``attn all`` (``quick``, ``seed``, ``device``, ``no_cache``,
+    ``cache_dir``, ``format``, ``numerics``).  Runs the ``all`` command itself (same
+    options, same files, same errors); returns its manifest.
+    """
+    cmd = _command("all")
+    argv = command_line("all", only=list(only) or None, **{k: v for k, v in options.items() if k != "json"})
+    printed, errors = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
+        with cmd.make_context("attn all", [*argv, "--json", "--out", str(out)]) as ctx:
+            try:
+                cmd.invoke(ctx)
+            except SystemExit as exc:  # attn all exits 1 after writing every file
+                code = exc.code if isinstance(exc.code, int) else 1
+    return Report(out=Path(out), manifest=json.loads(printed.getvalue()), ok=code == 0, notes=errors.getvalue())
+
+
+# --------------------------------------------------------------------------- list
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One table or figure of the catalogue, as ``attn list`` shows it."""
+
+    id: str  # "w9-sqrt-dk"
+    source: str  # "W9" or "D2L"
+    section: str  # "3.3"
+    title: str
+    subcommand: str  # the command that regenerates it: attn_cli.run(subcommand, ...)
+    files: tuple[str, ...]  # what it writes into --out
+    new: bool  # a figure the texts do not draw
+    experiment: str | None  # the module of attn_cli.experiments that computes it
+    checks: int  # published values attn verify checks for it
+
+    def to_dict(self) -> dict:
+        """One item of ``attn list --json``."""
+        return {**asdict(self), "files": list(self.files)}
+
+
+def artifacts() -> list[Entry]:
+    """The catalogue (``attn list``), in its order."""
+    from attn_cli import runner
+    from attn_cli.render import report
+
+    registry = runner.Registry.load()
+    return [Entry(**{**row, "files": tuple(row["files"])})
+            for row in report.catalogue_rows(registry.artifacts.values(), registry)]
+
+
+# --------------------------------------------------------------------------- HTML for Jupyter
+
+
+def outcomes_html(outcomes) -> str:
+    """The checks as an HTML table: ID, regenerated, published, tolerance, kind, verdict."""
+    rows = []
+    colour = {"pass": "#1a7f37", "fail": "#cf222e"}
+    for o in outcomes:
+        regenerated = "" if o.as_json()["regenerated"] is None else o.regenerated
+        status = o.status if not o.note or o.status == "pass" else f"{o.status}: {o.note}"
+        cells = [o.check.id, regenerated, o.published, o.tolerance, o.kind]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                    + f"<td style='color:{colour.get(o.status, '#6e7781')}'>{html.escape(status)}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("check", "regenerated", "published", "tolerance", "kind", "verdict"))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _console_text(renderables, width: int) -> str:
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=width, record=True, color_system=None, soft_wrap=False)
+    for r in renderables:
+        console.print(r)
+    return console.export_text()
+
+
+def _tables_html(renderables) -> str:
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=110, record=True, force_terminal=True)
+    for r in renderables:
+        console.print(r)
+    return console.export_html(inline_styles=True, code_format="<pre style='font-family:monospace'>{code}</pre>")
+
+
+def _png64(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
