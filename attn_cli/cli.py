@@ -40,6 +40,8 @@ class AttnGroup(click.Group):
             returned = super().invoke(ctx)
             streams.flush()  # a full stdout fails here, inside the command, as an Error line
             return returned
+        except streams.ReaderGone:  # `attn list | head`: the reader left; quiet, as git and cat are
+            sys.exit(streams.READER_GONE)
         except AttnError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:

@@ -7,6 +7,9 @@
   Python then sets ``sys.stdout`` to None and every ``print`` is dropped) or to a full one
   (``> /dev/full``: ``ENOSPC`` at the flush) raises :class:`StdoutFailed`, which the CLI
   reports as one ``Error:`` line on stderr with exit 1.
+* A reader that left (``attn list | head``: ``EPIPE``) is no error of ours: :class:`ReaderGone`
+  ends the command quietly with exit 141 (128 + SIGPIPE, what a shell reports for the
+  default SIGPIPE action), as ``git`` and ``cat`` do.
 
 No rich or torch import here: ``attn --help`` stays instant.
 """
@@ -28,6 +31,13 @@ class StdoutFailed(AttnError):
     """stdout is closed or cannot take more (disk full, a broken pipe)."""
 
 
+class ReaderGone(StdoutFailed):
+    """stdout is a pipe whose reader has closed it (``EPIPE``)."""
+
+
+READER_GONE = 141  # 128 + SIGPIPE
+
+
 class _CheckedStdout(io.TextIOBase):
     """``sys.stdout`` with every failed write or flush raised as :class:`StdoutFailed`;
     ``stream`` None stands for a closed file descriptor 1."""
@@ -38,6 +48,8 @@ class _CheckedStdout(io.TextIOBase):
     def _failed(self, exc: OSError | None) -> StdoutFailed:
         reason = "it is closed" if exc is None else (exc.strerror or str(exc) or type(exc).__name__)
         _silence()
+        if exc is not None and exc.errno == errno.EPIPE:
+            return ReaderGone(f"cannot write to stdout: {reason}")
         return StdoutFailed(f"cannot write to stdout: {reason}; the output is lost")
 
     def write(self, text: str) -> int:
@@ -112,6 +124,8 @@ def _flush_at_exit() -> None:
     "Exception ignored" and exit 120)."""
     try:
         flush()
+    except ReaderGone:
+        os._exit(READER_GONE)
     except StdoutFailed as exc:
         try:
             sys.stderr.write(f"Error: {exc}\n")

@@ -344,3 +344,16 @@ def test_readme_states_the_seed_rule_as_published_defines_it():
 
     readme = _flat((Path(__file__).parents[1] / "README.md").read_text())
     assert f"seeds' {seed_rule.LEVEL:.0%} prediction interval, {seed_rule_formula()}" in readme
+
+
+def test_a_reader_that_left_ends_the_command_quietly():
+    """`attn list | head`: the pipe's reader is gone (EPIPE): exit 141 (128 + SIGPIPE), no Error
+    line and no traceback (a closed or full stdout is an Error: the tests above)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader left before attn wrote anything
+    try:
+        proc = subprocess.run([ATTN, "list"], stdout=write_end, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr.decode() == ""
