@@ -20,6 +20,7 @@ import dataclasses
 import errno
 import functools
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,36 @@ from attn_cli.numerics import MODES as NUMERIC_MODES
 # any work: :func:`check_seeds`.
 SEED_MIN, SEED_MAX = -(2 ** 63), 2 ** 64 - 1
 SEED = click.IntRange(SEED_MIN, SEED_MAX)
+
+
+MAX_SEEDS = 100_000  # seeds one --seeds may list (a range of more is a typo: each seed is a training run)
+
+
+class SeedsType(click.ParamType):
+    """One ``--seeds`` value: a seed (``7``) or an inclusive range (``0-63``: 64 seeds), each
+    seed in torch's range; converts to a tuple of seeds (the command flattens them)."""
+
+    name = "seeds"
+    _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (SEED.convert(value, param, ctx),)
+        match = self._RANGE.match(str(value))
+        if not match:
+            return (SEED.convert(value, param, ctx),)
+        first, last = (SEED.convert(v, param, ctx) for v in match.groups())
+        if last < first:
+            self.fail(f"{value!r}: a range runs upward (e.g. 0-63), not from {first} down to {last}", param, ctx)
+        if last - first + 1 > MAX_SEEDS:
+            self.fail(f"{value!r} is {last - first + 1:,} seeds, more than {MAX_SEEDS:,} training runs per cell",
+                      param, ctx)
+        return tuple(range(first, last + 1))
+
+
+SEEDS = SeedsType()
 
 
 def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
@@ -99,6 +130,8 @@ class Common:
     numerics: str = "portable"  # "portable" (pinned AVX2 kernels: same bits on any x86-64) or "native"
     formats: tuple[str, ...] = ("png",)  # figure formats (--format on commands that draw)
     cache_dir: Path | None = None  # --cache-dir on commands that cache; None: attn_cli.private.user_cache_root
+    scheduler: str | None = None  # --scheduler / ATTN_SCHEDULER: a Dask scheduler's address; None: local runs
+    scheduler_from: str | None = None  # where that address came from: "--scheduler" or "ATTN_SCHEDULER"
 
 
 def _resolve_device(ctx, param, value):
@@ -257,6 +290,39 @@ def cache_dir_option(func):
     @functools.wraps(func)
     def wrapper(*args, cache_dir, common: Common, **kwargs):
         return func(*args, common=dataclasses.replace(common, cache_dir=cache_dir), **kwargs)
+
+    return wrapper
+
+
+def _scheduler_address(ctx, param, value):
+    """A Dask scheduler address, e.g. ``tcp://10.0.0.5:8786`` (checked for reachability when
+    the command starts, by :func:`attn_cli.experiments.copy_task.cluster.check_reachable`)."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value or any(c.isspace() for c in value):
+        raise from_environment(ctx, param, value, "not a scheduler address (e.g. tcp://10.0.0.5:8786)") or \
+            click.BadParameter(f"{value!r} is not a scheduler address (e.g. tcp://10.0.0.5:8786)", ctx=ctx, param=param)
+    return value
+
+
+def scheduler_option(func):
+    """Add ``--scheduler ADDRESS`` (or ``ATTN_SCHEDULER``) to a command that trains: every
+    copy-task run goes to that Dask scheduler's workers; sets ``common.scheduler`` and
+    ``common.scheduler_from``. Place it below ``@common_options``."""
+    from click.core import ParameterSource
+
+    @click.option("--scheduler", metavar="ADDRESS", envvar="ATTN_SCHEDULER", default=None,
+                  callback=_scheduler_address,
+                  help="Train every copy-task run on the Dask distributed cluster of this scheduler "
+                       "(e.g. tcp://10.0.0.5:8786; needs pip install 'attn-cli[dask]')  [default: this machine]")
+    @functools.wraps(func)
+    def wrapper(*args, scheduler, common: Common, **kwargs):
+        source = None
+        if scheduler:
+            env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT
+            source = "ATTN_SCHEDULER" if env else "--scheduler"
+        return func(*args, common=dataclasses.replace(common, scheduler=scheduler, scheduler_from=source), **kwargs)
 
     return wrapper
 

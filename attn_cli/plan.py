@@ -12,6 +12,8 @@ way and request the same cached runs (the copy task's cache keys come from its C
   engine where it has one): a smoke run that judges nothing, nothing trained included
   (:data:`QUICK_NOTE`).
 
+``cluster`` (``scheduler``, ``scheduler_from``): the Dask scheduler the copy task trains on, if any.
+
 ``unjudged`` is why an experiment's values are shown but not judged (None: judged).
 """
 
@@ -28,20 +30,21 @@ Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is n
 
 
 def judged(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True,
-           quick: bool = False) -> Plan:
+           quick: bool = False, **cluster) -> Plan:
     """Each experiment at the configuration its checks are judged at (see the module)."""
     plan = []
     for exp in experiments:
         reduced = quick and exp.slow
         plan.append((exp, exp.config(seed=seed, device=device, quick=reduced, cache_root=cache_root, use_cache=use_cache,
-                                     verify=not reduced), QUICK if reduced else None))
+                                     verify=not reduced, **cluster), QUICK if reduced else None))
     return plan
 
 
-def smoke(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True) -> Plan:
+def smoke(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True,
+          **cluster) -> Plan:
     """Each experiment at ``Config.quick()``, nothing judged (``attn all --quick``); one with a
     fast engine uses it (the quickest smoke run: measured 14 s against the exact engine's 31 s
     for the copy task's quick runs on the loaded 2-core machine)."""
-    return [(exp, exp.config(seed=seed, device=device, quick=True, cache_root=cache_root, use_cache=use_cache, engine="fast"),
-             QUICK) for exp in experiments]
+    return [(exp, exp.config(seed=seed, device=device, quick=True, cache_root=cache_root, use_cache=use_cache, engine="fast",
+                        **cluster), QUICK) for exp in experiments]
 

@@ -83,7 +83,8 @@ class Experiment:
         folder, a local path that says nothing about the numbers."""
         if not dataclasses.is_dataclass(config):
             return config
-        return {k: v for k, v in dataclasses.asdict(config).items() if k != self.cache_field}
+        return {k: v for k, v in dataclasses.asdict(config).items()
+                if k != self.cache_field and k not in ("scheduler", "scheduler_from")}  # nor the cluster's address
 
     @property
     def has_fast_engine(self) -> bool:
@@ -91,7 +92,7 @@ class Experiment:
 
     def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
                cache_root: str | Path | None = None, engine: str | None = None, use_cache: bool = True,
-               verify: bool = False) -> Any:
+               verify: bool = False, scheduler: str | None = None, scheduler_from: str | None = None) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
         a slow experiment also gets its cache folder ``cache_root`` and ``use_cache`` (False
         recomputes); ``engine`` ("fast" or "exact") is set where the experiment has engines.
@@ -104,6 +105,8 @@ class Experiment:
                 overrides[self.cache_field] = str(cache_root)
         if engine is not None and self.has_fast_engine:
             overrides["engine"] = engine
+        if scheduler:  # only an experiment whose Config has the field (the copy task) takes it
+            overrides.update(scheduler=scheduler, scheduler_from=scheduler_from)
         known = {f.name for f in dataclasses.fields(self.module.Config)}
         overrides = {k: v for k, v in overrides.items() if k in known}  # analogy: numpy, no device
         cls = self.module.Config

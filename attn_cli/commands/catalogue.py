@@ -13,7 +13,8 @@ import time
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import Common, JudgedCommand, MultiValueOption, cache_dir_option, check_seeds, common_options, format_option
+from attn_cli.options import (Common, JudgedCommand, MultiValueOption, cache_dir_option, check_seeds, common_options,
+                              format_option, scheduler_option)
 from attn_cli.plan import QUICK_NOTE
 from attn_cli.plan import judged as judged_plan
 from attn_cli.plan import smoke as smoke_plan
@@ -51,6 +52,7 @@ def list_(as_json: bool):
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
 @common_options
 @cache_dir_option
+@scheduler_option
 def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     """Regenerate every published value and compare it with the text.
 
@@ -96,7 +98,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     needed = _ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
     root = cache_root(common)
     plan = judged_plan(needed, seed=common.seed, device=common.device, cache_root=root, use_cache=not no_cache,
-                       quick=common.quick)
+                       quick=common.quick, **_cluster(common, needed))
 
     for exp, config, _ in plan:  # every seed verify will train with, before any work
         check_seeds(runner.seeds_used(exp.module, config))
@@ -131,6 +133,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
 @common_options
 @format_option
 @cache_dir_option
+@scheduler_option
 def all_(only: tuple[str, ...], no_cache: bool, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
@@ -175,7 +178,8 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
     experiments = _ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     root = cache_root(common)
     make_plan = smoke_plan if common.quick else judged_plan
-    plan = make_plan(experiments, seed=common.seed, device=common.device, cache_root=root, use_cache=not no_cache)
+    plan = make_plan(experiments, seed=common.seed, device=common.device, cache_root=root, use_cache=not no_cache,
+                     **_cluster(common, experiments))
     for exp, config, _ in plan:  # every seed the run will use, before any work
         check_seeds(runner.seeds_used(exp.module, config))
 
@@ -237,6 +241,16 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
                              style="red", highlight=False)
     if errors or failed:
         sys.exit(1)
+
+
+def _cluster(common: Common, experiments) -> dict:
+    """The Dask scheduler (--scheduler) as plan keywords, checked to answer before any work;
+    empty without one, or when no experiment of the plan trains (only the copy task does)."""
+    if not common.scheduler or not any(exp.slow for exp in experiments):
+        return {}
+    from attn_cli.experiments.copy_task.cluster import plan_keywords
+
+    return plan_keywords(common.scheduler, common.scheduler_from)
 
 
 def _experiment_name(registry, check) -> str | None:

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import (SEED, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
-                              format_option)
+from attn_cli.options import (SEEDS, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
+                              format_option, scheduler_option)
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
@@ -61,9 +61,9 @@ def _bars(specs, enabled: bool = True):
               help="Adam learning rate, at most 10  [default: 0.003]")
 @click.option("--eval-size", type=click.IntRange(min=1), default=None,
               help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
-@click.option("--seeds", cls=MultiValueOption, type=SEED, metavar="K...",
-              help="Several seeds (instead of --seed): each cell becomes mean ± std over them, every run "
-                   "listed  [default: --seed alone]")
+@click.option("--seeds", cls=MultiValueOption, type=SEEDS, metavar="K...",
+              help="Several seeds (instead of --seed), listed or as inclusive ranges (0-63): each cell "
+                   "becomes mean ± std over them, every run listed  [default: --seed alone]")
 @click.option("--model", type=click.Choice(("attention", "plain", "both")), default="both", show_default=True,
               help="attention (W9 2.3), plain (the Week 8 encoder-decoder) or both side by side.")
 @click.option("--engine", type=click.Choice(("exact", "fast")), default="exact", show_default=True,
@@ -76,6 +76,7 @@ def _bars(specs, enabled: bool = True):
 @common_options
 @format_option
 @cache_dir_option
+@scheduler_option
 def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache,
               common: Common) -> None:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
@@ -85,14 +86,16 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     whole-sequence accuracy per length, each beside the published value (judged by the seed
     rule below: training trajectories differ between PyTorch builds). The exact engine
     (default) equals the text's program bit for bit on CPU, spread over --jobs processes;
-    finished runs are kept in the per-user cache (`attn cache`), shared by every --out. Writes copy_task_accuracy.png
+    finished runs are kept in the per-user cache (`attn cache`), shared by every --out. With
+    --scheduler (or ATTN_SCHEDULER) every run not cached trains on that Dask cluster, with the
+    same bits (see README, "Seeds on a cluster"). Writes copy_task_accuracy.png
     (+ .csv) and, per length, copy_task_attention_L{length}.png (+ .csv): the trained
     model's attention on one evaluation sequence.
 
     \b
     Example:
         attn copy-task --lengths 4 8 16 32
-        attn copy-task --lengths 16 --seeds 0 1 2 3 4 --model attention
+        attn copy-task --lengths 16 --seeds 0-4 --model attention
         attn copy-task --quick --json --out /tmp/copy
     """
     import dataclasses
@@ -109,6 +112,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
                                "(put the --seed value in the list)")
     overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs,
                      use_cache=not no_cache)
+    seeds = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
     lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
     for name, value in (("lengths", lengths), ("seeds", seeds), ("steps", steps),
                         ("hidden", hidden), ("batch_size", batch_size), ("lr", lr), ("eval_size", eval_size)):
@@ -120,7 +124,11 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     exp.validate(config)
     if config.engine == "fast":
         exp.fast_engine()
-    exp.check_memory(config)
+    if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
+        from attn_cli.experiments.copy_task.cluster import plan_keywords
+
+        config = dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from))
+    exp.check_memory(config)  # with a scheduler: nothing to check here (the runs train on its workers)
     config = dataclasses.replace(config, cache_root=cache_root(common))  # after every usage error
 
     try:

@@ -48,6 +48,8 @@ class RunOutcome:
     diagonal: Optional[float] = None
     isa: str = ""  # the CPU kernels torch dispatched to during the run (e.g. "AVX2")
     backend: str = "torch"  # what ran the arithmetic: "torch" (PyTorch ops) or "kernel" (the C kernel)
+    # where a run on a Dask cluster ran: {"worker": address, "host": name, "cpu": model}; None: this machine
+    ran_on: Optional[dict[str, str]] = None
 
 
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps

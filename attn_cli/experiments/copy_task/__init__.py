@@ -14,6 +14,8 @@ table is the runs of a :class:`Config`, aggregated per (model, length) over the 
 - :mod:`.cache`: finished runs in the per-user cache (``config.cache_root``, shared by every
   ``--out``), keyed by everything that determines them, including a digest of the code.
 - :mod:`.results`: the typed Result of plain values, aggregated over seeds.
+- :mod:`.cluster`: with ``config.scheduler`` (``--scheduler``), every run not cached trains on
+  a Dask distributed cluster instead, with the same bits; each finished run is cached as here.
 
 torch is imported only when a run has to be computed, so a fully cached rerun is fast.
 """
@@ -103,7 +105,11 @@ def _run(config: Config, progress: ProgressReport, store, notes: list[str], star
 
     exact = [(i, spec) for i, spec in todo if config.engine_of(spec) == "exact"]
     fast = [(i, spec) for i, spec in todo if config.engine_of(spec) == "fast"]
-    if exact and fast and _overlap(config, exact):
+    if config.scheduler and todo:  # every run not cached, of either engine, on the Dask cluster
+        from attn_cli.experiments.copy_task.cluster import run_cluster_engine
+
+        run_cluster_engine(todo, config, report, done)
+    elif exact and fast and _overlap(config, exact):
         _exact_beside_fast(exact, fast, config, report, done)
     else:  # exact first (the text's program), then the extra seeds
         for engine, mine in (("exact", exact), ("fast", fast)):

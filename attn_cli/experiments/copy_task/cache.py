@@ -77,6 +77,7 @@ def load_cached(store: results_cache.Cache, key: dict) -> RunOutcome | None:
 # what numerics.effective_isa() can record (torch.backends.cpu.get_cpu_capability's answers), and ""
 ISAS = ("", "DEFAULT", "NO AVX", "AVX2", "AVX512", "VSX", "Z VECTOR", "SVE128", "SVE256", "SVE512", "unknown")
 BACKENDS = ("torch", "kernel")  # RunOutcome.backend
+RAN_ON = ("worker", "host", "cpu")  # RunOutcome.ran_on's keys (attn_cli.experiments.copy_task.cluster.where)
 
 
 def check_outcome(outcome: RunOutcome, key: dict) -> None:
@@ -90,6 +91,9 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
           f"{outcome.engine[:40]!r} is not the {key['engine']!r} engine it is stored for")
     check(outcome.isa in ISAS or outcome.isa == key["numerics"]["isa"], "isa", f"unknown ISA {outcome.isa[:40]!r}")
     check(outcome.backend in BACKENDS, "backend", f"unknown backend {outcome.backend[:40]!r}")
+    if outcome.ran_on is not None:  # a run from a Dask worker: its address, host and CPU model
+        check(set(outcome.ran_on) == set(RAN_ON), "ran_on", f"expected the keys {', '.join(RAN_ON)}")
+        check(all(len(v) <= 200 for v in outcome.ran_on.values()), "ran_on", "a value over 200 characters")
     for metric in METRICS:
         check_range([getattr(outcome, metric)], 0.0, 1.0, metric)
     check_range([outcome.final_loss], 0.0, math.inf, "final_loss")

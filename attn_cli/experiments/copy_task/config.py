@@ -35,6 +35,8 @@ class Config:
     cache_root: Optional[str] = None  # the per-user cache folder (attn_cli.cache); None: no cache; never recorded
     use_cache: bool = True  # False: recompute (and overwrite) cached runs
     extra_seed_engine: Optional[str] = None  # engine of every seed after the first; None: ``engine``
+    scheduler: Optional[str] = None  # a Dask scheduler's address: every run not cached trains there; never recorded
+    scheduler_from: Optional[str] = None  # where that address came from (--scheduler, ATTN_SCHEDULER): for errors
 
     @classmethod
     def quick(cls, **overrides) -> "Config":
@@ -78,7 +80,7 @@ class Config:
             return os.cpu_count() or 1
 
 
-LOCAL_FIELDS = ("cache_root",)  # a path on this machine: never in a Result, its JSON or a report
+LOCAL_FIELDS = ("cache_root", "scheduler", "scheduler_from")  # this machine's set-up: never in a Result, its JSON or a report
 
 
 def recorded(config: Config) -> dict:
@@ -150,11 +152,12 @@ def estimate_bytes(config: Config) -> int:
 
 
 def check_memory(config: Config) -> None:
-    """Refuse up front a configuration whose largest run would not fit (all workers at once)."""
+    """Refuse up front a configuration whose largest run would not fit (all workers at once);
+    not with a Dask scheduler: the runs then train in the cluster's workers, not here."""
     from attn_cli.core.memory import guard
 
     specs = config.plan()
-    if not specs:
+    if not specs or config.scheduler:
         return
     worst = max(specs, key=run_peak_bytes)
     what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "

@@ -100,7 +100,7 @@ def assemble(config: Config, outcomes: list[RunOutcome], cached: Optional[list[b
              "diagonal": o.diagonal} for o in outcomes]
     runs = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": o.seconds,
              "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "isa": o.isa,
-             "backend": o.backend, "cached": c}
+             "backend": o.backend, "cached": c, **({"ran_on": o.ran_on} if o.ran_on else {})}
             for o, c in zip(outcomes, cached)]
     cells, maps = _aggregate(config, outcomes)
     return Result(config=recorded(config), rows=rows, cells=cells, maps=maps, runs=runs,

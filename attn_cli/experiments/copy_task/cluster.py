@@ -1,0 +1,234 @@
+"""The copy task's runs on a Dask distributed cluster (``--scheduler ADDRESS``, ``ATTN_SCHEDULER``).
+
+Local by default, a cluster when given an address: without a scheduler nothing here is
+imported and the local engines (:mod:`.engines`) run as before.  With one, every run that is
+not in the cache becomes one task, :func:`train_on_worker`: a pure function from plain data
+(the RunSpec as a dict, the engine, the numeric mode, the device) to plain data (the
+RunOutcome as a dict, where it ran, or a refusal).  No tensor crosses the network.
+
+On the worker the numeric mode is pinned before torch loads there (:func:`attn_cli.numerics.apply`)
+and a run uses one intra-op thread, so a run computed on a worker equals the same run computed
+locally, bit for bit.  A worker that cannot give those bits is refused, never mixed in:
+
+- its torch already runs other kernels (loaded before the task, e.g. by a ``--preload``);
+- it ran the run on another ISA than the client's cache key asks for (another architecture,
+  or native mode on another CPU);
+- its copy of attn computes runs with other code (:func:`.cache.code_digest` differs).
+
+The client (:func:`run_cluster_engine`) submits every run with ``retries=2`` (a run whose
+worker is killed is rescheduled by the scheduler itself; one that raises is retried), collects
+them with ``as_completed`` and hands each to ``done`` as it finishes: the copy task stores it in
+the cache at once, so an interrupted sweep resumes where it stopped.  Every outcome read back
+is checked as strictly as a cache entry (:func:`attn_cli.schema.revive`, :func:`.cache.check_outcome`).
+
+``distributed`` is imported only here, only when a scheduler is given (``pip install 'attn-cli[dask]'``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from typing import Optional
+
+from attn_cli.core.copy_spec import RunOutcome, RunSpec
+from attn_cli.errors import AttnError
+from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_digest
+from attn_cli.schema import InvalidEntry, revive
+
+RETRIES = 2  # Dask retries of a run whose task raised (a killed worker's run is rescheduled by the scheduler)
+CONNECT_TIMEOUT_S = 10  # a scheduler that has not answered by then is reported unreachable
+FIELD_CHARS = 200  # at most this many characters of a worker's address, host name or CPU model
+
+
+class ClusterError(AttnError):
+    """The scheduler cannot be reached, went away, or a worker was refused."""
+
+
+# --------------------------------------------------------------------------- on the worker
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model"):
+                    return value.strip()[:FIELD_CHARS]
+    except OSError:
+        pass
+    import platform
+
+    return (platform.processor() or platform.machine())[:FIELD_CHARS]
+
+
+def where() -> dict[str, str]:
+    """Where this task runs: the Dask worker's address (empty outside a worker), host, CPU."""
+    try:
+        from distributed import get_worker
+
+        address = get_worker().address
+    except (ImportError, ValueError):  # not inside a Dask worker (a direct call, a test)
+        address = ""
+    return {"worker": address[:FIELD_CHARS], "host": socket.gethostname()[:FIELD_CHARS], "cpu": cpu_model()}
+
+
+def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu") -> dict:
+    """One copy-task run, as the local engines compute it, in this (worker) process.
+
+    ``spec``: ``dataclasses.asdict`` of a RunSpec; ``engine``: "exact" or "fast"; ``mode``:
+    the numeric mode (:data:`attn_cli.numerics.MODES`).  Returns ``{"outcome": asdict(RunOutcome),
+    "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` when this process
+    cannot compute under ``mode`` (its torch already runs other kernels).  Plain data only.
+    """
+    from attn_cli import numerics
+
+    place = where()
+    try:
+        numerics.apply(mode)  # before torch loads here; raises if it already runs other kernels
+    except numerics.NumericsError as exc:
+        return {"refused": str(exc), "where": place}
+    import torch
+
+    run_spec = RunSpec(**spec)
+    torch.set_num_threads(1)  # one intra-op thread, as in the local worker processes
+    if engine == "exact":
+        from attn_cli.core.copy_train import train_and_evaluate
+
+        outcome = train_and_evaluate(run_spec, device)
+    elif engine == "fast":
+        from attn_cli.experiments.copy_task.engines import fast_engine
+
+        outcome = fast_engine()([run_spec], device, None, threads=1)[0]
+    else:
+        raise ValueError(f"unknown engine {engine!r}; choose from exact, fast")
+    return {"outcome": dataclasses.asdict(outcome), "where": place, "code": code_digest()}
+
+
+# --------------------------------------------------------------------------- on the client
+
+
+def connect(address: str, source: str = "--scheduler"):
+    """A ``distributed.Client`` on ``address`` (connect timeout: :data:`CONNECT_TIMEOUT_S`, or
+    Dask's ``distributed.comm.timeouts.connect`` where shorter), or a ClusterError naming where the address came from."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ClusterError(f"{source} needs Dask distributed: pip install 'attn-cli[dask]'") from None
+    _quiet_client_logs()
+    try:
+        import dask
+        from dask.utils import parse_timedelta
+
+        timeout = min(CONNECT_TIMEOUT_S, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
+        return Client(address, timeout=timeout, set_as_default=False)
+    except Exception as exc:  # OSError, TimeoutError, ValueError (a malformed address), ...
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ClusterError(f"cannot reach the Dask scheduler at {address} (from {source}): {reason}") from None
+
+
+def _quiet_client_logs() -> None:
+    """Dask's client logs a lost connection as tracebacks on stderr (its config gives some of
+    its loggers their own levels); attn reports it as one Error line instead."""
+    import logging
+
+    names = ["distributed", "distributed.client", *(n for n in logging.root.manager.loggerDict
+                                                    if n.startswith("distributed."))]
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def check_reachable(address: str, source: str = "--scheduler") -> None:
+    """Connect and disconnect: a clear error before any work when the scheduler is not there."""
+    connect(address, source).close()
+
+
+def plan_keywords(scheduler: str | None, source: str | None) -> dict:
+    """``{"scheduler": ..., "scheduler_from": ...}`` for a Config (empty without a scheduler),
+    after checking that the scheduler answers: a command fails before any work otherwise."""
+    if not scheduler:
+        return {}
+    check_reachable(scheduler, source or "--scheduler")
+    return {"scheduler": scheduler, "scheduler_from": source or "--scheduler"}
+
+
+def run_cluster_engine(todo, config, report, done) -> None:
+    """Every run of ``todo`` (``(index, spec)``, each with ``config.engine_of(spec)``) on the
+    cluster at ``config.scheduler``; ``done(index, outcome)`` as each finishes."""
+    from attn_cli import numerics
+    from attn_cli.experiments.copy_task.engines import schedule
+
+    address, source = config.scheduler, config.scheduler_from or "--scheduler"
+    todo = schedule(todo)  # longest first: the scheduler starts them in submission order
+    mode, code = numerics.current_mode(), code_digest()
+    client = connect(address, source)
+    futures: dict = {}
+    finished, collected = False, 0
+    try:
+        from distributed import as_completed
+
+        for index, spec in todo:
+            engine = config.engine_of(spec)
+            fut = client.submit(train_on_worker, dataclasses.asdict(spec), engine, mode, config.device,
+                                pure=False, retries=RETRIES, key=f"attn-copy-task-{engine}-{index}-{_token()}")
+            futures[fut] = (index, spec, engine)
+        for fut in as_completed(list(futures), loop=client.loop):
+            index, spec, engine = futures.pop(fut)
+            what = f"the {spec.model} run at length {spec.length}, seed {spec.seed}"
+            try:
+                answer = fut.result()
+            except Exception as exc:  # the task raised RETRIES + 1 times, its workers died, or the scheduler went
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                if "scheduler-connection-lost" in reason or client.status not in ("running", "connecting"):
+                    raise ClusterError(f"lost the Dask scheduler at {address} (from {source}) mid-sweep: "
+                                       f"the {collected} run(s) finished before are kept in the cache; "
+                                       "a rerun resumes from them") from None
+                raise ClusterError(f"{what} failed on the Dask cluster at {address}: "
+                                   f"{type(exc).__name__}: {reason}") from None
+            outcome = _outcome(answer, cache_key(spec, engine, config.device), what, code)
+            done(index, outcome)
+            collected += 1
+        finished = True
+    finally:
+        if not finished and futures:  # an error or Ctrl-C: the cluster stops computing runs nobody collects
+            try:
+                client.cancel(list(futures))
+            except Exception:  # the scheduler may be gone already
+                pass
+        client.close()
+
+
+def _token() -> str:
+    import uuid
+
+    return uuid.uuid4().hex[:12]
+
+
+def _outcome(answer, key: dict, what: str, code: str) -> RunOutcome:
+    """A worker's answer as a RunOutcome checked like a cache entry, or a ClusterError naming the worker."""
+    place = answer.get("where") if isinstance(answer, dict) else None
+    worker = _worker_name(place)
+    if not isinstance(answer, dict) or not isinstance(place, dict):
+        raise ClusterError(f"{what}: worker {worker} answered something that is not a run")
+    if "refused" in answer:
+        raise ClusterError(f"worker {worker} refused {what}: {str(answer['refused'])[:400]}")
+    if answer.get("code") != code:
+        raise ClusterError(f"worker {worker} computes copy-task runs with other code than this attn "
+                           "(install the same attn-cli version on every worker)")
+    try:
+        outcome = revive(RunOutcome, answer.get("outcome"))
+        check_outcome(outcome, key)
+        ran_on = revive(dict[str, str], place)
+    except (InvalidEntry, TypeError, ValueError) as exc:
+        raise ClusterError(f"{what}: worker {worker} sent an invalid outcome ({exc})") from None
+    want = key["numerics"]["isa"]
+    if key["device"] == "cpu" and outcome.isa and outcome.isa != want:
+        raise ClusterError(f"worker {worker} ran {what} on {outcome.isa} kernels, not the {want} kernels of "
+                           f"--numerics {key['numerics']['mode']}; refused (never mixed with this machine's runs)")
+    return dataclasses.replace(outcome, ran_on={k: ran_on.get(k, "")[:FIELD_CHARS] for k in ("worker", "host", "cpu")})
+
+
+def _worker_name(place: Optional[dict]) -> str:
+    if not isinstance(place, dict):
+        return "(unknown)"
+    return f"{str(place.get('worker', ''))[:FIELD_CHARS]} on {str(place.get('host', ''))[:FIELD_CHARS]}"

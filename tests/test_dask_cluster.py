@@ -1,0 +1,335 @@
+"""``--scheduler``: copy-task runs on a real Dask distributed cluster (issue 16).
+
+A real scheduler and two single-thread workers (``dask scheduler``, ``dask worker --nthreads 1``)
+on loopback, started by the test as subprocesses and always stopped (by their ids) at the end:
+
+- a sweep of 2 seeds x 2 lengths through ``attn copy-task --scheduler`` equals the same runs
+  computed locally, bit for bit (every loss and accuracy; both engines), and each run says
+  where it ran;
+- a rerun finds every run in the cache and computes nothing;
+- a worker killed mid-sweep costs only its run: the sweep finishes with the same numbers;
+- a scheduler gone mid-sweep is one ``Error:`` line, with the finished runs cached;
+- an unreachable scheduler is one ``Error:`` line naming where its address came from;
+- a worker whose torch already runs other kernels, other code, or another ISA is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ATTN, assert_user_error, run_attn
+
+distributed = pytest.importorskip("distributed")
+
+BIN = Path(sys.executable).parent
+SWEEP = ["--lengths", "3", "4", "--seeds", "0", "1", "--steps", "20", "--eval-size", "50"]
+METRICS = ("teacher_forced", "free_running", "exact", "diagonal")
+
+
+class LoopbackCluster:
+    """A scheduler and two single-thread workers (no nanny: a killed worker stays dead) on
+    127.0.0.1, as subprocesses; :meth:`ensure` restarts what a test killed; :meth:`stop`
+    stops every process it started (by its id)."""
+
+    def __init__(self, tmp: Path, workers: int = 2):
+        self.tmp, self.n_workers = tmp, workers
+        self.env = dict(os.environ)
+        self.procs: list[subprocess.Popen] = []
+        self.scheduler: subprocess.Popen | None = None
+        self.workers: list[subprocess.Popen] = []
+        self.address = ""
+
+    def _start(self, *args) -> subprocess.Popen:
+        with open(self.tmp / f"dask-{len(self.procs)}.log", "w") as log:
+            proc = subprocess.Popen([str(BIN / "dask"), *args], stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        self.procs.append(proc)
+        return proc
+
+    def ensure(self) -> str:
+        """A live scheduler with two live workers; its address."""
+        if self.scheduler is None or self.scheduler.poll() is not None:
+            for proc in self.workers:
+                self._stop(proc)
+            self.workers = []
+            file = self.tmp / f"scheduler-{len(self.procs)}.json"
+            self.scheduler = self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                         "--scheduler-file", str(file))
+            deadline = time.monotonic() + 60
+            while not file.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.address = json.loads(file.read_text())["address"]
+        self.workers = [w for w in self.workers if w.poll() is None]
+        while len(self.workers) < self.n_workers:
+            self.workers.append(self._start("worker", self.address, "--nthreads", "1", "--no-nanny",
+                                            "--no-dashboard", "--host", "127.0.0.1"))
+        with distributed.Client(self.address, timeout=30) as client:
+            client.wait_for_workers(self.n_workers, timeout=60)
+            while len(client.scheduler_info()["workers"]) > self.n_workers:  # a killed worker not yet removed
+                time.sleep(0.1)
+        return self.address
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            self._stop(proc)
+
+
+@pytest.fixture(scope="module")
+def loopback(tmp_path_factory):
+    cluster = LoopbackCluster(tmp_path_factory.mktemp("dask"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster(loopback) -> str:
+    return loopback.ensure()
+
+
+def copy_task(tmp: Path, cache: str, *args: str, timeout: float = 180) -> dict:
+    proc = run_attn("copy-task", *args, "--json", "--out", tmp / f"out-{cache}", "--cache-dir", tmp / cache,
+                    timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def numbers(result: dict) -> list:
+    """Every loss and accuracy of every run, in plan order (floats compared exactly)."""
+    return [(r["model"], r["length"], r["seed"], r["engine"], *(r[m] for m in METRICS)) for r in result["rows"]] \
+        + [(r["model"], r["length"], r["seed"], r["final_loss"], r["isa"], r["backend"]) for r in result["runs"]]
+
+
+@pytest.mark.parametrize("engine, model", [("exact", "attention"), ("fast", "both")])
+def test_a_sweep_on_the_cluster_equals_local_runs_bit_for_bit_and_a_rerun_computes_nothing(
+        cluster, tmp_path, engine, model):
+    args = [*SWEEP, "--engine", engine, "--model", model]
+    start = time.perf_counter()
+    remote = copy_task(tmp_path, "remote", *args, "--scheduler", cluster)
+    remote_s = time.perf_counter() - start
+    start = time.perf_counter()
+    local = copy_task(tmp_path, "local", *args, "--jobs", "1")
+    local_s = time.perf_counter() - start
+    print(f"{engine}: cluster {remote_s:.1f} s, local {local_s:.1f} s")  # README: measured
+
+    assert numbers(remote) == numbers(local)
+    assert remote["cells"] == local["cells"] and remote["maps"] == local["maps"]
+    assert all(not r["cached"] for r in remote["runs"])
+    for run in remote["runs"]:  # where it ran: one of the two loopback workers, this host, its CPU
+        assert set(run["ran_on"]) == {"worker", "host", "cpu"}
+        assert run["ran_on"]["worker"].startswith("tcp://127.0.0.1:") and run["ran_on"]["cpu"]
+    assert all("ran_on" not in r for r in local["runs"])  # a local run's record is unchanged
+    assert "scheduler" not in remote["config"]  # the address is this machine's set-up, never recorded
+
+    if engine == "fast":
+        return
+    # resume: every run is in the cache, none is computed again (each keeps where it ran)
+    again = copy_task(tmp_path, "remote", *args, "--scheduler", cluster)
+    assert all(r["cached"] for r in again["runs"])
+    assert numbers(again) == numbers(local)
+    assert [r["ran_on"] for r in again["runs"]] == [r["ran_on"] for r in remote["runs"]]
+
+
+def test_an_unreachable_scheduler_is_one_error_line_naming_its_source(tmp_path):
+    env = dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
+    for args, extra, source in ((["--scheduler", "tcp://127.0.0.1:1"], {}, "--scheduler"),
+                                ([], {"ATTN_SCHEDULER": "tcp://127.0.0.1:1"}, "ATTN_SCHEDULER")):
+        start = time.monotonic()
+        proc = subprocess.run([ATTN, "copy-task", *SWEEP, *args, "--out", str(tmp_path / "out"),
+                               "--cache-dir", str(tmp_path / "cache")],
+                              capture_output=True, text=True, env={**env, **extra}, timeout=60)
+        assert time.monotonic() - start < 30
+        assert proc.returncode == 1
+        assert_user_error(proc, "cannot reach the Dask scheduler at tcp://127.0.0.1:1", f"(from {source})")
+        assert not (tmp_path / "out").exists()
+
+
+def test_a_malformed_scheduler_address_is_a_usage_error(tmp_path):
+    proc = run_attn("copy-task", "--scheduler", "   ", "--out", tmp_path / "out", timeout=60)
+    assert proc.returncode == 2
+    assert_user_error(proc, "--scheduler", "not a scheduler address")
+
+
+def test_a_worker_killed_mid_sweep_costs_only_its_run(loopback, tmp_path):
+    args = ["--lengths", "3", "4", "--seeds", "0", "1", "--steps", "150", "--eval-size", "50", "--model", "attention"]
+    address = loopback.ensure()
+    proc = subprocess.Popen([ATTN, "copy-task", *args, "--scheduler", address, "--json", "--out",
+                             str(tmp_path / "out"), "--cache-dir", str(tmp_path / "remote")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        killed = None
+        with distributed.Client(address, timeout=30) as client:
+            deadline = time.monotonic() + 120
+            while killed is None and time.monotonic() < deadline and proc.poll() is None:
+                busy = [w for w, keys in client.processing().items() if keys]
+                if busy:
+                    pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+                    time.sleep(0.2)  # inside its run
+                    assert pid in [w.pid for w in loopback.workers], "the busy worker is not one this test started"
+                    os.kill(pid, signal.SIGKILL)
+                    killed = busy[0]
+                time.sleep(0.05)
+        stdout, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert killed, "no run was seen on a worker"
+    assert proc.returncode == 0, stderr
+    remote = json.loads(stdout)
+    assert any(w.poll() is not None for w in loopback.workers)  # one worker is gone for good (no nanny)
+    survivors = {r["ran_on"]["worker"] for r in remote["runs"]} - {killed}
+    assert survivors, "no run finished on the other worker"
+    local = copy_task(tmp_path, "local", *args, "--jobs", "1")
+    assert numbers(remote) == numbers(local)
+
+
+def test_a_scheduler_gone_mid_sweep_is_one_error_line_and_the_finished_runs_stay_cached(loopback, tmp_path):
+    address = loopback.ensure()
+    cache = tmp_path / "cache"
+    args = ["--lengths", "3", "--seeds", "0-5", "--steps", "300", "--eval-size", "20", "--model", "plain"]
+    proc = subprocess.Popen([ATTN, "copy-task", *args, "--scheduler", address, "--out", str(tmp_path / "out"),
+                             "--cache-dir", str(cache)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(cache.glob("copy_task/*.json")) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep ended before the scheduler could be stopped"
+        os.kill(loopback.scheduler.pid, signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1
+    assert_user_error(subprocess.CompletedProcess(proc.args, 1, "", stderr), f"lost the Dask scheduler at {address} (from --scheduler) mid-sweep",
+                      "a rerun resumes from them")
+    assert len([line for line in stderr.splitlines() if line.strip()]) == 1, stderr
+    kept = list(cache.glob("copy_task/*.json"))
+    assert 1 <= len(kept) < 6
+
+
+# --------------------------------------------------------------------------- refusals (no cluster)
+
+
+def test_a_worker_whose_torch_runs_other_kernels_is_refused_not_mixed():
+    from attn_cli import numerics
+
+    if not numerics.is_x86_64() or numerics.expected_capability("portable") != "AVX2":
+        pytest.skip("needs an x86-64 CPU with AVX2 (portable mode's AVX2 against torch's DEFAULT kernels)")
+    script = ("import torch; torch.ones(2).sum();"  # torch committed to the DEFAULT kernels first
+              "from attn_cli.experiments.copy_task.cluster import train_on_worker;"
+              "import json; print(json.dumps(train_on_worker({'length': 3, 'steps': 2, 'eval_size': 4}, 'exact', 'portable')))")
+    env = {k: v for k, v in os.environ.items() if k not in numerics.PIN_VARS and k != numerics.MODE_VAR}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**env, "ATEN_CPU_CAPABILITY": "default"})
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout.splitlines()[-1])
+    assert "outcome" not in answer
+    assert "needs AVX2 kernels" in answer["refused"] and "DEFAULT" in answer["refused"]
+    assert answer["where"]["host"] and answer["where"]["cpu"]
+
+
+def _answer(**changes) -> tuple[dict, dict]:
+    """A worker's answer for a tiny exact run, made in this process, and its cache key."""
+    from attn_cli.core.copy_spec import RunOutcome, RunSpec
+    from attn_cli.experiments.copy_task.cache import cache_key, code_digest
+
+    spec = RunSpec(model="plain", length=3, steps=2, eval_size=4)
+    outcome = RunOutcome(spec=spec, teacher_forced=0.5, free_running=0.5, exact=0.0, seconds=0.1, final_loss=2.0,
+                         isa=changes.pop("isa", "AVX2"))
+    import dataclasses
+
+    key = cache_key(spec, "exact", "cpu")
+    key["numerics"]["isa"] = "AVX2"
+    answer = {"outcome": dataclasses.asdict(outcome), "code": code_digest(),
+              "where": {"worker": "tcp://10.0.0.9:4000", "host": "node9", "cpu": "Some CPU"}, **changes}
+    return answer, key
+
+
+def _check(answer, key):
+    from attn_cli.experiments.copy_task import cluster
+    from attn_cli.experiments.copy_task.cache import code_digest
+
+    return cluster._outcome(answer, key, "the run", code_digest())
+
+
+def test_a_workers_answer_is_accepted_with_where_it_ran():
+    answer, key = _answer()
+    outcome = _check(answer, key)
+    assert outcome.ran_on == {"worker": "tcp://10.0.0.9:4000", "host": "node9", "cpu": "Some CPU"}
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"code": "0" * 64}, "other code"),
+    ({"isa": "AVX512"}, "ran the run on AVX512 kernels"),
+    ({"refused": "torch already runs AVX512 kernels"}, "refused the run: torch already"),
+])
+def test_a_worker_with_other_code_another_isa_or_a_refusal_is_named_and_refused(changes, fragment):
+    from attn_cli.experiments.copy_task.cluster import ClusterError
+
+    answer, key = _answer(**changes)
+    with pytest.raises(ClusterError, match="worker tcp://10.0.0.9:4000 on node9") as info:
+        _check(answer, key)
+    assert fragment in str(info.value)
+
+
+# --------------------------------------------------------------------------- verify and all
+
+
+def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere(tmp_path):
+    from attn_cli import plan, runner
+    from attn_cli.experiments import copy_task as exp
+
+    registry = runner.Registry.load()
+    cluster = {"scheduler": "tcp://10.0.0.5:8786", "scheduler_from": "ATTN_SCHEDULER"}
+    args = dict(seed=0, device="cpu", cache_root=tmp_path)
+    for made in (plan.judged(registry.experiments, **args, **cluster), plan.smoke(registry.experiments, **args, **cluster)):
+        configs = {e.name: c for e, c, _ in made}
+        assert configs["copy_task"].scheduler == "tcp://10.0.0.5:8786"
+        assert configs["copy_task"].scheduler_from == "ATTN_SCHEDULER"
+        copy_task = registry.by_artifact["w9-copy-task"]
+        assert "scheduler" not in copy_task.recorded_config(configs["copy_task"])  # not in a manifest
+        assert "scheduler" not in exp.config.recorded(configs["copy_task"])  # nor in a Result
+    # the same runs, so the same cache keys, as without a scheduler
+    local = plan.judged([registry.by_artifact["w9-copy-task"]], **args)[0][1]
+    remote = plan.judged([registry.by_artifact["w9-copy-task"]], **args, **cluster)[0][1]
+    assert local.plan() == remote.plan()
+
+
+@pytest.mark.parametrize("command", ["verify", "all"])
+def test_verify_and_all_refuse_an_unreachable_scheduler_before_any_work(tmp_path, command):
+    env = dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s", ATTN_SCHEDULER="tcp://127.0.0.1:1")
+    proc = subprocess.run([ATTN, command, "--only", "w9-copy-task", "--out", str(tmp_path / "out"),
+                           "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1
+    assert_user_error(proc, "cannot reach the Dask scheduler at tcp://127.0.0.1:1 (from ATTN_SCHEDULER)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_local_memory_guard_is_not_applied_to_runs_that_train_on_the_cluster():
+    from attn_cli.errors import AttnError
+    from attn_cli.experiments.copy_task import Config, check_memory
+
+    huge = Config(lengths=(4,), eval_size=2_000_000_000)
+    with pytest.raises(AttnError, match="refused"):
+        check_memory(huge)
+    check_memory(Config(lengths=(4,), eval_size=2_000_000_000, scheduler="tcp://10.0.0.5:8786"))
