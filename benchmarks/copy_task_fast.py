@@ -15,6 +15,14 @@ measured single-core matmul peak, and the accuracies side by side (mean +- std o
 
 FLOPs are counted on the program's formulation (copy_fast.step_flops): every matmul of a
 training step, forward + backward = 3 x forward, attention twice per decoder step.
+
+First, per kernel variant (avx512 and avx2 where the CPU runs them, interleaved in this
+process, one thread): per length the step's FLOPs, the bytes of its work space (saved
+activations, scratch) and of parameters + gradient + Adam moments, the CPU time per step,
+GFLOP/s per busy core and its share of the single-core sgemm peak (torch.mm, one thread,
+2048^2 float32, measured here).  --kernel-only stops after that table.
+
+    python benchmarks/copy_task_fast.py --kernel-only --steps 200
 """
 
 from __future__ import annotations
@@ -39,8 +47,9 @@ def load() -> str:
         return "load average unknown"
 
 
-def matmul_peak(n: int = 1024, reps: int = 10) -> float:
-    """Single-thread float32 matmul GFLOP/s (best of reps)."""
+def matmul_peak(n: int = 2048, reps: int = 5) -> float:
+    """Single-thread float32 matmul GFLOP/s (best of reps, on this thread's CPU time: the same
+    clock as the kernel's GFLOP/s per busy core, so a loaded machine moves neither)."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -48,12 +57,79 @@ def matmul_peak(n: int = 1024, reps: int = 10) -> float:
         a @ b
         best = float("inf")
         for _ in range(reps):
-            t = time.perf_counter()
+            t = time.thread_time()
             a @ b
-            best = min(best, time.perf_counter() - t)
+            best = min(best, time.thread_time() - t)
         return 2 * n ** 3 / best / 1e9
     finally:
         torch.set_num_threads(saved)
+
+
+def kernel_variants() -> list[str]:
+    """The kernel variants this CPU runs, widest first."""
+    from attn_cli import numerics
+    from attn_cli.core.copy_fast import kernel
+
+    flags = numerics.cpu_flags()
+    return [v for v in ("avx512", "avx2") if numerics.is_x86_64() and kernel.VARIANT_NEEDS[v] <= flags]
+
+
+def kernel_step_seconds(lib, spec, steps: int) -> float:
+    """CPU seconds per training step of ``lib`` (one thread, ``steps`` steps in one call)."""
+    from attn_cli.core.copy_fast import init_run, kernel
+
+    flat, gen = init_run(spec)
+    params = flat.float().contiguous()
+    grad, m1, m2 = torch.zeros_like(params), torch.zeros_like(params), torch.zeros_like(params)
+    B, T, H = spec.batch_size, spec.length, spec.hidden
+    src = torch.randint(0, 10, (steps * B, T), generator=gen)
+    losses = torch.empty(steps)
+    off = kernel.offsets(lib, spec.model, H)
+    cpu = time.thread_time()
+    lib.train_steps(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), 0, src.data_ptr(), steps,
+                    B, T, H, int(spec.model == "attention"), float(spec.lr), float(spec.clip), losses.data_ptr(),
+                    off.data_ptr())
+    return (time.thread_time() - cpu) / steps
+
+
+def kernel_table(peak: float, lengths, model: str, hidden: int, steps: int, rounds: int = 3) -> dict:
+    """Per variant and length: FLOPs and bytes per step, GFLOP/s per busy core, share of peak."""
+    from attn_cli.core.copy_fast import kernel
+
+    variants = kernel_variants()
+    libs = {v: kernel.load_variant(v) for v in variants}
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out: dict = {}
+    print(f"kernel variants side by side ({', '.join(variants) or 'none'}; best of {rounds} interleaved rounds, "
+          f"one thread, {steps} steps), {load()}")
+    print("variant  length  MFLOP/step  work MB  param MB  ms/step  GFLOP/s/core  share of peak")
+    try:
+        for L in lengths:
+            spec = RunSpec(model=model, length=L, seed=0, steps=steps, hidden=hidden)
+            n = max(5, steps * 8 // max(L, 8))  # about the same time per length
+            best = {v: float("inf") for v in variants}
+            for _ in range(rounds):
+                for v in variants:
+                    best[v] = min(best[v], kernel_step_seconds(libs[v], spec, n))
+            flops = step_flops(model, L, hidden, spec.batch_size)
+            for v in variants:
+                lib = libs[v]
+                work = 4 * lib.work_floats(spec.batch_size, L, hidden, int(model == "attention"))
+                params = 4 * 4 * lib.param_count(hidden, int(model == "attention"))  # params, grad, m1, m2
+                gf = flops / best[v] / 1e9
+                out.setdefault(v, {})[L] = {"flops": flops, "work_bytes": work, "param_bytes": params,
+                                            "seconds": best[v], "gflops": gf, "share": gf / peak}
+                print(f"{v:7s}  {L:6d}  {flops / 1e6:10.1f}  {work / 1e6:7.2f}  {params / 1e6:8.3f}  "
+                      f"{best[v] * 1e3:7.3f}  {gf:12.1f}  {gf / peak:13.0%}")
+        for v in variants:  # the whole table: FLOPs over time, as the end-to-end run weights it
+            total_f = sum(r["flops"] for r in out[v].values())
+            total_s = sum(r["seconds"] for r in out[v].values())
+            print(f"{v:7s}  all lengths (one step each): {total_f / total_s / 1e9:.1f} GFLOP/s per busy core = "
+                  f"{total_f / total_s / 1e9 / peak:.0%} of the peak")
+    finally:
+        torch.set_num_threads(saved)
+    return out
 
 
 def run_exact(specs):
@@ -87,6 +163,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="fast engine threads (default: CPUs)")
     ap.add_argument("--backend", choices=["auto", "kernel", "torch"], default="auto")
     ap.add_argument("--json", default=None, help="also write the results to this file")
+    ap.add_argument("--kernel-only", action="store_true", help="only the per-variant kernel table")
     args = ap.parse_args(argv)
 
     def spec(length, seed):
@@ -100,7 +177,14 @@ def main(argv=None) -> int:
     print(f"copy-task benchmark: model {args.model}, lengths {args.lengths}, seeds {args.seeds}, "
           f"steps {args.steps}, hidden {args.hidden}; torch {torch.__version__}, {available_cpus()} CPUs")
     peak = matmul_peak()
-    print(f"single-core matmul peak (1024^3 float32, 1 thread): {peak:.1f} GFLOP/s")
+    print(f"single-core sgemm peak (torch.mm 2048^2 float32, 1 thread, torch ISA "
+          f"{torch.backends.cpu.get_cpu_capability()}): {peak:.1f} GFLOP/s")
+    variants = kernel_table(peak, args.lengths, args.model, args.hidden, min(args.steps, 100))
+    if args.kernel_only:
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"peak_gflops": peak, "variants": variants}, fh, indent=1)
+        return 0
 
     single_wall = None
     if len(args.seeds) > 1 and args.seeds[0] in exact_seeds:
@@ -110,6 +194,10 @@ def main(argv=None) -> int:
         single_wall = time.perf_counter() - t0
         print(f"[fast]  seed {args.seeds[0]} alone: {single_wall:.1f} s wall; end, {load()}", flush=True)
 
+    from attn_cli.core.copy_fast import kernel
+
+    kernel.load()  # built (or read from the cache) before the clock starts: a build is once per source
+    print(f"[fast]  kernel variant {kernel.kernel_isa() or 'none: ' + str(kernel.load_error())}", flush=True)
     print(f"[fast]  start, {load()}", flush=True)
     cpu0, t0 = time.process_time(), time.perf_counter()
     fast = run_fast(fast_specs, threads=threads, backend=args.backend)
@@ -179,7 +267,8 @@ def main(argv=None) -> int:
         with open(args.json, "w") as fh:
             json.dump({"fast_wall": fast_wall, "fast_cpu": fast_cpu, "exact_wall": exact_wall,
                        "fast_single_wall": single_wall,
-                       "threads": threads, "peak_gflops": peak, "flops": flops, "rows": rows}, fh, indent=1)
+                       "threads": threads, "peak_gflops": peak, "flops": flops, "variants": variants,
+                       "rows": rows}, fh, indent=1)
     return 0
 
 

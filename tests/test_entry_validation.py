@@ -237,6 +237,7 @@ COPY_TASK_CASES = {  # the issue's cases first, then one per rule of check_outco
     "negative seconds": (setter("seconds", -1.0), "seconds[0]: -1.0 is outside"),
     "planted isa": (setter("isa", "<b>AVX</b>"), "isa: unknown ISA"),
     "planted backend": (setter("backend", "gpu"), "backend: unknown backend"),
+    "planted kernel variant": (setter("kernel_isa", "avx1024<script>"), "kernel_isa: unknown kernel variant"),
     "another spec": (setter("spec", "length", 4), "spec: not the run it is stored for"),
     "short source": (setter("example_src", [1, 2]), "example_src: expected 3 items, got 2"),
     "source not digits": (setter("example_src", [1, 2, 10]), "example_src[2]: 10 is outside"),

@@ -50,6 +50,7 @@ class RunOutcome:
     backend: str = "torch"  # what ran the arithmetic: "torch" (PyTorch ops) or "kernel" (the C kernel)
     # where a run on a Dask cluster ran: {"worker": address, "host": name, "cpu": model}; None: this machine
     ran_on: Optional[dict[str, str]] = None
+    kernel_isa: str = ""  # the C kernel's variant that ran ("avx512", "avx2", ...); "" without the kernel
 
 
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps

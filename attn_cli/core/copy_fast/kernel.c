@@ -4,7 +4,18 @@
    one run, in plain C loops: the same equations as attn_cli/core/copy_fast/backward.py,
    checked against it and against autograd in tests/test_copy_fast.py.  Parameters are one
    float32 row in the model's order, at the offsets Python passes; tokens are int64.
-   Compiled on first use by attn_cli/core/copy_fast/kernel.py; no PyTorch headers. */
+   Compiled on first use by attn_cli/core/copy_fast/kernel.py; no PyTorch headers.
+
+   One source, every vector width (kernel_math.h): built for AVX2 and for AVX-512, with the same
+   bits.  Where the time goes at length 32 (AVX-512, perf): the gemms ~40%, the GRU backward and
+   forward ~25% (reading and writing the saved activations: 9 MB per run, beyond L2), attention
+   ~15%.  What paid (each measured side by side, same bits): tiles of 8 rows x 32-48 columns in
+   AVX-512 registers, the readout's 12 columns in masked registers instead of memory, the
+   attention's sums kept in registers for four batch rows at once, the encoder states'
+   attention gradient summed once after the decoder loop, no allocation in the step (the work
+   space kept across calls).  The gates were one gemm already ((B, 3h) per step).  What did
+   not (no gain, removed): cutting the long weight-gradient sums into chunks of 256, software
+   prefetch of the next step's saved activations in the backward pass. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +46,9 @@ static void dims_init(Dims* d, int B, int T, int H, int att, const int64_t* off)
   d->P = off[NROLES];
 }
 
+/* the variant this library was built as (kernel_math.h): "avx512", "avx2" or "baseline" */
+const char* kernel_isa(void) { return KERNEL_ISA; }
+
 /* the number of elements this code assumes for each role (checked against the layout) */
 void role_sizes(int H, int att, int64_t* out) {
   const long G = 3 * H, D = att ? NE + H : NE, R = att ? 2 * H : H;
@@ -55,31 +69,58 @@ typedef struct {
   float *hs, *cs, *as, *d_rz, *d_n, *d_ghn;
   float *gh, *gi, *logits, *dread, *dgi_d, *dgh_d, *dgi_e, *dgh_e, *d_encB;
   float *dh, *dc, *dhn, *dcn, *dtab_e, *dtab_d, *scratch, *da;
+  float *dcs, *coefs;  /* per decoder step j: dc (B,H) and the score gradients (B,T), for d_encB */
+  float* qs;  /* the queries times 1/sqrt(h) (B,H) */
+  float* tin;  /* B int64 tokens (2 B floats) */
   void* block;
 } Work;
 
-static int work_alloc(Work* w, const Dims* d) {
-  long B = d->B, T = d->T, H = d->H, G = d->G, R = d->R;
-  long sizes[] = {
-    NV * G, NV * G, G * (NE > H ? NE : H) + G * H, H * G, H * G, H * G, R * NV,
-    (T + 1) * B * H, T * B * 2 * H, T * B * H, T * B * H, B * T * H, B * H * T,
-    (T + 1) * B * H, (T + 1) * B * H, (T + 1) * B * T, T * B * 2 * H, T * B * H, T * B * H,
-    B * G, B * G, T * B * NV, T * B * R, T * B * G, T * B * G, T * B * G, T * B * G, B * T * H,
-    B * H, B * H, B * H, B * H, NV * G, NV * G, G * T * B + G * NV + NV * T * B, B * T };
-  int n = sizeof(sizes) / sizeof(sizes[0]);
-  long total = 0;
-  for (int i = 0; i < n; i++) total += (sizes[i] + 15) / 16 * 16;
-  float* p = (float*)aligned_alloc(64, (size_t)total * sizeof(float));
-  if (!p) return -1;
-  w->block = p;
+static long work_sizes(const Dims* d, long* sizes);
+
+/* floats of the work space of one run (saved activations and scratch), for benchmarks */
+long work_floats(int B, int T, int H, int att) {
+  const int64_t off[NROLES + 1] = {0};
+  Dims d; dims_init(&d, B, T, H, att, off);
+  long sizes[64];
+  return work_sizes(&d, sizes);
+}
+
+/* the work space at p (work_floats floats, 64-byte aligned: from the caller, kept across calls),
+   or a fresh allocation freed at the end of the call (p NULL); -1 if that fails */
+static int work_alloc(Work* w, const Dims* d, float* p) {
+  long sizes[64];
+  const long total = work_sizes(d, sizes);
+  w->block = NULL;
+  if (!p || (uintptr_t)p % 64) {
+    p = (float*)aligned_alloc(64, (size_t)total * sizeof(float));
+    if (!p) return -1;
+    w->block = p;
+  }
   float** slots[] = {
     &w->tab_e, &w->tab_d, &w->wT, &w->ewhhT, &w->dwhhT, &w->dwicT, &w->owT,
     &w->eh, &w->e_rz, &w->e_n, &w->e_ghn, &w->encB, &w->encBT,
     &w->hs, &w->cs, &w->as, &w->d_rz, &w->d_n, &w->d_ghn,
     &w->gh, &w->gi, &w->logits, &w->dread, &w->dgi_d, &w->dgh_d, &w->dgi_e, &w->dgh_e, &w->d_encB,
-    &w->dh, &w->dc, &w->dhn, &w->dcn, &w->dtab_e, &w->dtab_d, &w->scratch, &w->da };
+    &w->dh, &w->dc, &w->dhn, &w->dcn, &w->dtab_e, &w->dtab_d, &w->scratch, &w->da, &w->tin, &w->dcs, &w->coefs, &w->qs };
+  const int n = sizeof(slots) / sizeof(slots[0]);
   for (int i = 0; i < n; i++) { *slots[i] = p; p += (sizes[i] + 15) / 16 * 16; }
   return 0;
+}
+
+/* the sizes of the work arrays (floats, in Work's order) and their total, each rounded up to 16 */
+static long work_sizes(const Dims* d, long* sizes) {
+  long B = d->B, T = d->T, H = d->H, G = d->G, R = d->R;
+  const long list[] = {
+    NV * G, NV * G, G * (NE > H ? NE : H) + G * H, H * G, H * G, H * G, R * NV,
+    (T + 1) * B * H, T * B * 2 * H, T * B * H, T * B * H, B * T * H, B * H * T,
+    (T + 1) * B * H, (T + 1) * B * H, (T + 1) * B * T, T * B * 2 * H, T * B * H, T * B * H,
+    B * G, B * G, T * B * NV, T * B * R, T * B * G, T * B * G, T * B * G, T * B * G, B * T * H,
+    B * H, B * H, B * H, B * H, NV * G, NV * G, G * T * B + G * NV + NV * T * B, B * T, 2 * B,
+    (T + 1) * B * H, (T + 1) * B * T, B * H };
+  const int n = sizeof(list) / sizeof(list[0]);
+  long total = 0;
+  for (int i = 0; i < n; i++) { sizes[i] = list[i]; total += (list[i] + 15) / 16 * 16; }
+  return total;
 }
 
 /* one GRU update for a batch: gi (B,G) input projection incl. b_ih; gh (B,G) = h W_hh^T
@@ -94,8 +135,8 @@ static void gru_fwd(int B, int H, const float* restrict gi, const float* restric
     const float* hp = hprev + (long)b * H; float* hb = hnew + (long)b * H;
     for (int k = 0; k < 2 * H; k++) rzb[k] = fsigmoid(gib[k] + ghb[k] + bhh[k]);
     for (int k = 0; k < H; k++) gnb[k] = ghb[2 * H + k] + bhh[2 * H + k];
-    for (int k = 0; k < H; k++) nb[k] = ftanh(gib[2 * H + k] + rzb[k] * gnb[k]);
-    for (int k = 0; k < H; k++) hb[k] = nb[k] + rzb[H + k] * (hp[k] - nb[k]);
+    for (int k = 0; k < H; k++) nb[k] = ftanh(fmaf(rzb[k], gnb[k], gib[2 * H + k]));
+    for (int k = 0; k < H; k++) hb[k] = fmaf(rzb[H + k], hp[k] - nb[k], nb[k]);
   }
 }
 
@@ -110,69 +151,112 @@ static void add_rows(int B, int G, const float* tab, const int64_t* toks, long s
 
 /* backward of gru_fwd: dh (B,H) in; dgi, dgh (B,G) out; dhn (B,H) = dh * z (the matmul part
    is added by the caller) */
-static void gru_bwd(int B, int H, const float* dh, const float* hprev, const float* rz,
-                    const float* nn, const float* ghn, float* dgi, float* dgh, float* dhn) {
+static void gru_bwd(int B, int H, const float* restrict dh, const float* restrict hprev,
+                    const float* restrict rz, const float* restrict nn, const float* restrict ghn,
+                    float* restrict dgi, float* restrict dgh, float* restrict dhn) {
   int G = 3 * H;
   for (int b = 0; b < B; b++) {
-    const float* d = dh + (long)b * H; const float* hp = hprev + (long)b * H;
-    const float* rzb = rz + (long)b * 2 * H; const float* nb = nn + (long)b * H; const float* gnb = ghn + (long)b * H;
-    float* gi = dgi + (long)b * G; float* gg = dgh + (long)b * G; float* o = dhn + (long)b * H;
+    const float* restrict d = dh + (long)b * H; const float* restrict hp = hprev + (long)b * H;
+    const float* restrict rb = rz + (long)b * 2 * H; const float* restrict zb = rb + H;
+    const float* restrict nb = nn + (long)b * H; const float* restrict gnb = ghn + (long)b * H;
+    float* restrict gir = dgi + (long)b * G; float* restrict giz = gir + H; float* restrict gin = giz + H;
+    float* restrict ggr = dgh + (long)b * G; float* restrict ggz = ggr + H; float* restrict ggn = ggz + H;
+    float* restrict o = dhn + (long)b * H;
     for (int k = 0; k < H; k++) {
-      float r = rzb[k], z = rzb[H + k], n = nb[k], dv = d[k];
-      float dpre_n = dv * (1.0f - z) * (1.0f - n * n);
+      float r = rb[k], z = zb[k], n = nb[k], dv = d[k];
+      float dpre_n = dv * (1.0f - z) * fmaf(-n, n, 1.0f);
       float dr = dpre_n * gnb[k] * r * (1.0f - r);
       float dz = dv * (hp[k] - n) * z * (1.0f - z);
-      gi[k] = dr; gi[H + k] = dz; gi[2 * H + k] = dpre_n;
-      gg[k] = dr; gg[H + k] = dz; gg[2 * H + k] = dpre_n * r;
+      gir[k] = dr; giz[k] = dz; gin[k] = dpre_n;
+      ggr[k] = dr; ggz[k] = dz; ggn[k] = dpre_n * r;
       o[k] = dv * z;
     }
   }
 }
 
 /* attention of queries h (B,H) over encB (B,T,H) / encBT (B,H,T): weights a (B,T), context c (B,H) */
-static void attend(int B, int T, int H, float scale, const float* h, const float* encB,
-                   const float* encBT, float* a, float* c) {
+static void attend(int B, int T, int H, float scale, const float* restrict h, const float* restrict encB,
+                   const float* restrict encBT, float* restrict a, float* restrict c, float* restrict qs) {
+  for (long i = 0; i < (long)B * H; i++) qs[i] = h[i] * scale;  /* (B,H) scratch */
+  vecmat_rows(B, T, H, qs, H, encBT, (long)H * T, T, a, T, 0);  /* s_t = sum_k (q_k scale) K_kt */
   for (int b = 0; b < B; b++) {
-    float* s = a + (long)b * T;
-    const float* q = h + (long)b * H;
-    const float* kt = encBT + (long)b * H * T;
-    for (int t = 0; t < T; t++) s[t] = 0.0f;
-    for (int k = 0; k < H; k++) { float qk = q[k] * scale; for (int t = 0; t < T; t++) s[t] += qk * kt[(long)k * T + t]; }
+    float* restrict s = a + (long)b * T;
     float mx = s[0];
     for (int t = 1; t < T; t++) mx = s[t] > mx ? s[t] : mx;
+    for (int t = 0; t < T; t++) s[t] = fexp(s[t] - mx);
     float sum = 0.0f;
-    for (int t = 0; t < T; t++) { s[t] = fexp(s[t] - mx); sum += s[t]; }
+    for (int t = 0; t < T; t++) sum += s[t];
     float inv = 1.0f / sum;
     for (int t = 0; t < T; t++) s[t] *= inv;
-    float* cb = c + (long)b * H;
-    const float* vb = encB + (long)b * T * H;
-    for (int k = 0; k < H; k++) cb[k] = 0.0f;
-    for (int t = 0; t < T; t++) { float at = s[t]; for (int k = 0; k < H; k++) cb[k] += at * vb[(long)t * H + k]; }
   }
+  vecmat_rows(B, H, T, a, T, encB, (long)T * H, H, c, H, 0);  /* c_k = sum_t a_t V_tk */
 }
 
 /* backward of attend for queries q (B,H) with weights a (B,T), given dc (B,H): adds to dh (B,H)
-   (through the scores) and to d_encB (B,T,H) (the states as keys and as values) */
-static void attend_bwd(int B, int T, int H, float scale, const float* a_all, const float* q_all,
-                       const float* dc_all, const float* encB, const float* encBT, float* dh_all,
-                       float* d_encB, float* da) {
+   (through the scores); leaves the score gradients a_t (da_t - sum_s a_s da_s) scale in
+   da_all (B,T), from which d_enc_from_attention adds the encoder states' part afterwards */
+static void attend_bwd(int B, int T, int H, float scale, const float* a_all, const float* dc_all,
+                       const float* encB, const float* encBT, float* dh_all, float* da_all) {
+  vecmat_rows(B, T, H, dc_all, H, encBT, (long)H * T, T, da_all, T, 0);  /* da_t = sum_k dc_k K_kt */
   for (int b = 0; b < B; b++) {
     const float* restrict a = a_all + (long)b * T;
-    const float* restrict q = q_all + (long)b * H;
-    const float* restrict dc = dc_all + (long)b * H;
-    float* restrict dh = dh_all + (long)b * H;
-    const float* restrict kt = encBT + (long)b * H * T;
-    const float* restrict vb = encB + (long)b * T * H;
-    float* restrict de = d_encB + (long)b * T * H;
-    for (int t = 0; t < T; t++) da[t] = 0.0f;
-    for (int k = 0; k < H; k++) { float v = dc[k]; for (int t = 0; t < T; t++) da[t] += v * kt[(long)k * T + t]; }
+    float* restrict da = da_all + (long)b * T;
     float sad = 0.0f;
-    for (int t = 0; t < T; t++) sad += a[t] * da[t];
-    for (int t = 0; t < T; t++) {
-      const float coef = a[t] * (da[t] - sad) * scale, at = a[t];
-      const float* restrict vt = vb + (long)t * H; float* restrict dt = de + (long)t * H;
-      for (int k = 0; k < H; k++) { dh[k] += coef * vt[k]; dt[k] += at * dc[k] + coef * q[k]; }
+    /* sum_t a_t da_t in order from t = 0: products rounded, then added, except the last T % 4
+       terms, fused (the first kernel's vectorised loop and its scalar remainder: its bits) */
+    const int T4 = T - T % 4;
+    for (int t = 0; t < T4; t++) sad += a[t] * da[t];
+    for (int t = T4; t < T; t++) sad = fmaf(a[t], da[t], sad);
+    for (int t = 0; t < T; t++) da[t] = a[t] * (da[t] - sad) * scale;  /* d score_t, now in da */
+  }
+  vecmat_rows(B, H, T, da_all, T, encB, (long)T * H, H, dh_all, H, 1);  /* dh_k += sum_t dscore_t V_tk */
+}
+
+/* the encoder states' gradient through the attention (as keys and as values), all decoder steps:
+   d_encB[t,b,:] (the encoder's order) = sum over j = T .. 0 (in that order, from 0) of fma(a_j[b,t], dc_j[b,:],
+   coef_j[b,t] * q_j[b,:]); as (T+1,B,T) weights, coefs (T+1,B,T) score gradients, dcs (T+1,B,H)
+   context gradients, hs (T+1,B,H) queries.  Once after the decoder's loop, four t in registers,
+   instead of a read-modify-write of all of d_encB at every step: the same operations. */
+static void d_enc_from_attention(int B, int T, int H, const float* restrict as, const float* restrict coefs,
+                                 const float* restrict dcs, const float* restrict hs, float* restrict d_encB) {
+  const long BT = (long)B * T, BH = (long)B * H;
+  for (int b = 0; b < B; b++) {
+    float* restrict de = d_encB + (long)b * H;  /* row t at de + t * BH */
+    int t = 0;
+#if VW > 1
+    for (; t + 4 <= T; t += 4) {
+      int k = 0;
+      for (; k + VW <= H; k += VW) {
+        vf s0 = vzero(), s1 = vzero(), s2 = vzero(), s3 = vzero();
+        for (int j = T; j >= 0; j--) {
+          const float* aj = as + j * BT + (long)b * T + t; const float* cj = coefs + j * BT + (long)b * T + t;
+          const vf dc = vload(dcs + j * BH + (long)b * H + k), q = vload(hs + j * BH + (long)b * H + k);
+          s0 = vadd(s0, vfma(vset1(aj[0]), dc, vmul(vset1(cj[0]), q)));
+          s1 = vadd(s1, vfma(vset1(aj[1]), dc, vmul(vset1(cj[1]), q)));
+          s2 = vadd(s2, vfma(vset1(aj[2]), dc, vmul(vset1(cj[2]), q)));
+          s3 = vadd(s3, vfma(vset1(aj[3]), dc, vmul(vset1(cj[3]), q)));
+        }
+        vstore(de + t * BH + k, s0); vstore(de + (t + 1) * BH + k, s1);
+        vstore(de + (t + 2) * BH + k, s2); vstore(de + (t + 3) * BH + k, s3);
+      }
+      for (; k < H; k++)
+        for (int r = 0; r < 4; r++) {
+          float acc = 0.0f;
+          for (int j = T; j >= 0; j--)
+            acc += fmaf(as[j * BT + (long)b * T + t + r], dcs[j * BH + (long)b * H + k],
+                        coefs[j * BT + (long)b * T + t + r] * hs[j * BH + (long)b * H + k]);
+          de[(t + r) * BH + k] = acc;
+        }
     }
+#endif
+    for (; t < T; t++)
+      for (int k = 0; k < H; k++) {
+        float acc = 0.0f;
+        for (int j = T; j >= 0; j--)
+          acc += fmaf(as[j * BT + (long)b * T + t], dcs[j * BH + (long)b * H + k],
+                      coefs[j * BT + (long)b * T + t] * hs[j * BH + (long)b * H + k]);
+        de[t * BH + k] = acc;
+      }
   }
 }
 
@@ -209,17 +293,17 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
             w->e_rz + t * 2 * BH, w->e_n + t * BH, w->e_ghn + t * BH);
   }
   if (att) {
-    for (int b = 0; b < B; b++) for (int t = 0; t < T; t++) for (int k = 0; k < H; k++) {
-      float v = w->eh[(t + 1) * BH + (long)b * H + k];
-      w->encB[((long)b * T + t) * H + k] = v;
-      w->encBT[((long)b * H + k) * T + t] = v;
+    for (int b = 0; b < B; b++) {  /* encB rows copied, then each (T,H) block transposed in L1 */
+      float* restrict eb = w->encB + (long)b * T * H;
+      for (int t = 0; t < T; t++) memcpy(eb + (long)t * H, w->eh + (t + 1) * BH + (long)b * H, sizeof(float) * H);
+      transpose(eb, T, H, H, w->encBT + (long)b * H * T);
     }
   }
 
   /* decoder, teacher forced: hs[j] = GRU([e(tgt_in_j); cs[j-1]], hs[j-1]), cs[j] = attend(hs[j]) */
   memcpy(w->hs, w->eh + T * BH, sizeof(float) * BH);
-  if (att) attend(B, T, H, scale, w->hs, w->encB, w->encBT, w->as, w->cs);
-  int64_t* tin = (int64_t*)malloc(sizeof(int64_t) * B);
+  if (att) attend(B, T, H, scale, w->hs, w->encB, w->encBT, w->as, w->cs, w->qs);
+  int64_t* tin = (int64_t*)w->tin;  /* no allocation in the step */
   for (int j = 1; j <= T; j++) {
     const float* hp = w->hs + (j - 1) * BH;
     for (int b = 0; b < B; b++) tin[b] = j == 1 ? BOS : src[(long)b * T + j - 2];
@@ -228,7 +312,8 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
     add_rows(B, G, w->tab_d, tin, 1, w->gi, att);
     gru_fwd(B, H, w->gi, w->gh, dbhh, hp, w->hs + j * BH,
             w->d_rz + (j - 1) * 2 * BH, w->d_n + (j - 1) * BH, w->d_ghn + (j - 1) * BH);
-    if (att) attend(B, T, H, scale, w->hs + j * BH, w->encB, w->encBT, w->as + (long)j * B * T, w->cs + j * BH);
+    if (att) attend(B, T, H, scale, w->hs + j * BH, w->encB, w->encBT, w->as + (long)j * B * T, w->cs + j * BH,
+                    w->qs);
   }
 
   /* readout and cross-entropy; rows i = (j-1) B + b */
@@ -263,10 +348,9 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
   memset(w->dcn, 0, sizeof(float) * BH);
   memset(w->dtab_d, 0, sizeof(float) * NV * G);
   memset(w->dtab_e, 0, sizeof(float) * NV * G);
-  if (att) memset(w->d_encB, 0, sizeof(float) * B * T * H);
   for (int j = T; j >= 0; j--) {
     {  /* dh = d readout (for j >= 1) + from step j+1; dc likewise */
-      float* restrict dh = w->dh; float* restrict dc = w->dc;
+      float* restrict dh = w->dh; float* restrict dc = w->dcs + j * BH;
       const float* restrict dhn = w->dhn; const float* restrict dcn = w->dcn;
       if (j >= 1) {
         const float* restrict dr = w->dread + (long)(j - 1) * B * R;
@@ -279,8 +363,8 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
         memcpy(dc, dcn, sizeof(float) * BH);
       }
     }
-    if (att) attend_bwd(B, T, H, scale, w->as + (long)j * B * T, w->hs + j * BH, w->dc, w->encB, w->encBT,
-                        w->dh, w->d_encB, w->da);
+    if (att) attend_bwd(B, T, H, scale, w->as + (long)j * B * T, w->dcs + j * BH, w->encB, w->encBT, w->dh,
+                        w->coefs + (long)j * B * T);
     if (j == 0) break;
     float* dgi = w->dgi_d + (j - 1) * BG;
     float* dgh = w->dgh_d + (j - 1) * BG;
@@ -294,7 +378,7 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
       for (int k = 0; k < G; k++) row[k] += gr[k];
     }
   }
-  free(tin);
+  if (att) d_enc_from_attention(B, T, H, w->as, w->coefs, w->dcs, w->hs, w->d_encB);
   /* decoder weight gradients, summed over all steps at once */
   gemm_tn(G, H, TB, w->dgh_d, G, w->hs, H, g_dwhh, H, 0, w->scratch);
   colsum(w->dgh_d, TB, G, g_dbhh);
@@ -309,9 +393,9 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
       const float* restrict carry = t == T - 1 ? w->dh : w->dhn;
       float* restrict dh = w->dc;
       if (att) {
-        const float* restrict de = w->d_encB + (long)t * H;
+        const float* restrict de = w->d_encB + t * BH;  /* (T,B,H) */
         for (int b = 0; b < B; b++)
-          for (int k = 0; k < H; k++) dh[(long)b * H + k] = carry[(long)b * H + k] + de[(long)b * T * H + k];
+          for (int k = 0; k < H; k++) dh[(long)b * H + k] = carry[(long)b * H + k] + de[(long)b * H + k];
       } else {
         memcpy(dh, carry, sizeof(float) * BH);
       }
@@ -337,7 +421,7 @@ static double step_fb(const Dims* d, const float* P, float* Gr, const int64_t* s
 double loss_and_grad(const float* params, float* grad, const int64_t* src, int B, int T, int H, int att,
                      const int64_t* off) {
   Dims d; dims_init(&d, B, T, H, att, off);
-  Work w; if (work_alloc(&w, &d)) return NAN;
+  Work w; if (work_alloc(&w, &d, NULL)) return NAN;
   double loss = step_fb(&d, params, grad, src, &w);
   free(w.block);
   return loss;
@@ -345,16 +429,16 @@ double loss_and_grad(const float* params, float* grad, const int64_t* src, int B
 
 /* nsteps training steps of one run: per step forward, backward, clip_grad_norm_(clip), Adam.
    src (nsteps, B, T) int64; step0 = Adam steps already taken; losses (nsteps) out */
-int train_steps(float* params, float* grad, float* m1, float* m2, long step0, const int64_t* src,
-                int nsteps, int B, int T, int H, int att, double lr, double clip, float* losses,
-                const int64_t* off) {
+int train_steps_in(float* params, float* grad, float* m1, float* m2, long step0, const int64_t* src,
+                   int nsteps, int B, int T, int H, int att, double lr, double clip, float* losses,
+                   const int64_t* off, float* work) {
   Dims d; dims_init(&d, B, T, H, att, off);
-  Work w; if (work_alloc(&w, &d)) return -1;
+  Work w; if (work_alloc(&w, &d, work)) return -1;
   const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
   for (int s = 0; s < nsteps; s++) {
     losses[s] = (float)step_fb(&d, params, grad, src + (long)s * B * T, &w);
     double sq = 0.0;
-    for (long i = 0; i < d.P; i++) sq += (double)grad[i] * grad[i];
+    for (long i = 0; i < d.P; i++) sq = fma((double)grad[i], (double)grad[i], sq);
     double coef = clip / (sqrt(sq) + 1e-6);
     if (coef < 1.0) { float c = (float)coef; for (long i = 0; i < d.P; i++) grad[i] *= c; }
     long step = step0 + s + 1;
@@ -363,11 +447,18 @@ int train_steps(float* params, float* grad, float* m1, float* m2, long step0, co
     float fb1 = (float)(1.0 - b1), fb2 = (float)b2, fb2c = (float)(1.0 - b2), feps = (float)eps;
     for (long i = 0; i < d.P; i++) {
       float g = grad[i];
-      m1[i] += (g - m1[i]) * fb1;
-      m2[i] = m2[i] * fb2 + fb2c * g * g;
-      params[i] -= step_size * m1[i] / (sqrtf(m2[i]) * inv_bc2s + feps);
+      m1[i] = fmaf(g - m1[i], fb1, m1[i]);
+      m2[i] = fmaf(m2[i], fb2, fb2c * g * g);
+      params[i] -= step_size * m1[i] / fmaf(sqrtf(m2[i]), inv_bc2s, feps);
     }
   }
   free(w.block);
   return 0;
+}
+
+/* train_steps_in with a work space of its own (allocated and freed in this call) */
+int train_steps(float* params, float* grad, float* m1, float* m2, long step0, const int64_t* src,
+                int nsteps, int B, int T, int H, int att, double lr, double clip, float* losses,
+                const int64_t* off) {
+  return train_steps_in(params, grad, m1, m2, step0, src, nsteps, B, T, H, att, lr, clip, losses, off, NULL);
 }

@@ -7,12 +7,21 @@ plain C loops (the same equations as :func:`attn_cli.core.copy_fast.backward.los
 checked against it and against autograd in ``tests/test_copy_fast.py``).
 
 It is compiled on first use with the system C compiler (``cc``/``gcc``, ``-O2
--ftree-vectorize``: as fast here as ``-O3`` and builds in about a second, no PyTorch
-headers) and loaded with :mod:`ctypes`.  The target ISA follows the numeric mode
-(:mod:`attn_cli.numerics`): ``portable`` builds for x86-64-v3 (AVX2 + FMA, the ISA the mode
-pins torch to; baseline code on other CPUs), so an AVX-512 host computes the same bits as an
-AVX2 one; ``native`` builds with ``-march=native``.  The build key covers the source, the
-mode and flags, ``cc --version`` and the CPU's feature flags.
+-ftree-vectorize -ffp-contract=off``, no PyTorch headers) and loaded with :mod:`ctypes`.
+
+Variants, and the same bits from each.  The kernel is built from one source for the widest
+vectors the host runs: ``avx512`` (x86-64-v4, 16 floats per vector) where the CPU has
+AVX-512 F/CD/BW/DQ/VL, else ``avx2`` (x86-64-v3: AVX2 + FMA), else ``baseline`` (the
+compiler's default ISA: an older x86-64, ARM); in the ``native`` numeric mode ``native``
+(``-march=native``).  Its arithmetic does not depend on the width (``kernel_math.h``: every
+multiply-add fused only where the source says ``fmaf``, every sum in one fixed scalar order,
+one exp/tanh), so the AVX-512 and AVX2 variants give identical bits (``tests/
+test_kernel_variants.py``), and these are the bits of the kernel before the variants
+existed.  ``ATTN_KERNEL_ISA=avx2|avx512|auto`` (:data:`ISA_VAR`) forces a variant, for tests
+and benchmarks; a value that is none of these, or a variant this CPU cannot run, is an
+:class:`~attn_cli.errors.AttnError` naming the variable.  Each run records the variant that
+trained it (``kernel_isa``).  The build key covers the source, the variant and its flags,
+``cc --version`` and the CPU's feature flags.
 
 Where it lives, and why no one else's code is ever run: built libraries are kept in
 ``<per-user cache>/kernels`` (:func:`attn_cli.private.user_cache_root`), opened once with
@@ -54,6 +63,7 @@ from typing import Optional
 import torch
 
 from attn_cli import numerics, private
+from attn_cli.errors import AttnError
 from attn_cli.core.copy_fast.layout import ROLES, param_layout
 
 SOURCES = ("kernel.c", "kernel_math.h")  # package data beside this module; the first is compiled
@@ -73,11 +83,31 @@ _error: Optional[str] = None
 _warned = False
 _warned_place = False
 _loaded: tuple[Optional[Path], Optional[str]] = (None, None)  # see loaded()
+_isa = ""  # the variant of _lib (see kernel_isa())
+_variants: dict[str, ctypes.CDLL] = {}  # load_variant's libraries
 
-BASE_FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-ffp-contract=fast",
+BASE_FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-ffp-contract=off",
               "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC", "-std=c11"]
-PORTABLE_ISA = ["-march=x86-64-v3"]  # AVX2 + FMA: what the portable mode pins torch to
-PORTABLE_ISA_FALLBACK = ["-mavx2", "-mfma"]  # compilers without x86-64-v3 (GCC < 11, clang < 12)
+ISA_VAR = "ATTN_KERNEL_ISA"  # avx2 | avx512 | auto (default): the variant to build and run
+ISA_CHOICES = ("avx2", "avx512", "auto")
+# per variant: its flags, and the flags for compilers without that -march level (GCC < 11, clang < 12)
+VARIANT_FLAGS = {
+    "avx512": (["-march=x86-64-v4", "-mprefer-vector-width=512"],
+               ["-mavx2", "-mfma", "-mavx512f", "-mavx512cd", "-mavx512bw", "-mavx512dq", "-mavx512vl",
+                "-mprefer-vector-width=512"]),
+    "avx2": (["-march=x86-64-v3"], ["-mavx2", "-mfma"]),  # what the portable mode pins torch to
+    "native": (["-march=native"], ["-march=native"]),
+    "baseline": ([], []),
+}
+# the CPU flags a variant's code may use (x86-64-v4: AVX-512 F, CD, BW, DQ, VL)
+VARIANT_NEEDS = {"avx512": frozenset({"avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}),
+                 "avx2": frozenset({"avx2", "fma"})}
+PORTABLE_ISA = VARIANT_FLAGS["avx2"][0]  # kept for callers of the single-variant era
+PORTABLE_ISA_FALLBACK = VARIANT_FLAGS["avx2"][1]
+
+
+class KernelIsaError(AttnError):
+    """ATTN_KERNEL_ISA names no variant, or one this CPU cannot run."""
 
 
 # --------------------------------------------------------------------------- where it lives
@@ -170,30 +200,54 @@ def _compile(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def isa_flags(cc: str, mode: str, machine: Optional[str] = None, flags: Optional[frozenset] = None) -> list[str]:
-    """The target-ISA flags of numeric ``mode`` on this CPU (or the one described).
+def variant(mode: Optional[str] = None, machine: Optional[str] = None, flags: Optional[frozenset] = None,
+            request: Optional[str] = None) -> str:
+    """The kernel variant to build and run: ``avx512``, ``avx2``, ``native`` or ``baseline``.
 
-    ``native``: ``-march=native``.  ``portable``: x86-64-v3 (AVX2 + FMA) on an x86-64 CPU
-    that has them, so that AVX-512 hosts build the same code as AVX2 hosts; the compiler's
-    baseline elsewhere (an older x86-64, ARM), as torch's portable pins do.
+    ``request`` (default: ``$ATTN_KERNEL_ISA``): ``avx2`` or ``avx512`` forces that variant,
+    ``auto`` (or unset) takes the widest this CPU runs (``native`` in the native numeric
+    mode).  Raises :class:`KernelIsaError` for any other value, or for a forced variant this
+    CPU (or the one described by ``machine`` and ``flags``) cannot run.
     """
-    if mode == "native":
-        return ["-march=native"]
-    if not numerics.is_x86_64(machine):
-        return []
-    if not {"avx2", "fma"} <= (numerics.cpu_flags() if flags is None else flags):
-        return []
-    return list(PORTABLE_ISA) if accepts(cc, tuple(PORTABLE_ISA)) else list(PORTABLE_ISA_FALLBACK)
+    raw = os.environ.get(ISA_VAR, "") if request is None else request
+    want = raw.strip().lower() or "auto"
+    if want not in ISA_CHOICES:
+        raise KernelIsaError(f"{ISA_VAR}={raw!r} is not a kernel variant; choose from {', '.join(ISA_CHOICES)}")
+    have = numerics.cpu_flags() if flags is None else flags
+    x86 = numerics.is_x86_64(machine)
+    if want != "auto":
+        missing = sorted(VARIANT_NEEDS[want] - have) if x86 else ["x86-64"]
+        if missing:
+            raise KernelIsaError(f"{ISA_VAR}={want}: this CPU cannot run the {want} kernel "
+                                 f"(it lacks {', '.join(missing)})")
+        return want
+    if (mode or numerics.current_mode()) == "native":
+        return "native"
+    if x86:
+        for name in ("avx512", "avx2"):
+            if VARIANT_NEEDS[name] <= have:
+                return name
+    return "baseline"
 
 
-def compile_flags(cc: str, mode: Optional[str] = None) -> list[str]:
-    """Every flag of the build under ``mode`` (default: this process's numeric mode)."""
-    return BASE_FLAGS + isa_flags(cc, mode or numerics.current_mode())
+def isa_flags(cc: str, mode: Optional[str] = None, machine: Optional[str] = None,
+              flags: Optional[frozenset] = None, which: Optional[str] = None) -> list[str]:
+    """The target-ISA flags of variant ``which`` (default: :func:`variant` of ``mode`` on this
+    CPU, or on the one described); the fallback spelling where ``cc`` lacks the -march level."""
+    which = which or variant(mode, machine, flags)
+    first, fallback = VARIANT_FLAGS[which]
+    return list(first) if accepts(cc, tuple(first)) else list(fallback)
 
 
-def build_key(cc: str, mode: Optional[str] = None) -> str:
+def compile_flags(cc: str, mode: Optional[str] = None, which: Optional[str] = None) -> list[str]:
+    """Every flag of the build of variant ``which`` (default: this process's, see :func:`variant`)."""
+    return BASE_FLAGS + isa_flags(cc, mode or numerics.current_mode(), which=which)
+
+
+def build_key(cc: str, mode: Optional[str] = None, which: Optional[str] = None) -> str:
     mode = mode or numerics.current_mode()
-    parts = [*c_sources().values(), mode, " ".join(compile_flags(cc, mode)), cc, compiler_version(cc),
+    which = which or variant(mode)
+    parts = [*c_sources().values(), which, " ".join(compile_flags(cc, mode, which)), cc, compiler_version(cc),
              platform.machine(), cpu_features()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
@@ -204,13 +258,14 @@ def sha256_of(path: Path) -> str:
 
 # --------------------------------------------------------------------------- build and load
 
-def _build(cc: str, into: Path) -> bytes:
-    """Compile in the private folder ``into``; the library's bytes (read through the folder's
-    descriptor). Raises RuntimeError with the compiler's message."""
+def _build(cc: str, into: Path, which: Optional[str] = None) -> bytes:
+    """Compile variant ``which`` (default: this process's) in the private folder ``into``; the
+    library's bytes (read through the folder's descriptor). Raises RuntimeError with the
+    compiler's message."""
     for name, text in c_sources().items():
         (into / name).write_text(text)
     # relative names and cwd: the library's bytes do not depend on the folder's name
-    proc = _compile([cc, *compile_flags(cc), SOURCES[0], "-o", "copy_fast.so", "-lm"], cwd=into)
+    proc = _compile([cc, *compile_flags(cc, which=which), SOURCES[0], "-o", "copy_fast.so", "-lm"], cwd=into)
     if proc.returncode != 0:
         raise RuntimeError(f"{cc} failed: {proc.stderr.strip()[:500]}")
     fd = private.open_private_dir(into, create=False)
@@ -223,10 +278,10 @@ def _build(cc: str, into: Path) -> bytes:
     return data
 
 
-def _build_fresh(cc: str) -> bytes:
+def _build_fresh(cc: str, which: Optional[str] = None) -> bytes:
     """A fresh build in a new ``mkdtemp`` folder inside this process's scratch folder."""
     with tempfile.TemporaryDirectory(prefix="build_", dir=private.scratch_dir()) as tmp:  # 0700
-        return _build(cc, Path(tmp))
+        return _build(cc, Path(tmp), which)
 
 
 def _install(dir_fd: int, name: str, data: bytes) -> None:
@@ -291,37 +346,37 @@ def _bind(data: bytes) -> ctypes.CDLL:
     lib.loss_and_grad.restype = d
     lib.train_steps.argtypes = [p, p, p, p, l, p, i, i, i, i, i, d, d, p, p]
     lib.train_steps.restype = i
+    lib.train_steps_in.argtypes = [p, p, p, p, l, p, i, i, i, i, i, d, d, p, p, p]  # + the work space
+    lib.train_steps_in.restype = i
+    lib.kernel_isa.argtypes, lib.kernel_isa.restype = [], ctypes.c_char_p
+    lib.work_floats.argtypes, lib.work_floats.restype = [i, i, i, i], l
     return lib
 
 
-def _load_or_build(cc: str) -> ctypes.CDLL:
+def _load_or_build(cc: str, which: str) -> tuple[ctypes.CDLL, tuple[Optional[Path], str]]:
     """The verified cached library, else a fresh build (installed for next time).
 
     The folder is opened once and proven private; the library's bytes are read through its
     descriptor, checked against the recorded SHA-256 and loaded from memory, so renaming any
     parent folder meanwhile cannot change what this process runs.  A fresh build is loaded
     from the bytes it produced, whatever a concurrent builder puts in the cache.
+    Returns the library and what was loaded (see :func:`loaded`).
     """
-    global _loaded
-    name = f"copy_fast_{build_key(cc)}.so"
+    name = f"copy_fast_{build_key(cc, which=which)}.so"
     dir_fd, folder = _open_kernel_folder()
     try:
         data = _verified(dir_fd, name)
         if data is not None:
             try:
-                lib = _bind(data)
-                _loaded = (folder / name, hashlib.sha256(data).hexdigest())
-                return lib
+                return _bind(data), (folder / name, hashlib.sha256(data).hexdigest())
             except OSError:
                 pass  # a library that does not load (corrupt, noexec): rebuild it
-        data = _build_fresh(cc)
+        data = _build_fresh(cc, which)
         try:
             _install(dir_fd, name, data)
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs a rebuild next time
-        lib = _bind(data)
-        _loaded = (None, hashlib.sha256(data).hexdigest())
-        return lib
+        return _bind(data), (None, hashlib.sha256(data).hexdigest())
     finally:
         os.close(dir_fd)
 
@@ -330,18 +385,21 @@ def load() -> Optional[ctypes.CDLL]:
     """The compiled kernel (built on first use), or None where it cannot be built or loaded.
 
     On None, :func:`load_error` says why and one warning has gone to stderr: the fast
-    engine then uses its PyTorch path.
+    engine then uses its PyTorch path.  Raises :class:`KernelIsaError` (before building
+    anything) where ``$ATTN_KERNEL_ISA`` names no variant or one this CPU cannot run.
     """
-    global _lib, _tried, _error
+    global _lib, _tried, _error, _loaded, _isa
     with _lock:
         if _tried:
             return _lib
+        which = variant()  # a bad ATTN_KERNEL_ISA is the user's error, never a silent fallback
         _tried = True
         cc = _compiler()
         try:
             if cc is None:
                 raise RuntimeError("no C compiler found")
-            _lib = _load_or_build(cc)
+            _lib, _loaded = _load_or_build(cc, which)
+            _isa = which
         except Exception as exc:  # build or load failure of any kind: fall back, never crash
             _error = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
             _warn(_error)
@@ -388,6 +446,24 @@ def _warn(reason: str) -> None:
         sys.stderr.flush()
 
 
+def load_variant(which: str) -> ctypes.CDLL:
+    """The kernel built as variant ``which`` (``avx2``, ``avx512``, ...), for tests and
+    benchmarks that compare variants in one process; the same build, cache and checks as
+    :func:`load`.  Raises RuntimeError where it cannot be built or loaded."""
+    with _lock:
+        if which not in _variants:
+            cc = _compiler()
+            if cc is None:
+                raise RuntimeError("no C compiler found")
+            _variants[which] = _load_or_build(cc, which)[0]
+        return _variants[which]
+
+
+def kernel_isa() -> str:
+    """The variant :func:`load` loaded ("avx512", "avx2", "native", "baseline"); "" if none."""
+    return _isa if _lib is not None else ""
+
+
 def backend() -> str:
     """The fast engine's CPU backend after :func:`load`: "kernel" or "torch"."""
     return "kernel" if _lib is not None else "torch"
@@ -400,5 +476,5 @@ def load_error() -> Optional[str]:
 
 def _reset_for_tests() -> None:
     """Forget the loaded library, so that the next :func:`load` resolves and loads again."""
-    global _lib, _tried, _error, _warned, _warned_place, _loaded
-    _lib, _tried, _error, _warned, _warned_place, _loaded = None, False, None, False, False, (None, None)
+    global _lib, _tried, _error, _warned, _warned_place, _loaded, _isa
+    _lib, _tried, _error, _warned, _warned_place, _loaded, _isa = None, False, None, False, False, (None, None), ""

@@ -3,7 +3,8 @@
 Initial weights: ``torch.manual_seed(seed)`` then :func:`attn_cli.core.copy_models.build_model`,
 exactly as the exact engine.  Data: the same ``randint`` stream, drawn from a CPU generator
 that continues the global one right after the model was built (the global RNG itself is
-left as it was found).  Each run records the backend that trained it ("kernel" or "torch").
+left as it was found).  Each run records the backend that trained it ("kernel" or "torch")
+and, with the kernel, its variant (``kernel_isa``: "avx512", "avx2", ...).
 """
 
 from __future__ import annotations
@@ -159,6 +160,7 @@ def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int,
     grad, m1, m2 = torch.zeros_like(params), torch.zeros_like(params), torch.zeros_like(params)
     B, T, H, att = spec.batch_size, spec.length, spec.hidden, int(spec.model == "attention")
     off = kernel.offsets(lib, spec.model, H)  # (roles + 1,) where each parameter lives
+    work = torch.empty(lib.work_floats(B, T, H, att), dtype=torch.float32)  # kept across calls: no page faults
     done, final = 0, float("nan")
     while done < spec.steps:
         if stop is not None and stop.is_set():
@@ -167,9 +169,9 @@ def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int,
         # n successive draws of the program's batch(B): one randint gives the same numbers
         src = torch.randint(0, 10, (n * B, T), generator=gen)  # (n B, T)
         losses = torch.empty(n, dtype=torch.float32)  # (n,)
-        rc = lib.train_steps(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), done,
-                             src.data_ptr(), n, B, T, H, att, float(spec.lr), float(spec.clip),
-                             losses.data_ptr(), off.data_ptr())
+        rc = lib.train_steps_in(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), done,
+                                src.data_ptr(), n, B, T, H, att, float(spec.lr), float(spec.clip),
+                                losses.data_ptr(), off.data_ptr(), work.data_ptr())
         if rc != 0:
             raise MemoryError(f"copy-task kernel could not allocate its work space (length {T})")
         done += n
@@ -272,6 +274,7 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress =
             result = train_group(task.specs, device, report, stop, [inits[i] for i in task.indices])
         for i, outcome in zip(task.indices, result):
             outcome.backend = "kernel" if lib is not None else "torch"
+            outcome.kernel_isa = kernel.kernel_isa() if lib is not None else ""
             outcomes[i] = outcome
 
     saved_threads = torch.get_num_threads()

@@ -24,7 +24,7 @@ from attn_cli.experiments.copy_task.config import ENGINES, METRICS
 from attn_cli.schema import InvalidEntry, check, check_grid, check_len, check_range
 
 CACHE_SUBDIR = Path("copy_task")  # the entries' folder in the cache
-CACHE_FORMAT = 3  # bump when the cached fields change
+CACHE_FORMAT = 4  # bump when the cached fields change
 # the sources that compute a run (models, data, training loop, both engines, the kernel), relative
 # to the package: a change to any of them is a cache miss
 CODE_GLOBS = ("core/copy_*.py", "core/copy_*/**/*.py", "core/copy_*/**/*.c", "core/copy_*/**/*.h")
@@ -77,6 +77,7 @@ def load_cached(store: results_cache.Cache, key: dict) -> RunOutcome | None:
 # what numerics.effective_isa() can record (torch.backends.cpu.get_cpu_capability's answers), and ""
 ISAS = ("", "DEFAULT", "NO AVX", "AVX2", "AVX512", "VSX", "Z VECTOR", "SVE128", "SVE256", "SVE512", "unknown")
 BACKENDS = ("torch", "kernel")  # RunOutcome.backend
+KERNEL_ISAS = ("", "avx512", "avx2", "native", "baseline")  # RunOutcome.kernel_isa (core/copy_fast/kernel.py variants)
 RAN_ON = ("worker", "host", "cpu")  # RunOutcome.ran_on's keys (attn_cli.experiments.copy_task.cluster.where)
 
 
@@ -91,6 +92,7 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
           f"{outcome.engine[:40]!r} is not the {key['engine']!r} engine it is stored for")
     check(outcome.isa in ISAS or outcome.isa == key["numerics"]["isa"], "isa", f"unknown ISA {outcome.isa[:40]!r}")
     check(outcome.backend in BACKENDS, "backend", f"unknown backend {outcome.backend[:40]!r}")
+    check(outcome.kernel_isa in KERNEL_ISAS, "kernel_isa", f"unknown kernel variant {outcome.kernel_isa[:40]!r}")
     if outcome.ran_on is not None:  # a run from a Dask worker: its address, host and CPU model
         check(set(outcome.ran_on) == set(RAN_ON), "ran_on", f"expected the keys {', '.join(RAN_ON)}")
         check(all(len(v) <= 200 for v in outcome.ran_on.values()), "ran_on", "a value over 200 characters")

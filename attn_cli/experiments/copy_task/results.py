@@ -18,7 +18,7 @@ class Result:
     rows: list[dict] = field(default_factory=list)  # per run: model, length, seed, engine, accuracies, diagonal
     cells: list[dict] = field(default_factory=list)  # per (model, length): mean, std, min, max per metric
     maps: list[dict] = field(default_factory=list)  # attention, per length (first seed): src, weights, diagonal
-    runs: list[dict] = field(default_factory=list)  # per run: seconds, final loss, engine, isa, cached
+    runs: list[dict] = field(default_factory=list)  # per run: seconds, loss, engine, isa, backend, kernel_isa, cached
     seconds: float = 0.0  # wall time of run()
     notes: list[str] = field(default_factory=list)  # cache repairs and other remarks for stderr
     TIMING: ClassVar[tuple[str, ...]] = ("seconds", "runs.*.seconds", "runs.*.cpu_seconds")  # JSON: under "timing"
@@ -100,7 +100,7 @@ def assemble(config: Config, outcomes: list[RunOutcome], cached: Optional[list[b
              "diagonal": o.diagonal} for o in outcomes]
     runs = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": o.seconds,
              "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "isa": o.isa,
-             "backend": o.backend, "cached": c, **({"ran_on": o.ran_on} if o.ran_on else {})}
+             "backend": o.backend, "kernel_isa": o.kernel_isa, "cached": c, **({"ran_on": o.ran_on} if o.ran_on else {})}
             for o, c in zip(outcomes, cached)]
     cells, maps = _aggregate(config, outcomes)
     return Result(config=recorded(config), rows=rows, cells=cells, maps=maps, runs=runs,
