@@ -29,6 +29,17 @@ os.environ["ATTN_CACHE_DIR"] = os.path.join(_SESSION_CACHE, "cache")
 
 def pytest_report_header(config) -> list[str]:
     """Which kind of host this run is on: every CI log says vendor, model, ISA and numeric mode."""
+    return [_host_line()]
+
+
+def pytest_sessionstart(session) -> None:
+    """``pytest -q`` (README's and CI's command) prints no header: say the host there too."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and session.config.option.verbose < 0:
+        reporter.write_line(_host_line())
+
+
+def _host_line() -> str:
     import platform
 
     info = {}
@@ -42,8 +53,8 @@ def pytest_report_header(config) -> list[str]:
     flags = numerics.cpu_flags()
     widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
     cpu = info.get("model name") or platform.processor() or platform.machine()
-    return [f"host: {cpu} ({info.get('vendor_id', 'unknown vendor')}, {os.cpu_count()} CPUs, widest ISA {widest}); "
-            f"torch dispatches to {numerics.effective_isa()} in numeric mode {numerics.current_mode()}"]
+    return (f"host: {cpu} ({info.get('vendor_id', 'unknown vendor')}, {os.cpu_count()} CPUs, widest ISA {widest}); "
+            f"torch dispatches to {numerics.effective_isa()} in numeric mode {numerics.current_mode()}")
 
 
 ATTN = shutil.which("attn") or str(Path(sys.executable).with_name("attn"))
