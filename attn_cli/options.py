@@ -294,13 +294,18 @@ def cache_dir_option(func):
     return wrapper
 
 
+# a scheduler address: an optional scheme, a host (a name, an IPv4 or a bracketed IPv6) and an
+# optional port; nothing else (no spaces, control characters, paths), at most 255 characters
+SCHEDULER_ADDRESS = re.compile(r"(?=.{1,255}\Z)([a-z][a-z0-9+.-]*://)?([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
+
+
 def _scheduler_address(ctx, param, value):
     """A Dask scheduler address, e.g. ``tcp://10.0.0.5:8786`` (checked for reachability when
     the command starts, by :func:`attn_cli.experiments.copy_task.cluster.check_reachable`)."""
     if value is None:
         return None
     value = value.strip()
-    if not value or any(c.isspace() for c in value):
+    if not SCHEDULER_ADDRESS.fullmatch(value):
         raise from_environment(ctx, param, value, "not a scheduler address (e.g. tcp://10.0.0.5:8786)") or \
             click.BadParameter(f"{value!r} is not a scheduler address (e.g. tcp://10.0.0.5:8786)", ctx=ctx, param=param)
     return value

@@ -108,6 +108,9 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu") -> 
 # --------------------------------------------------------------------------- on the client
 
 
+DEFAULT_PORT = 8786  # Dask's scheduler port where an address names none
+
+
 def connect(address: str, source: str = "--scheduler"):
     """A ``distributed.Client`` on ``address`` (connect timeout: :data:`CONNECT_TIMEOUT_S`, or
     Dask's ``distributed.comm.timeouts.connect`` where shorter), or a ClusterError naming where the address came from."""
@@ -116,15 +119,45 @@ def connect(address: str, source: str = "--scheduler"):
     except ImportError:
         raise ClusterError(f"{source} needs Dask distributed: pip install 'attn-cli[dask]'") from None
     _quiet_client_logs()
-    try:
-        import dask
-        from dask.utils import parse_timedelta
+    import dask
+    from dask.utils import parse_timedelta
 
-        timeout = min(CONNECT_TIMEOUT_S, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
-        return Client(address, timeout=timeout, set_as_default=False)
-    except Exception as exc:  # OSError, TimeoutError, ValueError (a malformed address), ...
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ClusterError(f"cannot reach the Dask scheduler at {address} (from {source}): {reason}") from None
+    timeout = min(CONNECT_TIMEOUT_S, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
+    reason = _probe(address, timeout)  # no Client is made for a scheduler that is not there
+    if reason is None:
+        try:
+            return Client(address, timeout=timeout, set_as_default=False)
+        except Exception as exc:  # OSError, TimeoutError, ValueError (a malformed address), ...
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        # the half-made Client is finalised here and now: left to a later garbage collection, its
+        # __del__ can run inside the next Client's start and deadlock on its event loop's lock
+        import gc
+
+        gc.collect()
+    raise ClusterError(f"cannot reach the Dask scheduler at {address} (from {source}): {reason}")
+
+
+def _probe(address: str, timeout: float) -> str | None:
+    """Why a TCP scheduler address does not answer (None: it accepts a connection, or it is not
+    a plain ``tcp://``/``host:port`` address, which Dask's own connect then checks)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    scheme, sep, _ = address.partition("://")
+    if sep and scheme != "tcp":
+        return None
+    parts = urlsplit(address if sep else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port or DEFAULT_PORT
+    except ValueError as exc:  # a port out of range
+        return str(exc)
+    if not host:
+        return "no host in the address"
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
 
 
 def _quiet_client_logs() -> None:
