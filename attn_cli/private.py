@@ -398,3 +398,18 @@ def _reset_scratch_for_tests() -> Optional[Path]:
     with _scratch_lock:
         old, _scratch = _scratch, None
     return old
+
+
+_WARNED_ROOTS: set[str] = set()  # per-user cache folders this process has warned about
+
+
+def warn_unusable(root: Path, message: str) -> None:
+    """Write ``message`` (one warning line) unless this process has already warned about the
+    per-user cache folder ``root``: whatever keeps files there (the Result cache, the copy
+    task's runs, the C kernel) gives one warning per refused folder, not one each."""
+    key = os.path.abspath(root)
+    if key in _WARNED_ROOTS:
+        return
+    _WARNED_ROOTS.add(key)
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()

@@ -224,8 +224,10 @@ def test_a_world_writable_cache_home_builds_elsewhere_and_writes_nothing_there(t
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert {run["backend"] for run in json.loads(proc.stdout)["runs"]} == {"kernel"}
-    kernel_warnings = [line for line in proc.stderr.splitlines() if "C kernel" in line]
-    assert len(kernel_warnings) == 1 and f"not kept in {shared}/attn/kernels ({shared} is writable" in kernel_warnings[0]
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning")]
+    # one warning for the folder (the cache's, which covers the kernel's): what and why
+    assert len(warnings) == 1, proc.stderr
+    assert f"nothing is kept in {shared}/attn" in warnings[0] and f"{shared} is writable" in warnings[0]
     assert os.listdir(shared) == []
 
 

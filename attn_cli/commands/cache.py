@@ -20,13 +20,19 @@ def cache_root(common: Common) -> str | None:
     warning on stderr, when it is not private or cannot be written: the run goes on without it."""
     from attn_cli import cache, private
 
+    root = None
     try:
         root = private.user_cache_root(common.cache_dir)
         with cache.Cache.open(root):
             pass
     except (cache.Unavailable, RuntimeError, KeyError) as exc:  # Path.home(): RuntimeError, KeyError
         source = "" if common.cache_dir is not None or not os.environ.get("ATTN_CACHE_DIR") else ", from ATTN_CACHE_DIR"
-        click.echo(f"warning: the cache cannot be used ({exc}{source}); running without cache", err=True)  # one line
+        message = (f"warning: the cache cannot be used ({exc}{source}); running without cache"
+                   + (f", nothing is kept in {root}" if root is not None else ""))
+        if root is None:
+            click.echo(message, err=True)
+        else:  # one line for this folder, whatever else would keep files there (the C kernel)
+            private.warn_unusable(root, message)
         return None
     return str(root)
 
