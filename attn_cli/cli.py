@@ -22,7 +22,6 @@ from attn_cli.errors import AttnError
 # read-only disk, a folder the user may not write), reported in one line, never a traceback
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO,
                        errno.EFBIG, errno.ENAMETOOLONG}
-INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 
 class AttnGroup(click.Group):

@@ -26,23 +26,12 @@ long param_count(int a, int b) { return -1; }
 
 
 @pytest.fixture
-def fresh(monkeypatch, tmp_path):
+def fresh(kernel_isolated, monkeypatch):
     """A fresh loader state with the cache under tmp_path (private: 0700) and a fresh scratch
-    folder; the real state restored after."""
-    from attn_cli import private
-
-    os.chmod(tmp_path, 0o700)
-    saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded)
-    monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder; the real state restored after (conftest's kernel_isolated)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(kernel_isolated / "cache"))
     kernel._reset_for_tests()
-    scratch = private._reset_scratch_for_tests()
-    yield tmp_path
-    made = private._reset_scratch_for_tests()
-    if made is not None:
-        shutil.rmtree(made, ignore_errors=True)
-    private._scratch = scratch
-    (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded) = saved
+    yield kernel_isolated
 
 
 def _plant(path: Path, marker: Path) -> None:

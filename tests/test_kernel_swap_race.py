@@ -82,17 +82,8 @@ def genuine(tmp_path_factory):
 
 
 @pytest.fixture
-def fresh(monkeypatch, tmp_path):
-    os.chmod(tmp_path, 0o700)
-    saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded)
-    monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
-    scratch = private._reset_scratch_for_tests()
-    yield tmp_path
-    made = private._reset_scratch_for_tests()
-    if made is not None:
-        shutil.rmtree(made, ignore_errors=True)
-    private._scratch = scratch
-    (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded) = saved
+def fresh(kernel_isolated):
+    return kernel_isolated  # conftest: the loader state and scratch folder saved and restored
 
 
 def _install(folder: Path, name: str, data: bytes) -> None:
