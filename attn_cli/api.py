@@ -294,40 +294,55 @@ def verify(*only: str, **options: Any) -> Verification:
     ``options``: those of ``attn verify`` (``quick``, ``seed``, ``device``, ``no_cache``,
     ``cache_dir``, ``numerics``), parsed by the ``verify`` command itself (same checks, same
     errors); the experiments run as there (each once, the copy task's seeds, the per-user
-    cache), without the progress display.  Writes no file.
+    cache; :func:`attn_cli.regenerate.verify`), without the progress display.  Writes no file.
     """
-    from attn_cli import runner, runs
-    from attn_cli.commands.cache import cache_root
-    from attn_cli.options import Common, check_seeds
-    from attn_cli.plan import judged
-    from attn_cli.published.compare import summary
+    from attn_cli import regenerate
 
     if options.get("out") is not None:
         raise click.UsageError("verify() writes no file; regenerate_all(out) writes the report")
-    cmd = _command("verify")
-    argv = command_line("verify", only=list(only) or None, **{k: v for k, v in options.items() if k != "out"})
     with tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
-        with cmd.make_context("attn verify", [*argv, "--out", folder]) as ctx:
-            p = ctx.params
-        common = Common(device=p["device"], seed=p["seed"], out=Path(folder), json=False, quick=p["quick"],
-                        numerics=p["numerics"], cache_dir=p["cache_dir"])
-        registry = runner.Registry.load()
-        try:
-            artifact_ids, selected = registry.select(p["only"])
-        except runner.UnknownId as exc:
-            raise click.BadParameter(str(exc), param_hint="'--only'") from None
-        needed = {registry.experiment_of(c.artifact) for c in selected} - {None}
-        root = cache_root(common)
-        plan = judged([e for e in registry.experiments if e in needed], seed=common.seed, device=common.device,
-                      cache_root=root, use_cache=not p["no_cache"], quick=common.quick)  # verify's own plan
-        for exp, config, _ in plan:  # every seed it will train with, before any work
-            check_seeds(runner.seeds_used(exp.module, config))
-        done = runs.run_experiments(plan, cache_root=root, use_cache=not p["no_cache"])
-    outcomes = runs.compare(selected, registry, done)
-    return Verification(outcomes=outcomes, summary=summary(outcomes),
-                        coverage=runs.coverage(registry, artifact_ids, everything=not p["only"]).line(),
-                        experiments={r.name: r.seconds for r in done},
-                        errors={r.name: r.error for r in done if r.error})
+        common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
+        checked = _translated(lambda: regenerate.verify(p["only"], **_library_options(common, p)))
+    return Verification(outcomes=checked.outcomes, summary=checked.summary, coverage=checked.coverage.line(),
+                        experiments={r.name: r.seconds for r in checked.runs},
+                        errors={r.name: r.error for r in checked.runs if r.error})
+
+
+def _parsed(command: str, folder: str, only, options: dict):
+    """The command's own parsing of these options (same checks, same errors): its Common and params."""
+    from attn_cli.options import Common
+
+    cmd = _command(command)
+    argv = command_line(command, only=list(only) or None, **options)
+    with cmd.make_context(f"attn {command}", [*argv, "--out", folder]) as ctx:
+        p = ctx.params
+        from_env = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
+    common = Common(device=p["device"], seed=p["seed"], out=Path(folder), json=False, quick=p["quick"],
+                    numerics=p["numerics"], formats=tuple(dict.fromkeys(p.get("formats") or ())) or ("png",),
+                    cache_dir=p["cache_dir"], scheduler=p.get("scheduler"),
+                    scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None)
+    return common, p
+
+
+def _library_options(common, p: dict) -> dict:
+    """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line."""
+    from attn_cli.commands.cache import cache_root
+
+    return dict(seed=common.seed, device=common.device, quick=common.quick, numerics=common.numerics,
+                cache_root=cache_root(common), use_cache=not p["no_cache"], scheduler=common.scheduler,
+                scheduler_from=common.scheduler_from)
+
+
+def _translated(call):
+    """The library's errors as the command reports them (usage errors, exit 2 on the command line)."""
+    from attn_cli import runner
+
+    try:
+        return call()
+    except runner.UnknownId as exc:
+        raise click.BadParameter(str(exc), param_hint="'--only'") from None
+    except runner.SeedOutOfRange as exc:
+        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
 
 # --------------------------------------------------------------------------- all
@@ -340,7 +355,7 @@ class Report:
     out: Path
     manifest: dict = field(repr=False)  # manifest.json: catalogue ID -> files, configs, versions, checks
     ok: bool  # attn all exits 0: no experiment failed and no check failed
-    notes: str = field(repr=False, default="")  # what it printed on stderr
+    notes: str = field(repr=False, default="")  # its warnings, one a line: files not written, --quick, failures
 
     @property
     def index(self) -> Path:
@@ -358,20 +373,20 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     """``attn all --out OUT [--only ID...]``: every table, figure and the report, written into ``out``.
 
     ``options``: those of ``attn all`` (``quick``, ``seed``, ``device``, ``no_cache``,
-    ``cache_dir``, ``format``, ``numerics``).  Runs the ``all`` command itself (same
-    options, same files, same errors); returns its manifest.
+    ``cache_dir``, ``format``, ``numerics``), parsed by the ``all`` command itself (same
+    checks, same errors), then :func:`attn_cli.regenerate.regenerate_all` (same files);
+    returns its manifest.
     """
-    cmd = _command("all")
-    argv = command_line("all", only=list(only) or None, **{k: v for k, v in options.items() if k != "json"})
-    printed, errors = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
-        with cmd.make_context("attn all", [*argv, "--json", "--out", str(out)]) as ctx:
-            try:
-                cmd.invoke(ctx)
-            except SystemExit as exc:  # attn all exits 1 after writing every file
-                code = exc.code if isinstance(exc.code, int) else 1
-    return Report(out=Path(out), manifest=json.loads(printed.getvalue()), ok=code == 0, notes=errors.getvalue())
+    from attn_cli import regenerate
+    from attn_cli.render.files import _json_default
+
+    common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
+    done = _translated(lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats,
+                                                         **_library_options(common, p)))
+    notes = [*done.not_written, *([done.quick_line] if done.quick_line else []),
+             *(f"{s.name} failed: {s.error}" for s in done.errors)]
+    return Report(out=Path(out), manifest=json.loads(json.dumps(done.manifest, default=_json_default)),
+                  ok=done.exit_code == 0, notes="\n".join(notes))
 
 
 # --------------------------------------------------------------------------- list

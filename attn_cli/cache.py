@@ -79,12 +79,13 @@ def code_digest(globs: Iterable[str]) -> str:
     return _CODE_DIGEST[memo]
 
 
-def cache_key(fields: dict, globs: Iterable[str], device: str = "cpu") -> dict:
+def cache_key(fields: dict, globs: Iterable[str], device: str = "cpu", numerics_mode: str | None = None) -> dict:
     """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers
-    (on cuda: the GPU, its driver and precision settings too; see :func:`attn_cli.numerics.key`)."""
+    (on cuda: the GPU, its driver and precision settings too; see :func:`attn_cli.numerics.key`).
+    ``numerics_mode``: the numeric mode the command applied; None: this process's."""
     from attn_cli import __version__, numerics
 
-    key = {**fields, "numerics": numerics.key(device), "attn": __version__, "torch": torch_version(),
+    key = {**fields, "numerics": numerics.key(device, numerics_mode), "attn": __version__, "torch": torch_version(),
            "code": code_digest(globs)}
     return json.loads(json.dumps(key))  # as it reads back from the file (tuples become lists)
 

@@ -15,3 +15,19 @@ class MemoryRefused(AttnError):
 
 class WriteFailed(AttnError):
     """An output file or folder that could not be written (disk full, permission, read-only)."""
+
+
+# Every seed ends in torch.manual_seed or torch.Generator.manual_seed, which accept exactly a
+# signed or an unsigned 64-bit integer (--seed's range, attn_cli.options.SEED).
+SEED_MIN, SEED_MAX = -(2 ** 63), 2 ** 64 - 1
+
+
+class SeedOutOfRange(AttnError):
+    """A seed a run would hand to torch outside torch's range (a command that draws from
+    seed + k, e.g. attn verify's extra copy-task seeds, can overflow from a valid --seed);
+    :func:`attn_cli.runner.check_seed_range` raises it before any work."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        super().__init__(f"this command would seed torch with {seed}, outside torch's range "
+                         f"[-2**63, 2**64 - 1] (it also uses the seeds after --seed); choose a smaller seed")

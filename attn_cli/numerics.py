@@ -122,7 +122,10 @@ def apply(mode: str) -> None:
 
 
 def current_mode() -> str:
-    """The mode this process was put in (``native`` when nothing pinned it)."""
+    """The mode this process was put in (``native`` when nothing pinned it), read back from the
+    environment :func:`apply` set.  For code that cannot be handed the mode: a child process
+    (copy-task workers, the Dask workers' payload), the C kernel's compile flags, and the
+    defaults of :func:`describe` and :func:`key` when no ``mode`` is passed."""
     mode = os.environ.get(MODE_VAR, "")
     return mode if mode in MODES else "native"
 
@@ -137,28 +140,31 @@ def effective_isa() -> str:
         return "unknown"
 
 
-def describe(device: str = "cpu") -> dict:
+def describe(device: str = "cpu", mode: str | None = None) -> dict:
     """The numeric mode and effective ISA, as recorded in cache keys, JSON configs and reports;
     on cuda also the GPU and its precision settings under ``cuda``
-    (:func:`attn_cli.core.device.describe_cuda`)."""
-    return _with_cuda({"mode": current_mode(), "isa": effective_isa()}, device)
+    (:func:`attn_cli.core.device.describe_cuda`).  ``mode``: the one the command applied
+    (``Common.numerics``); None: this process's (:func:`current_mode`)."""
+    return _with_cuda({"mode": mode or current_mode(), "isa": effective_isa()}, device)
 
 
 def stamp(obj: dict) -> dict:
     """Record :func:`describe` under ``obj["config"]["numerics"]`` (a result dumped as a dict),
-    with the GPU when ``obj["config"]["device"]`` is cuda."""
+    with the GPU when ``obj["config"]["device"]`` is cuda.  The mode is this process's: a Result
+    is stamped where it is rendered, in the process whose ``--numerics`` computed it (or read it
+    from the cache under a key with that mode)."""
     config = obj.get("config") if isinstance(obj, dict) else None
     if isinstance(config, dict):
         config["numerics"] = describe(str(config.get("device") or "cpu"))
     return obj
 
 
-def key(device: str = "cpu") -> dict:
+def key(device: str = "cpu", mode: str | None = None) -> dict:
     """The numeric mode and ISA for a cache key: in portable mode the pinned ISA (no torch
     import: a cached rerun stays fast; each run checks the ISA it really ran with), in native
     mode the host's, from torch; on cuda also the GPU's identity and precision settings (a
-    CPU key is unchanged)."""
-    mode = current_mode()
+    CPU key is unchanged).  ``mode``: as for :func:`describe`."""
+    mode = mode or current_mode()
     isa = expected_capability(mode) if mode == "portable" else None
     return _with_cuda({"mode": mode, "isa": isa if isa is not None else effective_isa()}, device)
 

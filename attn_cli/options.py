@@ -30,13 +30,13 @@ import click
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.numerics import MODES as NUMERIC_MODES
+from attn_cli.errors import SEED_MAX, SEED_MIN  # torch's seed range
 
 # Every seed ends in torch.manual_seed or torch.Generator.manual_seed (no command seeds numpy,
 # whose default_rng would refuse a negative seed), which accept exactly a signed or an
 # unsigned 64-bit integer.  A command that draws from seed + k (attn verify's extra
 # copy-task seeds, exercise 12's data streams) is checked for every seed it will use, before
 # any work: :func:`check_seeds`.
-SEED_MIN, SEED_MAX = -(2 ** 63), 2 ** 64 - 1
 SEED = click.IntRange(SEED_MIN, SEED_MAX)
 
 
@@ -72,12 +72,12 @@ SEEDS = SeedsType()
 
 def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
     """A usage error (exit 2) naming the first seed outside [SEED_MIN, SEED_MAX]."""
-    for seed in seeds:
-        if not SEED_MIN <= seed <= SEED_MAX:
-            raise click.BadParameter(
-                f"this command would seed torch with {seed}, outside torch's range "
-                f"[-2**63, 2**64 - 1] (it also uses the seeds after --seed); choose a smaller seed",
-                param_hint=param_hint)
+    from attn_cli.runner import SeedOutOfRange, check_seed_range
+
+    try:
+        check_seed_range(seeds)
+    except SeedOutOfRange as exc:
+        raise click.BadParameter(str(exc), param_hint=param_hint) from None
 
 
 def check_utf8_words(args) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
-from attn_cli.errors import AttnError
+from attn_cli.errors import SEED_MAX, SEED_MIN, AttnError, SeedOutOfRange
 
 EXPERIMENTS_PACKAGE = "attn_cli.experiments"
 RENDER_PACKAGE = "attn_cli.render"
@@ -154,6 +154,13 @@ class Experiment:
         if render is None or not hasattr(render, "figures"):
             return []
         return [Path(p) for p in (render.figures(result, Path(out), tuple(formats)) or [])]
+
+
+def check_seed_range(seeds) -> None:
+    """Raise :class:`SeedOutOfRange` for the first seed torch would refuse."""
+    for seed in seeds:
+        if not SEED_MIN <= seed <= SEED_MAX:
+            raise SeedOutOfRange(seed)
 
 
 def seeds_used(module: ModuleType, config: Any) -> list[int]:

@@ -41,7 +41,7 @@ class Run:
 
 def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progress: Callable | None = None,
             cache_root: str | Path | None = None, use_cache: bool = True, keep_going: bool = True,
-            threads: int | None = 1) -> Run:
+            threads: int | None = 1, numerics: str | None = None) -> Run:
     """Run one experiment (the path of every command).
 
     ``cache_root``: for an experiment that declares ``CACHED``, its Result is kept in the cache
@@ -56,11 +56,14 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
     synchronisation, and on a shared machine they collapse (measured on the 2-core machine
     under load: the D2L exercises at quick sizes take 7 s on one thread, 131 s on two).  The
     copy task parallelises over processes or its own threads, one core per run.
+
+    ``numerics``: the numeric mode the command applied (``Common.numerics``), recorded in the
+    cache key; None: this process's (:func:`attn_cli.numerics.current_mode`).
     """
     run = Run(exp, config, unjudged)
     start = time.perf_counter()
     try:
-        key = _cache_key(exp, config, cache_root)
+        key = _cache_key(exp, config, cache_root, numerics)
         with cache_of(cache_root if key else None, run.notes) as store:
             if store is not None and use_cache:
                 run.result = _load(exp, config, store, key, run.notes)
@@ -86,14 +89,15 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
 def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
                     on_start: Callable[[Experiment], Callable | None] | None = None,
                     on_done: Callable[[Run], None] | None = None, cache_root: str | Path | None = None,
-                    use_cache: bool = True, keep_going: bool = True, threads: int | None = 1) -> list[Run]:
+                    use_cache: bool = True, keep_going: bool = True, threads: int | None = 1,
+                    numerics: str | None = None) -> list[Run]:
     """:func:`run_one` for each ``(experiment, config, unjudged)`` in turn; ``on_start(experiment)``
     may return its progress callback, ``on_done(run)`` hears each finished run."""
     runs = []
     for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
         run = run_one(exp, config, unjudged=unjudged, progress=progress, cache_root=cache_root,
-                      use_cache=use_cache, keep_going=keep_going, threads=threads)
+                      use_cache=use_cache, keep_going=keep_going, threads=threads, numerics=numerics)
         runs.append(run)
         if on_done:
             on_done(run)
@@ -115,13 +119,13 @@ def intra_op_threads(threads: int | None):
         torch.set_num_threads(saved)
 
 
-def _cache_key(exp: Experiment, config: Any, cache_root) -> dict | None:
+def _cache_key(exp: Experiment, config: Any, cache_root, numerics: str | None = None) -> dict | None:
     if cache_root is None or not exp.cached or not dataclasses.is_dataclass(config):
         return None
     from attn_cli import cache
 
     return cache.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, cache.RESULT_CODE_GLOBS,
-                           str(getattr(config, "device", "cpu")))
+                           str(getattr(config, "device", "cpu")), numerics)
 
 
 def cache_of(root, notes: list[str]):
@@ -234,6 +238,24 @@ def cache_lines(runs: Iterable[Run]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- where it ran
+
+
+def where_it_ran(device: str = "cpu", numerics: str | None = None) -> dict[str, Any]:
+    """``{"versions", "machine", "numerics"}``: what every report records about where its numbers
+    were computed (``attn all``'s manifest, ``attn verify``'s page, the numerics line), built
+    here only.  ``numerics``: the mode the command applied; None: this process's."""
+    from attn_cli import numerics as modes
+
+    return {"versions": versions(), "machine": machine(device), "numerics": modes.describe(device, numerics)}
+
+
+def numerics_line(numerics: dict) -> str:
+    """The closing line of ``attn all`` and ``attn verify``: the mode and the CPU kernels (and the
+    GPU), from :func:`where_it_ran`'s ``numerics``."""
+    from attn_cli.core.device import cuda_summary
+
+    gpu = f"; GPU {cuda_summary(numerics['cuda'])}" if "cuda" in numerics else ""
+    return f"numerics: {numerics['mode']} ({numerics['isa']} CPU kernels){gpu}"
 
 
 def versions() -> dict[str, str]:

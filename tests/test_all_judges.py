@@ -133,7 +133,7 @@ def _formats(result, outcomes, tmp_path) -> dict[str, str]:
     """The table in the terminal, as Markdown and as HTML; and the cells' JSON, as `attn all` writes them."""
     from rich.console import Console
 
-    from attn_cli.commands import writing
+    from attn_cli import report_files as writing
     from attn_cli.render import html, report
 
     tables = render.tables(result, outcomes)

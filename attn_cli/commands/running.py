@@ -1,7 +1,7 @@
 """The one path every command takes: build the Config, run (:func:`attn_cli.runs.run_one`),
 render; with a rich progress display on stderr fed by the experiments' ``Progress`` events.
 
-``attn all`` and ``attn verify`` use :func:`run_plan`; the single commands (``attn sqrt-dk``,
+``attn all`` and ``attn verify`` (:mod:`attn_cli.regenerate`) run under :func:`run_plan`; the single commands (``attn sqrt-dk``,
 ``attn heads``, ...) use :func:`execute`: the same runner, the same thread settings.
 """
 
@@ -67,9 +67,10 @@ def execute(experiment, render, config, common: Common, *, progress: str | None 
         note(f"wrote {path}")
 
 
-def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool = True):
+def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool = True, numerics: str | None = None):
     """Run the plan under one rich progress display on stderr: a bar over the set, and a
-    second line for the steps inside an experiment that reports them."""
+    second line for the steps inside an experiment that reports them (the ``progress`` of
+    :func:`attn_cli.regenerate.verify` and :func:`attn_cli.regenerate.regenerate_all`)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
@@ -112,6 +113,7 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
 
     progress.start()
     try:
-        return runs.run_experiments(plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache)
+        return runs.run_experiments(plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache,
+                                    numerics=numerics)
     finally:
         progress.stop()

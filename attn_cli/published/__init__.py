@@ -2,7 +2,9 @@
 
 Every module of this package other than ``types``, ``catalogue``, ``settings`` and
 ``compare`` is a family of checks (one per experiment family) and defines ``CHECKS:
-tuple[Check, ...]``; :func:`all_checks` collects them all, keyed by check ID.  The catalogue
+tuple[Check, ...]``; :func:`all_checks` collects them all, keyed by check ID.  A family may
+also declare its catalogue entries (``CATALOGUE``) and the text's settings its values hold at
+(``TEXT_SETTINGS``), so that a new experiment's published side is that one module.  The catalogue
 of tables and figures is :mod:`attn_cli.published.catalogue`; the texts' settings (is a
 run at them?) :mod:`attn_cli.published.settings`; the one comparison of regenerated values
 with published ones, whose outcomes every table and report prints,
@@ -12,18 +14,9 @@ with published ones, whose outcomes every table and report prints,
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
-from attn_cli.published.catalogue import ARTIFACTS, BY_ID
+from attn_cli.published.catalogue import ARTIFACTS, BY_ID, families
 from attn_cli.published.types import Artifact, Check
-
-_NOT_FAMILIES = {"types", "catalogue", "settings", "compare", "seed_rule", "rules"}  # modules that define no CHECKS
-
-
-def families() -> list[str]:
-    import attn_cli.published as pkg
-
-    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in _NOT_FAMILIES)
 
 
 def all_checks() -> dict[str, Check]:

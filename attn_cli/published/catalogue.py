@@ -2,9 +2,20 @@
 
 ``files`` are the names each command writes into ``--out`` for that artifact; commands
 must use exactly these names.
+
+The entries below are in the texts' order.  A check family (a module of this package) may
+also declare ``CATALOGUE``, the entries of its own experiment beside its ``CHECKS``, so that
+a new experiment's published side is one file: each is placed after the last entry of its
+source listed here (:func:`placed`).
 """
 
+import importlib
+import pkgutil
+
 from attn_cli.published.types import Artifact
+
+# modules of this package that are not check families (they define no CHECKS)
+NOT_FAMILIES = frozenset({"types", "catalogue", "settings", "compare", "seed_rule", "rules"})
 
 ARTIFACTS: tuple[Artifact, ...] = (
     # W9: embeddings and attention
@@ -57,4 +68,34 @@ ARTIFACTS: tuple[Artifact, ...] = (
              ("exercise_12.png", "exercise_12.csv")),
 )
 
+
+
+def families() -> list[str]:
+    """The check families: every module of this package but :data:`NOT_FAMILIES`, by name."""
+    import attn_cli.published as package  # also while the package itself is being imported
+
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in NOT_FAMILIES)
+
+
+def family_entries() -> tuple[Artifact, ...]:
+    """The catalogue entries the check families declare (``CATALOGUE``), in family order."""
+    found: list[Artifact] = []
+    for family in families():
+        found.extend(getattr(importlib.import_module(f"attn_cli.published.{family}"), "CATALOGUE", ()))
+    return tuple(found)
+
+
+def placed(listed: tuple[Artifact, ...], added: tuple[Artifact, ...]) -> tuple[Artifact, ...]:
+    """``listed`` in its order, each of ``added`` after the last entry of its source (W9, D2L;
+    at the end for a new source).  An ID given twice is an error."""
+    entries = list(listed)
+    for entry in added:
+        if any(a.id == entry.id for a in entries):
+            raise ValueError(f"catalogue ID {entry.id!r} is declared twice")
+        last = max((i for i, a in enumerate(entries) if a.source == entry.source), default=len(entries) - 1)
+        entries.insert(last + 1, entry)
+    return tuple(entries)
+
+
+ARTIFACTS = placed(ARTIFACTS, family_entries())
 BY_ID = {a.id: a for a in ARTIFACTS}

@@ -2,7 +2,8 @@
 
 A published value holds only for the draws and sizes the text used.  ``TEXT`` maps a
 catalogue ID to the configuration fields its values depend on and the text's value of
-each; :func:`at_text_settings` compares a run's configuration (``dataclasses.asdict`` of
+each (a check family may declare its own as ``TEXT_SETTINGS``: :func:`text_settings`);
+:func:`at_text_settings` compares a run's configuration (``dataclasses.asdict`` of
 its Config) with them, per check where a check depends on more (the sqrt-dk rows, drawn
 one after another; the scaling table's operations, which use d).  The experiments'
 Config defaults are these settings; ``tests/test_catalogue.py`` holds them to it.
@@ -63,6 +64,25 @@ def _per_check(check_id: str, config: Mapping[str, Any]) -> bool:
     return True
 
 
+def text_settings(artifact_id: str) -> dict[str, Any]:
+    """The settings a catalogue ID's values hold at: ``TEXT`` here, or the ``TEXT_SETTINGS`` of
+    the check family that declares it (a new experiment's, beside its checks); {} for none."""
+    if artifact_id in TEXT:
+        return TEXT[artifact_id]
+    return _family_settings().get(artifact_id, {})
+
+
+def _family_settings() -> dict[str, dict[str, Any]]:
+    import importlib
+
+    from attn_cli.published.catalogue import families
+
+    found: dict[str, dict[str, Any]] = {}
+    for family in families():
+        found.update(getattr(importlib.import_module(f"attn_cli.published.{family}"), "TEXT_SETTINGS", {}))
+    return found
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
@@ -75,7 +95,7 @@ def at_text_settings(check, config: Mapping[str, Any] | None) -> bool:
     ``config`` None (a value given without its configuration) is taken as the text's."""
     if config is None or check.id in ANY_SETTINGS:
         return True
-    required = TEXT.get(check.artifact, {})
+    required = text_settings(check.artifact)
     if not all(k in config and _same(config[k], v) for k, v in required.items()):
         return False
     return _per_check(check.id, config)

@@ -193,6 +193,8 @@ def run_cluster_engine(todo, config, report, done) -> None:
 
     address, source = config.scheduler, config.scheduler_from or "--scheduler"
     todo = schedule(todo)  # longest first: the scheduler starts them in submission order
+    # this process's mode, from the environment (the Config does not carry it: a field there would
+    # change every cache key and JSON); each worker applies it before its torch loads
     mode, code = numerics.current_mode(), code_digest()
     client = connect(address, source)
     futures: dict = {}

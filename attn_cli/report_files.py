@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from attn_cli.errors import WriteFailed
-from attn_cli.options import Common
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
 
 
@@ -47,33 +46,32 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
     return section
 
 
-def write_verify_page(registry, artifact_ids, outcomes, common: Common, seconds: float, line, cov) -> None:
-    """``verify.json`` (the --json records) and ``verify.html`` (the checks as a page) in --out.
-    Their own names: an ``attn all`` report in the same folder (index.html) is left alone."""
-    from attn_cli import numerics, runs
-    from attn_cli.render import console, files, html
+def write_verify_page(registry, artifact_ids, outcomes, out: Path, *, quick: bool, seed: int, device: str,
+                      where: dict, seconds: float, line: str, cov) -> list[Path]:
+    """``verify.json`` (the --json records) and ``verify.html`` (the checks as a page) in ``out``;
+    the paths written.  Their own names: an ``attn all`` report in the same folder (index.html)
+    is left alone.  ``where``: :func:`attn_cli.runs.where_it_ran`."""
+    from attn_cli.render import files, html
 
-    out = common.out
     files.write_json(out / "verify.json", [o.as_json() for o in outcomes])
-    manifest = {"command": "attn verify" + (" --quick" if common.quick else ""), "quick": False,
-                "seed": common.seed, "device": common.device, "timing": {"seconds": round(seconds, 3)},
-                "versions": runs.versions(), "machine": runs.machine(common.device),
-                "numerics": numerics.describe(common.device)}
+    manifest = {"command": "attn verify" + (" --quick" if quick else ""), "quick": False,
+                "seed": seed, "device": device, "timing": {"seconds": round(seconds, 3)}, **where}
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "verify.html", html.index_html(
         catalogue=shown, sections=[], manifest=manifest, outcomes=outcomes, summary=line,
         coverage_line=cov.line(), links=("verify.json",), title="attn verify: the texts' numbers, regenerated"))
-    console.note(f"wrote {out / 'verify.html'} and {out / 'verify.json'}")
+    return [out / "verify.html", out / "verify.json"]
 
 
-def manifest_of(sections, common: Common, seconds: float, line, cov, runs_done, outcomes=(),
-                quick_note: str | None = None) -> dict:
-    from attn_cli import numerics, runs
+def manifest_of(sections, *, quick: bool, seed: int, device: str, where: dict, seconds: float, line, cov,
+                runs_done, outcomes=(), quick_note: str | None = None) -> dict:
+    """``manifest.json`` of ``attn all`` (:func:`attn_cli.render.manifest.manifest`); ``where``:
+    :func:`attn_cli.runs.where_it_ran`."""
+    from attn_cli import runs
     from attn_cli.render.manifest import manifest
 
-    return manifest(sections, command="attn all" + (" --quick" if common.quick else ""), quick=common.quick,
-                    seed=common.seed, device=common.device, versions=runs.versions(),
-                    machine=runs.machine(common.device), numerics=numerics.describe(common.device),
+    return manifest(sections, command="attn all" + (" --quick" if quick else ""), quick=quick,
+                    seed=seed, device=device, **where,
                     cache=runs.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
                     missing=cov.no_experiment, outcomes=outcomes, quick_note=quick_note)
 

@@ -1,0 +1,252 @@
+"""``attn verify`` and ``attn all`` as library functions: select, plan, run, compare, write.
+
+:func:`verify` regenerates the selected published values and judges them; :func:`regenerate_all`
+runs every experiment and writes every table, figure and the report into a folder.  Each
+returns a typed report (:class:`VerifyReport`, :class:`AllReport`) with the runs, the
+outcomes, the coverage, the files written and the exit status; the click commands
+(:mod:`attn_cli.commands.catalogue`) only parse options, call these, print and exit with
+``report.exit_code``; :mod:`attn_cli.api` calls them too.  No click, no rich.
+
+``progress``: the function that runs the plan, ``progress(plan, verb, *, on_done, cache_root,
+use_cache, numerics)`` -> runs, e.g. :func:`attn_cli.commands.running.run_plan` (a progress
+display on stderr); None runs it silently (:func:`attn_cli.runs.run_experiments`).
+
+``numerics``: the numeric mode the command applied (``Common.numerics``); it is recorded in
+the cache keys, the manifest and the reports as given.  The mode itself is set once per
+process before torch loads (:func:`attn_cli.numerics.apply`, the eager ``--numerics`` option).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from attn_cli import runner, runs
+from attn_cli.plan import QUICK_NOTE
+
+RunPlan = Callable[..., list]  # (plan, verb, *, on_done, cache_root, use_cache, numerics) -> list[runs.Run]
+
+
+@dataclass
+class VerifyReport:
+    """``attn verify``: every selected check with its verdict, and where it was computed."""
+
+    runs: list  # runs.Run per experiment, in the plan's order
+    outcomes: list  # Outcome per selected check, in the checks' order
+    coverage: runs.Coverage
+    summary: str  # "85 measured and 10 rules passed; 33 identities shown"
+    where: dict  # versions, machine, numerics (runs.where_it_ran)
+    seconds: float  # the runs and the comparison
+    files: list[Path] = field(default_factory=list)  # verify.html and verify.json, when out was given
+
+    @property
+    def failed(self) -> list:
+        return [o for o in self.outcomes if o.status == "fail"]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a check failed (a published value not regenerated included), else 0."""
+        return 1 if self.failed else 0
+
+    @property
+    def context_lines(self) -> list[str]:
+        """The closing lines: cached work reused, then the numeric mode."""
+        return [*runs.cache_lines(self.runs), runs.numerics_line(self.where["numerics"])]
+
+
+@dataclass
+class AllReport:
+    """``attn all``: the sections written, the checks judged once, the manifest and the files."""
+
+    out: Path
+    quick: bool  # a smoke run: nothing judged
+    runs: list  # runs.Run per experiment, in the plan's order
+    sections: list  # report_files.Section per experiment
+    outcomes: list  # Outcome per check of the experiments that ran (every check without --only)
+    coverage: runs.Coverage
+    summary: str | None  # the verdicts per kind; None with --quick
+    quick_line: str | None  # what --quick judged (nothing); None without it
+    manifest: dict  # manifest.json
+    where: dict  # versions, machine, numerics (runs.where_it_ran)
+    files: list[Path] = field(default_factory=list)  # every file written, the three report files last
+
+    @property
+    def errors(self) -> list:
+        """The sections whose experiment or rendering failed."""
+        return [s for s in self.sections if s.error]
+
+    @property
+    def failed(self) -> list:
+        """The checks that failed (none with --quick, which judges nothing)."""
+        return [] if self.quick else [o for o in self.outcomes if o.status == "fail"]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when an experiment or a check failed (after every file was written), else 0."""
+        return 1 if self.errors or self.failed else 0
+
+    @property
+    def not_written(self) -> list[str]:
+        """One line per catalogue ID whose experiment did not write one of its catalogue files."""
+        return [f"{aid}: {entry['experiment']} did not write {', '.join(entry['not_written'])}"
+                for aid, entry in self.manifest["artifacts"].items() if entry.get("not_written")]
+
+    @property
+    def context_lines(self) -> list[str]:
+        return [*runs.cache_lines(self.runs), runs.numerics_line(self.where["numerics"])]
+
+
+def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quick: bool = False,
+           numerics: str | None = None, cache_root: str | Path | None = None, use_cache: bool = True,
+           scheduler: str | None = None, scheduler_from: str | None = None, out: Path | None = None,
+           progress: RunPlan | None = None) -> VerifyReport:
+    """Regenerate the published values ``only`` selects (all without it) and judge them.
+
+    Each experiment a selected check needs runs once at the configuration its checks are
+    judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
+    ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
+    ``verify.html`` there.  Raises :class:`attn_cli.runner.UnknownId` for a token of ``only``
+    that names nothing and :class:`attn_cli.runner.SeedOutOfRange` before any work.
+    """
+    from attn_cli.plan import judged
+    from attn_cli.published.compare import summary
+
+    registry = runner.Registry.load()
+    artifact_ids, selected = registry.select(only)
+    needed = ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
+    plan = judged(needed, seed=seed, device=device, cache_root=cache_root, use_cache=use_cache, quick=quick,
+                  **cluster(scheduler, scheduler_from, needed))
+    check_plan_seeds(plan)
+    started = time.perf_counter()
+    done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
+    outcomes = runs.compare(selected, registry, done)
+    cov = runs.coverage(registry, artifact_ids, everything=not only)
+    report = VerifyReport(runs=done, outcomes=outcomes, coverage=cov, summary=summary(outcomes),
+                          where=runs.where_it_ran(device, numerics), seconds=time.perf_counter() - started)
+    if out is not None:
+        from attn_cli.report_files import write_verify_page
+
+        report.files = write_verify_page(registry, artifact_ids, outcomes, Path(out), quick=quick, seed=seed,
+                                         device=device, where=report.where, seconds=report.seconds,
+                                         line=report.summary, cov=cov)
+    return report
+
+
+def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu",
+                   quick: bool = False, numerics: str | None = None, formats: Sequence[str] = ("png",),
+                   cache_root: str | Path | None = None, use_cache: bool = True, scheduler: str | None = None,
+                   scheduler_from: str | None = None, progress: RunPlan | None = None) -> AllReport:
+    """Run the experiments ``only`` selects (every one without it) and write into ``out`` each
+    one's tables, JSON and figures as it finishes, then ``manifest.json``, ``index.md`` and
+    ``index.html``.  Every check is judged once, as :func:`verify` judges it (``quick``: a smoke
+    run at ``Config.quick()`` that judges nothing).  An experiment that fails is recorded in its
+    section, and the rest still run and are written.  Raises as :func:`verify` does.
+    """
+    from attn_cli import report_files
+    from attn_cli.plan import judged, smoke
+    from attn_cli.published.compare import summary
+    from attn_cli.render import files, html, report
+
+    started = time.perf_counter()
+    out = Path(out)
+    registry = runner.Registry.load()
+    artifact_ids, _ = registry.select(only)
+    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
+    experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
+    make_plan = smoke if quick else judged
+    plan = make_plan(experiments, seed=seed, device=device, cache_root=cache_root, use_cache=use_cache,
+                     **cluster(scheduler, scheduler_from, experiments))
+    check_plan_seeds(plan)
+
+    sections = []
+    judged_now: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
+
+    def write(run) -> None:
+        mine = runs.compare([c for c in registry.checks.values() if experiment_name(registry, c) == run.name],
+                            registry, [run])
+        judged_now.update((o.check.id, o) for o in mine)
+        sections.append(report_files.write_section(run, registry, out, formats, command_of(registry, run.experiment),
+                                                   mine))
+
+    done = _run(plan, "all", progress, on_done=write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
+
+    ran = {r.name for r in done}
+    selected = [c for c in registry.checks.values() if not only or experiment_name(registry, c) in ran]
+    rest = {o.check.id: o for o in runs.compare([c for c in selected if c.id not in judged_now], registry, done)}
+    outcomes = [judged_now.get(c.id) or rest[c.id] for c in selected]  # not regenerated: judged here
+    cov = runs.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
+    line = None if quick else summary(outcomes)
+    where = runs.where_it_ran(device, numerics)
+    manifest = report_files.manifest_of(sections, quick=quick, seed=seed, device=device, where=where,
+                                        seconds=time.perf_counter() - started, line=line, cov=cov, runs_done=done,
+                                        outcomes=outcomes, quick_note=QUICK_NOTE if quick else None)
+    files.write_json(out / "manifest.json", manifest)
+    shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
+    files.write_text(out / "index.md", report.index_markdown(
+        catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
+    files.write_text(out / "index.html", html.index_html(
+        catalogue=shown, sections=sections, manifest=manifest, outcomes=outcomes, summary=line,
+        coverage_line=cov.line(), links=("manifest.json", "index.md")))
+    written = [out / f for s in sections for f in (*s.figures, *s.data)]
+    return AllReport(out=out, quick=quick, runs=done, sections=sections, outcomes=outcomes, coverage=cov,
+                     summary=line, quick_line=quick_line(outcomes, registry, plan) if quick else None,
+                     manifest=manifest, where=where,
+                     files=[*written, out / "manifest.json", out / "index.md", out / "index.html"])
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _run(plan, verb: str, progress: RunPlan | None, **keywords) -> list:
+    if progress is not None:
+        return progress(plan, verb, **keywords)
+    return runs.run_experiments(plan, **keywords)
+
+
+def check_plan_seeds(plan) -> None:
+    """Every seed the plan will hand to torch, checked before any work (:class:`runner.SeedOutOfRange`)."""
+    for exp, config, _ in plan:
+        runner.check_seed_range(runner.seeds_used(exp.module, config))
+
+
+def cluster(scheduler: str | None, scheduler_from: str | None, experiments) -> dict:
+    """The Dask scheduler (--scheduler) as plan keywords, checked to answer before any work;
+    empty without one, or when no experiment of the plan trains (only the copy task does)."""
+    if not scheduler or not any(exp.slow for exp in experiments):
+        return {}
+    from attn_cli.experiments.copy_task.cluster import plan_keywords
+
+    return plan_keywords(scheduler, scheduler_from)
+
+
+def ordered(registry, experiments) -> list:
+    """Experiments in catalogue order of their first artifact (W9 1.1 first)."""
+    position = {aid: i for i, aid in enumerate(registry.artifacts)}
+    return sorted(experiments, key=lambda e: (min((position[a] for a in e.artifacts if a in position),
+                                                       default=len(position)), e.name))
+
+
+def experiment_name(registry, check) -> str | None:
+    exp = registry.experiment_of(check.artifact)
+    return exp.name if exp else None
+
+
+def command_of(registry, exp) -> str:
+    """The command(s) that regenerate an experiment's catalogue IDs, e.g. ``"masks"``."""
+    commands: list[str] = []
+    for aid in exp.artifacts:
+        c = registry.artifacts[aid].command if aid in registry.artifacts else exp.name.replace("_", "-")
+        if c not in commands:
+            commands.append(c)
+    return ", ".join(commands) or exp.name
+
+
+def quick_line(outcomes, registry, plan) -> str:
+    """What ``attn all --quick`` judged: nothing; how many checks it shows, the trained ones named."""
+    trained = [exp.name for exp, _, _ in plan if exp.slow]
+    n_trained = sum(experiment_name(registry, o.check) in trained for o in outcomes)
+    what = f"; {n_trained} of them trained: {', '.join(trained)}" if trained else ""
+    return f"quick run: {QUICK_NOTE} ({len(outcomes)} checks shown, not judged{what})"
+
