@@ -14,8 +14,9 @@ files are written only when ``out=`` is given.  :func:`verify`, :func:`regenerat
 :func:`artifacts` are ``attn verify``, ``attn all`` and ``attn list``.
 
 Named ``api`` rather than ``pipeline``: this is the public face over the CLI's names; the
-typed run-compare-render pipeline of issue 15 (item 1) is to go under it.  Nothing heavy
-is imported until a function is called (``import attn_cli`` stays instant).
+typed pipeline under it is :func:`attn_cli.runs.run` (run, compare once, write), whose
+:class:`attn_cli.runs.Run` each :class:`Run` here carries.  Nothing heavy is imported until a
+function is called (``import attn_cli`` stays instant).
 """
 
 from __future__ import annotations
@@ -135,14 +136,15 @@ class Run:
 
     command: str
     argv: list[str]  # the equivalent command line: attn COMMAND ARGV
-    result: Any  # the experiment's Result (a dataclass of plain values)
-    outcomes: list  # attn_cli.Outcome per check of the command's catalogue IDs
+    result: Any  # the experiment's Result (a dataclass of plain values): pipeline.result
+    outcomes: list  # attn_cli.Outcome per check of the command's catalogue IDs: pipeline.outcomes
     tables: list = field(repr=False)  # rich renderables: the table the CLI prints
     files: list[Path] = field(repr=False)  # written into out= (empty without it)
     notes: list[str] = field(repr=False)  # what the CLI prints on stderr (no progress display here)
     seconds: float = field(repr=False)
     _json: Any = field(repr=False, default=None)
     _figures: list = field(repr=False, default_factory=list)
+    pipeline: Any = field(repr=False, default=None)  # the attn_cli.runs.Run the command went through
 
     def __repr__(self) -> str:
         return f"<Run {self.command_line!r}: {len(self.outcomes)} checks, {len(self._figures)} figures>"
@@ -209,12 +211,12 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
             cmd.invoke(ctx)
         data = _json_data(captured.data) if captured.emitted else None
     notes = [line for line in printed.getvalue().splitlines() if line.strip()]
-    outcomes = captured.outcomes if captured.outcomes is not None else _outcomes_of(captured.result)
+    pipeline = captured.run
     return Run(command=command, argv=argv + (["--out", str(out)] if out is not None else []),
-               result=captured.result, outcomes=list(outcomes.values()) if isinstance(outcomes, dict) else outcomes,
+               result=captured.result, outcomes=list(pipeline.outcomes.values()) if pipeline is not None else [],
                tables=captured.tables, files=captured.files if out is not None else [],
                notes=notes if out is not None else [n for n in notes if not n.startswith("wrote ")],
-               seconds=time.perf_counter() - started, _json=data, _figures=captured.figures)
+               seconds=time.perf_counter() - started, _json=data, _figures=captured.figures, pipeline=pipeline)
 
 
 @contextlib.contextmanager
@@ -237,23 +239,10 @@ def _split(argv: list[str]) -> int:
 
 
 def _json_data(obj: Any) -> Any:
-    """What ``emit`` prints for --json, as data (the same functions, then parsed back)."""
-    from attn_cli.render.files import _json_default, result_json
+    """What ``emit`` prints for --json, as data (the same encoder, then parsed back)."""
+    from attn_cli.render.files import _json_default
 
-    return json.loads(json.dumps(result_json(obj), default=_json_default))
-
-
-def _outcomes_of(result: Any) -> list:
-    """The checks of the experiment whose Result this is, against it (what its table shows)."""
-    if result is None:
-        return []
-    from attn_cli.published.compare import compare_result
-    from attn_cli.runner import Registry
-
-    for exp in Registry.load().experiments:
-        if type(result) is getattr(exp.module, "Result", None):
-            return list(compare_result(result, exp.artifacts).values())
-    return []
+    return json.loads(json.dumps(obj, default=_json_default))
 
 
 # --------------------------------------------------------------------------- verify

@@ -31,3 +31,8 @@ class SeedOutOfRange(AttnError):
         self.seed = seed
         super().__init__(f"this command would seed torch with {seed}, outside torch's range "
                          f"[-2**63, 2**64 - 1] (it also uses the seeds after --seed); choose a smaller seed")
+
+
+class BadConfig(AttnError):
+    """A configuration an experiment's ``validate`` hook refuses (options that do not fit
+    together): a usage error on the command line (exit 2), raised before any work."""

@@ -32,7 +32,7 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
         markdown = report.to_markdown(section.renderables)
         section.cached = _cached(run.result)
         files.write_json(out / f"{exp.name}.json", exp.json(run.result, by_id))
-        written = [_relative(p, out) for p in exp.figures(run.result, out, formats)]
+        written = [_relative(p, out) for p in exp.figures(run.result, out, formats, by_id)]
         section.figures = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
         section.data = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section.figures]
         section.data += [f for f in _beside(out, section.figures) if f not in section.data]

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from attn_cli.errors import SEED_MAX, SEED_MIN, AttnError, SeedOutOfRange
 
@@ -129,31 +129,27 @@ class Experiment:
                 return None
             raise
 
-    def tables(self, result: Any, outcomes: dict | None = None) -> list:
-        """Its render module's tables; ``outcomes`` (check ID -> Outcome): the verdicts they
-        mark (None: the render module compares the Result itself, as a single command does)."""
+    def tables(self, result: Any, outcomes: Mapping) -> list:
+        """Its render module's tables; ``outcomes`` (check ID -> Outcome): the verdicts they mark."""
         render = self.render_module()
         if render is None or not hasattr(render, "tables"):
             return []
-        tables = render.tables(result) if outcomes is None else render.tables(result, outcomes)
+        tables = render.tables(result, outcomes)
         return list(tables) if isinstance(tables, (list, tuple)) else [tables]
 
-    def json(self, result: Any, outcomes: dict | None = None) -> Any:
-        """The Result as JSON data: its render module's ``json_view`` where it has one (the
-        copy task adds the text's values and verdicts from ``outcomes``), else the Result itself."""
-        render = self.render_module()
-        if render is not None and hasattr(render, "json_view"):
-            return render.json_view(result) if outcomes is None else render.json_view(result, outcomes)
+    def json(self, result: Any, outcomes: Mapping) -> Any:
+        """The Result as JSON data (:func:`attn_cli.render.files.result_json`), as every command prints it."""
         from attn_cli.render.files import result_json
 
-        return result_json(result)
+        return result_json(result, outcomes)
 
-    def figures(self, result: Any, out: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
-        """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them."""
+    def figures(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping) -> list[Path]:
+        """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them;
+        ``outcomes``: the published values and verdicts they show."""
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
-        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats)) or [])]
+        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes) or [])]
 
 
 def check_seed_range(seeds) -> None:

@@ -1,9 +1,13 @@
-"""Run experiments, compare them with the texts, and say where they ran.
+"""The pipeline: run an experiment, compare it with the texts once, write its figures.
 
-One path for every command: :func:`run_one` runs one experiment (on one intra-op thread,
-its Result taken from the per-user cache when the experiment declares ``CACHED``);
-:func:`run_experiments` runs a plan of them for ``attn all`` and ``attn verify``;
-:func:`compare` judges the published checks against what they measured.  No click, no rich.
+:func:`run` is the one path of every command (``attn sqrt-dk``, ``attn copy-task``, ...) and of
+the Python API: it checks the Config (the experiment's ``validate`` and ``preflight`` hooks),
+runs it (on one intra-op thread, its Result taken from the per-user cache when the experiment
+declares ``CACHED``), compares it with the published values
+(:func:`attn_cli.published.compare.compare_result`, here and nowhere else in attn_cli), writes
+its figures when given a folder, and returns a typed :class:`Run`.  :func:`run_experiments`
+runs a plan of them for ``attn all`` and ``attn verify``, which judge the selected checks
+together with :func:`compare`.  No click, no rich.
 """
 
 from __future__ import annotations
@@ -13,16 +17,19 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, ContextManager, Iterable, Sequence
 
-from attn_cli.errors import WriteFailed
+from attn_cli.errors import AttnError, BadConfig, WriteFailed
 from attn_cli.published.compare import MISSING, Outcome
 from attn_cli.runner import Experiment, Registry, ranges
+
+Display = Callable[[Any], ContextManager[Callable | None]]  # config -> a block that yields the progress callback
 
 
 @dataclass
 class Run:
-    """One experiment run: what it was asked, what it returned, how long it took."""
+    """One experiment run: what it was asked, what it returned and how it compares with the
+    text, what it wrote, how long it took."""
 
     experiment: Experiment
     config: Any
@@ -32,30 +39,76 @@ class Run:
     seconds: float = 0.0
     error: str | None = None  # set when run() or measured() raised
     from_cache: bool = False  # the Result was read from the per-user cache
-    notes: list[str] = field(default_factory=list)  # cache entries refused and recomputed
+    notes: list[str] = field(default_factory=list)  # cache entries refused and recomputed, the Result's notes
+    outcomes: dict[str, Outcome] = field(default_factory=dict)  # check ID -> Outcome (empty: not judged here)
+    files: list[Path] = field(default_factory=list)  # figures and the numbers beside them, written into out
 
     @property
     def name(self) -> str:
         return self.experiment.name
 
+    def json(self) -> Any:
+        """The Result as ``attn COMMAND --json`` prints it (:func:`attn_cli.render.files.result_json`)."""
+        from attn_cli.render.files import result_json
 
-def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progress: Callable | None = None,
-            cache_root: str | Path | None = None, use_cache: bool = True, keep_going: bool = True,
-            threads: int | None = 1, numerics: str | None = None) -> Run:
-    """Run one experiment (the path of every command).
+        return result_json(self.result, self.outcomes)
 
-    ``cache_root``: for an experiment that declares ``CACHED``, its Result is kept in the cache
-    folder ``cache_root`` (:mod:`attn_cli.cache`; the CLI passes the per-user one), keyed by its
-    config and a digest of the code that computes it; ``use_cache=False`` recomputes and
-    overwrites.  An entry that cannot be trusted is recomputed, with a note in ``Run.notes``.  An experiment
-    that raises is recorded in ``Run.error`` with ``keep_going``, else the error propagates;
-    a failed write (disk full, read-only) and KeyboardInterrupt always propagate.
+    def tables(self) -> list:
+        """The rich renderables of its render module, marked with its outcomes."""
+        return self.experiment.tables(self.result, self.outcomes)
 
-    ``threads``: torch's intra-op threads while it runs (restored after).  One by default:
-    every experiment's tensors are small (the texts' sizes), where intra-op threads only add
-    synchronisation, and on a shared machine they collapse (measured on the 2-core machine
-    under load: the D2L exercises at quick sizes take 7 s on one thread, 131 s on two).  The
-    copy task parallelises over processes or its own threads, one core per run.
+
+def check(exp: Experiment, config: Any) -> None:
+    """The experiment's checks of ``config``, before any work, display or file: its
+    ``validate(config)`` (cross-option rules: an :class:`~attn_cli.errors.AttnError` becomes
+    :class:`~attn_cli.errors.BadConfig`, a usage error on the command line), then its
+    ``preflight(config)`` (what is refused at run time: a missing engine, the memory
+    estimate; its errors pass unchanged).  Both hooks are optional."""
+    validate = getattr(exp.module, "validate", None)
+    if validate is not None:
+        try:
+            validate(config)
+        except BadConfig:
+            raise
+        except AttnError as exc:
+            raise BadConfig(str(exc)) from exc
+    preflight = getattr(exp.module, "preflight", None)
+    if preflight is not None:
+        preflight(config)
+
+
+def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats: Sequence[str] = ("png",),
+        progress: Callable | None = None, display: Display | None = None,
+        cache_root: str | Path | Callable[[], str | Path | None] | None = None, use_cache: bool = True,
+        unjudged: str | None = None, judged: bool = True, keep_going: bool = False,
+        threads: int | None = 1, numerics: str | None = None) -> Run:
+    """Run one experiment, compare it once, write its figures (the path of every command).
+
+    ``config`` is first checked (:func:`check`).  ``cache_root``: the per-user cache folder
+    (:mod:`attn_cli.cache`; a callable is called after the checks, so a command that is
+    refused makes no folder): an experiment that declares ``CACHED`` keeps its Result there,
+    keyed by its config and a digest of the code that computes it; one with a
+    ``CACHE_FIELD`` (the copy task: each training run cached on its own) receives the folder
+    and ``use_cache`` in its Config.  ``use_cache=False`` recomputes and overwrites.  An entry
+    that cannot be trusted is recomputed, with a note in ``Run.notes``.
+
+    ``progress`` hears the experiment's Progress events; ``display(config)``, where given,
+    is a block (a progress display) opened after the checks that yields that callback instead.
+    ``judged``: compare the Result with the published values of its catalogue IDs
+    (``Run.outcomes``); False leaves it to the caller (``attn all`` and ``attn verify`` judge
+    the selected checks of every run together: :func:`compare`).  ``out``: write the figures
+    and the numbers beside them there, in each of ``formats`` (``Run.files``).
+
+    An experiment that raises (its checks included) is recorded in ``Run.error`` with
+    ``keep_going``, else the error propagates; a failed write (disk full, read-only) and
+    KeyboardInterrupt always propagate.
+
+    ``threads``: torch's intra-op threads while it runs (restored after; None: left as they
+    are).  One by default: every experiment's tensors are small (the texts' sizes), where
+    intra-op threads only add synchronisation, and on a shared machine they collapse
+    (measured on the 2-core machine under load: the D2L exercises at quick sizes take 7 s on
+    one thread, 131 s on two).  The copy task parallelises over processes or its own threads,
+    one core per run.
 
     ``numerics``: the numeric mode the command applied (``Common.numerics``), recorded in the
     cache key; None: this process's (:func:`attn_cli.numerics.current_mode`).
@@ -63,17 +116,31 @@ def run_one(exp: Experiment, config: Any, *, unjudged: str | None = None, progre
     run = Run(exp, config, unjudged)
     start = time.perf_counter()
     try:
-        key = _cache_key(exp, config, cache_root, numerics)
-        with cache_of(cache_root if key else None, run.notes) as store:
+        check(exp, config)
+        root = cache_root() if callable(cache_root) else cache_root
+        if exp.cache_field and dataclasses.is_dataclass(config):  # it caches its own pieces (the copy task)
+            pieces = {"use_cache": use_cache, **({exp.cache_field: str(root)} if root is not None else {})}
+            known = {f.name for f in dataclasses.fields(config)}
+            run.config = config = dataclasses.replace(config, **{k: v for k, v in pieces.items() if k in known})
+        key = _cache_key(exp, config, root, numerics)
+        with cache_of(root if key else None, run.notes) as store:
             if store is not None and use_cache:
                 run.result = _load(exp, config, store, key, run.notes)
                 run.from_cache = run.result is not None
             if run.result is None:
-                with intra_op_threads(threads):
-                    run.result = exp.run(config, progress=progress)
+                shown = display(config) if display is not None else contextlib.nullcontext(progress)
+                with shown as report, intra_op_threads(threads):
+                    run.result = exp.run(config, progress=report)
                 if store is not None:
                     _store(exp, store, key, run.result, run.notes)
+        run.notes += list(getattr(run.result, "notes", None) or [])
         run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
+        if judged:
+            from attn_cli.published.compare import compare_result
+
+            run.outcomes = compare_result(run.result, exp.artifacts)
+        if out is not None:
+            run.files = exp.figures(run.result, Path(out), formats, run.outcomes)
     except WriteFailed:  # a full or read-only disk stops the whole run, not one experiment
         raise
     except Exception as exc:
@@ -91,16 +158,18 @@ def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
                     on_done: Callable[[Run], None] | None = None, cache_root: str | Path | None = None,
                     use_cache: bool = True, keep_going: bool = True, threads: int | None = 1,
                     numerics: str | None = None) -> list[Run]:
-    """:func:`run_one` for each ``(experiment, config, unjudged)`` in turn; ``on_start(experiment)``
+    """:func:`run` for each ``(experiment, config, unjudged)`` in turn, not judged (the caller
+    compares the selected checks: :func:`compare`) and writing no file; ``on_start(experiment)``
     may return its progress callback, ``on_done(run)`` hears each finished run."""
     runs = []
     for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
-        run = run_one(exp, config, unjudged=unjudged, progress=progress, cache_root=cache_root,
-                      use_cache=use_cache, keep_going=keep_going, threads=threads, numerics=numerics)
-        runs.append(run)
+        run_ = run(exp, config, unjudged=unjudged, progress=progress, cache_root=cache_root,
+                   use_cache=use_cache, judged=False, keep_going=keep_going, threads=threads,
+                   numerics=numerics)
+        runs.append(run_)
         if on_done:
-            on_done(run)
+            on_done(run_)
     return runs
 
 

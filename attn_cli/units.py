@@ -12,3 +12,9 @@ def human_bytes(n: float) -> str:
     if unit == "B":
         return f"{int(n)} B"
     return f"{n:.1f} {unit}" if abs(n) < 1000 else f"{n:.2g} {unit}"
+
+
+def text_memory(nbytes: float) -> str:
+    """Format bytes as W9 3.4 does: MB below 1e9 bytes, GB above, one decimal."""
+    unit, value = ("MB", nbytes / 1e6) if nbytes < 1e9 else ("GB", nbytes / 1e9)
+    return f"{value:.1f} {unit}"

@@ -129,7 +129,7 @@ def _slow_module(calls: list | None = None):
 def _alpha_render():
     mod = types.ModuleType("fake_alpha_render")
 
-    def tables(result, outcomes=None):
+    def tables(result, outcomes):
         from rich.table import Table
 
         t = Table(title="Alpha | table", caption="first line\nsecond line")
@@ -139,7 +139,7 @@ def _alpha_render():
         t.add_row("a|b", "[bold]1[/]")
         return [t, "a note under the table"]
 
-    def figures(result, out, formats=("png",)):
+    def figures(result, out, formats, outcomes):
         from attn_cli.render.figures import new_figure
         from attn_cli.render.files import save_figure, write_csv
 

@@ -24,6 +24,7 @@ from attn_cli.core.copy_spec import RunSpec
 from attn_cli.core.copy_train import train_and_evaluate
 from attn_cli.experiments import copy_task as exp
 from attn_cli.published import all_checks
+from attn_cli.published.compare import compare_result
 from attn_cli.published.copy_task import CHECKS, MAP_RULE_ID
 from attn_cli.render import copy_task as render
 from tests.conftest import ATTN, assert_png, assert_user_error, run_attn, run_json
@@ -182,7 +183,8 @@ def test_table_prints_published_values_beside_and_the_tolerance_note():
     from rich.console import Console
 
     console = Console(width=160, record=True, color_system=None)
-    for renderable in render.tables(_fake_result(seeds=(0, 1))):
+    result = _fake_result(seeds=(0, 1))
+    for renderable in render.tables(result, compare_result(result, exp.ARTIFACTS)):
         console.print(renderable)
     text = console.export_text()
     assert "0.995" in text and "0.982" in text  # published beside the regenerated
@@ -193,7 +195,8 @@ def test_table_prints_published_values_beside_and_the_tolerance_note():
 
 def test_figures_are_pngs_and_are_not_redrawn_from_the_same_numbers(tmp_path):
     result = _fake_result(lengths=(4, 6), model="attention")
-    paths = render.figures(result, tmp_path)
+    outcomes = compare_result(result, exp.ARTIFACTS)
+    paths = render.figures(result, tmp_path, ("png",), outcomes)
     names = {p.name for p in paths}
     assert {"copy_task_accuracy.png", "copy_task_accuracy.csv", "copy_task_attention_L4.png",
             "copy_task_attention_L6.png", "copy_task_attention_L6.csv"} <= names
@@ -202,10 +205,10 @@ def test_figures_are_pngs_and_are_not_redrawn_from_the_same_numbers(tmp_path):
             assert_png(p)
     png = tmp_path / "copy_task_attention_L6.png"
     before = png.stat().st_mtime_ns
-    render.figures(result, tmp_path)
+    render.figures(result, tmp_path, ("png",), outcomes)
     assert png.stat().st_mtime_ns == before  # same numbers: kept
     png.write_bytes(png.read_bytes()[:500])  # truncated: redrawn
-    render.figures(result, tmp_path)
+    render.figures(result, tmp_path, ("png",), outcomes)
     assert_png(png)
     assert not list(tmp_path.glob(".*tmp*"))
 

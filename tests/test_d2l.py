@@ -17,6 +17,7 @@ from torch import nn
 from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention, valid_lens_mask
 from attn_cli.experiments import copy_both, crossattn, heads, self_cross
 from attn_cli.published import all_checks
+from attn_cli.published.compare import compare_result
 from attn_cli.published import d2l as d2l_checks
 from attn_cli.render import crossattn as crossattn_render
 from tests.conftest import assert_png, assert_user_error, run_attn, run_json
@@ -175,10 +176,11 @@ def test_safe_file_names(word, safe):
 
 
 def test_map_table_names_the_regimes(map_result):
-    text = _render(crossattn_render.tables(map_result))
+    text = _render(crossattn_render.tables(map_result, compare_result(map_result, crossattn.ARTIFACTS)))
     assert "split" in text and "sharp" in text and "diffuse" in text
     assert "i, o" in text and "a, n, t" in text
-    narrow = _render(crossattn_render.tables(map_result, width=40), width=200)
+    outcomes = compare_result(map_result, crossattn.ARTIFACTS)
+    narrow = _render(crossattn_render.tables(map_result, outcomes, width=40), width=200)
     assert "t@1: 0.48" in narrow  # peaks instead of the full row when the console is narrow
 
 

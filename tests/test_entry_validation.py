@@ -399,9 +399,9 @@ def test_a_forged_result_is_refused_with_its_reason(fresh, name, mutate, reason)
 def test_a_result_stored_for_another_config_is_refused(tmp_path):
     exp = _experiment("copy_both")
     config = exp.config(quick=True)
-    assert runs.run_one(exp, config, cache_root=tmp_path / "cache").error is None
+    assert runs.run(exp, config, cache_root=tmp_path / "cache").error is None
     forge(result_entry(exp, config, tmp_path / "cache"), setter("config", "seed", 7))
-    again = runs.run_one(exp, config, cache_root=tmp_path / "cache")
+    again = runs.run(exp, config, cache_root=tmp_path / "cache")
     assert not again.from_cache and again.error is None
     assert len(again.notes) == 1
     assert "config: not the configuration it is stored for); recomputing it" in again.notes[0]
@@ -417,20 +417,20 @@ def test_a_result_stored_for_another_config_is_refused(tmp_path):
 def test_the_runner_recomputes_a_refused_result_with_a_note(tmp_path, name, overrides, mutate):
     exp = _experiment(name)
     config = dataclasses.replace(exp.config(quick=True), **overrides)
-    first = runs.run_one(exp, config, cache_root=tmp_path / "cache")
+    first = runs.run(exp, config, cache_root=tmp_path / "cache")
     assert first.error is None and not first.from_cache and not first.notes
     stored = result_entry(exp, config, tmp_path / "cache")
     if mutate is None:
         stored.sign(DEEP)
     else:
         forge(stored, mutate)
-    run = runs.run_one(exp, config, cache_root=tmp_path / "cache")
+    run = runs.run(exp, config, cache_root=tmp_path / "cache")
     assert run.error is None and not run.from_cache and run.result is not None
     assert len(run.notes) == 1 and run.notes[0].startswith("cache entry ")
     assert run.notes[0].endswith("); recomputing it")
     if name != "exercises":  # (its Result records wall-clock seconds)
         assert run.result == first.result  # recomputed: the same numbers
-    assert runs.run_one(exp, config, cache_root=tmp_path / "cache").from_cache  # stored again, whole
+    assert runs.run(exp, config, cache_root=tmp_path / "cache").from_cache  # stored again, whole
 
 
 def test_attn_all_recomputes_forged_results_and_exits_0(fresh, tmp_path):
@@ -513,7 +513,7 @@ def test_a_hostile_string_in_a_valid_entry_reaches_markdown_and_html_as_text(fre
     data["ex2"]["eigenvalues"] = "<script>alert(1)</script>|`x`"
     result = cache.revive(exp.module.Result, data)
     exp.module.validate_result(result, config)  # accepted: a string, as the type says
-    tables = exp.tables(result)
+    tables = exp.tables(result, {})  # the exercises have no published value
     md, page = report.to_markdown(tables), html.renderables_html(tables)
     assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;|\\`x\\`" in md  # a caption
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

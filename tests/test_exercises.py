@@ -139,7 +139,7 @@ def test_readings_quote_computed_numbers():
     from attn_cli.experiments.exercises import ex04_key_noise, ex05_pruning
     from attn_cli.render.exercises import tables
 
-    text = _text(tables(quick(4, 5)))
+    text = _text(tables(quick(4, 5), {}))  # the exercises have no published value
     wide = ex05_pruning.WIDE_LAYER_HEADS
     assert f"At h = {wide}: one-shot {wide + 1}, greedy {wide * (wide + 1) // 2} evaluations" in text
     for c in ex04_key_noise.SCALES:

@@ -22,6 +22,8 @@ from attn_cli import numerics
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.experiments import copy_task as exp
 from attn_cli.published import all_checks
+from attn_cli.published.compare import compare_result
+from attn_cli.render.files import result_json
 from attn_cli.published import copy_task as pub
 from attn_cli.published import seed_rule
 
@@ -207,7 +209,7 @@ def _table_text(result) -> str:
     from attn_cli.render import copy_task as render
 
     console = Console(width=200, record=True, color_system=None)
-    for r in render.tables(result):
+    for r in render.tables(result, compare_result(result, exp.ARTIFACTS)):
         console.print(r)
     return console.export_text()
 
@@ -289,7 +291,7 @@ def test_the_table_takes_published_values_and_marks_from_the_outcomes():
     text = console.export_text()
     assert "0.880 ≠ (+0.280) 0.600" in text and "= 0.894" not in text
     assert "(0.6 at 4, 0.6 at 16, 0.6 at 32)" in text
-    view = render.json_view(result, outcomes)
+    view = result_json(result, outcomes)
     assert {c["free_running"]["published"] for c in view["cells"] if c["length"] in (16, 32)} == {0.60}
     assert all("published" not in c["free_running"] for c in result.cells)  # the Result holds none
 

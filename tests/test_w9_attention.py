@@ -14,6 +14,7 @@ from attn_cli.experiments import masks as masks_exp
 from attn_cli.experiments import scaling as scaling_exp
 from attn_cli.experiments import sqrt_dk as sqrt_dk_exp
 from attn_cli.published import all_checks
+from attn_cli.published.compare import compare_result
 from attn_cli.published.w9_attention import CHECKS, MASKS_CAUSAL, SCALING
 from tests.conftest import assert_png, assert_user_error, run_attn, run_json
 
@@ -80,7 +81,7 @@ def test_sqrt_dk_table_shows_published_beside(sqrt_dk_result):
     from attn_cli.render import sqrt_dk as render
 
     console = Console(record=True, width=160, color_system=None)
-    for r in render.tables(sqrt_dk_result):
+    for r in render.tables(sqrt_dk_result, compare_result(sqrt_dk_result, sqrt_dk_exp.ARTIFACTS)):
         console.print(r)
     text = console.export_text()
     assert "0.0067 = 0.0067" in text and "31.97 = 31.97" in text

@@ -101,17 +101,16 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     import dataclasses
 
     from attn_cli.commands.cache import cache_root
+    from attn_cli.commands.running import execute
     from attn_cli.experiments import copy_task as exp
-    from attn_cli.published.compare import compare_result
     from attn_cli.render import copy_task as render
-    from attn_cli.render.console import emit, note
+    from attn_cli.render.console import note
     from attn_cli.signals import describe
 
     if seeds and click.get_current_context().get_parameter_source("seed") is not ParameterSource.DEFAULT:
         raise click.UsageError("--seed and --seeds both given: --seeds lists every seed to train "
                                "(put the --seed value in the list)")
-    overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs,
-                     use_cache=not no_cache)
+    overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs)
     seeds = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
     lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
     for name, value in (("lengths", lengths), ("seeds", seeds), ("steps", steps),
@@ -119,32 +118,19 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
         if value not in (None, ()):
             overrides[name] = value
     config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
-
-    # refuse bad configurations (fast engine missing, memory) before any display or file
-    exp.validate(config)
-    if config.engine == "fast":
-        exp.fast_engine()
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
         config = dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from))
-    exp.check_memory(config)  # with a scheduler: nothing to check here (the runs train on its workers)
-    config = dataclasses.replace(config, cache_root=cache_root(common))  # after every usage error
 
+    # the pipeline refuses a bad configuration (validate; preflight: fast engine, memory) before
+    # any display or file, then makes the per-user cache folder, the bars and the runs
     try:
-        with _bars(config.plan()) as update:
-            result = exp.run(config, progress=update)
+        execute(exp, render, config, common, display=lambda config: _bars(config.plan()),
+                cache_root=lambda: cache_root(common), use_cache=not no_cache, threads=None)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: the CLI prints the last line
         note(f"{describe(exc)}: workers stopped; finished runs are cached, a rerun resumes from them")
         raise
-    for line in result.notes:
-        note(line)
-    outcomes = compare_result(result, exp.ARTIFACTS)
-    paths = render.figures(result, common.out, common.formats, outcomes)
-    emit(result, render.tables(result, outcomes), common.json, data=render.json_view(result, outcomes),
-         outcomes=outcomes)
-    for path in paths:
-        note(f"wrote {path}")
 
 
 COMMANDS = [copy_task]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.running import config_of, execute, usage
+from attn_cli.commands.running import config_of, execute
 from attn_cli.options import Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options, format_option
 
 
@@ -45,7 +45,6 @@ def copy_both(samples, dim, weights, two_head_weights, common: Common):
 
     config = config_of(experiment, common, samples=samples, dim=dim, weights=tuple(weights),
                      two_head_weights=tuple(two_head_weights))
-    usage(experiment.validate, config)
     execute(experiment, render, config, common)
 
 
@@ -67,7 +66,6 @@ def _heatmap(query_word: str, key_word: str, dim: int, heads: int | None, common
     from attn_cli.render import crossattn as render
 
     config = config_of(experiment, common, query_word=query_word, key_word=key_word, dim=dim, heads=heads or 0)
-    usage(experiment.validate, config)
     execute(experiment, render, config, common)
 
 
@@ -152,7 +150,6 @@ def heads(d_model, num_hiddens, num_heads, layout_heads, common: Common):
 
     config = config_of(experiment, common, d_model=d_model, num_hiddens=num_hiddens,
                      num_heads=tuple(num_heads), layout_heads=layout_heads)
-    usage(experiment.validate, config)
     execute(experiment, render, config, common)
 
 

@@ -44,15 +44,16 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
         attn exercise all --json --out /tmp/ex
         attn exercise --list
     """
+    from attn_cli.experiments import exercises as exp
     from attn_cli.render import exercises as render
     from attn_cli.render.console import emit, note
 
     if list_:
-        emit(None, render.listing(), False)
+        emit(None, render.listing(exp.TITLES), False)
         return
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
-    from attn_cli.experiments import exercises as exp
+    from attn_cli.commands.running import execute
     from attn_cli.runner import seeds_used
 
     kwargs = dict(seed=common.seed, device=common.device, exercises=numbers)
@@ -63,11 +64,8 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
         if not common.json:
             note(f"exercise {event.label} ...")
 
-    result = exp.run(config, progress=progress)
-    paths = render.figures(result, common.out, common.formats)
-    emit(result, render.tables(result), common.json)
-    for path in paths:
-        note(f"wrote {path}")
+    # torch's threads as they are: the command has always run the exercises so (attn all: one)
+    execute(exp, render, config, common, report=progress, threads=None)
 
 
 COMMANDS = [exercise]

@@ -1,14 +1,16 @@
-"""The one path every command takes: build the Config, run (:func:`attn_cli.runs.run_one`),
-render; with a rich progress display on stderr fed by the experiments' ``Progress`` events.
+"""The one path every command takes: build the Config, run it through the pipeline
+(:func:`attn_cli.runs.run`: checked, run, compared once, figures written), print.
 
-``attn all`` and ``attn verify`` (:mod:`attn_cli.regenerate`) run under :func:`run_plan`; the single commands (``attn sqrt-dk``,
-``attn heads``, ...) use :func:`execute`: the same runner, the same thread settings.
+The single commands (``attn sqrt-dk``, ``attn copy-task``, ...) use :func:`execute`, with a
+rich progress display on stderr fed by the experiments' ``Progress`` events; ``attn all`` and
+``attn verify`` (:mod:`attn_cli.regenerate`) run under :func:`run_plan`: the same runner, the
+same thread settings.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -19,16 +21,6 @@ def config_of(experiment, common: Common, **fields) -> Any:
     """The experiment's Config (``Config.quick`` with --quick) with --seed, --device and ``fields``."""
     make = experiment.Config.quick if common.quick else experiment.Config
     return make(seed=common.seed, device=common.device, **fields)
-
-
-def usage(validate: Callable, config) -> None:
-    """Cross-option checks of an experiment as usage errors (exit 2)."""
-    from attn_cli.errors import AttnError
-
-    try:
-        validate(config)
-    except AttnError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 @contextlib.contextmanager
@@ -51,20 +43,34 @@ def bar(description: str | None):
         yield update
 
 
-def execute(experiment, render, config, common: Common, *, progress: str | None = None) -> None:
-    """Run one experiment module and print its tables (or JSON); write its figures to --out.
-    ``progress``: the description of a progress bar, or None for none."""
+def execute(experiment, render, config, common: Common, *, progress: str | None = None, display=None,
+            report=None, cache_root=None, use_cache: bool = True, threads: int | None = 1):
+    """Run one experiment module through the pipeline (:func:`attn_cli.runs.run`), writing its
+    figures to --out; print its notes, its tables (or JSON) and the files written.
+
+    ``progress``: the description of a progress bar (None: none); ``display(config)``: a
+    progress display of the experiment's own instead (the copy task's bars); ``report``: a
+    plain progress callback.  A Config the experiment's ``validate`` refuses is a usage error
+    (exit 2), before any display or file.  Returns the pipeline's Run."""
     from attn_cli import runs
+    from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
     from attn_cli.runner import Experiment
 
     exp = Experiment(experiment.__name__.rsplit(".", 1)[-1], experiment, render=render)
-    with bar(progress) as update:
-        run = runs.run_one(exp, config, progress=update, keep_going=False)
-    paths = exp.figures(run.result, common.out, common.formats)
-    emit(run.result, [] if common.json else exp.tables(run.result), common.json)
-    for path in paths:
+    if display is None and progress is not None:
+        display = lambda _config: bar(progress)  # noqa: E731
+    try:
+        run = runs.run(exp, config, out=common.out, formats=common.formats, progress=report, display=display,
+                       cache_root=cache_root, use_cache=use_cache, threads=threads, numerics=common.numerics)
+    except BadConfig as exc:
+        raise click.UsageError(str(exc)) from None
+    for line in run.notes:
+        note(line)
+    emit(run.result, [] if common.json else run.tables(), common.json, run=run)
+    for path in run.files:
         note(f"wrote {path}")
+    return run
 
 
 def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool = True, numerics: str | None = None):
@@ -108,7 +114,7 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
         mark = "[red]failed[/]" if run.error else "[green]done[/]"
         line = Text.from_markup(f"{mark} {run.name} ({run.seconds:.1f} s)")
         progress.console.print(line + Text(f": {run.error}") if run.error else line, highlight=False)  # data: no markup
-        for note in [*run.notes, *(getattr(run.result, "notes", None) or [])]:
+        for note in run.notes:  # the cache's and the Result's
             progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False, markup=False)
 
     progress.start()

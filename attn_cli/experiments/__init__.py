@@ -8,8 +8,9 @@ rely on it; :mod:`attn_cli.runner` reads it, nothing is guessed)::
     ENGINES: tuple[str, ...] = ()    # ways to compute it ("exact", "fast": the copy task)
     SLOW, CACHED = False, True       # SLOW: minutes at the text's settings (verify --quick runs
                                      # Config.quick() and skips its checks; CACHE_FIELD names the
-                                     # Config field that receives the cache folder); CACHED: over
-                                     # a second, the runner keeps its Result in the per-user cache
+                                     # Config field the pipeline sets to the cache folder, with
+                                     # use_cache: the copy task caches each training run); CACHED:
+                                     # over a second, the pipeline keeps its Result in the cache
 
     @dataclass(frozen=True)
     class Config(QuickConfig):       # defaults = the text's settings; every field commented
@@ -27,9 +28,19 @@ rely on it; :mod:`attn_cli.runner` reads it, nothing is guessed)::
     def run(config: Config, progress: Report = None) -> Result: ...
         # progress(Progress(done, total, label)): the one event (experiments/progress.py)
 
-and a render module ``attn_cli/render/<same name>.py`` with
-``tables(result, outcomes=None) -> list`` (rich renderables, published values beside regenerated
-ones; ``outcomes``, check ID -> Outcome, are the verdicts its marks show: ``attn all`` passes
-those of its check table, None means the module compares the result itself)
-and ``figures(result, out: Path, formats) -> list[Path]`` (atomic PNG + raw numbers beside it).
+    def validate(config) -> None: ...   # optional: options that do not fit together; an AttnError
+                                        # here is a usage error (exit 2), before any display or file
+    def preflight(config) -> None: ...  # optional: refused at run time before any work or display
+                                        # (the copy task: a missing engine, the memory estimate)
+
+The pipeline (:func:`attn_cli.runs.run`) calls the hooks, runs, compares the Result with the
+published values once and hands the outcomes to the render module
+``attn_cli/render/<same name>.py``: ``tables(result, outcomes) -> list`` (rich renderables,
+published values beside regenerated ones; ``outcomes``, check ID -> Outcome, are the verdicts
+its marks show) and ``figures(result, out: Path, formats, outcomes) -> list[Path]`` (atomic PNG
++ raw numbers beside it).  Render imports nothing from here: what it needs beyond the Result's
+fields comes with the Result (a method, a ``ClassVar`` constant: ``analogy.Result.TIED``) or
+from :mod:`attn_cli.published`.  Every command prints ``render.files.result_json(result,
+outcomes)`` for ``--json``; a Result may add the text's values beside its own there with
+``published_beside(outcomes) -> dict`` (the copy task's cells).
 """

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments.base import QuickConfig
@@ -60,6 +60,8 @@ class Config(QuickConfig):
 
 @dataclass
 class Result:
+    TIED: ClassVar[tuple[str, str]] = TIED  # for the table: the pair whose tie the checks judge
+
     config: dict
     vocab: list[str]  # sorted vocabulary of the corpus
     similarities: dict[str, float]  # "king~queen" -> cosine similarity

@@ -44,6 +44,8 @@ class Config(QuickConfig):
 
 @dataclass
 class Result(MeasuredResult):
+    WORD: ClassVar[str] = WORD  # for the table and the figure: the word compared
+
     config: dict
     # 1.1
     onehot_king_queen: float  # one-hot king . queen

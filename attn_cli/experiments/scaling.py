@@ -25,6 +25,7 @@ from typing import Any, Callable, ClassVar
 from attn_cli.published.settings import SCALING_D_MODEL as TEXT_D_MODEL  # the d in "n^2 * d operations"
 from attn_cli.published.w9_attention import SCALING
 from attn_cli.experiments.progress import Progress, Report
+from attn_cli.units import text_memory
 
 ARTIFACTS = ("w9-scaling",)
 FIGURES = ()
@@ -37,12 +38,6 @@ TEXT_LENGTHS = tuple(SCALING)  # the n the text prints
 MEASURE_LENGTHS = {"cpu": (512, 1024, 2048, 4096), "cuda": (2048, 4096, 8192, 16384, 32768)}
 QUICK_MEASURE_LENGTHS = {"cpu": (512, 1024, 2048), "cuda": (1024, 2048, 4096, 8192)}
 BYTES_PER_FLOAT = 4  # float32
-
-
-def text_memory(nbytes: float) -> str:
-    """Format bytes as the text does: MB below 1e9 bytes, GB above, one decimal."""
-    unit, value = ("MB", nbytes / 1e6) if nbytes < 1e9 else ("GB", nbytes / 1e9)
-    return f"{value:.1f} {unit}"
 
 
 def forward_bytes(n: int, d_model: int) -> int:

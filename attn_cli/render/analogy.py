@@ -6,20 +6,17 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.experiments.analogy import ARTIFACTS, TIED, Result
-from attn_cli.published.compare import compare_result
-from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _ranked(words, scores) -> str:
     return ", ".join(f"{w} ({s:.3f})" for w, s in zip(words, scores))
 
 
-def tables(result: Result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict as mark
 
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    o = outcomes
 
     def verdict(check_id):
         return mark(o[check_id])
@@ -28,7 +25,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
         value = o[check_id].published
         return ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
 
-    a, b = TIED
+    a, b = result.TIED
     gap_analogy = result.tie[f"analogy.{a}"] - result.tie[f"analogy.{b}"]
     gap_bank = result.tie[f"bank.{a}"] - result.tie[f"bank.{b}"]
     rows = [(f"cosine {pair}", f"{value:.3f}", pub(f"w9-ppmi.{pair}"),
@@ -69,5 +66,5 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return out
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     return []  # a table only (the catalogue lists no figure for w9-ppmi)

@@ -27,9 +27,9 @@ class Capture:
     write: bool = False  # also write the files (figures, CSV, JSON) into --out
     emitted: bool = False
     result: Any = None  # the typed Result
-    data: Any = None  # what --json is made from (the Result, or the copy task's JSON view)
+    data: Any = None  # what --json prints (attn_cli.render.files.result_json), before its JSON encoding
     tables: list = field(default_factory=list)  # rich renderables, as the table on stdout
-    outcomes: Any = None  # the checks, where the command computed them (the copy task)
+    run: Any = None  # the pipeline's attn_cli.runs.Run: the Result, its outcomes, the files written
     figures: list[tuple[str, Any]] = field(default_factory=list)  # (file name, matplotlib Figure)
     files: list[Path] = field(default_factory=list)  # written (``write``) or that would have been
 

@@ -19,25 +19,23 @@ def note(message: str) -> None:
     stderr.print(message, style="dim", highlight=False, markup=False)
 
 
-def emit(result: Any, renderables, as_json: bool, *, data: Any = None, outcomes: Any = None) -> None:
-    """Print ``result`` as JSON (``dataclasses.asdict``; ``data`` instead where given: a JSON
-    view) or the rich renderables on stdout.  Under the Python API (:mod:`attn_cli.render.capture`)
-    all of it, and the ``outcomes`` a command computed, go to the capture instead."""
+def emit(result: Any, renderables, as_json: bool, *, run: Any = None) -> None:
+    """Print ``result`` as JSON (``run.json()`` for a pipeline :class:`attn_cli.runs.Run`, the
+    same for every command) or the rich renderables on stdout.  Under the Python API
+    (:mod:`attn_cli.render.capture`) all of it, and the pipeline's Run, go to the capture instead."""
     capture = _capture.active()
+    if capture is None and not as_json:
+        for r in renderables if isinstance(renderables, (list, tuple)) else [renderables]:
+            stdout.print(r)
+        return
+    from attn_cli.render.files import _json_default, result_json
+
+    data = run.json() if run is not None else None if result is None else result_json(result)
     if capture is not None:
-        capture.emitted, capture.result, capture.outcomes = True, result, outcomes
-        capture.data = result if data is None else data
+        capture.emitted, capture.result, capture.run, capture.data = True, result, run, data
         capture.tables = list(renderables) if isinstance(renderables, (list, tuple)) else [renderables]
         return
-    if as_json:
-        from attn_cli.render.files import _json_default, result_json
-
-        print(json.dumps(result_json(result if data is None else data), indent=2, default=_json_default))
-        return
-    if not isinstance(renderables, (list, tuple)):
-        renderables = [renderables]
-    for r in renderables:
-        stdout.print(r)
+    print(json.dumps(data, indent=2, default=_json_default))
 
 
 def check_table(title: str, rows, caption: str | None = None):

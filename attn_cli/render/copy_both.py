@@ -8,16 +8,13 @@ from typing import Mapping
 
 from rich.table import Table
 
-from attn_cli.experiments.copy_both import ARTIFACTS
-from attn_cli.published.compare import compare_result
-from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = "copy_both.png", "copy_both.csv"
 
 
-def tables(result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
+    o = outcomes
 
     def _published(check_id: str):  # the text's value where it applies (its data: N, d, seed)
         outcome = o.get(check_id)
@@ -49,7 +46,7 @@ def tables(result, outcomes: Mapping | None = None) -> list:
     return [one, two]
 
 
-def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 

@@ -3,9 +3,8 @@
 Every published value shown here (a cell's text value and its ``=``/``≠`` mark, the plain
 model's quoted accuracies, the published points of the plot, the CSV's published column)
 and every verdict (the marks, the near-diagonal line, the JSON's ``status``) comes from the
-outcomes passed in: ``attn all`` passes those of its check table (one verdict per cell);
-a single command's come from :func:`attn_cli.published.compare.compare_result`.  Nothing
-here compares a value with a published one.
+outcomes passed in (:func:`attn_cli.runs.run` compares once; ``attn all`` passes those of its
+check table: one verdict per cell).  Nothing here compares a value with a published one.
 """
 
 from __future__ import annotations
@@ -14,13 +13,11 @@ import copy
 from pathlib import Path
 from typing import Mapping
 
-from attn_cli.experiments.copy_task import ARTIFACTS, METRICS, Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.compare import Outcome, compare_result
-from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, TEXT_SETTING, cell_of, check_id
+from attn_cli.published.compare import Outcome
+from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, METRICS, TEXT_SETTING, cell_of, check_id
 from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.published.seed_rule import FLOOR
-from attn_cli.render.files import DEFAULT_FORMATS
 
 ACCURACY_PNG = BY_ID["w9-copy-task"].files[0]  # copy_task_accuracy.png
 ACCURACY_CSV = "copy_task_accuracy.csv"
@@ -34,10 +31,6 @@ TOLERANCE_NOTE = (f"each published cell is one seed of training on an unknown ma
                   "one trained model are not reproducible across CPUs and PyTorch builds")
 
 Outcomes = Mapping[str, Outcome]  # check ID -> Outcome
-
-
-def _outcomes(result: Result, outcomes: Outcomes | None) -> Outcomes:
-    return compare_result(result, ARTIFACTS) if outcomes is None else outcomes
 
 
 def _cells_judged(outcomes: Outcomes) -> bool:
@@ -85,11 +78,11 @@ def _cell(stats: dict, n: int, outcome: Outcome | None) -> str:
     return f"{text} {mark} [dim]{pub:.3f}[/]"
 
 
-def tables(result: Result, outcomes: Outcomes | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+def tables(result, outcomes: Outcomes) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from rich.table import Table
 
-    o = _outcomes(result, outcomes)
+    o = outcomes
     cfg = result.config
     seeds = tuple(cfg["seeds"]) or (cfg["seed"],)
     several = len(seeds) > 1
@@ -136,7 +129,7 @@ def tables(result: Result, outcomes: Outcomes | None = None) -> list:
     return out
 
 
-def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> str:
+def _map_line(result, rule: Outcome | None, n_seeds: int) -> str:
     """The near-diagonal line: the measured fractions, the rule and its outcome."""
     parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
     status = rule.status if rule is not None else None  # the check's verdict, as the check table shows it
@@ -147,31 +140,7 @@ def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> str:
             "steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": " + verdict + ".")
 
 
-def json_view(result: Result, outcomes: Outcomes | None = None) -> dict:
-    """The Result as ``--json`` prints it: each cell's metrics also carry the text's value
-    (``published``, from the outcomes; None where the text prints none)."""
-    from attn_cli.render.files import result_json
-
-    o = _outcomes(result, outcomes)
-    obj = result_json(result)
-    obj["cells"] = _cells_with_published(result, o, verdicts=True)
-    return obj
-
-
-def _cells_with_published(result: Result, outcomes: Outcomes, verdicts: bool = False) -> list[dict]:
-    """The cells with each metric's published value; ``verdicts``: also its check's status
-    (pass, fail, skipped, n/a: the check table's verdict; None where the text prints none)."""
-    cells = copy.deepcopy(result.cells)
-    for c in cells:
-        for metric in METRICS:
-            c[metric]["published"] = _published(outcomes, c["model"], c["length"], metric)
-            if verdicts:
-                found = outcomes.get(check_id(c["model"], c["length"], metric))
-                c[metric]["status"] = None if found is None else found.status
-    return cells
-
-
-def _runs_table(result: Result):
+def _runs_table(result):
     from rich.table import Table
 
     table = Table(title="runs (one per model, length and seed)")
@@ -186,7 +155,7 @@ def _runs_table(result: Result):
     return table
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS, outcomes: Outcomes | None = None) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside.
 
     A PNG already drawn from the same numbers (its ``attn-digest`` text chunk matches) is
@@ -194,11 +163,11 @@ def figures(result: Result, out: Path, formats=DEFAULT_FORMATS, outcomes: Outcom
     """
     from attn_cli.render.files import split_timing, write_csv, write_json
 
-    o = _outcomes(result, outcomes)
+    o = outcomes
     out = Path(out)
     png = out / ACCURACY_PNG
     drawn_from = {k: v for k, v in result.config.items() if k not in ("jobs", "cache_root", "use_cache")}
-    paths = _draw_once(png, {"cells": _cells_with_published(result, o), "config": drawn_from}, formats,
+    paths = _draw_once(png, {"cells": result.cells_with_published(o), "config": drawn_from}, formats,
                        lambda digest: _accuracy_figure(result, o, png, digest, formats))
     paths.append(write_csv(
         out / ACCURACY_CSV,
@@ -276,7 +245,7 @@ def png_text(path: Path) -> dict[str, str]:
     return found
 
 
-def _accuracy_figure(result: Result, outcomes: Outcomes, path: Path, digest: str, formats) -> list[Path]:
+def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, formats) -> list[Path]:
     from attn_cli.render.figures import new_figure
 
     fig, ax = new_figure(figsize=(6.4, 4.2))

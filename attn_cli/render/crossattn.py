@@ -11,9 +11,7 @@ from typing import Mapping
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from attn_cli.render.files import DEFAULT_FORMATS
 
-from attn_cli.experiments.crossattn import ARTIFACTS
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _REGIME_STYLE = {"sharp": "bold green", "split": "yellow", "diffuse": "red"}
@@ -45,16 +43,14 @@ def label(ch: str) -> str:
     return ch
 
 
-def tables(result, outcomes: Mapping | None = None, width: int | None = None) -> list:
+def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     """The weights (in %, when the key word fits the console; otherwise each row's peaks),
     the regime of every row, and the summary of the three regimes.  ``outcomes``: check ID
     -> Outcome (computed from ``result`` when not given)."""
     from rich import box
-
-    from attn_cli.published.compare import compare_result
     from attn_cli.render.console import stdout
 
-    rule = (compare_result(result, ARTIFACTS) if outcomes is None else outcomes)["d2l-crossattn-map.regimes"]
+    rule = outcomes["d2l-crossattn-map.regimes"]
 
     cfg = result.config
     width = stdout.width if width is None else width
@@ -109,7 +105,7 @@ def tables(result, outcomes: Mapping | None = None, width: int | None = None) ->
     return out
 
 
-def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure, plain_text
     from attn_cli.render.files import save_figure, write_csv
 

@@ -6,10 +6,7 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.experiments.embeddings import ARTIFACTS, WORD, Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.compare import compare_result
-from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = BY_ID["w9-contextual"].files
 
@@ -19,12 +16,12 @@ def vec(values, decimals: int) -> str:
     return "[" + " ".join(f"{v:.{decimals}f}" for v in values) + "]"
 
 
-def tables(result: Result, outcomes: Mapping | None = None) -> list:
+def tables(result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome from :func:`attn_cli.published.compare.compare`
     (computed from ``result`` when not given)."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    o = outcomes
 
     def row(quantity, regenerated, check_id, published=None):
         return (quantity, regenerated, published or repr(o[check_id].published), verdict(o[check_id]))
@@ -52,14 +49,14 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
         return vec(o[check_id].published, decimals)
 
     contextual = check_table(
-        f"W9 1.3  contextual vectors for '{WORD}' (one untrained self-attention layer, d = {cfg['d']}, "
+        f"W9 1.3  contextual vectors for '{result.WORD}' (one untrained self-attention layer, d = {cfg['d']}, "
         f"seed {cfg['seed']})",
         [
-            row(f"static embedding of '{WORD}'", vec(result.static_bank, 2), "w9-contextual.static_bank",
+            row(f"static embedding of '{result.WORD}'", vec(result.static_bank, 2), "w9-contextual.static_bank",
                 pub("w9-contextual.static_bank")),
-            row(f"output for '{WORD}' in '{names[0]}'", vec(result.bank_outputs[0], 2),
+            row(f"output for '{result.WORD}' in '{names[0]}'", vec(result.bank_outputs[0], 2),
                 "w9-contextual.river_bank", pub("w9-contextual.river_bank")),
-            row(f"output for '{WORD}' in '{names[1]}'", vec(result.bank_outputs[1], 2),
+            row(f"output for '{result.WORD}' in '{names[1]}'", vec(result.bank_outputs[1], 2),
                 "w9-contextual.money_bank", pub("w9-contextual.money_bank")),
             row("distance between the two contextual vectors", f"{result.distance:.3f}", "w9-contextual.distance",
                 f"{o['w9-contextual.distance'].published:.3f}"),
@@ -70,7 +67,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [onehot, contextual]
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -80,10 +77,10 @@ def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
         ax.set_title(f"\"{' '.join(tokens)}\"")
         ax.set_xlabel("key (looked at)")
         ax.set_ylabel("query (looking)")
-        row = tokens.index(WORD)
+        row = tokens.index(result.WORD)
         ax.add_patch(_outline(row, len(tokens)))
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.85)
-    fig.suptitle(f"W9 1.3: attention weights of one untrained layer; the '{WORD}' row (outlined) "
+    fig.suptitle(f"W9 1.3: attention weights of one untrained layer; the '{result.WORD}' row (outlined) "
                  f"differs with the neighbours (seed {result.config['seed']})")
     images = save_figure(fig, Path(out) / PNG, formats)
     rows = [(" ".join(tokens), q, k, weights[i][j])

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_cli.experiments.exercises import Result, ex02_noise, ex06_timing
-from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR
 from attn_cli.render.files import DEFAULT_FORMATS
 
 FILES = {  # exercise -> (png, csv): the names in the catalogue
@@ -18,7 +16,8 @@ FILES = {  # exercise -> (png, csv): the names in the catalogue
 }
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes) -> list[Path]:
+    """``outcomes``: taken for the render contract (the exercises have no published value)."""
     paths: list[Path] = []
     for n, draw in ((2, _fig2), (6, _fig6), (11, _fig11), (12, _fig12)):
         e = getattr(result, f"ex{n}")
@@ -36,11 +35,11 @@ def _fig2(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     for s, colour in zip(e.sweeps, colours):
         eps = [p.eps for p in s.points]
         ax.plot(eps, [p.error for p in s.points], "o", color=colour, label=f"measured, σ = {s.sigma:g}")
-        ax.plot(*ex02_noise.theory_curve(s.sigma), "-", color=colour, alpha=0.5, lw=1,
+        ax.plot(*s.theory_curve(), "-", color=colour, alpha=0.5, lw=1,
                 label=f"theory, slope {s.slope:.2f}" if s.slope is not None else "theory")
         ax.axvline(s.knee, color=colour, ls=":", lw=1)
         ax.text(s.knee, 1.3e-3, f" ε* = σ/2 = {s.knee:g}", color=colour, fontsize=8, rotation=90, va="bottom")
-    ax.axhline(ONE_HEAD_ERROR, color="gray", ls="--", lw=1)
+    ax.axhline(e.ONE_HEAD_ERROR, color="gray", ls="--", lw=1)
     ax.text(1.2e-5, 0.75, "one head: √½", color="gray", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -66,7 +65,7 @@ def _fig6(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     fig, ax = new_figure(figsize=(6, 4))
     hs = [r.h for r in e.rows]
     ax.plot(hs, [r.seconds * 1e3 for r in e.rows], "o-", label="measured forward time")
-    ax.plot(hs, [ex06_timing.fitted_seconds(e, r.score_entries) * 1e3 for r in e.rows], "--",
+    ax.plot(hs, [e.fitted_seconds(r.score_entries) * 1e3 for r in e.rows], "--",
             color="gray", label=f"fit: {e.fixed_seconds * 1e3:.0f} ms + {e.ns_per_entry:.1f} ns × B·h·n²")
     ax.set_xscale("log", base=2)
     ax.set_xticks(hs, labels=[str(h) for h in hs])

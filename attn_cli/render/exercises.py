@@ -8,17 +8,15 @@ exercise's module.
 
 from __future__ import annotations
 
-from attn_cli.experiments.exercises import (TITLES, Result, ex01_readouts, ex04_key_noise, ex05_pruning,
-                                            ex06_timing, ex09_slices)
 from attn_cli.render.exercise_figures import FILES, figures, uniform_start  # noqa: F401 (FILES, figures: the family's)
 
 
-def _table(number: int, columns=(), rows=(), left=(), caption: str | None = None, subtitle: str = ""):
-    """A table titled with the exercise: ``columns`` (right-justified except those in ``left``),
-    then ``rows`` of text cells."""
+def _table(number: int, heading: str, columns=(), rows=(), left=(), caption: str | None = None, subtitle: str = ""):
+    """A table titled with the exercise and its ``heading``: ``columns`` (right-justified except
+    those in ``left``), then ``rows`` of text cells."""
     from rich.table import Table
 
-    title = f"D2L 10.3.5 exercise {number}: {TITLES[number]}" + (f"  ({subtitle})" if subtitle else "")
+    title = f"D2L 10.3.5 exercise {number}: {heading}" + (f"  ({subtitle})" if subtitle else "")
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for col in columns:
         t.add_column(col, justify="left" if col in left else "right")
@@ -46,8 +44,8 @@ def _yes(ok: bool) -> str:
     return "[green]yes[/]" if ok else "[red]no[/]"
 
 
-def _ex1(e) -> list:
-    t = _table(1, ("values", "a", "levels of m_j", "linear", "MLP", "theory"), left=("values",),
+def _ex1(e, title) -> list:
+    t = _table(1, title, ("values", "a", "levels of m_j", "linear", "MLP", "theory"), left=("values",),
                subtitle=f"N = {e.samples} train + {e.samples} held out, d = {e.dim}; per-coordinate "
                         f"MLP 1-{e.hidden}-{e.hidden}-2, {e.steps} Adam steps on {e.points} coordinates",
                caption="held-out relative error ||pred - t|| / ||t||; theory = the best any readout can do")
@@ -60,7 +58,7 @@ def _ex1(e) -> list:
     decoded = next(r for r in signs if r.theory == 0)  # the levels identify (v1_j, v2_j)
 
     def shown(a: float) -> str:
-        return "{" + ", ".join(f"{x:g}" for x in ex01_readouts.levels(a)) + "}"
+        return "{" + ", ".join(f"{x:g}" for x in e.levels(a)) + "}"
 
     return [t, _note(f"Gaussian values: E[v1|m] is linear, so the MLP cannot beat √½. ±1 values at a = {flat.a:g}: "
                      f"m_j ∈ {shown(flat.a)} and E[v1_j|m_j] = m_j, linear again. At a = {decoded.a:g} the "
@@ -69,11 +67,11 @@ def _ex1(e) -> list:
                      "proposition assumes Gaussian values (or a linear readout).")]
 
 
-def _ex2(e) -> list:
+def _ex2(e, title) -> list:
     out = []
     for s in e.sweeps:
         slope = "n/a" if s.slope is None else f"{s.slope:.3f}"
-        t = _table(2, ("ε", "κ(A)", "readout error", "theory", "in slope fit"),
+        t = _table(2, title, ("ε", "κ(A)", "readout error", "theory", "in slope fit"),
                    [(f"{p.eps:g}", _g(p.condition, 4), _g(p.error, 4), _g(p.theory, 4), "•" if p.straight else "")
                     for p in s.points],
                    subtitle=f"σ = {s.sigma:g}, knee ε* = σ/2 = {s.knee:g}, slope {slope} "
@@ -89,8 +87,8 @@ def _ex2(e) -> list:
     return out
 
 
-def _ex3(e) -> list:
-    t = _table(3, ("A", "h", "k", "rank(A)", "min entry", "1 - rank/k", "population", "sampled (held out)"),
+def _ex3(e, title) -> list:
+    t = _table(3, title, ("A", "h", "k", "rank(A)", "min entry", "1 - rank/k", "population", "sampled (held out)"),
                left=("A",), subtitle=f"values in R^{e.value_dim}, {e.samples} train + held-out samples",
                caption=f"population = exact error from the covariances; max |population - (1 - rank/k)| = "
                        f"{e.max_gap:.1e}")
@@ -102,13 +100,13 @@ def _ex3(e) -> list:
                      "'rank' is capped at d/c value slots however many heads it has.")]
 
 
-def _ex4(e) -> list:
-    t = _table(4, ("setting", "c", "median error", "failure fraction"),
+def _ex4(e, title) -> list:
+    t = _table(4, title, ("setting", "c", "median error", "failure fraction"),
                [(r.setting, f"{r.c:g}", _g(r.median, 4), f"{r.failure:.3f}") for r in e.rows], left=("setting",),
                subtitle=f"β = {e.beta:g}, {e.resamples} resamples of the keys",
                caption=f"failure: ||o - (v_a+v_b)/2|| > {e.threshold}; as c → ∞ the two queries fail only for "
                        f"γ < -1, probability {e.two_query_limit:.3f}")
-    noise = ", ".join(f"{ex04_key_noise.score_noise(c, e.beta):.2f} at c = {c:g}"
+    noise = ", ".join(f"{e.score_noise(c):.2f} at c = {c:g}"
                       for c in dict.fromkeys(r.c for r in e.rows))
     return [t, _note("w_a/w_b = exp(cγ): one query swings to v_a or v_b with the sign of γ. Raising c hurts one "
                      f"query even with isotropic keys: the noise on the two scores is c√(2β) ({noise}), so the tie "
@@ -116,14 +114,14 @@ def _ex4(e) -> list:
                      "but keeps that tie; two queries need only one winner each.")]
 
 
-def _ex5(e) -> list:
+def _ex5(e, title) -> list:
     heads = ", ".join(f"{i + 1}: ({a:g}, {b:g})" for i, (a, b) in enumerate(e.heads))
-    t = _table(5, ("heads kept", "removed", "readout error"), left=("heads kept", "removed"),
+    t = _table(5, title, ("heads kept", "removed", "readout error"), left=("heads kept", "removed"),
                subtitle=f"heads {heads}; τ = {e.tau}", caption=f"solver: {e.solver}")
     t.add_row(" ".join(str(i + 1) for i in range(len(e.heads))), "", _g(e.full_error))
     for s in e.subsets:
         t.add_row(" ".join(map(str, s.kept)), " ".join(map(str, s.removed)), _g(s.error))
-    p = _table(5, ("procedure", "importances", "removed", "kept", "error", "evaluations", "to prune h → 1"),
+    p = _table(5, title, ("procedure", "importances", "removed", "kept", "error", "evaluations", "to prune h → 1"),
                left=("procedure", "importances"), subtitle="one-shot vs greedy")
     p.add_row("one-shot", " ".join(f"{x:.2g}" for x in e.importance), " ".join(map(str, e.one_shot_removed)),
               " ".join(map(str, e.one_shot_kept)), _g(e.one_shot_error), str(e.one_shot_evaluations),
@@ -132,23 +130,24 @@ def _ex5(e) -> list:
               " ".join(map(str, e.greedy_removed)), " ".join(map(str, e.greedy_kept)), _g(e.greedy_error),
               str(e.greedy_evaluations), f"{e.greedy_to_one_formula} (counted {e.greedy_to_one} at h = {len(e.heads)})")
     pair = " and ".join(map(str, e.one_shot_removed))
-    wide = ex05_pruning.WIDE_LAYER_HEADS
+    wide = e.WIDE_LAYER_HEADS
+    one_shot, greedy = e.evaluations_at(wide)
     return [t, p, _note(f"Heads {pair} cover for each other, so each alone looks unimportant; one-shot removes "
                         f"{'both' if len(e.one_shot_removed) == 2 else 'them'} and loses the second mixture. Greedy "
                         f"re-measures after each removal and keeps one. At h = {wide}: one-shot "
-                        f"{ex05_pruning.one_shot_evaluations(wide)}, greedy "
-                        f"{ex05_pruning.greedy_evaluations(wide)} evaluations.")]
+                        f"{one_shot}, greedy {greedy} evaluations.")]
 
 
-def _ex6(e) -> list:
-    t = _table(6, ("h", "p = d/h", "forward ms", "score entries B·h·n²", "matmul FLOPs (Eq. 10.3.3)", "fit ms"),
+def _ex6(e, title) -> list:
+    t = _table(6, title,
+               ("h", "p = d/h", "forward ms", "score entries B·h·n²", "matmul FLOPs (Eq. 10.3.3)", "fit ms"),
                subtitle=f"d = {e.d}, n = {e.n}, batch {e.batch}, {e.device}, {e.threads} thread(s), "
                         f"median of {e.repeats} after a warm-up",
                caption=f"fit time = {e.fixed_seconds * 1e3:.1f} ms + {e.ns_per_entry:.2f} ns × entries, "
                        f"R² = {e.r_squared:.3f}")
     for r in e.rows:
         t.add_row(str(r.h), str(r.p), f"{r.seconds * 1e3:.1f}", f"{r.score_entries:,}", f"{r.matmul_flops:.3e}",
-                  f"{ex06_timing.fitted_seconds(e, r.score_entries) * 1e3:.1f}")
+                  f"{e.fitted_seconds(r.score_entries) * 1e3:.1f}")
     return [t, _note(f"slowest/fastest = {e.ratio:.1f} (h = {e.slowest_h} vs h = {e.fastest_h}). The "
                      "multiply-adds are constant; the score tensor (B·h·n² entries: scaling, softmax, memory "
                      "traffic) grows with h and accounts for the trend. Narrow heads also lose patterns: with "
@@ -156,15 +155,15 @@ def _ex6(e) -> list:
                      "assignment.")]
 
 
-def _ex7(e) -> list:
-    t = _table(7, ("n", "m", "4nd²", "4md²", "4nmd", "formula", "counted"),
+def _ex7(e, title) -> list:
+    t = _table(7, title, ("n", "m", "4nd²", "4md²", "4nmd", "formula", "counted"),
                subtitle=f"d = {e.d}, h = {e.heads}; FLOPs counted by FlopCounterMode on the meta device",
                caption="4nd² (W_q, W_o: grows with n) + 4md² (W_k, W_v: grows with m) + 4nmd (scores and "
                        "mixing: grows with nm)")
     for r in e.rows:
         t.add_row(str(r.n), str(r.m), f"{r.q_and_out:.3e}", f"{r.k_and_v:.3e}", f"{r.scores_and_mix:.3e}",
                   f"{r.formula:.4e}", f"{r.counted:.4e}" + ("" if r.counted == r.formula else " [red]≠[/]"))
-    p = _table(7, ("keys and values", "formula", "FLOPs", "counted"), left=("keys and values", "formula"),
+    p = _table(7, title, ("keys and values", "formula", "FLOPs", "counted"), left=("keys and values", "formula"),
                subtitle=f"one decoder step, m = {e.m} source tokens")
     p.add_row("recomputed every step", "4d² + 4md² + 4md", f"{e.recompute_formula:,}", f"{e.recompute_counted:,}")
     p.add_row("computed once, cached", "4d² + 4md", f"{e.cached_formula:,}", f"{e.cached_counted:,}")
@@ -172,8 +171,8 @@ def _ex7(e) -> list:
                         f"m = {e.m}: caching turns the per-token cost from O(m d²) into O(m d).")]
 
 
-def _ex8(e) -> list:
-    t = _table(8, ("scheme", "g", "parameters", "FLOPs", "KV cache / token / layer"), left=("scheme",),
+def _ex8(e, title) -> list:
+    t = _table(8, title, ("scheme", "g", "parameters", "FLOPs", "KV cache / token / layer"), left=("scheme",),
                subtitle=f"d = {e.d}, h = {e.h}, p = {e.p}, 16-bit; FLOPs at n = {e.tokens} tokens",
                caption="parameters 2d² + 2(g/h)d²; FLOPs 4nd² + 4(g/h)nd² + 4n²d; cache 2·g·p numbers per token "
                        "and layer; measured on the meta device")
@@ -185,7 +184,7 @@ def _ex8(e) -> list:
         t.add_row(s.name, str(s.groups), f"{s.parameters:,} {same(s.parameters, s.parameters_formula)}",
                   f"{s.flops:.4e} {same(s.flops, s.flops_formula)}",
                   f"{s.kv_bytes_per_token:,} B = {s.kv_bytes_per_token / 1024:g} KiB")
-    p = _table(8, ("p", "readout error", "theory √(1 - min(p,c)/c)"),
+    p = _table(8, title, ("p", "readout error", "theory √(1 - min(p,c)/c)"),
                [(str(r.p), _g(r.error, 4), _g(r.theory, 4)) for r in e.shared],
                subtitle=f"part 3: two query heads {e.shared_weights} share one value head of width p; values "
                         f"in R^{e.value_dim}")
@@ -194,10 +193,10 @@ def _ex8(e) -> list:
                         "each source token can pass at most g·p numbers to the output.")]
 
 
-def _ex9(e) -> list:
+def _ex9(e, title) -> list:
     from rich.markup import escape
 
-    t = _table(9, ("valid_lens", "max |loop - folded|", "max |tiled - folded|", "detectable",
+    t = _table(9, title, ("valid_lens", "max |loop - folded|", "max |tiled - folded|", "detectable",
                    "masks that differ (seq, head: repeated -> tiled)"),
                left=("valid_lens", "masks that differ (seq, head: repeated -> tiled)"),
                subtitle=f"d = {e.d}, h = {e.h}, {e.n_k} keys",
@@ -206,10 +205,10 @@ def _ex9(e) -> list:
     for c in e.cases:
         differ = [m for m in c.heads_masks if m.split(": ")[1].split(" -> ")[0] != m.split(" -> ")[1]]
         t.add_row(str(c.valid_lens).replace(" ", ""), f"{c.loop_vs_folded:.1e}", f"{c.tiled_vs_folded:.1e}",
-                  _yes(c.tiled_vs_folded > ex09_slices.TOL),
+                  _yes(c.tiled_vs_folded > e.TOL),
                   escape(f"{len(differ)} of {len(c.heads_masks)}" + (": " + ", ".join(differ[:2]) if differ else "")
                          + (" ..." if len(differ) > 2 else "")))
-    hidden = [c.valid_lens for c in e.cases if c.tiled_vs_folded <= ex09_slices.TOL
+    hidden = [c.valid_lens for c in e.cases if c.tiled_vs_folded <= e.TOL
               and len({str(v) for v in c.valid_lens}) > 1 and all(isinstance(v, int) for v in c.valid_lens)]
     example = (f", so {str(hidden[0]).replace(' ', '')} with {e.n_k} keys cannot be told apart" if hidden else "")
     return [t, _note("Head i of sequence b sits at folded index b·h + i; repeat_interleave gives it valid_lens[b], "
@@ -217,8 +216,8 @@ def _ex9(e) -> list:
                      f"'no mask'{example}.")]
 
 
-def _ex10(e) -> list:
-    t = _table(10, ("check", "max |difference|", "unchanged", "expected"),
+def _ex10(e, title) -> list:
+    t = _table(10, title, ("check", "max |difference|", "unchanged", "expected"),
                [(c.name, f"{c.max_diff:.1e}", _yes(c.unchanged), "unchanged" if c.expected_unchanged else "changed")
                 for c in e.checks], left=("check",),
                subtitle=f"d = {e.d}, h = {e.h}, n = {e.n} queries, m = {e.m} source rows",
@@ -229,9 +228,10 @@ def _ex10(e) -> list:
                      "encoder: cross-attention over an order-blind encoder cannot recover it.")]
 
 
-def _ex11(e) -> list:
-    t = _table(11, ("map", "rows sum to 1", "same rows", "same columns", "matching letter wins", "mean max weight",
-                    "regimes"), left=("map", "regimes"),
+def _ex11(e, title) -> list:
+    t = _table(11, title,
+               ("map", "rows sum to 1", "same rows", "same columns", "matching letter wins", "mean max weight",
+                "regimes"), left=("map", "regimes"),
                subtitle=f"'{''.join(e.queries)}' attends to '{''.join(e.keys)}', width {e.dim}, fresh "
                         f"{e.heads}-head layer",
                caption="same rows/columns: max difference between rows (columns) of identical letters")
@@ -244,8 +244,8 @@ def _ex11(e) -> list:
                        "similarity: a trained map shows what W_q^T W_k favours, not what resembles what.")]
 
 
-def _ex12(e) -> list:
-    t = _table(12, ("h", "error before", "error after", "head weights (α1, α2) after training", "kinds"),
+def _ex12(e, title) -> list:
+    t = _table(12, title, ("h", "error before", "error after", "head weights (α1, α2) after training", "kinds"),
                left=("head weights (α1, α2) after training", "kinds"),
                subtitle=f"d = {e.d}, Adam lr {e.lr}, {e.steps} steps of {e.batch}",
                caption=f"held-out relative error; one head cannot go below √½ = {e.bound:.3f}")
@@ -263,17 +263,17 @@ RENDERERS = {1: _ex1, 2: _ex2, 3: _ex3, 4: _ex4, 5: _ex5, 6: _ex6, 7: _ex7, 8: _
              11: _ex11, 12: _ex12}
 
 
-def tables(result: Result, outcomes=None) -> list:
+def tables(result, outcomes) -> list:
     """Every exercise that ran; ``outcomes`` is taken for the render contract (the exercises
     have no published value, so none is marked)."""
     out = []
     for n in result.ran():
-        out.extend(RENDERERS[n](getattr(result, f"ex{n}")))
+        out.extend(RENDERERS[n](getattr(result, f"ex{n}"), result.TITLES[n]))
     return out
 
 
-def listing() -> list:
-    """``attn exercise --list``: the twelve exercises and what each run shows."""
+def listing(titles: dict[int, str]) -> list:
+    """``attn exercise --list``: the twelve exercises (number -> title) and what each run shows."""
     from rich.table import Table
 
     from attn_cli.published.catalogue import BY_ID
@@ -283,7 +283,7 @@ def listing() -> list:
     t.add_column("exercise")
     t.add_column("what a run shows")
     t.add_column("files")
-    for n, title in TITLES.items():
+    for n, title in titles.items():
         art = BY_ID.get(f"d2l-ex{n}")
         t.add_row(str(n), title, art.title if art else "", " ".join(art.files) if art else "")
     return [t]

@@ -104,9 +104,14 @@ def _json_default(obj: Any):
 
 # --------------------------------------------------------------------------- timings apart
 
-def result_json(result: Any) -> Any:
+def result_json(result: Any, outcomes: Any = None) -> Any:
     """A result as a JSON-ready dict, its wall-clock values moved under one ``timing`` key, the
     numeric mode and CPU kernels recorded in its ``config`` (:func:`attn_cli.numerics.stamp`).
+    The JSON of every command and of ``attn all``'s ``<name>.json``.
+
+    ``outcomes`` (check ID -> Outcome): where the Result has ``published_beside(outcomes)``
+    (the copy task), the fields it returns replace the dumped ones (its cells with the text's
+    values and verdicts beside the regenerated ones).
 
     A Result class names its timing fields in ``TIMING`` (dotted paths, ``*`` for every item
     of a list: ``"runs.*.seconds"``); they leave their places and reappear, in the same
@@ -117,7 +122,10 @@ def result_json(result: Any) -> Any:
 
     from attn_cli.numerics import stamp
 
-    obj = stamp(dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result)  # config.numerics
+    obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
+    if outcomes is not None and hasattr(result, "published_beside"):
+        obj.update(result.published_beside(outcomes))
+    obj = stamp(obj)  # config.numerics
     paths = getattr(type(result), "TIMING", ())
     return split_timing(obj, paths) if paths else obj
 

@@ -6,9 +6,6 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.experiments.formula import ARTIFACTS, Result
-from attn_cli.published.compare import compare_result
-from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _list(values, decimals: int) -> str:
@@ -26,11 +23,11 @@ def _sums(sums) -> str:
     return text if worst == 0 else f"{text} (float32 rounding: max |sum - 1| = {worst:.0e})"
 
 
-def tables(result: Result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    o = outcomes
 
     def pub(check_id, decimals):
         return _list(o[check_id].published, decimals)
@@ -81,5 +78,5 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [worked, properties]
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     return []  # tables only

@@ -7,8 +7,6 @@ from typing import Mapping
 
 from rich.table import Table
 
-from attn_cli.experiments.heads import ARTIFACTS
-from attn_cli.published.compare import compare_result
 from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG = "heads_layout.png"
@@ -26,9 +24,9 @@ def _published(outcome) -> str:
     return str(tuple(value)) if isinstance(value, list) else str(value)
 
 
-def tables(result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
+    o = outcomes
     cfg = result.config
     match = Table(title="W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)")
     match.add_column("claim")
@@ -67,7 +65,7 @@ def tables(result, outcomes: Mapping | None = None) -> list:
     return [match, w9, shape, d2l, note]
 
 
-def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     return draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG, formats)
 
 

@@ -6,11 +6,8 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.experiments.masks import ARTIFACTS, Result
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.compare import compare_result
 from attn_cli.render.console import check_table, verdict
-from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG, CSV = BY_ID["w9-masks"].files
 
@@ -19,11 +16,11 @@ def _fmt(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".") if v else "0"
 
 
-def tables(result: Result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from rich.table import Table
 
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    o = outcomes
     comparable = all(x.status != "n/a" for x in o.values())
     causal, sums = o["w9-masks.causal_weights"].published, o["w9-masks.row_sums"].published
     n = len(result.positions)
@@ -84,7 +81,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [weights, checks]
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 

@@ -6,20 +6,17 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.experiments.order import ARTIFACTS, Result
-from attn_cli.published.compare import compare_result
-from attn_cli.render.files import DEFAULT_FORMATS
 
 
 def _vec(values) -> str:
     return "[" + " ".join(f"{v:.3f}" for v in values) + "]"
 
 
-def tables(result: Result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    o = outcomes
     a, b, w = " ".join(result.sentence_a), " ".join(result.sentence_b), result.word
     cfg = result.config
     table = check_table(
@@ -44,5 +41,5 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return [table]
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     return []  # a table only

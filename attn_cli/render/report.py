@@ -280,7 +280,7 @@ def blocks(renderables: Any, *, table: Callable, text: Callable, other: Callable
 
 
 def to_markdown(renderables: Any) -> str:
-    """The experiments' ``tables(result)`` output as Markdown blocks separated by blank lines."""
+    """The experiments' ``tables(result, outcomes)`` output as Markdown blocks separated by blank lines."""
     return "\n\n".join(blocks(renderables, table=table_to_markdown, text=lambda t: md_escape(t, cell=False),
                                other=lambda r: "```text\n" + render_plain(r).rstrip() + "\n```"))
 

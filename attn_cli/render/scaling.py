@@ -6,10 +6,7 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.units import human_bytes
-from attn_cli.experiments.scaling import ARTIFACTS, Result, text_memory
-from attn_cli.published.compare import compare_result
-from attn_cli.render.files import DEFAULT_FORMATS
+from attn_cli.units import human_bytes, text_memory
 
 PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
@@ -24,11 +21,11 @@ def _beside(text: str, outcome, fmt) -> str:
     return f"{text} {mark} [dim]{published}[/]"
 
 
-def tables(result: Result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from rich.table import Table
 
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    o = outcomes
 
     d = result.config["d_model"]
     formula = Table(title="W9 5.2  self-attention builds an n x n score matrix per head",
@@ -82,7 +79,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return out
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     """The measured log-log plot (only when --measure ran)."""
     if not result.measured_rows:
         return []

@@ -6,19 +6,16 @@ from pathlib import Path
 from typing import Mapping
 
 from rich.table import Table
-from attn_cli.render.files import DEFAULT_FORMATS
 
-from attn_cli.experiments.self_cross import ARTIFACTS
-from attn_cli.published.compare import compare_result
 
 
 def _shape(s) -> str:
     return str(tuple(s))
 
 
-def tables(result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
+    o = outcomes
 
     def pub(check_id):
         return _shape(o[check_id].published)
@@ -48,5 +45,5 @@ def tables(result, outcomes: Mapping | None = None) -> list:
     return [table, notes]
 
 
-def figures(result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     return []

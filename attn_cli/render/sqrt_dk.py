@@ -6,10 +6,10 @@ from pathlib import Path
 
 from typing import Mapping
 
-from attn_cli.experiments.sqrt_dk import ARTIFACTS, TEXT_DIMS, TEXT_N_KEYS, TEXT_TRIALS, Result
+from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
+from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
+from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.compare import compare_result
-from attn_cli.render.files import DEFAULT_FORMATS
 
 COLUMNS = (  # (field, header, format)
     ("std", "std(q·k)", "{:.2f}"),
@@ -33,11 +33,11 @@ def _cell(outcome, value: float, fmt: str) -> str:
     return f"{text} {mark} [dim]{pub}[/]"
 
 
-def tables(result: Result, outcomes: Mapping | None = None) -> list:
-    """``outcomes``: check ID -> Outcome (computed from ``result`` when not given)."""
+def tables(result, outcomes: Mapping) -> list:
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from rich.table import Table
 
-    o = compare_result(result, ARTIFACTS) if outcomes is None else outcomes
+    o = outcomes
 
     cfg = result.config
     table = Table(title=f"W9 3.3  why divide by √d_k  ({cfg['trials']} trials, {cfg['n_keys']} keys, "
@@ -62,7 +62,7 @@ def tables(result: Result, outcomes: Mapping | None = None) -> list:
     return out
 
 
-def figures(result: Result, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 

@@ -46,7 +46,16 @@ FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")
 __all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "METRICS", "MODEL_CHOICES",
            "TEXT_LENGTHS", "Config", "Report", "Result", "assemble", "cache_key", "cache_path", "check_memory",
            "code_digest", "diagonal_fraction", "estimate_bytes", "fast_engine", "load_cached", "max_entry_bytes",
-           "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate", "verify_config"]
+           "preflight", "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate",
+           "verify_config"]
+
+
+def preflight(config: Config) -> None:
+    """What is refused before any work or display (run-time errors, exit 1): the fast engine
+    where this build lacks it, a configuration whose runs would not fit in memory."""
+    if "fast" in config.engines:
+        fast_engine()
+    check_memory(config)
 
 
 def run(config: Config, progress: ProgressReport = None) -> Result:
@@ -59,9 +68,7 @@ def run(config: Config, progress: ProgressReport = None) -> Result:
     """
     start = time.perf_counter()
     validate(config)
-    if "fast" in config.engines:
-        fast_engine()  # a clear error now, before any work
-    check_memory(config)
+    preflight(config)  # a clear error now, before any work
     notes: list[str] = []
     with opened(config.cache_root, notes) as store:
         return _run(config, progress, store, notes, start)

@@ -4,6 +4,7 @@ published numbers and verdicts live in :mod:`attn_cli.published.copy_task`."""
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
@@ -34,6 +35,27 @@ class Result:
         """How many training runs came from the cache, e.g. "8 training runs: 8 from cache"."""
         cached, n = self.cached_runs()
         return f"{n} training run{'s' if n != 1 else ''}: {cached} from cache, {n - cached} computed"
+
+    def cells_with_published(self, outcomes, verdicts: bool = False) -> list[dict]:
+        """The cells with each metric's published value, from ``outcomes`` (check ID -> Outcome;
+        None where the text prints none); ``verdicts``: also its check's status (pass, fail,
+        skipped, n/a: the check table's verdict).  For the JSON and the figure's digest."""
+        from attn_cli.published.copy_task import check_id
+
+        cells = copy.deepcopy(self.cells)
+        for c in cells:
+            for metric in METRICS:
+                found = outcomes.get(check_id(c["model"], c["length"], metric))
+                c[metric]["published"] = None if found is None else found.published
+                if verdicts:
+                    c[metric]["status"] = None if found is None else found.status
+        return cells
+
+    def published_beside(self, outcomes) -> dict[str, Any]:
+        """The JSON fields that carry the text's values beside the regenerated ones (the
+        contract's optional hook, :func:`attn_cli.render.files.result_json`): each cell's
+        metrics with ``published`` and ``status``."""
+        return {"cells": self.cells_with_published(outcomes, verdicts=True)}
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value: per published cell a SeedSample (the first seed's value,

@@ -97,6 +97,8 @@ def exercise_config(number: int, config: Config):
 
 @dataclass
 class Result:
+    TITLES: ClassVar[dict[int, str]] = TITLES  # for the tables: each exercise's heading
+
     config: dict
     ex1: ex01_readouts.Result | None = None
     ex2: ex02_noise.Result | None = None

@@ -59,6 +59,10 @@ class Result:
     points: int  # coordinates (m_j, v1_j, v2_j) the perceptron is trained on
     rows: list[Row] = field(default_factory=list)
 
+    def levels(self, a: float) -> list[float]:
+        """:func:`levels` (for the table's reading)."""
+        return levels(a)
+
 
 def theory(values: str, a: float) -> float:
     if values == "sign" and abs(a - 0.5) > 1e-12 and abs(a - 1.0) > 1e-12 and a > 0:

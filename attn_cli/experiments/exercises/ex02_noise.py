@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, ExerciseConfig, QUICK_SAMPLES, SAMPLES
 
 TITLE = "nearly identical heads"
 SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
@@ -59,9 +60,15 @@ class Sweep:
     slope_points: int
     points: list[Point] = field(default_factory=list)
 
+    def theory_curve(self) -> tuple[list[float], list[float]]:
+        """:func:`theory_curve` at this sweep's sigma (for the figure)."""
+        return theory_curve(self.sigma)
+
 
 @dataclass
 class Result:
+    ONE_HEAD_ERROR: ClassVar[float] = ONE_HEAD_ERROR  # for the figure: the one-head floor, sqrt(1/2)
+
     samples: int
     dim: int
     eigenvalues: str  # the formula, for the table

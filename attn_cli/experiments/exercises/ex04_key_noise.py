@@ -67,6 +67,10 @@ class Result:
     neg_gamma_spread: float  # max over resamples of |o(gamma) - o(gamma = 0)| for "neg" (same z)
     rows: list[Row] = field(default_factory=list)
 
+    def score_noise(self, c: float) -> float:
+        """:func:`score_noise` at this run's beta (for the table's reading)."""
+        return score_noise(c, self.beta)
+
 
 def score_noise(c: float, beta: float = BETA) -> float:
     """Standard deviation c sqrt(2 beta) of the difference of two scores under isotropic noise."""

@@ -25,6 +25,7 @@ deterministic; ``float32_spread`` records how far repeated float32 solves scatte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from itertools import combinations
 
 from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, QUICK_SAMPLES, SAMPLES
@@ -61,6 +62,8 @@ class Subset:
 
 @dataclass
 class Result:
+    WIDE_LAYER_HEADS: ClassVar[int] = WIDE_LAYER_HEADS  # for the table's reading
+
     heads: list[list[float]]
     tau: float
     full_error: float
@@ -80,6 +83,11 @@ class Result:
     one_shot_formula: str = "h+1"
     solver: str = "torch.linalg.lstsq, float64, driver gelsd (SVD)"
     float32_spread: float = 0.0  # spread of the text's float32 solver on the duplicate pair
+
+    @staticmethod
+    def evaluations_at(h: int) -> tuple[int, int]:
+        """(one-shot, greedy) evaluations to prune ``h`` heads (for the table's reading)."""
+        return one_shot_evaluations(h), greedy_evaluations(h)
 
 
 def float32_spread(M, target, repeats: int = 4) -> float:

@@ -57,6 +57,10 @@ class Result:
     fixed_seconds: float = 0.0  # fitted t0
     r_squared: float = 0.0  # of the fit time ~ t0 + t1 * entries
 
+    def fitted_seconds(self, score_entries: int) -> float:
+        """:func:`fitted_seconds` of this run (for the table and the figure)."""
+        return fitted_seconds(self, score_entries)
+
 
 def fitted_seconds(result: "Result", score_entries: int) -> float:
     """The fitted time t0 + t1 * entries for one row's score-entry count."""

@@ -17,6 +17,7 @@ checked against the masks themselves for every valid_lens in {0..n_k+1}^B, B <= 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 from itertools import product
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
@@ -41,6 +42,8 @@ class Case:
 
 @dataclass
 class Result:
+    TOL: ClassVar[float] = TOL  # for the table: a difference above this is detectable
+
     d: int
     h: int
     n_k: int
