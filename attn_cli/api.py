@@ -14,8 +14,8 @@ files are written only when ``out=`` is given.  :func:`verify`, :func:`regenerat
 :func:`artifacts` are ``attn verify``, ``attn all`` and ``attn list``.
 
 Named ``api`` rather than ``pipeline``: this is the public face over the CLI's names; the
-typed pipeline under it is :func:`attn_cli.runs.run` (run, compare once, write), whose
-:class:`attn_cli.runs.Run` each :class:`Run` here carries.  Nothing heavy is imported until a
+typed pipeline under it is :func:`attn_cli.pipeline.run` (run, compare once, write), whose
+:class:`attn_cli.pipeline.Run` each :class:`Run` here carries.  Nothing heavy is imported until a
 function is called (``import attn_cli`` stays instant).
 """
 
@@ -66,14 +66,14 @@ def command_line(command: str, *args: Any, **options: Any) -> list[str]:
 
     >>> command_line("copy-task", lengths=[4, 8], steps=300, quick=True)
     ['--lengths', '4', '--lengths', '8', '--steps', '300', '--quick']
-    >>> command_line("heatmap", "banana", "bandana", dim=8)
-    ['--dim', '8', '--', 'banana', 'bandana']
+    >>> command_line("heatmap", "banana", "bandana", d_model=8)
+    ['--d-model', '8', '--', 'banana', 'bandana']
     """
     cmd = _command(command)
     by_name: dict[str, click.Parameter] = {}
     for p in cmd.params:
         if isinstance(p, click.Option):
-            for opt in p.opts:
+            for opt in (*p.opts, *getattr(p, "aliases", ())):  # a renamed flag's old name too
                 if opt.startswith("--"):
                     by_name.setdefault(opt[2:].replace("-", "_"), p)
         by_name.setdefault(p.name, p)
@@ -144,7 +144,7 @@ class Run:
     seconds: float = field(repr=False)
     _json: Any = field(repr=False, default=None)
     _figures: list = field(repr=False, default_factory=list)
-    pipeline: Any = field(repr=False, default=None)  # the attn_cli.runs.Run the command went through
+    pipeline: Any = field(repr=False, default=None)  # the attn_cli.pipeline.Run the command went through
 
     def __repr__(self) -> str:
         return f"<Run {self.command_line!r}: {len(self.outcomes)} checks, {len(self._figures)} figures>"
@@ -324,13 +324,13 @@ def _library_options(common, p: dict) -> dict:
 
 def _translated(call):
     """The library's errors as the command reports them (usage errors, exit 2 on the command line)."""
-    from attn_cli import runner
+    from attn_cli import experiment_registry
 
     try:
         return call()
-    except runner.UnknownId as exc:
+    except experiment_registry.UnknownId as exc:
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
-    except runner.SeedOutOfRange as exc:
+    except experiment_registry.SeedOutOfRange as exc:
         raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
 
@@ -402,10 +402,10 @@ class Entry:
 
 def artifacts() -> list[Entry]:
     """The catalogue (``attn list``), in its order."""
-    from attn_cli import runner
+    from attn_cli import experiment_registry
     from attn_cli.render import report
 
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     return [Entry(**{**row, "files": tuple(row["files"])})
             for row in report.catalogue_rows(registry.artifacts.values(), registry)]
 

@@ -17,7 +17,7 @@ edited, planted or copied from another cache is refused (:class:`Refused`) witho
 read as JSON.  Entries are read with :func:`attn_cli.private.read_regular` (no symlink, a
 regular file of ours, at most the size the caller's spec allows) and written with
 :func:`attn_cli.private.write_atomic`.  Loading an entry never runs code (no pickle): it is
-JSON read back into typed dataclasses (:func:`revive`).  Used by the runner for every
+JSON read back into typed dataclasses (:func:`revive`).  Used by the pipeline for every
 experiment that declares ``CACHED = True`` and by the copy task for its training runs.
 """
 

@@ -25,7 +25,7 @@ SEED_MIN, SEED_MAX = -(2 ** 63), 2 ** 64 - 1
 class SeedOutOfRange(AttnError):
     """A seed a run would hand to torch outside torch's range (a command that draws from
     seed + k, e.g. attn verify's extra copy-task seeds, can overflow from a valid --seed);
-    :func:`attn_cli.runner.check_seed_range` raises it before any work."""
+    :func:`attn_cli.experiment_registry.check_seed_range` raises it before any work."""
 
     def __init__(self, seed: int):
         self.seed = seed

@@ -72,7 +72,7 @@ SEEDS = SeedsType()
 
 def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
     """A usage error (exit 2) naming the first seed outside [SEED_MIN, SEED_MAX]."""
-    from attn_cli.runner import SeedOutOfRange, check_seed_range
+    from attn_cli.experiment_registry import SeedOutOfRange, check_seed_range
 
     try:
         check_seed_range(seeds)
@@ -346,7 +346,50 @@ def _looks_like_value(token: str) -> bool:
         return False
 
 
-class MultiValueOption(click.Option):
+class AliasedOption(click.Option):
+    """An option that still answers to its old names, hidden: ``aliases=("--dim",)``.
+
+    An alias is parsed exactly as the option's own name (same parameter, type and
+    callback), but is not shown in ``--help``, offered by shell completion or named in
+    error messages, which all read ``opts``; only the parser sees ``aliases``.  Kept so that
+    a renamed flag does not break a user's command line (or a :func:`attn_cli.run` call).
+    """
+
+    def __init__(self, *args, aliases: tuple[str, ...] = (), **kwargs):
+        self.aliases = tuple(aliases)
+        super().__init__(*args, **kwargs)
+
+    def add_to_parser(self, parser, ctx) -> None:
+        shown = self.opts
+        self.opts = [*shown, *self.aliases]  # the parser registers every name; nothing else sees the aliases
+        try:
+            super().add_to_parser(parser, ctx)
+        finally:
+            self.opts = shown
+        _unsuggested(parser).update(self.aliases)
+
+
+def _unsuggested(parser) -> set[str]:
+    """The names a mistyped option is not told about ("Did you mean ...?"): the hidden aliases.
+    click suggests from every name its parser knows; its one long-option matcher is wrapped
+    once per parser to suggest from the others."""
+    hidden = getattr(parser, "_attn_unsuggested", None)
+    if hidden is None:
+        hidden = parser._attn_unsuggested = set()
+        match = parser._match_long_opt
+
+        def match_long_opt(opt, explicit_value, state):
+            try:
+                return match(opt, explicit_value, state)
+            except click.NoSuchOption as exc:
+                raise click.NoSuchOption(exc.option_name, ctx=exc.ctx,
+                                         possibilities=[n for n in parser._long_opt if n not in hidden]) from None
+
+        parser._match_long_opt = match_long_opt
+    return hidden
+
+
+class MultiValueOption(AliasedOption):
     """An option taking one or more values after a single flag: ``--lengths 4 8 16 32``.
 
     Declared with ``multiple=True`` (so ``--lengths 4 --lengths 8`` also works); each
@@ -359,7 +402,7 @@ class MultiValueOption(click.Option):
 
     def add_to_parser(self, parser, ctx) -> None:
         super().add_to_parser(parser, ctx)
-        for name in self.opts:
+        for name in (*self.opts, *self.aliases):
             opt = parser._long_opt.get(name) or parser._short_opt.get(name)
             if opt is None or getattr(opt, "_greedy", False):
                 continue

@@ -8,8 +8,8 @@ outcomes, the coverage, the files written and the exit status; the click command
 ``report.exit_code``; :mod:`attn_cli.api` calls them too.  No click, no rich.
 
 ``progress``: the function that runs the plan, ``progress(plan, verb, *, on_done, cache_root,
-use_cache, numerics)`` -> runs, e.g. :func:`attn_cli.commands.running.run_plan` (a progress
-display on stderr); None runs it silently (:func:`attn_cli.runs.run_experiments`).
+use_cache, numerics)`` -> runs, e.g. :func:`attn_cli.commands.execute.run_plan` (a progress
+display on stderr); None runs it silently (:func:`attn_cli.pipeline.run_experiments`).
 
 ``numerics``: the numeric mode the command applied (``Common.numerics``); it is recorded in
 the cache keys, the manifest and the reports as given.  The mode itself is set once per
@@ -23,21 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from attn_cli import runner, runs
+from attn_cli import experiment_registry, pipeline
 from attn_cli.plan import QUICK_NOTE
 
-RunPlan = Callable[..., list]  # (plan, verb, *, on_done, cache_root, use_cache, numerics) -> list[runs.Run]
+RunPlan = Callable[..., list]  # (plan, verb, *, on_done, cache_root, use_cache, numerics) -> list[pipeline.Run]
 
 
 @dataclass
 class VerifyReport:
     """``attn verify``: every selected check with its verdict, and where it was computed."""
 
-    runs: list  # runs.Run per experiment, in the plan's order
+    runs: list  # pipeline.Run per experiment, in the plan's order
     outcomes: list  # Outcome per selected check, in the checks' order
-    coverage: runs.Coverage
+    coverage: pipeline.Coverage
     summary: str  # "85 measured and 10 rules passed; 33 identities shown"
-    where: dict  # versions, machine, numerics (runs.where_it_ran)
+    where: dict  # versions, machine, numerics (pipeline.where_it_ran)
     seconds: float  # the runs and the comparison
     files: list[Path] = field(default_factory=list)  # verify.html and verify.json, when out was given
 
@@ -53,7 +53,7 @@ class VerifyReport:
     @property
     def context_lines(self) -> list[str]:
         """The closing lines: cached work reused, then the numeric mode."""
-        return [*runs.cache_lines(self.runs), runs.numerics_line(self.where["numerics"])]
+        return [*pipeline.cache_lines(self.runs), pipeline.numerics_line(self.where["numerics"])]
 
 
 @dataclass
@@ -62,14 +62,14 @@ class AllReport:
 
     out: Path
     quick: bool  # a smoke run: nothing judged
-    runs: list  # runs.Run per experiment, in the plan's order
+    runs: list  # pipeline.Run per experiment, in the plan's order
     sections: list  # report_files.Section per experiment
     outcomes: list  # Outcome per check of the experiments that ran (every check without --only)
-    coverage: runs.Coverage
+    coverage: pipeline.Coverage
     summary: str | None  # the verdicts per kind; None with --quick
     quick_line: str | None  # what --quick judged (nothing); None without it
     manifest: dict  # manifest.json
-    where: dict  # versions, machine, numerics (runs.where_it_ran)
+    where: dict  # versions, machine, numerics (pipeline.where_it_ran)
     files: list[Path] = field(default_factory=list)  # every file written, the three report files last
 
     @property
@@ -95,7 +95,7 @@ class AllReport:
 
     @property
     def context_lines(self) -> list[str]:
-        return [*runs.cache_lines(self.runs), runs.numerics_line(self.where["numerics"])]
+        return [*pipeline.cache_lines(self.runs), pipeline.numerics_line(self.where["numerics"])]
 
 
 def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quick: bool = False,
@@ -107,13 +107,13 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
     Each experiment a selected check needs runs once at the configuration its checks are
     judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
     ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
-    ``verify.html`` there.  Raises :class:`attn_cli.runner.UnknownId` for a token of ``only``
-    that names nothing and :class:`attn_cli.runner.SeedOutOfRange` before any work.
+    ``verify.html`` there.  Raises :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only``
+    that names nothing and :class:`attn_cli.experiment_registry.SeedOutOfRange` before any work.
     """
     from attn_cli.plan import judged
     from attn_cli.published.compare import summary
 
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
     plan = judged(needed, seed=seed, device=device, cache_root=cache_root, use_cache=use_cache, quick=quick,
@@ -121,10 +121,10 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
     check_plan_seeds(plan)
     started = time.perf_counter()
     done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
-    outcomes = runs.compare(selected, registry, done)
-    cov = runs.coverage(registry, artifact_ids, everything=not only)
+    outcomes = pipeline.compare(selected, registry, done)
+    cov = pipeline.coverage(registry, artifact_ids, everything=not only)
     report = VerifyReport(runs=done, outcomes=outcomes, coverage=cov, summary=summary(outcomes),
-                          where=runs.where_it_ran(device, numerics), seconds=time.perf_counter() - started)
+                          where=pipeline.where_it_ran(device, numerics), seconds=time.perf_counter() - started)
     if out is not None:
         from attn_cli.report_files import write_verify_page
 
@@ -151,7 +151,7 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
 
     started = time.perf_counter()
     out = Path(out)
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     artifact_ids, _ = registry.select(only)
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
@@ -164,7 +164,7 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     judged_now: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
 
     def write(run) -> None:
-        mine = runs.compare([c for c in registry.checks.values() if experiment_name(registry, c) == run.name],
+        mine = pipeline.compare([c for c in registry.checks.values() if experiment_name(registry, c) == run.name],
                             registry, [run])
         judged_now.update((o.check.id, o) for o in mine)
         sections.append(report_files.write_section(run, registry, out, formats, command_of(registry, run.experiment),
@@ -174,11 +174,11 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
 
     ran = {r.name for r in done}
     selected = [c for c in registry.checks.values() if not only or experiment_name(registry, c) in ran]
-    rest = {o.check.id: o for o in runs.compare([c for c in selected if c.id not in judged_now], registry, done)}
+    rest = {o.check.id: o for o in pipeline.compare([c for c in selected if c.id not in judged_now], registry, done)}
     outcomes = [judged_now.get(c.id) or rest[c.id] for c in selected]  # not regenerated: judged here
-    cov = runs.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
+    cov = pipeline.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
     line = None if quick else summary(outcomes)
-    where = runs.where_it_ran(device, numerics)
+    where = pipeline.where_it_ran(device, numerics)
     manifest = report_files.manifest_of(sections, quick=quick, seed=seed, device=device, where=where,
                                         seconds=time.perf_counter() - started, line=line, cov=cov, runs_done=done,
                                         outcomes=outcomes, quick_note=QUICK_NOTE if quick else None)
@@ -202,13 +202,13 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
 def _run(plan, verb: str, progress: RunPlan | None, **keywords) -> list:
     if progress is not None:
         return progress(plan, verb, **keywords)
-    return runs.run_experiments(plan, **keywords)
+    return pipeline.run_experiments(plan, **keywords)
 
 
 def check_plan_seeds(plan) -> None:
-    """Every seed the plan will hand to torch, checked before any work (:class:`runner.SeedOutOfRange`)."""
+    """Every seed the plan will hand to torch, checked before any work (:class:`experiment_registry.SeedOutOfRange`)."""
     for exp, config, _ in plan:
-        runner.check_seed_range(runner.seeds_used(exp.module, config))
+        experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
 
 
 def cluster(scheduler: str | None, scheduler_from: str | None, experiments) -> dict:

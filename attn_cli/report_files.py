@@ -13,7 +13,7 @@ from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
 
 def write_section(run, registry, out: Path, formats, command: str, outcomes=()) -> Section:
     """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
-    ``outcomes``: its checks' outcomes (:func:`attn_cli.runs.compare`), the verdicts its
+    ``outcomes``: its checks' outcomes (:func:`attn_cli.pipeline.compare`), the verdicts its
     tables mark and its section lists: one verdict per cell."""
     from attn_cli.render import files, report
     from attn_cli.render.manifest import experiment_markdown
@@ -50,7 +50,7 @@ def write_verify_page(registry, artifact_ids, outcomes, out: Path, *, quick: boo
                       where: dict, seconds: float, line: str, cov) -> list[Path]:
     """``verify.json`` (the --json records) and ``verify.html`` (the checks as a page) in ``out``;
     the paths written.  Their own names: an ``attn all`` report in the same folder (index.html)
-    is left alone.  ``where``: :func:`attn_cli.runs.where_it_ran`."""
+    is left alone.  ``where``: :func:`attn_cli.pipeline.where_it_ran`."""
     from attn_cli.render import files, html
 
     files.write_json(out / "verify.json", [o.as_json() for o in outcomes])
@@ -66,13 +66,13 @@ def write_verify_page(registry, artifact_ids, outcomes, out: Path, *, quick: boo
 def manifest_of(sections, *, quick: bool, seed: int, device: str, where: dict, seconds: float, line, cov,
                 runs_done, outcomes=(), quick_note: str | None = None) -> dict:
     """``manifest.json`` of ``attn all`` (:func:`attn_cli.render.manifest.manifest`); ``where``:
-    :func:`attn_cli.runs.where_it_ran`."""
-    from attn_cli import runs
+    :func:`attn_cli.pipeline.where_it_ran`."""
+    from attn_cli import pipeline
     from attn_cli.render.manifest import manifest
 
     return manifest(sections, command="attn all" + (" --quick" if quick else ""), quick=quick,
                     seed=seed, device=device, **where,
-                    cache=runs.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
+                    cache=pipeline.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
                     missing=cov.no_experiment, outcomes=outcomes, quick_note=quick_note)
 
 

@@ -56,12 +56,12 @@ def attn_all(quick: bool) -> tuple[float, dict]:
 def texts_programs(quick: bool, with_plain: bool) -> tuple[float, list[tuple[str, float]]]:
     import torch
 
-    from attn_cli import runner
+    from attn_cli import experiment_registry
     from attn_cli.core.copy_spec import RunSpec
     from attn_cli.core.copy_train import train_and_evaluate
 
     torch.set_num_threads(1)
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     parts: list[tuple[str, float]] = []
     start = time.perf_counter()
 

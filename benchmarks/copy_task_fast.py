@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--exact-seeds", type=int, nargs="*", default=None,
                     help="seeds for the exact baseline (default: all of --seeds; none: skip it)")
     ap.add_argument("--model", choices=["attention", "plain"], default="attention")
-    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--hidden-size", "--hidden", dest="hidden", type=int, default=32, help="GRU hidden size")
     ap.add_argument("--threads", type=int, default=None, help="fast engine threads (default: CPUs)")
     ap.add_argument("--backend", choices=["auto", "kernel", "torch"], default="auto")
     ap.add_argument("--json", default=None, help="also write the results to this file")

@@ -217,7 +217,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", choices=["attention", "plain"], default="attention")
     ap.add_argument("--length", type=int, default=16)
     ap.add_argument("--steps", type=int, default=1500)
-    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--hidden-size", "--hidden", dest="hidden", type=int, default=32, help="GRU hidden size")
     ap.add_argument("--seeds", type=int, default=16, help="N seeds for each engine (at least 3)")
     ap.add_argument("--first-seed", type=int, default=0, help="the seeds are first-seed .. first-seed+N-1")
     ap.add_argument("--jobs", type=int, default=None, help="processes (exact) and threads (fast); default: CPUs")

@@ -316,11 +316,11 @@ def seed_zero_cells(data) -> dict | None:
 
 def fast_losses(spec, device: str) -> list[float]:
     """Each step's loss of the fast engine's PyTorch backend (one run)."""
-    from attn_cli.core.copy_fast import runs
+    from attn_cli.core.copy_fast import training
 
-    runs.PROGRESS_EVERY = 1  # report every step (this process only)
+    training.PROGRESS_EVERY = 1  # report every step (this process only)
     losses: list[float] = []
-    runs.train_group([spec], device, lambda i, step, total, value: losses.append(value), inits=[runs.init_run(spec)])
+    training.train_group([spec], device, lambda i, step, total, value: losses.append(value), inits=[training.init_run(spec)])
     return losses
 
 

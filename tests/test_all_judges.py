@@ -20,7 +20,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from attn_cli import runner, runs
+from attn_cli import experiment_registry, pipeline
 from attn_cli.cli import cli
 from attn_cli.experiments import copy_task as exp
 from attn_cli.published import settings
@@ -76,7 +76,7 @@ def test_all_and_verify_build_identical_copy_task_runs(tmp_path):
     """At the real settings (nothing trained here): the same Config, so the same cache keys."""
     from attn_cli import plan
 
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     copy_task = registry.by_artifact["w9-copy-task"]
     args = dict(seed=2, device="cpu", cache_root=tmp_path, use_cache=True)
     (_, judged, unjudged), = plan.judged([copy_task], **args)
@@ -98,7 +98,7 @@ def test_all_quick_says_it_judges_nothing_trained(monkeypatch, tmp_path):
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["quick"] and "nothing trained included" in manifest["quick_note"]
     listed = {e["id"]: e["reason"] for e in manifest["not_judged"]}
-    trained = [c for c in runner.Registry.load().checks.values() if c.artifact in IDS]
+    trained = [c for c in experiment_registry.Registry.load().checks.values() if c.artifact in IDS]
     assert set(listed) == {c.id for c in trained} and set(listed.values()) == {"skipped (quick)"}
     assert manifest["verdicts"] == {"pass": 0, "fail": 0, "n/a": 0, "skipped": len(trained)}
     index = (tmp_path / "index.md").read_text()
@@ -140,8 +140,8 @@ def _formats(result, outcomes, tmp_path) -> dict[str, str]:
     console = Console(width=220, record=True, color_system=None)
     for t in tables:
         console.print(t)
-    registry = runner.Registry.load()
-    run = runs.Run(registry.by_artifact["w9-copy-task"], None, result=result, measured=result.measured())
+    registry = experiment_registry.Registry.load()
+    run = pipeline.Run(registry.by_artifact["w9-copy-task"], None, result=result, measured=result.measured())
     section = writing.write_section(run, registry, tmp_path, ("png",), "copy-task", list(outcomes.values()))
     assert section.error is None, section.error
     return {"terminal": console.export_text(), "markdown": report.to_markdown(tables),

@@ -26,7 +26,7 @@ TIMING_KEYS = ("timing",)
 QUICK_ARGS: dict[str, tuple[tuple, dict]] = {
     "copy-task": ((), {"lengths": [4], "steps": 5, "eval_size": 20, "jobs": 1, "no_cache": True}),  # both train
     "exercise": (("3",), {}),
-    "heatmap": (("banana", "bandana"), {"dim": 8}),
+    "heatmap": (("banana", "bandana"), {"d_model": 8}),
     "analogy": (("prince", "boy", "girl"), {}),
 }
 
@@ -100,7 +100,7 @@ def test_run_writes_files_only_with_out(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("options, error, fragment", [
-    ({"num_heads": [0]}, click.BadParameter, "0 is not in the range x>=1"),
+    ({"heads": [0]}, click.BadParameter, "0 is not in the range x>=1"),
     ({"bogus": 1}, click.NoSuchOption, "No such option '--bogus'"),
     ({"device": "tpu"}, click.BadParameter, "'tpu' is not one of"),
     ({"d_model": 6, "layout_heads": 4}, click.UsageError, "divide"),
@@ -136,7 +136,7 @@ def test_command_line_maps_python_names_to_flags():
         ["--two-head-weights", "1.0", "--two-head-weights", "0.88", "--format", "svg"]
     assert api.command_line("copy-both", formats=["pdf"], quick=False, seed=None, bogus=None) == ["--format", "pdf"]
     assert api.command_line("heatmap", key_word="b", query_word="a") == ["--", "a", "b"]
-    assert api.command_line("sqrt-dk", dims=64) == ["--dims", "64"]
+    assert api.command_line("sqrt-dk", d_k=64) == ["--d-k", "64"]
 
 
 def test_artifacts_equal_attn_list_json():
@@ -202,7 +202,7 @@ def test_docs_api_md_examples_run():
 
 def test_repr_html_escapes_what_the_run_was_given():
     """Words from the caller reach the page as text, never as markup (tables, command line, captions)."""
-    page = attn_cli.run("heatmap", "<b>x", "a&<i>", dim=8)._repr_html_()
+    page = attn_cli.run("heatmap", "<b>x", "a&<i>", d_model=8)._repr_html_()
     assert "<b>" not in page and "<i>" not in page
     assert "&lt;b&gt;" in page and "&amp;" in page
 

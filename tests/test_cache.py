@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import cache, runner
+from attn_cli import cache, experiment_registry
 from attn_cli.experiments import copy_task as exp
 
 from tests.conftest import ATTN, assert_user_error, run_attn
@@ -50,7 +50,7 @@ def _warnings(stderr: str) -> list[str]:
 
 @pytest.mark.parametrize("name", ["copy_both", "embeddings", "sqrt_dk", "exercises"])
 def test_every_cached_experiment_round_trips_through_json(tmp_path, name):
-    exp_ = next(e for e in runner.discover() if e.name == name)
+    exp_ = next(e for e in experiment_registry.discover() if e.name == name)
     assert exp_.cached
     config = exp_.config(quick=True)
     if name == "exercises":

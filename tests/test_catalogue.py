@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import pytest
 from click.testing import CliRunner
 
-from attn_cli import runner
+from attn_cli import experiment_registry
 from attn_cli.cli import cli
 from attn_cli.published.types import Artifact, exact, num, rule
 from attn_cli.render import report
@@ -159,14 +159,14 @@ def fake(monkeypatch):
 
     def discover():
         return [
-            runner.Experiment("alpha", _alpha_module(state.values, state.fail, state.alpha_calls),
+            experiment_registry.Experiment("alpha", _alpha_module(state.values, state.fail, state.alpha_calls),
                               render=_alpha_render()),
-            runner.Experiment("slow", _slow_module(state.slow_calls)),
+            experiment_registry.Experiment("slow", _slow_module(state.slow_calls)),
         ]
 
-    monkeypatch.setattr(runner, "discover", discover)
-    monkeypatch.setattr(runner, "catalogue", lambda: CATALOGUE)
-    monkeypatch.setattr(runner, "checks", lambda: dict(CHECKS))
+    monkeypatch.setattr(experiment_registry, "discover", discover)
+    monkeypatch.setattr(experiment_registry, "catalogue", lambda: CATALOGUE)
+    monkeypatch.setattr(experiment_registry, "checks", lambda: dict(CHECKS))
     return state
 
 
@@ -290,7 +290,7 @@ def test_verify_only_selects(fake, tmp_path, only, expected):
 def test_verify_only_prefix_and_runs_only_needed(fake, tmp_path, monkeypatch):
     more = dict(CHECKS)
     more["fk-alpha.1024.grad"] = num("fk-alpha.1024.grad", "fk-alpha", 0.0067, 0.00005)
-    monkeypatch.setattr(runner, "checks", lambda: more)
+    monkeypatch.setattr(experiment_registry, "checks", lambda: more)
     fake.values = {"fk-alpha.1024.grad": 0.00668}
     res = invoke("verify", "--only", "fk-alpha.1024", "--json", "--out", tmp_path)
     assert [r["id"] for r in json.loads(res.stdout)] == ["fk-alpha.1024.grad"]
@@ -427,9 +427,9 @@ def test_discovery_skips_modules_without_artifacts(tmp_path, monkeypatch):
             seed: int = 0
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(runner, "EXPERIMENTS_PACKAGE", "fake_experiments_pkg")
+    monkeypatch.setattr(experiment_registry, "EXPERIMENTS_PACKAGE", "fake_experiments_pkg")
     try:
-        found = runner.discover()
+        found = experiment_registry.discover()
     finally:
         for name in [m for m in sys.modules if m.startswith("fake_experiments_pkg")]:
             del sys.modules[name]
@@ -439,7 +439,7 @@ def test_discovery_skips_modules_without_artifacts(tmp_path, monkeypatch):
 
 def test_real_registry_is_consistent():
     """Every experiment module names catalogue IDs, none claimed twice; check IDs are unique."""
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     assert registry.experiments, "no experiment module found"
     for exp in registry.experiments:
         assert exp.artifacts and hasattr(exp.module, "run") and hasattr(exp.module.Config, "quick")
@@ -465,7 +465,7 @@ CHEAP = ("w9-worked", "w9-properties", "w9-masks", "w9-self-cross", "d2l-mha-par
 
 
 def _discovered() -> set[str]:
-    return set(runner.Registry.load().by_artifact)
+    return set(experiment_registry.Registry.load().by_artifact)
 
 
 def test_real_verify_cheap_ids(tmp_path):
@@ -491,7 +491,7 @@ FIGURES = ("w9-contextual", "w9-masks", "w9-sqrt-dk-plot", "d2l-fig-10.3.1", "d2
 
 
 def test_real_all_quick(tmp_path):
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     ids = [a for a in FIGURES if a in registry.by_artifact]
     if not ids:
         pytest.skip("none of the cheap figure experiments has landed")
@@ -518,7 +518,7 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     The copy task's quick configuration is shrunk further (one length, one model, 5 steps,
     in this process) so that the test takes seconds; the cache logic is the real one.
     """
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     exp = registry.by_artifact["w9-copy-task"]
     Config = exp.module.Config
     tiny = {"lengths": (4,), "model": "attention", "steps": 5, "eval_size": 20, "jobs": 1}
@@ -552,13 +552,13 @@ def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):
     import torch
 
     seen = []
-    original = runner.Experiment.run
+    original = experiment_registry.Experiment.run
 
     def spy(self, config, progress=None):
         seen.append(torch.get_num_threads())
         return original(self, config, progress)
 
-    monkeypatch.setattr(runner.Experiment, "run", spy)
+    monkeypatch.setattr(experiment_registry.Experiment, "run", spy)
     before = torch.get_num_threads()
     assert invoke("verify", "--only", "fk-alpha", "--out", tmp_path).exit_code == 0
     assert seen == [1] and torch.get_num_threads() == before

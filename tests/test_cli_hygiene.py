@@ -203,19 +203,19 @@ def test_other_runtime_errors_are_not_called_out_of_memory():
 # --------------------------------------------------------------------------- seeds
 
 def test_verify_refuses_a_seed_whose_extra_seeds_overflow_before_any_work(monkeypatch):
-    from attn_cli.commands import running
+    from attn_cli.commands import execute
 
-    monkeypatch.setattr(running, "run_plan", not_started)
+    monkeypatch.setattr(execute, "run_plan", not_started)
     result = CliRunner().invoke(cli, ["verify", "--seed", str(SEED_MAX)])
     assert result.exit_code == 2, result.output
     assert f"would seed torch with {SEED_MAX + 1}" in one_error_line(result.output)
 
 
 def test_all_and_exercise_check_the_seeds_exercise_12_adds(monkeypatch, tmp_path):
-    from attn_cli.commands import running
+    from attn_cli.commands import execute
     from attn_cli.experiments import exercises
 
-    monkeypatch.setattr(running, "run_plan", not_started)
+    monkeypatch.setattr(execute, "run_plan", not_started)
     monkeypatch.setattr(exercises, "run", not_started)
     for args in (["all", "--only", "d2l"], ["exercise", "12"]):
         result = CliRunner().invoke(cli, [*args, "--seed", str(SEED_MAX - 1), "--out", str(tmp_path)])
@@ -224,13 +224,13 @@ def test_all_and_exercise_check_the_seeds_exercise_12_adds(monkeypatch, tmp_path
 
 
 def test_every_seed_used_is_listed():
-    from attn_cli import runner
+    from attn_cli import experiment_registry
     from attn_cli.experiments import copy_task, exercises, masks
 
     verify = copy_task.verify_config(copy_task.Config(seed=7))
-    assert runner.seeds_used(copy_task, verify) == [7, 8, 9, 10, 11]
-    assert runner.seeds_used(exercises, exercises.Config(seed=7)) == [7, 8, 9]
-    assert runner.seeds_used(masks, masks.Config(seed=7)) == [7]
+    assert experiment_registry.seeds_used(copy_task, verify) == [7, 8, 9, 10, 11]
+    assert experiment_registry.seeds_used(exercises, exercises.Config(seed=7)) == [7, 8, 9]
+    assert experiment_registry.seeds_used(masks, masks.Config(seed=7)) == [7]
 
 
 def test_seed_and_seeds_together_are_a_usage_error(tmp_path, monkeypatch):

@@ -201,7 +201,7 @@ def _exact_losses(spec, monkeypatch):
 
 def _fast_losses(specs, backend, monkeypatch):
     """Every step's loss of each run of the fast engine, through run_fast itself."""
-    monkeypatch.setattr(cf.runs, "PROGRESS_EVERY", 1)  # report (and, for the kernel, call) every step
+    monkeypatch.setattr(cf.training, "PROGRESS_EVERY", 1)  # report (and, for the kernel, call) every step
     losses = [[] for _ in specs]
     out = cf.run_fast(specs, backend=backend, threads=1,
                       progress=lambda i, step, total, loss: losses[i].append(loss))

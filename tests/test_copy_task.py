@@ -258,7 +258,7 @@ def test_quick_json_run_with_two_workers_equals_in_process(tmp_path):
     (["--lengths", "-3"], "--lengths"),
     (["--lengths", "abc"], "--lengths"),
     (["--steps", "0"], "--steps"),
-    (["--hidden", "0"], "--hidden"),
+    (["--hidden-size", "0"], "--hidden-size"),
     (["--jobs", "0"], "--jobs"),
     (["--eval-size", "0"], "--eval-size"),
     (["--model", "transformer"], "--model"),

@@ -272,7 +272,7 @@ def test_crossattn_map_cli(tmp_path):
 
 
 def test_heatmap_cli_unicode_words_and_heads(tmp_path):
-    data = run_json("heatmap", "ünï code", "cödé", "--heads", "2", "--dim", "16", "--quick", tmp_path=tmp_path)
+    data = run_json("heatmap", "ünï code", "cödé", "--heads", "2", "--d-model", "16", "--quick", tmp_path=tmp_path)
     assert data["queries"] == list("ünï code") and len(data["head_weights"]) == 2
     pngs = list(tmp_path.glob("heatmap_*_heads2.png"))
     assert len(pngs) == 1 and pngs[0].name.isascii()
@@ -304,12 +304,12 @@ def test_help_has_an_example(command):
     (("heatmap", "attention"), "Missing argument"),
     (("heatmap", "x" * 100_000, "translation"), "100,000 characters"),
     (("heatmap", "attention", "translation", "--heads", "0"), "--heads"),
-    (("heatmap", "attention", "translation", "--dim", "0"), "--dim"),
-    (("heatmap", "attention", "translation", "--heads", "3"), "must divide --dim 32"),
-    (("crossattn-map", "--dim", "0"), "--dim"),
-    (("copy-both", "--samples", "10", "--dim", "16"), "fewer samples than unknowns"),
+    (("heatmap", "attention", "translation", "--d-model", "0"), "--d-model"),
+    (("heatmap", "attention", "translation", "--heads", "3"), "must divide --d-model 32"),
+    (("crossattn-map", "--d-model", "0"), "--d-model"),
+    (("copy-both", "--samples", "10", "--d-v", "16"), "fewer samples than unknowns"),
     (("copy-both", "--weights", "1.5"), "--weights"),
-    (("heads", "--num-heads", "3"), "do not divide"),
+    (("heads", "--heads", "3"), "do not divide"),
 ])
 def test_bad_input(args, fragment, tmp_path):
     assert_user_error(run_attn(*args, "--out", str(tmp_path)), fragment)

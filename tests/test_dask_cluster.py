@@ -296,10 +296,10 @@ def test_a_worker_with_other_code_another_isa_or_a_refusal_is_named_and_refused(
 
 
 def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere(tmp_path):
-    from attn_cli import plan, runner
+    from attn_cli import plan, experiment_registry
     from attn_cli.experiments import copy_task as exp
 
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     cluster = {"scheduler": "tcp://10.0.0.5:8786", "scheduler_from": "ATTN_SCHEDULER"}
     args = dict(seed=0, device="cpu", cache_root=tmp_path)
     for made in (plan.judged(registry.experiments, **args, **cluster), plan.smoke(registry.experiments, **args, **cluster)):

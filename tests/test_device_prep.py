@@ -114,7 +114,7 @@ class _Prepared(Exception):
 
 
 @pytest.mark.parametrize("module, call", [
-    ("attn_cli.core.copy_fast.runs", lambda m, spec: m.run_fast([spec], "cuda", backend="torch")),
+    ("attn_cli.core.copy_fast.training", lambda m, spec: m.run_fast([spec], "cuda", backend="torch")),
     ("attn_cli.core.copy_train", lambda m, spec: m.train_and_evaluate(spec, "cuda")),
 ])
 def test_both_engines_prepare_the_device_first(module, call, monkeypatch):

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from attn_cli import cache, runner, runs, schema
+from attn_cli import cache, experiment_registry, pipeline, schema
 from attn_cli.schema import InvalidEntry
 from tests.conftest import assert_png, run_attn
 
@@ -91,8 +91,8 @@ def run_entry(config) -> Entry:
 
 
 def result_entry(exp, config, root: Path) -> Entry:
-    """The Result-cache entry the runner uses for ``exp`` at ``config``."""
-    return Entry(root, exp.name, runs._cache_key(exp, config, root))
+    """The Result-cache entry the pipeline uses for ``exp`` at ``config``."""
+    return Entry(root, exp.name, pipeline._cache_key(exp, config, root))
 
 
 def setter(*path_and_value) -> Callable[[Any], None]:
@@ -310,7 +310,7 @@ def test_copy_task_command_recomputes_a_planted_engine(tmp_path):
 
 
 def _experiment(name: str):
-    return next(e for e in runner.discover() if e.name == name)
+    return next(e for e in experiment_registry.discover() if e.name == name)
 
 
 CONFIGS = {"embeddings": {}, "copy_both": {}, "sqrt_dk": {}, "exercises": {"exercises": (2, 6, 11, 12)}}
@@ -338,7 +338,7 @@ def _refusal(fresh, name: str, mutate) -> str:
 
 
 def test_every_cached_experiment_bounds_its_result_by_its_config():
-    cached = {e.name: e for e in runner.discover() if e.cached}
+    cached = {e.name: e for e in experiment_registry.discover() if e.cached}
     assert set(cached) == set(CONFIGS)  # a new cached experiment: add it here and give it validate_result
     assert all(callable(getattr(e.module, "validate_result", None)) for e in cached.values())
 
@@ -366,7 +366,7 @@ RESULT_CASES = [  # (experiment, mutation, reason): the issue's, then one per ru
     ("copy_both", setter("curve", "one_head", [0.7] * 100_000), "curve.one_head: expected 11 items, got 100000"),
     ("copy_both", setter("theory", math.nan), "theory: expected a finite number, got nan"),
     ("sqrt_dk", setter("rows", 0, "std", "big"), "rows[0].std: expected a number, got str"),
-    ("sqrt_dk", lambda d: d["rows"].pop(), "rows: not one row per --dims value"),
+    ("sqrt_dk", lambda d: d["rows"].pop(), "rows: not one row per --d-k value"),
     ("sqrt_dk", setter("rows", 1, "max_weight_scaled", 1.5), "rows[1].max_weight[1]: 1.5 is outside"),
     ("exercises", setter("ex2", "sweeps", 0, "points", 0, "error", "x"), "ex2.sweeps[0].points[0].error: expected"),
     ("exercises", setter("ex11", "plain", 5), "ex11.plain: expected a list, got int"),
@@ -399,9 +399,9 @@ def test_a_forged_result_is_refused_with_its_reason(fresh, name, mutate, reason)
 def test_a_result_stored_for_another_config_is_refused(tmp_path):
     exp = _experiment("copy_both")
     config = exp.config(quick=True)
-    assert runs.run(exp, config, cache_root=tmp_path / "cache").error is None
+    assert pipeline.run(exp, config, cache_root=tmp_path / "cache").error is None
     forge(result_entry(exp, config, tmp_path / "cache"), setter("config", "seed", 7))
-    again = runs.run(exp, config, cache_root=tmp_path / "cache")
+    again = pipeline.run(exp, config, cache_root=tmp_path / "cache")
     assert not again.from_cache and again.error is None
     assert len(again.notes) == 1
     assert "config: not the configuration it is stored for); recomputing it" in again.notes[0]
@@ -417,20 +417,20 @@ def test_a_result_stored_for_another_config_is_refused(tmp_path):
 def test_the_runner_recomputes_a_refused_result_with_a_note(tmp_path, name, overrides, mutate):
     exp = _experiment(name)
     config = dataclasses.replace(exp.config(quick=True), **overrides)
-    first = runs.run(exp, config, cache_root=tmp_path / "cache")
+    first = pipeline.run(exp, config, cache_root=tmp_path / "cache")
     assert first.error is None and not first.from_cache and not first.notes
     stored = result_entry(exp, config, tmp_path / "cache")
     if mutate is None:
         stored.sign(DEEP)
     else:
         forge(stored, mutate)
-    run = runs.run(exp, config, cache_root=tmp_path / "cache")
+    run = pipeline.run(exp, config, cache_root=tmp_path / "cache")
     assert run.error is None and not run.from_cache and run.result is not None
     assert len(run.notes) == 1 and run.notes[0].startswith("cache entry ")
     assert run.notes[0].endswith("); recomputing it")
     if name != "exercises":  # (its Result records wall-clock seconds)
         assert run.result == first.result  # recomputed: the same numbers
-    assert runs.run(exp, config, cache_root=tmp_path / "cache").from_cache  # stored again, whole
+    assert pipeline.run(exp, config, cache_root=tmp_path / "cache").from_cache  # stored again, whole
 
 
 def test_attn_all_recomputes_forged_results_and_exits_0(fresh, tmp_path):

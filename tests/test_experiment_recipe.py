@@ -17,7 +17,7 @@ import pkgutil
 
 import pytest
 
-from attn_cli import runner
+from attn_cli import experiment_registry
 from attn_cli.render.manifest import FIGURE_SUFFIXES
 
 
@@ -30,10 +30,10 @@ def _commands() -> set[str]:
 def _render_modules() -> dict[str, object]:
     """Modules of attn_cli.render that render an experiment (they define ``tables``); the others
     (console, files, html, ...) are shared helpers."""
-    package = importlib.import_module(runner.RENDER_PACKAGE)
+    package = importlib.import_module(experiment_registry.RENDER_PACKAGE)
     found = {}
     for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{runner.RENDER_PACKAGE}.{info.name}")
+        module = importlib.import_module(f"{experiment_registry.RENDER_PACKAGE}.{info.name}")
         if hasattr(module, "tables"):
             found[info.name] = module
     return found
@@ -46,7 +46,7 @@ def _figure_files(registry, exp) -> set[str]:
 
 def mismatches(registry=None, commands=None, render_modules=None) -> list[str]:
     """Every string key that does not agree, one line each (empty: all agree)."""
-    registry = registry or runner.Registry.load()
+    registry = registry or experiment_registry.Registry.load()
     commands = _commands() if commands is None else commands
     render_modules = _render_modules() if render_modules is None else render_modules
     names = {e.name for e in registry.experiments}
@@ -92,14 +92,14 @@ def test_every_string_key_agrees():
 
 def _planted(monkeypatch, **modules):
     """The real registry with one experiment module's attributes replaced."""
-    real = runner.discover()
+    real = experiment_registry.discover()
     swapped = []
     for exp in real:
         if exp.name in modules:
             exp = dataclasses.replace(exp, name=modules[exp.name].get("name", exp.name))
         swapped.append(exp)
-    monkeypatch.setattr(runner, "discover", lambda: swapped)
-    return runner.Registry.load()
+    monkeypatch.setattr(experiment_registry, "discover", lambda: swapped)
+    return experiment_registry.Registry.load()
 
 
 def test_an_experiment_naming_an_unknown_catalogue_id_is_named(monkeypatch):
@@ -113,7 +113,7 @@ def test_an_experiment_naming_an_unknown_catalogue_id_is_named(monkeypatch):
 def test_a_catalogue_entry_naming_no_command_is_named(monkeypatch):
     from attn_cli.published.catalogue import ARTIFACTS
 
-    monkeypatch.setattr(runner, "catalogue", lambda: tuple(
+    monkeypatch.setattr(experiment_registry, "catalogue", lambda: tuple(
         dataclasses.replace(a, command="mask") if a.id == "w9-masks" else a for a in ARTIFACTS))
     assert any(m.startswith("catalogue entry 'w9-masks' names the command 'mask', which attn does not have")
                for m in mismatches())
@@ -128,9 +128,9 @@ def test_a_check_whose_catalogue_id_no_experiment_regenerates_is_named(monkeypat
 
 
 def test_a_check_not_named_after_its_catalogue_id_is_named(monkeypatch):
-    checks = runner.checks()
+    checks = experiment_registry.checks()
     bad = dataclasses.replace(checks["w9-order.identical"], id="w9-ordr.identical")
-    monkeypatch.setattr(runner, "checks", lambda: {**checks, bad.id: bad})
+    monkeypatch.setattr(experiment_registry, "checks", lambda: {**checks, bad.id: bad})
     assert "check 'w9-ordr.identical' is not named after its catalogue ID 'w9-order' (ID.name)" in mismatches()
 
 
@@ -190,7 +190,7 @@ def unwritten(report, registry) -> list[str]:
 def quick_run(tmp_path_factory):
     from attn_cli import regenerate
 
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     ids = [a for e in registry.experiments if e.name not in SLOW_TO_RUN for a in e.artifacts]
     out = tmp_path_factory.mktemp("quick")
     return registry, regenerate.regenerate_all(out, ids, quick=True, cache_root=None, use_cache=False)

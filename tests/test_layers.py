@@ -4,7 +4,7 @@
   function receives the outcomes (``tables(result, outcomes)``, ``figures(result, out,
   formats, outcomes)``);
 * ``compare_result`` (a Result against its published values) is called in one place in
-  attn_cli: the pipeline, :func:`attn_cli.runs.run`;
+  attn_cli: the pipeline, :func:`attn_cli.pipeline.run`;
 * the commands run no experiment hook themselves (validate, preflight, the copy task's engine
   and memory checks): the pipeline does, for every command alike.
 
@@ -103,7 +103,7 @@ def test_every_render_module_takes_the_outcomes():
     """tables(result, outcomes) and figures(result, out, formats, outcomes): outcomes required."""
     import importlib
 
-    from attn_cli.runner import discover
+    from attn_cli.experiment_registry import discover
 
     for exp in discover():
         render = importlib.import_module(f"attn_cli.render.{exp.name}")
@@ -126,7 +126,7 @@ def _call_sites(root: Path) -> dict[str, list[str]]:
 
 def test_compare_result_is_called_in_one_place():
     sites = _call_sites(PACKAGE)
-    assert list(sites) == ["runs.py"] and len(sites["runs.py"]) == 1, sites
+    assert list(sites) == ["pipeline.py"] and len(sites["pipeline.py"]) == 1, sites
 
 
 def test_a_second_compare_result_call_is_found(tmp_path):
@@ -137,7 +137,7 @@ def test_a_second_compare_result_call_is_found(tmp_path):
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     with open(copy / "api.py", "a", encoding="utf-8") as fh:
         fh.write("\n\ndef _again(result):\n    return compare_result(result)\n")
-    assert sorted(_call_sites(copy)) == ["api.py", "runs.py"]
+    assert sorted(_call_sites(copy)) == ["api.py", "pipeline.py"]
 
 
 @pytest.mark.parametrize("path", _modules("commands"), ids=lambda p: p.name)

@@ -9,12 +9,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attn_cli import runner
+from attn_cli import experiment_registry
 from attn_cli.cli import cli
 from attn_cli.core import memory
 from attn_cli.errors import MemoryRefused
 
-EXPERIMENTS = runner.discover()
+EXPERIMENTS = experiment_registry.discover()
 
 
 @pytest.mark.parametrize("exp", EXPERIMENTS, ids=lambda e: e.name)
@@ -34,21 +34,21 @@ def test_every_experiment_estimates_and_asks_the_guard_first(exp, monkeypatch, t
 HUGE = "100000000000"
 REFUSED = [
     ["formula", "--n-q", "1000000", "--n-k", "1000000"],
-    ["embeddings", "--dim", HUGE],
-    ["order", "--dim", HUGE],
+    ["embeddings", "--d-model", HUGE],
+    ["order", "--d-model", HUGE],
     ["formula", "--d-k", HUGE],
     ["formula", "--d-v", HUGE],
     ["sqrt-dk", "--trials", HUGE],
-    ["sqrt-dk", "--dims", HUGE],
+    ["sqrt-dk", "--d-k", HUGE],
     ["scaling", "--measure", "--lengths", HUGE],
     ["scaling", "--measure", "--lengths", "64", "--d-model", HUGE],
     ["copy-both", "--samples", HUGE],
-    ["copy-both", "--dim", "1000000", "--samples", "3000000"],
+    ["copy-both", "--d-v", "1000000", "--samples", "3000000"],
     ["copy-task", "--lengths", HUGE],
-    ["copy-task", "--hidden", HUGE],
+    ["copy-task", "--hidden-size", HUGE],
     ["copy-task", "--batch-size", HUGE],
     ["copy-task", "--eval-size", HUGE],
-    ["heatmap", "a" * 64, "b" * 64, "--dim", str(1 << 20), "--heads", "1"],
+    ["heatmap", "a" * 64, "b" * 64, "--d-model", str(1 << 20), "--heads", "1"],
 ]
 
 
@@ -94,8 +94,8 @@ def test_formula_sizes_across_the_integer_range_never_crash(n_q, n_k, d_k, d_v, 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
-       option=st.sampled_from([("embeddings", "--dim"), ("order", "--dim"), ("formula", "--n-k"),
-                               ("formula", "--d-v"), ("copy-both", "--samples"), ("heatmap", "--dim"),
+       option=st.sampled_from([("embeddings", "--d-model"), ("order", "--d-model"), ("formula", "--n-k"),
+                               ("formula", "--d-v"), ("copy-both", "--samples"), ("heatmap", "--d-model"),
                                ("sqrt-dk", "--trials")]))
 def test_cli_sizes_across_the_integer_range(value, option, monkeypatch, tmp_path_factory):
     """Whatever integer is typed: exit 0, or one ``Error`` line with exit 1 or 2; never a traceback."""

@@ -210,10 +210,10 @@ def test_off_the_texts_settings_does_not_apply_and_fails_verify():
 
 def test_experiment_defaults_are_the_texts_settings():
     """published/settings.TEXT and the experiments' Config defaults say the same."""
-    from attn_cli import runner
+    from attn_cli import experiment_registry
     from attn_cli.published.settings import TEXT, at_text_settings
 
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     for check in registry.checks.values():
         exp = registry.experiment_of(check.artifact)
         if exp is None or check.artifact not in TEXT:

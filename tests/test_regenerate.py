@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from attn_cli import regenerate, runner, runs
+from attn_cli import regenerate, experiment_registry, pipeline
 from test_catalogue import fake, invoke  # noqa: F401  (fake: the fixture)
 
 
@@ -57,9 +57,9 @@ def test_the_exit_status_of_all(fake, tmp_path):
 
 
 def test_a_seed_out_of_range_is_refused_before_any_run(fake, tmp_path):
-    with pytest.raises(runner.SeedOutOfRange, match=re.escape(f"would seed torch with {runner.SEED_MAX + 1}")):
-        regenerate.verify(["fk-alpha"], seed=runner.SEED_MAX + 1)
-    with pytest.raises(runner.UnknownId):
+    with pytest.raises(experiment_registry.SeedOutOfRange, match=re.escape(f"would seed torch with {experiment_registry.SEED_MAX + 1}")):
+        regenerate.verify(["fk-alpha"], seed=experiment_registry.SEED_MAX + 1)
+    with pytest.raises(experiment_registry.UnknownId):
         regenerate.regenerate_all(tmp_path, ["fk-nope"])
     assert fake.alpha_calls == [] and fake.slow_calls == [] and not list(tmp_path.iterdir())
 
@@ -76,16 +76,16 @@ def test_the_numeric_mode_recorded_is_the_one_passed(fake, tmp_path, monkeypatch
 
     from attn_cli.experiments import formula
 
-    exp = runner.Experiment("formula", formula)
+    exp = experiment_registry.Experiment("formula", formula)
     monkeypatch.setattr(formula, "CACHED", True)
-    key = runs._cache_key(exp, exp.config(), tmp_path / "cache", "portable")
+    key = pipeline._cache_key(exp, exp.config(), tmp_path / "cache", "portable")
     assert key["numerics"]["mode"] == "portable"
-    assert runs._cache_key(exp, exp.config(), tmp_path / "cache")["numerics"]["mode"] == "native"
+    assert pipeline._cache_key(exp, exp.config(), tmp_path / "cache")["numerics"]["mode"] == "native"
 
 
 def test_one_block_says_where_it_ran():
-    where = runs.where_it_ran("cpu", "portable")
+    where = pipeline.where_it_ran("cpu", "portable")
     assert list(where) == ["versions", "machine", "numerics"]
-    assert runs.numerics_line(where["numerics"]) == f"numerics: portable ({where['numerics']['isa']} CPU kernels)"
-    assert runs.numerics_line({"mode": "native", "isa": "AVX512", "cuda": {"name": "X"}}).startswith(
+    assert pipeline.numerics_line(where["numerics"]) == f"numerics: portable ({where['numerics']['isa']} CPU kernels)"
+    assert pipeline.numerics_line({"mode": "native", "isa": "AVX512", "cuda": {"name": "X"}}).startswith(
         "numerics: native (AVX512 CPU kernels); GPU ")

@@ -1,4 +1,4 @@
-"""The pipeline (:func:`attn_cli.runs.run`): checks, run, one comparison, figures, a typed Run."""
+"""The pipeline (:func:`attn_cli.pipeline.run`): checks, run, one comparison, figures, a typed Run."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import pytest
 from click.testing import CliRunner
 
-from attn_cli import runs
+from attn_cli import pipeline
 from attn_cli.cli import cli
 from attn_cli.errors import AttnError, BadConfig, MemoryRefused
-from attn_cli.runner import Experiment
+from attn_cli.experiment_registry import Experiment
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _fake(log: list, *, validate=None, preflight=None):
 
 def test_run_compares_once_and_hands_the_outcomes_to_the_figures(tmp_path):
     log: list = []
-    run = runs.run(_fake(log), Config(), out=tmp_path)
+    run = pipeline.run(_fake(log), Config(), out=tmp_path)
     assert set(run.outcomes) >= {"w9-sqrt-dk.4.std"}  # every check of its catalogue IDs
     assert run.outcomes["w9-sqrt-dk.4.std"].regenerated == 0.5
     figures = [entry for entry in log if entry[0] == "figures"]
@@ -77,8 +77,8 @@ def test_run_compares_once_and_hands_the_outcomes_to_the_figures(tmp_path):
 
 def test_without_out_nothing_is_written_and_unjudged_runs_compare_nothing(tmp_path):
     log: list = []
-    assert runs.run(_fake(log), Config()).files == []
-    assert runs.run(_fake(log), Config(), judged=False).outcomes == {}
+    assert pipeline.run(_fake(log), Config()).files == []
+    assert pipeline.run(_fake(log), Config(), judged=False).outcomes == {}
     assert not any(entry[0] == "figures" for entry in log)
 
 
@@ -97,10 +97,10 @@ def test_a_refused_config_is_bad_config_before_any_display_or_file(tmp_path):
 
     exp = _fake(log, validate=validate)
     with pytest.raises(BadConfig, match="size must be 1"):
-        runs.run(exp, Config(size=2), out=tmp_path, display=lambda config: _display(log),
+        pipeline.run(exp, Config(size=2), out=tmp_path, display=lambda config: _display(log),
                  cache_root=lambda: log.append(("cache folder made", None)))
     assert log == [] and list(tmp_path.iterdir()) == []
-    run = runs.run(exp, Config(size=1), display=lambda config: _display(log))  # passes: displayed, run
+    run = pipeline.run(exp, Config(size=1), display=lambda config: _display(log))  # passes: displayed, run
     assert log[:2] == [("display opened", None), ("run", "callback")] and run.result.value == 0.5
 
 
@@ -111,9 +111,9 @@ def test_a_preflight_refusal_passes_unchanged_before_any_display():
         raise MemoryRefused("needs about 1 TB")
 
     with pytest.raises(MemoryRefused):
-        runs.run(_fake(log, preflight=preflight), Config(), display=lambda config: _display(log))
+        pipeline.run(_fake(log, preflight=preflight), Config(), display=lambda config: _display(log))
     assert log == []
-    kept = runs.run(_fake(log, preflight=preflight), Config(), keep_going=True)  # attn all: recorded
+    kept = pipeline.run(_fake(log, preflight=preflight), Config(), keep_going=True)  # attn all: recorded
     assert kept.error == "MemoryRefused: needs about 1 TB" and log == []
 
 

@@ -150,12 +150,12 @@ def test_seed_rule_passes_the_text_and_fails_a_moved_value():
 
 
 def test_verify_record_carries_values_and_rule():
-    from attn_cli import runs
+    from attn_cli import pipeline
 
     result = _fake(seeds=(0, 1, 2, 3, 4), extra_seed_engine="fast")
     check = all_checks()["w9-copy-task.attention.16.free_running"]
     value = result.measured()[check.id]
-    record = runs.Outcome(check, value, "pass").as_json()
+    record = pipeline.Outcome(check, value, "pass").as_json()
     assert record["values"] == [1.0] * 5 and record["rule"] == seed_rule.RULE
     assert record["engines"] == ["exact", "fast", "fast", "fast", "fast"]
     json.dumps(record, default=lambda o: dataclasses.asdict(o))  # serialisable as verify --json writes it

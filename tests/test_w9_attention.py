@@ -209,8 +209,8 @@ def test_scaling_measure_cli_quick(tmp_path):
 
 
 @pytest.mark.parametrize("args,code,fragments", [
-    (("sqrt-dk", "--dims", "0"), 2, ("--dims", "0 is not in the range")),
-    (("sqrt-dk", "--dims", "4", "0"), 2, ("--dims",)),
+    (("sqrt-dk", "--d-k", "0"), 2, ("--d-k", "0 is not in the range")),
+    (("sqrt-dk", "--d-k", "4", "0"), 2, ("--d-k",)),
     (("scaling", "--lengths", "-5"), 2, ("--lengths", "-5 is not in the range")),
     (("scaling", "--measure", "--lengths", "10000000"), 1, ("needs about 800.1 TB", "refused before starting")),
 ])

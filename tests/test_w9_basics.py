@@ -1,7 +1,7 @@
 """W9 1.1-1.3, 3.1, 3.2, 4.3: ``embeddings``, ``analogy``, ``formula``, ``order``.
 
 Every published value of w9-onehot, w9-ppmi, w9-contextual, w9-worked, w9-properties and
-w9-order is regenerated in-process and compared with the registry (tolerance = half a unit
+w9-order is regenerated in-process and compared with the published values (tolerance = half a unit
 of the printed digit, or the stated rule); each command also runs once through the
 installed ``attn`` entry point.  Nothing here writes into the repository's outputs/.
 """
@@ -63,7 +63,7 @@ def test_measured_ids_are_all_published(measured):
 
 
 def test_key_numbers_directly(results):
-    """The headline numbers, asserted here as well as through the registry (half a printed unit)."""
+    """The headline numbers, asserted here as well as through the published checks (half a printed unit)."""
     e, a, f, o = (results[n] for n in COMMANDS)
     assert e.distance == pytest.approx(2.841, abs=5e-4)
     assert e.static_bank == pytest.approx([-0.89, -1.51, 0.37, 1.46, 0.94, 0.77], abs=5e-3)
@@ -210,7 +210,7 @@ def test_help_has_an_example(name):
     (("analogy", "king", "man", "xyzzy"), ("unknown word 'xyzzy'", "the vocabulary is:", "queen")),
     (("analogy", "--nearest", "xyzzy"), ("unknown word 'xyzzy'",)),
     (("analogy", "king", "man"), ("three words",)),
-    (("analogy", "--dim", "0"), ("--dim",)),
+    (("analogy", "--rank", "0"), ("--rank",)),
     (("formula", "--d-k", "0"), ("--d-k",)),
 ])
 def test_bad_input_is_a_one_line_error(tmp_path, args, fragments):

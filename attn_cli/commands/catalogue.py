@@ -2,8 +2,8 @@
 
 The commands parse options, call :func:`attn_cli.regenerate.verify` and
 :func:`attn_cli.regenerate.regenerate_all` (which select, plan, run, compare and write) with
-the progress display of :func:`attn_cli.commands.running.run_plan`, print the report and
-exit with its code.  The experiments are found, not listed (:func:`attn_cli.runner.discover`);
+the progress display of :func:`attn_cli.commands.execute.run_plan`, print the report and
+exit with its code.  The experiments are found, not listed (:func:`attn_cli.experiment_registry.discover`);
 the catalogue and the published values come from :mod:`attn_cli.published`.
 """
 
@@ -32,10 +32,10 @@ def list_(as_json: bool):
         attn list
         attn list --json
     """
-    from attn_cli import runner
+    from attn_cli import experiment_registry
     from attn_cli.render import console, report
 
-    registry = runner.Registry.load()
+    registry = experiment_registry.Registry.load()
     rows = report.catalogue_rows(registry.artifacts.values(), registry)
     if as_json:
         print(report.catalogue_json(rows))
@@ -82,8 +82,8 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
         attn verify --only w9-sqrt-dk d2l-mha-params --json
         attn verify --quick
     """
-    from attn_cli import regenerate, runner
-    from attn_cli.commands import running
+    from attn_cli import regenerate, experiment_registry
+    from attn_cli.commands import execute
     from attn_cli.commands.cache import cache_root
     from attn_cli.render import console, report
 
@@ -92,10 +92,10 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
         checked = regenerate.verify(only, seed=common.seed, device=common.device, quick=common.quick,
                                     numerics=common.numerics, cache_root=cache_root(common), use_cache=not no_cache,
                                     scheduler=common.scheduler, scheduler_from=common.scheduler_from,
-                                    out=common.out if given_out else None, progress=running.run_plan)
-    except runner.UnknownId as exc:
+                                    out=common.out if given_out else None, progress=execute.run_plan)
+    except experiment_registry.UnknownId as exc:
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
-    except runner.SeedOutOfRange as exc:
+    except experiment_registry.SeedOutOfRange as exc:
         raise click.BadParameter(str(exc), param_hint="'--seed'") from None
     if checked.files:
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
@@ -151,8 +151,8 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
         attn all --quick --out /tmp/smoke
         attn all --only w9-masks d2l-crossattn-map
     """
-    from attn_cli import regenerate, runner
-    from attn_cli.commands import running
+    from attn_cli import regenerate, experiment_registry
+    from attn_cli.commands import execute
     from attn_cli.commands.cache import cache_root
     from attn_cli.render import console
 
@@ -162,10 +162,10 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
                                          numerics=common.numerics, formats=common.formats,
                                          cache_root=cache_root(common), use_cache=not no_cache,
                                          scheduler=common.scheduler, scheduler_from=common.scheduler_from,
-                                         progress=running.run_plan)
-    except runner.UnknownId as exc:
+                                         progress=execute.run_plan)
+    except experiment_registry.UnknownId as exc:
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
-    except runner.SeedOutOfRange as exc:
+    except experiment_registry.SeedOutOfRange as exc:
         raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
     for text in done.not_written:

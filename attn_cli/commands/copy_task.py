@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import (SEEDS, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
+from attn_cli.options import (SEEDS, AliasedOption, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
                               format_option, scheduler_option)
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
@@ -38,7 +38,7 @@ def _bars(specs, enabled: bool = True):
              for s in specs]
     started: set[int] = set()
 
-    def update(event) -> None:  # a Progress about one training run (event.item)
+    def update(event) -> None:  # a ProgressEvent about one training run (event.item)
         task = tasks[event.item]
         if event.item not in started:
             progress.start_task(task)
@@ -55,7 +55,8 @@ def _bars(specs, enabled: bool = True):
               help="Sequence lengths to copy  [default: 4 8 16 32, the text's]")
 @click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=None,
               help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]")
-@click.option("--hidden", type=click.IntRange(min=1), default=None, help="GRU hidden size  [default: 32]")
+@click.option("--hidden-size", "hidden", cls=AliasedOption, aliases=("--hidden",), type=click.IntRange(min=1),
+              default=None, help="GRU hidden size (nn.GRU's hidden_size; not an attention width)  [default: 32]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Training batch  [default: 64]")
 @click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=None,
               help="Adam learning rate, at most 10  [default: 0.003]")
@@ -101,7 +102,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     import dataclasses
 
     from attn_cli.commands.cache import cache_root
-    from attn_cli.commands.running import execute
+    from attn_cli.commands.execute import execute
     from attn_cli.experiments import copy_task as exp
     from attn_cli.render import copy_task as render
     from attn_cli.render.console import note

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.running import config_of, execute
-from attn_cli.options import Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options, format_option
+from attn_cli.commands.execute import config_of, execute
+from attn_cli.options import (AliasedOption, Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options,
+                              format_option)
 
 
 # --------------------------------------------------------------------------- copy-both
@@ -18,8 +19,8 @@ from attn_cli.options import Common, JudgedCommand, FiniteFloatRange, MultiValue
 @click.command(cls=JudgedCommand, name="copy-both")
 @click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="Examples N (the text: 10000).")
-@click.option("--dim", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Width d of each value vector (the text: 16).")
+@click.option("--d-v", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=16,
+              show_default=True, help="Value width d_v: of each value vector V1, V2 (the text's d: 16).")
 @click.option("--weights", cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0),
               default=(0.5, 0.7, 0.9, 1.0), show_default=True, metavar="A...",
               help="First weight a of the single head, (a, 1 - a); each in [0, 1].")
@@ -28,7 +29,7 @@ from attn_cli.options import Common, JudgedCommand, FiniteFloatRange, MultiValue
               help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].")
 @common_options
 @format_option
-def copy_both(samples, dim, weights, two_head_weights, common: Common):
+def copy_both(samples, d_v, weights, two_head_weights, common: Common):
     """One head loses half the variance, two heads recover it (D2L 10.3.1, figure 10.3.1).
 
     Prints the relative error of the best linear readout of [v1; v2] from one attention
@@ -38,12 +39,12 @@ def copy_both(samples, dim, weights, two_head_weights, common: Common):
     \b
     Example:
         attn copy-both
-        attn copy-both --weights 0.5 0.6 --samples 20000 --dim 8
+        attn copy-both --weights 0.5 0.6 --samples 20000 --d-v 8
     """
     from attn_cli.experiments import copy_both as experiment
     from attn_cli.render import copy_both as render
 
-    config = config_of(experiment, common, samples=samples, dim=dim, weights=tuple(weights),
+    config = config_of(experiment, common, samples=samples, dim=d_v, weights=tuple(weights),
                      two_head_weights=tuple(two_head_weights))
     execute(experiment, render, config, common)
 
@@ -61,29 +62,30 @@ def _word(ctx, param, value):
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
-def _heatmap(query_word: str, key_word: str, dim: int, heads: int | None, common: Common) -> None:
+def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> None:
     from attn_cli.experiments import crossattn as experiment
     from attn_cli.render import crossattn as render
 
-    config = config_of(experiment, common, query_word=query_word, key_word=key_word, dim=dim, heads=heads or 0)
+    config = config_of(experiment, common, query_word=query_word, key_word=key_word, dim=d_model, heads=heads or 0)
     execute(experiment, render, config, common)
 
 
-_dim_option = click.option("--dim", type=click.IntRange(1, 1 << 20), default=32, show_default=True,
-                           help="Width of the random letter embeddings (the text: 32).")
+_d_model_option = click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(1, 1 << 20),
+                               default=32, show_default=True,
+                               help="Model width d_model: of the random letter embeddings (the text: 32).")
 _heads_option = click.option("--heads", type=click.IntRange(min=1), default=None, metavar="N",
                              help="Also pass the embeddings through a fresh N-head layer with random "
-                                  "projections and draw one panel per head (exercise 11); N divides --dim.")
+                                  "projections and draw one panel per head (exercise 11); N divides --d-model.")
 
 
 @click.command(cls=JudgedCommand, name="heatmap")
 @click.argument("query_word", callback=_word)
 @click.argument("key_word", callback=_word)
-@_dim_option
+@_d_model_option
 @_heads_option
 @common_options
 @format_option
-def heatmap(query_word, key_word, dim, heads, common: Common):
+def heatmap(query_word, key_word, d_model, heads, common: Common):
     """Cross-attention map of the letters of QUERY_WORD against those of KEY_WORD.
 
     The recipe of D2L 10.3.3.3 for any two words: one random embedding per character of the
@@ -95,18 +97,18 @@ def heatmap(query_word, key_word, dim, heads, common: Common):
     \b
     Example:
         attn heatmap attention translation
-        attn heatmap banana bandana --dim 64
+        attn heatmap banana bandana --d-model 64
         attn heatmap attention translation --heads 4
     """
-    _heatmap(query_word, key_word, dim, heads, common)
+    _heatmap(query_word, key_word, d_model, heads, common)
 
 
 @click.command(cls=JudgedCommand, name="crossattn-map")
-@_dim_option
+@_d_model_option
 @_heads_option
 @common_options
 @format_option
-def crossattn_map(dim, heads, common: Common):
+def crossattn_map(d_model, heads, common: Common):
     """The text's letter alignment: 'attention' queries 'translation' (D2L 10.3.3.3).
 
     The same as `attn heatmap attention translation`: i and o attend sharply, a, t and n
@@ -117,23 +119,24 @@ def crossattn_map(dim, heads, common: Common):
         attn crossattn-map
         attn crossattn-map --heads 4      # exercise 11: a fresh 4-head layer
     """
-    _heatmap("attention", "translation", dim, heads, common)
+    _heatmap("attention", "translation", d_model, heads, common)
 
 
 # --------------------------------------------------------------------------- heads
 
 @click.command(cls=JudgedCommand, name="heads")
 @click.option("--d-model", type=click.IntRange(1, 8192), default=64, show_default=True,
-              help="Width of W9's nn.MultiheadAttention parameter table (and of the layout figure).")
-@click.option("--num-hiddens", type=click.IntRange(1, 8192), default=256, show_default=True,
-              help="Width of D2L's MultiHeadAttention parameter table (bias off).")
-@click.option("--num-heads", cls=MultiValueOption, type=click.IntRange(min=1), default=(1, 2, 4, 8),
-              show_default=True, metavar="H...", help="Head counts of both parameter tables.")
+              help="Model width d_model of W9's nn.MultiheadAttention parameter table (and of the layout figure).")
+@click.option("--d2l-d-model", cls=AliasedOption, aliases=("--num-hiddens",), type=click.IntRange(1, 8192),
+              default=256, show_default=True,
+              help="Model width of D2L's MultiHeadAttention parameter table (D2L's num_hiddens; bias off).")
+@click.option("--heads", cls=MultiValueOption, aliases=("--num-heads",), type=click.IntRange(min=1),
+              default=(1, 2, 4, 8), show_default=True, metavar="H...", help="Head counts h of both parameter tables.")
 @click.option("--layout-heads", type=click.IntRange(min=1), default=4, show_default=True,
               help="Heads drawn in the layout figure heads_layout.png (divides --d-model).")
 @common_options
 @format_option
-def heads(d_model, num_hiddens, num_heads, layout_heads, common: Common):
+def heads(d_model, d2l_d_model, heads, layout_heads, common: Common):
     """Multi-head attention: hand-written equals PyTorch; parameters do not grow with h.
 
     W9 5.1 (hand-written heads == nn.MultiheadAttention; 16640 parameters at d_model 64 for
@@ -143,13 +146,13 @@ def heads(d_model, num_hiddens, num_heads, layout_heads, common: Common):
     \b
     Example:
         attn heads
-        attn heads --d-model 512 --num-heads 1 8 64 --layout-heads 8
+        attn heads --d-model 512 --heads 1 8 64 --layout-heads 8
     """
     from attn_cli.experiments import heads as experiment
     from attn_cli.render import heads as render
 
-    config = config_of(experiment, common, d_model=d_model, num_hiddens=num_hiddens,
-                     num_heads=tuple(num_heads), layout_heads=layout_heads)
+    config = config_of(experiment, common, d_model=d_model, num_hiddens=d2l_d_model,
+                     num_heads=tuple(heads), layout_heads=layout_heads)
     execute(experiment, render, config, common)
 
 

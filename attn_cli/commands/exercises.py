@@ -53,14 +53,14 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
         return
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
-    from attn_cli.commands.running import execute
-    from attn_cli.runner import seeds_used
+    from attn_cli.commands.execute import execute
+    from attn_cli.experiment_registry import seeds_used
 
     kwargs = dict(seed=common.seed, device=common.device, exercises=numbers)
     config = exp.Config.quick(**kwargs) if common.quick else exp.Config(**kwargs)
     check_seeds(seeds_used(exp, config))
 
-    def progress(event) -> None:  # a Progress: label "N. title"
+    def progress(event) -> None:  # a ProgressEvent: label "N. title"
         if not common.json:
             note(f"exercise {event.label} ...")
 

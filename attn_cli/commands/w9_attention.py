@@ -1,7 +1,7 @@
 """W9 chapters 3.3, 4.2 and 5.2: ``sqrt-dk``, ``masks`` and ``scaling``.
 
 Thin commands: parse, build the experiment's Config, one run -> render call
-(:func:`attn_cli.commands.running.execute`). torch and
+(:func:`attn_cli.commands.execute.execute`). torch and
 matplotlib are imported only inside the command bodies.
 """
 
@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.running import config_of, execute
+from attn_cli.commands.execute import config_of, execute
 from attn_cli.options import Common, JudgedCommand, MultiValueOption, common_options, format_option
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")
-@click.option("--dims", cls=MultiValueOption, type=click.IntRange(min=1), default=(4, 16, 64, 256, 1024),
-              show_default=True, metavar="D_K...", help="Key dimensions d_k, drawn in this order.")
+@click.option("--d-k", cls=MultiValueOption, aliases=("--dims",), type=click.IntRange(min=1),
+              default=(4, 16, 64, 256, 1024), show_default=True, metavar="D_K...",
+              help="Query/key widths d_k, drawn in this order.")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]")
 @common_options
 @format_option
-def sqrt_dk(dims: tuple[int, ...], trials: int | None, common: Common) -> None:
+def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> None:
     """Why scores are divided by sqrt(d_k): saturation and vanishing gradients (W9 3.3).
 
     For each d_k: std of q.k unscaled and scaled, the mean largest softmax weight over 10
@@ -30,12 +31,12 @@ def sqrt_dk(dims: tuple[int, ...], trials: int | None, common: Common) -> None:
     \b
     Example:
         attn sqrt-dk
-        attn sqrt-dk --dims 16 64 --trials 5000
+        attn sqrt-dk --d-k 16 64 --trials 5000
     """
     from attn_cli.experiments import sqrt_dk as exp
     from attn_cli.render import sqrt_dk as render
 
-    config = config_of(exp, common, dims=tuple(dims), **({} if trials is None else {"trials": trials}))
+    config = config_of(exp, common, dims=tuple(d_k), **({} if trials is None else {"trials": trials}))
     big = config.trials * max(config.dims) > 2_000_000
     execute(exp, render, config, common, progress="sqrt-dk: d_k" if big else None)
 

@@ -1,7 +1,7 @@
 """W9 chapters 1, 3.1, 3.2 and 4.3: ``embeddings``, ``analogy``, ``formula`` and ``order``.
 
 Thin commands: parse, build the experiment's Config, one run -> render call
-(:func:`attn_cli.commands.running.execute`).  torch and matplotlib
+(:func:`attn_cli.commands.execute.execute`).  torch and matplotlib
 are imported only inside the command bodies.  All four are instant, so ``--quick`` runs
 the same configuration as the default.
 """
@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.running import config_of, execute
-from attn_cli.options import Common, JudgedCommand, common_options, format_option
+from attn_cli.commands.execute import config_of, execute
+from attn_cli.options import AliasedOption, Common, JudgedCommand, common_options, format_option
 from attn_cli.published.settings import TEXT
 
 
 @click.command(cls=JudgedCommand, name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
-@click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True,
-              help="Width d of the contextual vectors (W9 1.3).")
+@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=6,
+              show_default=True, help="Model width d of the contextual vectors (W9 1.3).")
 @click.option("--vocab-size", type=click.IntRange(min=1), default=TEXT["w9-onehot"]["vocab_size"], show_default=True,
               help="Vocabulary size V of the parameter count (W9 1.1).")
 @click.option("--embed-dim", type=click.IntRange(min=1), default=300, show_default=True,
               help="Embedding width d of the parameter count (W9 1.1).")
 @common_options
 @format_option
-def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> None:
+def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) -> None:
     """One-hot vectors vs an embedding table; contextual vectors for 'bank' (W9 1.1, 1.3).
 
     One-hot dot products (0.0), lookup == one-hot @ W, the V x d parameter count; then one
@@ -40,7 +40,7 @@ def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> Non
     from attn_cli.experiments import embeddings as exp
     from attn_cli.render import embeddings as render
 
-    execute(exp, render, config_of(exp, common, d=dim, vocab_size=vocab_size, embed_dim=embed_dim), common)
+    execute(exp, render, config_of(exp, common, d=d_model, vocab_size=vocab_size, embed_dim=embed_dim), common)
 
 
 @click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -49,10 +49,10 @@ def embeddings(dim: int, vocab_size: int, embed_dim: int, common: Common) -> Non
               help="List the words nearest to WORD.")
 @click.option("--top", type=click.IntRange(min=1), default=8, show_default=True,
               help="How many nearest words to list for --nearest.")
-@click.option("--dim", type=click.IntRange(min=1), default=8, show_default=True,
-              help="SVD dimensions kept (the text's k).")
+@click.option("--rank", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=8,
+              show_default=True, help="SVD rank: dimensions kept (the text's k).")
 @common_options
-def analogy(words: tuple[str, ...], nearest_word: str, top: int, dim: int, common: Common) -> None:
+def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, common: Common) -> None:
     """Word vectors from counting (PPMI + SVD); analogies A - B + C (W9 1.2).
 
     Cosine similarities (king~prince 1.0, king~queen 0.997, ...), king - man + woman ->
@@ -77,7 +77,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, dim: int, commo
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
     query = tuple(words) if words else exp.Config.query
-    execute(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, dim=dim), common)
+    execute(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, dim=rank), common)
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -106,9 +106,10 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
 
 
 @click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
-@click.option("--dim", type=click.IntRange(min=1), default=6, show_default=True, help="Width d of the word vectors.")
+@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=6,
+              show_default=True, help="Model width d of the word vectors.")
 @common_options
-def order(dim: int, common: Common) -> None:
+def order(d_model: int, common: Common) -> None:
     """Self-attention cannot tell the order (W9 4.3).
 
     The output for 'bites' in "dog bites man" and in "man bites dog" (same random weights)
@@ -118,12 +119,12 @@ def order(dim: int, common: Common) -> None:
     \b
     Example:
         attn order
-        attn order --dim 16 --seed 1
+        attn order --d-model 16 --seed 1
     """
     from attn_cli.experiments import order as exp
     from attn_cli.render import order as render
 
-    execute(exp, render, config_of(exp, common, d=dim), common)
+    execute(exp, render, config_of(exp, common, d=d_model), common)
 
 
 COMMANDS = [embeddings, analogy, formula, order]

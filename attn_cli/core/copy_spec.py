@@ -54,4 +54,4 @@ class RunOutcome:
 
 
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps
-Progress = Optional[Callable[[int, int, float], None]]
+StepCallback = Optional[Callable[[int, int, float], None]]

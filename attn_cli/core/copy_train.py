@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 
 from attn_cli.core.copy_models import build_model
-from attn_cli.core.copy_spec import BOS, VOCAB, Progress, RunOutcome, RunSpec
+from attn_cli.core.copy_spec import BOS, VOCAB, RunOutcome, RunSpec, StepCallback
 from attn_cli.core.device import prepare_device
 from attn_cli.numerics import effective_isa
 
@@ -48,7 +48,7 @@ def make_batch(batch_size: int, length: int, device: str = "cpu") -> tuple[torch
     return src, tgt_in
 
 
-def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: Progress = None,
+def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: StepCallback = None,
                        program_layout: bool = False) -> RunOutcome:
     """Train ``spec.model`` on the copy task and evaluate it, exactly as the W9 2.3 program does.
 

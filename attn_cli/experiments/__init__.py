@@ -1,7 +1,7 @@
 """Experiment modules: one per table or figure family.
 
 The contract every module follows (``attn all``, ``attn verify`` and the single commands
-rely on it; :mod:`attn_cli.runner` reads it, nothing is guessed)::
+rely on it; :mod:`attn_cli.experiment_registry` reads it, nothing is guessed)::
 
     ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")   # catalogue IDs this module regenerates
     FIGURES = ("sqrt_dk.png",)       # figure files its render module writes
@@ -25,15 +25,15 @@ rely on it; :mod:`attn_cli.runner` reads it, nothing is guessed)::
         ...
         MEASURED = {"w9-sqrt-dk.4.std": "rows.0.std"}   # or a measured() method
 
-    def run(config: Config, progress: Report = None) -> Result: ...
-        # progress(Progress(done, total, label)): the one event (experiments/progress.py)
+    def run(config: Config, progress: ProgressCallback = None) -> Result: ...
+        # progress(ProgressEvent(done, total, label)): the one event (experiments/progress.py)
 
     def validate(config) -> None: ...   # optional: options that do not fit together; an AttnError
                                         # here is a usage error (exit 2), before any display or file
     def preflight(config) -> None: ...  # optional: refused at run time before any work or display
                                         # (the copy task: a missing engine, the memory estimate)
 
-The pipeline (:func:`attn_cli.runs.run`) calls the hooks, runs, compares the Result with the
+The pipeline (:func:`attn_cli.pipeline.run`) calls the hooks, runs, compares the Result with the
 published values once and hands the outcomes to the render module
 ``attn_cli/render/<same name>.py``: ``tables(result, outcomes) -> list`` (rich renderables,
 published values beside regenerated ones; ``outcomes``, check ID -> Outcome, are the verdicts

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments.base import QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-ppmi",)
 FIGURES = ()
@@ -147,7 +147,7 @@ def build_space(config: Config) -> Space:
     vocab = sorted({w for s in sentences for w in s})
     index = {w: i for i, w in enumerate(vocab)}
     if not 1 <= config.dim <= len(vocab):
-        raise AttnError(f"--dim must be between 1 and the vocabulary size {len(vocab)}, got {config.dim}")
+        raise AttnError(f"--rank must be between 1 and the vocabulary size {len(vocab)}, got {config.dim}")
     C = np.zeros((len(vocab), len(vocab)))  # co-occurrence counts (word, context)
     for s in sentences:
         for i, w in enumerate(s):
@@ -173,7 +173,7 @@ def estimate_bytes(config: Config) -> int:
     return 8 * 8 * v * v
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     vocab = vocabulary(config)

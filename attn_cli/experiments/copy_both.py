@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments.base import QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("d2l-copy-both-one-head", "d2l-copy-both-two-heads", "d2l-fig-10.3.1")
 FIGURES = ("copy_both.png",)
@@ -77,11 +77,11 @@ def unknowns(dim: int) -> int:
 
 def validate(config: Config) -> None:
     if config.samples < 1 or config.dim < 1:
-        raise AttnError("--samples and --dim must be at least 1")
+        raise AttnError("--samples and --d-v must be at least 1")
     if config.samples <= unknowns(config.dim):
         raise AttnError(
             f"--samples {config.samples} is fewer samples than unknowns: the two-head readout "
-            f"fits {unknowns(config.dim)} unknowns per output (2 x --dim {config.dim}), so it needs "
+            f"fits {unknowns(config.dim)} unknowns per output (2 x --d-v {config.dim}), so it needs "
             f"more than {unknowns(config.dim)} samples")
     for a in (*config.weights, *config.two_head_weights):
         if not 0.0 <= a <= 1.0:
@@ -111,14 +111,14 @@ def estimate_bytes(config: Config) -> int:
     return 4 * config.samples * config.dim * 12
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.memory import guard
 
     validate(config)
     n, d = config.samples, config.dim
-    guard(estimate_bytes(config), f"copy-both with --samples {n} --dim {d}", config.device)
+    guard(estimate_bytes(config), f"copy-both with --samples {n} --d-v {d}", config.device)
 
     threads = torch.get_num_threads()
     if config.device == "cpu":

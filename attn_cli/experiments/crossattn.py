@@ -28,7 +28,7 @@ from typing import Any
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments.base import QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("d2l-crossattn-map",)
 FIGURES = ("heatmap_attention_translation.png",)
@@ -127,17 +127,17 @@ def validate(config: Config) -> tuple[str, str]:
     q = normalise_word(config.query_word, "query")
     k = normalise_word(config.key_word, "key")
     if not 1 <= config.dim <= MAX_DIM:
-        raise AttnError(f"--dim must be between 1 and {MAX_DIM:,}, got {config.dim}")
+        raise AttnError(f"--d-model must be between 1 and {MAX_DIM:,}, got {config.dim}")
     if config.heads < 0:
         raise AttnError(f"--heads must be at least 1, got {config.heads}")
     if config.heads and config.dim % config.heads:
-        raise AttnError(f"--heads {config.heads} must divide --dim {config.dim} (each head gets dim / heads)")
+        raise AttnError(f"--heads {config.heads} must divide --d-model {config.dim} (each head gets d_model / heads)")
     return q, k
 
 
 def estimate_bytes(config: Config) -> int:
     """Embeddings, queries, keys, values, per-head scores and, with heads, the four d x d
-    projections (float32): tiny after the word-length cap, but --dim is free."""
+    projections (float32): tiny after the word-length cap, but --d-model is free."""
     letters = len(set(config.query_word + config.key_word))
     n_q, n_k = len(config.query_word), len(config.key_word)
     heads = max(config.heads, 1)
@@ -145,7 +145,7 @@ def estimate_bytes(config: Config) -> int:
                 + 4 * config.dim ** 2 * (config.heads > 0))
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from attn_cli.published.settings import TEXT
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-onehot", "w9-contextual")
 FIGURES = ("embeddings_bank_attention.png",)
@@ -90,14 +90,14 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (3 * d * d + 4 * n * d + 4 * len(ONEHOT_VOCAB) * max(len(ONEHOT_VOCAB), config.onehot_embed_dim))
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
     from torch import nn
 
     from attn_cli.core.attention import scaled_dot_product_attention
     from attn_cli.core.memory import guard
 
-    guard(estimate_bytes(config), f"embeddings with --dim {config.d}", config.device)
+    guard(estimate_bytes(config), f"embeddings with --d-model {config.d}", config.device)
 
     dev = torch.device(config.device)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-worked", "w9-properties")
 FIGURES = ()
@@ -75,7 +75,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (n_q * d_k + n_k * (d_k + d_v) + 6 * n_q * n_k + 4 * n_q * d_v)
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
     import torch.nn.functional as F
 

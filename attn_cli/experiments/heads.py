@@ -16,7 +16,7 @@ from typing import Any
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments.base import QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-heads", "d2l-mha-shape", "d2l-mha-params", "d2l-fig-10.3.2")
 FIGURES = ("heads_layout.png",)
@@ -73,11 +73,11 @@ def estimate_bytes(config: Config) -> int:
 
 
 def validate(config: Config) -> None:
-    for name, width in (("--d-model", config.d_model), ("--num-hiddens", config.num_hiddens)):
+    for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.num_hiddens)):
         if not 1 <= width <= MAX_WIDTH:
             raise AttnError(f"{name} must be between 1 and {MAX_WIDTH}, got {width}")
     checks = [(h, name, width) for h in config.num_heads
-              for name, width in (("--d-model", config.d_model), ("--num-hiddens", config.num_hiddens))]
+              for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.num_hiddens))]
     checks.append((config.layout_heads, "--d-model", config.d_model))
     for h, name, width in checks:
         if h < 1:
@@ -107,7 +107,7 @@ def handwritten_multihead(mha, x):
     return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
     from torch import nn
 
@@ -115,7 +115,7 @@ def run(config: Config, progress: Report = None) -> Result:
     from attn_cli.core.memory import guard
 
     validate(config)
-    guard(estimate_bytes(config), f"heads with --d-model {config.d_model} --num-hiddens {config.num_hiddens}",
+    guard(estimate_bytes(config), f"heads with --d-model {config.d_model} --d2l-d-model {config.num_hiddens}",
           config.device)
     dev = config.device
 

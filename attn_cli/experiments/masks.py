@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-masks",)
 FIGURES = ("masks.png",)
@@ -75,7 +75,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (4 * n * d + 8 * n * n)
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import causal_mask, masked_softmax, scaled_dot_product_attention

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-order",)
 FIGURES = ()
@@ -63,13 +63,13 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (3 * d * d + 16 * 3 * d) * (2 if config.device != "cpu" else 1)
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import scaled_dot_product_attention
     from attn_cli.core.memory import guard
 
-    guard(estimate_bytes(config), f"order with --dim {config.d}", config.device)
+    guard(estimate_bytes(config), f"order with --d-model {config.d}", config.device)
 
     if len(config.words) != 3 or len(set(config.words)) != 3:
         raise ValueError(f"words must be three distinct words, got {config.words}")

@@ -1,4 +1,4 @@
-"""The one progress event an experiment reports: ``progress(Progress(done, total, label))``.
+"""The one progress event an experiment reports: ``progress(ProgressEvent(done, total, label))``.
 
 Every experiment's ``run(config, progress=None)`` calls ``progress`` (when given) with this
 dataclass and nothing else; the commands and ``attn all`` turn it into a progress bar.
@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 
 @dataclass(frozen=True)
-class Progress:
+class ProgressEvent:
     done: int  # units finished (d_k values, exercises, training runs, ...)
     total: Optional[int]  # units in all; None when not known
     label: str = ""  # what is running now, e.g. "run 3: step 120/2500, loss 0.412"
@@ -24,4 +24,4 @@ class Progress:
     status: str = "running"
 
 
-Report = Optional[Callable[[Progress], None]]  # the ``progress`` argument of every run()
+ProgressCallback = Optional[Callable[[ProgressEvent], None]]  # the ``progress`` argument of every run()

@@ -24,7 +24,7 @@ from typing import Any, Callable, ClassVar
 
 from attn_cli.published.settings import SCALING_D_MODEL as TEXT_D_MODEL  # the d in "n^2 * d operations"
 from attn_cli.published.w9_attention import SCALING
-from attn_cli.experiments.progress import Progress, Report
+from attn_cli.experiments.progress import ProgressEvent, ProgressCallback
 from attn_cli.units import text_memory
 
 ARTIFACTS = ("w9-scaling",)
@@ -214,7 +214,7 @@ def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None
                        formula_bytes=forward_bytes(n, d), operations=ops, gflops=4 * ops / best / 1e9)
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     """Formula table, plus the measurement when ``config.measure``.
 
     ``progress`` hears after each timed pass.
@@ -246,7 +246,7 @@ def run(config: Config, progress: Report = None) -> Result:
         nonlocal done
         done += 1
         if progress is not None:
-            progress(Progress(done, total))
+            progress(ProgressEvent(done, total))
 
     left_out = {n for n, _ in dropped}
     for n in [n for n in sorted(config.measure_lengths) if n not in left_out]:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import Report
+from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-self-cross", "d2l-self-cross")
 FIGURES = ()
@@ -55,7 +55,7 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (2 * 4 * 100 * 100 + 8 * 2 * 9 * 100)
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
     from torch import nn
 

@@ -24,7 +24,7 @@ from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.published.settings import sqrt_dk_text_draws
 from attn_cli.experiments.base import QuickConfig
-from attn_cli.experiments.progress import Progress, Report
+from attn_cli.experiments.progress import ProgressEvent, ProgressCallback
 
 ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
 FIGURES = ("sqrt_dk.png",)
@@ -126,7 +126,7 @@ def validate_result(result: Result, config: Config) -> None:
     """A cached Result has one row per d_k of ``config``, in order, weights in [0, 1]."""
     from attn_cli.schema import check, check_range
 
-    check([r.d_k for r in result.rows] == list(config.dims), "rows", "not one row per --dims value")
+    check([r.d_k for r in result.rows] == list(config.dims), "rows", "not one row per --d-k value")
     for i, r in enumerate(result.rows):
         check_range([r.max_weight_unscaled, r.max_weight_scaled], 0.0, 1.0, f"rows[{i}].max_weight")
 
@@ -136,7 +136,7 @@ def estimate_bytes(config: Config) -> int:
     return config.peak_bytes()
 
 
-def run(config: Config, progress: Report = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     """Regenerate the table; ``progress`` hears after each d_k."""
     import torch
 
@@ -160,5 +160,5 @@ def run(config: Config, progress: Report = None) -> Result:
                         grad_unscaled=g_raw, grad_scaled=g_scaled, text_draws=same[i]))
         del raw, scaled
         if progress is not None:
-            progress(Progress(i + 1, len(config.dims), f"d_k={d}"))
+            progress(ProgressEvent(i + 1, len(config.dims), f"d_k={d}"))
     return Result(config=dataclasses.asdict(config), rows=rows)

@@ -1,4 +1,4 @@
-"""The registry of published values: one package, one module per family of checks.
+"""The texts' published values: one package, one module per family of checks.
 
 Every module of this package other than ``types``, ``catalogue``, ``settings`` and
 ``compare`` is a family of checks (one per experiment family) and defines ``CHECKS:

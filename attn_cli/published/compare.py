@@ -100,7 +100,7 @@ def compare(checks: Iterable[Check], measured: Mapping[str, Any], config: Mappin
 
 def compare_result(result: Any, artifacts: Iterable[str] | None = None) -> dict[str, Outcome]:
     """The checks of ``artifacts`` (default: every artifact with a check in ``result.measured()``)
-    against an experiment's Result: what the pipeline (:func:`attn_cli.runs.run`) hands the render module."""
+    against an experiment's Result: what the pipeline (:func:`attn_cli.pipeline.run`) hands the render module."""
     from attn_cli.published import all_checks
 
     measured = dict(result.measured())

@@ -1,4 +1,4 @@
-"""Types of the registry of published values."""
+"""Types of the published values: artifacts (tables, figures), checks and their kinds."""
 
 from __future__ import annotations
 

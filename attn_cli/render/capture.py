@@ -29,7 +29,7 @@ class Capture:
     result: Any = None  # the typed Result
     data: Any = None  # what --json prints (attn_cli.render.files.result_json), before its JSON encoding
     tables: list = field(default_factory=list)  # rich renderables, as the table on stdout
-    run: Any = None  # the pipeline's attn_cli.runs.Run: the Result, its outcomes, the files written
+    run: Any = None  # the pipeline's attn_cli.pipeline.Run: the Result, its outcomes, the files written
     figures: list[tuple[str, Any]] = field(default_factory=list)  # (file name, matplotlib Figure)
     files: list[Path] = field(default_factory=list)  # written (``write``) or that would have been
 

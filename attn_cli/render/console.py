@@ -20,7 +20,7 @@ def note(message: str) -> None:
 
 
 def emit(result: Any, renderables, as_json: bool, *, run: Any = None) -> None:
-    """Print ``result`` as JSON (``run.json()`` for a pipeline :class:`attn_cli.runs.Run`, the
+    """Print ``result`` as JSON (``run.json()`` for a pipeline :class:`attn_cli.pipeline.Run`, the
     same for every command) or the rich renderables on stdout.  Under the Python API
     (:mod:`attn_cli.render.capture`) all of it, and the pipeline's Run, go to the capture instead."""
     capture = _capture.active()

@@ -3,7 +3,7 @@
 Every published value shown here (a cell's text value and its ``=``/``≠`` mark, the plain
 model's quoted accuracies, the published points of the plot, the CSV's published column)
 and every verdict (the marks, the near-diagonal line, the JSON's ``status``) comes from the
-outcomes passed in (:func:`attn_cli.runs.run` compares once; ``attn all`` passes those of its
+outcomes passed in (:func:`attn_cli.pipeline.run` compares once; ``attn all`` passes those of its
 check table: one verdict per cell).  Nothing here compares a value with a published one.
 """
 

@@ -1,7 +1,7 @@
 """The parameter layout of one fast-engine run, derived from the exact engine's model.
 
 One run's parameters are one flat row, in the order of
-``build_model(model, hidden).named_parameters()`` (so :func:`attn_cli.core.copy_fast.runs.init_run`
+``build_model(model, hidden).named_parameters()`` (so :func:`attn_cli.core.copy_fast.training.init_run`
 can copy the model's initial weights into it as they are).  Each parameter plays one *role*
 in the hand-written step (the embedding, the encoder's input weights, ...); :data:`ROLES`
 names them, in the order the C kernel receives their offsets.  Nothing here writes a shape:

@@ -32,19 +32,18 @@ from attn_cli.cache import Unavailable, opened, torch_version
 from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
                                                    check_memory, estimate_bytes, run_peak_bytes, validate,
                                                    verify_config)
-from attn_cli.experiments.copy_task.engines import Report, fast_engine, run_exact_engine, run_fast_engine, schedule
+from attn_cli.experiments.copy_task.engines import EngineCallback, fast_engine, run_exact_engine, run_fast_engine, schedule
 from attn_cli.experiments.copy_task.results import Result, assemble, diagonal_fraction
-from attn_cli.experiments.progress import Progress
-from attn_cli.experiments.progress import Report as ProgressReport
+from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 
 ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
 SLOW = True  # minutes of training at the text's settings
-CACHED = False  # not by the runner: each training run is cached on its own (cache.py), keyed by its code
+CACHED = False  # not by the pipeline: each training run is cached on its own (cache.py), keyed by its code
 CACHE_FIELD = "cache_root"  # the Config field that receives the per-user cache folder
 FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")
 
 __all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "METRICS", "MODEL_CHOICES",
-           "TEXT_LENGTHS", "Config", "Report", "Result", "assemble", "cache_key", "cache_path", "check_memory",
+           "TEXT_LENGTHS", "Config", "EngineCallback", "Result", "assemble", "cache_key", "cache_path", "check_memory",
            "code_digest", "diagonal_fraction", "estimate_bytes", "fast_engine", "load_cached", "max_entry_bytes",
            "preflight", "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate",
            "verify_config"]
@@ -58,9 +57,9 @@ def preflight(config: Config) -> None:
     check_memory(config)
 
 
-def run(config: Config, progress: ProgressReport = None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     """Every run of ``config`` (cached ones reused), aggregated; ``progress`` hears a
-    :class:`~attn_cli.experiments.progress.Progress` per report of a run (``item`` = the run's
+    :class:`~attn_cli.experiments.progress.ProgressEvent` per report of a run (``item`` = the run's
     index in ``config.plan()``, ``item_done`` its steps, ``value`` its loss).
 
     With more than one job the runs go to forkserver worker processes: a script calling this
@@ -74,7 +73,7 @@ def run(config: Config, progress: ProgressReport = None) -> Result:
         return _run(config, progress, store, notes, start)
 
 
-def _run(config: Config, progress: ProgressReport, store, notes: list[str], start: float) -> Result:
+def _run(config: Config, progress: ProgressCallback, store, notes: list[str], start: float) -> Result:
     specs = config.plan()
     report = _reporter(specs, progress)
     outcomes: list[RunOutcome | None] = [None] * len(specs)
@@ -132,7 +131,7 @@ def _overlap(config: Config, exact) -> bool:
     return config.device == "cpu" and min(config.worker_count(), len(exact)) > 1
 
 
-def _exact_beside_fast(exact, fast, config: Config, report: Report, done) -> None:
+def _exact_beside_fast(exact, fast, config: Config, report: EngineCallback, done) -> None:
     """The exact runs in their worker processes and, meanwhile, the fast ones in a thread of
     this process: the cores a short exact run leaves idle while the longest one trains do the
     fast seeds.  No number
@@ -165,15 +164,15 @@ def _exact_beside_fast(exact, fast, config: Config, report: Report, done) -> Non
         raise failure[0]
 
 
-def _reporter(specs, progress: ProgressReport) -> Report:
-    """The engines' ``(run, step, steps, loss, status)`` reports as Progress events."""
+def _reporter(specs, progress: ProgressCallback) -> EngineCallback:
+    """The engines' ``(run, step, steps, loss, status)`` reports as ProgressEvents."""
     finished: set[int] = set()
 
     def report(index: int, step: int, steps: int, loss: float, status: str) -> None:
         if status in ("done", "cached"):
             finished.add(index)
         if progress is not None:
-            progress(Progress(len(finished), len(specs), f"run {index}: step {step}/{steps}, loss {loss:.3f}",
+            progress(ProgressEvent(len(finished), len(specs), f"run {index}: step {step}/{steps}, loss {loss:.3f}",
                               item=index, item_done=step, item_total=steps, value=loss, status=status))
 
     return report

@@ -15,7 +15,7 @@ from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.config import Config
 
 # (run index in plan order, step, total steps, loss, status: "running" | "cached" | "done")
-Report = Optional[Callable[[int, int, int, float, str], None]]
+EngineCallback = Optional[Callable[[int, int, int, float, str], None]]
 Done = Callable[[int, RunOutcome], None]
 Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
 
@@ -51,7 +51,7 @@ def schedule(todo: Todo) -> Todo:
     return sorted(todo, key=lambda item: -_cost(item[1]))
 
 
-def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done, stop=None) -> None:
+def run_fast_engine(todo: Todo, config: Config, report: EngineCallback, done: Done, stop=None) -> None:
     """Run the fast engine on every run of ``todo`` at once (its threads: ``config.jobs``);
     ``stop`` (a threading.Event) ends it early from another thread."""
     run = fast_engine()
@@ -68,7 +68,7 @@ def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done, stop
         done(index, outcome)
 
 
-def run_exact_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
+def run_exact_engine(todo: Todo, config: Config, report: EngineCallback, done: Done) -> None:
     """Run the exact engine: in this process for one run or one job, else a process pool."""
     todo = schedule(todo)
     workers = min(config.worker_count(), len(todo))
@@ -133,7 +133,7 @@ def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
     return Worker.current.run(index, spec, device)
 
 
-def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Done) -> None:
+def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, done: Done) -> None:
     import multiprocessing as mp
     import queue as queue_mod
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait

@@ -41,14 +41,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments.progress import Progress, Report
+from attn_cli.experiments.progress import ProgressEvent, ProgressCallback
 from attn_cli.experiments.exercises import (ex01_readouts, ex02_noise, ex03_rank, ex04_key_noise, ex05_pruning,
                                             ex06_timing, ex07_cross_cost, ex08_gqa, ex09_slices, ex10_permute,
                                             ex11_projections, ex12_learned)
 
 ARTIFACTS = tuple(f"d2l-ex{i}" for i in range(1, 13))
 SLOW = False  # seconds at --quick, about 15 s at full size
-CACHED = True  # the runner keeps the Result in the per-user cache (keyed by the config and the code)
+CACHED = True  # the pipeline keeps the Result in the per-user cache (keyed by the config and the code)
 ENGINES: tuple[str, ...] = ()
 FIGURES = ("exercise_2.png", "exercise_6.png", "exercise_11.png", "exercise_12.png")
 
@@ -185,8 +185,8 @@ def estimate_bytes(config: Config) -> int:
                    8 * 4096 * 2 * 16)
 
 
-def run(config: Config, progress: Report = None) -> Result:
-    """Run the selected exercises; ``progress`` hears a Progress before each (label "N. title")."""
+def run(config: Config, progress: ProgressCallback = None) -> Result:
+    """Run the selected exercises; ``progress`` hears a ProgressEvent before each (label "N. title")."""
     import time
 
     import torch
@@ -199,7 +199,7 @@ def run(config: Config, progress: Report = None) -> Result:
     selected = parse_selection(config.exercises)
     for i, number in enumerate(selected):
         if progress is not None:
-            progress(Progress(i, len(selected), f"{number}. {TITLES[number]}"))
+            progress(ProgressEvent(i, len(selected), f"{number}. {TITLES[number]}"))
         torch.manual_seed(config.seed)
         start = time.perf_counter()
         setattr(result, f"ex{number}", MODULES[number].run(exercise_config(number, config)))

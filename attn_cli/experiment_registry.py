@@ -1,7 +1,7 @@
 """Find the experiments and tie them to the catalogue and the published checks.
 
 This is the library behind ``attn list``, ``attn all`` and ``attn verify`` (running them is
-:mod:`attn_cli.runs`); it imports no click and no rich.  Nothing here keeps a hand-written
+:mod:`attn_cli.pipeline`); it imports no click and no rich.  Nothing here keeps a hand-written
 list of experiments, and nothing is guessed:
 
 * :func:`discover` imports every module of :mod:`attn_cli.experiments` and keeps the ones
@@ -9,7 +9,7 @@ list of experiments, and nothing is guessed:
 * each experiment says what it is in module attributes (the contract in
   ``attn_cli/experiments/__init__.py``): ``SLOW`` (minutes at the text's settings: ``attn
   verify --quick`` runs it at ``Config.quick()`` and reports its checks as skipped),
-  ``CACHED`` (the runner keeps its Result in the per-user cache), ``ENGINES``, ``FIGURES``, and
+  ``CACHED`` (the pipeline keeps its Result in the per-user cache), ``ENGINES``, ``FIGURES``, and
   for a slow one ``CACHE_FIELD`` (the Config field that receives the cache folder);
 * the catalogue (:mod:`attn_cli.published.catalogue`) says which artifacts exist;
 * the check families (:func:`attn_cli.published.all_checks`) say which values are published.
@@ -66,7 +66,7 @@ class Experiment:
 
     @property
     def cached(self) -> bool:
-        """The runner keeps its Result in the per-user cache (every experiment over a second)."""
+        """The pipeline keeps its Result in the per-user cache (every experiment over a second)."""
         return bool(self._declared("CACHED"))
 
     @property
@@ -116,7 +116,7 @@ class Experiment:
         return config
 
     def run(self, config: Any, progress: Callable | None = None) -> Any:
-        """``module.run(config, progress)``; ``progress`` hears :class:`~attn_cli.experiments.progress.Progress`."""
+        """``module.run(config, progress)``; ``progress`` hears :class:`~attn_cli.experiments.progress.ProgressEvent`."""
         return self.module.run(config, progress=progress)
 
     def render_module(self) -> ModuleType | None:

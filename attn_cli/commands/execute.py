@@ -1,5 +1,5 @@
 """The one path every command takes: build the Config, run it through the pipeline
-(:func:`attn_cli.runs.run`: checked, run, compared once, figures written), print.
+(:func:`attn_cli.pipeline.run`: checked, run, compared once, figures written), print.
 
 The single commands (``attn sqrt-dk``, ``attn copy-task``, ...) use :func:`execute`, with a
 rich progress display on stderr fed by the experiments' ``Progress`` events; ``attn all`` and
@@ -45,23 +45,23 @@ def bar(description: str | None):
 
 def execute(experiment, render, config, common: Common, *, progress: str | None = None, display=None,
             report=None, cache_root=None, use_cache: bool = True, threads: int | None = 1):
-    """Run one experiment module through the pipeline (:func:`attn_cli.runs.run`), writing its
+    """Run one experiment module through the pipeline (:func:`attn_cli.pipeline.run`), writing its
     figures to --out; print its notes, its tables (or JSON) and the files written.
 
     ``progress``: the description of a progress bar (None: none); ``display(config)``: a
     progress display of the experiment's own instead (the copy task's bars); ``report``: a
     plain progress callback.  A Config the experiment's ``validate`` refuses is a usage error
     (exit 2), before any display or file.  Returns the pipeline's Run."""
-    from attn_cli import runs
+    from attn_cli import pipeline
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
-    from attn_cli.runner import Experiment
+    from attn_cli.experiment_registry import Experiment
 
     exp = Experiment(experiment.__name__.rsplit(".", 1)[-1], experiment, render=render)
     if display is None and progress is not None:
         display = lambda _config: bar(progress)  # noqa: E731
     try:
-        run = runs.run(exp, config, out=common.out, formats=common.formats, progress=report, display=display,
+        run = pipeline.run(exp, config, out=common.out, formats=common.formats, progress=report, display=display,
                        cache_root=cache_root, use_cache=use_cache, threads=threads, numerics=common.numerics)
     except BadConfig as exc:
         raise click.UsageError(str(exc)) from None
@@ -80,7 +80,7 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
-    from attn_cli import runs
+    from attn_cli import pipeline
     from attn_cli.render.console import stderr
 
     plan = list(plan)
@@ -119,7 +119,7 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
 
     progress.start()
     try:
-        return runs.run_experiments(plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache,
+        return pipeline.run_experiments(plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache,
                                     numerics=numerics)
     finally:
         progress.stop()

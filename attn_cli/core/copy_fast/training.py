@@ -31,7 +31,7 @@ from attn_cli.numerics import effective_isa
 PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 
 # progress(spec_index, step_done, total_steps, loss)
-FastProgress = Optional[Callable[[int, int, int, float], None]]
+RunStepCallback = Optional[Callable[[int, int, int, float], None]]
 
 
 @dataclass
@@ -219,7 +219,7 @@ def available_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_fast(specs: list[RunSpec], device: str = "cpu", progress: FastProgress = None, *,
+def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallback = None, *,
              threads: Optional[int] = None, backend: str = "auto",
              stop: Optional[threading.Event] = None) -> list[RunOutcome]:
     """Train and evaluate every spec with the fast engine; outcomes in the order of ``specs``.

@@ -21,7 +21,7 @@ from typing import Any, Callable, ContextManager, Iterable, Sequence
 
 from attn_cli.errors import AttnError, BadConfig, WriteFailed
 from attn_cli.published.compare import MISSING, Outcome
-from attn_cli.runner import Experiment, Registry, ranges
+from attn_cli.experiment_registry import Experiment, Registry, ranges
 
 Display = Callable[[Any], ContextManager[Callable | None]]  # config -> a block that yields the progress callback
 
