@@ -316,10 +316,11 @@ def _parsed(command: str, folder: str, only, options: dict):
 def _library_options(common, p: dict) -> dict:
     """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line."""
     from attn_cli.commands.cache import cache_root
+    from attn_cli.commands.catalogue import seed_count
 
     return dict(seed=common.seed, device=common.device, quick=common.quick, numerics=common.numerics,
                 cache_root=cache_root(common), use_cache=not p["no_cache"], scheduler=common.scheduler,
-                scheduler_from=common.scheduler_from)
+                scheduler_from=common.scheduler_from, **seed_count(p.get("n_seeds"), common))
 
 
 def _translated(call):

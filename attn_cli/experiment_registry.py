@@ -92,12 +92,14 @@ class Experiment:
 
     def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
                cache_root: str | Path | None = None, engine: str | None = None, use_cache: bool = True,
-               verify: bool = False, scheduler: str | None = None, scheduler_from: str | None = None) -> Any:
+               verify: bool = False, scheduler: str | None = None, scheduler_from: str | None = None,
+               verify_seeds: int | None = None) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
         a slow experiment also gets its cache folder ``cache_root`` and ``use_cache`` (False
         recomputes); ``engine`` ("fast" or "exact") is set where the experiment has engines.
         ``verify``: the configuration ``attn verify`` judges (the module's
-        ``verify_config(config)`` where it has one: the copy task's seeds)."""
+        ``verify_config(config)`` where it has one: the copy task's seeds, ``verify_seeds`` of
+        them where given)."""
         overrides: dict[str, Any] = {"seed": seed, "device": device}
         if self.cache_field:
             overrides["use_cache"] = use_cache
@@ -112,7 +114,7 @@ class Experiment:
         cls = self.module.Config
         config = cls.quick(**overrides) if quick else cls(**overrides)
         if verify and hasattr(self.module, "verify_config"):
-            config = self.module.verify_config(config)
+            config = self.module.verify_config(config, **({"seeds": verify_seeds} if verify_seeds else {}))
         return config
 
     def run(self, config: Any, progress: Callable | None = None) -> Any:

@@ -6,7 +6,8 @@ way and request the same cached runs (the copy task's cache keys come from its C
 - :func:`judged`: the configuration every check is judged at: each experiment's defaults
   (the texts' settings) with ``--seed`` and ``--device``, and where the experiment has one
   its ``verify_config`` (the copy task: ``--seed`` with the exact engine and the next seeds
-  with the fast one, judged by :mod:`attn_cli.published.seed_rule`).  ``quick`` (``attn
+  with the fast one, judged by :mod:`attn_cli.published.seed_rule`; ``seeds`` of them in all,
+  default :data:`~attn_cli.published.seed_rule.MIN_SEEDS`).  ``quick`` (``attn
   verify --quick``) runs the slow experiments at ``Config.quick()`` instead, not judged.
 - :func:`smoke`: ``attn all --quick``, every experiment at ``Config.quick()`` (on its fast
   engine where it has one): a smoke run that judges nothing, nothing trained included
@@ -30,13 +31,18 @@ Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is n
 
 
 def judged(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True,
-           quick: bool = False, **cluster) -> Plan:
-    """Each experiment at the configuration its checks are judged at (see the module)."""
+           quick: bool = False, seeds: int | None = None, **cluster) -> Plan:
+    """Each experiment at the configuration its checks are judged at (see the module);
+    ``seeds``: how many seeds judge a trained value (None: the seed rule's default)."""
+    from attn_cli.published.seed_rule import MAX_SEEDS
+
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        raise ValueError(f"the seed rule takes 1 to {MAX_SEEDS} seeds, not {seeds}")
     plan = []
     for exp in experiments:
         reduced = quick and exp.slow
         plan.append((exp, exp.config(seed=seed, device=device, quick=reduced, cache_root=cache_root, use_cache=use_cache,
-                                     verify=not reduced, **cluster), QUICK if reduced else None))
+                                     verify=not reduced, verify_seeds=seeds, **cluster), QUICK if reduced else None))
     return plan
 
 

@@ -101,13 +101,14 @@ class AllReport:
 def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quick: bool = False,
            numerics: str | None = None, cache_root: str | Path | None = None, use_cache: bool = True,
            scheduler: str | None = None, scheduler_from: str | None = None, out: Path | None = None,
-           progress: RunPlan | None = None) -> VerifyReport:
+           seeds: int | None = None, progress: RunPlan | None = None) -> VerifyReport:
     """Regenerate the published values ``only`` selects (all without it) and judge them.
 
     Each experiment a selected check needs runs once at the configuration its checks are
     judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
     ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
-    ``verify.html`` there.  Raises :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only``
+    ``verify.html`` there.  ``seeds``: how many seeds judge each trained value (``--seed`` with
+    the exact engine, the next ones with the fast one; None: the seed rule's default).  Raises :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only``
     that names nothing and :class:`attn_cli.experiment_registry.SeedOutOfRange` before any work.
     """
     from attn_cli.plan import judged
@@ -117,7 +118,7 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
     plan = judged(needed, seed=seed, device=device, cache_root=cache_root, use_cache=use_cache, quick=quick,
-                  **cluster(scheduler, scheduler_from, needed))
+                  seeds=seeds, **cluster(scheduler, scheduler_from, needed))
     check_plan_seeds(plan)
     started = time.perf_counter()
     done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
@@ -137,12 +138,14 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
 def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu",
                    quick: bool = False, numerics: str | None = None, formats: Sequence[str] = ("png",),
                    cache_root: str | Path | None = None, use_cache: bool = True, scheduler: str | None = None,
-                   scheduler_from: str | None = None, progress: RunPlan | None = None) -> AllReport:
+                   scheduler_from: str | None = None, seeds: int | None = None,
+                   progress: RunPlan | None = None) -> AllReport:
     """Run the experiments ``only`` selects (every one without it) and write into ``out`` each
     one's tables, JSON and figures as it finishes, then ``manifest.json``, ``index.md`` and
     ``index.html``.  Every check is judged once, as :func:`verify` judges it (``quick``: a smoke
     run at ``Config.quick()`` that judges nothing).  An experiment that fails is recorded in its
-    section, and the rest still run and are written.  Raises as :func:`verify` does.
+    section, and the rest still run and are written.  ``seeds`` as in :func:`verify` (not with
+    ``quick``, which trains one seed: :class:`attn_cli.errors.BadConfig`).  Raises as :func:`verify` does.
     """
     from attn_cli import report_files
     from attn_cli.plan import judged, smoke
@@ -155,9 +158,13 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     artifact_ids, _ = registry.select(only)
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
+    if quick and seeds is not None:
+        from attn_cli.errors import BadConfig
+
+        raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
     make_plan = smoke if quick else judged
     plan = make_plan(experiments, seed=seed, device=device, cache_root=cache_root, use_cache=use_cache,
-                     **cluster(scheduler, scheduler_from, experiments))
+                     **({} if seeds is None else {"seeds": seeds}), **cluster(scheduler, scheduler_from, experiments))
     check_plan_seeds(plan)
 
     sections = []

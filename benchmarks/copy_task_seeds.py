@@ -20,8 +20,11 @@ The exact runs are spread over --jobs worker processes (one thread each, no numb
 changes); the fast runs use run_fast with --jobs threads.  Numerics are pinned to AVX2 as
 in `attn`'s default portable mode (``--numerics native``: the host's fastest kernels).
 
+The seeds are given as ``attn copy-task --seeds`` takes them (the same parser): listed, or as
+inclusive ranges.
+
     python benchmarks/copy_task_seeds.py            # length 16, 1500 steps, seeds 0-15 (~3.5 min on 2 cores)
-    python benchmarks/copy_task_seeds.py --length 32 --steps 2500 --seeds 64 --jobs 16   # the text's setting (~10 min on 16 cores)
+    python benchmarks/copy_task_seeds.py --length 32 --steps 2500 --seeds 0-63 --jobs 16   # the text's setting (~10 min on 16 cores)
 """
 
 from __future__ import annotations
@@ -182,6 +185,12 @@ def run_exact(specs, jobs: int):
     return out
 
 
+def _span(seeds: list[int]) -> str:
+    """"0-63" for consecutive seeds, else the list."""
+    consecutive = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
+    return f"{seeds[0]}-{seeds[-1]}" if consecutive and len(seeds) > 1 else " ".join(map(str, seeds))
+
+
 def load() -> str:
     try:
         return "load %.2f %.2f %.2f" % os.getloadavg()
@@ -218,16 +227,25 @@ def main(argv=None) -> int:
     ap.add_argument("--length", type=int, default=16)
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--hidden-size", "--hidden", dest="hidden", type=int, default=32, help="GRU hidden size")
-    ap.add_argument("--seeds", type=int, default=16, help="N seeds for each engine (at least 3)")
-    ap.add_argument("--first-seed", type=int, default=0, help="the seeds are first-seed .. first-seed+N-1")
+    ap.add_argument("--seeds", nargs="+", default=["0-15"], metavar="K",
+                    help="seeds for each engine, as `attn copy-task --seeds` takes them: listed or inclusive "
+                         "ranges (0-63); at least 3  (default: 0-15)")
     ap.add_argument("--jobs", type=int, default=None, help="processes (exact) and threads (fast); default: CPUs")
     ap.add_argument("--backend", choices=["auto", "kernel", "torch"], default="auto", help="fast engine backend")
     ap.add_argument("--numerics", choices=["portable", "native"], default="portable")
     ap.add_argument("--permutations", type=int, default=20000)
     ap.add_argument("--json", default=None, help="also write runs and statistics to this file")
     args = ap.parse_args(argv)
-    if args.seeds < 3:
-        ap.error("--seeds must be at least 3")
+    import click
+
+    from attn_cli.options import SEEDS
+
+    try:
+        seeds = list(dict.fromkeys(s for value in args.seeds for s in SEEDS.convert(value, None, None)))
+    except click.BadParameter as exc:
+        ap.error(f"--seeds: {exc.format_message()}")
+    if len(seeds) < 3:
+        ap.error("--seeds must name at least 3 seeds")
     if args.numerics == "portable":
         os.environ.update(PORTABLE)  # before torch loads; spawned workers inherit it
 
@@ -238,9 +256,9 @@ def main(argv=None) -> int:
 
     jobs = args.jobs or available_cpus()
     specs = [RunSpec(model=args.model, length=args.length, seed=k, steps=args.steps, hidden=args.hidden)
-             for k in range(args.first_seed, args.first_seed + args.seeds)]
+             for k in seeds]
     print(f"copy-task seed distributions: {args.model}, length {args.length}, {args.steps} steps, hidden "
-          f"{args.hidden}, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; numerics {args.numerics}; torch {torch.__version__}; "
+          f"{args.hidden}, seeds {_span(seeds)}; numerics {args.numerics}; torch {torch.__version__}; "
           f"{jobs} jobs; {load()}", flush=True)
     t0 = time.perf_counter()
     fast = run_fast(specs, threads=jobs, backend=args.backend)
@@ -256,7 +274,7 @@ def main(argv=None) -> int:
         print(f"  seed {e.spec.seed:3d}: {e.teacher_forced:.4f} {e.free_running:.4f} {e.exact:.4f} | "
               f"{f.teacher_forced:.4f} {f.free_running:.4f} {f.exact:.4f}")
     rows = compare(exact, fast, args.permutations)
-    n = args.seeds
+    n = len(seeds)
     print(f"\nmetric          exact mean +- std   fast mean +- std   Welch p (perm)   "
           f"Brown-Forsythe p (perm)   std fast/exact [95%]   same seed |fast-exact|")
     for r in rows:

@@ -10,11 +10,14 @@ on loopback, started by the test as subprocesses and always stopped (by their id
 - a worker killed mid-sweep costs only its run: the sweep finishes with the same numbers;
 - a scheduler gone mid-sweep is one ``Error:`` line, with the finished runs cached;
 - an unreachable scheduler is one ``Error:`` line naming where its address came from;
-- a worker whose torch already runs other kernels, other code, or another ISA is refused.
+- a worker whose torch already runs other kernels, other code, or another ISA is refused;
+- each run announces its start (the progress bar's running count), and a run restarted after
+  its worker was killed counts as one failed attempt.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -225,6 +228,68 @@ def test_a_scheduler_gone_mid_sweep_is_one_error_line_and_the_finished_runs_stay
     assert len([line for line in stderr.splitlines() if line.strip()]) == 1, stderr
     kept = list(cache.glob("copy_task/*.json"))
     assert 1 <= len(kept) < 6
+
+
+def test_each_run_announces_its_start_so_the_progress_bar_counts_running_runs(cluster, tmp_path):
+    """The events behind ``--scheduler``'s progress bar, heard in this process: every run says
+    when it starts on a worker (counted running), then finishes (counted done); none failed."""
+    from attn_cli.commands.cluster_progress import RunCounts
+    from attn_cli.experiments import copy_task as exp
+
+    config = exp.Config(lengths=(3,), seeds=(0, 1, 2), steps=20, eval_size=20, model="attention",
+                        scheduler=cluster, scheduler_from="--scheduler")
+    counts, heard = RunCounts(3), []
+
+    def progress(event):
+        heard.append((event.item, event.status))
+        counts.update(event)
+
+    exp.run(config, progress=progress)
+    assert {item for item, status in heard if status == "started"} == {0, 1, 2}
+    assert counts.line() == "3/3 done, 0 running, 0 failed"
+    again = RunCounts(3)
+    exp.run(dataclasses.replace(config, cache_root=str(tmp_path)), progress=again.update)  # nothing cached: trains
+    exp.run(dataclasses.replace(config, cache_root=str(tmp_path)), progress=(cached := RunCounts(3)).update)
+    assert again.line() == cached.line() == "3/3 done, 0 running, 0 failed"
+
+
+def test_a_run_restarted_after_its_worker_was_killed_counts_as_one_failed_attempt(loopback, tmp_path):
+    import threading
+
+    from attn_cli.commands.cluster_progress import RunCounts
+    from attn_cli.experiments import copy_task as exp
+
+    address = loopback.ensure()
+    config = exp.Config(lengths=(3, 4), seeds=(0, 1), steps=150, eval_size=50, model="attention",
+                        scheduler=address, scheduler_from="--scheduler")
+    counts, failure = RunCounts(4), []
+
+    def sweep():
+        try:
+            exp.run(config, progress=counts.update)
+        except BaseException as exc:  # handed to the test
+            failure.append(exc)
+
+    thread = threading.Thread(target=sweep, daemon=True)
+    thread.start()
+    killed = None
+    with distributed.Client(address, timeout=30) as client:
+        deadline = time.monotonic() + 120
+        while killed is None and time.monotonic() < deadline and thread.is_alive():
+            if counts.running:  # a run announced its start: kill a worker that executes one
+                executing = client.run(lambda dask_worker: len(dask_worker.state.executing))
+                busy = [w for w, n in executing.items() if n]
+                if busy:
+                    pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+                    assert pid in [w.pid for w in loopback.workers], "the busy worker is not one this test started"
+                    time.sleep(0.2)
+                    os.kill(pid, signal.SIGKILL)
+                    killed = busy[0]
+            time.sleep(0.05)
+    thread.join(timeout=240)
+    assert killed and not thread.is_alive() and not failure, failure
+    assert len(counts.done) == 4 and not counts.running
+    assert counts.failed >= 1, counts.line()  # the killed run started again on the other worker
 
 
 # --------------------------------------------------------------------------- refusals (no cluster)

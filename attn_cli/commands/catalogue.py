@@ -17,6 +17,14 @@ from click.core import ParameterSource
 
 from attn_cli.options import (Common, JudgedCommand, MultiValueOption, cache_dir_option, common_options, format_option,
                               scheduler_option)
+from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
+
+
+def seed_count_option(f):
+    """``--seeds N``: how many seeds judge each trained cell (verify, all; see :func:`seed_count`)."""
+    return click.option("--seeds", "n_seeds", type=click.IntRange(1, MAX_SEEDS), default=None, metavar="N",
+                        help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
+                             f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]")(f)
 
 
 @click.command(cls=JudgedCommand, name="list")
@@ -51,12 +59,14 @@ def list_(as_json: bool):
 @common_options
 @cache_dir_option
 @scheduler_option
-def verify(only: tuple[str, ...], no_cache: bool, common: Common):
+@seed_count_option
+def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Common):
     """Regenerate every published value and compare it with the text.
 
     Each experiment runs once at its default configuration (the texts' settings), with
     --seed and --device. Trained values (the copy task) are judged by where the published
-    value falls among 5 seeds (--seed with the exact engine, the next 4 with the fast one);
+    value falls among 5 seeds (--seed with the exact engine, the next 4 with the fast one;
+    --seeds N: N seeds); each record carries the seed rule's interval;
     runs in the per-user cache are reused (`attn cache`; --no-cache retrains). Prints
     ID | published | regenerated | tolerance | status (each tolerance's reason and each
     failure in the footnotes), then the summary per kind, e.g. "85 measured and 10 rules
@@ -66,7 +76,8 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     nothing ("not regenerated"). --json prints a list of objects: id, artifact, published,
     regenerated, tolerance, kind (measured, rule, identity), test (abs, exact, below, rule),
     ok (null when skipped), status, reason (of the tolerance), note; a trained value adds
-    values (one per seed or run) and rule.
+    values (one per seed or run), rule, and the seed rule's interval (mean, half_width,
+    low, high, n, std).
 
     --quick runs the cheap experiments at their defaults all the same (seconds; the
     published values hold only there) and the slow copy task at its quick configuration,
@@ -81,6 +92,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
         attn verify --only w9 --out report/
         attn verify --only w9-sqrt-dk d2l-mha-params --json
         attn verify --quick
+        attn verify --only w9-copy-task --seeds 16
     """
     from attn_cli import regenerate, experiment_registry
     from attn_cli.commands import execute
@@ -90,6 +102,7 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
     try:
         checked = regenerate.verify(only, seed=common.seed, device=common.device, quick=common.quick,
+                                    **seed_count(n_seeds, common),
                                     numerics=common.numerics, cache_root=cache_root(common), use_cache=not no_cache,
                                     scheduler=common.scheduler, scheduler_from=common.scheduler_from,
                                     out=common.out if given_out else None, progress=execute.run_plan)
@@ -123,7 +136,8 @@ def verify(only: tuple[str, ...], no_cache: bool, common: Common):
 @format_option
 @cache_dir_option
 @scheduler_option
-def all_(only: tuple[str, ...], no_cache: bool, common: Common):
+@seed_count_option
+def all_(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
@@ -136,7 +150,7 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
 
     Every check is judged exactly as `attn verify` judges it, at the same configuration:
     the copy task trains 5 seeds (--seed with the exact engine, the next 4 with the fast
-    one) and each published cell is judged by the seed rule. Its training runs are cached
+    one; --seeds N: N seeds) and each published cell is judged by the seed rule. Its training runs are cached
     in the per-user cache (`attn cache`) and reused by both commands, whatever their --out
     (--no-cache retrains), so `attn all` after
     `attn verify` trains nothing; cold, it takes about as long as a cold `attn verify`.
@@ -159,6 +173,7 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
     out = common.out
     try:
         done = regenerate.regenerate_all(out, only, seed=common.seed, device=common.device, quick=common.quick,
+                                         **seed_count(n_seeds, common),
                                          numerics=common.numerics, formats=common.formats,
                                          cache_root=cache_root(common), use_cache=not no_cache,
                                          scheduler=common.scheduler, scheduler_from=common.scheduler_from,
@@ -193,6 +208,16 @@ def all_(only: tuple[str, ...], no_cache: bool, common: Common):
                              style="red", highlight=False)
     if done.exit_code:
         sys.exit(done.exit_code)
+
+
+def seed_count(n_seeds: int | None, common: Common) -> dict:
+    """``--seeds N`` as keywords of the library functions; a usage error with --quick, which
+    judges nothing trained."""
+    if n_seeds is None:
+        return {}
+    if common.quick:
+        raise click.UsageError("--seeds with --quick: a quick run trains one seed and judges nothing trained")
+    return {"seeds": n_seeds}
 
 
 COMMANDS = [list_, all_, verify]

@@ -91,7 +91,8 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     --scheduler (or ATTN_SCHEDULER) every run not cached trains on that Dask cluster, with the
     same bits (see README, "Seeds on a cluster"). Writes copy_task_accuracy.png
     (+ .csv) and, per length, copy_task_attention_L{length}.png (+ .csv): the trained
-    model's attention on one evaluation sequence.
+    model's attention on one evaluation sequence; with several seeds also copy_task_seeds.png
+    (+ .csv): every seed as a dot, the seed rule's interval as a band, the published value.
 
     \b
     Example:
@@ -127,7 +128,12 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     # the pipeline refuses a bad configuration (validate; preflight: fast engine, memory) before
     # any display or file, then makes the per-user cache folder, the bars and the runs
     try:
-        execute(exp, render, config, common, display=lambda config: _bars(config.plan()),
+        from attn_cli.commands.cluster_progress import cluster_bar  # on a cluster: done, running, failed, ETA
+
+        def display(config):
+            return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
+
+        execute(exp, render, config, common, display=display,
                 cache_root=lambda: cache_root(common), use_cache=not no_cache, threads=None)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: the CLI prints the last line
         note(f"{describe(exc)}: workers stopped; finished runs are cached, a rerun resumes from them")

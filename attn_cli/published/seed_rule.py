@@ -24,7 +24,8 @@ from typing import Sequence
 
 FLOOR = 0.02  # the narrowest interval: a few sequences in 1000 between builds
 LEVEL = 0.99  # two-sided prediction level
-MIN_SEEDS = 5  # attn verify judges trained cells over at least this many seeds
+MIN_SEEDS = 5  # attn verify judges trained cells over this many seeds by default (``--seeds N``)
+MAX_SEEDS = 1024  # the most ``attn verify --seeds N`` accepts: 1024 training runs per cell
 
 
 def _t_pdf(x: float, df: float) -> float:
@@ -75,6 +76,11 @@ class Interval:
     def contains(self, value: float) -> bool:
         return self.low - 1e-12 <= value <= self.high + 1e-12
 
+    def record(self) -> dict:
+        """The interval as plain data (JSON): mean, half-width, its ends, n and std."""
+        return {"mean": self.mean, "half_width": self.half_width, "low": self.low, "high": self.high,
+                "n": self.n, "std": self.std}
+
 
 def interval(values: Sequence[float], floor: float = FLOOR, level: float = LEVEL) -> Interval:
     """The prediction interval of the rule above for ``values`` (one per seed)."""
@@ -107,15 +113,17 @@ class SeedSample:
         return interval(self.values or [self.value])
 
     def record(self) -> dict:
-        """The fields a verify record adds: one value per seed, and the rule."""
+        """The fields a verify record adds: one value per seed, the rule, and its interval
+        (:meth:`Interval.record`: the band the published value must fall in)."""
         return {"values": list(self.values), "seeds": list(self.seeds), "engines": list(self.engines),
-                "rule": self.rule}
+                "rule": self.rule, "interval": self.interval().record()}
 
     def __str__(self) -> str:
         if len(self.values) <= 1:
             return f"{self.value:.4g}"
         iv = self.interval()
-        return f"{self.value:.3f} (seed {self.seeds[0]}); {iv.n} seeds {iv.mean:.3f} ± {iv.std:.3f}"
+        return (f"{self.value:.3f} (seed {self.seeds[0]}); {iv.n} seeds {iv.mean:.3f} ± {iv.std:.3f}, "
+                f"interval {iv.mean:.3f} ± {iv.half_width:.3f}")
 
 
 def judge(sample, published: float) -> bool:

@@ -156,7 +156,8 @@ def _runs_table(result):
 
 
 def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
-    """Write the accuracy plot and one attention map per length, each with its numbers beside.
+    """Write the accuracy plot and one attention map per length, each with its numbers beside;
+    for several seeds per cell also their distribution (:mod:`attn_cli.render.copy_task_seeds`).
 
     A PNG already drawn from the same numbers (its ``attn-digest`` text chunk matches) is
     kept as it is, so a cached rerun does not even import matplotlib.
@@ -183,7 +184,9 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
         paths.append(write_csv(png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
                                                         for t, row in enumerate(m["weights"])],
                                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]))
-    return paths
+    from attn_cli.render import copy_task_seeds  # several seeds per cell: their distribution (nothing for one)
+
+    return paths + copy_task_seeds.figures(result, out, formats, o, draw_once=_draw_once)
 
 
 DIGEST_KEY = "attn-digest"

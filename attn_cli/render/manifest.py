@@ -67,7 +67,8 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
              quick_note: str | None = None) -> dict:
     """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds;
     ``verdicts``: the checks counted by status, and ``not_judged``: each check shown but not
-    judged with the reason (a --quick run: every one, ``quick_note`` says why)."""
+    judged with the reason (a --quick run: every one, ``quick_note`` says why); ``intervals``
+    (only where a trained value was judged): check ID -> the seed rule's interval."""
     artifacts: dict[str, dict] = {}
     for s in sections:
         written = s.figures + s.data
@@ -82,7 +83,7 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
         for aid in s.ids:
             artifacts.setdefault(aid, {"experiment": s.name, "command": s.command,
                                        "files": [f"{s.name}.md", f"{s.name}.json"], "catalogued": False})
-    return {
+    record = {
         "command": command,
         "quick": quick,
         "seed": seed,
@@ -106,6 +107,12 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
                                  "files": s.data + s.figures, "error": s.error}
                         for s in sections},
     }
+    # a trained value judged over seeds: the seed rule's interval (mean ± half-width, n); none in a quick run
+    intervals = {o.check.id: o.regenerated.interval().record() for o in outcomes
+                 if o.status in ("pass", "fail") and callable(getattr(o.regenerated, "interval", None))}
+    if intervals:
+        record["intervals"] = intervals
+    return record
 
 
 def engines_of(config: dict) -> str:

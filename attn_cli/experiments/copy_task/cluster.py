@@ -73,15 +73,33 @@ def where() -> dict[str, str]:
     return {"worker": address[:FIELD_CHARS], "host": socket.gethostname()[:FIELD_CHARS], "cpu": cpu_model()}
 
 
-def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu") -> dict:
+TOPIC = "attn-copy-task-started"  # each attempt of a run says on this Dask event topic that it started
+
+
+def _announce(tag: Optional[str]) -> None:
+    """Tell the client (:data:`TOPIC`) that the run ``tag`` starts on this worker: its progress
+    bar counts running runs, and a run that starts again as a failed attempt.  Best effort."""
+    if tag:
+        try:
+            from distributed import get_worker
+
+            get_worker().log_event(TOPIC, {"tag": str(tag)})
+        except Exception:  # not inside a worker, an old distributed: no announcement, same run
+            pass
+
+
+def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: Optional[str] = None) -> dict:
     """One copy-task run, as the local engines compute it, in this (worker) process.
 
     ``spec``: ``dataclasses.asdict`` of a RunSpec; ``engine``: "exact" or "fast"; ``mode``:
     the numeric mode (:data:`attn_cli.numerics.MODES`).  Returns ``{"outcome": asdict(RunOutcome),
     "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` when this process
     cannot compute under ``mode`` (its torch already runs other kernels).  Plain data only.
+    ``tag``: the client's name of the run, announced on :data:`TOPIC` as it starts.
     """
     from attn_cli import numerics
+
+    _announce(tag)
 
     place = where()
     try:
@@ -199,13 +217,15 @@ def run_cluster_engine(todo, config, report, done) -> None:
     client = connect(address, source)
     futures: dict = {}
     finished, collected = False, 0
+    tags = {f"attn-copy-task-{config.engine_of(spec)}-{index}-{_token()}": (index, spec) for index, spec in todo}
+    listening = _listen(client, tags, report)
     try:
         from distributed import as_completed
 
-        for index, spec in todo:
+        for key, (index, spec) in tags.items():
             engine = config.engine_of(spec)
-            fut = client.submit(train_on_worker, dataclasses.asdict(spec), engine, mode, config.device,
-                                pure=False, retries=RETRIES, key=f"attn-copy-task-{engine}-{index}-{_token()}")
+            fut = client.submit(train_on_worker, dataclasses.asdict(spec), engine, mode, config.device, key,
+                                pure=False, retries=RETRIES, key=key)
             futures[fut] = (index, spec, engine)
         for fut in as_completed(list(futures), loop=client.loop):
             index, spec, engine = futures.pop(fut)
@@ -214,6 +234,7 @@ def run_cluster_engine(todo, config, report, done) -> None:
                 answer = fut.result()
             except Exception as exc:  # the task raised RETRIES + 1 times, its workers died, or the scheduler went
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                report(index, 0, spec.steps, float("nan"), "failed")
                 if "scheduler-connection-lost" in reason or client.status not in ("running", "connecting"):
                     raise ClusterError(f"lost the Dask scheduler at {address} (from {source}) mid-sweep: "
                                        f"the {collected} run(s) finished before are kept in the cache; "
@@ -230,7 +251,31 @@ def run_cluster_engine(todo, config, report, done) -> None:
                 client.cancel(list(futures))
             except Exception:  # the scheduler may be gone already
                 pass
+        if listening:
+            try:
+                client.unsubscribe_topic(TOPIC)
+            except Exception:
+                pass
         client.close()
+
+
+def _listen(client, tags: dict, report) -> bool:
+    """Hear each run's start (:data:`TOPIC`) as ``report(index, 0, steps, nan, "started")``:
+    a progress display counts running runs and restarted ones.  False where this Dask cannot."""
+
+    def heard(event) -> None:  # on the client's event loop: never raise there
+        try:
+            _, message = event
+            index, spec = tags[message["tag"]]
+            report(index, 0, spec.steps, float("nan"), "started")
+        except Exception:
+            pass
+
+    try:
+        client.subscribe_topic(TOPIC, heard)
+    except Exception:  # an older distributed: the bar counts finished runs only
+        return False
+    return True
 
 
 def _token() -> str:

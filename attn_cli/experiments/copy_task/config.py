@@ -88,15 +88,17 @@ def recorded(config: Config) -> dict:
     return {k: v for k, v in dataclasses.asdict(config).items() if k not in LOCAL_FIELDS}
 
 
-def verify_config(config: Config) -> Config:
-    """What ``attn verify`` trains: the text's configuration over the seeds the seed rule
-    needs (``--seed`` and the next ones), the first with ``config.engine`` (exact: the text's
-    program, bit for bit), the others with the fast engine (same seed distribution, a
-    fraction of the time)."""
+def verify_config(config: Config, seeds: int | None = None) -> Config:
+    """What ``attn verify`` trains: the text's configuration over ``seeds`` seeds for the seed
+    rule (default :data:`~attn_cli.published.seed_rule.MIN_SEEDS`: ``--seed`` and the next
+    ones), the first with ``config.engine`` (exact: the text's program, bit for bit), the
+    others with the fast engine (same seed distribution, a fraction of the time)."""
     from attn_cli.published.seed_rule import MIN_SEEDS
 
-    first = config.seed_list[0]
-    return dataclasses.replace(config, seeds=tuple(range(first, first + MIN_SEEDS)), extra_seed_engine="fast")
+    first, n = config.seed_list[0], MIN_SEEDS if seeds is None else seeds
+    if n < 1:
+        raise AttnError(f"the seed rule needs at least one seed, not {n}")
+    return dataclasses.replace(config, seeds=tuple(range(first, first + n)), extra_seed_engine="fast")
 
 
 def validate(config: Config) -> None:

@@ -1,0 +1,74 @@
+"""The progress display of copy-task runs on a Dask cluster (``--scheduler``): one bar over
+the sweep that counts done, running and failed runs across the cluster, with an ETA.
+
+:class:`RunCounts` does the counting from the copy task's ``Progress`` events (no terminal
+needed: it is what the tests check); :func:`cluster_bar` shows it with rich on stderr.
+
+The events (:mod:`attn_cli.experiments.copy_task`): ``cached`` and ``done`` finish a run;
+``started`` is one attempt of a run beginning on a worker (announced by the worker itself), so a
+run that starts again, its worker killed or its task retried, counts one failed attempt;
+``failed`` is a run that failed for good (the sweep then stops with one ``Error:`` line).
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+
+class RunCounts:
+    """Done, running and failed runs of a sweep of ``total`` runs, from Progress events."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.done: set[int] = set()
+        self.running: set[int] = set()
+        self.failed = 0  # failed attempts: restarted runs and runs that failed for good
+        self._started: set[int] = set()
+        self._lock = threading.Lock()  # events come from the client's event loop and the main thread
+
+    def update(self, event) -> None:
+        item, status = event.item, event.status
+        if item is None:
+            return
+        with self._lock:
+            if status in ("done", "cached"):
+                self.done.add(item)
+                self.running.discard(item)
+            elif status == "failed":
+                self.failed += 1
+                self.running.discard(item)
+            elif status in ("started", "running") and item not in self.done:
+                if status == "started" and item in self._started:
+                    self.failed += 1  # a second attempt: the first was lost (worker killed, task raised)
+                self._started.add(item)
+                self.running.add(item)
+
+    def line(self) -> str:
+        """E.g. "12/32 done, 2 running, 1 failed"."""
+        return f"{len(self.done)}/{self.total} done, {len(self.running)} running, {self.failed} failed"
+
+
+@contextmanager
+def cluster_bar(specs, address: str, enabled: bool = True):
+    """One rich bar on stderr for the runs ``specs`` on the cluster at ``address``; yields
+    the experiment's ``progress`` callback (None when not ``enabled``)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from attn_cli.render.console import stderr
+
+    counts = RunCounts(len(specs))
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=stderr,
+                        transient=True)
+    task = progress.add_task(f"runs on {address[:60]}", total=len(specs), counts=counts.line())
+
+    def update(event) -> None:
+        counts.update(event)
+        progress.update(task, completed=len(counts.done), counts=counts.line())
+
+    with progress:
+        yield update

@@ -1,0 +1,154 @@
+"""``copy_task_seeds.png`` and ``copy_task_seeds.csv``: the copy task's seed distribution.
+
+Written for any copy-task run with more than one seed per cell (``attn copy-task --seeds
+0-4``, and ``attn verify``/``attn all`` with their seeds), never for one seed.  Per metric
+(one panel each: teacher-forced, free-running, whole-sequence) and length, per model: every
+seed as a dot, the seed rule's interval (:func:`attn_cli.published.seed_rule.interval`) as a
+band, and the published value, where the text prints one, as a marker.
+
+Plain data in: the copy task's Result (its ``rows``, one per run, and its ``config``) and the
+outcomes of its checks (the published values); nothing here imports an experiment or judges a
+value: the band is the rule's interval, the verdict stays the check table's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from attn_cli.published.copy_task import METRICS, check_id
+from attn_cli.published.seed_rule import LEVEL, interval
+
+SEEDS_PNG = "copy_task_seeds.png"
+SEEDS_CSV = "copy_task_seeds.csv"
+TITLES = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole sequence exact"}
+MODELS = ("attention", "plain")
+COLOURS = {"attention": "tab:blue", "plain": "tab:red"}
+LABELS = {"attention": "attention (W9 2.3)", "plain": "plain (Week 8)"}
+LOOK = 1  # bump when the figure's look changes: a PNG drawn from the same numbers is then redrawn
+CSV_HEADER = ("model", "length", "metric", "seed", "engine", "value", "n", "mean", "half_width", "low", "high",
+              "published", "status")
+
+
+def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
+    """One entry per (model, length, metric) in the Result's order: its seeds, engines and
+    values (one per run), the seed rule's interval (``Interval.record()``), the published
+    value and its check's status (both None where the text prints none)."""
+    out = []
+    models = [m for m in MODELS if any(r["model"] == m for r in result.rows)]
+    for model in models:
+        for length in result.config["lengths"]:
+            rows = [r for r in result.rows if r["model"] == model and r["length"] == length]
+            if not rows:
+                continue
+            for metric in METRICS:
+                values = [float(r[metric]) for r in rows]
+                found = outcomes.get(check_id(model, length, metric))
+                out.append({"model": model, "length": length, "metric": metric, "seeds": [r["seed"] for r in rows],
+                            "engines": [r["engine"] for r in rows], "values": values,
+                            "interval": interval(values).record(),
+                            "published": None if found is None else found.published,
+                            "status": None if found is None else found.status})
+    return out
+
+
+def several_seeds(result: Any) -> bool:
+    """More than one seed in some cell: the runs this figure is for."""
+    seen: dict = {}
+    for r in result.rows:
+        seen.setdefault((r["model"], r["length"]), set()).add(r["seed"])
+    return any(len(s) > 1 for s in seen.values())
+
+
+def csv_rows(entries: list[dict]) -> list[list]:
+    """One row per run and metric (:data:`CSV_HEADER`): the seed's value beside its cell's interval."""
+    rows = []
+    for e in entries:
+        iv = e["interval"]
+        for seed, engine, value in zip(e["seeds"], e["engines"], e["values"]):
+            rows.append([e["model"], e["length"], e["metric"], seed, engine, value, iv["n"], iv["mean"],
+                         iv["half_width"], iv["low"], iv["high"], "" if e["published"] is None else e["published"],
+                         e["status"] or ""])
+    return rows
+
+
+def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any],
+            draw_once: Callable | None = None) -> list[Path]:
+    """Write the PNG (in each of ``formats``) and its CSV for a multi-seed run; nothing for one seed.
+    ``draw_once(path, data, formats, draw)``: the caller's redraw-only-when-changed helper
+    (``draw(digest)`` draws); without it the figure is always drawn."""
+    from attn_cli.render.files import write_csv
+
+    if not several_seeds(result):
+        return []
+    out = Path(out)
+    png = out / SEEDS_PNG
+    entries = samples(result, outcomes)
+    cfg = {k: result.config.get(k) for k in ("steps", "hidden", "batch_size", "lr", "eval_size", "device", "engine",
+                                             "extra_seed_engine", "lengths")}
+
+    def draw(digest: str | None) -> list[Path]:
+        return _figure(entries, cfg, png, formats, digest)
+
+    paths = draw_once(png, {"seeds": entries, "config": cfg, "look": LOOK}, formats, draw) if draw_once else draw(None)
+    paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
+    return paths
+
+
+def _jitter(i: int, n: int, width: float) -> float:
+    """A deterministic horizontal offset for the i-th of n dots (golden-ratio spread), in ±width/2."""
+    return 0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width
+
+
+def _figure(entries: list[dict], cfg: dict, path: Path, formats, digest: str | None) -> list[Path]:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from attn_cli.render.figures import new_figure
+    from attn_cli.render.files import save_figure
+
+    lengths = list(dict.fromkeys(e["length"] for e in entries))
+    models = list(dict.fromkeys(e["model"] for e in entries))
+    k = len(lengths)
+    fig, axes = new_figure(1, len(METRICS), figsize=(max(9.0, 3 * (1.2 + 0.75 * k)), 4.4), sharey=True)
+    step = 0.8 / len(models)  # each length's slot is shared by the models side by side
+    for ax, metric in zip(axes, METRICS):
+        for j, model in enumerate(models):
+            offset = (j - (len(models) - 1) / 2) * step
+            for e in (e for e in entries if e["model"] == model and e["metric"] == metric):
+                x = lengths.index(e["length"]) + offset
+                iv = e["interval"]
+                ax.fill_between([x - 0.42 * step, x + 0.42 * step], max(iv["low"], -0.02), min(iv["high"], 1.02),
+                                color=COLOURS[model], alpha=0.18, linewidth=0)
+                ax.plot([x - 0.42 * step, x + 0.42 * step], [iv["mean"]] * 2, color=COLOURS[model], lw=1)
+                n = len(e["values"])
+                ax.scatter([x + _jitter(i, n, 0.6 * step) for i in range(n)], e["values"], s=12 if n <= 16 else 6,
+                           color=COLOURS[model], alpha=0.85 if n <= 16 else 0.55, linewidths=0, zorder=3)
+                if e["published"] is not None:
+                    ax.plot([x], [e["published"]], marker="D", markersize=8, markerfacecolor="none",
+                            markeredgecolor="black", markeredgewidth=1.4, linestyle="none", zorder=4)
+        ax.set_xticks(range(k), labels=[str(L) for L in lengths])
+        ax.set_xlim(-0.6, k - 0.4)
+        ax.set_ylim(-0.03, 1.05)
+        ax.set_xlabel("sequence length")
+        ax.set_title(TITLES[metric], fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].set_ylabel("accuracy")
+    n_seeds = max(len(e["values"]) for e in entries)
+    handles = [Patch(color=COLOURS[m], alpha=0.5, label=LABELS[m]) for m in models]
+    judged = any(e["status"] in ("pass", "fail") for e in entries)
+    handles += [Line2D([], [], marker="o", color="gray", linestyle="none", markersize=4, label="one seed"),
+                Patch(color="gray", alpha=0.25, label=f"seed rule's {LEVEL:.0%} interval (line: mean)"),
+                Line2D([], [], marker="D", markerfacecolor="none", markeredgecolor="black", linestyle="none",
+                       markersize=7, label="published (W9 2.3)" if judged else
+                       "published (W9 2.3, at the text's settings: not judged here)")]
+    wide = fig.get_figwidth() >= 12  # one legend row where it fits, else two
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles) if wide else -(-len(handles) // 2), fontsize=8,
+               frameon=False, bbox_to_anchor=(0.5, -0.01))
+    engines = cfg["engine"] if not cfg.get("extra_seed_engine") or cfg["extra_seed_engine"] == cfg["engine"] \
+        else f"{cfg['engine']} engine for the first seed, {cfg['extra_seed_engine']} for the others"
+    engines = engines if "engine" in engines else f"{engines} engine"
+    fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden']}, {cfg['steps']} steps, "
+                 f"{engines})", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06 if wide else 0.1, 1, 1))
+    return save_figure(fig, path, formats, metadata={"attn-digest": digest} if digest else None)

@@ -1,0 +1,144 @@
+"""Benchmark: the copy task's runs on a 2-worker loopback Dask cluster against the local pool.
+
+Issue 16 asks that 32 seeds of the attention model at one length, through a 2-worker
+loopback cluster (``dask scheduler`` + two ``dask worker --nthreads 1``), cost at most 1.1x
+the same runs through the local pool (``--jobs 2``: two forkserver worker processes, one
+thread each).  This script starts that cluster on 127.0.0.1 (and stops it, by its process
+ids), then trains the same runs alternately on each side, through the library path every
+command takes (:func:`attn_cli.experiments.copy_task.run`, no cache), so that a load change
+on a shared machine hits both sides alike:
+
+    local, cluster, local, cluster, ...   (--rounds pairs; the cluster's workers stay up between
+                                           rounds, as a real cluster's do; the local pool is
+                                           started by each run, as the command starts it)
+
+It prints each side's wall times, their medians and the ratio cluster/local, and checks that
+every run's numbers (accuracies, final loss, ISA) are identical on both sides.  Numerics are
+pinned as attn pins them by default (portable).  Exit 1 if the numbers differ.
+
+    python benchmarks/copy_task_cluster.py                        # 32 seeds, length 8, 200 steps, 2 rounds
+    python benchmarks/copy_task_cluster.py --seeds 0-31 --length 16 --steps 300 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def load() -> str:
+    try:
+        return "load %.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        return "load unknown"
+
+
+class Loopback:
+    """``dask scheduler`` and ``workers`` single-thread ``dask worker`` processes on 127.0.0.1."""
+
+    def __init__(self, tmp: Path, workers: int):
+        self.tmp, self.procs = tmp, []
+        dask = Path(sys.executable).parent / "dask"
+        file = tmp / "scheduler.json"
+        self._start([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                     "--scheduler-file", str(file)])
+        deadline = time.monotonic() + 60
+        while not file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.address = json.loads(file.read_text())["address"]
+        for _ in range(workers):
+            self._start([str(dask), "worker", self.address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"])
+        import distributed
+
+        with distributed.Client(self.address, timeout=30) as client:
+            client.wait_for_workers(workers, timeout=120)
+
+    def _start(self, argv) -> None:
+        with open(self.tmp / f"dask-{len(self.procs)}.log", "w") as log:
+            self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def numbers(result) -> list:
+    """Every run's numbers, in plan order (floats compared exactly)."""
+    return [(r["model"], r["length"], r["seed"], r["engine"], r["teacher_forced"], r["free_running"], r["exact"],
+             r["diagonal"]) for r in result.rows] + \
+        [(r["seed"], r["final_loss"], r["isa"], r["backend"]) for r in result.runs]
+
+
+def main(argv=None) -> int:
+    from attn_cli.options import SEEDS
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", nargs="+", default=["0-31"], metavar="K",
+                    help="seeds as `attn copy-task --seeds` takes them: listed or ranges (default: 0-31)")
+    ap.add_argument("--length", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--engine", choices=["exact", "fast"], default="exact")
+    ap.add_argument("--rounds", type=int, default=2, help="pairs of (local, cluster) runs, alternating")
+    ap.add_argument("--workers", type=int, default=2, help="cluster workers, and local --jobs")
+    args = ap.parse_args(argv)
+    seeds = tuple(dict.fromkeys(s for value in args.seeds for s in SEEDS.convert(value, None, None)))
+
+    from attn_cli import numerics
+
+    numerics.apply("portable")  # before torch loads, as the CLI does; the workers pin it themselves
+    import torch
+
+    from attn_cli.experiments import copy_task as exp
+
+    config = exp.Config(model="attention", lengths=(args.length,), seeds=seeds, steps=args.steps,
+                        engine=args.engine, jobs=args.workers, cache_root=None)
+    print(f"copy task: {len(seeds)} seeds of the attention model, length {args.length}, {args.steps} steps, "
+          f"{args.engine} engine; local pool --jobs {args.workers} vs {args.workers}-worker loopback Dask "
+          f"cluster (--nthreads 1); torch {torch.__version__}; {os.cpu_count()} CPUs; {load()}", flush=True)
+    times: dict[str, list[float]] = {"local": [], "cluster": []}
+    results: dict[str, list] = {"local": [], "cluster": []}
+    with tempfile.TemporaryDirectory(prefix="attn-bench-dask-") as tmp:
+        started = time.perf_counter()
+        cluster = Loopback(Path(tmp), args.workers)
+        print(f"cluster up at {cluster.address} in {time.perf_counter() - started:.1f} s", flush=True)
+        try:
+            for r in range(args.rounds):
+                for side in ("local", "cluster"):
+                    cfg = config if side == "local" else dataclasses.replace(
+                        config, scheduler=cluster.address, scheduler_from="benchmark")
+                    t0 = time.perf_counter()
+                    result = exp.run(cfg)
+                    times[side].append(time.perf_counter() - t0)
+                    results[side].append(numbers(result))
+                    print(f"round {r + 1}: {side:7s} {times[side][-1]:6.1f} s  ({load()})", flush=True)
+        finally:
+            cluster.stop()
+    same = all(n == results["local"][0] for side in results for n in results[side])
+    local, remote = statistics.median(times["local"]), statistics.median(times["cluster"])
+    ratios = [c / lo for c, lo in zip(times["cluster"], times["local"])]
+    print(f"\nmedian: local {local:.1f} s, cluster {remote:.1f} s; cluster/local = {remote / local:.2f}x "
+          f"(target <= 1.1x); per round {', '.join(f'{r:.2f}x' for r in ratios)} (round 1: the workers import "
+          f"torch on their first run{'; later rounds: median ' + format(statistics.median(ratios[1:]), '.2f') + 'x' if len(ratios) > 1 else ''})")
+    print(f"numbers identical on both sides and in every round: {'yes' if same else 'NO'}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
