@@ -144,8 +144,13 @@ def describe(device: str = "cpu", mode: str | None = None) -> dict:
     """The numeric mode and effective ISA, as recorded in cache keys, JSON configs and reports;
     on cuda also the GPU and its precision settings under ``cuda``
     (:func:`attn_cli.core.device.describe_cuda`).  ``mode``: the one the command applied
-    (``Common.numerics``); None: this process's (:func:`current_mode`)."""
-    return _with_cuda({"mode": mode or current_mode(), "isa": effective_isa()}, device)
+    (``Common.numerics``); None: this process's (:func:`current_mode`).  Where torch is not
+    imported yet (every result came from the cache), the portable mode's pinned ISA, as
+    :func:`key` records it: importing torch only to name kernels nothing ran on would cost a
+    cached rerun a second."""
+    mode = mode or current_mode()
+    isa = expected_capability(mode) if mode == "portable" and "torch" not in sys.modules else None
+    return _with_cuda({"mode": mode, "isa": isa if isa is not None else effective_isa()}, device)
 
 
 def stamp(obj: dict) -> dict:

@@ -21,7 +21,6 @@ import errno
 import functools
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +201,8 @@ def validate_out_dir(ctx, param, value) -> Path:
         existing = existing.parent
     if not existing.is_dir():
         raise click.BadParameter(f"{str(existing)!r} exists and is not a directory", ctx=ctx, param=param)
+    import tempfile  # here, not at the top: it imports shutil, bz2, lzma, random (attn --help)
+
     try:  # a real probe: os.access says yes to root even on a read-only file system
         with tempfile.TemporaryFile(dir=existing, prefix=".attn-probe-"):
             pass

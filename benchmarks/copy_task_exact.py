@@ -47,12 +47,23 @@ def sequential_child(lengths, steps, model) -> None:
                               "seconds": o.seconds, "cpu_seconds": o.cpu_seconds}), flush=True)
 
 
+def pinned_env() -> dict:
+    """This environment with attn's default numeric mode pinned, for both sides."""
+    from attn_cli import numerics
+
+    env = dict(os.environ)
+    numerics.pin_environment(numerics.DEFAULT_MODE, env)
+    return env
+
+
 def sequential(lengths, steps, model) -> tuple[float, float, list[tuple]]:
-    """The baseline: one new Python process (startup and torch import included, like the program)."""
+    """The baseline: one new Python process (startup and torch import included, like the program),
+    under the CPU kernels attn pins by default (portable mode): on a host where the native
+    kernels differ (MKL's AVX-512 path on Intel) the program's numbers are the same only with them."""
     cmd = [sys.executable, __file__, "--sequential-child", "--steps", str(steps), "--model", model,
            "--lengths", *map(str, lengths)]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=pinned_env())
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"the sequential baseline failed:\n{proc.stderr}")
@@ -62,7 +73,8 @@ def sequential(lengths, steps, model) -> tuple[float, float, list[tuple]]:
         rows.append(tuple(item["row"]))
         cpu += item["cpu_seconds"]
         m, L, a, b, c = item["row"]
-        print(f"  sequential  {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {item['seconds']:6.1f} s")
+        print(f"  sequential  {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {item['seconds']:6.1f} s  "
+              f"({item['cpu_seconds']:.1f} s CPU)")
     return wall, cpu, rows
 
 
@@ -72,15 +84,18 @@ def parallel(lengths, steps, model, jobs) -> tuple[float, float, list[tuple]]:
         cmd = [attn, "copy-task", "--lengths", *map(str, lengths), "--steps", str(steps), "--model", model,
                "--jobs", str(jobs), "--no-cache", "--json", "--out", out]
         start = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=pinned_env())
         wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"attn copy-task failed:\n{proc.stderr}")
     data = json.loads(proc.stdout)
     rows = [(r["model"], r["length"], r["teacher_forced"], r["free_running"], r["exact"]) for r in data["rows"]]
-    cpu = sum(run["cpu_seconds"] for run in data["runs"])  # the workers' CPU time, run by run
-    for (m, L, a, b, c), run in zip(rows, data["runs"]):
-        print(f"  attn --jobs {jobs} {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {run['seconds']:6.1f} s")
+    # the JSON keeps every wall-clock value under "timing" (the runs' seconds and CPU seconds among them)
+    runs = data.get("timing", {}).get("runs") or data["runs"]
+    cpu = sum(run["cpu_seconds"] for run in runs)  # the workers' CPU time, run by run
+    for (m, L, a, b, c), run in zip(rows, runs):
+        print(f"  attn --jobs {jobs} {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {run['seconds']:6.1f} s  "
+              f"({run['cpu_seconds']:.1f} s CPU)")
     return wall, cpu, rows
 
 

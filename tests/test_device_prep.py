@@ -212,7 +212,9 @@ def test_without_cuda_a_cuda_key_can_still_be_made(monkeypatch):
 
 
 def test_the_driver_is_unknown_without_nvidia_smi(monkeypatch):
-    monkeypatch.setattr(dev.shutil, "which", lambda name: None)
+    import shutil  # device.py imports it where it looks for nvidia-smi (not at start-up)
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     assert dev.driver_version() == "unknown"
 
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
-import subprocess
 from typing import MutableMapping
 
 from attn_cli.errors import AttnError
@@ -135,6 +133,9 @@ def applied_precision() -> dict:
 
 def driver_version() -> str:
     """The NVIDIA driver's version from ``nvidia-smi``; "unknown" where it cannot be read."""
+    import shutil
+    import subprocess  # here, not at the top: options.py imports this module for attn --help
+
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return "unknown"

@@ -12,12 +12,17 @@ checked against it (:func:`attn_cli.core.copy_fast.kernel.offsets`).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
 
 from attn_cli.core.copy_models import build_model
+
+# Held by everyone who draws from (or saves and restores) torch's global RNG in this package:
+# it is process-wide, and the fast engine's threads would otherwise interleave their draws.
+GLOBAL_RNG_LOCK = threading.Lock()
 
 # the model's parameter name -> its role in the step (both models: same names)
 ROLE_OF = {
@@ -56,10 +61,17 @@ class Layout:
 def param_layout(model: str, hidden: int) -> Layout:
     """The layout of ``build_model(model, hidden)``'s parameters.
 
-    The model is built on the meta device: shapes only, no memory, and the RNG is not drawn.
+    The model is built on the CPU (at hidden 32: ~10k floats, well under a millisecond) with
+    torch's global RNG saved and restored, so no draw of anyone else changes.  Not on the meta
+    device: there, the first ``normal_`` of the embedding runs through ``torch._refs``, whose
+    first call imports ``torch._dynamo`` and sympy (1.8 s of CPU, more than importing torch).
     """
-    with torch.device("meta"):
-        net = build_model(model, hidden)
+    with GLOBAL_RNG_LOCK:
+        saved = torch.get_rng_state()
+        try:
+            net = build_model(model, hidden)
+        finally:
+            torch.set_rng_state(saved)
     roles, shapes, offsets, offset = [], [], [], 0
     for name, p in net.named_parameters():
         if name not in ROLE_OF:

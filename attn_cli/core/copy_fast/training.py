@@ -22,7 +22,7 @@ from attn_cli.core.copy_fast import kernel
 from attn_cli.core.copy_fast.adam import Adam, clip_per_run
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.evaluate import evaluate
-from attn_cli.core.copy_fast.layout import Weights, param_layout
+from attn_cli.core.copy_fast.layout import GLOBAL_RNG_LOCK, Weights, param_layout
 from attn_cli.core.device import prepare_device
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
@@ -91,7 +91,7 @@ def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
         return _init_run_locked(spec)
 
 
-_RNG_LOCK = threading.Lock()
+_RNG_LOCK = GLOBAL_RNG_LOCK  # param_layout saves and restores the global RNG under it too
 
 
 def _init_run_locked(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:

@@ -23,20 +23,33 @@ PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention 
 
 
 def fast_engine() -> Callable:
-    """``run_fast`` of :mod:`attn_cli.core.copy_fast`, or a clear AttnError if it is absent."""
+    """``run_fast`` of :mod:`attn_cli.core.copy_fast`, or a clear AttnError if it is absent.
+
+    Only looked up here (``find_spec``: torch is not imported); the module is imported when
+    the returned function is first called, so a run whose every result is cached never pays
+    for importing torch.
+    """
+    import importlib.util
+
+    name = "attn_cli.core.copy_fast"
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise AttnError("--engine fast is not available in this build yet (attn_cli/core/copy_fast "
+                        "is missing); use --engine exact")
+    return _run_fast
+
+
+def _run_fast(*args, **kwargs):
+    """:func:`attn_cli.core.copy_fast.run_fast`, imported on first use."""
     import importlib
 
-    try:
-        module = importlib.import_module("attn_cli.core.copy_fast")
-    except ModuleNotFoundError as exc:
-        if exc.name == "attn_cli.core.copy_fast":
-            raise AttnError("--engine fast is not available in this build yet (attn_cli/core/copy_fast "
-                            "is missing); use --engine exact") from None
-        raise
-    run_fast = getattr(module, "run_fast", None)
+    run_fast = getattr(importlib.import_module("attn_cli.core.copy_fast"), "run_fast", None)
     if run_fast is None:
         raise AttnError("--engine fast is not available: attn_cli.core.copy_fast defines no run_fast")
-    return run_fast
+    return run_fast(*args, **kwargs)
 
 
 def _cost(spec: RunSpec) -> float:

@@ -1,0 +1,87 @@
+"""Benchmark: the fixed cost of a command, and of `attn --help`, against another checkout.
+
+Each case runs as a new process (``python -m attn_cli ...``) from a neutral folder, with the
+checkout on ``PYTHONPATH``; this checkout and the baseline (``--baseline DIR``, e.g. a
+``git archive REV | tar -x -C DIR`` of an older revision) alternate, ``--repeats`` times each
+after one warm-up, and the medians of wall and CPU seconds (the child's user + system time)
+are printed with their ratio.  The cases:
+
+  help       attn --help
+  computed   attn copy-task --engine fast --steps 1 --no-cache, a fresh --out each time
+  cached     the same with its runs cached, a fresh --out (the figures are drawn)
+  kept       the same into one --out (runs cached, figures kept)
+
+On a loaded machine quote the CPU seconds: wall time then measures the other processes.
+
+    python benchmarks/startup.py --baseline /tmp/base --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = ["copy-task", "--engine", "fast", "--steps", "1"]
+
+
+def once(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``python -m attn_cli ARGS`` with ``checkout`` on the path."""
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "attn_cli", *args], cwd=scratch, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed in {checkout}:\n{proc.stderr.read().decode()[-2000:]}")
+    proc.stderr.close()
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def case_args(case: str, scratch: Path, label: str, i: int) -> list[str]:
+    if case == "help":
+        return ["--help"]
+    if case == "kept":
+        return [*FAST, "--out", str(scratch / f"kept-{label}")]
+    fresh = str(scratch / f"{case}-{label}-{i}")
+    return [*FAST, "--no-cache", "--out", fresh] if case == "computed" else [*FAST, "--out", fresh]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cases", nargs="+", default=["help", "computed", "cached", "kept"],
+                    choices=["help", "computed", "cached", "kept"])
+    args = ap.parse_args()
+    sides = [("this", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory(prefix="attn-startup-") as tmp:
+        scratch = Path(tmp)
+        for case in args.cases:
+            times: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in sides}
+            for i in range(args.repeats + 1):  # the first round warms caches (and the kernel) up
+                for label, checkout in sides:
+                    measured = once(checkout, case_args(case, scratch, label, i), scratch)
+                    if i:
+                        times[label].append(measured)
+            medians = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+                       for label, t in times.items()}
+            line = "  ".join(f"{label} {w:.3f} s wall, {c:.3f} s CPU" for label, (w, c) in medians.items())
+            if args.baseline:
+                (w, c), (bw, bc) = medians["this"], medians["baseline"]
+                line += f"  ratio wall {w / bw:.2f}, CPU {c / bc:.2f}"
+            print(f"{case:<9} {line}", flush=True)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

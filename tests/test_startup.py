@@ -1,0 +1,60 @@
+"""Start-up cost: what `attn --help`, a fast-engine run and a cached rerun import.
+
+Each test runs a real process with ``python -X importtime`` (the interpreter lists every
+module it imports on stderr) and fails when a module that costs start-up time is imported
+where nothing needs it.  Measured on the 2-core Xeon (README, "Benchmarks"): importing torch
+is about a second, matplotlib a third of one, torch._dynamo with sympy almost two.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ATTN
+
+# never needed to print the command list: each is tens of milliseconds or more
+HEAVY_AT_HELP = ("torch", "numpy", "matplotlib", "PIL", "rich", "tempfile", "subprocess")
+
+
+def imported(args, env=None, timeout=300) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``python -X importtime ARGS`` -> the process and the names of every module it imported."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+    names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and line.count("|") == 2}
+    return proc, names - {"package"}  # the header line's last column
+
+
+def test_help_imports_nothing_heavy():
+    proc, names = imported([ATTN, "--help"])
+    assert proc.returncode == 0 and "copy-task" in proc.stdout, proc.stderr[-2000:]
+    assert "click" in names  # the list is real
+    heavy = sorted(n for n in names if n.split(".")[0] in HEAVY_AT_HELP)
+    assert heavy == [], f"attn --help imports {heavy}"
+
+
+def test_the_fast_engine_builds_its_layout_without_torch_dynamo():
+    """The layout comes from a model built on the CPU with the global RNG saved and restored
+    (on the meta device, the embedding's normal_ imports torch._dynamo and sympy: ~2 s)."""
+    code = ("import sys, torch; from attn_cli.core.copy_fast.layout import param_layout; "
+            "state = torch.get_rng_state(); lay = param_layout('attention', 32); "
+            "print(torch.equal(state, torch.get_rng_state()), lay.size, "
+            "sorted(m for m in ('torch._dynamo', 'sympy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split(maxsplit=2) == ["True", "16908", "[]\n"], out.stdout
+
+
+def test_a_cached_fast_rerun_imports_no_torch(tmp_path: Path):
+    """Every run cached and every figure kept: no torch, numpy or matplotlib at all."""
+    args = [ATTN, "copy-task", "--engine", "fast", "--model", "attention", "--lengths", "4", "--steps", "2",
+            "--eval-size", "8", "--out", tmp_path / "out", "--cache-dir", tmp_path / "cache"]
+    first, names = imported(args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "torch" in names  # the runs were computed: the check below can fail
+    again, names = imported(args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "1 runs: 1 cached, 0 computed" in " ".join(again.stdout.split()), again.stdout
+    assert sorted(n for n in names if n.split(".")[0] in ("torch", "numpy", "matplotlib")) == []
