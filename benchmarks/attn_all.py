@@ -70,7 +70,7 @@ def texts_programs(quick: bool, with_plain: bool) -> tuple[float, list[tuple[str
     models = ("attention", "plain") if with_plain else ("attention",)
     for model in models:
         for length in cfg.lengths:
-            spec = RunSpec(model=model, length=length, steps=cfg.steps, hidden=cfg.hidden,
+            spec = RunSpec(model=model, length=length, steps=cfg.steps, hidden=cfg.hidden_size,
                            batch_size=cfg.batch_size, lr=cfg.lr, eval_size=cfg.eval_size)
             t0 = time.perf_counter()
             o = train_and_evaluate(spec)

@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--exact-seeds", type=int, nargs="*", default=None,
                     help="seeds for the exact baseline (default: all of --seeds; none: skip it)")
     ap.add_argument("--model", choices=["attention", "plain"], default="attention")
-    ap.add_argument("--hidden-size", "--hidden", dest="hidden", type=int, default=32, help="GRU hidden size")
+    ap.add_argument("--hidden-size", "--hidden", dest="hidden_size", type=int, default=32, help="GRU hidden size")
     ap.add_argument("--threads", type=int, default=None, help="fast engine threads (default: CPUs)")
     ap.add_argument("--backend", choices=["auto", "kernel", "torch"], default="auto")
     ap.add_argument("--json", default=None, help="also write the results to this file")
@@ -167,7 +167,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     def spec(length, seed):
-        return RunSpec(model=args.model, length=length, seed=seed, steps=args.steps, hidden=args.hidden)
+        return RunSpec(model=args.model, length=length, seed=seed, steps=args.steps, hidden=args.hidden_size)
 
     fast_specs = [spec(L, s) for L in args.lengths for s in args.seeds]
     exact_seeds = args.seeds if args.exact_seeds is None else args.exact_seeds
@@ -175,11 +175,11 @@ def main(argv=None) -> int:
     threads = args.threads or available_cpus()
 
     print(f"copy-task benchmark: model {args.model}, lengths {args.lengths}, seeds {args.seeds}, "
-          f"steps {args.steps}, hidden {args.hidden}; torch {torch.__version__}, {available_cpus()} CPUs")
+          f"steps {args.steps}, hidden {args.hidden_size}; torch {torch.__version__}, {available_cpus()} CPUs")
     peak = matmul_peak()
     print(f"single-core sgemm peak (torch.mm 2048^2 float32, 1 thread, torch ISA "
           f"{torch.backends.cpu.get_cpu_capability()}): {peak:.1f} GFLOP/s")
-    variants = kernel_table(peak, args.lengths, args.model, args.hidden, min(args.steps, 100))
+    variants = kernel_table(peak, args.lengths, args.model, args.hidden_size, min(args.steps, 100))
     if args.kernel_only:
         if args.json:
             with open(args.json, "w") as fh:

@@ -226,7 +226,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", choices=["attention", "plain"], default="attention")
     ap.add_argument("--length", type=int, default=16)
     ap.add_argument("--steps", type=int, default=1500)
-    ap.add_argument("--hidden-size", "--hidden", dest="hidden", type=int, default=32, help="GRU hidden size")
+    ap.add_argument("--hidden-size", "--hidden", dest="hidden_size", type=int, default=32, help="GRU hidden size")
     ap.add_argument("--seeds", nargs="+", default=["0-15"], metavar="K",
                     help="seeds for each engine, as `attn copy-task --seeds` takes them: listed or inclusive "
                          "ranges (0-63); at least 3  (default: 0-15)")
@@ -255,10 +255,10 @@ def main(argv=None) -> int:
     from attn_cli.core.copy_spec import RunSpec
 
     jobs = args.jobs or available_cpus()
-    specs = [RunSpec(model=args.model, length=args.length, seed=k, steps=args.steps, hidden=args.hidden)
+    specs = [RunSpec(model=args.model, length=args.length, seed=k, steps=args.steps, hidden=args.hidden_size)
              for k in seeds]
     print(f"copy-task seed distributions: {args.model}, length {args.length}, {args.steps} steps, hidden "
-          f"{args.hidden}, seeds {_span(seeds)}; numerics {args.numerics}; torch {torch.__version__}; "
+          f"{args.hidden_size}, seeds {_span(seeds)}; numerics {args.numerics}; torch {torch.__version__}; "
           f"{jobs} jobs; {load()}", flush=True)
     t0 = time.perf_counter()
     fast = run_fast(specs, threads=jobs, backend=args.backend)
@@ -287,7 +287,7 @@ def main(argv=None) -> int:
     print(f"\n{n} seeds per engine; smallest p-value {worst:.3f} over {2 * len(rows)} tests "
           f"({'no' if worst >= 0.05 / (2 * len(rows)) else 'a'} difference at the 5% level, Bonferroni)")
     if args.json:
-        out = {"setting": {"model": args.model, "length": args.length, "steps": args.steps, "hidden": args.hidden,
+        out = {"setting": {"model": args.model, "length": args.length, "steps": args.steps, "hidden_size": args.hidden_size,
                            "seeds": [s.seed for s in specs], "numerics": args.numerics, "torch": torch.__version__},
                "fast_wall": fast_wall, "exact_wall": exact_wall, "stats": rows,
                "runs": [{"engine": o.engine, "seed": o.spec.seed, **{m: getattr(o, m) for m in METRICS},

@@ -110,7 +110,7 @@ def test_every_check_of_the_family_is_measured_and_passes(copy_result, heads_res
 def test_published_values_do_not_apply_off_the_texts_settings():
     from attn_cli.published.compare import compare_result
 
-    small = compare_result(copy_both.run(copy_both.Config(samples=200, dim=4, curve_points=2)), copy_both.ARTIFACTS)
+    small = compare_result(copy_both.run(copy_both.Config(samples=200, d_v=4, curve_points=2)), copy_both.ARTIFACTS)
     # the constant sqrt(1/2) is an identity that holds for any data; everything else does not apply
     assert {k for k, o in small.items() if o.status != "n/a"} == {"d2l-copy-both-one-head.theory"}
     words = compare_result(crossattn.run(crossattn.Config(query_word="ab", key_word="ba")), crossattn.ARTIFACTS)

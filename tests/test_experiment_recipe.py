@@ -260,7 +260,7 @@ def test_a_family_declares_the_texts_settings_of_its_values(family_of_a_new_expe
     (check,) = family_of_a_new_experiment.CHECKS
     assert text_settings("w9-new") == {"seed": 0, "d": 6}
     assert at_text_settings(check, {"seed": 0, "d": 6}) and not at_text_settings(check, {"seed": 0, "d": 8})
-    assert text_settings("w9-order") == {"seed": 0, "d": 6, "weight_scale": 0.5, "words": ("dog", "bites", "man")}
+    assert text_settings("w9-order") == {"seed": 0, "d_model": 6, "weight_scale": 0.5, "words": ("dog", "bites", "man")}
 
 
 def test_readme_lists_at_most_four_files_for_a_new_experiment():

@@ -3,7 +3,10 @@
 Every renamed flag is listed in RENAMED (command, old, new): the new name is in ``--help``,
 the old one is not (nor in shell completion or error messages), and the old one parses to
 exactly what the new one does, bad values included.  A test also walks the CLI, so that an
-alias cannot be added, or a rename dropped, without this list saying so.
+alias cannot be added, or a rename dropped, without this list saying so.  And a flag is the
+name of the Config field it sets, so of the JSON key that records it (``--d-model`` fills
+``Config.d_model``, printed as ``config.d_model``): every command's flags are checked against
+the Config it hands to the pipeline.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ RENAMED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("heads", "--num-heads", "--heads", ("2", "4")),
     # the query/key width d_k, one or several (formula's name for it)
     ("sqrt-dk", "--dims", "--d-k", ("16", "64")),
-    # the copy task's GRU hidden size (its Config field stays `hidden`: the cache keys hold it)
+    # the copy task's GRU hidden size
     ("copy-task", "--hidden", "--hidden-size", ("16",)),
 ]
 
@@ -173,4 +176,76 @@ def test_a_run_under_the_old_name_is_the_same_run(tmp_path):
 
     by_old = run("--dim")
     assert by_old == run("--d-model")
-    assert by_old["config"]["d"] == 8
+    assert by_old["config"]["d_model"] == 8
+
+
+# --------------------------------------------------------------------------- flag == Config field == JSON key
+
+# options that say how to run and where to write, not what to compute: no Config field (the
+# numeric mode, the output folder and formats, the cache folder and its use, exercise --list)
+NOT_CONFIG = {"--numerics", "--quick", "--json", "--out", "--format", "--cache-dir", "--no-cache", "--list"}
+# a flag whose Config field has a longer name, and why: analogy's Result also records
+# `nearest`, the list of neighbours, so the word itself stays `nearest_word`, its count `nearest_top`
+OTHER_FIELD = {("analogy", "--nearest"): "nearest_word", ("analogy", "--top"): "nearest_top"}
+LIBRARY = {"list", "cache", "all", "verify"}  # commands over every experiment: no Config of their own
+ARGS = {**BASE, "exercise": ["3"]}  # required arguments
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _config(command: str, args: list[str], monkeypatch, tmp_path):
+    """The Config a command hands to the pipeline for ``args`` (nothing is run)."""
+    from attn_cli import pipeline
+
+    seen = []
+
+    def stop(experiment, config, **_):
+        seen.append(config)
+        raise _Stopped
+
+    monkeypatch.setattr(pipeline, "run", stop)
+    result = CliRunner().invoke(cli, [command, *ARGS.get(command, []), *args, "--out", str(tmp_path)])
+    assert isinstance(result.exception, _Stopped), (command, result.output)
+    return seen[0]
+
+
+def _fields_missing(command: str, config) -> list[str]:
+    """The command's flags (its shown names, not aliases) that have no same-named Config field."""
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(config)}
+    flags = [p.opts[0] for p in cli.commands[command].params
+             if isinstance(p, click.Option) and p.opts[0].startswith("--") and p.opts[0] not in NOT_CONFIG]
+    return [flag for flag in flags
+            if OTHER_FIELD.get((command, flag), flag[2:].replace("-", "_")) not in fields]
+
+
+@pytest.mark.parametrize("command", sorted(set(cli.commands) - LIBRARY))
+def test_every_flag_is_a_config_field_of_the_same_name(command, monkeypatch, tmp_path):
+    """--d-model fills Config.d_model, which the JSON records as config.d_model."""
+    config = _config(command, [], monkeypatch, tmp_path)
+    assert _fields_missing(command, config) == []
+    flags = {p.opts[0]: p.name for p in cli.commands[command].params if isinstance(p, click.Option)}
+    assert [f for f, name in flags.items() if (command, f) not in OTHER_FIELD and f not in NOT_CONFIG
+            and name != f[2:].replace("-", "_")] == []  # the Python keyword is the flag's name too
+
+
+def test_a_config_field_under_another_name_is_found(monkeypatch, tmp_path):
+    import dataclasses
+
+    config = _config("order", [], monkeypatch, tmp_path)
+    old = dataclasses.make_dataclass("Config", [("d" if f.name == "d_model" else f.name, f.type)
+                                                for f in dataclasses.fields(config)])
+    assert _fields_missing("order", config) == []
+    assert _fields_missing("order", old(**{("d" if k == "d_model" else k): v
+                                         for k, v in dataclasses.asdict(config).items()})) == ["--d-model"]
+
+
+@pytest.mark.parametrize("command,old,new,value", RENAMED, ids=[f"{c} {n}" for c, _, n, _ in RENAMED])
+def test_a_renamed_flag_sets_its_same_named_field(command, old, new, value, monkeypatch, tmp_path):
+    args = [new, *value] if len(value) > 1 else [new, value[0]]
+    config = _config(command, args, monkeypatch, tmp_path)
+    expected = tuple(int(v) for v in value) if len(value) > 1 else int(value[0])
+    assert getattr(config, new[2:].replace("-", "_")) == expected

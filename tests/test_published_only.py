@@ -203,7 +203,7 @@ def test_summary_format_plurals_and_skips():
 
 def test_off_the_texts_settings_does_not_apply_and_fails_verify():
     check = num("w9-masks.causal_weights", "w9-masks", [[1.0]], 0.005)
-    o = judge(check, [[1.0]], {"seed": 1, "n": 5, "d": 4, "changed_from": 3, "padding_from": 3})
+    o = judge(check, [[1.0]], {"seed": 1, "n": 5, "d_k": 4, "changed_from": 3, "padding_from": 3})
     assert o.status == "n/a" and o.ok is None
     assert "1 failed" in summary([o])
 

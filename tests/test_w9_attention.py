@@ -96,13 +96,13 @@ def test_sqrt_dk_table_shows_published_beside(sqrt_dk_result):
     ((4, 16), 2000, [False, False]),  # --quick
 ])
 def test_sqrt_dk_text_draws(dims, trials, expected):
-    assert sqrt_dk_exp.text_draws(sqrt_dk_exp.Config(dims=dims, trials=trials)) == expected
+    assert sqrt_dk_exp.text_draws(sqrt_dk_exp.Config(d_k=dims, trials=trials)) == expected
 
 
 def test_sqrt_dk_quick_is_not_compared():
     from attn_cli.published.compare import compare_result
 
-    result = sqrt_dk_exp.run(sqrt_dk_exp.Config.quick(dims=(4, 16)))
+    result = sqrt_dk_exp.run(sqrt_dk_exp.Config.quick(d_k=(4, 16)))
     assert result.measured()  # every value is reported; published/ decides that none applies
     assert {o.status for o in compare_result(result, sqrt_dk_exp.ARTIFACTS).values()} == {"n/a"}
     assert result.config["trials"] == sqrt_dk_exp.QUICK_TRIALS
@@ -110,7 +110,7 @@ def test_sqrt_dk_quick_is_not_compared():
 
 def test_sqrt_dk_refuses_before_allocating():
     with pytest.raises(MemoryRefused, match="needs about"):
-        sqrt_dk_exp.run(sqrt_dk_exp.Config(trials=10**9, dims=(1024,)))
+        sqrt_dk_exp.run(sqrt_dk_exp.Config(trials=10**9, d_k=(1024,)))
 
 
 @pytest.mark.parametrize("check_id", _check_ids("w9-masks."))

@@ -55,7 +55,7 @@ def _bars(specs, enabled: bool = True):
               help="Sequence lengths to copy  [default: 4 8 16 32, the text's]")
 @click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=None,
               help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]")
-@click.option("--hidden-size", "hidden", cls=AliasedOption, aliases=("--hidden",), type=click.IntRange(min=1),
+@click.option("--hidden-size", cls=AliasedOption, aliases=("--hidden",), type=click.IntRange(min=1),
               default=None, help="GRU hidden size (nn.GRU's hidden_size; not an attention width)  [default: 32]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Training batch  [default: 64]")
 @click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=None,
@@ -78,7 +78,7 @@ def _bars(specs, enabled: bool = True):
 @format_option
 @cache_dir_option
 @scheduler_option
-def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache,
+def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache,
               common: Common) -> None:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
 
@@ -116,7 +116,7 @@ def copy_task(lengths, steps, hidden, batch_size, lr, eval_size, seeds, model, e
     seeds = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
     lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
     for name, value in (("lengths", lengths), ("seeds", seeds), ("steps", steps),
-                        ("hidden", hidden), ("batch_size", batch_size), ("lr", lr), ("eval_size", eval_size)):
+                        ("hidden_size", hidden_size), ("batch_size", batch_size), ("lr", lr), ("eval_size", eval_size)):
         if value not in (None, ()):
             overrides[name] = value
     config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)

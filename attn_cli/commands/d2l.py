@@ -44,7 +44,7 @@ def copy_both(samples, d_v, weights, two_head_weights, common: Common):
     from attn_cli.experiments import copy_both as experiment
     from attn_cli.render import copy_both as render
 
-    config = config_of(experiment, common, samples=samples, dim=d_v, weights=tuple(weights),
+    config = config_of(experiment, common, samples=samples, d_v=d_v, weights=tuple(weights),
                      two_head_weights=tuple(two_head_weights))
     execute(experiment, render, config, common)
 
@@ -66,7 +66,7 @@ def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, co
     from attn_cli.experiments import crossattn as experiment
     from attn_cli.render import crossattn as render
 
-    config = config_of(experiment, common, query_word=query_word, key_word=key_word, dim=d_model, heads=heads or 0)
+    config = config_of(experiment, common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
     execute(experiment, render, config, common)
 
 
@@ -151,8 +151,8 @@ def heads(d_model, d2l_d_model, heads, layout_heads, common: Common):
     from attn_cli.experiments import heads as experiment
     from attn_cli.render import heads as render
 
-    config = config_of(experiment, common, d_model=d_model, num_hiddens=d2l_d_model,
-                     num_heads=tuple(heads), layout_heads=layout_heads)
+    config = config_of(experiment, common, d_model=d_model, d2l_d_model=d2l_d_model,
+                     heads=tuple(heads), layout_heads=layout_heads)
     execute(experiment, render, config, common)
 
 

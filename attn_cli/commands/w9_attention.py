@@ -36,8 +36,8 @@ def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> None:
     from attn_cli.experiments import sqrt_dk as exp
     from attn_cli.render import sqrt_dk as render
 
-    config = config_of(exp, common, dims=tuple(d_k), **({} if trials is None else {"trials": trials}))
-    big = config.trials * max(config.dims) > 2_000_000
+    config = config_of(exp, common, d_k=tuple(d_k), **({} if trials is None else {"trials": trials}))
+    big = config.trials * max(config.d_k) > 2_000_000
     execute(exp, render, config, common, progress="sqrt-dk: d_k" if big else None)
 
 

@@ -40,7 +40,7 @@ def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) ->
     from attn_cli.experiments import embeddings as exp
     from attn_cli.render import embeddings as render
 
-    execute(exp, render, config_of(exp, common, d=d_model, vocab_size=vocab_size, embed_dim=embed_dim), common)
+    execute(exp, render, config_of(exp, common, d_model=d_model, vocab_size=vocab_size, embed_dim=embed_dim), common)
 
 
 @click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -77,7 +77,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
     query = tuple(words) if words else exp.Config.query
-    execute(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, dim=rank), common)
+    execute(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, rank=rank), common)
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -124,7 +124,7 @@ def order(d_model: int, common: Common) -> None:
     from attn_cli.experiments import order as exp
     from attn_cli.render import order as render
 
-    execute(exp, render, config_of(exp, common, d=d_model), common)
+    execute(exp, render, config_of(exp, common, d_model=d_model), common)
 
 
 COMMANDS = [embeddings, analogy, formula, order]

@@ -1,7 +1,7 @@
 """W9 1.2: static word vectors from counting (PPMI + SVD), analogies, nearest words.
 
 A tiny templated corpus; co-occurrence counts within a window of 6 words either side;
-PPMI; SVD; the first ``dim`` left singular vectors scaled by sqrt(singular value), each row
+PPMI; SVD; the first ``rank`` left singular vectors scaled by sqrt(singular value), each row
 normalised to unit length.  Everything is deterministic numpy (no random draws), exactly as
 the text's code, so ``--seed`` and ``--device`` play no part.
 
@@ -51,7 +51,7 @@ class Config(QuickConfig):
     device: str = "cpu"  # unused: numpy on the CPU, as the text
     window: int = 6  # co-occurrence window, words either side
     repeats: int = 20  # copies of each filled template in the corpus
-    dim: int = 8  # k: number of SVD dimensions kept
+    rank: int = 8  # k: number of SVD dimensions kept (--rank)
     query: tuple[str, str, str] = ("king", "man", "woman")  # A - B + C
     nearest_word: str = "bank"  # whose nearest words to list
     analogy_top: int = 3  # how many answers to an analogy
@@ -95,7 +95,7 @@ class Result:
 
 @dataclass(frozen=True)
 class Space:
-    """The word vectors: ``E`` (len(vocab), dim), unit rows."""
+    """The word vectors: ``E`` (len(vocab), rank), unit rows."""
 
     vocab: list[str]
     index: dict[str, int]
@@ -146,8 +146,8 @@ def build_space(config: Config) -> Space:
     sentences = corpus(config)
     vocab = sorted({w for s in sentences for w in s})
     index = {w: i for i, w in enumerate(vocab)}
-    if not 1 <= config.dim <= len(vocab):
-        raise AttnError(f"--rank must be between 1 and the vocabulary size {len(vocab)}, got {config.dim}")
+    if not 1 <= config.rank <= len(vocab):
+        raise AttnError(f"--rank must be between 1 and the vocabulary size {len(vocab)}, got {config.rank}")
     C = np.zeros((len(vocab), len(vocab)))  # co-occurrence counts (word, context)
     for s in sentences:
         for i, w in enumerate(s):
@@ -160,7 +160,7 @@ def build_space(config: Config) -> Space:
     with np.errstate(divide="ignore"):
         ppmi = np.maximum(np.log(C / total / (pw * pc)), 0)  # positive pointwise mutual information
     U, S, _ = np.linalg.svd(ppmi)
-    k = config.dim
+    k = config.rank
     E = U[:, :k] * np.sqrt(S[:k])  # (V, k)
     E /= np.linalg.norm(E, axis=1, keepdims=True)  # unit rows: dot product = cosine
     return Space(vocab=vocab, index=index, E=E)

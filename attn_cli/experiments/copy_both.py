@@ -31,7 +31,7 @@ class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0), then V1 and V2 in that order
     device: str = "cpu"  # data are drawn on the CPU generator, then moved
     samples: int = 10_000  # N in the text
-    dim: int = 16  # d in the text
+    d_v: int = 16  # d in the text: the width of the values V1, V2
     weights: tuple[float, ...] = (0.5, 0.7, 0.9, 1.0)  # first weight a of the single head
     two_head_weights: tuple[float, ...] = (1.0, 0.88)  # heads (a, 1-a) and (1-a, a)
     curve_points: int = 41  # points of a in [0, 1] for figure 10.3.1 (step 0.025)
@@ -70,19 +70,19 @@ def curve_verdict(curve: dict, flat_tol: float = 0.01, tiny: float = 1e-4, near:
     return flat and recovered and all(abs(e - THEORY) <= flat_tol for e in coincide)
 
 
-def unknowns(dim: int) -> int:
+def unknowns(d_v: int) -> int:
     """Unknowns per output column of the widest readout (two heads: 2 d inputs)."""
-    return 2 * dim
+    return 2 * d_v
 
 
 def validate(config: Config) -> None:
-    if config.samples < 1 or config.dim < 1:
+    if config.samples < 1 or config.d_v < 1:
         raise AttnError("--samples and --d-v must be at least 1")
-    if config.samples <= unknowns(config.dim):
+    if config.samples <= unknowns(config.d_v):
         raise AttnError(
             f"--samples {config.samples} is fewer samples than unknowns: the two-head readout "
-            f"fits {unknowns(config.dim)} unknowns per output (2 x --d-v {config.dim}), so it needs "
-            f"more than {unknowns(config.dim)} samples")
+            f"fits {unknowns(config.d_v)} unknowns per output (2 x --d-v {config.d_v}), so it needs "
+            f"more than {unknowns(config.d_v)} samples")
     for a in (*config.weights, *config.two_head_weights):
         if not 0.0 <= a <= 1.0:
             raise AttnError(f"weight {a} is outside [0, 1]")
@@ -108,7 +108,7 @@ def validate_result(result: Result, config: Config) -> None:
 
 def estimate_bytes(config: Config) -> int:
     """V1, V2, target (2d), M2 (2d), a lstsq copy and solution: about 12 d floats per sample."""
-    return 4 * config.samples * config.dim * 12
+    return 4 * config.samples * config.d_v * 12
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
@@ -117,7 +117,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     validate(config)
-    n, d = config.samples, config.dim
+    n, d = config.samples, config.d_v
     guard(estimate_bytes(config), f"copy-both with --samples {n} --d-v {d}", config.device)
 
     threads = torch.get_num_threads()

@@ -49,7 +49,7 @@ class Config(QuickConfig):
     device: str = "cpu"  # embeddings drawn on the CPU generator, then moved
     query_word: str = "attention"  # its characters are the queries (rows)
     key_word: str = "translation"  # its characters are the keys and values (columns)
-    dim: int = 32  # embedding width
+    d_model: int = 32  # embedding width
     heads: int = 0  # 0: plain attention (the text); N: a fresh N-head layer (exercise 11)
 
 
@@ -126,12 +126,12 @@ def normalise_word(word: str, which: str) -> str:
 def validate(config: Config) -> tuple[str, str]:
     q = normalise_word(config.query_word, "query")
     k = normalise_word(config.key_word, "key")
-    if not 1 <= config.dim <= MAX_DIM:
-        raise AttnError(f"--d-model must be between 1 and {MAX_DIM:,}, got {config.dim}")
+    if not 1 <= config.d_model <= MAX_DIM:
+        raise AttnError(f"--d-model must be between 1 and {MAX_DIM:,}, got {config.d_model}")
     if config.heads < 0:
         raise AttnError(f"--heads must be at least 1, got {config.heads}")
-    if config.heads and config.dim % config.heads:
-        raise AttnError(f"--heads {config.heads} must divide --d-model {config.dim} (each head gets d_model / heads)")
+    if config.heads and config.d_model % config.heads:
+        raise AttnError(f"--heads {config.heads} must divide --d-model {config.d_model} (each head gets d_model / heads)")
     return q, k
 
 
@@ -141,8 +141,8 @@ def estimate_bytes(config: Config) -> int:
     letters = len(set(config.query_word + config.key_word))
     n_q, n_k = len(config.query_word), len(config.key_word)
     heads = max(config.heads, 1)
-    return 4 * (4 * (letters + 2 * (n_q + n_k)) * config.dim + 4 * heads * n_q * n_k
-                + 4 * config.dim ** 2 * (config.heads > 0))
+    return 4 * (4 * (letters + 2 * (n_q + n_k)) * config.d_model + 4 * heads * n_q * n_k
+                + 4 * config.d_model ** 2 * (config.heads > 0))
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
@@ -152,15 +152,15 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     query_word, key_word = validate(config)
-    guard(estimate_bytes(config), f"letter embeddings of width {config.dim}", config.device)
+    guard(estimate_bytes(config), f"letter embeddings of width {config.d_model}", config.device)
     letters = sorted(set(query_word + key_word))
 
     torch.manual_seed(config.seed)
-    emb = torch.randn(len(letters), config.dim)  # (|alphabet|, d): one call, as in the text
+    emb = torch.randn(len(letters), config.d_model)  # (|alphabet|, d): one call, as in the text
     heads_layer = None
     if config.heads:
         # freshly initialised after the embeddings, so the plain map is unchanged by --heads
-        heads_layer = MultiHeadAttention(config.dim, config.heads, dropout=0.0)
+        heads_layer = MultiHeadAttention(config.d_model, config.heads, dropout=0.0)
     emb = emb.to(config.device)
     queries = emb[[letters.index(c) for c in query_word]][None]  # (1, n_q, d)
     keys = emb[[letters.index(c) for c in key_word]][None]  # (1, n_k, d)

@@ -38,7 +38,7 @@ class Config(QuickConfig):
     onehot_embed_dim: int = 4  # width of the small nn.Embedding of 1.1
     vocab_size: int = TEXT["w9-onehot"]["vocab_size"]  # V of the parameter count of 1.1 (the text's)
     embed_dim: int = 300  # d of the parameter count of 1.1
-    d: int = 6  # width of the contextual vectors of 1.3
+    d_model: int = 6  # d: width of the contextual vectors of 1.3
     weight_scale: float = 0.7  # Wq, Wk, Wv = randn(d, d) * weight_scale
 
 
@@ -75,8 +75,8 @@ def validate_result(result: Result, config: Config) -> None:
 
     tokens = [s.split() for s in SENTENCES]
     check(result.tokens == tokens, "tokens", "not the text's sentences")
-    check_len(result.static_bank, config.d, "static_bank")
-    check_grid(result.bank_outputs, (len(tokens), config.d), "bank_outputs")
+    check_len(result.static_bank, config.d_model, "static_bank")
+    check_grid(result.bank_outputs, (len(tokens), config.d_model), "bank_outputs")
     check_len(result.weights, len(tokens), "weights")
     for i, words in enumerate(tokens):
         check_grid(result.weights[i], (len(words), len(words)), f"weights[{i}]")
@@ -86,7 +86,7 @@ def validate_result(result: Result, config: Config) -> None:
 def estimate_bytes(config: Config) -> int:
     """Largest tensors held at once (float32): the d-wide word vectors, Wq, Wk, Wv and their
     products; the V x d table of 1.1 is only counted, never allocated."""
-    d, n = config.d, len(CONTEXT_VOCAB)
+    d, n = config.d_model, len(CONTEXT_VOCAB)
     return 4 * (3 * d * d + 4 * n * d + 4 * len(ONEHOT_VOCAB) * max(len(ONEHOT_VOCAB), config.onehot_embed_dim))
 
 
@@ -97,7 +97,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.attention import scaled_dot_product_attention
     from attn_cli.core.memory import guard
 
-    guard(estimate_bytes(config), f"embeddings with --d-model {config.d}", config.device)
+    guard(estimate_bytes(config), f"embeddings with --d-model {config.d_model}", config.device)
 
     dev = torch.device(config.device)
 
@@ -116,7 +116,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     # --- 1.3: one untrained self-attention layer
     torch.manual_seed(config.seed)
-    d = config.d
+    d = config.d_model
     E = {w: torch.randn(d) for w in CONTEXT_VOCAB}  # one fixed vector per word, vocabulary order
     Wq, Wk, Wv = (torch.randn(d, d) * config.weight_scale for _ in range(3))
     E = {w: v.to(dev) for w, v in E.items()}

@@ -23,7 +23,7 @@ FIGURES = ("heads_layout.png",)
 ENGINES: tuple[str, ...] = ()
 SLOW, CACHED = False, False  # instant
 
-MAX_WIDTH = 8192  # d_model / num_hiddens beyond this would allocate gigabytes for a count
+MAX_WIDTH = 8192  # d_model / d2l_d_model beyond this would allocate gigabytes for a count
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,8 @@ class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) before each block, as in the texts
     device: str = "cpu"  # layers and data are created on the CPU, then moved
     d_model: int = 64  # W9's parameter table (nn.MultiheadAttention, with biases)
-    num_hiddens: int = 256  # D2L's parameter table (MultiHeadAttention, bias off)
-    num_heads: tuple[int, ...] = (1, 2, 4, 8)  # head counts of both tables
+    d2l_d_model: int = 256  # D2L's parameter table (MultiHeadAttention(num_hiddens=...), bias off)
+    heads: tuple[int, ...] = (1, 2, 4, 8)  # head counts h of both tables
     layout_heads: int = 4  # heads drawn in figure 10.3.2 (width d_model)
 
 
@@ -67,17 +67,17 @@ def estimate_bytes(config: Config) -> int:
     """Largest tensors held at once (float32): two layers' 4 d^2 weights at the larger width
     (one on the CPU, one moved; or the parameter-table layer and its gradients-free forward),
     the (2, 10, num_hiddens) input and its per-head (2, h, 10, 10) weights."""
-    w = max(config.d_model, config.num_hiddens)
-    h = max(config.num_heads + (config.layout_heads,))
+    w = max(config.d_model, config.d2l_d_model)
+    h = max(config.heads + (config.layout_heads,))
     return 4 * (2 * (4 * w * w + 4 * w) + 8 * 2 * 10 * w + 4 * 2 * h * 10 * 10)
 
 
 def validate(config: Config) -> None:
-    for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.num_hiddens)):
+    for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model)):
         if not 1 <= width <= MAX_WIDTH:
             raise AttnError(f"{name} must be between 1 and {MAX_WIDTH}, got {width}")
-    checks = [(h, name, width) for h in config.num_heads
-              for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.num_hiddens))]
+    checks = [(h, name, width) for h in config.heads
+              for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model))]
     checks.append((config.layout_heads, "--d-model", config.d_model))
     for h, name, width in checks:
         if h < 1:
@@ -115,7 +115,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     validate(config)
-    guard(estimate_bytes(config), f"heads with --d-model {config.d_model} --d2l-d-model {config.num_hiddens}",
+    guard(estimate_bytes(config), f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}",
           config.device)
     dev = config.device
 
@@ -132,7 +132,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         max_diff = float((mine - theirs).abs().max())
 
         w9_params = []
-        for heads in config.num_heads:
+        for heads in config.heads:
             dm = config.d_model
             w9_params.append({"heads": heads, "params": count_parameters(nn.MultiheadAttention(dm, heads)),
                               "formula": 4 * dm * dm + 4 * dm, "head_size": dm // heads})
@@ -151,9 +151,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
         # D2L parameter table: concrete layers, materialised by a forward pass as in the text
         d2l_params = []
-        nh = config.num_hiddens
+        nh = config.d2l_d_model
         X = torch.ones((2, 10, nh), device=dev)
-        for heads in config.num_heads:
+        for heads in config.heads:
             layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(dev)
             layer(X, X, X, None)
             d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})

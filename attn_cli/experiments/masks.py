@@ -32,7 +32,7 @@ class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) in the text
     device: str = "cpu"  # draws on the CPU generator, then moved here
     n: int = 5  # tokens (positions)
-    d: int = 4  # token width = d_k (no projections)
+    d_k: int = 4  # d: token width = d_k (no projections)
     changed_from: int = 3  # the "future" tokens changed in the leak test: positions changed_from..n-1
     padding_from: int = 3  # padding mask: positions padding_from..n-1 are padding
 
@@ -71,7 +71,7 @@ def _round2(weights) -> list[list[float]]:
 def estimate_bytes(config: Config) -> int:
     """Largest tensors held at once (float32): the (n, d) tokens and about eight (n, n)
     score, mask and weight matrices."""
-    n, d = config.n, config.d
+    n, d = config.n, config.d_k
     return 4 * (4 * n * d + 8 * n * n)
 
 
@@ -81,8 +81,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.attention import causal_mask, masked_softmax, scaled_dot_product_attention
     from attn_cli.core.memory import guard
 
-    guard(estimate_bytes(config), f"masks with n={config.n}, d={config.d}", config.device)
-    n, d, dev = config.n, config.d, config.device
+    guard(estimate_bytes(config), f"masks with n={config.n}, d_k={config.d_k}", config.device)
+    n, d, dev = config.n, config.d_k, config.device
     gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
     x = torch.randn(n, d, generator=gen).to(dev)  # (n, d)
     x2 = x.clone()

@@ -29,7 +29,7 @@ ATOL = 1e-6  # "identical" means torch.allclose(..., atol=1e-6), as the text
 class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed before the draws
     device: str = "cpu"  # where attention is computed (draws are on the CPU)
-    d: int = 6  # width of the word vectors
+    d_model: int = 6  # d: width of the word vectors
     weight_scale: float = 0.5  # Wq, Wk, Wv = randn(d, d) * weight_scale
     words: tuple[str, str, str] = ("dog", "bites", "man")  # sentence a; sentence b is it reversed
 
@@ -59,7 +59,7 @@ class Result(MeasuredResult):
 def estimate_bytes(config: Config) -> int:
     """Largest tensors held at once (float32): Wq, Wk, Wv (d x d) and a few (3, d) rows; on
     another device the CPU draws and their copies both count."""
-    d = config.d
+    d = config.d_model
     return 4 * (3 * d * d + 16 * 3 * d) * (2 if config.device != "cpu" else 1)
 
 
@@ -69,12 +69,12 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.attention import scaled_dot_product_attention
     from attn_cli.core.memory import guard
 
-    guard(estimate_bytes(config), f"order with --d-model {config.d}", config.device)
+    guard(estimate_bytes(config), f"order with --d-model {config.d_model}", config.device)
 
     if len(config.words) != 3 or len(set(config.words)) != 3:
         raise ValueError(f"words must be three distinct words, got {config.words}")
     dev = torch.device(config.device)
-    d = config.d
+    d = config.d_model
     torch.manual_seed(config.seed)
     emb = {w: torch.randn(d) for w in config.words}
     Wq, Wk, Wv = (torch.randn(d, d) * config.weight_scale for _ in range(3))

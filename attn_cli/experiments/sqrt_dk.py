@@ -38,7 +38,7 @@ QUICK_TRIALS = 2000  # --quick: 10x fewer trials (numbers then differ from the t
 class Config(QuickConfig):
     seed: int = 0  # torch.manual_seed(0) in the text
     device: str = "cpu"  # draws on the CPU generator, then moved here
-    dims: tuple[int, ...] = TEXT_DIMS  # key dimensions d_k, drawn in this order
+    d_k: tuple[int, ...] = TEXT_DIMS  # key dimensions d_k, drawn in this order
     trials: int = TEXT_TRIALS  # independent (query, key set) pairs per d_k
     n_keys: int = TEXT_N_KEYS  # keys per query: the softmax runs over this many logits
 
@@ -51,7 +51,7 @@ class Config(QuickConfig):
         twelve (trials, n_keys) tensors: scores, scaled scores, their clones, softmax
         weights, gradients and temporaries.
         """
-        d_max = max(self.dims)
+        d_max = max(self.d_k)
         return 4 * self.trials * ((self.n_keys + 1) * d_max + 12 * self.n_keys)
 
 
@@ -126,7 +126,7 @@ def validate_result(result: Result, config: Config) -> None:
     """A cached Result has one row per d_k of ``config``, in order, weights in [0, 1]."""
     from attn_cli.schema import check, check_range
 
-    check([r.d_k for r in result.rows] == list(config.dims), "rows", "not one row per --d-k value")
+    check([r.d_k for r in result.rows] == list(config.d_k), "rows", "not one row per --d-k value")
     for i, r in enumerate(result.rows):
         check_range([r.max_weight_unscaled, r.max_weight_scaled], 0.0, 1.0, f"rows[{i}].max_weight")
 
@@ -142,13 +142,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     from attn_cli.core.memory import guard
 
-    what = (f"sqrt-dk with {config.trials} trials x {config.n_keys} keys x d_k={max(config.dims)}")
+    what = (f"sqrt-dk with {config.trials} trials x {config.n_keys} keys x d_k={max(config.d_k)}")
     guard(estimate_bytes(config), what, config.device)  # draws are made on the CPU, then moved
 
     gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
     same = text_draws(config)
     rows = []
-    for i, d in enumerate(config.dims):
+    for i, d in enumerate(config.d_k):
         q = torch.randn(config.trials, 1, d, generator=gen).to(config.device)  # (trials, 1, d_k)
         k = torch.randn(config.trials, config.n_keys, d, generator=gen).to(config.device)  # (trials, n_keys, d_k)
         raw = (q @ k.transpose(1, 2)).squeeze(1)  # (trials, n_keys)
@@ -160,5 +160,5 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
                         grad_unscaled=g_raw, grad_scaled=g_scaled, text_draws=same[i]))
         del raw, scaled
         if progress is not None:
-            progress(ProgressEvent(i + 1, len(config.dims), f"d_k={d}"))
+            progress(ProgressEvent(i + 1, len(config.d_k), f"d_k={d}"))
     return Result(config=dataclasses.asdict(config), rows=rows)

@@ -44,7 +44,7 @@ def tables(result, outcomes: Mapping) -> list:
     ]
     cfg = result.config
     published = check_table(
-        f"W9 1.2  PPMI + SVD word vectors ({len(result.vocab)} words, {cfg['dim']} dimensions, window "
+        f"W9 1.2  PPMI + SVD word vectors ({len(result.vocab)} words, {cfg['rank']} dimensions, window "
         f"{cfg['window']})",
         rows,
         caption=(f"{a} and {b} occur in identical contexts, so their vectors are equal in exact arithmetic: "

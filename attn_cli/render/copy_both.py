@@ -21,7 +21,7 @@ def tables(result, outcomes: Mapping) -> list:
         return None if outcome is None or outcome.status == "n/a" else outcome.published
 
     cfg = result.config
-    one = Table(title=f"D2L 10.3.1 one head: best linear readout, N={cfg['samples']}, d={cfg['dim']}, "
+    one = Table(title=f"D2L 10.3.1 one head: best linear readout, N={cfg['samples']}, d={cfg['d_v']}, "
                       f"seed {cfg['seed']} (relative error)")
     one.add_column("weights")
     one.add_column("published", justify="right")
@@ -70,7 +70,7 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     ax.set_xlabel("first head's weight a on v1")
     ax.set_ylabel("relative error of the best linear readout")
     cfg = result.config
-    ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['dim']}", fontsize=10)
+    ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['d_v']}", fontsize=10)
     ax.legend(fontsize=8, loc="center left")
     ax.grid(True, which="major", alpha=0.3)
     return [*save_figure(fig, out / PNG, formats), out / CSV]

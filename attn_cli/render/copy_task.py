@@ -89,7 +89,7 @@ def tables(result, outcomes: Outcomes) -> list:
     models = [m for m in ("attention", "plain") if any(c["model"] == m for c in result.cells)]
     comparable = _cells_judged(o)
     engines = sorted({r["engine"] for r in result.rows})
-    title = (f"W9 2.3  copy task  (hidden {cfg['hidden']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
+    title = (f"W9 2.3  copy task  (hidden {cfg['hidden_size']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
              f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, "
              + (f"seeds {' '.join(map(str, seeds))}" if several else f"seed {seeds[0]}")
              + f", {cfg['device']}, {' + '.join(engines)} engine)")
@@ -283,7 +283,7 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
     ax.legend(fontsize=8, loc="lower left")
     cfg = result.config
     engines = " + ".join(sorted({r["engine"] for r in result.rows}))
-    ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden']}, "
+    ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden_size']}, "
                  f"{cfg['steps']} steps, {engines} engine)", fontsize=10)
     fig.tight_layout()
     return _save(fig, path, digest, formats)

@@ -84,7 +84,7 @@ def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any],
     out = Path(out)
     png = out / SEEDS_PNG
     entries = samples(result, outcomes)
-    cfg = {k: result.config.get(k) for k in ("steps", "hidden", "batch_size", "lr", "eval_size", "device", "engine",
+    cfg = {k: result.config.get(k) for k in ("steps", "hidden_size", "batch_size", "lr", "eval_size", "device", "engine",
                                              "extra_seed_engine", "lengths")}
 
     def draw(digest: str | None) -> list[Path]:
@@ -148,7 +148,7 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats, digest: str | N
     engines = cfg["engine"] if not cfg.get("extra_seed_engine") or cfg["extra_seed_engine"] == cfg["engine"] \
         else f"{cfg['engine']} engine for the first seed, {cfg['extra_seed_engine']} for the others"
     engines = engines if "engine" in engines else f"{engines} engine"
-    fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden']}, {cfg['steps']} steps, "
+    fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
                  f"{engines})", fontsize=10)
     fig.tight_layout(rect=(0, 0.06 if wide else 0.1, 1, 1))
     return save_figure(fig, path, formats, metadata={"attn-digest": digest} if digest else None)

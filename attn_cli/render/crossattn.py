@@ -57,7 +57,7 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     full = 4 * len(result.keys) + 28 <= width  # else: each row's peaks instead of every weight
     query, key = (escape(repr(cfg[w])) for w in ("query_word", "key_word"))  # words are data, not markup
     weights = Table(title=f"cross-attention weights in % (rows sum to 100): queries = {query} "
-                          f"(rows), keys = {key}; d={cfg['dim']}, seed {cfg['seed']}, "
+                          f"(rows), keys = {key}; d={cfg['d_model']}, seed {cfg['seed']}, "
                           f"no projections", box=box.SIMPLE_HEAD, padding=(0, 1))
     weights.add_column("query", justify="center")
     if full:
@@ -140,6 +140,6 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
             ax.tick_params(length=0)
         axes[0][0].set_ylabel(plain_text("queries: " + "".join(queries)))
         fig.colorbar(im, ax=list(axes[0]), shrink=0.9, label="attention weight")
-        fig.suptitle(f"cross-attention, letter embeddings d={cfg['dim']}, seed {cfg['seed']}", fontsize=9, y=1.04)
+        fig.suptitle(f"cross-attention, letter embeddings d={cfg['d_model']}, seed {cfg['seed']}", fontsize=9, y=1.04)
         paths[:0] = save_figure(fig, out / f"{base}.png", formats)
     return paths

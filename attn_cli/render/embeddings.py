@@ -49,7 +49,7 @@ def tables(result, outcomes: Mapping) -> list:
         return vec(o[check_id].published, decimals)
 
     contextual = check_table(
-        f"W9 1.3  contextual vectors for '{result.WORD}' (one untrained self-attention layer, d = {cfg['d']}, "
+        f"W9 1.3  contextual vectors for '{result.WORD}' (one untrained self-attention layer, d = {cfg['d_model']}, "
         f"seed {cfg['seed']})",
         [
             row(f"static embedding of '{result.WORD}'", vec(result.static_bank, 2), "w9-contextual.static_bank",

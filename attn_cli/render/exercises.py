@@ -46,7 +46,7 @@ def _yes(ok: bool) -> str:
 
 def _ex1(e, title) -> list:
     t = _table(1, title, ("values", "a", "levels of m_j", "linear", "MLP", "theory"), left=("values",),
-               subtitle=f"N = {e.samples} train + {e.samples} held out, d = {e.dim}; per-coordinate "
+               subtitle=f"N = {e.samples} train + {e.samples} held out, d = {e.d_v}; per-coordinate "
                         f"MLP 1-{e.hidden}-{e.hidden}-2, {e.steps} Adam steps on {e.points} coordinates",
                caption="held-out relative error ||pred - t|| / ||t||; theory = the best any readout can do")
     for r in e.rows:
@@ -232,7 +232,7 @@ def _ex11(e, title) -> list:
     t = _table(11, title,
                ("map", "rows sum to 1", "same rows", "same columns", "matching letter wins", "mean max weight",
                 "regimes"), left=("map", "regimes"),
-               subtitle=f"'{''.join(e.queries)}' attends to '{''.join(e.keys)}', width {e.dim}, fresh "
+               subtitle=f"'{''.join(e.queries)}' attends to '{''.join(e.keys)}', width {e.d_model}, fresh "
                         f"{e.heads}-head layer",
                caption="same rows/columns: max difference between rows (columns) of identical letters")
     for p in e.props:

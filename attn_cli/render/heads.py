@@ -52,7 +52,7 @@ def tables(result, outcomes: Mapping) -> list:
     shape.add_row("weights shape (batch, heads, queries, keys)", "", str(tuple(result.mha_weights_shape)))
     shape.add_row("largest weight on a key beyond valid_lens", "", f"{result.mha_masked_weight:g}")
 
-    d2l = Table(title=f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['num_hiddens']}, "
+    d2l = Table(title=f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['d2l_d_model']}, "
                       f"bias=False) = 4d^2, counted on concrete layers")
     for col in ("heads", "published", "regenerated", "4d^2"):
         d2l.add_column(col, justify="right")

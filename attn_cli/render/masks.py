@@ -97,7 +97,7 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
         ax.set_xlabel("key position (looked at)")
         ax.set_ylabel("query position (looking)")
     fig.colorbar(im, ax=[ax1, ax2], label="attention weight", shrink=0.9)
-    fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d']}, "
+    fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d_k']}, "
                  f"seed {result.config['seed']})")
     images = save_figure(fig, out / PNG, formats)
     rows = [[name, i, j, w]

@@ -20,7 +20,7 @@ def tables(result, outcomes: Mapping) -> list:
     a, b, w = " ".join(result.sentence_a), " ".join(result.sentence_b), result.word
     cfg = result.config
     table = check_table(
-        f"W9 4.3  self-attention sees a set: output for '{w}' (d = {cfg['d']}, seed {cfg['seed']})",
+        f"W9 4.3  self-attention sees a set: output for '{w}' (d = {cfg['d_model']}, seed {cfg['seed']})",
         [
             (f"output for '{w}' in '{a}'", _vec(result.output_a), _vec(o["w9-order.dog_bites_man"].published),
              verdict(o["w9-order.dog_bites_man"])),

@@ -26,7 +26,7 @@ class Config:
     seeds: tuple[int, ...] = ()  # several seeds: each cell becomes mean ± std; empty: (seed,)
     model: str = "both"  # attention (W9 2.3), plain (Week 8) or both side by side
     steps: int = 2500  # Adam steps per run
-    hidden: int = 32  # GRU hidden size
+    hidden_size: int = 32  # GRU hidden size (RunSpec.hidden)
     batch_size: int = 64  # training batch
     lr: float = 3e-3  # Adam learning rate
     eval_size: int = 1000  # one evaluation batch, drawn after training
@@ -53,7 +53,7 @@ class Config:
 
     def plan(self) -> list[RunSpec]:
         """Every run of this configuration, in display order (model, length, seed)."""
-        return [RunSpec(model=m, length=L, seed=s, steps=self.steps, hidden=self.hidden,
+        return [RunSpec(model=m, length=L, seed=s, steps=self.steps, hidden=self.hidden_size,
                         batch_size=self.batch_size, lr=self.lr, eval_size=self.eval_size)
                 for m in self.model_list for L in self.lengths for s in self.seed_list]
 
@@ -105,7 +105,7 @@ def validate(config: Config) -> None:
     """Domain checks (the CLI checks the same earlier, with click's messages)."""
     if not config.lengths:
         raise AttnError("copy-task needs at least one length")
-    for name in ("steps", "hidden", "batch_size", "eval_size"):
+    for name in ("steps", "hidden_size", "batch_size", "eval_size"):
         if getattr(config, name) < 1:
             raise AttnError(f"copy-task {name.replace('_', '-')} must be at least 1, not {getattr(config, name)}")
     if any(L < 1 for L in config.lengths):

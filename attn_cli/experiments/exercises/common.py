@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from attn_cli.published.settings import TEXT
 
 SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data
-DIM = TEXT["d2l-copy-both-one-head"]["dim"]  # d of the text's copy-both data
+DIM = TEXT["d2l-copy-both-one-head"]["d_v"]  # d of the text's copy-both data
 QUICK_SAMPLES = 4000  # N under --quick
 ONE_HEAD_ERROR = 0.5 ** 0.5  # sqrt(1/2): the best readout of [v1; v2] from one Gaussian mixture
 

@@ -53,7 +53,7 @@ class Row:
 @dataclass
 class Result:
     samples: int
-    dim: int
+    d_v: int  # width of the values V1, V2 (copy-both's d_v)
     hidden: int
     steps: int
     points: int  # coordinates (m_j, v1_j, v2_j) the perceptron is trained on
@@ -122,5 +122,5 @@ def run(config: Config, progress=None) -> Result:
         mlp = relative_error(pred, test)
         levels = len(torch.unique(torch.round(m_train * 1e6))) if values == "sign" else n * DIM
         rows.append(Row(values, a, linear, mlp, theory(values, a), int(levels)))
-    return Result(samples=n, dim=DIM, hidden=config.mlp_hidden, steps=config.mlp_steps,
+    return Result(samples=n, d_v=DIM, hidden=config.mlp_hidden, steps=config.mlp_steps,
                points=min(config.mlp_points, n * DIM), rows=rows)

@@ -70,7 +70,7 @@ class Result:
     ONE_HEAD_ERROR: ClassVar[float] = ONE_HEAD_ERROR  # for the figure: the one-head floor, sqrt(1/2)
 
     samples: int
-    dim: int
+    d_v: int  # width of the values V1, V2 (copy-both's d_v)
     eigenvalues: str  # the formula, for the table
     sweeps: list[Sweep] = field(default_factory=list)
 
@@ -119,7 +119,7 @@ def run(config: Config, progress=None) -> Result:
         fit = [p for p in points if p.straight]
         sweeps.append(Sweep(sigma, sigma / 2, loglog_slope([p.eps for p in fit], [p.error for p in fit]),
                             len(fit), points))
-    return Result(samples=n, dim=DIM,
+    return Result(samples=n, d_v=DIM,
                eigenvalues="eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)", sweeps=sweeps)
 
 

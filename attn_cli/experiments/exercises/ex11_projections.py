@@ -25,7 +25,7 @@ from attn_cli.experiments.exercises.common import ExerciseConfig
 
 TITLE = "random projections and readable maps"
 HEADS = 4
-QUERY_WORD, KEY_WORD, DIM = (TEXT["d2l-crossattn-map"][k] for k in ("query_word", "key_word", "dim"))
+QUERY_WORD, KEY_WORD, DIM = (TEXT["d2l-crossattn-map"][k] for k in ("query_word", "key_word", "d_model"))
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class HeadProps:
 class Result:
     queries: list[str]
     keys: list[str]
-    dim: int
+    d_model: int  # letter embedding width (crossattn's d_model)
     heads: int
     plain: list[list[float]]  # (n_q, n_k)
     head_weights: list[list[list[float]]]  # (h, n_q, n_k)
@@ -78,7 +78,7 @@ def run(config: Config, progress=None) -> Result:
     from attn_cli.experiments import crossattn
 
     res = crossattn.run(crossattn.Config(seed=config.seed, device=config.device, query_word=QUERY_WORD,
-                                         key_word=KEY_WORD, dim=DIM, heads=HEADS))
+                                         key_word=KEY_WORD, d_model=DIM, heads=HEADS))
     props = [_props("plain", res.weights, QUERY_WORD, KEY_WORD)]
     props += [_props(f"head {i + 1}", W, QUERY_WORD, KEY_WORD) for i, W in enumerate(res.head_weights)]
     heads = props[1:]
@@ -89,7 +89,7 @@ def run(config: Config, progress=None) -> Result:
         "the matching letter gets the largest weight": all(p.match_wins == 1.0 for p in heads),
         "the plain map's regimes (sharp / split / diffuse)": all(p.regimes == props[0].regimes for p in heads),
     }
-    return Result(queries=list(QUERY_WORD), keys=list(KEY_WORD), dim=DIM, heads=HEADS, plain=res.weights,
+    return Result(queries=list(QUERY_WORD), keys=list(KEY_WORD), d_model=DIM, heads=HEADS, plain=res.weights,
                 head_weights=res.head_weights, props=props,
                 hold_in_every_head=[k for k, v in checks.items() if v],
                 lost=[k for k, v in checks.items() if not v])
