@@ -18,7 +18,9 @@ read as JSON.  Entries are read with :func:`attn_cli.private.read_regular` (no s
 regular file of ours, at most the size the caller's spec allows) and written with
 :func:`attn_cli.private.write_atomic`.  Loading an entry never runs code (no pickle): it is
 JSON read back into typed dataclasses (:func:`revive`).  Used by the pipeline for every
-experiment that declares ``CACHED = True`` and by the copy task for its training runs.
+experiment that declares ``CACHED = True`` (its Result, :func:`load_result`), and, for one that
+declares ``CACHES_PIECES = True`` (the copy task: each training run on its own, so an interrupted
+sweep resumes), handed to the experiment's ``run`` as :class:`Pieces`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from attn_cli import schema
 from attn_cli.schema import InvalidEntry  # noqa: F401  (re-exported: what an entry of the wrong shape raises)
@@ -396,6 +398,53 @@ def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
         return False
     store.store(name, key, payload)
     return True
+
+
+class Pieces:
+    """An experiment's pieces of work in the opened cache, each its own entry in the
+    experiment's group (the copy task: one per training run, stored the moment it finishes,
+    so an interrupted or distributed sweep keeps what it finished).  The pipeline opens the
+    cache once and hands this to ``run(config, progress, store=...)`` of an experiment that
+    declares ``CACHES_PIECES = True``; the experiment keys its pieces (:func:`cache_key`) and
+    says what a valid piece is (``check`` in :meth:`load`).
+
+    ``reuse``: False recomputes every piece and overwrites its entry (``--no-cache``)."""
+
+    def __init__(self, store: Cache, name: str, reuse: bool = True):
+        self.cache, self.name, self.reuse = store, name, reuse
+
+    def path(self, key: dict) -> Path:
+        """``key``'s entry relative to the cache folder, for notes: ``copy_task/<sha256>.json``."""
+        return cache_path("", self.name, key)
+
+    def load(self, key: dict, max_bytes: int, piece_type: type,
+             check: Callable[[Any, dict], None] | None = None) -> Any | None:
+        """The piece stored for ``key``, rebuilt as ``piece_type`` (:func:`revive`) and passed
+        through ``check(piece, key)`` (what the key implies: shapes, ranges); None when there is
+        none, or with ``reuse`` False.  Raises :class:`Refused` or :class:`InvalidEntry`
+        (with the reason) for an entry that exists but cannot be trusted: the caller
+        recomputes it, with a note."""
+        if not self.reuse:
+            return None
+        payload = self.cache.load(self.name, key, max_bytes)
+        if payload is None:
+            return None
+        try:
+            piece = revive(piece_type, payload)
+            if check is not None:
+                check(piece, key)
+            return piece
+        except InvalidEntry:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidEntry(f"{type(exc).__name__}: {exc}") from None
+
+    def store(self, key: dict, piece: Any) -> None:
+        """Store a finished piece (a dataclass of plain values; atomic, signed).  Raises
+        :class:`Unavailable` when the cache cannot be written."""
+        import dataclasses
+
+        self.cache.store(self.name, key, dataclasses.asdict(piece))
 
 
 def revive(tp: Any, data: Any) -> Any:

@@ -10,7 +10,8 @@ list of experiments, and nothing is guessed:
   ``attn_cli/experiments/__init__.py``): ``SLOW`` (minutes at the text's settings: ``attn
   verify --quick`` runs it at ``Config.quick()`` and reports its checks as skipped),
   ``CACHED`` (the pipeline keeps its Result in the per-user cache), ``ENGINES``, ``FIGURES``, and
-  for a slow one ``CACHE_FIELD`` (the Config field that receives the cache folder);
+  optionally ``CACHES_PIECES`` (its ``run`` gets the opened cache as ``store=``: the copy task's
+  training runs) and ``INTERRUPTED`` (what to tell after Ctrl-C);
 * the catalogue (:mod:`attn_cli.published.catalogue`) says which artifacts exist;
 * the check families (:func:`attn_cli.published.all_checks`) say which values are published.
 
@@ -74,37 +75,40 @@ class Experiment:
         return tuple(self._declared("ENGINES", ()))
 
     @property
-    def cache_field(self) -> str | None:
-        """The Config field that receives the cache folder (a slow experiment's own cache)."""
-        return self._declared("CACHE_FIELD")
+    def caches_pieces(self) -> bool:
+        """Its ``run(config, progress, store=)`` keeps pieces of its work in the per-user cache
+        (:class:`attn_cli.cache.Pieces`: the copy task's training runs, each on its own)."""
+        return bool(self._declared("CACHES_PIECES", False))
+
+    @property
+    def interrupted(self) -> str | None:
+        """What to tell the user after Ctrl-C stopped it (the copy task: finished runs are kept)."""
+        return self._declared("INTERRUPTED")
 
     def recorded_config(self, config: Any) -> Any:
-        """``config`` as plain data to record (a cache key, a manifest): without the cache
-        folder, a local path that says nothing about the numbers."""
+        """``config`` as plain data to record (a cache key, a manifest): without the cluster's
+        address, which says nothing about the numbers."""
         if not dataclasses.is_dataclass(config):
             return config
-        return {k: v for k, v in dataclasses.asdict(config).items()
-                if k != self.cache_field and k not in ("scheduler", "scheduler_from")}  # nor the cluster's address
+        return {k: v for k, v in dataclasses.asdict(config).items() if k not in ("scheduler", "scheduler_from")}
 
     @property
     def has_fast_engine(self) -> bool:
         return "fast" in self.engines
 
     def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
-               cache_root: str | Path | None = None, engine: str | None = None, use_cache: bool = True,
+               engine: str | None = None, use_cache: bool = True,
                verify: bool = False, scheduler: str | None = None, scheduler_from: str | None = None,
                verify_seeds: int | None = None) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
-        a slow experiment also gets its cache folder ``cache_root`` and ``use_cache`` (False
-        recomputes); ``engine`` ("fast" or "exact") is set where the experiment has engines.
+        one whose Config has ``use_cache`` gets it (False: its cached pieces are recomputed;
+        the pipeline hands it the cache itself); ``engine`` ("fast" or "exact") is set where
+        the experiment has engines.
         ``verify``: the configuration ``attn verify`` judges (the module's
         ``verify_config(config)`` where it has one: the copy task's seeds, ``verify_seeds`` of
         them where given)."""
         overrides: dict[str, Any] = {"seed": seed, "device": device}
-        if self.cache_field:
-            overrides["use_cache"] = use_cache
-            if cache_root is not None:
-                overrides[self.cache_field] = str(cache_root)
+        overrides["use_cache"] = use_cache  # kept only where the Config has the field (the copy task)
         if engine is not None and self.has_fast_engine:
             overrides["engine"] = engine
         if scheduler:  # only an experiment whose Config has the field (the copy task) takes it
@@ -117,8 +121,12 @@ class Experiment:
             config = self.module.verify_config(config, **({"seeds": verify_seeds} if verify_seeds else {}))
         return config
 
-    def run(self, config: Any, progress: Callable | None = None) -> Any:
-        """``module.run(config, progress)``; ``progress`` hears :class:`~attn_cli.experiments.progress.ProgressEvent`."""
+    def run(self, config: Any, progress: Callable | None = None, store: Any = None) -> Any:
+        """``module.run(config, progress)``; ``progress`` hears :class:`~attn_cli.experiments.progress.ProgressEvent`.
+        ``store``: the opened cache's :class:`attn_cli.cache.Pieces`, for a module that
+        declares ``CACHES_PIECES`` (None: no cache)."""
+        if self.caches_pieces:
+            return self.module.run(config, progress=progress, store=store)
         return self.module.run(config, progress=progress)
 
     def render_module(self) -> ModuleType | None:

@@ -3,9 +3,10 @@
 :func:`run` is the one path of every command (``attn sqrt-dk``, ``attn copy-task``, ...) and of
 the Python API: it checks the Config (the experiment's ``validate`` and ``preflight`` hooks),
 runs it (on one intra-op thread, its Result taken from the per-user cache when the experiment
-declares ``CACHED``), compares it with the published values
-(:func:`attn_cli.published.compare.compare_result`, here and nowhere else in attn_cli), writes
-its figures when given a folder, and returns a typed :class:`Run`.  :func:`run_experiments`
+declares ``CACHED``; the opened cache handed to it when it declares ``CACHES_PIECES``), compares
+it with the published values (:func:`attn_cli.published.compare.compare_result`, here and nowhere
+else in attn_cli), writes its figures when given a folder, and returns a typed :class:`Run`.
+:func:`run_experiments`
 runs a plan of them for ``attn all`` and ``attn verify``, which judge the selected checks
 together with :func:`compare`.  No click, no rich.
 """
@@ -87,9 +88,10 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
     ``config`` is first checked (:func:`check`).  ``cache_root``: the per-user cache folder
     (:mod:`attn_cli.cache`; a callable is called after the checks, so a command that is
     refused makes no folder): an experiment that declares ``CACHED`` keeps its Result there,
-    keyed by its config and a digest of the code that computes it; one with a
-    ``CACHE_FIELD`` (the copy task: each training run cached on its own) receives the folder
-    and ``use_cache`` in its Config.  ``use_cache=False`` recomputes and overwrites.  An entry
+    keyed by its config and a digest of the code that computes it; one that declares
+    ``CACHES_PIECES`` (the copy task: each training run cached on its own, so an interrupted
+    run resumes) gets the same opened cache as ``run(config, progress, store=Pieces)``
+    (:class:`attn_cli.cache.Pieces`).  ``use_cache=False`` recomputes and overwrites.  An entry
     that cannot be trusted is recomputed, with a note in ``Run.notes``.
 
     ``progress`` hears the experiment's Progress events; ``display(config)``, where given,
@@ -118,20 +120,16 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
     try:
         check(exp, config)
         root = cache_root() if callable(cache_root) else cache_root
-        if exp.cache_field and dataclasses.is_dataclass(config):  # it caches its own pieces (the copy task)
-            pieces = {"use_cache": use_cache, **({exp.cache_field: str(root)} if root is not None else {})}
-            known = {f.name for f in dataclasses.fields(config)}
-            run.config = config = dataclasses.replace(config, **{k: v for k, v in pieces.items() if k in known})
         key = _cache_key(exp, config, root, numerics)
-        with cache_of(root if key else None, run.notes) as store:
-            if store is not None and use_cache:
+        with cache_of(root if key or exp.caches_pieces else None, run.notes) as store:
+            if store is not None and key and use_cache:
                 run.result = _load(exp, config, store, key, run.notes)
                 run.from_cache = run.result is not None
             if run.result is None:
                 shown = display(config) if display is not None else contextlib.nullcontext(progress)
                 with shown as report, intra_op_threads(threads):
-                    run.result = exp.run(config, progress=report)
-                if store is not None:
+                    run.result = exp.run(config, progress=report, store=_pieces(exp, store, use_cache))
+                if store is not None and key:
                     _store(exp, store, key, run.result, run.notes)
         run.notes += list(getattr(run.result, "notes", None) or [])
         run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
@@ -195,6 +193,17 @@ def _cache_key(exp: Experiment, config: Any, cache_root, numerics: str | None = 
 
     return cache.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, cache.RESULT_CODE_GLOBS,
                            str(getattr(config, "device", "cpu")), numerics)
+
+
+def _pieces(exp: Experiment, store, use_cache: bool):
+    """The opened cache as ``exp``'s pieces (:class:`attn_cli.cache.Pieces`), for an experiment
+    that declares ``CACHES_PIECES`` (the copy task's training runs, each stored as it finishes,
+    so an interrupted or distributed sweep keeps them); None for the others, or without cache."""
+    if store is None or not exp.caches_pieces:
+        return None
+    from attn_cli.cache import Pieces
+
+    return Pieces(store, exp.name, reuse=use_cache)
 
 
 def cache_of(root, notes: list[str]):

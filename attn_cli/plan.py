@@ -1,7 +1,7 @@
 """What ``attn verify`` and ``attn all`` run: one ``(experiment, config, unjudged)`` per
 experiment, built here and nowhere else, so that both commands judge every check the same
-way and request the same cached runs (the copy task's cache keys come from its Config; ``cache_root`` is the per-user cache,
-:func:`attn_cli.commands.cache.cache_root`, never part of a key).
+way and request the same cached runs (the copy task's cache keys come from its Config; the per-user cache
+itself is the pipeline's, never part of a Config or a key).
 
 - :func:`judged`: the configuration every check is judged at: each experiment's defaults
   (the texts' settings) with ``--seed`` and ``--device``, and where the experiment has one
@@ -20,7 +20,6 @@ way and request the same cached runs (the copy task's cache keys come from its C
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable
 
 QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
@@ -30,7 +29,7 @@ QUICK_NOTE = ("a smoke run at reduced sizes that judges nothing against the text
 Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is not judged or None)
 
 
-def judged(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True,
+def judged(experiments: Iterable, *, seed: int, device: str, use_cache: bool = True,
            quick: bool = False, seeds: int | None = None, **cluster) -> Plan:
     """Each experiment at the configuration its checks are judged at (see the module);
     ``seeds``: how many seeds judge a trained value (None: the seed rule's default)."""
@@ -41,16 +40,15 @@ def judged(experiments: Iterable, *, seed: int, device: str, cache_root: str | P
     plan = []
     for exp in experiments:
         reduced = quick and exp.slow
-        plan.append((exp, exp.config(seed=seed, device=device, quick=reduced, cache_root=cache_root, use_cache=use_cache,
+        plan.append((exp, exp.config(seed=seed, device=device, quick=reduced, use_cache=use_cache,
                                      verify=not reduced, verify_seeds=seeds, **cluster), QUICK if reduced else None))
     return plan
 
 
-def smoke(experiments: Iterable, *, seed: int, device: str, cache_root: str | Path | None, use_cache: bool = True,
-          **cluster) -> Plan:
+def smoke(experiments: Iterable, *, seed: int, device: str, use_cache: bool = True, **cluster) -> Plan:
     """Each experiment at ``Config.quick()``, nothing judged (``attn all --quick``); one with a
     fast engine uses it (the quickest smoke run: measured 14 s against the exact engine's 31 s
     for the copy task's quick runs on the loaded 2-core machine)."""
-    return [(exp, exp.config(seed=seed, device=device, quick=True, cache_root=cache_root, use_cache=use_cache, engine="fast",
+    return [(exp, exp.config(seed=seed, device=device, quick=True, use_cache=use_cache, engine="fast",
                         **cluster), QUICK) for exp in experiments]
 

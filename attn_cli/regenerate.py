@@ -117,7 +117,7 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
-    plan = judged(needed, seed=seed, device=device, cache_root=cache_root, use_cache=use_cache, quick=quick,
+    plan = judged(needed, seed=seed, device=device, use_cache=use_cache, quick=quick,
                   seeds=seeds, **cluster(scheduler, scheduler_from, needed))
     check_plan_seeds(plan)
     started = time.perf_counter()
@@ -163,7 +163,7 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
 
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
     make_plan = smoke if quick else judged
-    plan = make_plan(experiments, seed=seed, device=device, cache_root=cache_root, use_cache=use_cache,
+    plan = make_plan(experiments, seed=seed, device=device, use_cache=use_cache,
                      **({} if seeds is None else {"seeds": seeds}), **cluster(scheduler, scheduler_from, experiments))
     check_plan_seeds(plan)
 

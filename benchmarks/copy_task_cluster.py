@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     from attn_cli.experiments import copy_task as exp
 
     config = exp.Config(model="attention", lengths=(args.length,), seeds=seeds, steps=args.steps,
-                        engine=args.engine, jobs=args.workers, cache_root=None)
+                        engine=args.engine, jobs=args.workers)
     print(f"copy task: {len(seeds)} seeds of the attention model, length {args.length}, {args.steps} steps, "
           f"{args.engine} engine; local pool --jobs {args.workers} vs {args.workers}-worker loopback Dask "
           f"cluster (--nthreads 1); torch {torch.__version__}; {os.cpu_count()} CPUs; {load()}", flush=True)

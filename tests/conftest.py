@@ -121,3 +121,13 @@ def kernel_isolated(monkeypatch, tmp_path):
         shutil.rmtree(made, ignore_errors=True)
     private._scratch = scratch
     (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded) = saved
+
+
+def run_copy_task(config, cache_root, progress=None, reuse: bool = True):
+    """The copy task's ``run`` with the per-user cache at ``cache_root``, opened and handed to it as
+    the pipeline does (:func:`attn_cli.pipeline.run`: ``store=Pieces``); ``reuse=False``: --no-cache."""
+    from attn_cli import cache
+    from attn_cli.experiments import copy_task
+
+    with cache.Cache.open(cache_root) as store:
+        return copy_task.run(config, progress=progress, store=cache.Pieces(store, "copy_task", reuse=reuse))

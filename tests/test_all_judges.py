@@ -72,16 +72,16 @@ def test_all_after_verify_trains_nothing_and_judges_every_check(tiny_verify, tmp
     assert "skipped" not in index and "Checks against the texts:" in index
 
 
-def test_all_and_verify_build_identical_copy_task_runs(tmp_path):
+def test_all_and_verify_build_identical_copy_task_runs():
     """At the real settings (nothing trained here): the same Config, so the same cache keys."""
     from attn_cli import plan
 
     registry = experiment_registry.Registry.load()
     copy_task = registry.by_artifact["w9-copy-task"]
-    args = dict(seed=2, device="cpu", cache_root=tmp_path, use_cache=True)
+    args = dict(seed=2, device="cpu", use_cache=True)
     (_, judged, unjudged), = plan.judged([copy_task], **args)
     assert unjudged is None and judged.seed_list == (2, 3, 4, 5, 6)
-    assert judged == exp.verify_config(copy_task.config(seed=2, device="cpu", cache_root=tmp_path))
+    assert judged == exp.verify_config(copy_task.config(seed=2, device="cpu"))
     keys = [exp.cache_key(s, judged.engine_of(s), judged.device) for s in judged.plan()]
     assert [k["engine"] for k in keys] == (["exact"] + ["fast"] * 4) * 8
     assert plan.judged([copy_task], **args, quick=True)[0][2] == "quick"  # verify --quick: not judged

@@ -18,7 +18,7 @@ import pytest
 from attn_cli import cache, experiment_registry
 from attn_cli.experiments import copy_task as exp
 
-from tests.conftest import ATTN, assert_user_error, run_attn
+from tests.conftest import ATTN, assert_user_error, run_attn, run_copy_task
 
 
 @dataclasses.dataclass
@@ -145,44 +145,43 @@ def test_a_key_file_that_is_not_ours_and_private_is_not_trusted(tmp_path, spoil)
 
 def test_a_forged_entry_is_recomputed(tmp_path):
     """Edited, with a plain SHA-256 recomputed (what the old self-stored digest accepted)."""
-    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
-    first = exp.run(config)
-    (path,) = _entries(tmp_path / "cache")
+    config, root = exp.Config(**TINY), tmp_path / "cache"
+    first = run_copy_task(config, root)
+    (path,) = _entries(root)
     obj = json.loads(path.read_text())
     obj["entry"]["payload"]["free_running"] = 0.999
     body = json.dumps(obj["entry"], sort_keys=True)
     obj["hmac"] = hashlib.sha256(body.encode()).hexdigest()
     obj["digest"] = cache.digest(obj["entry"]["payload"])
     path.write_text(json.dumps(obj) + "\n")
-    again = exp.run(config)
+    again = run_copy_task(config, root)
     assert not again.runs[0]["cached"] and again.rows == first.rows
     (note,) = again.notes
     assert "HMAC does not match" in note and "recomputing" in note
     assert json.loads(path.read_text())["entry"]["payload"]["free_running"] == first.rows[0]["free_running"]
-    assert exp.run(config).runs[0]["cached"]  # rewritten, signed again
+    assert run_copy_task(config, root).runs[0]["cached"]  # rewritten, signed again
 
 
 def test_an_entry_copied_from_another_cache_is_recomputed(tmp_path):
     """Signed, but under another user's (another cache's) key: refused."""
-    theirs = exp.Config(cache_root=str(tmp_path / "theirs"), **TINY)
-    mine = exp.Config(cache_root=str(tmp_path / "mine"), **TINY)
-    exp.run(theirs)
-    exp.run(mine)
+    config, theirs, mine = exp.Config(**TINY), tmp_path / "theirs", tmp_path / "mine"
+    run_copy_task(config, theirs)
+    run_copy_task(config, mine)
     (their_entry,) = _entries(tmp_path / "theirs")
     (my_entry,) = _entries(tmp_path / "mine")
     assert their_entry.name == my_entry.name  # the same run: the same file name
     shutil.copyfile(their_entry, my_entry)
-    again = exp.run(mine)
+    again = run_copy_task(config, mine)
     assert not again.runs[0]["cached"]
     assert "HMAC does not match" in again.notes[0]
-    assert exp.run(theirs).runs[0]["cached"]  # in its own cache, it holds
+    assert run_copy_task(config, theirs).runs[0]["cached"]  # in its own cache, it holds
 
 
 @pytest.mark.parametrize("plant", ["fifo", "dev-zero symlink", "oversized", "folder"])
 def test_an_entry_that_is_not_a_bounded_regular_file_is_recomputed(tmp_path, plant):
-    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
-    exp.run(config)
-    (path,) = _entries(tmp_path / "cache")
+    config, root = exp.Config(**TINY), tmp_path / "cache"
+    run_copy_task(config, root)
+    (path,) = _entries(root)
     path.unlink()
     if plant == "fifo":
         os.mkfifo(path)  # would block a plain open() forever
@@ -196,14 +195,14 @@ def test_an_entry_that_is_not_a_bounded_regular_file_is_recomputed(tmp_path, pla
         with cache.Cache.open(tmp_path / "cache") as store:
             store.store("copy_task", exp.cache_key(spec, "exact", "cpu"), huge)
         assert path.stat().st_size > exp.max_entry_bytes(dataclasses.asdict(spec))
-    again = exp.run(config)
+    again = run_copy_task(config, root)
     assert not again.runs[0]["cached"]
     assert "unreadable" in again.notes[0] and "recomputing" in again.notes[0]
     if plant == "folder":  # a folder in the way cannot be replaced: the run is not cached, said once
         assert len(again.notes) == 2 and "no longer cached" in again.notes[1]
     else:
         assert len(again.notes) == 1
-        assert path.is_file() and not path.is_symlink() and exp.run(config).runs[0]["cached"]
+        assert path.is_file() and not path.is_symlink() and run_copy_task(config, root).runs[0]["cached"]
 
 
 def test_an_entry_the_user_cannot_read_is_recomputed_with_a_note(tmp_path):
@@ -361,8 +360,8 @@ def test_heads_json_is_the_same_under_two_outs(tmp_path):
 
 def test_attn_cache_shows_and_clears_only_its_own(tmp_path):
     root = tmp_path / "cache"
-    exp.run(exp.Config(cache_root=str(root), **TINY))
-    exp.run(exp.Config(cache_root=str(root), **{**TINY, "lengths": (4,)}))
+    run_copy_task(exp.Config(**TINY), root)
+    run_copy_task(exp.Config(**{**TINY, "lengths": (4,)}), root)
     with cache.Cache.open(root) as store:
         store.store("sqrt_dk", {"k": 1}, {"x": 1.0})
     (root / "notes.txt").write_text("mine, not the cache's")

@@ -9,6 +9,7 @@ entry point on whatever experiments have landed (guarded by the discovered set).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import sys
 import textwrap
@@ -86,19 +87,18 @@ def _alpha_module(values: dict | None = None, fail: Exception | None = None, cal
 _DROP = object()
 
 
-def _slow_module(calls: list | None = None):
+def _slow_module(calls: list | None = None, stores: list | None = None):
     mod = types.ModuleType("fake_slow")
     mod.ARTIFACTS = ("fk-slow",)
     mod.ENGINES = ("exact", "fast")
     mod.FIGURES = ()
-    mod.SLOW, mod.CACHED, mod.CACHE_FIELD = True, False, "cache_dir"
+    mod.SLOW, mod.CACHED, mod.CACHES_PIECES = True, False, True
 
     @dataclass(frozen=True)
     class Config:
         seed: int = 0
         device: str = "cpu"
         steps: int = 2500  # training steps
-        cache_dir: str = ""  # where finished runs are cached
         engine: str = "exact"  # exact or fast
         seeds: tuple = ()  # several seeds (what verify_config sets)
 
@@ -117,9 +117,11 @@ def _slow_module(calls: list | None = None):
         def measured(self):
             return {"fk-slow.acc": self.acc}
 
-    def run(config, progress=None):
+    def run(config, progress=None, store=None):  # store: the opened cache's pieces (CACHES_PIECES)
         if calls is not None:
             calls.append(config)
+        if stores is not None:
+            stores.append(store)
         return Result(config={"steps": config.steps}, acc=0.89 if config.steps == 2500 else 0.3)
 
     mod.Config, mod.Result, mod.run, mod.verify_config = Config, Result, run, verify_config
@@ -155,13 +157,13 @@ def _alpha_render():
 @pytest.fixture
 def fake(monkeypatch):
     """Install the fake registry; returns a handle to change what the experiments do."""
-    state = types.SimpleNamespace(alpha_calls=[], slow_calls=[], values=None, fail=None)
+    state = types.SimpleNamespace(alpha_calls=[], slow_calls=[], slow_stores=[], values=None, fail=None)
 
     def discover():
         return [
             experiment_registry.Experiment("alpha", _alpha_module(state.values, state.fail, state.alpha_calls),
                               render=_alpha_render()),
-            experiment_registry.Experiment("slow", _slow_module(state.slow_calls)),
+            experiment_registry.Experiment("slow", _slow_module(state.slow_calls, state.slow_stores)),
         ]
 
     monkeypatch.setattr(experiment_registry, "discover", discover)
@@ -213,7 +215,8 @@ def test_verify_passes_and_prints_summary(fake, tmp_path):
     (alpha_cfg,) = fake.alpha_calls
     assert (alpha_cfg.size, alpha_cfg.seed) == (100, 0)
     (slow_cfg,) = fake.slow_calls
-    assert slow_cfg.steps == 2500 and slow_cfg.cache_dir == str(tmp_path / "cache")
+    (store,) = fake.slow_stores  # the pipeline's opened cache, as the slow experiment's pieces
+    assert slow_cfg.steps == 2500 and store.cache.root == tmp_path / "cache" and store.name == "slow" and store.reuse
 
 
 def test_verify_json_keys_and_seed(fake, tmp_path):
@@ -349,8 +352,7 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     assert manifest["artifacts"]["fk-slow"]["not_written"] == ["slow_L{length}.png"]
     assert manifest["experiments"]["alpha"]["config"] == {"seed": 0, "device": "cpu", "size": 100}
     # the cache folder reached the slow experiment, but no local path is recorded
-    assert fake.slow_calls[0].cache_dir == str(tmp_path / "cache")
-    assert "cache_dir" not in manifest["experiments"]["slow"]["config"]
+    assert fake.slow_stores[0].cache.root == tmp_path / "cache"
     assert str(tmp_path) not in (tmp_path / "manifest.json").read_text()
     assert manifest["missing"] == ["fk-orphan"]
     assert manifest["timing"]["seconds"] > 0 and not manifest["quick"]
@@ -444,7 +446,7 @@ def test_real_registry_is_consistent():
     for exp in registry.experiments:
         assert exp.artifacts and hasattr(exp.module, "run") and hasattr(exp.module.Config, "quick")
         assert isinstance(exp.slow, bool) and isinstance(exp.cached, bool) and isinstance(exp.engines, tuple)
-        assert not exp.slow or exp.cache_field in {f.name for f in dataclasses.fields(exp.module.Config)}
+        assert not exp.caches_pieces or "store" in inspect.signature(exp.module.run).parameters
 
 
 def test_markdown_of_nested_and_other_renderables():
@@ -554,9 +556,9 @@ def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):
     seen = []
     original = experiment_registry.Experiment.run
 
-    def spy(self, config, progress=None):
+    def spy(self, config, progress=None, store=None):
         seen.append(torch.get_num_threads())
-        return original(self, config, progress)
+        return original(self, config, progress, store)
 
     monkeypatch.setattr(experiment_registry.Experiment, "run", spy)
     before = torch.get_num_threads()

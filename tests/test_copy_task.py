@@ -27,7 +27,7 @@ from attn_cli.published import all_checks
 from attn_cli.published.compare import compare_result
 from attn_cli.published.copy_task import CHECKS, MAP_RULE_ID
 from attn_cli.render import copy_task as render
-from tests.conftest import ATTN, assert_png, assert_user_error, run_attn, run_json
+from tests.conftest import ATTN, assert_png, assert_user_error, run_attn, run_copy_task, run_json
 
 # (model, length, steps, seed, hidden) -> (teacher_forced, free_running, exact, final training loss)
 REFERENCE = {
@@ -101,27 +101,29 @@ def test_schedule_puts_the_longest_runs_first():
 
 
 def test_cache_reuse_corruption_and_no_cache(tmp_path):
-    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
-    first = exp.run(config)
+    config, root = exp.Config(**TINY), tmp_path / "cache"
+    first = run_copy_task(config, root)
     files = sorted((tmp_path / "cache" / "copy_task").glob("*.json"))
     assert len(files) == 2 and not [r for r in first.runs if r["cached"]]
     assert not list(tmp_path.rglob("*.tmp"))
 
     start = time.perf_counter()
-    again = exp.run(config)
+    again = run_copy_task(config, root)
     assert time.perf_counter() - start < 1.0
     assert again.rows == first.rows and all(r["cached"] for r in again.runs)
 
     files[0].write_text(files[0].read_text()[:40])  # truncated
     files[1].write_text('{"key": {"spec": "someone else"}, "outcome": {}}')  # not ours
-    repaired = exp.run(config)
+    repaired = run_copy_task(config, root)
     assert repaired.rows == first.rows
     assert not any(r["cached"] for r in repaired.runs)
     assert len(repaired.notes) == 2 and all("unreadable" in n for n in repaired.notes)
     assert all(json.loads(f.read_text())["entry"]["payload"] for f in files)  # rewritten whole
 
-    fresh = exp.run(exp.Config(cache_root=str(tmp_path / "cache"), use_cache=False, **TINY))
+    fresh = run_copy_task(exp.Config(use_cache=False, **TINY), root)
     assert fresh.rows == first.rows and not any(r["cached"] for r in fresh.runs)
+    again = run_copy_task(config, root, reuse=False)  # the pipeline's use_cache=False (--no-cache)
+    assert again.rows == first.rows and not any(r["cached"] for r in again.runs)
 
 
 def test_cache_key_covers_what_determines_a_run():
@@ -210,6 +212,12 @@ def test_figures_are_pngs_and_are_not_redrawn_from_the_same_numbers(tmp_path):
     png.write_bytes(png.read_bytes()[:500])  # truncated: redrawn
     render.figures(result, tmp_path, ("png",), outcomes)
     assert_png(png)
+    damaged = bytearray(png.read_bytes())
+    damaged[damaged.index(b"IDAT") + 20] ^= 1  # one bit of the image data: its chunk's CRC fails
+    png.write_bytes(bytes(damaged))
+    assert render.png_text(png) == {}
+    render.figures(result, tmp_path, ("png",), outcomes)
+    assert png.read_bytes() != bytes(damaged) and render.png_text(png)[render.DIGEST_KEY]  # redrawn
     assert not list(tmp_path.glob(".*tmp*"))
 
 

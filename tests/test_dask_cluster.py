@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ATTN, assert_user_error, run_attn
+from tests.conftest import ATTN, assert_user_error, run_attn, run_copy_task
 
 distributed = pytest.importorskip("distributed")
 
@@ -248,8 +248,8 @@ def test_each_run_announces_its_start_so_the_progress_bar_counts_running_runs(cl
     assert {item for item, status in heard if status == "started"} == {0, 1, 2}
     assert counts.line() == "3/3 done, 0 running, 0 failed"
     again = RunCounts(3)
-    exp.run(dataclasses.replace(config, cache_root=str(tmp_path)), progress=again.update)  # nothing cached: trains
-    exp.run(dataclasses.replace(config, cache_root=str(tmp_path)), progress=(cached := RunCounts(3)).update)
+    run_copy_task(config, tmp_path, progress=again.update)  # nothing cached: trains
+    run_copy_task(config, tmp_path, progress=(cached := RunCounts(3)).update)
     assert again.line() == cached.line() == "3/3 done, 0 running, 0 failed"
 
 
@@ -360,13 +360,13 @@ def test_a_worker_with_other_code_another_isa_or_a_refusal_is_named_and_refused(
 # --------------------------------------------------------------------------- verify and all
 
 
-def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere(tmp_path):
+def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere():
     from attn_cli import plan, experiment_registry
     from attn_cli.experiments import copy_task as exp
 
     registry = experiment_registry.Registry.load()
     cluster = {"scheduler": "tcp://10.0.0.5:8786", "scheduler_from": "ATTN_SCHEDULER"}
-    args = dict(seed=0, device="cpu", cache_root=tmp_path)
+    args = dict(seed=0, device="cpu")
     for made in (plan.judged(registry.experiments, **args, **cluster), plan.smoke(registry.experiments, **args, **cluster)):
         configs = {e.name: c for e, c, _ in made}
         assert configs["copy_task"].scheduler == "tcp://10.0.0.5:8786"

@@ -22,7 +22,7 @@ import pytest
 
 from attn_cli import cache, experiment_registry, pipeline, schema
 from attn_cli.schema import InvalidEntry
-from tests.conftest import assert_png, run_attn
+from tests.conftest import assert_png, run_attn, run_copy_task
 
 import attn_cli.experiments.copy_task as copy_task
 
@@ -33,7 +33,7 @@ DEEP = "[" * 100_000 + "]" * 100_000  # json.loads alone raises RecursionError o
 @dataclasses.dataclass
 class Entry:
     """One cache entry, addressed as the cache addresses it: ``root`` (the cache folder:
-    ``--cache-dir``, ``Config.cache_root``), the entry group ``name`` ("copy_task",
+    ``--cache-dir``, the pipeline's ``cache_root``), the entry group ``name`` ("copy_task",
     "embeddings", ...) and its ``key``.
 
     With :func:`forge` and :func:`load_run`, the ONE place that knows where entries live, how
@@ -81,13 +81,13 @@ def forge(entry: Entry, mutate: Callable[[Any], Any]) -> None:
 def load_run(entry: Entry):
     """The copy task's cached outcome for ``entry`` (raises a ValueError for one refused)."""
     with cache.Cache.open(entry.root) as store:
-        return copy_task.load_cached(store, entry.key)
+        return copy_task.load_cached(cache.Pieces(store, "copy_task"), entry.key)
 
 
-def run_entry(config) -> Entry:
-    """The copy-task entry of ``config``'s first run."""
+def run_entry(config, root: Path) -> Entry:
+    """The copy-task entry of ``config``'s first run in the cache at ``root``."""
     spec = config.plan()[0]
-    return Entry(Path(config.cache_root), "copy_task", copy_task.cache_key(spec, config.engine_of(spec), config.device))
+    return Entry(Path(root), "copy_task", copy_task.cache_key(spec, config.engine_of(spec), config.device))
 
 
 def result_entry(exp, config, root: Path) -> Entry:
@@ -199,8 +199,8 @@ TINY = dict(lengths=(3,), steps=4, eval_size=16, jobs=1)  # well under a second 
 def tiny_runs(tmp_path_factory):
     """One attention and one plain run, cached: (config, result, {model: Entry})."""
     root = tmp_path_factory.mktemp("copy_task") / "cache"
-    config = copy_task.Config(cache_root=str(root), model="both", **TINY)
-    result = copy_task.run(config)
+    config = copy_task.Config(model="both", **TINY)
+    result = run_copy_task(config, root)
     where = {}
     for spec in config.plan():
         where[spec.model] = Entry(root, "copy_task", copy_task.cache_key(spec, config.engine_of(spec), config.device))
@@ -283,7 +283,7 @@ def test_a_refused_run_is_recomputed_with_a_note(tiny_runs, entry, case):
     config, first, _ = tiny_runs
     forge(entry, COPY_TASK_CASES[case][0])
     start = time.perf_counter()
-    again = copy_task.run(config)
+    again = run_copy_task(config, entry.root)
     assert time.perf_counter() - start < 60  # not a hang
     assert again.rows == first.rows and again.maps == first.maps
     assert [r["cached"] for r in again.runs] == [False, True]
@@ -293,9 +293,9 @@ def test_a_refused_run_is_recomputed_with_a_note(tiny_runs, entry, case):
 
 def test_copy_task_command_recomputes_a_planted_engine(tmp_path):
     """End to end: the run `attn copy-task` will look up, cached in-process, then forged."""
-    config = copy_task.Config(cache_root=str(tmp_path / "cache"), model="attention", **TINY)
-    copy_task.run(config)  # what the command below caches on its first run
-    planted = run_entry(config)
+    config = copy_task.Config(model="attention", **TINY)
+    run_copy_task(config, tmp_path / "cache")  # what the command below caches on its first run
+    planted = run_entry(config, tmp_path / "cache")
     forge(planted, setter("engine", HOSTILE_ENGINE))
     proc = run_attn("copy-task", "--lengths", "3", "--steps", "4", "--eval-size", "16", "--model", "attention",
                     "--jobs", "1", "--out", tmp_path, "--cache-dir", tmp_path / "cache", timeout=180)

@@ -233,9 +233,10 @@ def test_the_build_key_covers_compiler_version_and_cpu(monkeypatch):
 def test_the_copy_task_json_records_the_backend(tmp_path):
     from attn_cli.experiments import copy_task as exp
 
-    config = exp.Config.quick(lengths=(3,), model="attention", engine="fast", cache_root=str(tmp_path / "cache"),
-                              steps=2, eval_size=8)
-    result = exp.run(config)
+    from tests.conftest import run_copy_task
+
+    config = exp.Config.quick(lengths=(3,), model="attention", engine="fast", steps=2, eval_size=8)
+    result = run_copy_task(config, tmp_path / "cache")
     assert [r["backend"] for r in result.runs] == ["kernel" if kernel.load() is not None else "torch"]
     # an entry whose payload was edited (the field removed) fails its HMAC: recomputed, recorded again
     cached = next((tmp_path / "cache" / exp.CACHE_SUBDIR).glob("*.json"))
@@ -244,7 +245,7 @@ def test_the_copy_task_json_records_the_backend(tmp_path):
     obj = json.loads(cached.read_text())
     del obj["entry"]["payload"]["backend"]
     cached.write_text(json.dumps(obj))
-    again = exp.run(config)
+    again = run_copy_task(config, tmp_path / "cache")
     assert not again.runs[0]["cached"] and again.runs[0]["backend"] == result.runs[0]["backend"]
     shutil.rmtree(tmp_path / "cache")
 

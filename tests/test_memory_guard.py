@@ -21,7 +21,7 @@ EXPERIMENTS = experiment_registry.discover()
 def test_every_experiment_estimates_and_asks_the_guard_first(exp, monkeypatch, tmp_path):
     """With almost no free memory every experiment refuses at its quick config, before allocating."""
     assert callable(getattr(exp.module, "estimate_bytes", None)), f"{exp.name} has no estimate_bytes"
-    config = exp.config(quick=True, cache_root=tmp_path / "cache")
+    config = exp.config(quick=True)
     if exp.name == "scaling":  # only the measurement allocates; the table is arithmetic
         config = type(config).quick(measure=True, measure_lengths=(64,))
     assert exp.module.estimate_bytes(config) > 0

@@ -125,3 +125,89 @@ def test_a_command_turns_a_refused_config_into_a_usage_error(tmp_path):
     last = result.output.strip().splitlines()[-1]
     assert last == "Error: 3 heads do not divide --d-model 10 (head size = width / heads)"
     assert not out.exists() or list(out.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- pieces in the one cache
+
+
+@dataclass
+class Piece:
+    n: int
+
+
+def _piece_maker(log: list):
+    """A fake experiment that declares CACHES_PIECES: its one piece is read back, else computed and stored."""
+    exp = _fake(log)
+    exp.module.CACHES_PIECES = True
+
+    def run(config, progress=None, store=None):
+        key = {"size": config.size}
+        piece = store.load(key, 1000, Piece, check=lambda p, k: None) if store is not None else None
+        log.append(("piece", "cached" if piece is not None else "computed"))
+        if piece is None and store is not None:
+            store.store(key, Piece(n=config.size))
+        return Result(config={"seed": config.seed, "device": "cpu"}, value=0.5, notes=[])
+
+    exp.module.run = run
+    return exp
+
+
+def test_the_pipeline_hands_its_opened_cache_to_an_experiment_that_caches_pieces(tmp_path):
+    log: list = []
+    exp = _piece_maker(log)
+    pipeline.run(exp, Config(size=3), cache_root=tmp_path / "cache")
+    pipeline.run(exp, Config(size=3), cache_root=tmp_path / "cache")
+    pipeline.run(exp, Config(size=3), cache_root=tmp_path / "cache", use_cache=False)  # --no-cache: recomputed
+    pipeline.run(exp, Config(size=3))  # no cache: no store
+    assert [e[1] for e in log if e[0] == "piece"] == ["computed", "cached", "computed", "computed"]
+    assert len(list((tmp_path / "cache" / "fake").glob("*.json"))) == 1  # the experiment's group, one entry
+
+
+def test_an_experiment_that_caches_nothing_gets_no_store_and_no_cache_folder(tmp_path):
+    log: list = []
+    pipeline.run(_fake(log), Config(), cache_root=tmp_path / "cache")  # its run takes no store: it would raise
+    assert log[0][0] == "run" and not (tmp_path / "cache").exists()
+
+
+def test_a_piece_that_fails_its_check_or_its_type_is_invalid(tmp_path):
+    from attn_cli import cache
+
+    def small(piece, key):
+        if piece.n > 5:
+            raise ValueError(f"n {piece.n} is over 5")
+
+    with cache.Cache.open(tmp_path / "cache") as store:
+        pieces = cache.Pieces(store, "fake")
+        pieces.store({"k": 1}, Piece(n=9))
+        store.store("fake", {"k": 2}, {"n": "nine"})
+        assert pieces.load({"k": 1}, 1000, Piece) == Piece(n=9)
+        with pytest.raises(cache.InvalidEntry, match="n 9 is over 5"):
+            pieces.load({"k": 1}, 1000, Piece, small)
+        with pytest.raises(cache.InvalidEntry, match="expected"):
+            pieces.load({"k": 2}, 1000, Piece)
+        assert cache.Pieces(store, "fake", reuse=False).load({"k": 1}, 1000, Piece) is None
+        assert pieces.load({"k": 3}, 1000, Piece) is None
+
+
+@pytest.mark.parametrize("declared", ["finished runs are cached, a rerun resumes from them", None])
+def test_execute_says_what_an_interrupted_experiment_kept(tmp_path, monkeypatch, declared):
+    """Ctrl-C: the experiment's INTERRUPTED line, printed by the one path (execute), then the interruption."""
+    from attn_cli.commands import execute
+    from attn_cli.options import Common
+    from attn_cli.render import console
+
+    log: list = []
+    exp = _fake(log)
+
+    def run(config, progress=None):
+        raise KeyboardInterrupt
+
+    exp.module.run = run
+    if declared:
+        exp.module.INTERRUPTED = declared
+    said: list = []
+    monkeypatch.setattr(console, "note", said.append)
+    common = Common(device="cpu", seed=0, out=tmp_path, json=False, quick=False)
+    with pytest.raises(KeyboardInterrupt):
+        execute.execute(exp.module, exp.render, Config(), common)
+    assert said == ([f"interrupted: {declared}"] if declared else [])

@@ -27,7 +27,7 @@ from attn_cli.render.files import result_json
 from attn_cli.published import copy_task as pub
 from attn_cli.published import seed_rule
 
-from tests.conftest import ATTN
+from tests.conftest import ATTN, run_copy_task
 
 HOST_HAS_AVX512 = "avx512f" in numerics.cpu_flags() and numerics.is_x86_64()
 HOST_HAS_AVX2 = {"avx2", "fma"} <= numerics.cpu_flags() and numerics.is_x86_64()
@@ -234,21 +234,21 @@ TINY = dict(lengths=(3,), model="attention", steps=3, eval_size=8, jobs=1)
 
 
 def test_cache_entry_with_edited_payload_is_recomputed(tmp_path):
-    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
-    first = exp.run(config)
+    config = exp.Config(**TINY)
+    first = run_copy_task(config, tmp_path / "cache")
     (path,) = (tmp_path / "cache" / "copy_task").glob("*.json")
     entry = json.loads(path.read_text())
     entry["entry"]["payload"]["free_running"] = 1.0  # a plausible value, edited by hand
     path.write_text(json.dumps(entry))
-    again = exp.run(config)
+    again = run_copy_task(config, tmp_path / "cache")
     assert not again.runs[0]["cached"] and "HMAC" in again.notes[0]
     assert again.rows == first.rows
 
 
 def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
-    config = exp.Config(cache_root=str(tmp_path / "cache"), **TINY)
-    exp.run(config)
-    assert exp.run(config).runs[0]["cached"]
+    config = exp.Config(**TINY)
+    run_copy_task(config, tmp_path / "cache")
+    assert run_copy_task(config, tmp_path / "cache").runs[0]["cached"]
     from attn_cli import cache
 
     monkeypatch.setattr(cache, "_CODE_DIGEST", {})
@@ -259,7 +259,7 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
         return data + b"\n# edited\n" if path.name == "copy_train.py" else data
 
     monkeypatch.setattr(type(tmp_path), "read_bytes", edited)
-    assert not exp.run(config).runs[0]["cached"]
+    assert not run_copy_task(config, tmp_path / "cache").runs[0]["cached"]
 
 
 def test_code_digest_covers_both_engines_and_the_kernel():

@@ -41,8 +41,8 @@ def copy_task():
 # --------------------------------------------------------------------------- the plan
 
 
-def test_the_plan_trains_n_seeds_the_first_exact_the_rest_fast(copy_task, tmp_path):
-    args = dict(seed=3, device="cpu", cache_root=tmp_path)
+def test_the_plan_trains_n_seeds_the_first_exact_the_rest_fast(copy_task):
+    args = dict(seed=3, device="cpu")
     (_, config, unjudged), = plan.judged([copy_task], **args, seeds=8)
     assert unjudged is None and config.seed_list == tuple(range(3, 11))
     assert [config.engine_of(s) for s in config.plan() if s.model == "attention" and s.length == 32] == \
@@ -50,8 +50,8 @@ def test_the_plan_trains_n_seeds_the_first_exact_the_rest_fast(copy_task, tmp_pa
     assert plan.judged([copy_task], **args, seeds=1)[0][1].seed_list == (3,)
 
 
-def test_without_the_option_nothing_changes(copy_task, tmp_path):
-    args = dict(seed=0, device="cpu", cache_root=tmp_path)
+def test_without_the_option_nothing_changes(copy_task):
+    args = dict(seed=0, device="cpu")
     default = plan.judged([copy_task], **args)[0][1]
     assert default.seed_list == tuple(range(MIN_SEEDS)) == (0, 1, 2, 3, 4)
     assert plan.judged([copy_task], **args, seeds=None)[0][1] == default == \
@@ -59,9 +59,9 @@ def test_without_the_option_nothing_changes(copy_task, tmp_path):
 
 
 @pytest.mark.parametrize("n", [0, -1, MAX_SEEDS + 1])
-def test_the_plan_refuses_a_seed_count_out_of_range(copy_task, tmp_path, n):
+def test_the_plan_refuses_a_seed_count_out_of_range(copy_task, n):
     with pytest.raises(ValueError, match="seed rule takes 1 to"):
-        plan.judged([copy_task], seed=0, device="cpu", cache_root=tmp_path, seeds=n)
+        plan.judged([copy_task], seed=0, device="cpu", seeds=n)
     with pytest.raises(AttnError) if n < 1 else contextlib.nullcontext():
         exp.verify_config(exp.Config(), seeds=n)
 

@@ -106,13 +106,12 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
     from attn_cli.commands.execute import execute
     from attn_cli.experiments import copy_task as exp
     from attn_cli.render import copy_task as render
-    from attn_cli.render.console import note
-    from attn_cli.signals import describe
 
     if seeds and click.get_current_context().get_parameter_source("seed") is not ParameterSource.DEFAULT:
         raise click.UsageError("--seed and --seeds both given: --seeds lists every seed to train "
                                "(put the --seed value in the list)")
-    overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs)
+    overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs,
+                     use_cache=not no_cache)
     seeds = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
     lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
     for name, value in (("lengths", lengths), ("seeds", seeds), ("steps", steps),
@@ -126,18 +125,15 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
         config = dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from))
 
     # the pipeline refuses a bad configuration (validate; preflight: fast engine, memory) before
-    # any display or file, then makes the per-user cache folder, the bars and the runs
-    try:
-        from attn_cli.commands.cluster_progress import cluster_bar  # on a cluster: done, running, failed, ETA
+    # any display or file, then opens the per-user cache (each finished run stored at once), the bars
+    # and the runs; after Ctrl-C, execute says what was kept (the module's INTERRUPTED)
+    from attn_cli.commands.cluster_progress import cluster_bar  # on a cluster: done, running, failed, ETA
 
-        def display(config):
-            return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
+    def display(config):
+        return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
 
-        execute(exp, render, config, common, display=display,
-                cache_root=lambda: cache_root(common), use_cache=not no_cache, threads=None)
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: the CLI prints the last line
-        note(f"{describe(exc)}: workers stopped; finished runs are cached, a rerun resumes from them")
-        raise
+    execute(exp, render, config, common, display=display,
+            cache_root=lambda: cache_root(common), use_cache=not no_cache, threads=None)
 
 
 COMMANDS = [copy_task]

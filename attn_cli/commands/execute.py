@@ -51,7 +51,9 @@ def execute(experiment, render, config, common: Common, *, progress: str | None 
     ``progress``: the description of a progress bar (None: none); ``display(config)``: a
     progress display of the experiment's own instead (the copy task's bars); ``report``: a
     plain progress callback.  A Config the experiment's ``validate`` refuses is a usage error
-    (exit 2), before any display or file.  Returns the pipeline's Run."""
+    (exit 2), before any display or file.  After Ctrl-C (SIGTERM, SIGHUP) the experiment's
+    ``INTERRUPTED`` line, where it declares one, says what was kept (the copy task: its finished
+    runs, cached), and the interruption propagates.  Returns the pipeline's Run."""
     from attn_cli import pipeline
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
@@ -65,6 +67,12 @@ def execute(experiment, render, config, common: Common, *, progress: str | None 
                        cache_root=cache_root, use_cache=use_cache, threads=threads, numerics=common.numerics)
     except BadConfig as exc:
         raise click.UsageError(str(exc)) from None
+    except KeyboardInterrupt as exc:  # the CLI prints the last line and the exit status
+        if exp.interrupted:
+            from attn_cli.signals import describe
+
+            note(f"{describe(exc)}: {exp.interrupted}")
+        raise
     for line in run.notes:
         note(line)
     emit(run.result, [] if common.json else run.tables(), common.json, run=run)

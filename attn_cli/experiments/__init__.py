@@ -7,10 +7,12 @@ rely on it; :mod:`attn_cli.experiment_registry` reads it, nothing is guessed)::
     FIGURES = ("sqrt_dk.png",)       # figure files its render module writes
     ENGINES: tuple[str, ...] = ()    # ways to compute it ("exact", "fast": the copy task)
     SLOW, CACHED = False, True       # SLOW: minutes at the text's settings (verify --quick runs
-                                     # Config.quick() and skips its checks; CACHE_FIELD names the
-                                     # Config field the pipeline sets to the cache folder, with
-                                     # use_cache: the copy task caches each training run); CACHED:
-                                     # over a second, the pipeline keeps its Result in the cache
+                                     # Config.quick() and skips its checks); CACHED: over a
+                                     # second, the pipeline keeps its Result in the cache
+    CACHES_PIECES = False            # optional; True: run() gets the opened cache, store=Pieces
+                                     # (attn_cli.cache), and keeps pieces of its work there as
+                                     # they finish (the copy task: each training run)
+    INTERRUPTED = None               # optional: the line said after Ctrl-C (what was kept)
 
     @dataclass(frozen=True)
     class Config(QuickConfig):       # defaults = the text's settings; every field commented
@@ -26,6 +28,7 @@ rely on it; :mod:`attn_cli.experiment_registry` reads it, nothing is guessed)::
         MEASURED = {"w9-sqrt-dk.4.std": "rows.0.std"}   # or a measured() method
 
     def run(config: Config, progress: ProgressCallback = None) -> Result: ...
+        # with CACHES_PIECES: run(config, progress=None, store: Pieces | None = None)
         # progress(ProgressEvent(done, total, label)): the one event (experiments/progress.py)
 
     def validate(config) -> None: ...   # optional: options that do not fit together; an AttnError

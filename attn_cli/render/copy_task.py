@@ -220,32 +220,22 @@ def _save(fig, path: Path, digest: str, formats) -> list[Path]:
 
 
 def png_text(path: Path) -> dict[str, str]:
-    """The tEXt chunks of a PNG (before its image data); {} for a missing or broken file."""
+    """The text chunks of a PNG, read by Pillow (matplotlib's own PNG writer, installed with it;
+    its import is ~0.1 s against matplotlib's ~1.5 s); {} for a missing file, another format,
+    or one Pillow cannot verify whole (truncated, a chunk's CRC wrong): it is then redrawn."""
     import struct
 
-    found: dict[str, str] = {}
+    from PIL import Image
+
     try:
-        with open(path, "rb") as fh:
-            if fh.read(8) != b"\x89PNG\r\n\x1a\n":
+        with Image.open(path) as image:
+            if image.format != "PNG":
                 return {}
-            while True:
-                head = fh.read(8)
-                if len(head) < 8:
-                    return {}
-                length, kind = struct.unpack(">I4s", head)
-                if kind in (b"IDAT", b"IEND"):
-                    break
-                data = fh.read(length)
-                fh.read(4)  # crc
-                if kind == b"tEXt" and b"\0" in data:
-                    key, _, value = data.partition(b"\0")
-                    found[key.decode("latin-1")] = value.decode("latin-1")
-        # the image must be complete too: a truncated file is redrawn
-        if path.stat().st_size < 8 or not path.read_bytes().endswith(b"IEND\xaeB`\x82"):
-            return {}
-    except OSError:
+            text = {k: v for k, v in image.info.items() if isinstance(k, str) and isinstance(v, str)}
+            image.verify()  # every chunk's CRC, up to the image's end
+    except (OSError, SyntaxError, ValueError, EOFError, struct.error):  # Pillow's ways of saying "broken"
         return {}
-    return found
+    return text
 
 
 def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, formats) -> list[Path]:

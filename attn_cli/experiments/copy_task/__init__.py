@@ -11,8 +11,9 @@ table is the runs of a :class:`Config`, aggregated per (model, length) over the 
   kernels, statistically equivalent numbers).  ``extra_seed_engine``: the engine of every
   seed after the first (``attn verify`` trains seed 0 exactly, seeds 1-4 fast: see
   ``benchmarks/copy_task_seeds.py``).
-- :mod:`.cache`: finished runs in the per-user cache (``config.cache_root``, shared by every
-  ``--out``), keyed by everything that determines them, including a digest of the code.
+- :mod:`.cache`: finished runs in the per-user cache (shared by every ``--out``; the pipeline
+  opens it and hands it to :func:`run` as ``store``, since the module declares
+  ``CACHES_PIECES``), keyed by everything that determines them, including a digest of the code.
 - :mod:`.results`: the typed Result of plain values, aggregated over seeds.
 - :mod:`.cluster`: with ``config.scheduler`` (``--scheduler``), every run not cached trains on
   a Dask distributed cluster instead, with the same bits; each finished run is cached as here.
@@ -28,7 +29,7 @@ from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import (CACHE_FORMAT, CACHE_SUBDIR, CODE_GLOBS, cache_key, cache_path,
                                                   code_digest, load_cached, max_entry_bytes, store_cached)
-from attn_cli.cache import Unavailable, opened, torch_version
+from attn_cli.cache import Pieces, Unavailable, torch_version
 from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
                                                    check_memory, estimate_bytes, run_peak_bytes, validate,
                                                    verify_config)
@@ -38,8 +39,9 @@ from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 
 ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
 SLOW = True  # minutes of training at the text's settings
-CACHED = False  # not by the pipeline: each training run is cached on its own (cache.py), keyed by its code
-CACHE_FIELD = "cache_root"  # the Config field that receives the per-user cache folder
+CACHED = False  # not its Result: each training run is cached on its own (cache.py), keyed by its code
+CACHES_PIECES = True  # the pipeline hands run() the opened cache (store=): a Ctrl-C keeps the finished runs
+INTERRUPTED = "workers stopped; finished runs are cached, a rerun resumes from them"  # said after Ctrl-C
 FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")  # the catalogue's figures
 # beyond the texts, for several seeds per cell only: copy_task_seeds.png (+ .csv), the seed distribution
 # (attn_cli/render/copy_task_seeds.py); no catalogue entry lists it (the texts train one seed)
@@ -59,10 +61,14 @@ def preflight(config: Config) -> None:
     check_memory(config)
 
 
-def run(config: Config, progress: ProgressCallback = None) -> Result:
-    """Every run of ``config`` (cached ones reused), aggregated; ``progress`` hears a
+def run(config: Config, progress: ProgressCallback = None, store: Pieces | None = None) -> Result:
+    """Every run of ``config``, aggregated; ``progress`` hears a
     :class:`~attn_cli.experiments.progress.ProgressEvent` per report of a run (``item`` = the run's
     index in ``config.plan()``, ``item_done`` its steps, ``value`` its loss).
+
+    ``store``: the per-user cache's pieces of this experiment (:class:`attn_cli.cache.Pieces`,
+    opened by the pipeline; None: no cache): cached runs are reused (unless ``store.reuse`` or
+    ``config.use_cache`` is False) and each finished run is stored at once.
 
     With more than one job the runs go to forkserver worker processes: a script calling this
     needs the usual ``if __name__ == "__main__":`` guard, as with any multiprocessing code.
@@ -70,12 +76,10 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     start = time.perf_counter()
     validate(config)
     preflight(config)  # a clear error now, before any work
-    notes: list[str] = []
-    with opened(config.cache_root, notes) as store:
-        return _run(config, progress, store, notes, start)
+    return _run(config, progress, store, [], start)
 
 
-def _run(config: Config, progress: ProgressCallback, store, notes: list[str], start: float) -> Result:
+def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes: list[str], start: float) -> Result:
     specs = config.plan()
     report = _reporter(specs, progress)
     outcomes: list[RunOutcome | None] = [None] * len(specs)
@@ -85,11 +89,11 @@ def _run(config: Config, progress: ProgressCallback, store, notes: list[str], st
 
     todo = []
     for i, spec in enumerate(specs):
-        if store is not None and config.use_cache:
+        if store is not None and store.reuse and config.use_cache:
             try:
                 outcomes[i] = load_cached(store, keys[i])
             except ValueError as exc:
-                notes.append(f"cache entry {cache_path('', keys[i]).as_posix()} for the {spec.model} run at length "
+                notes.append(f"cache entry {store.path(keys[i]).as_posix()} for the {spec.model} run at length "
                              f"{spec.length}, seed {spec.seed} is unreadable ({exc}); recomputing it")
             if outcomes[i] is not None:
                 cached[i] = True

@@ -1,5 +1,7 @@
 """The copy task's cache of finished runs: ``<cache>/copy_task/<sha256>.json`` in the per-user
-cache (:mod:`attn_cli.cache`), shared by every ``--out``.
+cache (:mod:`attn_cli.cache`), shared by every ``--out``; the pipeline opens it and hands it to
+:func:`attn_cli.experiments.copy_task.run` as :class:`attn_cli.cache.Pieces` (``CACHES_PIECES``).
+What is the copy task's own here: the runs' keys and what a valid run is.
 
 An entry is keyed by everything that determines a run (:func:`cache_key`): the RunSpec,
 engine, device, the numeric mode and CPU kernels (:mod:`attn_cli.numerics`), the package
@@ -8,7 +10,8 @@ over :data:`CODE_GLOBS`).  Each entry carries an HMAC under this user's cache ke
 truncated, edited or foreign entry is reported and recomputed, never trusted; so is one whose
 values do not fit the run it is stored for (:func:`check_outcome`: types, ranges, shapes).  An
 entry is read only up to the size its spec allows (:func:`max_entry_bytes`).  The entry format
-is :mod:`attn_cli.cache`'s, shared with every cached experiment.
+and its reading (:meth:`attn_cli.cache.Pieces.load`) are :mod:`attn_cli.cache`'s, shared with
+every cached experiment.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from attn_cli import cache as results_cache
 from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
 from attn_cli.experiments.copy_task.config import ENGINES, METRICS
-from attn_cli.schema import InvalidEntry, check, check_grid, check_len, check_range
+from attn_cli.schema import check, check_grid, check_len, check_range
 
 CACHE_SUBDIR = Path("copy_task")  # the entries' folder in the cache
 CACHE_FORMAT = 4  # bump when the cached fields change
@@ -54,24 +57,15 @@ def max_entry_bytes(spec: dict) -> int:
     return 4096 + 32 * (length + 2) ** 2
 
 
-def load_cached(store: results_cache.Cache, key: dict) -> RunOutcome | None:
-    """The cached outcome for ``key`` if it is complete and was made for it; else None.
+def load_cached(store: results_cache.Pieces, key: dict) -> RunOutcome | None:
+    """The cached outcome for ``key`` if it is complete and was made for it; else None (none
+    stored, or ``store.reuse`` False).
 
     Raises ValueError (:class:`attn_cli.cache.Refused` or :class:`~attn_cli.schema.InvalidEntry`,
     with the reason) for an entry that exists but cannot be trusted: its HMAC, size or key, a
     value of the wrong type, or one the run's spec rules out (:func:`check_outcome`).
     """
-    payload = store.load(CACHE_SUBDIR.name, key, max_entry_bytes(key["spec"]))
-    if payload is None:
-        return None
-    try:
-        outcome = results_cache.revive(RunOutcome, payload)
-        check_outcome(outcome, key)
-        return outcome
-    except InvalidEntry:
-        raise
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidEntry(f"{type(exc).__name__}: {exc}") from None
+    return store.load(key, max_entry_bytes(key["spec"]), RunOutcome, check_outcome)
 
 
 # what numerics.effective_isa() can record (torch.backends.cpu.get_cpu_capability's answers), and ""
@@ -115,6 +109,6 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
         check(outcome.diagonal is None, "diagonal", "the plain model has no attention map")
 
 
-def store_cached(store: results_cache.Cache, key: dict, outcome: RunOutcome) -> None:
+def store_cached(store: results_cache.Pieces, key: dict, outcome: RunOutcome) -> None:
     """Store a finished run (atomic, signed); raises :class:`attn_cli.cache.Unavailable`."""
-    store.store(CACHE_SUBDIR.name, key, dataclasses.asdict(outcome))
+    store.store(key, outcome)

@@ -32,8 +32,7 @@ class Config:
     eval_size: int = 1000  # one evaluation batch, drawn after training
     jobs: Optional[int] = None  # worker processes; None: the CPU count (cuda: one, the GPU's)
     engine: str = "exact"  # exact (bitwise the text's program) or fast (statistically equivalent)
-    cache_root: Optional[str] = None  # the per-user cache folder (attn_cli.cache); None: no cache; never recorded
-    use_cache: bool = True  # False: recompute (and overwrite) cached runs
+    use_cache: bool = True  # False: recompute (and overwrite) cached runs (the cache: run()'s store)
     extra_seed_engine: Optional[str] = None  # engine of every seed after the first; None: ``engine``
     scheduler: Optional[str] = None  # a Dask scheduler's address: every run not cached trains there; never recorded
     scheduler_from: Optional[str] = None  # where that address came from (--scheduler, ATTN_SCHEDULER): for errors
@@ -80,7 +79,7 @@ class Config:
             return os.cpu_count() or 1
 
 
-LOCAL_FIELDS = ("cache_root", "scheduler", "scheduler_from")  # this machine's set-up: never in a Result, its JSON or a report
+LOCAL_FIELDS = ("scheduler", "scheduler_from")  # this machine's set-up: never in a Result, its JSON or a report
 
 
 def recorded(config: Config) -> dict:
