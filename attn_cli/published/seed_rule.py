@@ -18,6 +18,7 @@ This module holds no published value and no checks: the rule the copy-task famil
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -45,8 +46,13 @@ def t_cdf(x: float, df: float) -> float:
     return 0.5 + total * h / 3
 
 
+@functools.lru_cache(maxsize=256)
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with ``df`` degrees of freedom (0.5 < p < 1), by bisection."""
+    """The p-quantile of Student's t with ``df`` degrees of freedom (0.5 < p < 1), by bisection.
+
+    Kept per (p, df): each call integrates the density some 60 times (about 0.1 s), and a
+    report asks for the same few quantiles for every trained cell (measured: 84 calls in a warm
+    ``attn all`` with the intervals in its rows, 2.7 s of its 23 s)."""
     if not 0.5 < p < 1 or df <= 0:
         raise ValueError(f"t_quantile needs 0.5 < p < 1 and df > 0, not p={p}, df={df}")
     lo, hi = 0.0, 1.0
