@@ -60,6 +60,19 @@ def _host_line() -> str:
 ATTN = shutil.which("attn") or str(Path(sys.executable).with_name("attn"))
 
 
+def signals_as_a_terminal_gives_them() -> None:
+    """``preexec_fn`` for a child a test will signal: SIGINT, SIGHUP, SIGTERM and SIGQUIT at their
+    default disposition.  A process started in the background by a non-interactive shell
+    (``cmd &``, ``nohup``) inherits SIGINT and SIGHUP ignored, and so does every child of it; attn
+    rightly keeps an inherited ignore (a background job is not Ctrl-C's target), so without this
+    the signal tests would test the shell that started pytest (seen: run under ``nohup ... &`` the
+    Ctrl-C and SIGHUP tests timed out and left attn training)."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run_attn(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``attn ARGS...`` through the console script; returns the completed process."""
     env = dict(os.environ, COLUMNS="200", NO_COLOR="1")

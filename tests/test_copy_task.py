@@ -27,7 +27,8 @@ from attn_cli.published import all_checks
 from attn_cli.published.compare import compare_result
 from attn_cli.published.copy_task import CHECKS, MAP_RULE_ID
 from attn_cli.render import copy_task as render
-from tests.conftest import ATTN, assert_png, assert_user_error, run_attn, run_copy_task, run_json
+from tests.conftest import (ATTN, assert_png, assert_user_error, run_attn, run_copy_task, run_json,
+                            signals_as_a_terminal_gives_them)
 
 # (model, length, steps, seed, hidden) -> (teacher_forced, free_running, exact, final training loss)
 REFERENCE = {
@@ -285,7 +286,8 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
     proc = subprocess.Popen([ATTN, "copy-task", "--lengths", "4", "8", "--model", "both", "--steps", "100000",
                              "--jobs", "2", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")],
                             stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                            preexec_fn=signals_as_a_terminal_gives_them)
     deadline = time.monotonic() + 60
     children: list[int] = []
     while time.monotonic() < deadline and len(children) < 3:  # forkserver + 2 workers
@@ -294,7 +296,11 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
     start = time.monotonic()
-    _, stderr = proc.communicate(timeout=30)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # fail without leaving it training for the rest of the suite
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     assert time.monotonic() - start < 15
     assert proc.returncode != 0 and "Traceback" not in stderr, stderr
     # no figure, no partial cache entry: the cache holds its key alone

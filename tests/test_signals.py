@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from attn_cli import signals
-from tests.conftest import ATTN
+from tests.conftest import ATTN, signals_as_a_terminal_gives_them
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree in /proc")
 
@@ -87,7 +87,8 @@ def _start(out: Path, log: Path) -> tuple[subprocess.Popen, list[Proc]]:
     env = dict(os.environ, COLUMNS="120", NO_COLOR="1")
     with open(log, "w") as err:
         proc = subprocess.Popen([ATTN, *RUN, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=err,
-                                env=env, start_new_session=True)
+                                env=env, start_new_session=True,
+                                preexec_fn=signals_as_a_terminal_gives_them)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         tree = _tree(proc.pid)
@@ -125,7 +126,11 @@ def test_a_signal_stops_attn_and_every_worker_with_one_line_and_exit_128_plus_si
     assert len(tree) >= 3, tree  # the fork server, two workers (and the resource tracker)
     (os.killpg if to_group else os.kill)(proc.pid, signum)
     start = time.monotonic()
-    proc.wait(timeout=60)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:  # fail without leaving it training for the rest of the suite
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     exited = time.monotonic() - start
     gone = _gone_after(tree, GONE_WITHIN)
     err = log.read_text()
@@ -206,7 +211,8 @@ def test_sigterm_during_the_kernel_compile_stops_the_compiler_and_its_children(t
     with open(tmp_path / "stderr.txt", "w") as err:
         proc = subprocess.Popen([ATTN, "copy-task", "--engine", "fast", "--lengths", "4", "--steps", "50",
                                  "--jobs", "1", "--no-cache", "--out", str(tmp_path / "out")],
-                                stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+                                stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True,
+                                preexec_fn=signals_as_a_terminal_gives_them)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         tree = _tree(proc.pid)
