@@ -155,11 +155,15 @@ class Experiment:
 
     def figures(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping) -> list[Path]:
         """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them;
-        ``outcomes``: the published values and verdicts they show."""
+        ``outcomes``: the published values and verdicts they show.  Every file is complete
+        when this returns (:mod:`attn_cli.render.save_processes`)."""
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
-        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes) or [])]
+        from attn_cli.render.save_processes import in_parallel
+
+        with in_parallel():  # each figure saved by a forked child while the next is built; all done here
+            return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes) or [])]
 
 
 def check_seed_range(seeds) -> None:

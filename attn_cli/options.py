@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
@@ -242,24 +243,39 @@ def common_options(func):
 FIGURE_FORMATS = ("png", "svg", "pdf")  # as attn_cli.render.files.FIGURE_FORMATS (no matplotlib here)
 
 
-def format_option(func):
+def format_option(func=None, *, no_figures: bool = True):
     """Add ``--format png|svg|pdf`` (several after one flag; default png) to a command that
-    draws figures; sets ``common.formats``. Place it below ``@common_options``::
+    draws figures, and ``--no-figures`` (tables and data files only: no figure is drawn, and
+    the copy task does not even import matplotlib); sets ``common.formats`` (empty with
+    ``--no-figures``). Place it below ``@common_options``::
 
         @common_options
         @format_option
         def masks(..., common: Common): ...
-    """
 
-    @click.option("--format", "formats", cls=MultiValueOption, type=click.Choice(FIGURE_FORMATS),
-                  default=("png",), show_default=True, metavar="png|svg|pdf...",
-                  help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.")
-    @functools.wraps(func)
+    ``no_figures=False`` leaves ``--no-figures`` out (``attn all``: its report shows the figures).
+    """
+    if func is None:
+        return functools.partial(format_option, no_figures=no_figures)
+
     def wrapper(*args, formats, common: Common, **kwargs):
-        common = dataclasses.replace(common, formats=tuple(dict.fromkeys(formats)) or ("png",))
+        if kwargs.pop("no_figures", False):
+            ctx = click.get_current_context()
+            if ctx.get_parameter_source("formats") not in (ParameterSource.DEFAULT, None):
+                raise click.UsageError("--no-figures draws no figure: give it or --format, not both")
+            formats = ()
+        else:
+            formats = tuple(dict.fromkeys(formats)) or ("png",)
+        common = dataclasses.replace(common, formats=formats)
         return func(*args, common=common, **kwargs)
 
-    return wrapper
+    wrapper = functools.wraps(func)(wrapper)
+    if no_figures:
+        wrapper = click.option("--no-figures", "no_figures", is_flag=True,
+                               help="Write the tables and data files (CSV, JSON) but no figure: faster.")(wrapper)
+    return click.option("--format", "formats", cls=MultiValueOption, type=click.Choice(FIGURE_FORMATS),
+                        default=("png",), show_default=True, metavar="png|svg|pdf...",
+                        help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.")(wrapper)
 
 
 def _cache_dir(ctx, param, value):

@@ -182,8 +182,8 @@ def test_a_run_under_the_old_name_is_the_same_run(tmp_path):
 # --------------------------------------------------------------------------- flag == Config field == JSON key
 
 # options that say how to run and where to write, not what to compute: no Config field (the
-# numeric mode, the output folder and formats, the cache folder and its use, exercise --list)
-NOT_CONFIG = {"--numerics", "--quick", "--json", "--out", "--format", "--cache-dir", "--no-cache", "--list"}
+# numeric mode, the output folder, formats and --no-figures, the cache folder and its use, exercise --list)
+NOT_CONFIG = {"--numerics", "--quick", "--json", "--out", "--format", "--no-figures", "--cache-dir", "--no-cache", "--list"}
 # a flag whose Config field has a longer name, and why: analogy's Result also records
 # `nearest`, the list of neighbours, so the word itself stays `nearest_word`, its count `nearest_top`
 OTHER_FIELD = {("analogy", "--nearest"): "nearest_word", ("analogy", "--top"): "nearest_top"}

@@ -133,7 +133,7 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
               help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`).")
 @common_options
-@format_option
+@format_option(no_figures=False)
 @cache_dir_option
 @scheduler_option
 @seed_count_option

@@ -202,7 +202,10 @@ def _digest(data) -> str:
 
 def _draw_once(path: Path, data, formats, draw) -> list[Path]:
     """Draw ``path`` in each format unless the PNG already holds exactly ``data`` (its digest)
-    and every other format was written with it (present, not older than the PNG)."""
+    and every other format was written with it (present, not older than the PNG); no format
+    (``--no-figures``): nothing."""
+    if not formats:  # --no-figures: nothing drawn, matplotlib not imported
+        return []
     digest = _digest(data)
     targets = [path.with_suffix("." + f) for f in dict.fromkeys(formats)]
     if "png" in formats and png_text(path).get(DIGEST_KEY) == digest:

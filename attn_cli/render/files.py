@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from attn_cli import io as io_
 from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
 from attn_cli.render import capture as _capture
+from attn_cli.render import save_processes
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -52,16 +53,18 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
     ``masks.pdf``). Each file is written to a temp file in the same folder, then renamed
     (atomic). Vector formats keep text as text (SVG ``<text>``, PDF TrueType fonts), so a
     slide or a paper can restyle it. ``metadata`` (PNG text chunks) goes into the PNG only.
-    Returns the paths written, in the order of ``formats``.
+    Returns the paths written, in the order of ``formats``; no format: no file (the figure is
+    only closed).  Inside :func:`attn_cli.render.save_processes.in_parallel` a forked child saves
+    it (the same bytes) while the caller builds the next figure; the files are complete when
+    that block ends.
     """
     from attn_cli.private import keep_matplotlib_private
 
     keep_matplotlib_private()  # no font list or rc file from a folder others can change
-    import matplotlib
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    wanted = list(dict.fromkeys(formats)) or list(DEFAULT_FORMATS)
+    wanted = list(dict.fromkeys(formats))  # none: no figure file (--no-figures)
     capture = _capture.active()  # the Python API keeps the Figure; files only when asked
     if capture is not None:
         _capture.keep_figure(capture, fig, path)
@@ -69,24 +72,41 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
         if not capture.write:
             return [path.with_suffix("." + f) for f in wanted]
     unknown = [f for f in wanted if f not in FIGURE_FORMATS]
-    if unknown:
+    if unknown or not wanted:
         plt.close(fig)
-        raise ValueError(f"unknown figure format {unknown[0]!r} (choose from {', '.join(FIGURE_FORMATS)})")
-    written = []
+        if unknown:
+            raise ValueError(f"unknown figure format {unknown[0]!r} (choose from {', '.join(FIGURE_FORMATS)})")
+        return []
+
+    def save() -> list[Path]:
+        return _save_formats(fig, path, wanted, dpi, metadata)
+
+    children = save_processes.active()  # inside an experiment's figures: saved by a child while the next is built
+    if capture is None and children is not None and children.submit(save, lambda: plt.close(fig)):
+        return [path.with_suffix("." + f) for f in wanted]
     try:
-        with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
-            for fmt in wanted:
-                target = path.with_suffix("." + fmt)
-                extra = {"metadata": metadata} if metadata and fmt == "png" else {}
-                if fmt == "svg":
-                    extra = {"metadata": {"Date": None}}  # reproducible bytes: no timestamp
-                elif fmt == "pdf":
-                    extra = {"metadata": {"CreationDate": None}}
-                with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
-                    fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
-                written.append(target)
+        return save()
     finally:
         plt.close(fig)
+
+
+def _save_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[str, str] | None) -> list[Path]:
+    """``fig`` saved atomically in each of ``wanted``, in this process (or a child of
+    :mod:`attn_cli.render.save_processes`, with the same bytes)."""
+    import matplotlib
+
+    written = []
+    with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
+        for fmt in wanted:
+            target = path.with_suffix("." + fmt)
+            extra = {"metadata": metadata} if metadata and fmt == "png" else {}
+            if fmt == "svg":
+                extra = {"metadata": {"Date": None}}  # reproducible bytes: no timestamp
+            elif fmt == "pdf":
+                extra = {"metadata": {"CreationDate": None}}
+            with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
+                fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
+            written.append(target)
     return written
 
 
