@@ -10,6 +10,14 @@ are printed with their ratio.  The cases:
   computed   attn copy-task --engine fast --steps 1 --no-cache, a fresh --out each time
   cached     the same with its runs cached, a fresh --out (the figures are drawn)
   kept       the same into one --out (runs cached, figures kept)
+  nofig      the computed case with --no-figures (tables and data files only); this checkout
+             only where the baseline has no --no-figures (--baseline-nofig to include it)
+  training   the floor: a Python process that pins the numerics, imports torch and trains
+             and evaluates the same 8 runs through the library (no CLI, no table, no file)
+
+With ``training`` among the cases, each command case is also printed as "beyond training":
+its median wall minus the training case's (the fast engine's command should pay at most
+1 s beyond training at --steps 1: issue 17).
 
 On a loaded machine quote the CPU seconds: wall time then measures the other processes.
 
@@ -35,7 +43,8 @@ def once(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     """Wall and CPU seconds of one ``python -m attn_cli ARGS`` with ``checkout`` on the path."""
     env = dict(os.environ, PYTHONPATH=str(checkout))
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "attn_cli", *args], cwd=scratch, env=env,
+    argv = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "attn_cli", *args]
+    proc = subprocess.Popen(argv, cwd=scratch, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
@@ -46,7 +55,17 @@ def once(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
+TRAINING = ("from attn_cli import numerics\n"
+            "numerics.apply('portable')\n"
+            "from attn_cli.experiments import copy_task\n"
+            "copy_task.run(copy_task.Config(engine='fast', steps=1))\n")
+
+
 def case_args(case: str, scratch: Path, label: str, i: int) -> list[str]:
+    if case == "training":
+        return ["-c", TRAINING]
+    if case == "nofig":
+        return [*FAST, "--no-cache", "--no-figures", "--out", str(scratch / f"nofig-{label}-{i}")]
     if case == "help":
         return ["--help"]
     if case == "kept":
@@ -60,25 +79,31 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cases", nargs="+", default=["help", "computed", "cached", "kept"],
-                    choices=["help", "computed", "cached", "kept"])
+                    choices=["help", "computed", "cached", "kept", "nofig", "training"])
+    ap.add_argument("--baseline-nofig", action="store_true", help="the baseline has --no-figures too")
     args = ap.parse_args()
     sides = [("this", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="attn-startup-") as tmp:
         scratch = Path(tmp)
-        for case in args.cases:
-            times: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in sides}
+        walls: dict[str, float] = {}
+        for case in sorted(args.cases, key=lambda c: c != "training"):  # the floor first
+            here = sides[:1] if case == "nofig" and not args.baseline_nofig else sides
+            times: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in here}
             for i in range(args.repeats + 1):  # the first round warms caches (and the kernel) up
-                for label, checkout in sides:
+                for label, checkout in here:
                     measured = once(checkout, case_args(case, scratch, label, i), scratch)
                     if i:
                         times[label].append(measured)
             medians = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
                        for label, t in times.items()}
             line = "  ".join(f"{label} {w:.3f} s wall, {c:.3f} s CPU" for label, (w, c) in medians.items())
-            if args.baseline:
+            if "baseline" in medians:
                 (w, c), (bw, bc) = medians["this"], medians["baseline"]
                 line += f"  ratio wall {w / bw:.2f}, CPU {c / bc:.2f}"
+            walls[case] = medians["this"][0]
+            if "training" in walls and case in ("computed", "nofig"):
+                line += f"  (this: {walls[case] - walls['training']:.2f} s beyond training)"
             print(f"{case:<9} {line}", flush=True)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
