@@ -44,9 +44,9 @@ NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "
 
 
 def _commands() -> dict[str, click.Command]:
-    from attn_cli.cli import cli
+    from attn_cli.cli import all_commands
 
-    return dict(cli.commands)
+    return all_commands()
 
 
 def _command(name: str) -> click.Command:

@@ -80,17 +80,6 @@ def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
         raise click.BadParameter(str(exc), param_hint=param_hint) from None
 
 
-def check_utf8_words(args) -> None:
-    """A command-line word that is not valid UTF-8 (Python keeps its bytes as surrogate
-    escapes) is a usage error naming it, before anything converts or prints it."""
-    for position, word in enumerate(args, start=1):
-        try:
-            word.encode("utf-8")
-        except UnicodeEncodeError:
-            shown = repr(word.encode("utf-8", "surrogateescape"))[1:]  # 'ab\xff'
-            raise click.UsageError(f"argument {position} ({shown}) is not valid UTF-8 text") from None
-
-
 class FiniteFloatRange(click.FloatRange):
     """A ``FloatRange`` that also refuses NaN and infinity (a plain range lets NaN through:
     every comparison with NaN is false)."""

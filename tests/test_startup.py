@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ATTN
 
 # never needed to print the command list: each is tens of milliseconds or more
@@ -34,6 +36,41 @@ def test_help_imports_nothing_heavy():
     assert "click" in names  # the list is real
     heavy = sorted(n for n in names if n.split(".")[0] in HEAVY_AT_HELP)
     assert heavy == [], f"attn --help imports {heavy}"
+
+
+def modules_after(args, tmp_path: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``attn ARGS`` -> the process and ``sys.modules`` as it ends.  (``-X importtime`` does
+    not list a module imported with ``importlib.import_module``, as the command modules are.)"""
+    listing = tmp_path / "modules.txt"
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: open({str(listing)!r}, 'w').write('\\n'.join(sys.modules)))\n"
+            "from attn_cli.cli import main\nmain()\n")
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=300)
+    return proc, set(listing.read_text().split())
+
+
+def command_side(names: set[str]) -> list[str]:
+    """The command modules, shared options and published values among ``names``: what running a
+    command needs and what the command list (attn_cli/command_index.py) spares `attn --help`."""
+    return sorted(n for n in names if n.startswith(("attn_cli.commands.", "attn_cli.published"))
+                  or n == "attn_cli.options")
+
+
+@pytest.mark.parametrize("args", [["--help"], [], ["--version"]])
+def test_the_command_list_imports_no_command(args, tmp_path):
+    proc, names = modules_after(args, tmp_path)
+    assert "Usage: attn" in proc.stdout + proc.stderr or proc.stdout == "attn, version 0.1.0\n", proc.stderr[-2000:]
+    assert "attn_cli.command_index" in names and "click" in names  # the list is real
+    assert command_side(names) == [], f"attn {' '.join(args)} imports {command_side(names)}"
+
+
+def test_a_command_imports_its_own_module_only(tmp_path):
+    """`attn copy-task --help` imports copy_task's module, not the other commands' (and the
+    check above can fail: this is what it would see)."""
+    proc, names = modules_after(["copy-task", "--help"], tmp_path)
+    assert proc.returncode == 0 and "--engine" in proc.stdout, proc.stderr[-2000:]
+    assert [n for n in command_side(names) if n.startswith("attn_cli.commands.")] == ["attn_cli.commands.copy_task"]
+    assert "attn_cli.options" in command_side(names)
 
 
 def test_the_fast_engine_builds_its_layout_without_torch_dynamo():
