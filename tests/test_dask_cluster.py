@@ -12,7 +12,12 @@ on loopback, started by the test as subprocesses and always stopped (by their id
 - an unreachable scheduler is one ``Error:`` line naming where its address came from;
 - a worker whose torch already runs other kernels, other code, or another ISA is refused;
 - each run announces its start (the progress bar's running count), and a run restarted after
-  its worker was killed counts as one failed attempt.
+  its worker was killed counts as one failed attempt;
+- a worker started with attn's preload (``--preload attn_cli.dask_worker``) has torch loaded
+  under its numeric mode before its first run, trains a run bit for bit like a local run, and
+  refuses a run in the other mode naming its own and the fix;
+- the README's Slurm set-up (dask-jobqueue): its job script's worker command, run by hand
+  against the SLURMCluster's own scheduler, trains a run bit for bit like a local run.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ class LoopbackCluster:
     127.0.0.1, as subprocesses; :meth:`ensure` restarts what a test killed; :meth:`stop`
     stops every process it started (by its id)."""
 
-    def __init__(self, tmp: Path, workers: int = 2):
-        self.tmp, self.n_workers = tmp, workers
+    def __init__(self, tmp: Path, workers: int = 2, worker_args: tuple[str, ...] = ()):
+        self.tmp, self.n_workers, self.worker_args = tmp, workers, worker_args
         self.env = dict(os.environ)
         self.procs: list[subprocess.Popen] = []
         self.scheduler: subprocess.Popen | None = None
@@ -72,7 +77,7 @@ class LoopbackCluster:
         self.workers = [w for w in self.workers if w.poll() is None]
         while len(self.workers) < self.n_workers:
             self.workers.append(self._start("worker", self.address, "--nthreads", "1", "--no-nanny",
-                                            "--no-dashboard", "--host", "127.0.0.1"))
+                                            "--no-dashboard", "--host", "127.0.0.1", *self.worker_args))
         with distributed.Client(self.address, timeout=30) as client:
             client.wait_for_workers(self.n_workers, timeout=60)
             while len(client.scheduler_info()["workers"]) > self.n_workers:  # a killed worker not yet removed
@@ -398,3 +403,118 @@ def test_the_local_memory_guard_is_not_applied_to_runs_that_train_on_the_cluster
     with pytest.raises(AttnError, match="refused"):
         check_memory(huge)
     check_memory(Config(lengths=(4,), eval_size=2_000_000_000, scheduler="tcp://10.0.0.5:8786"))
+
+
+# --------------------------------------------------------------------------- attn's worker preload, Slurm
+
+ONE_RUN = ["--lengths", "3", "--seeds", "0", "--steps", "20", "--eval-size", "50", "--model", "attention"]
+
+
+@pytest.fixture(scope="module")
+def one_local_run(tmp_path_factory) -> dict:
+    """:data:`ONE_RUN` computed locally: the bits a worker must give."""
+    return copy_task(tmp_path_factory.mktemp("local"), "local", *ONE_RUN, "--jobs", "1")
+
+
+@pytest.fixture(scope="module")
+def preloaded(tmp_path_factory):
+    """A scheduler and one worker started as the README says: ``--preload attn_cli.dask_worker``."""
+    cluster = LoopbackCluster(tmp_path_factory.mktemp("dask-preloaded"), workers=1,
+                              worker_args=("--preload", "attn_cli.dask_worker"))
+    try:
+        yield cluster.ensure()
+    finally:
+        cluster.stop()
+
+
+def worker_state(address: str) -> tuple:
+    """The one worker's state before a run: training code loaded, preloaded mode, ATTN_NUMERICS,
+    intra-op threads, torch's ISA."""
+    def state() -> tuple:  # nested: shipped by value (the workers cannot import this test module)
+        import os
+        import sys
+
+        torch = sys.modules.get("torch")
+        from attn_cli.experiments.copy_task import cluster
+
+        return "attn_cli.core.copy_train" in sys.modules, cluster.PRELOADED_MODE, os.environ.get("ATTN_NUMERICS"), \
+            torch and torch.get_num_threads(), torch and torch.backends.cpu.get_cpu_capability()
+
+    with distributed.Client(address, timeout=30) as client:
+        client.wait_for_workers(1, timeout=120)
+        (answer,) = client.run(state).values()
+    return answer
+
+
+def test_a_preloaded_worker_has_torch_loaded_under_its_mode_and_trains_bit_for_bit_like_a_local_run(
+        preloaded, one_local_run, tmp_path):
+    from attn_cli import numerics
+
+    state = worker_state(preloaded)  # before its first run
+    assert state == (True, "portable", "portable", 1, numerics.expected_capability("portable"))
+    remote = copy_task(tmp_path, "remote", *ONE_RUN, "--scheduler", preloaded)
+    assert numbers(remote) == numbers(one_local_run)
+    assert remote["runs"][0]["ran_on"]["worker"].startswith("tcp://127.0.0.1:")
+
+
+def test_a_preloaded_worker_refuses_a_run_in_the_other_mode_naming_its_mode_and_the_fix(preloaded, tmp_path):
+    proc = run_attn("copy-task", *ONE_RUN, "--numerics", "native", "--scheduler", preloaded,
+                    "--out", tmp_path / "out", "--cache-dir", tmp_path / "cache", timeout=120)
+    assert proc.returncode == 1
+    assert_user_error(proc, "refused the attention run at length 3, seed 0",
+                      "started with --preload attn_cli.dask_worker --attn-numerics portable",
+                      "restart the worker with --attn-numerics native")
+    assert not list((tmp_path / "cache").glob("copy_task/*.json"))
+
+
+def test_the_preloads_mode_comes_from_its_option_else_attn_numerics_else_portable(monkeypatch):
+    import click
+
+    from attn_cli.dask_worker import dask_setup
+
+    def mode(*argv):
+        return dask_setup.make_context("dask_setup", list(argv)).params["attn_numerics"]
+
+    monkeypatch.delenv("ATTN_NUMERICS", raising=False)
+    assert mode() == "portable"
+    monkeypatch.setenv("ATTN_NUMERICS", "native")
+    assert mode() == "native" and mode("--attn-numerics", "portable") == "portable"
+    with pytest.raises(click.BadParameter):
+        mode("--attn-numerics", "fastest")
+
+
+SLURM = dict(cores=1, processes=1, memory="2GB", walltime="02:00:00",  # README, "Seeds on a cluster"
+             worker_extra_args=["--preload", "attn_cli.dask_worker"])
+
+
+def test_the_readme_slurm_cluster_job_script_starts_a_worker_that_trains_bit_for_bit_like_a_local_run(
+        one_local_run, tmp_path):
+    """Everything but ``sbatch``: the README's SLURMCluster, its job script, the script's worker
+    command run here against the cluster's own scheduler, one run through ``--scheduler``."""
+    import shlex
+
+    jobqueue = pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed (pip install -e '.[test]')")
+    # on loopback here (a real allocation's nodes reach the scheduler on the submitting host's network)
+    with jobqueue.SLURMCluster(**SLURM, scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}) as slurm:
+        script = slurm.job_script()
+        for line in ("#SBATCH -n 1", "#SBATCH --cpus-per-task=1", "#SBATCH --mem=2G", "#SBATCH -t 02:00:00"):
+            assert line in script.splitlines(), script
+        command = shlex.split(script.strip().splitlines()[-1])
+        assert command[:3] == [sys.executable, "-m", "distributed.cli.dask_worker"], command
+        assert command[3] == slurm.scheduler_address
+        joined = " ".join(command)
+        assert "--nthreads 1" in joined and "--preload attn_cli.dask_worker" in joined, joined
+
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            assert worker_state(slurm.scheduler_address)[:2] == (True, "portable")
+            remote = copy_task(tmp_path, "remote", *ONE_RUN, "--scheduler", slurm.scheduler_address)
+        finally:
+            worker.terminate()  # the nanny stops its worker process
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)  # the session this test started
+                worker.wait()
+    assert numbers(remote) == numbers(one_local_run)

@@ -8,9 +8,13 @@ RunOutcome as a dict, where it ran, or a refusal).  No tensor crosses the networ
 
 On the worker the numeric mode is pinned before torch loads there (:func:`attn_cli.numerics.apply`)
 and a run uses one intra-op thread, so a run computed on a worker equals the same run computed
-locally, bit for bit.  A worker that cannot give those bits is refused, never mixed in:
+locally, bit for bit.  A worker started with attn's preload (``dask worker ADDR --nthreads 1
+--preload attn_cli.dask_worker``, :func:`prepare_worker`) has done both, and imported torch and
+the training code, before it connects: its first run pays no import.  A worker that cannot give
+those bits is refused, never mixed in:
 
-- its torch already runs other kernels (loaded before the task, e.g. by a ``--preload``);
+- it was preloaded with the other numeric mode (``--attn-numerics``), or its torch already
+  runs other kernels (loaded before the task by something else);
 - it ran the run on another ISA than the client's cache key asks for (another architecture,
   or native mode on another CPU);
 - its copy of attn computes runs with other code (:func:`.cache.code_digest` differs).
@@ -88,13 +92,49 @@ def _announce(tag: Optional[str]) -> None:
             pass
 
 
+PRELOADED_MODE: Optional[str] = None  # the numeric mode prepare_worker pinned in this process; None: not preloaded
+
+
+def prepare_worker(mode: str) -> None:
+    """Make this (Dask worker) process ready to train: pin ``mode`` before torch loads here, one
+    intra-op thread, torch and the training code imported (as the local pool's fork server does,
+    :data:`.engines.WARM_MODULES`), so the first run pays no import.  From then on this worker
+    computes under ``mode`` alone (:func:`train_on_worker` refuses a run asking for the other).
+    Raises NumericsError when torch here already runs other kernels.  Called by the preload
+    module :mod:`attn_cli.dask_worker`."""
+    global PRELOADED_MODE
+    import importlib
+
+    from attn_cli import numerics
+    from attn_cli.experiments.copy_task.engines import WARM_MODULES
+
+    numerics.apply(mode)  # before torch loads here
+    import torch
+
+    torch.set_num_threads(1)
+    for name in WARM_MODULES:
+        importlib.import_module(name)
+    code_digest()  # hashed once here, not on the first run
+    PRELOADED_MODE = mode
+
+
+def _other_mode(mode: str) -> Optional[str]:
+    """Why this worker, preloaded with one numeric mode, refuses a run asking for ``mode`` (None: it does not)."""
+    if PRELOADED_MODE is None or mode == PRELOADED_MODE:
+        return None
+    return (f"this worker was started with --preload attn_cli.dask_worker --attn-numerics {PRELOADED_MODE} "
+            f"(torch loads once per process, under that mode) and the run asks for --numerics {mode}: "
+            f"restart the worker with --attn-numerics {mode}, or run attn with --numerics {PRELOADED_MODE}")
+
+
 def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: Optional[str] = None) -> dict:
     """One copy-task run, as the local engines compute it, in this (worker) process.
 
     ``spec``: ``dataclasses.asdict`` of a RunSpec; ``engine``: "exact" or "fast"; ``mode``:
     the numeric mode (:data:`attn_cli.numerics.MODES`).  Returns ``{"outcome": asdict(RunOutcome),
     "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` when this process
-    cannot compute under ``mode`` (its torch already runs other kernels).  Plain data only.
+    cannot compute under ``mode`` (preloaded with the other mode, or its torch already runs other
+    kernels).  Plain data only.
     ``tag``: the client's name of the run, announced on :data:`TOPIC` as it starts.
     """
     from attn_cli import numerics
@@ -102,6 +142,9 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag
     _announce(tag)
 
     place = where()
+    other = _other_mode(mode)
+    if other:
+        return {"refused": other, "where": place}
     try:
         numerics.apply(mode)  # before torch loads here; raises if it already runs other kernels
     except numerics.NumericsError as exc:
