@@ -168,6 +168,12 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
     out = Path(out)
     png = out / ACCURACY_PNG
     drawn_from = {k: v for k, v in result.config.items() if k not in ("jobs", "cache_root", "use_cache")}
+    # the longest map first: its save (the slowest, in a child: render/save_processes.py) runs
+    # while the others are built; the files are listed in the usual order
+    drawn = {i: _draw_once(out / MAP_PNG.format(length=m["length"]), m, formats,
+                           lambda digest, m=m: _map_figure(m, out / MAP_PNG.format(length=m["length"]), digest,
+                                                           formats))
+             for i, m in sorted(enumerate(result.maps), key=lambda im: -im[1]["length"])}
     paths = _draw_once(png, {"cells": result.cells_with_published(o), "config": drawn_from}, formats,
                        lambda digest: _accuracy_figure(result, o, png, digest, formats))
     paths.append(write_csv(
@@ -178,9 +184,9 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
                 "free_running_published"]))
     paths.append(write_json(out / ROWS_JSON, split_timing(
         {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING)))
-    for m in result.maps:
+    for i, m in enumerate(result.maps):
         png = out / MAP_PNG.format(length=m["length"])
-        paths += _draw_once(png, m, formats, lambda digest, m=m, png=png: _map_figure(m, png, digest, formats))
+        paths += drawn[i]
         paths.append(write_csv(png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
                                                         for t, row in enumerate(m["weights"])],
                                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]))
@@ -219,7 +225,7 @@ def _save(fig, path: Path, digest: str, formats) -> list[Path]:
     """Save in each format (the PNG with the digest of its numbers as a text chunk) and close."""
     from attn_cli.render.files import save_figure
 
-    return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest})
+    return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest}, tight_layout={})
 
 
 def png_text(path: Path) -> dict[str, str]:
@@ -278,7 +284,6 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
     engines = " + ".join(sorted({r["engine"] for r in result.rows}))
     ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden_size']}, "
                  f"{cfg['steps']} steps, {engines} engine)", fontsize=10)
-    fig.tight_layout()
     return _save(fig, path, digest, formats)
 
 
@@ -301,5 +306,4 @@ def _map_figure(m: dict, path: Path, digest: str, formats) -> list[Path]:
                  f"({m['diagonal_all']:.0%} over all sequences); free-running accuracy "
                  f"{m['free_running']:.3f} (seed {m['seed']})", fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
-    fig.tight_layout()
     return _save(fig, path, digest, formats)

@@ -150,5 +150,5 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats, digest: str | N
     engines = engines if "engine" in engines else f"{engines} engine"
     fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
                  f"{engines})", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06 if wide else 0.1, 1, 1))
-    return save_figure(fig, path, formats, metadata={"attn-digest": digest} if digest else None)
+    return save_figure(fig, path, formats, metadata={"attn-digest": digest} if digest else None,
+                       tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})

@@ -131,10 +131,9 @@ def _fig12(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     ax2.set_title("training curves (dashed: one-head bound √½)")
     ax2.legend(fontsize=8)
     fig.suptitle(f"Ex. 12: learned copy-both heads (d = {e.d}, {e.steps} steps)")
-    fig.tight_layout()
     png, csv = FILES[12]
     rows = [[r.h, i + 1, a, b, k, r.error] for r in e.runs for i, ((a, b), k) in enumerate(zip(r.weights, r.kinds))]
-    return [*save_figure(fig, out / png, formats),
+    return [*save_figure(fig, out / png, formats, tight_layout={}),
             write_csv(out / csv, rows, header=["h", "head", "alpha1", "alpha2", "kind", "held_out_error"])]
 
 

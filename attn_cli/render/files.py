@@ -46,7 +46,7 @@ DEFAULT_FORMATS = ("png",)
 
 
 def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_FORMATS, *, dpi: int = 120,
-                metadata: dict[str, str] | None = None) -> list[Path]:
+                metadata: dict[str, str] | None = None, tight_layout: dict | None = None) -> list[Path]:
     """Save a matplotlib figure once per format and close it; the one place figures are saved.
 
     ``path`` names the figure (``masks.png``); each format replaces its suffix (``masks.svg``,
@@ -56,7 +56,9 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
     Returns the paths written, in the order of ``formats``; no format: no file (the figure is
     only closed).  Inside :func:`attn_cli.render.save_processes.in_parallel` a forked child saves
     it (the same bytes) while the caller builds the next figure; the files are complete when
-    that block ends.
+    that block ends.  ``tight_layout``: ``fig.tight_layout(**tight_layout)`` just before saving
+    (``{}``: its defaults), part of the save, so a child does it too (it measures every text:
+    a third of a figure's cost).
     """
     from attn_cli.private import keep_matplotlib_private
 
@@ -67,6 +69,9 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
     wanted = list(dict.fromkeys(formats))  # none: no figure file (--no-figures)
     capture = _capture.active()  # the Python API keeps the Figure; files only when asked
     if capture is not None:
+        if wanted and tight_layout is not None:  # the Figure handed back is laid out as it is saved
+            fig.tight_layout(**tight_layout)
+            tight_layout = None
         _capture.keep_figure(capture, fig, path)
         capture.files += [path.with_suffix("." + f) for f in wanted if f in FIGURE_FORMATS]
         if not capture.write:
@@ -79,7 +84,7 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
         return []
 
     def save() -> list[Path]:
-        return _save_formats(fig, path, wanted, dpi, metadata)
+        return _save_formats(fig, path, wanted, dpi, metadata, tight_layout)
 
     children = save_processes.active()  # inside an experiment's figures: saved by a child while the next is built
     if capture is None and children is not None and children.submit(save, lambda: plt.close(fig)):
@@ -90,11 +95,14 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
         plt.close(fig)
 
 
-def _save_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[str, str] | None) -> list[Path]:
-    """``fig`` saved atomically in each of ``wanted``, in this process (or a child of
-    :mod:`attn_cli.render.save_processes`, with the same bytes)."""
+def _save_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[str, str] | None,
+                  tight_layout: dict | None) -> list[Path]:
+    """``fig`` laid out (``tight_layout``) and saved atomically in each of ``wanted``, in this
+    process (or a child of :mod:`attn_cli.render.save_processes`, with the same bytes)."""
     import matplotlib
 
+    if tight_layout is not None:
+        fig.tight_layout(**tight_layout)
     written = []
     with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
         for fmt in wanted:
