@@ -92,14 +92,15 @@ def kernel_step_seconds(lib, spec, steps: int) -> float:
     return (time.thread_time() - cpu) / steps
 
 
-def kernel_table(peak: float, lengths, model: str, hidden: int, steps: int, rounds: int = 3) -> tuple[dict, float]:
+def kernel_table(peak: float, lengths, model: str, hidden: int, steps: int, rounds: int = 5) -> tuple[dict, float]:
     """Per variant and length: FLOPs and bytes per step, GFLOP/s per busy core, share of peak.
 
-    The peak is measured again in every round, between the variants' measurements, and the
-    best of all (``peak`` included) is the one every share is of: on a shared machine a
-    neighbour's load moves both the kernel and the peak, and one early peak measurement
-    against best-of-rounds kernel times would judge the kernel by the machine's moment.
-    Returns the table and that peak."""
+    Each round measures every (variant, length) once and the sgemm peak once, so the kernel's
+    cells and the peak are each the best of the same number of tries (``rounds``), taken at the
+    same moments: on a shared machine a neighbour's load moves both, and a peak that is the best
+    of many more tries than the kernel (as before: two per length per round) judges the kernel
+    by the machine's best moment against its own typical one.  ``peak`` (measured before, as
+    the header line prints it) is not part of the ratio.  Returns the table and that peak."""
     from attn_cli.core.copy_fast import kernel
 
     variants = kernel_variants()
@@ -107,24 +108,27 @@ def kernel_table(peak: float, lengths, model: str, hidden: int, steps: int, roun
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     out: dict = {}
-    print(f"kernel variants side by side ({', '.join(variants) or 'none'}; best of {rounds} interleaved rounds, "
-          f"one thread, {steps} steps; the sgemm peak measured again in each round), {load()}")
+    print(f"kernel variants side by side ({', '.join(variants) or 'none'}; best of {rounds} rounds, each "
+          f"round every length and variant once, one thread, {steps} steps, and the sgemm peak once), {load()}")
     try:
-        for L in lengths:
-            spec = RunSpec(model=model, length=L, seed=0, steps=steps, hidden=hidden)
-            n = max(5, steps * 8 // max(L, 8))  # about the same time per length
-            best = {v: float("inf") for v in variants}
-            for _ in range(rounds):
+        specs = {L: RunSpec(model=model, length=L, seed=0, steps=steps, hidden=hidden) for L in lengths}
+        best = {(v, L): float("inf") for v in variants for L in lengths}
+        peak = 0.0
+        for _ in range(rounds):
+            for L in lengths:
+                n = max(5, steps * 8 // max(L, 8))  # about the same time per length
                 for v in variants:
-                    best[v] = min(best[v], kernel_step_seconds(libs[v], spec, n))
-                peak = max(peak, matmul_peak(reps=2))
+                    best[v, L] = min(best[v, L], kernel_step_seconds(libs[v], specs[L], n))
+            peak = max(peak, matmul_peak(reps=1))
+        for L in lengths:
+            spec = specs[L]
             flops = step_flops(model, L, hidden, spec.batch_size)
             for v in variants:
                 lib = libs[v]
                 work = 4 * lib.work_floats(spec.batch_size, L, hidden, int(model == "attention"))
                 params = 4 * 4 * lib.param_count(hidden, int(model == "attention"))  # params, grad, m1, m2
                 out.setdefault(v, {})[L] = {"flops": flops, "work_bytes": work, "param_bytes": params,
-                                            "seconds": best[v], "gflops": flops / best[v] / 1e9}
+                                            "seconds": best[v, L], "gflops": flops / best[v, L] / 1e9}
         print(f"single-core sgemm peak, best over the rounds: {peak:.1f} GFLOP/s")
         print("variant  length  MFLOP/step  work MB  param MB  ms/step  GFLOP/s/core  share of peak")
         for L in lengths:

@@ -350,6 +350,7 @@ def _bind(data: bytes) -> ctypes.CDLL:
     lib.train_steps_in.restype = i
     lib.kernel_isa.argtypes, lib.kernel_isa.restype = [], ctypes.c_char_p
     lib.work_floats.argtypes, lib.work_floats.restype = [i, i, i, i], l
+    lib.expf_pair.argtypes, lib.expf_pair.restype = [p, p, p, l], None
     return lib
 
 

@@ -35,6 +35,38 @@ static inline float fexp(float x) {
   u.i = ((int32_t)z + 127) << 23;
   return p * u.f;
 }
+/* expf exactly as glibc (2.28 and later) computes it on a CPU with FMA (sysdeps/ieee754/flt-32/
+   e_expf.c, the __expf_fma build that glibc's ifunc picks on every x86-64 CPU these variants run
+   on): in double, 2^(k/32) from a 32-entry table times a cubic in r, fused where that build fuses,
+   then rounded to float.  The kernel's cross-entropy called libm's expf; this gives its bits
+   (checked against libm over every float argument <= 0 in tests/test_kernel_expf.py) without a
+   call per element, branch-free so that its loop vectorises, and without depending on which libm
+   the host has.  Arguments here are <= 0 (logit minus the row's maximum): below
+   log(0x1p-149) libm returns 0x1p-149 (its errno path) or, below log(0x1p-150), 0. */
+static const uint64_t EXPF_TAB[32] = {
+  0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+  0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+  0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+  0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+  0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+  0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+  0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+  0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540};
+static inline float expf_libm(float x) {
+  const double xd = (double)x;
+  const double kds = fma(0x1.71547652b82fep+5, xd, 0x1.8p+52);  /* x 32/ln2 + shift */
+  union { double d; uint64_t u; } ki = {kds}, t;
+  const double kd = kds - 0x1.8p+52;
+  const double r = fma(0x1.71547652b82fep+5, xd, -kd);
+  t.u = EXPF_TAB[ki.u % 32] + (ki.u << 47);
+  const double z = fma(0x1.c6af84b912394p-20, r, 0x1.ebfce50fac4f3p-13);
+  const double r2 = r * r;
+  double y = fma(0x1.62e42ff0c52d6p-6, r, 1.0);
+  y = fma(z, r2, y);
+  const float f = (float)(y * t.d);
+  return x < -0x1.9d1d9ep6f ? (x < -0x1.9fe368p6f ? 0.0f : 0x1p-149f) : f;
+}
+
 static inline float fsigmoid(float x) { return 1.0f / (1.0f + fexp(-x)); }
 static inline float ftanh(float x) { return 2.0f / (1.0f + fexp(-2.0f * x)) - 1.0f; }
 
@@ -242,6 +274,14 @@ static void vecmat(int n, int k, const float* restrict x, const float* restrict 
     for (int p = 0; p < k; p++, mp += ldm) s0 = vfma(vset1(x[p]), vload(mp), s0);
     vstore(out + j, s0);
   }
+  if (j < n) {  /* the last n - j < VW columns: masked, the same fmas */
+    const vmask m = tail_mask(n - j);
+    vf s0 = acc ? vload_m(out + j, m) : vzero();
+    const float* mp = M + j;
+    for (int p = 0; p < k; p++, mp += ldm) s0 = vfma(vset1(x[p]), vload_m(mp, m), s0);
+    vstore_m(out + j, m, s0);
+    j = n;
+  }
 #endif
   if (j < n) {
     if (!acc) for (int q = j; q < n; q++) out[q] = 0.0f;
@@ -281,9 +321,21 @@ static void vecmat_rows(int nb, int n, int k, const float* restrict x, long xs,
 #pragma GCC unroll 4
       for (int r = 0; r < 4; r++) { vstore(o0 + r * os + j, s[r][0]); vstore(o0 + r * os + j + VW, s[r][1]); }
     }
-    if (j < n)
-      for (int r = 0; r < 4; r++)
-        vecmat(n - j, k, x0 + r * xs, m0 + r * ms + j, ldm, o0 + r * os + j, acc);
+    for (; j < n; j += VW) {  /* the rest, one vector per row (the last one masked): the same fmas */
+      const vmask m = tail_mask(n - j < VW ? n - j : VW);
+      vf s[4];
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; r++) s[r] = acc ? vload_m(o0 + r * os + j, m) : vzero();
+      const float* mp = m0 + j;
+      for (int p = 0; p < k; p++, mp += ldm) {
+        s[0] = vfma(vset1(x0[p]), vload_m(mp, m), s[0]);
+        s[1] = vfma(vset1(x1[p]), vload_m(mp + ms, m), s[1]);
+        s[2] = vfma(vset1(x2[p]), vload_m(mp + 2 * ms, m), s[2]);
+        s[3] = vfma(vset1(x3[p]), vload_m(mp + 3 * ms, m), s[3]);
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; r++) vstore_m(o0 + r * os + j, m, s[r]);
+    }
   }
 #endif
   for (; b < nb; b++) vecmat(n, k, x + b * xs, M + b * ms, ldm, out + b * os, acc);
