@@ -78,11 +78,11 @@ def sequential(lengths, steps, model) -> tuple[float, float, list[tuple]]:
     return wall, cpu, rows
 
 
-def parallel(lengths, steps, model, jobs) -> tuple[float, float, list[tuple]]:
+def parallel(lengths, steps, model, jobs, extra=()) -> tuple[float, float, list[tuple]]:
     attn = shutil.which("attn") or os.path.join(os.path.dirname(sys.executable), "attn")
     with tempfile.TemporaryDirectory() as out:
         cmd = [attn, "copy-task", "--lengths", *map(str, lengths), "--steps", str(steps), "--model", model,
-               "--jobs", str(jobs), "--no-cache", "--json", "--out", out]
+               "--jobs", str(jobs), "--no-cache", "--json", "--out", out, *extra]
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=pinned_env())
         wall = time.perf_counter() - start
@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument("--model", choices=("attention", "plain", "both"), default="attention",
                         help="the text's program is the attention model")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--no-figures-too", action="store_true",
+                        help="then run attn once more with --no-figures (the program prints its table and "
+                             "draws nothing; the five figures are attn's own) and print that ratio too")
     parser.add_argument("--sequential-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sequential_child:
@@ -125,6 +128,13 @@ def main() -> None:
     identical = sorted(seq_rows) == sorted(par_rows)
     print(f"numbers identical: {identical}")
     print(f"ratio parallel / sequential: {par_wall / seq_wall:.3f}  (target <= 0.55)")
+    if args.no_figures_too:
+        nf_wall, nf_cpu, nf_rows = parallel(args.lengths, args.steps, args.model, args.jobs, ["--no-figures"])
+        identical = identical and sorted(seq_rows) == sorted(nf_rows)
+        print(f"attn copy-task --jobs {args.jobs} --no-cache --no-figures: {nf_wall:.1f} s wall, {nf_cpu:.1f} s CPU "
+              f"in the runs;  {load()}")
+        print(f"numbers identical: {sorted(seq_rows) == sorted(nf_rows)}")
+        print(f"ratio parallel without figures / sequential: {nf_wall / seq_wall:.3f}  (target <= 0.55)")
     if not identical:
         sys.exit("the numbers differ: the exact engine must not depend on the process layout")
 
