@@ -125,7 +125,7 @@ static long work_sizes(const Dims* d, long* sizes) {
     NV * G, NV * G, G * (NE > H ? NE : H) + G * H, H * G, H * G, H * G, R * NV,
     (T + 1) * B * H, T * B * 2 * H, T * B * H, T * B * H, B * T * H, B * H * T,
     (T + 1) * B * H, (T + 1) * B * H, (T + 1) * B * T, T * B * 2 * H, T * B * H, T * B * H,
-    B * G, B * G, T * B * NV, T * B * R, T * B * G, T * B * G, T * B * G, T * B * G, B * T * H,
+    B * G, B * G, T * B * NV, T * B * R, T * B * G, T * B * G, B * G, T * B * G, B * T * H,
     B * H, B * H, B * H, B * H, NV * G, NV * G, G * T * B + G * NV + NV * T * B, B * T, 2 * B,
     (T + 1) * B * H, (T + 1) * B * T, B * H };
   const int n = sizeof(list) / sizeof(list[0]);
