@@ -75,6 +75,13 @@ class Experiment:
         return tuple(self._declared("ENGINES", ()))
 
     @property
+    def draws(self) -> bool:
+        """Whether it writes a figure: one of its catalogue artifacts names a PNG."""
+        from attn_cli.published.catalogue import BY_ID
+
+        return any(f.endswith(".png") for a in self.artifacts if a in BY_ID for f in BY_ID[a].files)
+
+    @property
     def caches_pieces(self) -> bool:
         """Its ``run(config, progress, store=)`` keeps pieces of its work in the per-user cache
         (:class:`attn_cli.cache.Pieces`: the copy task's training runs, each on its own)."""
@@ -160,6 +167,18 @@ class Experiment:
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
+        from attn_cli.render import drawer
+
+        by_drawer = drawer.active()  # a single command's drawer (render/drawer.py), forked before torch
+        if by_drawer is not None:
+            paths = by_drawer.figures(self, result, Path(out), formats, outcomes)
+            if paths is not None:
+                return paths
+        return self.figures_here(result, out, formats, outcomes)
+
+    def figures_here(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping) -> list[Path]:
+        """:meth:`figures`, drawn in this process (their saves in forked children)."""
+        render = self.render_module()
         from attn_cli.render.save_processes import in_parallel
 
         with in_parallel():  # each figure saved by a forked child while the next is built; all done here

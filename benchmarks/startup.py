@@ -16,8 +16,9 @@ are printed with their ratio.  The cases:
              and evaluates the same 8 runs through the library (no CLI, no table, no file)
 
 With ``training`` among the cases, each command case is also printed as "beyond training":
-its median wall minus the training case's (the fast engine's command should pay at most
-1 s beyond training at --steps 1: issue 17).
+the median over the rounds of its wall minus the training case's in the same round (the
+fast engine's command should pay at most 1 s beyond training at --steps 1: issue 17).  Every
+round runs every case on every side in turn, so all are measured at the same moments.
 
 On a loaded machine quote the CPU seconds: wall time then measures the other processes.
 
@@ -74,6 +75,11 @@ def case_args(case: str, scratch: Path, label: str, i: int) -> list[str]:
     return [*FAST, "--no-cache", "--out", fresh] if case == "computed" else [*FAST, "--out", fresh]
 
 
+def sides_for(case: str, sides, args):
+    """The sides a case runs on: nofig on this checkout only unless the baseline has --no-figures."""
+    return sides[:1] if case == "nofig" and not args.baseline_nofig else sides
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")
@@ -84,26 +90,31 @@ def main() -> None:
     args = ap.parse_args()
     sides = [("this", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    cases = sorted(args.cases, key=lambda c: c != "training")  # the floor first
     with tempfile.TemporaryDirectory(prefix="attn-startup-") as tmp:
         scratch = Path(tmp)
-        walls: dict[str, float] = {}
-        for case in sorted(args.cases, key=lambda c: c != "training"):  # the floor first
-            here = sides[:1] if case == "nofig" and not args.baseline_nofig else sides
-            times: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in here}
-            for i in range(args.repeats + 1):  # the first round warms caches (and the kernel) up
-                for label, checkout in here:
+        # every round runs every case on every side, so the floor and the commands are measured
+        # at the same moments: this machine's speed drifts from minute to minute, and a case
+        # measured as a block after the floor's block moved "beyond training" by up to 1 s
+        times = {case: {label: [] for label, _ in sides_for(case, sides, args)} for case in cases}
+        for i in range(args.repeats + 1):  # the first round warms caches (and the kernel) up
+            for case in cases:
+                for label, checkout in sides_for(case, sides, args):
                     measured = once(checkout, case_args(case, scratch, label, i), scratch)
                     if i:
-                        times[label].append(measured)
+                        times[case][label].append(measured)
+        for case in cases:
             medians = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
-                       for label, t in times.items()}
+                       for label, t in times[case].items()}
             line = "  ".join(f"{label} {w:.3f} s wall, {c:.3f} s CPU" for label, (w, c) in medians.items())
             if "baseline" in medians:
                 (w, c), (bw, bc) = medians["this"], medians["baseline"]
                 line += f"  ratio wall {w / bw:.2f}, CPU {c / bc:.2f}"
-            walls[case] = medians["this"][0]
-            if "training" in walls and case in ("computed", "nofig"):
-                line += f"  (this: {walls[case] - walls['training']:.2f} s beyond training)"
+            if "training" in times and case in ("computed", "nofig", "cached"):
+                beyond = {label: statistics.median(w - f for (w, _), (f, _) in zip(t, times["training"][label]))
+                          for label, t in times[case].items() if label in times["training"]}
+                line += "  (beyond training, median of the rounds' differences: " + ", ".join(
+                    f"{label} {b:.2f} s" for label, b in beyond.items()) + ")"
             print(f"{case:<9} {line}", flush=True)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -209,7 +209,9 @@ def _digest(data) -> str:
 def _draw_once(path: Path, data, formats, draw) -> list[Path]:
     """Draw ``path`` in each format unless the PNG already holds exactly ``data`` (its digest)
     and every other format was written with it (present, not older than the PNG); no format
-    (``--no-figures``): nothing."""
+    (``--no-figures``): nothing.  In a figure drawer (:mod:`attn_cli.render.drawer`: no torch,
+    matplotlib warm, forks cheap) the whole figure is built and saved by a forked child, so the
+    five are built side by side; the paths are known before (the same ``targets``)."""
     if not formats:  # --no-figures: nothing drawn, matplotlib not imported
         return []
     digest = _digest(data)
@@ -218,6 +220,11 @@ def _draw_once(path: Path, data, formats, draw) -> list[Path]:
         made = path.stat().st_mtime_ns
         if all(t.exists() and t.stat().st_mtime_ns >= made for t in targets):
             return targets
+    from attn_cli.render import drawer, save_processes
+
+    children = save_processes.active()
+    if drawer.inside() and children is not None and children.submit(lambda: draw(digest), lambda: None):
+        return targets  # in the drawer (no torch, matplotlib warm): the whole figure built and saved by a child
     return draw(digest)
 
 

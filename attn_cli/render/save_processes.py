@@ -68,6 +68,7 @@ class SaveProcesses:
         if pid == 0:  # the child: save, then leave without returning into the parent's code
             code = 1
             try:
+                _ACTIVE.set(None)  # what save() draws is saved here, in this child
                 save()
                 code = 0
             except BaseException:  # noqa: BLE001 - the parent repeats the save and raises its error
