@@ -59,7 +59,7 @@ def inside() -> bool:
 
 
 def active() -> "Drawer | None":
-    """The drawer in force (inside :func:`started`), or None: figures are drawn in this process."""
+    """The drawer in force (forked inside :func:`armed`), or None: figures are drawn in this process."""
     return _ACTIVE.get()
 
 
