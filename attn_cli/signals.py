@@ -81,12 +81,15 @@ def exit_code(exc: BaseException) -> int:
 # --------------------------------------------------------------------------- worker processes
 
 @contextmanager
-def hangup_blocked() -> Iterator[None]:
-    """SIGHUP blocked in this thread meanwhile, so that the processes started inside inherit the
-    block and leave a terminal's hang-up (sent to the whole process group) to attn, as they
-    leave Ctrl-C; a SIGHUP that arrives meanwhile is handled right after (or by another thread's
-    wake-up at once: the handler always runs in the main thread)."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+def terminal_signals_blocked() -> Iterator[None]:
+    """SIGHUP and SIGINT blocked in this thread meanwhile, so that the processes started inside
+    inherit the block and leave a terminal's hang-up and Ctrl-C (sent to the whole process
+    group) to attn.  The fork server needs it for Ctrl-C too: it ignores SIGINT only once its
+    preload (torch: seconds) is imported, and a Ctrl-C before that printed its traceback; blocked,
+    the signal waits and is discarded when it sets SIGINT to ignored.  A signal that arrives
+    meanwhile is handled here right after (or by another thread's wake-up at once: the handler
+    always runs in the main thread)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGINT})
     try:
         yield
     finally:

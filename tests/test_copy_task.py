@@ -290,9 +290,9 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
                             preexec_fn=signals_as_a_terminal_gives_them)
     deadline = time.monotonic() + 60
     children: list[int] = []
-    while time.monotonic() < deadline and len(children) < 3:  # forkserver + 2 workers
+    while time.monotonic() < deadline and len(_workers(proc.pid)) < 2:  # both workers training
         time.sleep(0.5)
-        children = _descendants(proc.pid)
+    children = _descendants(proc.pid)  # fork server, workers, resource tracker, figure drawer
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
     start = time.monotonic()
@@ -307,6 +307,69 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [tmp_path / "cache" / "hmac.key"]
     time.sleep(0.5)
     assert not [pid for pid in children if _alive(pid)], "workers left running"
+
+
+def test_ctrl_c_while_the_fork_server_imports_torch_prints_no_traceback(tmp_path):
+    """The fork server ignores SIGINT only once its preload (torch) is imported: attn starts it
+    with SIGINT blocked, so a Ctrl-C in those seconds waits and is dropped, not a traceback."""
+    proc = subprocess.Popen([ATTN, "copy-task", "--lengths", "4", "8", "--steps", "100000", "--jobs", "2",
+                             "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=signals_as_a_terminal_gives_them)
+    deadline = time.monotonic() + 60
+    server = None
+    while time.monotonic() < deadline and server is None:
+        time.sleep(0.02)
+        server = _fork_server(proc.pid)
+    assert server is not None, "no fork server started"
+    while time.monotonic() < deadline and not _catches_sigint(server):  # Python's handler is in place
+        time.sleep(0.005)
+    assert "libtorch" not in _loaded(server)  # and torch not loaded yet: the signal lands in the import
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    time.sleep(0.5)
+    assert not _alive(server)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _fork_server(pid: int) -> int | None:
+    """The fork server among ``pid``'s descendants (multiprocessing's forkserver.main), or None."""
+    return next((p for p in _descendants(pid) if "forkserver" in _cmdline(p) and "main(" in _cmdline(p)), None)
+
+
+def _workers(pid: int) -> list[int]:
+    """The workers: the fork server's children."""
+    server = _fork_server(pid)
+    return _descendants(server) if server is not None else []
+
+
+def _catches_sigint(pid: int) -> bool:
+    """Whether ``pid`` has a handler for SIGINT (Python's, once its start-up has installed it)."""
+    try:
+        caught = next(line for line in (Path("/proc") / str(pid) / "status").read_text().splitlines()
+                      if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+
+
+def _loaded(pid: int) -> str:
+    """The files mapped by ``pid`` (a shared library appears once it is loaded)."""
+    try:
+        return (Path("/proc") / str(pid) / "maps").read_text()
+    except OSError:
+        return ""
 
 
 def _descendants(pid: int) -> list[int]:

@@ -141,9 +141,9 @@ def _start(exp) -> "Drawer | None":
     """Fork a drawer for ``exp``; None if it cannot fork (the figures are then drawn here)."""
     send_r, send_w = os.pipe()
     reply_r, reply_w = os.pipe()
-    from attn_cli.render.save_processes import _fork
+    from attn_cli.render.save_processes import fork
 
-    pid = _fork()
+    pid = fork()
     if pid is None:
         for fd in (send_r, send_w, reply_r, reply_w):
             os.close(fd)

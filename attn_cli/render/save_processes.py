@@ -62,7 +62,7 @@ class SaveProcesses:
         fork (out of processes or memory), and the caller saves in this process."""
         while len(self.pending) >= self.limit:
             self._reap(self.pending.pop(0))
-        pid = _fork()
+        pid = fork()
         if pid is None:
             return False
         if pid == 0:  # the child: save, then leave without returning into the parent's code
@@ -105,7 +105,9 @@ class SaveProcesses:
                 close()
 
 
-def _fork() -> int | None:
+def fork() -> int | None:
+    """``os.fork()`` without Python 3.12's warning about threads; None where it fails (out of
+    processes or memory: the caller then does the work itself).  Also the figure drawer's."""
     with warnings.catch_warnings():  # Python 3.12+ warns of fork in a process with threads:
         warnings.simplefilter("ignore", DeprecationWarning)  # the child runs no thread's work, only savefig
         try:

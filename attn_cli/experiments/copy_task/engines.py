@@ -215,16 +215,20 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
 
 def _start_helpers(ctx) -> None:
     """Start multiprocessing's resource tracker and fork server (if not running yet) with SIGHUP
-    blocked: they ignore Ctrl-C already, and so they outlive a terminal's hang-up as well (it
-    reaches the whole process group) until attn has stopped the workers.  A tracker killed by
-    it would be relaunched during that cleanup and print tracebacks."""
+    and SIGINT blocked, so they outlive a terminal's hang-up and Ctrl-C (both reach the whole
+    process group) until attn has stopped the workers.  A tracker killed by a hang-up would be
+    relaunched during that cleanup and print tracebacks; the fork server ignores SIGINT only
+    after its preload, and a Ctrl-C during that import (seconds) printed a traceback."""
     from multiprocessing import forkserver, resource_tracker
 
-    from attn_cli.signals import hangup_blocked
+    from attn_cli.signals import terminal_signals_blocked
 
-    with hangup_blocked():
+    with terminal_signals_blocked():
         resource_tracker.ensure_running()
-        if ctx.get_start_method() == "forkserver":
+    # again: starting the tracker unblocks SIGINT and SIGTERM in this thread on its way out
+    # (multiprocessing blocks them around its spawn, then unblocks them, whatever was before)
+    if ctx.get_start_method() == "forkserver":
+        with terminal_signals_blocked():
             forkserver.ensure_running()
 
 
