@@ -210,35 +210,25 @@ static void attend(int B, int T, int H, float scale, const float* restrict h, co
   vecmat_rows(B, T, H, qs, H, encBT, (long)H * T, T, a, T, 0);  /* s_t = sum_k (q_k scale) K_kt */
   /* softmax of each row, eight rows side by side: each row's max and sum run in t order as
      before, but the eight chains of dependent adds overlap instead of waiting on each other */
-  int b = 0;
-  for (; b + SROWS <= B; b += SROWS) {
+  for (int b = 0; b < B; b += SROWS) {
+    const int nr = B - b < SROWS ? B - b : SROWS;
     float* restrict s0 = a + (long)b * T;
     float mx[SROWS], sum[SROWS];
-    for (int r = 0; r < SROWS; r++) mx[r] = s0[(long)r * T];
+    for (int r = 0; r < nr; r++) mx[r] = s0[(long)r * T];
     for (int t = 1; t < T; t++)
-      for (int r = 0; r < SROWS; r++) { const float v = s0[(long)r * T + t]; mx[r] = v > mx[r] ? v : mx[r]; }
-    for (int r = 0; r < SROWS; r++) {
+      for (int r = 0; r < nr; r++) { const float v = s0[(long)r * T + t]; mx[r] = v > mx[r] ? v : mx[r]; }
+    for (int r = 0; r < nr; r++) {
       float* restrict s = s0 + (long)r * T;
       for (int t = 0; t < T; t++) s[t] = fexp(s[t] - mx[r]);
       sum[r] = 0.0f;
     }
     for (int t = 0; t < T; t++)
-      for (int r = 0; r < SROWS; r++) sum[r] += s0[(long)r * T + t];
-    for (int r = 0; r < SROWS; r++) {
+      for (int r = 0; r < nr; r++) sum[r] += s0[(long)r * T + t];
+    for (int r = 0; r < nr; r++) {
       float* restrict s = s0 + (long)r * T;
       const float inv = 1.0f / sum[r];
       for (int t = 0; t < T; t++) s[t] *= inv;
     }
-  }
-  for (; b < B; b++) {
-    float* restrict s = a + (long)b * T;
-    float mx = s[0];
-    for (int t = 1; t < T; t++) mx = s[t] > mx ? s[t] : mx;
-    for (int t = 0; t < T; t++) s[t] = fexp(s[t] - mx);
-    float sum = 0.0f;
-    for (int t = 0; t < T; t++) sum += s[t];
-    float inv = 1.0f / sum;
-    for (int t = 0; t < T; t++) s[t] *= inv;
   }
   vecmat_rows(B, H, T, a, T, encB, (long)T * H, H, c, H, 0);  /* c_k = sum_t a_t V_tk */
 }
@@ -253,28 +243,20 @@ static void attend_bwd(int B, int T, int H, float scale, const float* a_all, con
      terms, fused (the first kernel's vectorised loop and its scalar remainder: its bits);
      eight rows side by side, as in attend */
   const int T4 = T - T % 4;
-  int b = 0;
-  for (; b + SROWS <= B; b += SROWS) {
+  for (int b = 0; b < B; b += SROWS) {
+    const int nr = B - b < SROWS ? B - b : SROWS;
     const float* restrict a0 = a_all + (long)b * T;
     float* restrict da0 = da_all + (long)b * T;
     float sad[SROWS];
-    for (int r = 0; r < SROWS; r++) sad[r] = 0.0f;
+    for (int r = 0; r < nr; r++) sad[r] = 0.0f;
     for (int t = 0; t < T4; t++)
-      for (int r = 0; r < SROWS; r++) sad[r] += a0[(long)r * T + t] * da0[(long)r * T + t];
+      for (int r = 0; r < nr; r++) sad[r] += a0[(long)r * T + t] * da0[(long)r * T + t];
     for (int t = T4; t < T; t++)
-      for (int r = 0; r < SROWS; r++) sad[r] = fmaf(a0[(long)r * T + t], da0[(long)r * T + t], sad[r]);
-    for (int r = 0; r < SROWS; r++) {
+      for (int r = 0; r < nr; r++) sad[r] = fmaf(a0[(long)r * T + t], da0[(long)r * T + t], sad[r]);
+    for (int r = 0; r < nr; r++) {
       const float* restrict a = a0 + (long)r * T; float* restrict da = da0 + (long)r * T;
       for (int t = 0; t < T; t++) da[t] = a[t] * (da[t] - sad[r]) * scale;  /* d score_t, now in da */
     }
-  }
-  for (; b < B; b++) {
-    const float* restrict a = a_all + (long)b * T;
-    float* restrict da = da_all + (long)b * T;
-    float sad = 0.0f;
-    for (int t = 0; t < T4; t++) sad += a[t] * da[t];
-    for (int t = T4; t < T; t++) sad = fmaf(a[t], da[t], sad);
-    for (int t = 0; t < T; t++) da[t] = a[t] * (da[t] - sad) * scale;  /* d score_t, now in da */
   }
   vecmat_rows(B, H, T, da_all, T, encB, (long)T * H, H, dh_all, H, 1);  /* dh_k += sum_t dscore_t V_tk */
 }
