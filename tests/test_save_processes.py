@@ -157,3 +157,28 @@ def test_no_figures_with_format_is_a_usage_error_and_attn_all_has_no_such_flag(t
     masks = _attn("masks", "--no-figures", "--out", str(tmp_path / "m"), cwd=tmp_path)
     assert masks.returncode == 0, masks.stderr
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["masks.csv"]
+
+
+@needs_fork
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds here: the oldest child is reaped first")
+def test_a_new_save_takes_the_slot_of_the_first_child_to_finish(tmp_path):
+    """Limit 2: a slow child and a quick one; the third save starts when the quick one is done,
+    not after the slow one (the oldest)."""
+    def slow():
+        time.sleep(3)
+
+    def quick():
+        pass
+
+    def mark():
+        (tmp_path / "third").write_text(str(time.monotonic()))
+
+    with in_parallel(limit=2) as pool:
+        start = time.monotonic()
+        assert pool.submit(slow, lambda: None)
+        assert pool.submit(quick, lambda: None)
+        assert pool.submit(mark, lambda: None)
+        waited = time.monotonic() - start
+        assert len(pool.pending) == 2  # the slow one and the third
+    assert waited < 1.5, f"the third save waited {waited:.1f} s for the slow child"
+    assert float((tmp_path / "third").read_text()) - start < 1.5

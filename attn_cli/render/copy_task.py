@@ -25,7 +25,7 @@ ROWS_JSON = "copy_task_runs.json"
 MAP_PNG = BY_ID["w9-copy-task-map"].files[0]  # copy_task_attention_L{length}.png
 HEADERS = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole seq. exact"}
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
-RENDER_VERSION = 1  # bump when a figure's look changes: cached PNGs are then redrawn
+RENDER_VERSION = 2  # bump when a figure's look changes: cached PNGs are then redrawn
 TOLERANCE_NOTE = (f"each published cell is one seed of training on an unknown machine, so it is judged by "
                   f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
                   "one trained model are not reproducible across CPUs and PyTorch builds")
@@ -290,7 +290,7 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
     cfg = result.config
     engines = " + ".join(sorted({r["engine"] for r in result.rows}))
     ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden_size']}, "
-                 f"{cfg['steps']} steps, {engines} engine)", fontsize=10)
+                 f"{cfg['steps']} step{'' if cfg['steps'] == 1 else 's'}, {engines} engine)", fontsize=10)
     return _save(fig, path, digest, formats)
 
 

@@ -99,10 +99,19 @@ def _save_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[s
                   tight_layout: dict | None) -> list[Path]:
     """``fig`` laid out (``tight_layout``) and saved atomically in each of ``wanted``, in this
     process (or a child of :mod:`attn_cli.render.save_processes`, with the same bytes)."""
+    old_dpi = fig.dpi
+    fig.set_dpi(dpi)  # laid out at the dpi it is drawn at: the texts are measured once, for both
+    try:
+        if tight_layout is not None:
+            fig.tight_layout(**tight_layout)
+        return _write_formats(fig, path, wanted, dpi, metadata)
+    finally:
+        fig.set_dpi(old_dpi)
+
+
+def _write_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[str, str] | None) -> list[Path]:
     import matplotlib
 
-    if tight_layout is not None:
-        fig.tight_layout(**tight_layout)
     written = []
     with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
         for fmt in wanted:
@@ -113,9 +122,62 @@ def _save_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[s
             elif fmt == "pdf":
                 extra = {"metadata": {"CreationDate": None}}
             with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
-                fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
+                if fmt != "png" or not _png_drawn_once(fig, tmp, dpi, metadata):
+                    fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
             written.append(target)
     return written
+
+
+def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None) -> bool:
+    """``fig`` (its dpi already ``dpi``) written as ``savefig(target, dpi=dpi,
+    bbox_inches="tight")`` writes it, with one drawing fewer.
+
+    ``savefig`` with a tight box draws the figure twice: once to measure it (every text laid
+    out, every image resampled and colour-mapped), then again shifted onto a canvas of the
+    box's size.  Here it is drawn on its own canvas and the tight box (plus
+    ``savefig.pad_inches``) is measured on that drawing.  Where the box lies inside the canvas
+    (the common case) its pixels are cropped out and written by matplotlib's own PNG writer
+    (``matplotlib.image.imsave``: the same chunks and metadata): the same size and content as
+    savefig's, edges up to a fraction of a pixel apart (savefig draws at the box's exact
+    origin, this crops at a whole pixel).  Where it reaches past the canvas (a title wider
+    than the figure) the figure is drawn once more onto the box's canvas, as savefig does
+    (its ``_tight_bbox.adjust_bbox``): savefig's bytes.  False (nothing written) where that
+    private helper is gone: then savefig itself.
+    """
+    import matplotlib
+    import matplotlib.image
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):  # a Figure kept by the Python API: savefig switches canvases
+        return False
+    fig.canvas.draw()  # (H, W) pixels at this dpi
+    renderer = fig.canvas.get_renderer()
+    box = fig.get_tightbbox(renderer).padded(matplotlib.rcParams["savefig.pad_inches"])  # inches
+    width, height = fig.get_size_inches()
+    if box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height:
+        pixels = np.asarray(fig.canvas.buffer_rgba())  # (H, W, 4), top row first
+        w, h = int(box.width * dpi), int(box.height * dpi)  # the canvas savefig would make (Agg truncates)
+        # savefig puts the box's lower-left corner at its canvas's origin (Agg's y runs up)
+        left, bottom = round(box.x0 * dpi), pixels.shape[0] - round(box.y0 * dpi)
+        top = max(bottom - h, 0)
+        w, h = min(w, pixels.shape[1] - left), bottom - top
+        matplotlib.image.imsave(target, pixels[top:top + h, left:left + w], format="png", dpi=dpi,
+                                metadata=metadata)
+        return True
+    try:
+        from matplotlib import _tight_bbox
+
+        restore = _tight_bbox.adjust_bbox(fig, box, renderer, fig.canvas.fixed_dpi)
+    except (ImportError, AttributeError, TypeError):  # a matplotlib without this private helper
+        return False
+    try:
+        fig.canvas.draw()  # savefig's second drawing: the box's canvas
+        matplotlib.image.imsave(target, np.asarray(fig.canvas.buffer_rgba()), format="png", dpi=dpi,
+                                metadata=metadata)
+    finally:
+        restore()
+    return True
 
 
 def _json_default(obj: Any):

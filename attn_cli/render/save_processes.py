@@ -5,8 +5,8 @@ Saving is most of a figure's cost (matplotlib measures every text and rasterises
 needs nothing but the Figure object.  So inside :func:`in_parallel` (around each experiment's
 figures: :meth:`attn_cli.experiment_registry.Experiment.figures`), ``save_figure`` forks a child
 that saves the figure and exits, while this process builds the next one; at most one child per
-usable CPU plus one runs at a time (this process mostly waits), and every child is reaped
-before the block ends.  Measured on 2 cores, the copy task's five figures (matplotlib already
+usable CPU plus one runs at a time (this process mostly waits; a new figure takes the slot of
+the first child to finish, not of the oldest), and every child is reaped before the block ends.  Measured on 2 cores, the copy task's five figures (matplotlib already
 imported): 1.15 s wall against 1.9 s saved one after another (medians of 6; one child per CPU
 only: 1.39 s).
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import sys
 import warnings
@@ -61,7 +62,7 @@ class SaveProcesses:
         """Run ``save()`` in a forked child; ``close()`` once it is reaped.  False: it could not
         fork (out of processes or memory), and the caller saves in this process."""
         while len(self.pending) >= self.limit:
-            self._reap(self.pending.pop(0))
+            self._reap(self._first_done())
         pid = fork()
         if pid is None:
             return False
@@ -77,6 +78,27 @@ class SaveProcesses:
                 os._exit(code)
         self.pending.append((pid, save, close))
         return True
+
+    def _first_done(self):
+        """Take out of ``pending`` the first child to finish (waiting for it: Linux's pidfds, one
+        per child, polled together), or the oldest where pidfds are missing.  Reaping the oldest
+        made the copy task's two small figures wait for its longest map while a core was free."""
+        fds: dict[int, tuple] = {}
+        try:
+            if hasattr(os, "pidfd_open"):
+                for item in self.pending:
+                    with contextlib.suppress(OSError):
+                        fds[os.pidfd_open(item[0])] = item
+            if fds and len(fds) == len(self.pending):
+                ready, _, _ = select.select(list(fds), [], [])  # a pidfd is readable once its child exits
+                item = fds[ready[0]]
+            else:
+                item = self.pending[0]
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.pending.remove(item)
+        return item
 
     def _reap(self, item) -> None:
         pid, save, close = item

@@ -1,0 +1,85 @@
+"""PNGs rasterised once (attn_cli.render.files._png_drawn_once) against savefig's tight box."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attn_cli.render import files
+
+
+def _figure(title: str, width: float = 6.0):
+    from attn_cli.render.figures import new_figure
+
+    fig, ax = new_figure(figsize=(width, 3.0))
+    ax.imshow(np.arange(24.0).reshape(4, 6), cmap="Blues", aspect="auto")
+    ax.plot([0, 5], [0, 3], "r-")
+    ax.set_title(title)
+    ax.set_xlabel("input position")
+    fig.tight_layout()
+    return fig
+
+
+def _pixels(data) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA")).astype(int)
+
+
+def _both(fig, tmp_path, dpi=120):
+    """(this path's PNG, savefig's PNG) of the same figure, at ``dpi``."""
+    import matplotlib.pyplot as plt
+
+    once = tmp_path / "once.png"
+    fig.set_dpi(dpi)
+    assert files._png_drawn_once(fig, once, dpi, {"k": "v"})
+    fig.set_dpi(100)
+    ref = io.BytesIO()
+    fig.savefig(ref, dpi=dpi, bbox_inches="tight", format="png", metadata={"k": "v"})
+    plt.close(fig)
+    return once.read_bytes(), ref.getvalue()
+
+
+def test_a_figure_inside_its_canvas_is_savefigs_crop(tmp_path):
+    mine, ref = _both(_figure("inside"), tmp_path)
+    a, b = _pixels(mine), _pixels(ref)
+    assert a.shape == b.shape  # the size of savefig's tight canvas
+    differ = (np.abs(a - b).sum(-1) > 0).mean()
+    assert differ < 0.05, f"{differ:.1%} of the pixels differ (edges a fraction of a pixel apart at most)"
+    gap = np.abs(a - b).mean()
+    # aligned to the pixel: each crop one pixel off (up, down, left, right) is further from savefig's
+    for off in (np.abs(a[1:] - b[:-1]), np.abs(a[:-1] - b[1:]), np.abs(a[:, 1:] - b[:, :-1]), np.abs(a[:, :-1] - b[:, 1:])):
+        assert off.mean() > 1.5 * gap
+    assert Image.open(io.BytesIO(mine)).info["k"] == "v"  # the text chunk kept
+
+
+def test_a_title_wider_than_the_figure_gives_savefigs_pixels(tmp_path):
+    fig = _figure("a title much wider than this narrow figure, so the tight box reaches past the canvas", 3.0)
+    mine, ref = _both(fig, tmp_path)
+    a, b = _pixels(mine), _pixels(ref)
+    assert a.shape == b.shape and a.shape[1] > 3.0 * 120  # grown past the figure, like savefig
+    assert (a == b).all()
+
+
+def test_a_figure_off_aggs_canvas_is_left_to_savefig(tmp_path):
+    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 2))
+    FigureCanvasBase(fig)
+    fig.add_subplot().plot([0, 1])
+    assert not files._png_drawn_once(fig, tmp_path / "x.png", 120, None)
+    assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("dpi", [72, 120])
+def test_save_figure_restores_the_figures_dpi(tmp_path, dpi):
+    fig = _figure("dpi")
+    before = fig.dpi
+    import matplotlib.pyplot as plt
+
+    files._save_formats(fig, tmp_path / "d.png", ["png"], dpi, None, {})
+    assert fig.dpi == before
+    plt.close(fig)
+    assert Image.open(tmp_path / "d.png").info["dpi"][0] == pytest.approx(dpi, abs=0.5)
