@@ -82,4 +82,23 @@ def test_save_figure_restores_the_figures_dpi(tmp_path, dpi):
     files._save_formats(fig, tmp_path / "d.png", ["png"], dpi, None, {})
     assert fig.dpi == before
     plt.close(fig)
-    assert Image.open(tmp_path / "d.png").info["dpi"][0] == pytest.approx(dpi, abs=0.5)
+    with Image.open(tmp_path / "d.png") as image:
+        assert image.info["dpi"][0] == pytest.approx(dpi, abs=0.5)
+
+
+@pytest.mark.parametrize("transparent", [False, True])
+def test_an_opaque_figure_is_written_as_rgb_with_savefigs_chunks(tmp_path, transparent):
+    import matplotlib
+
+    fig = _figure("rgb")
+    if transparent:
+        fig.patch.set_alpha(0.0)
+    mine, ref = _both(fig, tmp_path)
+    image, reference = Image.open(io.BytesIO(mine)), Image.open(io.BytesIO(ref))
+    assert image.mode == ("RGBA" if transparent else "RGB") and reference.mode == "RGBA"
+    assert image.info["Software"] == reference.info["Software"] == (
+        f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
+    assert image.info["k"] == "v"
+    assert image.info["dpi"] == pytest.approx(reference.info["dpi"])
+    if not transparent:
+        assert (_pixels(ref)[..., 3] == 255).all()  # savefig's alpha, dropped: nothing lost
