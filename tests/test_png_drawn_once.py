@@ -102,3 +102,29 @@ def test_an_opaque_figure_is_written_as_rgb_with_savefigs_chunks(tmp_path, trans
     assert image.info["dpi"] == pytest.approx(reference.info["dpi"])
     if not transparent:
         assert (_pixels(ref)[..., 3] == 255).all()  # savefig's alpha, dropped: nothing lost
+
+
+def test_a_constrained_layout_is_saved_as_savefig_saves_it(tmp_path):
+    """Constrained layout sizes a shared colorbar over savefig's two drawings: drawn once, the
+    embeddings' colorbar came out three times as wide.  Such a figure goes to savefig."""
+    import matplotlib.pyplot as plt
+
+    from attn_cli.render.figures import new_figure
+
+    def make():
+        fig, axes = new_figure(1, 2, figsize=(10.4, 4.6), layout="constrained")
+        for ax in axes:
+            im = ax.imshow(np.linspace(0, 1, 25).reshape(5, 5), cmap="Blues", vmin=0, vmax=1)
+            ax.set_title("a title")
+        fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.85)
+        return fig
+
+    fig = make()
+    files._save_formats(fig, tmp_path / "c.png", ["png"], 120, None, None)
+    plt.close(fig)
+    fig = make()
+    ref = io.BytesIO()
+    fig.savefig(ref, dpi=120, bbox_inches="tight", format="png")
+    plt.close(fig)
+    a, b = _pixels((tmp_path / "c.png").read_bytes()), _pixels(ref.getvalue())
+    assert a.shape == b.shape and (a == b).all()
