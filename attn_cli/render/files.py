@@ -140,10 +140,9 @@ def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None
     box's size.  Here it is drawn on its own canvas and the tight box (plus
     ``savefig.pad_inches``) is measured on that drawing.  Where the box lies inside the canvas
     (the common case) its pixels are cropped out and written (:func:`_write_png`): the same
-    size and content as
-    savefig's, edges up to a fraction of a pixel apart (savefig draws at the box's exact
-    origin, this crops at a whole pixel).  Where it reaches past the canvas (a title wider
-    than the figure) the figure is drawn once more onto the box's canvas, as savefig does
+    size and content as savefig's, edges up to a fraction of a pixel apart (savefig draws at the
+    box's exact origin, this crops at a whole pixel).  Where it reaches past the canvas (a title
+    wider than the figure) the figure is drawn once more onto the box's canvas, as savefig does
     (its ``_tight_bbox.adjust_bbox``): savefig's bytes.  False (nothing written) where that
     private helper is gone, the Figure's canvas is not Agg's, or it has a layout engine
     (constrained layout sizes a shared colorbar only over savefig's two drawings; drawn once,
@@ -152,11 +151,10 @@ def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None
     import matplotlib
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
     if not isinstance(fig.canvas, FigureCanvasAgg):  # a Figure kept by the Python API: savefig switches canvases
         return False
-    from matplotlib.layout_engine import PlaceHolderLayoutEngine
-
     engine = fig.get_layout_engine()  # after tight_layout(): a placeholder, which lays nothing out
     if engine is not None and not isinstance(engine, PlaceHolderLayoutEngine):
         return False  # constrained layout settles over savefig's two drawings
