@@ -167,9 +167,7 @@ def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None
         w, h = int(box.width * dpi), int(box.height * dpi)  # the canvas savefig would make (Agg truncates)
         # savefig puts the box's lower-left corner at its canvas's origin (Agg's y runs up)
         left, bottom = round(box.x0 * dpi), pixels.shape[0] - round(box.y0 * dpi)
-        top = max(bottom - h, 0)
-        w, h = min(w, pixels.shape[1] - left), bottom - top
-        _write_png(target, pixels[top:top + h, left:left + w], dpi, metadata)
+        _write_png(target, pixels[max(bottom - h, 0):bottom, left:left + w], dpi, metadata)  # slices clip
         return True
     try:
         from matplotlib import _tight_bbox
