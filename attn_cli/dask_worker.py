@@ -9,7 +9,7 @@ connects to the scheduler and calls :func:`dask_setup`, which
   default ``ATTN_NUMERICS``, else portable: attn's own ``--numerics`` and its default);
 - sets one intra-op thread;
 - imports torch and the training code, as the local pool's fork server does, so the worker's
-  first run pays no import (torch and torch._dynamo: seconds).
+  first run pays no import (torch: a second or two).
 
 Such a worker computes runs under that mode alone: a run asking for the other is refused with
 an ``Error:`` naming the worker's mode and the fix (restart it with ``--attn-numerics MODE``).

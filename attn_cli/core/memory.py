@@ -27,9 +27,11 @@ from attn_cli.units import human_bytes
 
 # Measured on x86-64 Linux, Python 3.11, torch 2.13.0+cpu (2 cores):
 # - a Python process that imports torch maps 638 MB (VmSize; 14 MB before the import), and
-#   torch._dynamo (which Adam's constructor imports) brings it to 713 MB;
+#   torch._dynamo (which torch.optim.Adam's public methods import; the exact engine steps
+#   Adam without them) brings it to 713 MB, kept as the estimate's upper bound;
 TORCH_VM_BYTES = 713 * 2 ** 20
-# - a copy-task worker pool (forkserver, torch and torch._dynamo preloaded in the server;
+# - a copy-task worker pool (forkserver, torch and torch._dynamo preloaded in the server, as it
+#   was then: an upper bound now that the server loads no torch._dynamo;
 #   exact runs at lengths 32 and 16, 200 steps, sampled from /proc/PID/smaps_rollup): the
 #   fork server holds 290 MB of its own (RSS 290 MB, USS 276 MB); each worker has an RSS of
 #   261-273 MB, but all except 32-45 MB of it (USS) is shared with the fork server.  So a

@@ -21,7 +21,9 @@ Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
 
 # what a process that trains runs imports once, before its first run: the local pool's fork server
 # and a Dask worker started with ``--preload attn_cli.dask_worker`` (:func:`.cluster.prepare_worker`)
-WARM_MODULES = ("attn_cli.core.copy_train", "torch._dynamo")
+# (torch and the training code; not torch._dynamo, which the exact engine's Adam no longer
+# imports: :func:`attn_cli.core.copy_train.adam`)
+WARM_MODULES = ("attn_cli.core.copy_train",)
 PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention bmm; measured 0.45-0.5)
 
 
@@ -157,8 +159,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
 
     try:
         ctx = mp.get_context("forkserver")
-        # torch (and torch._dynamo, which Adam's constructor imports: seconds) imported once
-        # in the fork server, then every worker starts from it already loaded
+        # torch imported once in the fork server, then every worker starts from it already loaded
         ctx.set_forkserver_preload(list(WARM_MODULES))
     except ValueError:  # pragma: no cover - platforms without forkserver
         ctx = mp.get_context("spawn")
