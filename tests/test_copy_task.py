@@ -62,11 +62,40 @@ def test_exact_engine_equals_the_program(key):
     assert (outcome.teacher_forced, outcome.free_running, outcome.exact, outcome.final_loss) == REFERENCE[key]
 
 
-def test_contiguous_encoder_states_change_no_bit():
-    spec = RunSpec(model="attention", length=7, steps=15, eval_size=50)
-    fast, program = train_and_evaluate(spec), train_and_evaluate(spec, program_layout=True)
-    assert (fast.teacher_forced, fast.free_running, fast.exact, fast.final_loss, fast.example_weights) == (
-        program.teacher_forced, program.free_running, program.exact, program.final_loss, program.example_weights)
+@pytest.mark.parametrize("model", ["attention", "plain"])
+def test_the_engine_equals_the_programs_layout_and_calls_bit_for_bit(model, monkeypatch):
+    """Contiguous encoder states, the decoder's direct calls and Adam without its wrappers
+    against the program's layout and calls (``program_layout=True``): every loss, every
+    accuracy, the map's weights."""
+    from attn_cli.core import copy_train
+
+    monkeypatch.setattr(copy_train, "PROGRESS_EVERY_S", -1.0)  # every step's loss reported
+    spec = RunSpec(model=model, length=7, steps=15, eval_size=50)
+    runs = {}
+    for layout in (False, True):
+        losses = []
+        o = train_and_evaluate(spec, progress=lambda step, total, loss: losses.append(loss), program_layout=layout)
+        runs[layout] = (losses, o.teacher_forced, o.free_running, o.exact, o.final_loss, o.example_weights)
+    assert len(runs[False][0]) == 15 and runs[False] == runs[True]
+
+
+def test_the_direct_decoder_step_is_the_module_step():
+    """Outputs and every parameter's gradient, bit for bit, for both models."""
+    from attn_cli.core.copy_models import build_model
+    from attn_cli.core.copy_train import make_batch
+
+    for name in ("attention", "plain"):
+        torch.manual_seed(1)
+        model = build_model(name, 16)
+        src, tgt_in = make_batch(8, 6)
+        grads = {}
+        for calls in (True, False):
+            model.program_calls = calls
+            model.zero_grad()
+            out = model(src, tgt_in)  # (B, T, V)
+            out.square().sum().backward()
+            grads[calls] = [out.detach()] + [p.grad.clone() for p in model.parameters()]
+        assert all(torch.equal(a, b) for a, b in zip(grads[True], grads[False])), name
 
 
 def _adam_trajectory(program_calls: bool, steps: int = 25) -> list[torch.Tensor]:

@@ -14,7 +14,9 @@ the attention removed, for the plain model):
 
 So on CPU, with one intra-op thread, the three accuracies equal the program's to the last
 bit.  The encoder states are made contiguous once per batch (the program hands a strided
-view to every bmm: same floats, slower).  The evaluation reuses one encoder pass for the
+view to every bmm: same floats, slower); the decoder calls the functions under its modules
+directly (:attr:`attn_cli.core.copy_models.AttnSeq2Seq.program_calls`), and Adam is
+stepped without torch.compile's wrappers (:func:`adam`): the same ops.  The evaluation reuses one encoder pass for the
 teacher-forced and the free-running decoders (the program encodes the same batch twice;
 the floats are the same), and the
 attention weights of the first evaluation sequence are read out of the free-running pass
@@ -95,9 +97,9 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: StepCallbac
                        program_layout: bool = False) -> RunOutcome:
     """Train ``spec.model`` on the copy task and evaluate it, exactly as the W9 2.3 program does.
 
-    ``program_layout=True`` also keeps the program's strided encoder states and calls
-    Adam's public methods, which import torch._dynamo (same floats, slower): the
-    benchmark's stand-in for the program itself.
+    ``program_layout=True`` also keeps the program's strided encoder states, its module
+    calls at each decoder step, and Adam's public methods, which import torch._dynamo
+    (the same floats, slower): the benchmark's stand-in for the program itself.
     """
     prepare_device(device)  # cuda: deterministic kernels, no TF32, in this (worker) process too
     start, cpu = time.perf_counter(), time.process_time()
@@ -107,6 +109,7 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: StepCallbac
         torch.manual_seed(spec.seed)
         model = build_model(spec.model, spec.hidden)
         model.contiguous_states = not program_layout
+        model.program_calls = program_layout
         if device != "cpu":
             model = model.to(device)
         params = list(model.parameters())
