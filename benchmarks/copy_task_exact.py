@@ -1,12 +1,15 @@
 """Benchmark: the exact copy-task engine, sequential (the text's way) vs ``attn copy-task --jobs 2``.
 
 The baseline runs the lengths one after another in one new Python process (startup and
-torch import included), one intra-op thread, exactly as the W9 2.3 program does, with the
-exact engine in the program's memory layout (``program_layout=True``: op for op the
-program, whose code is not in the repository) (with the exact engine, which equals the program bit for
-bit).  Then ``attn copy-task`` runs the same configuration through the real entry point with
-``--jobs N --no-cache``.  The script checks that the numbers are identical and prints both
-wall times and their ratio (target on the 2-core machine: <= 0.55).
+torch import included), one intra-op thread, exactly as the W9 2.3 program does: the exact
+engine with ``program_layout=True``, the program's strided encoder states, module calls and
+``torch.optim.Adam`` calls (which import torch._dynamo), op for op the program, whose code is
+not in the repository.  Then ``attn copy-task`` runs the same configuration through the real
+entry point with ``--jobs N --no-cache``.  The script checks that the numbers are identical
+and prints both wall times and their ratio (target on the 2-core machine: <= 0.55).  With
+``--rounds N`` both sides run N times, the one going first alternating from round to round
+(on this machine the command run second in a round was often the slower), and the ratio is
+the median of the rounds' ratios.
 
     python benchmarks/copy_task_exact.py                 # the full table: ~12+ minutes
     python benchmarks/copy_task_exact.py --steps 200     # a shorter check of the same thing

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -96,47 +95,6 @@ def test_the_direct_decoder_step_is_the_module_step():
             out.square().sum().backward()
             grads[calls] = [out.detach()] + [p.grad.clone() for p in model.parameters()]
         assert all(torch.equal(a, b) for a, b in zip(grads[True], grads[False])), name
-
-
-def _adam_trajectory(program_calls: bool, steps: int = 25) -> list[torch.Tensor]:
-    """Parameters and Adam moments after ``steps`` steps of a small attention model."""
-    from attn_cli.core.copy_models import build_model
-    from attn_cli.core.copy_train import adam, make_batch
-
-    torch.manual_seed(3)
-    model = build_model("attention", 8)
-    params = list(model.parameters())
-    opt = adam(params, 3e-3, program_calls=program_calls)
-    for _ in range(steps):
-        src, tgt_in = make_batch(16, 5)
-        loss = torch.nn.functional.cross_entropy(model(src, tgt_in).reshape(-1, 12), src.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-    moments = [opt.optimizer.state[p][key] for p in params for key in ("exp_avg", "exp_avg_sq", "step")]
-    return [p.detach().clone() for p in params] + moments
-
-
-def test_adam_without_dynamo_steps_as_the_public_methods_bit_for_bit():
-    lean, public = _adam_trajectory(False), _adam_trajectory(True)
-    assert len(lean) == len(public) == 4 * 11  # 11 parameter tensors, each with two moments and a step count
-    assert all(a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(lean, public))
-    assert not torch.equal(lean[0], _adam_trajectory(False, steps=24)[0])  # the steps do move the weights
-
-
-def test_an_exact_run_imports_no_torch_dynamo():
-    """Adam's public methods import torch._dynamo (with sympy: 1.2-1.4 s before a worker's
-    first step); the exact engine steps the same Adam without them, the program's way only
-    with program_layout=True."""
-    code = ("import sys; from attn_cli.core.copy_spec import RunSpec; "
-            "from attn_cli.core.copy_train import train_and_evaluate as t; "
-            "t(RunSpec(length=3, steps=2, eval_size=4)); a = 'torch._dynamo' in sys.modules; "
-            "t(RunSpec(length=3, steps=2, eval_size=4), program_layout=True); "
-            "print(a, 'torch._dynamo' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out == ["False", "True"]
 
 
 def test_example_weights_are_a_distribution_per_decoder_step():

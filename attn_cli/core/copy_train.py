@@ -16,7 +16,7 @@ So on CPU, with one intra-op thread, the three accuracies equal the program's to
 bit.  The encoder states are made contiguous once per batch (the program hands a strided
 view to every bmm: same floats, slower); the decoder calls the functions under its modules
 directly (:attr:`attn_cli.core.copy_models.AttnSeq2Seq.program_calls`), and Adam is
-stepped without torch.compile's wrappers (:func:`adam`): the same ops.  The evaluation reuses one encoder pass for the
+stepped without torch.compile's wrappers (:func:`attn_cli.core.optim.adam`): the same ops.  The evaluation reuses one encoder pass for the
 teacher-forced and the free-running decoders (the program encodes the same batch twice;
 the floats are the same), and the
 attention weights of the first evaluation sequence are read out of the free-running pass
@@ -28,10 +28,7 @@ is the same; the numbers then follow the GPU's kernels and are not bitwise equal
 
 from __future__ import annotations
 
-import inspect
 import time
-import types
-from typing import Callable, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -39,6 +36,7 @@ import torch.nn as nn
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, VOCAB, RunOutcome, RunSpec, StepCallback
 from attn_cli.core.device import prepare_device
+from attn_cli.core.optim import adam
 from attn_cli.numerics import effective_isa
 
 PROGRESS_EVERY_S = 0.2  # at most this often a progress report (plus the last step)
@@ -51,46 +49,6 @@ def make_batch(batch_size: int, length: int, device: str = "cpu") -> tuple[torch
     if device != "cpu":
         src, tgt_in = src.to(device), tgt_in.to(device)
     return src, tgt_in
-
-
-class AdamCalls(NamedTuple):
-    optimizer: torch.optim.Adam
-    zero_grad: Callable[[], None]
-    step: Callable[[], None]
-
-
-def adam(params: list[torch.Tensor], lr: float, program_calls: bool = False) -> AdamCalls:
-    """``torch.optim.Adam(params, lr=lr)`` and its ``zero_grad`` and ``step``, without torch._dynamo.
-
-    Adam's public methods are wrapped for ``torch.compile``: ``add_param_group`` (which the
-    constructor calls) and ``zero_grad`` by ``torch._disable_dynamo``, ``step`` by
-    ``_use_grad_for_differentiable`` and a profiler hook.  Each wrapper imports
-    ``torch._dynamo`` (with sympy: 1.2-1.4 s of a worker's start, before its first step)
-    and does nothing else an eager run sees.  So this drives the same Adam through the
-    functions under those wrappers (``inspect.unwrap``): the same code, the same float
-    operations in the same order (tested bit for bit against the public calls), the
-    gradient mode the step wrapper sets (``defaults["differentiable"]``, False).  With
-    ``program_calls`` (the benchmark's stand-in for the program) the public methods are
-    used, as the program uses them.
-    """
-    if program_calls:
-        opt = torch.optim.Adam(params, lr=lr)
-        return AdamCalls(opt, opt.zero_grad, opt.step)
-    opt = torch.optim.Adam.__new__(torch.optim.Adam)
-    # the constructor's self.add_param_group finds this instance attribute first
-    opt.add_param_group = types.MethodType(inspect.unwrap(torch.optim.Optimizer.add_param_group), opt)
-    try:
-        torch.optim.Adam.__init__(opt, params, lr=lr)
-    finally:
-        del opt.add_param_group
-    zero_grad = types.MethodType(inspect.unwrap(type(opt).zero_grad), opt)
-    raw_step = inspect.unwrap(type(opt).step)
-
-    def step() -> None:
-        with torch.set_grad_enabled(opt.defaults["differentiable"]):
-            raw_step(opt)
-
-    return AdamCalls(opt, zero_grad, step)
 
 
 def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: StepCallback = None,
