@@ -1,4 +1,4 @@
-"""The optimiser every trainer here uses: ``torch.optim.Adam`` without ``torch._dynamo``.
+"""``torch.optim.Adam`` without ``torch._dynamo``, for every trainer here that uses it.
 
 The exact copy-task engine and the D2L exercises that train (1 and 12) step Adam through
 :func:`adam`: the same code and bits as its public methods, without their import of
