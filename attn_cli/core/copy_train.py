@@ -18,8 +18,9 @@ view to every bmm: same floats, slower); the decoder calls the functions under i
 directly (:attr:`attn_cli.core.copy_models.AttnSeq2Seq.program_calls`), and Adam is
 stepped without torch.compile's wrappers (:func:`attn_cli.core.optim.adam`): the same ops.
 The evaluation reuses one encoder pass for the teacher-forced and the free-running decoders
-(the program encodes the same batch twice; the floats are the same), and the attention weights of the first evaluation sequence are read out of the free-running pass
-itself: no extra random draw, no extra float operation on the data path.
+(the program encodes the same batch twice; the floats are the same), and the attention
+weights of the first evaluation sequence are read out of the free-running pass itself: no
+extra random draw, no extra float operation on the data path.
 
 On CUDA the same draws are made on the CPU generator and moved to the device, so the data
 is the same; the numbers then follow the GPU's kernels and are not bitwise equal to CPU.
