@@ -128,3 +128,29 @@ def test_a_constrained_layout_is_saved_as_savefig_saves_it(tmp_path):
     plt.close(fig)
     a, b = _pixels((tmp_path / "c.png").read_bytes()), _pixels(ref.getvalue())
     assert a.shape == b.shape and (a == b).all()
+
+
+@pytest.mark.parametrize("cells", [1, 4, 8])
+def test_heatmap_values_are_left_out_of_the_layout_with_the_same_pixels(tmp_path, cells):
+    """The values written in a heatmap's cells (the copy task's maps up to length 8, the masks,
+    the embeddings) are inside the axes, so leaving them out of tight_layout and the tight box
+    changes no pixel; counted in, as before, the figure is laid out and cropped the same."""
+    from attn_cli.render.figures import heatmap, new_figure
+
+    labels = [str(i % 10) for i in range(cells)]
+    weights = np.linspace(0.0, 1.0, cells * cells).reshape(cells, cells).tolist()
+    saved = []
+    for counted in (False, True):
+        size = 3 + 0.28 * cells  # the copy task's map
+        fig, ax = new_figure(figsize=(size + 1.2, size))
+        heatmap(ax, weights, labels, labels, annotate=True)
+        ax.set_title("weights, one value per cell")
+        assert len(ax.texts) == cells * cells
+        assert not any(t.get_in_layout() for t in ax.texts)  # heatmap leaves them out
+        for t in ax.texts:
+            t.set_in_layout(counted)
+        path = tmp_path / f"{counted}.png"
+        files.save_figure(fig, path, tight_layout={})
+        saved.append(np.asarray(Image.open(path)))
+    assert saved[0].shape == saved[1].shape
+    assert np.array_equal(saved[0], saved[1])

