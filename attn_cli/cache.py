@@ -56,8 +56,18 @@ RESULT_CODE_GLOBS = ("experiments/**/*.py", "core/**/*.py", "core/**/*.c", "core
 _CODE_DIGEST: dict[tuple, str] = {}
 
 
+_TORCH_VERSION: list[str] = []
+
+
 def torch_version() -> str:
-    """torch's version without importing torch (a cached rerun never needs it)."""
+    """torch's version without importing torch (a cached rerun never needs it); read once per
+    process (its metadata parsed by the email package: 3-4 ms, and the copy task asks once per run)."""
+    if not _TORCH_VERSION:
+        _TORCH_VERSION.append(_installed_torch_version())
+    return _TORCH_VERSION[0]
+
+
+def _installed_torch_version() -> str:
     from importlib import metadata
 
     try:

@@ -176,6 +176,13 @@ class Experiment:
                 return paths
         return self.figures_here(result, out, formats, outcomes)
 
+    def prepare_figures(self, config: Any, formats: Sequence[str]) -> None:
+        """Its render module's ``prepare(config, formats)``, where it has one: the figures built
+        as far as they go before the numbers, in a figure drawer (:mod:`attn_cli.render.frames`)."""
+        render = self.render_module()
+        if render is not None and hasattr(render, "prepare"):
+            render.prepare(config, tuple(formats))
+
     def figures_here(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping) -> list[Path]:
         """:meth:`figures`, drawn in this process (their saves in forked children)."""
         render = self.render_module()

@@ -33,8 +33,8 @@ from attn_cli import experiment_registry
 log, mode = sys.argv[1], sys.argv[2]
 record = {"forked": [], "answered": []}
 start = drawer._start
-def _start(exp):
-    made = start(exp)
+def _start(exp, *args):
+    made = start(exp, *args)
     if made is not None:
         record["forked"].append(made.pid)
         if mode == "kill":
@@ -54,6 +54,15 @@ if mode == "fail":  # the drawer's own drawing raises; this process's does not
             raise OSError("planted failure in the drawer")
         return here(self, *args, **kwargs)
     experiment_registry.Experiment.figures_here = figures_here
+from attn_cli.render import frames
+take = frames.take
+def taken(key):  # which figures were finished from a frame kept before the numbers came
+    frame = take(key)
+    if drawer.inside():
+        with open(log + ".frames", "a") as f:
+            f.write(json.dumps([list(key), frame is not None]) + "\n")
+    return frame
+frames.take = taken
 import atexit
 atexit.register(lambda: open(log, "w").write(json.dumps(record)))
 from attn_cli.cli import main
@@ -100,6 +109,17 @@ def test_the_drawer_draws_the_same_bytes_and_is_reaped(tmp_path, reference):
     assert _pngs(tmp_path / "out") == reference
     assert "wrote" in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
     assert _gone(record["forked"][0])  # stopped and reaped before the command ended
+
+
+def test_the_drawer_finishes_maps_from_frames_built_before_the_numbers(tmp_path, reference):
+    """While the command trains, the drawer builds each map's frame (render/frames.py); the
+    maps are then finished from those frames, with the bytes of maps built at once."""
+    proc, record = _attn(tmp_path, "plain", tmp_path / "out")
+    assert proc.returncode == 0 and record["answered"] == [True], proc.stderr[-2000:]
+    log = tmp_path / "drawer-plain.json.frames"
+    taken = sorted(json.loads(line) for line in log.read_text().splitlines())
+    assert taken == [[["copy-task map", 4], True], [["copy-task map", 8], True]]
+    assert _pngs(tmp_path / "out") == reference
 
 
 def test_a_killed_drawer_leaves_the_figures_to_the_command(tmp_path, reference):

@@ -65,7 +65,7 @@ def execute(experiment, render, config, common: Common, *, progress: str | None 
     from attn_cli.render import drawer
 
     try:  # the figures drawn by a process forked before torch is imported (render/drawer.py)
-        with drawer.armed(exp, common.formats if common.out is not None else ()):
+        with drawer.armed(exp, common.formats if common.out is not None else (), config):
             run = pipeline.run(exp, config, out=common.out, formats=common.formats, progress=report,
                                display=display, cache_root=cache_root, use_cache=use_cache, threads=threads,
                                numerics=common.numerics)

@@ -294,26 +294,60 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
     return _save(fig, path, digest, formats)
 
 
-def _map_figure(m: dict, path: Path, digest: str, formats) -> list[Path]:
-    from attn_cli.render.figures import heatmap, new_figure
+MAP_FRAME = "copy-task map"  # a kept frame's key, with the length (render/frames.py)
 
-    length = m["length"]
-    size = min(3 + 0.28 * length, 14)
+
+def prepare(config, formats) -> None:
+    """Build each attention map's frame (:func:`_map_frame`) before the runs end: called in a
+    figure drawer while this command imports torch and trains (:mod:`attn_cli.render.frames`)."""
+    from attn_cli.render import frames
+
+    if formats and "attention" in config.model_list:
+        for length in dict.fromkeys(config.lengths):
+            frames.keep((MAP_FRAME, length), _map_frame(length))
+
+
+def _map_size(length: int) -> float:
+    """The map's height in inches (its width: 1.2 more, for the colour bar)."""
+    return min(3 + 0.28 * length, 14)
+
+
+def _tick_step(length: int) -> int:
+    """Every position is labelled up to 48; beyond, every k-th (too many to read)."""
+    return 1 if length <= 48 else -(-length // 24)
+
+
+def _map_frame(length: int):
+    """(figure, axes, image): the length's attention map as far as it goes without its numbers
+    (the figure, the ticks, the axis labels, the colour bar), in the order it was always built."""
+    from attn_cli.render.figures import heatmap_frame, new_figure
+
+    size = _map_size(length)
     fig, ax = new_figure(figsize=(size + 1.2, size))
-    digits = [str(d) for d in m["src"]]
-    im = heatmap(ax, m["weights"], row_labels=digits, col_labels=digits, annotate=length <= 8)
-    if length > 48:  # too many to read: label every k-th position
-        k = -(-length // 24)
-        ax.set_xticks(range(0, length, k), labels=[f"{digits[j]}" for j in range(0, length, k)])
-        ax.set_yticks(range(0, length, k), labels=[f"{digits[j]}" for j in range(0, length, k)])
+    im = heatmap_frame(ax, length, length)
+    step = _tick_step(length)
+    if step > 1:
+        ax.set_xticks(range(0, length, step))
+        ax.set_yticks(range(0, length, step))
     ax.set_xlabel("input position (the digit there)")
     ax.set_ylabel("decoder step (the digit it should write)")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+    return fig, ax, im
+
+
+def _map_figure(m: dict, path: Path, digest: str, formats) -> list[Path]:
+    from attn_cli.render import frames
+    from attn_cli.render.figures import fill_heatmap
+
+    length = m["length"]
+    fig, ax, im = frames.take((MAP_FRAME, length)) or _map_frame(length)
+    labels = [str(d) for d in m["src"]][::_tick_step(length)]
+    fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
     # a narrow map (lengths below 16) takes its title on three lines: on two it is wider than
     # the figure, which left blank margins beside the map and cost a second drawing to save
-    wrap = "\n" if size < 8 else " "
+    wrap = "\n" if _map_size(length) < 8 else " "
     ax.set_title(f"W9 2.3 attention, length {length}: readout weights, free running\n"
                  f"argmax on the diagonal at {m['diagonal']:.0%} of this sequence's steps{wrap}"
                  f"({m['diagonal_all']:.0%} over all sequences); free-running accuracy "
                  f"{m['free_running']:.3f} (seed {m['seed']})", fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     return _save(fig, path, digest, formats)

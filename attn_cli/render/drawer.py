@@ -113,16 +113,17 @@ class Drawer:
 
 
 @contextlib.contextmanager
-def armed(exp, formats: Sequence[str]) -> Iterator[None]:
+def armed(exp, formats: Sequence[str], config: Any = None) -> Iterator[None]:
     """Within the block, the moment ``exp`` is about to compute (:mod:`attn_cli.compute_start`)
     a drawer is forked, if one is :func:`wanted` then, and ``exp``'s figures go to it (see the
     module); it is stopped and reaped when the block ends.  A run that computes nothing (every
-    piece cached) forks none."""
+    piece cached) forks none.  ``config``: the run's, whose figures the drawer builds as far as
+    they go while it waits (:mod:`attn_cli.render.frames`)."""
     started: list[Drawer] = []
 
     def fork_now() -> None:
         if exp.draws and wanted(formats):  # an experiment with tables only: nothing to warm
-            made = _start(exp)
+            made = _start(exp, tuple(formats), config)
             if made is not None:
                 started.append(made)
                 _ACTIVE.set(made)  # in this context: the pipeline's figures() below sees it
@@ -139,7 +140,7 @@ def armed(exp, formats: Sequence[str]) -> Iterator[None]:
             made.close()
 
 
-def _start(exp) -> "Drawer | None":
+def _start(exp, formats: tuple[str, ...], config: Any) -> "Drawer | None":
     """Fork a drawer for ``exp``; None if it cannot fork (the figures are then drawn here)."""
     send_r, send_w = os.pipe()
     reply_r, reply_w = os.pipe()
@@ -155,7 +156,7 @@ def _start(exp) -> "Drawer | None":
         try:
             os.close(send_w)
             os.close(reply_r)
-            code = _serve(exp, send_r, reply_w)
+            code = _serve(exp, send_r, reply_w, formats, config)
         except BaseException:  # noqa: BLE001 - Ctrl-C, SIGTERM, a bug: leave quietly, the parent draws
             code = 1
         finally:
@@ -165,12 +166,20 @@ def _start(exp) -> "Drawer | None":
     return Drawer(pid, send_w, reply_r)
 
 
-def _serve(exp, request_fd: int, reply_fd: int) -> int:
-    """The drawer: matplotlib imported and warmed, then each request's figures drawn and their
-    paths sent back, until the pipe closes."""
+def _serve(exp, request_fd: int, reply_fd: int, formats: tuple[str, ...], config: Any) -> int:
+    """The drawer: matplotlib imported and warmed, ``config``'s figures built as far as they go
+    before their numbers (:mod:`attn_cli.render.frames`), then each request's figures drawn and
+    their paths sent back, until the pipe closes."""
     global _INSIDE
     _INSIDE = True
     _warm()
+    if config is not None:
+        from attn_cli.render import frames
+
+        try:
+            exp.prepare_figures(config, formats)
+        except Exception:  # noqa: BLE001 - a frame that fails to build: the figures are built whole
+            frames.clear()
     while True:
         try:
             message = _receive(request_fd)

@@ -25,10 +25,33 @@ def plain_text(text: str) -> str:
 def heatmap(ax, weights, row_labels, col_labels, *, vmin=0.0, vmax=1.0, cmap="Blues",
             annotate: bool = False, fmt: str = "{:.2f}"):
     """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
-    im = ax.imshow(weights, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(len(col_labels)), labels=[plain_text(c) for c in col_labels])
-    ax.set_yticks(range(len(row_labels)), labels=[plain_text(r) for r in row_labels])
+    im = heatmap_frame(ax, len(row_labels), len(col_labels), vmin=vmin, vmax=vmax, cmap=cmap)
+    fill_heatmap(ax, im, weights, row_labels, col_labels, annotate=annotate, fmt=fmt)
+    return im
+
+
+def heatmap_frame(ax, n_rows: int, n_cols: int, *, vmin=0.0, vmax=1.0, cmap="Blues"):
+    """What a heatmap of this shape draws whatever its numbers: an image of zeros on the fixed
+    colour scale, and a tick at every row and column (their labels come with the numbers,
+    :func:`fill_heatmap`).  Building it is most of a heatmap's building (the ticks): a figure
+    drawer builds the copy task's maps this far before their numbers exist
+    (:mod:`attn_cli.render.frames`)."""
+    import numpy as np
+
+    im = ax.imshow(np.zeros((n_rows, n_cols)), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # (rows, cols)
+    ax.set_xticks(range(n_cols))
+    ax.set_yticks(range(n_rows))
+    return im
+
+
+def fill_heatmap(ax, im, weights, row_labels, col_labels, *, annotate: bool = False, fmt: str = "{:.2f}") -> None:
+    """A :func:`heatmap_frame`'s numbers: the (rows, cols) weights, the tick labels and, with
+    ``annotate``, each value written in its cell."""
+    im.set_data(weights)
+    ax.set_xticklabels([plain_text(c) for c in col_labels])
+    ax.set_yticklabels([plain_text(r) for r in row_labels])
     if annotate:
+        vmin, vmax = im.norm.vmin, im.norm.vmax
         # each value centred in its cell, inside the axes: left out of the layout (tight_layout
         # and the tight box measure every text in it), the same pixels; the copy task's
         # length-8 map, 64 values, takes 0.84x the CPU time (8 alternating rounds)
@@ -36,4 +59,3 @@ def heatmap(ax, weights, row_labels, col_labels, *, vmin=0.0, vmax=1.0, cmap="Bl
             for j, w in enumerate(row):
                 ax.text(j, i, fmt.format(w), ha="center", va="center", fontsize=7,
                         color="white" if w > 0.6 * (vmax - vmin) + vmin else "black", in_layout=False)
-    return im
