@@ -301,10 +301,13 @@ def prepare(config, formats) -> None:
     """Build each attention map's frame (:func:`_map_frame`) before the runs end: called in a
     figure drawer while this command imports torch and trains (:mod:`attn_cli.render.frames`)."""
     from attn_cli.render import frames
+    from attn_cli.render.files import draw_ahead
 
     if formats and "attention" in config.model_list:
         for length in dict.fromkeys(config.lengths):
-            frames.keep((MAP_FRAME, length), _map_frame(length))
+            frame = _map_frame(length)
+            draw_ahead(frame[0])
+            frames.keep((MAP_FRAME, length), frame)
 
 
 def _map_size(length: int) -> float:
