@@ -35,7 +35,7 @@ def test_pillow_reads_back_the_same_pixels(channels, mode):
 
 
 def test_a_strided_view_is_written_as_its_pixels():
-    """The tight box's crop of an RGBA canvas, alpha dropped: a view with strides, no copy."""
+    """The tight box's crop of an RGBA canvas, alpha dropped: a view with strides."""
     canvas = _figure_like(4, seed=1)
     view = canvas[3:30, 2:40, :3]
     assert not view.flags.c_contiguous

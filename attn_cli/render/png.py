@@ -42,6 +42,8 @@ def text_chunk(key: str, value: str) -> bytes:
 def filtered_rows(pixels: np.ndarray) -> bytes:
     """(H, W, C) uint8 pixels, any strides, as PNG scanlines: each row's filter byte (up), then
     the row minus the row above (the first row as it is: the row above counts as zeros)."""
+    pixels = np.ascontiguousarray(pixels)  # a crop of an RGBA canvas, alpha dropped: gathered once
+    # (the subtraction over the strided view took 2.6x as long at the copy task's length-32 map)
     height, width, channels = pixels.shape
     rows = np.empty((height, 1 + width * channels), np.uint8)  # (H, 1 + W*C)
     rows[:, 0] = _UP
