@@ -64,3 +64,5 @@ def test_prepare_keeps_a_frame_per_attention_length_when_figures_are_asked():
     render.prepare(Config(lengths=(4, 8), model="attention"), ())  # --no-figures
     assert frames._FRAMES == {}
     assert frames.take((render.MAP_FRAME, 4)) is None
+    render.prepare(Config(lengths=tuple(range(1, 21)), model="attention"), ("png",))  # the 8 longest only
+    assert sorted(frames._FRAMES) == [(render.MAP_FRAME, length) for length in range(13, 21)]

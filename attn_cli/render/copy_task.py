@@ -295,6 +295,7 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
 
 
 MAP_FRAME = "copy-task map"  # a kept frame's key, with the length (render/frames.py)
+MAX_FRAMES = 8  # maps built ahead by a figure drawer (prepare)
 
 
 def prepare(config, formats) -> None:
@@ -304,7 +305,9 @@ def prepare(config, formats) -> None:
     from attn_cli.render.files import draw_ahead
 
     if formats and "attention" in config.model_list:
-        for length in dict.fromkeys(config.lengths):
+        # the longest first, at most MAX_FRAMES: built one after another here, a long list would
+        # keep the drawer from its first request, where children build the rest side by side
+        for length in sorted(set(config.lengths), reverse=True)[:MAX_FRAMES]:
             frame = _map_frame(length)
             draw_ahead(frame[0])
             frames.keep((MAP_FRAME, length), frame)

@@ -105,7 +105,7 @@ def draw_ahead(fig, dpi: int = DPI) -> None:
     """Draw ``fig`` once, into memory, at the dpi it will be saved at: its renderer and the
     measurements of its texts then exist, and the save's drawings reuse them.  For a frame
     drawn while its process would otherwise wait (:mod:`attn_cli.render.frames`): the copy
-    task's maps then take 0.90-0.95x the CPU time to finish and save (8 alternating rounds),
+    task's maps then take 0.89-0.96x the CPU time to finish and save (8 alternating rounds),
     the same bytes."""
     old_dpi = fig.dpi
     fig.set_dpi(dpi)
