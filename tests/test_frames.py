@@ -18,10 +18,16 @@ def _map(length: int, seed: int = 0) -> dict:
             "diagonal": 0.5, "diagonal_all": 0.625, "free_running": 0.25, "seed": 0}
 
 
-def _drawn(tmp_path, m: dict, name: str) -> bytes:
-    path = tmp_path / f"{name}.png"
-    assert render._map_figure(m, path, "digest", ("png",)) == [path]
-    return path.read_bytes()
+FORMATS = ("png", "svg", "pdf")
+
+
+def _drawn(tmp_path, m: dict, name: str) -> list[bytes]:
+    """The map's files in every format, their bytes."""
+    path = tmp_path / name / "map.png"
+    path.parent.mkdir()
+    written = render._map_figure(m, path, "digest", FORMATS)
+    assert written == [path.with_suffix("." + f) for f in FORMATS]
+    return [p.read_bytes() for p in written]
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +41,7 @@ def _empty_store():
 def test_a_map_finished_from_its_frame_is_the_map_built_at_once(tmp_path, length):
     m = _map(length)
     at_once = _drawn(tmp_path, m, "at-once")
-    render.prepare(Config(lengths=(length,), model="attention"), ("png",))
+    render.prepare(Config(lengths=(length,), model="attention"), FORMATS)
     assert frames._FRAMES  # kept, then taken by the figure
     assert _drawn(tmp_path, m, "from-frame") == at_once
     assert not frames._FRAMES
@@ -53,7 +59,8 @@ def test_a_frame_of_another_shape_is_not_the_map(tmp_path):
     plt.close("all")  # the figure that failed
     frames.keep((render.MAP_FRAME, 4), render._map_frame(4))
     frames._FRAMES[(render.MAP_FRAME, 4)][1].set_xlabel("another label")
-    assert _drawn(tmp_path, m, "relabelled") != at_once
+    relabelled = _drawn(tmp_path, m, "relabelled")
+    assert all(a != b for a, b in zip(relabelled, at_once))
 
 
 def test_prepare_keeps_a_frame_per_attention_length_when_figures_are_asked():
