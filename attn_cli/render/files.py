@@ -203,7 +203,7 @@ def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None
 def _write_png(target: Path, pixels, dpi: int, metadata: dict[str, str] | None) -> None:
     """(H, W, 4) uint8 pixels as a PNG with the text chunks matplotlib's writer puts there
     (``Software``, then ``metadata``) and the dpi, by :mod:`attn_cli.render.png`.  An opaque
-    image (every alpha 255: every figure attn draws but the embeddings') is written as RGB:
+    image (every alpha 255: every figure attn draws) is written as RGB:
     the same pixels, 12% fewer bytes than RGBA (what savefig writes)."""
     import matplotlib
 
