@@ -407,3 +407,30 @@ def test_attn_cache_help_has_an_example():
     proc = run_attn("cache", "--help")
     assert proc.returncode == 0 and "attn cache clear" in proc.stdout and "Examples" in proc.stdout
     assert "ATTN_CACHE_DIR" in proc.stdout and "--cache-dir" in proc.stdout
+
+
+def _torch_version_in_child(path: Path) -> list[str]:
+    """torch_version() and whether torch got imported, in a child with ``path`` first on sys.path."""
+    code = ("import sys\nfrom attn_cli.cache import torch_version\n"
+            "print(torch_version())\nprint('torch' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(Path(cache.__file__).parents[1])]))
+    proc = subprocess.run([os.sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_the_torch_version_is_torchs_own_read_without_importing_it(tmp_path):
+    import importlib.metadata
+
+    import torch
+
+    assert cache._installed_torch_version() == str(torch.__version__) == importlib.metadata.version("torch")
+    # the torch that ``import torch`` would load is the one read; importing it would fail here
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('this torch must not be imported')\n")
+    (fake / "version.py").write_text("from typing import Optional\n\n__version__ = '9.9.9+planted'\ndebug = False\n")
+    assert _torch_version_in_child(tmp_path) == ["9.9.9+planted", "False"]
+    # no version.py: the installed distribution's metadata (the real torch's version)
+    (fake / "version.py").unlink()
+    assert _torch_version_in_child(tmp_path) == [importlib.metadata.version("torch"), "False"]
