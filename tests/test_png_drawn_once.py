@@ -154,3 +154,25 @@ def test_heatmap_values_are_left_out_of_the_layout_with_the_same_pixels(tmp_path
         saved.append(np.asarray(Image.open(path)))
     assert saved[0].shape == saved[1].shape
     assert np.array_equal(saved[0], saved[1])
+
+
+def test_a_box_laid_out_beforehand_is_the_box_saved(tmp_path):
+    """lay_out's box, given to the save, crops as savefig(bbox_inches=box) does and as the box
+    measured at the save: a frame laid out once is saved without measuring its texts again."""
+    import matplotlib.pyplot as plt
+
+    fig = _figure("laid out once")
+    box = files.lay_out(fig)
+    assert fig.dpi == 100  # the figure's own dpi kept
+    paths = files.save_figure(fig, tmp_path / "boxed.png", ("png", "svg"), box=box)
+    assert [p.name for p in paths] == ["boxed.png", "boxed.svg"]
+    fig = _figure("laid out once")
+    measured = files.save_figure(fig, tmp_path / "measured.png", ("png",), tight_layout={})
+    assert _pixels(paths[0].read_bytes()).shape == _pixels(measured[0].read_bytes()).shape
+    assert (_pixels(paths[0].read_bytes()) == _pixels(measured[0].read_bytes())).all()
+    # a box that is not the figure's crops where it is told: the bytes follow the box
+    fig = _figure("laid out once")
+    files.lay_out(fig)
+    small = files.save_figure(fig, tmp_path / "small.png", ("png",), box=box.shrunk(0.5, 0.5))
+    assert _pixels(small[0].read_bytes()).shape[1] < _pixels(measured[0].read_bytes()).shape[1]
+    plt.close("all")

@@ -25,7 +25,7 @@ ROWS_JSON = "copy_task_runs.json"
 MAP_PNG = BY_ID["w9-copy-task-map"].files[0]  # copy_task_attention_L{length}.png
 HEADERS = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole seq. exact"}
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
-RENDER_VERSION = 3  # bump when a figure's look changes: cached PNGs are then redrawn
+RENDER_VERSION = 4  # bump when a figure's look changes: cached PNGs are then redrawn
 TOLERANCE_NOTE = (f"each published cell is one seed of training on an unknown machine, so it is judged by "
                   f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
                   "one trained model are not reproducible across CPUs and PyTorch builds")
@@ -228,10 +228,13 @@ def _draw_once(path: Path, data, formats, draw) -> list[Path]:
     return draw(digest)
 
 
-def _save(fig, path: Path, digest: str, formats) -> list[Path]:
-    """Save in each format (the PNG with the digest of its numbers as a text chunk) and close."""
+def _save(fig, path: Path, digest: str, formats, box=None) -> list[Path]:
+    """Save in each format (the PNG with the digest of its numbers as a text chunk) and close;
+    laid out and cropped now, or (``box``) as it was laid out before (:func:`_map_frame`)."""
     from attn_cli.render.files import save_figure
 
+    if box is not None:
+        return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest}, box=box)
     return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest}, tight_layout={})
 
 
@@ -296,26 +299,25 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
 
 MAP_FRAME = "copy-task map"  # a kept frame's key, with the length (render/frames.py)
 MAX_FRAMES = 8  # maps built ahead by a figure drawer (prepare)
+PLACEHOLDER_DIGIT = "0"  # each tick label's stand-in while a map is laid out (its numbers not yet known)
 
 
 def prepare(config, formats) -> None:
     """Build each attention map's frame (:func:`_map_frame`) before the runs end: called in a
     figure drawer while this command imports torch and trains (:mod:`attn_cli.render.frames`)."""
     from attn_cli.render import frames
-    from attn_cli.render.files import draw_ahead
 
     if formats and "attention" in config.model_list:
         # the longest first, at most MAX_FRAMES: built one after another here, a long list would
         # keep the drawer from its first request, where children build the rest side by side
         for length in sorted(set(config.lengths), reverse=True)[:MAX_FRAMES]:
-            frame = _map_frame(length)
-            draw_ahead(frame[0])
-            frames.keep((MAP_FRAME, length), frame)
+            frames.keep((MAP_FRAME, length), _map_frame(length))
 
 
 def _map_size(length: int) -> float:
-    """The map's height in inches (its width: 1.2 more, for the colour bar)."""
-    return min(3 + 0.28 * length, 14)
+    """The map's height in inches (its width: 1.2 more, for the colour bar); at least length 4's
+    (below, the y axis's label ran into the title)."""
+    return min(3 + 0.28 * max(length, 4), 14)
 
 
 def _tick_step(length: int) -> int:
@@ -323,7 +325,20 @@ def _tick_step(length: int) -> int:
     return 1 if length <= 48 else -(-length // 24)
 
 
-def _map_frame(length: int):
+def _map_title(length: int, diagonal: float, diagonal_all: float, free_running: float, seed: int) -> str:
+    # a narrow map (lengths below 16) takes its title on three lines: on two it is wider than
+    # the figure, which left blank margins beside the map and cost a second drawing to save
+    wrap = "\n" if _map_size(length) < 8 else " "
+    return (f"W9 2.3 attention, length {length}: readout weights, free running\n"
+            f"argmax on the diagonal at {diagonal:.0%} of this sequence's steps{wrap}"
+            f"({diagonal_all:.0%} over all sequences); free-running accuracy "
+            f"{free_running:.3f} (seed {seed})")
+
+
+MAP_TITLE_SIZE = 9
+
+
+def _map_base(length: int):
     """(figure, axes, image): the length's attention map as far as it goes without its numbers
     (the figure, the ticks, the axis labels, the colour bar), in the order it was always built."""
     from attn_cli.render.figures import heatmap_frame, new_figure
@@ -341,19 +356,60 @@ def _map_frame(length: int):
     return fig, ax, im
 
 
+def _map_frame(length: int):
+    """(figure, axes, image, box): :func:`_map_base` laid out
+    (:func:`attn_cli.render.files.lay_out`) with a stand-in digit for every tick label and the
+    title of seed 0 at its widest (100%, 100%, 1.000); ``box``: the crop.  So a map's geometry
+    is its length's, whatever its digits, and its save measures no text (:func:`_map_figure`
+    checks that the real title fits)."""
+    from attn_cli.render.files import lay_out
+
+    fig, ax, im = _map_base(length)
+    stand_in = [PLACEHOLDER_DIGIT] * len(range(0, length, _tick_step(length)))
+    ax.set_xticklabels(stand_in)
+    ax.set_yticklabels(stand_in)
+    ax.set_title(_map_title(length, 1.0, 1.0, 1.0, 0), fontsize=MAP_TITLE_SIZE)
+    return fig, ax, im, lay_out(fig)
+
+
+def _title_fits(fig, ax, box) -> bool:
+    """Whether ``ax``'s title, as set now, lies inside the tight box the layout measured (``box``
+    less its pad, inches), at the save dpi: one text measured.  Where the stand-in title was the
+    widest text (the shortest maps) a narrower title keeps the stand-in's margins; a wider one
+    (a long seed) is laid out again.  The other texts that change with the numbers are tick
+    digits, each within a pixel or two of the stand-in's ink, inside the pad (12 pixels)."""
+    import matplotlib
+
+    from attn_cli.render.files import DPI
+
+    pad = matplotlib.rcParams["savefig.pad_inches"]
+    old_dpi = fig.dpi
+    fig.set_dpi(DPI)
+    try:
+        extent = ax.title.get_window_extent(fig.canvas.get_renderer())  # pixels at DPI
+    finally:
+        fig.set_dpi(old_dpi)
+    slack = 0.5  # pixels: the box went through inches; the stand-in's own edges lie on it
+    return ((box.x0 + pad) * DPI - slack <= extent.x0 and extent.x1 <= (box.x1 - pad) * DPI + slack
+            and (box.y0 + pad) * DPI - slack <= extent.y0 and extent.y1 <= (box.y1 - pad) * DPI + slack)
+
+
 def _map_figure(m: dict, path: Path, digest: str, formats) -> list[Path]:
     from attn_cli.render import frames
     from attn_cli.render.figures import fill_heatmap
 
     length = m["length"]
-    fig, ax, im = frames.take((MAP_FRAME, length)) or _map_frame(length)
+    title = _map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"])
     labels = [str(d) for d in m["src"]][::_tick_step(length)]
+    fig, ax, im, box = frames.take((MAP_FRAME, length)) or _map_frame(length)
     fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
-    # a narrow map (lengths below 16) takes its title on three lines: on two it is wider than
-    # the figure, which left blank margins beside the map and cost a second drawing to save
-    wrap = "\n" if _map_size(length) < 8 else " "
-    ax.set_title(f"W9 2.3 attention, length {length}: readout weights, free running\n"
-                 f"argmax on the diagonal at {m['diagonal']:.0%} of this sequence's steps{wrap}"
-                 f"({m['diagonal_all']:.0%} over all sequences); free-running accuracy "
-                 f"{m['free_running']:.3f} (seed {m['seed']})", fontsize=9)
+    ax.set_title(title, fontsize=MAP_TITLE_SIZE)
+    if _title_fits(fig, ax, box):
+        return _save(fig, path, digest, formats, box=box)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)  # a title wider than the stand-in's (a long seed): built again and laid out around it
+    fig, ax, im = _map_base(length)
+    fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
+    ax.set_title(title, fontsize=MAP_TITLE_SIZE)
     return _save(fig, path, digest, formats)

@@ -9,7 +9,7 @@ is about to compute (:mod:`attn_cli.compute_start`: before torch is imported; a 
 rerun, which imports no torch, forks none).  While this process imports torch and computes,
 the drawer, on the other core, imports matplotlib and draws one small figure, then builds
 the run's figures as far as they go before their numbers (:mod:`attn_cli.render.frames`: the
-copy task's maps, their ticks, labels and colour bar, drawn once ahead).  When the
+copy task's maps, their ticks, labels and colour bar, laid out ahead).  When the
 Result is ready, :meth:`attn_cli.experiment_registry.Experiment.figures` hands it to the
 drawer (pickled: the Result, the folder, the formats and the verdicts), which draws the
 figures exactly as this process would: the same code and state (a copy of this process from

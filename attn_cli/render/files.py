@@ -49,7 +49,8 @@ DPI = 120  # every figure's PNG
 
 
 def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_FORMATS, *, dpi: int = DPI,
-                metadata: dict[str, str] | None = None, tight_layout: dict | None = None) -> list[Path]:
+                metadata: dict[str, str] | None = None, tight_layout: dict | None = None,
+                box=None) -> list[Path]:
     """Save a matplotlib figure once per format and close it; the one place figures are saved.
 
     ``path`` names the figure (``masks.png``); each format replaces its suffix (``masks.svg``,
@@ -65,6 +66,8 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
     The figure is laid out at the dpi it is saved at, and a PNG is rasterised once
     (:func:`_png_drawn_once`: savefig's tight box draws twice): the copy task's four maps take
     0.77x the CPU time they took (medians of 8 alternating rounds, in one process).
+    ``box``: the box to crop to, in inches, where the figure was laid out beforehand
+    (:func:`lay_out`; no ``tight_layout`` then): the save then measures none of its texts.
     """
     from attn_cli.private import keep_matplotlib_private
 
@@ -90,7 +93,7 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
         return []
 
     def save() -> list[Path]:
-        return _save_formats(fig, path, wanted, dpi, metadata, tight_layout)
+        return _save_formats(fig, path, wanted, dpi, metadata, tight_layout, box)
 
     children = save_processes.active()  # inside an experiment's figures: saved by a child while the next is built
     if capture is None and children is not None and children.submit(save, lambda: plt.close(fig)):
@@ -101,35 +104,43 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
         plt.close(fig)
 
 
-def draw_ahead(fig, dpi: int = DPI) -> None:
-    """Draw ``fig`` once, into memory, at the dpi it will be saved at: its renderer and the
-    measurements of its texts then exist, and the save's drawings reuse them.  For a frame
-    drawn while its process would otherwise wait (:mod:`attn_cli.render.frames`): the copy
-    task's maps then take 0.89-0.96x the CPU time to finish and save (8 alternating rounds),
-    the same bytes."""
+def lay_out(fig, dpi: int = DPI):
+    """Lay ``fig`` out now as :func:`save_figure` would (``tight_layout`` at the save dpi) and
+    return the box its save crops to (the tight box plus ``savefig.pad_inches``, in inches):
+    ``save_figure(..., box=box)`` then measures no text.  For a figure whose texts cannot move
+    its layout once built (:mod:`attn_cli.render.frames`: the copy task's maps, laid out before
+    their numbers; the figure code checks what could still move it).  The figure is left drawn
+    at that dpi: its renderer and its texts' measurements are reused by the save."""
+    import matplotlib
+
     old_dpi = fig.dpi
     fig.set_dpi(dpi)
     try:
+        fig.tight_layout()
         fig.canvas.draw()
+        box = fig.get_tightbbox(fig.canvas.get_renderer())
     finally:
         fig.set_dpi(old_dpi)
+    return box.padded(matplotlib.rcParams["savefig.pad_inches"])
 
 
 def _save_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[str, str] | None,
-                  tight_layout: dict | None) -> list[Path]:
+                  tight_layout: dict | None, box=None) -> list[Path]:
     """``fig`` laid out (``tight_layout``) and saved atomically in each of ``wanted``, in this
-    process (or a child of :mod:`attn_cli.render.save_processes`, with the same bytes)."""
+    process (or a child of :mod:`attn_cli.render.save_processes`, with the same bytes);
+    ``box``: cropped to it (:func:`lay_out`), not to a box measured now."""
     old_dpi = fig.dpi
     fig.set_dpi(dpi)  # laid out at the dpi it is drawn at: the texts are measured once, for both
     try:
         if tight_layout is not None:
             fig.tight_layout(**tight_layout)
-        return _write_formats(fig, path, wanted, dpi, metadata)
+        return _write_formats(fig, path, wanted, dpi, metadata, box)
     finally:
         fig.set_dpi(old_dpi)
 
 
-def _write_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[str, str] | None) -> list[Path]:
+def _write_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[str, str] | None,
+                   box=None) -> list[Path]:
     import matplotlib
 
     written = []
@@ -142,15 +153,16 @@ def _write_formats(fig, path: Path, wanted: list[str], dpi: int, metadata: dict[
             elif fmt == "pdf":
                 extra = {"metadata": {"CreationDate": None}}
             with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
-                if fmt != "png" or not _png_drawn_once(fig, tmp, dpi, metadata):
-                    fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
+                if fmt != "png" or not _png_drawn_once(fig, tmp, dpi, metadata, box):
+                    fig.savefig(tmp, dpi=dpi, bbox_inches="tight" if box is None else box, format=fmt, **extra)
             written.append(target)
     return written
 
 
-def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None) -> bool:
+def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None, box=None) -> bool:
     """``fig`` (its dpi already ``dpi``) written as ``savefig(target, dpi=dpi,
-    bbox_inches="tight")`` writes it, with one drawing fewer.
+    bbox_inches="tight")`` writes it, with one drawing fewer (``box``: as ``bbox_inches=box``
+    writes it, the box measured beforehand: :func:`lay_out`).
 
     ``savefig`` with a tight box draws the figure twice: once to measure it (every text laid
     out, every image resampled and colour-mapped), then again shifted onto a canvas of the
@@ -177,7 +189,8 @@ def _png_drawn_once(fig, target: Path, dpi: int, metadata: dict[str, str] | None
         return False  # constrained layout settles over savefig's two drawings
     fig.canvas.draw()  # (H, W) pixels at this dpi
     renderer = fig.canvas.get_renderer()
-    box = fig.get_tightbbox(renderer).padded(matplotlib.rcParams["savefig.pad_inches"])  # inches
+    if box is None:
+        box = fig.get_tightbbox(renderer).padded(matplotlib.rcParams["savefig.pad_inches"])  # inches
     width, height = fig.get_size_inches()
     if box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height:
         pixels = np.asarray(fig.canvas.buffer_rgba())  # (H, W, 4), top row first
