@@ -421,3 +421,25 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_figures_are_handed_out_costliest_first_and_listed_in_the_usual_order(tmp_path, monkeypatch):
+    """In a figure drawer three children draw at a time on two cores: a long figure handed out
+    last ends the window alone.  The costliest map goes first, then the accuracy plot, then the
+    other maps by cost (the annotated length 8 before 16); the paths keep the usual order."""
+    result = _fake_result(lengths=(4, 8, 16, 32), model="attention")
+    handed: list[str] = []
+    draw_once = render._draw_once
+
+    def spy(path, data, formats, draw):
+        handed.append(path.name)
+        return draw_once(path, data, formats, draw)
+
+    monkeypatch.setattr(render, "_draw_once", spy)
+    paths = render.figures(result, tmp_path, ("png",), compare_result(result, exp.ARTIFACTS))
+    assert handed == ["copy_task_attention_L32.png", "copy_task_accuracy.png", "copy_task_attention_L8.png",
+                      "copy_task_attention_L16.png", "copy_task_attention_L4.png"]
+    pngs = [p.name for p in paths if p.suffix == ".png"]
+    assert pngs == ["copy_task_accuracy.png", *(f"copy_task_attention_L{n}.png" for n in (4, 8, 16, 32))]
+    assert [render._map_cost(n) for n in (32, 8, 16, 4)] == sorted((render._map_cost(n) for n in (4, 8, 16, 32)),
+                                                                   reverse=True)
