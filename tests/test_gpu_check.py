@@ -172,7 +172,10 @@ def test_on_cuda_scaling_is_timed_alone_then_the_rest_share_the_gpu(tmp_path, mo
     gpu = {"gpu": "NVIDIA H200", "capability": "9.0", "cuda": "12.8", "cudnn": "91002", "driver": "570.86.15"}
     monkeypatch.setattr(gc, "machine", lambda device: {"torch": "2.11", "cpus": 16, "platform": "x", "gpu": gpu})
     assert gc.main(["--device", "cuda", "--out", str(tmp_path)]) == 0
-    assert started[0] == ("scaling", ()) and started[1][0] == "seeds"  # scaling alone; then seeds first
+    assert started[0] == ("scaling", ())  # scaling alone
+    # then the longest part, the seeds, among the first two the two threads take (which of the
+    # two threads records its start first is a race: it failed once in 1,779 tests)
+    assert "seeds" in {started[1][0], started[2][0]}
     table = json.loads((tmp_path / "table.json").read_text())
     assert [r["part"] for r in table["rows"]] == list(gc.PARTS)
     assert "NVIDIA H200 (compute 9.0, CUDA 12.8, cuDNN 91002, driver 570.86.15)" in table["title"]
