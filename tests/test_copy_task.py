@@ -431,9 +431,9 @@ def test_figures_are_handed_out_costliest_first_and_listed_in_the_usual_order(tm
     handed: list[str] = []
     draw_once = render._draw_once
 
-    def spy(path, data, formats, draw):
+    def spy(path, data, formats, draw, later=None):
         handed.append(path.name)
-        return draw_once(path, data, formats, draw)
+        return draw_once(path, data, formats, draw, later)
 
     monkeypatch.setattr(render, "_draw_once", spy)
     paths = render.figures(result, tmp_path, ("png",), compare_result(result, exp.ARTIFACTS))

@@ -60,7 +60,7 @@ def taken(key):  # which figures were finished from a frame kept before the numb
     frame = take(key)
     if drawer.inside():
         with open(log + ".frames", "a") as f:
-            f.write(json.dumps([list(key), frame is not None]) + "\n")
+            f.write(json.dumps([list(key), frame is not None, os.getpid(), os.getppid()]) + "\n")
     return frame
 frames.take = taken
 import atexit
@@ -118,8 +118,11 @@ def test_the_drawer_finishes_maps_from_frames_built_before_the_numbers(tmp_path,
     assert proc.returncode == 0 and record["answered"] == [True], proc.stderr[-2000:]
     log = tmp_path / "drawer-plain.json.frames"
     taken = sorted(json.loads(line) for line in log.read_text().splitlines())
-    assert taken == [[["copy-task map", 4], True], [["copy-task map", 8], True]]
+    assert [entry[:2] for entry in taken] == [[["copy-task map", 4], True], [["copy-task map", 8], True]]
     assert _pngs(tmp_path / "out") == reference
+    # finished by the drawer's children (save_processes.pull: at most one per usable CPU)
+    assert {entry[3] for entry in taken} == set(record["forked"])  # their parent: the drawer
+    assert 1 <= len({entry[2] for entry in taken}) <= 2
 
 
 def test_a_killed_drawer_leaves_the_figures_to_the_command(tmp_path, reference):

@@ -182,3 +182,96 @@ def test_a_new_save_takes_the_slot_of_the_first_child_to_finish(tmp_path):
         assert len(pool.pending) == 2  # the slow one and the third
     assert waited < 1.5, f"the third save waited {waited:.1f} s for the slow child"
     assert float((tmp_path / "third").read_text()) - start < 1.5
+
+
+def _recorder(tmp_path: Path, name: str):
+    """A task that appends "name pid" to tmp_path/log (one line: an atomic append)."""
+    def task():
+        with open(tmp_path / "log", "a") as f:
+            f.write(f"{name} {os.getpid()}\n")
+    return task
+
+
+def _log(tmp_path: Path) -> list[tuple[str, int]]:
+    lines = (tmp_path / "log").read_text().split("\n") if (tmp_path / "log").exists() else []
+    return [(name, int(pid)) for name, pid in (line.split() for line in lines if line)]
+
+
+@needs_fork
+def test_pull_runs_every_task_once_in_at_most_workers_children(tmp_path):
+    save_processes.pull([_recorder(tmp_path, str(i)) for i in range(7)], workers=2)
+    log = _log(tmp_path)
+    assert sorted(name for name, _ in log) == [str(i) for i in range(7)]  # each once, all done on return
+    pids = {pid for _, pid in log}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+
+
+@needs_fork
+def test_pull_hands_the_tasks_out_in_order_and_a_free_child_takes_the_next(tmp_path):
+    save_processes.pull([_recorder(tmp_path, str(i)) for i in range(5)], workers=1)
+    assert [name for name, _ in _log(tmp_path)] == ["0", "1", "2", "3", "4"]
+    (tmp_path / "log").unlink()
+
+    def slow():
+        time.sleep(2)
+        _recorder(tmp_path, "slow")()
+
+    start = time.monotonic()
+    save_processes.pull([slow, *(_recorder(tmp_path, f"q{i}") for i in range(4))], workers=2)
+    log = dict(_log(tmp_path))
+    assert time.monotonic() - start < 3.5
+    # the slow task's child took none of the quick ones: the other child, free, took them all
+    assert {log[f"q{i}"] for i in range(4)} == {log["q0"]} and log["q0"] != log["slow"]
+
+
+@needs_fork
+@pytest.mark.parametrize("how", ["raises", "killed"])
+def test_pull_runs_here_what_failed_in_its_child(tmp_path, how):
+    parent = os.getpid()
+
+    def fragile():
+        if os.getpid() != parent:
+            if how == "killed":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise OSError("no space left on device (in the child only)")
+        _recorder(tmp_path, "fragile")()
+
+    save_processes.pull([_recorder(tmp_path, "a"), fragile, _recorder(tmp_path, "b")], workers=1)
+    log = _log(tmp_path)
+    assert ("fragile", parent) in log  # done here, after the children
+    if how == "raises":  # the child went on with the next task
+        assert [name for name, pid in log if pid != parent] == ["a", "b"]
+    else:  # its child died with it: what it had not reported ("b" too) is done here
+        assert [name for name, pid in log if pid == parent] == ["fragile", "b"]
+
+
+@needs_fork
+def test_a_task_that_fails_everywhere_raises_here_and_no_child_is_left(tmp_path, monkeypatch):
+    forked = []
+    fork = save_processes.fork
+
+    def recording_fork():
+        pid = fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(save_processes, "fork", recording_fork)
+
+    def broken():
+        raise OSError("no space left on device")
+
+    with pytest.raises(OSError, match="no space left"):
+        save_processes.pull([_recorder(tmp_path, "a"), broken], workers=2)
+    assert [name for name, _ in _log(tmp_path)] == ["a"]
+    assert len(forked) == 2
+    for pid in forked:  # every child reaped
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_pull_without_children_runs_every_task_here(tmp_path, monkeypatch):
+    monkeypatch.setattr(save_processes, "available", lambda: False)
+    save_processes.pull([_recorder(tmp_path, str(i)) for i in range(3)])
+    assert _log(tmp_path) == [(str(i), os.getpid()) for i in range(3)]
+    save_processes.pull([])  # nothing to do: nothing forked

@@ -166,24 +166,29 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
 
     o = outcomes
     out = Path(out)
-    png = out / ACCURACY_PNG
+    accuracy_png = out / ACCURACY_PNG
     drawn_from = {k: v for k, v in result.config.items() if k not in ("jobs", "cache_root", "use_cache")}
-    # handed out the costliest first, so that in a figure drawer (its children: three at a time
-    # on two cores) no long figure starts last: the costliest map, then the accuracy plot (about
-    # a length-16 map's CPU time; it used to come last and end the window alone), then the other
-    # maps, costliest first (_map_cost).  The files are listed in the usual order.
+    # In a figure drawer (no torch, matplotlib warm) each figure is queued (``later``) and the
+    # queue is drawn by one forked child per core, each taking the next figure as it is free
+    # (save_processes.pull); the paths are known before (the same targets).  The costliest go
+    # first, so that no long figure starts last: the costliest map, then the accuracy plot
+    # (about a length-16 map's CPU time; it came last and ended the window alone), then the
+    # other maps by cost (_map_cost).  The files are listed in the usual order.
+    from attn_cli.render import drawer, save_processes
+
+    later: list | None = [] if drawer.inside() and save_processes.available() else None
     by_length = sorted(enumerate(result.maps), key=lambda im: -_map_cost(im[1]["length"]))
     drawn: dict[int, list[Path]] = {}
     paths: list[Path] = []
 
     def draw_map(i: int, m: dict) -> None:
         target = out / MAP_PNG.format(length=m["length"])
-        drawn[i] = _draw_once(target, m, formats, lambda digest: _map_figure(m, target, digest, formats))
+        drawn[i] = _draw_once(target, m, formats, lambda digest: _map_figure(m, target, digest, formats), later)
 
     for i, m in by_length[:1]:
         draw_map(i, m)
-    paths += _draw_once(png, {"cells": result.cells_with_published(o), "config": drawn_from}, formats,
-                        lambda digest: _accuracy_figure(result, o, png, digest, formats))
+    paths += _draw_once(accuracy_png, {"cells": result.cells_with_published(o), "config": drawn_from}, formats,
+                        lambda digest: _accuracy_figure(result, o, accuracy_png, digest, formats), later)
     for i, m in by_length[1:]:
         draw_map(i, m)
     paths.append(write_csv(
@@ -195,14 +200,18 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
     paths.append(write_json(out / ROWS_JSON, split_timing(
         {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING)))
     for i, m in enumerate(result.maps):
-        png = out / MAP_PNG.format(length=m["length"])
+        map_png = out / MAP_PNG.format(length=m["length"])
         paths += drawn[i]
-        paths.append(write_csv(png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
+        paths.append(write_csv(map_png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
                                                         for t, row in enumerate(m["weights"])],
                                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]))
     from attn_cli.render import copy_task_seeds  # several seeds per cell: their distribution (nothing for one)
 
-    return paths + copy_task_seeds.figures(result, out, formats, o, draw_once=_draw_once)
+    paths += copy_task_seeds.figures(result, out, formats, o,
+                                     draw_once=lambda *args: _draw_once(*args, later=later))
+    if later:
+        save_processes.pull(later)  # every file complete when it returns
+    return paths
 
 
 DIGEST_KEY = "attn-digest"
@@ -216,12 +225,12 @@ def _digest(data) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _draw_once(path: Path, data, formats, draw) -> list[Path]:
+def _draw_once(path: Path, data, formats, draw, later: list | None = None) -> list[Path]:
     """Draw ``path`` in each format unless the PNG already holds exactly ``data`` (its digest)
     and every other format was written with it (present, not older than the PNG); no format
-    (``--no-figures``): nothing.  In a figure drawer (:mod:`attn_cli.render.drawer`: no torch,
-    matplotlib warm, forks cheap) the whole figure is built and saved by a forked child, so the
-    five are built side by side; the paths are known before (the same ``targets``)."""
+    (``--no-figures``): nothing.  ``later``: the drawing is appended there instead, to be run
+    by the caller (in a figure drawer: :func:`attn_cli.render.save_processes.pull`), and the
+    paths it will write are returned."""
     if not formats:  # --no-figures: nothing drawn, matplotlib not imported
         return []
     digest = _digest(data)
@@ -230,11 +239,9 @@ def _draw_once(path: Path, data, formats, draw) -> list[Path]:
         made = path.stat().st_mtime_ns
         if all(t.exists() and t.stat().st_mtime_ns >= made for t in targets):
             return targets
-    from attn_cli.render import drawer, save_processes
-
-    children = save_processes.active()
-    if drawer.inside() and children is not None and children.submit(lambda: draw(digest), lambda: None):
-        return targets  # in the drawer (no torch, matplotlib warm): the whole figure built and saved by a child
+    if later is not None:
+        later.append(lambda: draw(digest))
+        return targets
     return draw(digest)
 
 

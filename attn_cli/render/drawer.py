@@ -15,8 +15,9 @@ drawer (pickled: the Result, the folder, the formats and the verdicts), which dr
 figures exactly as this process would: the same code and state (a copy of this process from
 before the computation; a figure depends only on what it is handed), its saves in children
 of its own, which fork in a fraction of the time and, matplotlib being warm, start drawing at
-once.  In the drawer the copy task hands each whole figure, built and saved, to a child
-(:func:`attn_cli.render.copy_task._draw_once`): its five figures are built side by side too.
+once.  In the drawer the copy task queues its whole figures, each built and saved, and one
+forked child per core takes them from the queue, the costliest first
+(:func:`attn_cli.render.save_processes.pull`): its five figures are built side by side too.
 The drawer sends back the paths written; the bytes are the same as drawn here (tested).
 
 Nothing else comes back.  Where the drawer cannot take the job (the Result does not pickle,
