@@ -21,6 +21,10 @@ process, so a real error (a full disk) is raised here as it would be without chi
 child killed by accident costs only time.  On an error or Ctrl-C in this process the children
 still running are stopped (SIGTERM: their temp files are removed) and reaped.
 
+Where every figure's state is here before any child starts (the figure drawer's, whose
+figures are whole drawings: :mod:`attn_cli.render.drawer`), :func:`pull` runs them in one
+child per usable CPU instead, each child taking the next figure from a queue as it is free.
+
 A child never returns into this process's code: it leaves with ``os._exit`` (no atexit
 handler, no flush of this process's buffered output), whatever happens.  Without ``fork``
 (Windows, macOS, where forking a process with threads is unsafe), with one usable CPU, or in
