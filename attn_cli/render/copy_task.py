@@ -250,9 +250,8 @@ def _save(fig, path: Path, digest: str, formats, box=None) -> list[Path]:
     laid out and cropped now, or (``box``) as it was laid out before (:func:`_map_frame`)."""
     from attn_cli.render.files import save_figure
 
-    if box is not None:
-        return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest}, box=box)
-    return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest}, tight_layout={})
+    return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest}, box=box,
+                       tight_layout={} if box is None else None)
 
 
 def png_text(path: Path) -> dict[str, str]:
@@ -316,7 +315,7 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
 
 MAP_FRAME = "copy-task map"  # a kept frame's key, with the length (render/frames.py)
 MAX_FRAMES = 8  # maps built ahead by a figure drawer (prepare)
-PLACEHOLDER_DIGIT = "0"  # each tick label's stand-in while a map is laid out (its numbers not yet known)
+STAND_IN_DIGIT = "0"  # each tick label's stand-in while a map is laid out (its numbers not yet known)
 
 
 def prepare(config, formats) -> None:
@@ -394,7 +393,7 @@ def _map_frame(length: int):
     from attn_cli.render.files import lay_out
 
     fig, ax, im = _map_base(length)
-    stand_in = [PLACEHOLDER_DIGIT] * len(range(0, length, _tick_step(length)))
+    stand_in = [STAND_IN_DIGIT] * len(range(0, length, _tick_step(length)))
     ax.set_xticklabels(stand_in)
     ax.set_yticklabels(stand_in)
     ax.set_title(_map_title(length, 1.0, 1.0, 1.0, 0), fontsize=MAP_TITLE_SIZE)
@@ -430,15 +429,17 @@ def _map_figure(m: dict, path: Path, digest: str, formats) -> list[Path]:
     length = m["length"]
     title = _map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"])
     labels = [str(d) for d in m["src"]][::_tick_step(length)]
-    fig, ax, im, box = frames.take((MAP_FRAME, length)) or _map_frame(length)
-    fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
-    ax.set_title(title, fontsize=MAP_TITLE_SIZE)
-    if _title_fits(fig, ax, box):
-        return _save(fig, path, digest, formats, box=box)
-    import matplotlib.pyplot as plt
 
-    plt.close(fig)  # a title wider than the stand-in's (a long seed): built again and laid out around it
-    fig, ax, im = _map_base(length)
-    fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
-    ax.set_title(title, fontsize=MAP_TITLE_SIZE)
-    return _save(fig, path, digest, formats)
+    def fill(ax, im) -> None:
+        fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
+        ax.set_title(title, fontsize=MAP_TITLE_SIZE)
+
+    fig, ax, im, box = frames.take((MAP_FRAME, length)) or _map_frame(length)
+    fill(ax, im)
+    if not _title_fits(fig, ax, box):  # a title wider than the stand-in's (a long seed): laid out around it
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        (fig, ax, im), box = _map_base(length), None
+        fill(ax, im)
+    return _save(fig, path, digest, formats, box=box)
