@@ -344,8 +344,8 @@ def _map_cost(length: int) -> float:
     from attn_cli.render.files import DPI
 
     ticks = len(range(0, length, _tick_step(length)))
-    side = _map_size(length) * DPI  # pixels, roughly the crop's height
-    return 2 * ticks + (length * length if length <= 8 else 0) + side * (side + 144) / 10_000
+    height = _map_size(length)  # inches; the width 1.2 more (_map_frame), the crop roughly so
+    return 2 * ticks + (length * length if length <= 8 else 0) + height * (height + 1.2) * DPI * DPI / 10_000
 
 
 def _tick_step(length: int) -> int:
