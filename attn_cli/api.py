@@ -309,7 +309,8 @@ def _parsed(command: str, folder: str, only, options: dict):
     common = Common(device=p["device"], seed=p["seed"], out=Path(folder), json=False, quick=p["quick"],
                     numerics=p["numerics"], formats=tuple(dict.fromkeys(p.get("formats") or ())) or ("png",),
                     cache_dir=p["cache_dir"], scheduler=p.get("scheduler"),
-                    scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None)
+                    scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None,
+                    worker_wait=p.get("worker_wait", 120.0))
     return common, p
 
 
@@ -320,7 +321,8 @@ def _library_options(common, p: dict) -> dict:
 
     return dict(seed=common.seed, device=common.device, quick=common.quick, numerics=common.numerics,
                 cache_root=cache_root(common), use_cache=not p["no_cache"], scheduler=common.scheduler,
-                scheduler_from=common.scheduler_from, **seed_count(p.get("n_seeds"), common))
+                scheduler_from=common.scheduler_from, worker_wait=common.worker_wait,
+                **seed_count(p.get("n_seeds"), common))
 
 
 def _translated(call):

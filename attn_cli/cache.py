@@ -26,6 +26,7 @@ sweep resumes), handed to the experiment's ``run`` as :class:`Pieces`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -160,17 +161,10 @@ class Cache:
 
     @classmethod
     def open(cls, root: str | os.PathLike, create: bool = True) -> "Cache":
-        """The cache at ``root`` (created 0700, with its key, when ``create``); raises
+        """The cache at ``root`` (created 0700, tagged, with its key, when ``create``); raises
         :class:`Unavailable` with the reason when it cannot be had or trusted."""
-        from attn_cli import private
-
         root = Path(root)
-        try:
-            fd = private.open_private_dir(root, create=create)
-        except private.NotPrivate as exc:
-            raise Unavailable(str(exc)) from None  # names the component and why
-        except OSError as exc:
-            raise Unavailable(f"{root}: {exc.strerror or exc}") from None
+        fd = open_root(root, create)
         try:
             return cls(root, fd, _key(fd, root, create))
         except BaseException:
@@ -284,27 +278,53 @@ class Cache:
         """Entries and their bytes per group (experiment): ``{"copy_task": (40, 123456)}``."""
         return {name: (len(sizes), sum(sizes)) for name, sizes in self._entries().items() if sizes}
 
-    def clear(self) -> dict[str, tuple[int, int]]:
-        """Remove every entry and the key (nothing else in the folder); what was removed, per group."""
-        removed: dict[str, tuple[int, int]] = {}
+    def clear(self, dry_run: bool = False) -> Cleared:
+        """Remove every entry this cache can prove its own (a regular file of attn's layout whose
+        HMAC verifies under this folder's key), each group folder that held such entries and is
+        then empty, and the key; nothing else.  Everything goes through descriptors.
+        ``dry_run``: remove nothing, say what would go."""
+        cleared = Cleared()
         for name, files in self._entries(names=True).items():
             sub = self._group(name, create=False)
             if sub is None:
                 continue
             try:
                 for fname, size in files:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(fname, dir_fd=sub)
-                        n, b = removed.get(name, (0, 0))
-                        removed[name] = (n + 1, b + size)
+                    if not self._signed(sub, fname):
+                        cleared.kept.append(f"{name}/{fname}")
+                        continue
+                    if not dry_run:
+                        try:
+                            os.unlink(fname, dir_fd=sub)
+                        except FileNotFoundError:
+                            continue
+                    n, b = cleared.removed.get(name, (0, 0))
+                    cleared.removed[name] = (n + 1, b + size)
+                empty = not dry_run and name in cleared.removed and not os.listdir(sub)
             finally:
                 os.close(sub)
-            with contextlib.suppress(OSError):  # only when empty: anything else is not ours
-                os.rmdir(name, dir_fd=self._fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(KEY_FILE, dir_fd=self._fd)
-        self._secret = None
-        return removed
+            if empty:
+                with contextlib.suppress(OSError):  # made by attn (it held attn's entries) and empty
+                    os.rmdir(name, dir_fd=self._fd)
+        cleared.key = self._secret is not None
+        if not dry_run and cleared.key:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(KEY_FILE, dir_fd=self._fd)
+            self._secret = None
+        return cleared
+
+    def _signed(self, sub: int, fname: str) -> bool:
+        """Whether ``fname`` in the group ``sub`` is a regular file of ours signed by this key."""
+        from attn_cli import private
+
+        if self._secret is None:
+            return False
+        try:
+            data = private.read_regular(sub, fname, CLEAR_MAX_BYTES)
+            self._verified(data or b"")
+        except (ValueError, OSError):  # Refused is a ValueError: not ours to remove
+            return False
+        return data is not None
 
     def _entries(self, names: bool = False) -> dict[str, list]:
         found: dict[str, list] = {}
@@ -325,6 +345,95 @@ class Cache:
                 os.close(sub)
             found[name] = sorted(items) if names else [size for _, size in items]
         return found
+
+
+@dataclasses.dataclass
+class Cleared:
+    """What ``attn cache clear`` removed (or would remove): entries and bytes per group, whether
+    the key went, and the files of attn's layout that it kept because they are not provably its own."""
+
+    removed: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    key: bool = False
+    kept: list[str] = dataclasses.field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- the folder and its tag
+
+TAG_FILE = "CACHEDIR.TAG"
+# the Cache Directory Tagging signature (https://bford.info/cachedir/): backup tools skip the folder
+TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
+TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
+       b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
+TAG_MAX_BYTES = 4096
+CLEAR_MAX_BYTES = 4 * RESULT_MAX_BYTES  # an entry larger than this is not read to prove it ours: kept
+
+
+def open_root(root: Path, create: bool = True) -> int:
+    """A descriptor of attn's cache folder ``root``: proven private (never chmod'ed) and tagged
+    with attn's ``CACHEDIR.TAG``.  With ``create``, a missing folder is made (0700) and tagged,
+    and so is an empty one or an earlier attn's (its ``hmac.key`` or ``kernels/`` alone); a folder
+    holding anything else is not attn's and is refused.  Raises :class:`Unavailable`."""
+    from attn_cli import private
+
+    try:
+        fd = private.open_private_dir(root, create=create)
+    except private.NotPrivate as exc:
+        raise Unavailable(str(exc)) from None  # names the component and why
+    except OSError as exc:
+        raise Unavailable(f"{root}: {exc.strerror or exc}") from None
+    try:
+        if not is_tagged(fd):
+            names = set(os.listdir(fd))
+            ours_before = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _key_ok(fd)
+            if not create or not ours_before:
+                raise Unavailable(f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn"
+                                  + ("" if not names or ours_before else " and holds other files") + ")")
+            try:
+                private.write_atomic(fd, TAG_FILE, TAG, mode=0o600)
+            except OSError as exc:
+                raise Unavailable(f"cannot write {root / TAG_FILE}: {exc.strerror}") from None
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_tagged(fd: int) -> bool:
+    """Whether the folder ``fd`` carries attn's tag: a regular file of ours with the standard's
+    signature and attn's name."""
+    from attn_cli import private
+
+    try:
+        data = private.read_regular(fd, TAG_FILE, TAG_MAX_BYTES)
+    except ValueError:
+        return False
+    return data is not None and data.startswith(TAG_SIGNATURE) and b"attn" in data
+
+
+def _key_ok(fd: int) -> bool:
+    try:
+        return _key(fd, Path("."), create=False) is not None
+    except Unavailable:
+        return False
+
+
+def special_folder(path: Path) -> str | None:
+    """Why ``path`` is never a cache to clear, by what it is: ``/``, the home folder or a mount
+    point (followed through symlinks); None for an ordinary folder or one that does not exist."""
+    try:
+        st = os.stat(path)
+        up = os.stat(os.path.join(path, ".."))
+    except OSError:
+        return None
+    if (st.st_dev, st.st_ino) == (up.st_dev, up.st_ino):
+        return f"{path} is the root folder"
+    with contextlib.suppress(OSError, RuntimeError, KeyError):
+        home = os.stat(os.path.expanduser("~"))
+        if (st.st_dev, st.st_ino) == (home.st_dev, home.st_ino):
+            return f"{path} is the home folder"
+    if st.st_dev != up.st_dev:
+        return f"{path} is a mount point"
+    return None
 
 
 def _key(fd: int, root: Path, create: bool) -> bytes | None:

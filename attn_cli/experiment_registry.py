@@ -97,7 +97,8 @@ class Experiment:
         address, which says nothing about the numbers."""
         if not dataclasses.is_dataclass(config):
             return config
-        return {k: v for k, v in dataclasses.asdict(config).items() if k not in ("scheduler", "scheduler_from")}
+        return {k: v for k, v in dataclasses.asdict(config).items()
+                if k not in ("scheduler", "scheduler_from", "worker_wait")}
 
     @property
     def has_fast_engine(self) -> bool:
@@ -106,6 +107,7 @@ class Experiment:
     def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
                engine: str | None = None, use_cache: bool = True,
                verify: bool = False, scheduler: str | None = None, scheduler_from: str | None = None,
+               worker_wait: float | None = None,
                verify_seeds: int | None = None) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
         one whose Config has ``use_cache`` gets it (False: its cached pieces are recomputed;
@@ -120,6 +122,8 @@ class Experiment:
             overrides["engine"] = engine
         if scheduler:  # only an experiment whose Config has the field (the copy task) takes it
             overrides.update(scheduler=scheduler, scheduler_from=scheduler_from)
+            if worker_wait is not None:
+                overrides["worker_wait"] = worker_wait
         known = {f.name for f in dataclasses.fields(self.module.Config)}
         overrides = {k: v for k, v in overrides.items() if k in known}  # analogy: numpy, no device
         cls = self.module.Config

@@ -121,6 +121,7 @@ class Common:
     cache_dir: Path | None = None  # --cache-dir on commands that cache; None: attn_cli.private.user_cache_root
     scheduler: str | None = None  # --scheduler / ATTN_SCHEDULER: a Dask scheduler's address; None: local runs
     scheduler_from: str | None = None  # where that address came from: "--scheduler" or "ATTN_SCHEDULER"
+    worker_wait: float = 120.0  # --worker-wait: seconds a cluster sweep waits without any worker
 
 
 def _resolve_device(ctx, param, value):
@@ -302,6 +303,7 @@ def cache_dir_option(func):
 
 # a scheduler address: an optional scheme, a host (a name, an IPv4 or a bracketed IPv6) and an
 # optional port; nothing else (no spaces, control characters, paths), at most 255 characters
+SCHEDULER_SCHEMES = ("tcp", "tls")  # as attn_cli.experiments.copy_task.cluster.SCHEMES (no Dask import here)
 SCHEDULER_ADDRESS = re.compile(r"(?=.{1,255}\Z)([a-z][a-z0-9+.-]*://)?([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 
 
@@ -314,6 +316,11 @@ def _scheduler_address(ctx, param, value):
     if not SCHEDULER_ADDRESS.fullmatch(value):
         raise from_environment(ctx, param, value, "not a scheduler address (e.g. tcp://10.0.0.5:8786)") or \
             click.BadParameter(f"{value!r} is not a scheduler address (e.g. tcp://10.0.0.5:8786)", ctx=ctx, param=param)
+    scheme, sep, _ = value.partition("://")
+    if sep and scheme not in SCHEDULER_SCHEMES:
+        message = (f"the scheme {scheme}:// is not supported; use one of "
+                   + ", ".join(f"{s}://" for s in SCHEDULER_SCHEMES) + " (or host:port, which is tcp)")
+        raise from_environment(ctx, param, value, message) or click.BadParameter(message, ctx=ctx, param=param)
     return value
 
 
@@ -327,13 +334,18 @@ def scheduler_option(func):
                   callback=_scheduler_address,
                   help="Train every copy-task run on the Dask distributed cluster of this scheduler "
                        "(e.g. tcp://10.0.0.5:8786; needs pip install 'attn-cli[dask]')  [default: this machine]")
+    @click.option("--worker-wait", metavar="SECONDS", envvar="ATTN_WORKER_WAIT", default=120.0, show_default=True,
+                  type=FiniteFloatRange(min=0, max=7 * 24 * 3600),
+                  help="With --scheduler: how long to wait while no Dask worker is connected (said on stderr "
+                       "every 10 s) before giving up, keeping the finished runs.")
     @functools.wraps(func)
-    def wrapper(*args, scheduler, common: Common, **kwargs):
+    def wrapper(*args, scheduler, worker_wait, common: Common, **kwargs):
         source = None
         if scheduler:
             env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT
             source = "ATTN_SCHEDULER" if env else "--scheduler"
-        return func(*args, common=dataclasses.replace(common, scheduler=scheduler, scheduler_from=source), **kwargs)
+        return func(*args, common=dataclasses.replace(common, scheduler=scheduler, scheduler_from=source,
+                                                      worker_wait=worker_wait), **kwargs)
 
     return wrapper
 

@@ -13,7 +13,8 @@ The public API:
     The per-user cache folder (not created): ``override`` if given, else
     ``$ATTN_CACHE_DIR``, else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``.  An empty
     value counts as unset; a relative ``XDG_CACHE_HOME`` is ignored (the XDG rule); a
-    relative override or ``ATTN_CACHE_DIR`` is taken from the current folder.
+    relative override or ``ATTN_CACHE_DIR`` is taken from the current folder.  Raises
+    :class:`NoHome` where the last would lie in a home folder that does not exist.
 ``NotPrivate(Exception)``
     A folder that cannot be proven private; its message is one line naming the component
     and why (owner, mode, a symlink of someone else, an OSError while opening or creating).
@@ -22,7 +23,8 @@ The public API:
     descriptor.  Every component must be owned by this user or root, and not writable by
     group or others unless its sticky bit is set (``/tmp``).  Missing components are
     created with mode 0700, only inside folders that passed.  The final folder must be ours
-    and writable by no one else; one that others can merely read is made 0700.  A symlink
+    and neither readable nor writable by anyone else; one that is not is refused, never
+    chmod'ed.  A symlink
     is followed only when it is owned by us or root and sits in a folder that passed; its
     target is then walked from ``/`` by the same rules (at most 40 links).  Returns an
     ``O_RDONLY | O_DIRECTORY`` descriptor that the caller closes.  Raises
@@ -63,7 +65,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["NotPrivate", "keep_matplotlib_private", "open_private_dir", "read_regular", "scratch_dir",
+__all__ = ["NoHome", "NotPrivate", "keep_matplotlib_private", "open_private_dir", "read_regular", "scratch_dir",
            "shared_reason", "user_cache_root", "write_atomic"]
 
 MAX_SYMLINKS = 40  # as the kernel's own limit on links in one lookup
@@ -75,6 +77,10 @@ _WALK_FLAGS = _DIR_FLAGS | getattr(os, "O_PATH", os.O_RDONLY)
 
 class NotPrivate(Exception):
     """A folder that cannot be proven private; the message names the component and why."""
+
+
+class NoHome(NotPrivate):
+    """The default cache folder lies in a home folder that does not exist: attn creates none."""
 
 
 class _Missing(NotPrivate):
@@ -89,7 +95,11 @@ def user_cache_root(override: str | os.PathLike | None = None) -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME") or ""
     if os.path.isabs(xdg):
         return Path(os.path.normpath(xdg)) / "attn"
-    return Path(os.path.expanduser("~")) / ".cache" / "attn"
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home) or not os.path.isdir(home):  # never made by attn (HOME=/nonexistent)
+        raise NoHome(f"the home folder {home!r} does not exist, so there is no ~/.cache/attn "
+                     "(set ATTN_CACHE_DIR or --cache-dir to keep a cache)")
+    return Path(home) / ".cache" / "attn"
 
 
 # --------------------------------------------------------------------------- the walk
@@ -109,7 +119,9 @@ def _check_component(where: str, st: os.stat_result) -> None:
 
 
 def _check_final(where: str, fd: int) -> None:
-    """The folder itself: ours, writable by no one else; readable by others is fixed to 0700."""
+    """The folder itself: ours, and no one else may read or write it.  A folder that is not
+    private is refused and left exactly as it was: attn never changes the mode of a folder
+    (it may be ``/`` or a home folder); the folders it makes are 0700 from their ``mkdir``."""
     st = os.fstat(fd)
     me = os.geteuid()
     if st.st_uid != me:
@@ -117,10 +129,8 @@ def _check_final(where: str, fd: int) -> None:
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise NotPrivate(f"{where} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})")
     if stat.S_IMODE(st.st_mode) & 0o077:
-        try:
-            os.fchmod(fd, 0o700)
-        except OSError as exc:
-            raise NotPrivate(f"cannot make {where} private (mode 0700): {exc.strerror}") from None
+        raise NotPrivate(f"{where} is readable by group or others (mode {stat.S_IMODE(st.st_mode):o}); "
+                         "attn leaves it as it is: use a private folder (chmod 700) or a new name")
 
 
 def _open_root() -> int:

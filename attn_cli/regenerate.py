@@ -101,7 +101,8 @@ class AllReport:
 def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quick: bool = False,
            numerics: str | None = None, cache_root: str | Path | None = None, use_cache: bool = True,
            scheduler: str | None = None, scheduler_from: str | None = None, out: Path | None = None,
-           seeds: int | None = None, progress: RunPlan | None = None) -> VerifyReport:
+           seeds: int | None = None, progress: RunPlan | None = None,
+           worker_wait: float | None = None) -> VerifyReport:
     """Regenerate the published values ``only`` selects (all without it) and judge them.
 
     Each experiment a selected check needs runs once at the configuration its checks are
@@ -118,7 +119,7 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
     plan = judged(needed, seed=seed, device=device, use_cache=use_cache, quick=quick,
-                  seeds=seeds, **cluster(scheduler, scheduler_from, needed))
+                  seeds=seeds, **cluster(scheduler, scheduler_from, needed, worker_wait))
     check_plan_seeds(plan)
     started = time.perf_counter()
     done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
@@ -139,7 +140,7 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
                    quick: bool = False, numerics: str | None = None, formats: Sequence[str] = ("png",),
                    cache_root: str | Path | None = None, use_cache: bool = True, scheduler: str | None = None,
                    scheduler_from: str | None = None, seeds: int | None = None,
-                   progress: RunPlan | None = None) -> AllReport:
+                   progress: RunPlan | None = None, worker_wait: float | None = None) -> AllReport:
     """Run the experiments ``only`` selects (every one without it) and write into ``out`` each
     one's tables, JSON and figures as it finishes, then ``manifest.json``, ``index.md`` and
     ``index.html``.  Every check is judged once, as :func:`verify` judges it (``quick``: a smoke
@@ -164,7 +165,7 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
     make_plan = smoke if quick else judged
     plan = make_plan(experiments, seed=seed, device=device, use_cache=use_cache,
-                     **({} if seeds is None else {"seeds": seeds}), **cluster(scheduler, scheduler_from, experiments))
+                     **({} if seeds is None else {"seeds": seeds}), **cluster(scheduler, scheduler_from, experiments, worker_wait))
     check_plan_seeds(plan)
 
     sections = []
@@ -218,14 +219,14 @@ def check_plan_seeds(plan) -> None:
         experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
 
 
-def cluster(scheduler: str | None, scheduler_from: str | None, experiments) -> dict:
+def cluster(scheduler: str | None, scheduler_from: str | None, experiments, worker_wait: float | None = None) -> dict:
     """The Dask scheduler (--scheduler) as plan keywords, checked to answer before any work;
     empty without one, or when no experiment of the plan trains (only the copy task does)."""
     if not scheduler or not any(exp.slow for exp in experiments):
         return {}
     from attn_cli.experiments.copy_task.cluster import plan_keywords
 
-    return plan_keywords(scheduler, scheduler_from)
+    return plan_keywords(scheduler, scheduler_from, worker_wait)
 
 
 def ordered(registry, experiments) -> list:

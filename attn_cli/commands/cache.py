@@ -25,7 +25,7 @@ def cache_root(common: Common) -> str | None:
         root = private.user_cache_root(common.cache_dir)
         with cache.Cache.open(root):
             pass
-    except (cache.Unavailable, RuntimeError, KeyError) as exc:  # Path.home(): RuntimeError, KeyError
+    except (cache.Unavailable, private.NotPrivate, RuntimeError, KeyError) as exc:  # NoHome; Path.home()
         source = "" if common.cache_dir is not None or not os.environ.get("ATTN_CACHE_DIR") else ", from ATTN_CACHE_DIR"
         message = (f"warning: the cache cannot be used ({exc}{source}); running without cache"
                    + (f", nothing is kept in {root}" if root is not None else ""))
@@ -40,53 +40,81 @@ def cache_root(common: Common) -> str | None:
 @click.command(cls=JudgedCommand, name="cache")
 @click.argument("action", type=click.Choice(["show", "clear"]), default="show")
 @CACHE_DIR
+@click.option("--dry-run", is_flag=True, help="With clear: list what would be removed, remove nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout instead of the text.")
-def cache_(action: str, cache_dir, as_json: bool) -> None:
+def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
     """The per-user cache: its location, entries and size; `attn cache clear` empties it.
 
     The cache keeps the copy task's finished training runs and the Results of the slower
     experiments, keyed by everything that decides their numbers (configuration, code, numeric
     mode, versions), and is shared by every --out: a run cached by one command is reused by
     the next. Its folder is --cache-dir, else $ATTN_CACHE_DIR, else
-    $XDG_CACHE_HOME/attn, else ~/.cache/attn; it must be private (ours, mode 0700, no parent
-    writable by others), else commands warn once and run without cache. Each entry carries an
-    HMAC under a random key kept there (hmac.key, 0600): an entry edited or copied from elsewhere
-    is recomputed.
+    $XDG_CACHE_HOME/attn, else ~/.cache/attn. attn makes it itself (mode 0700) and tags it
+    with a CACHEDIR.TAG naming attn (backup tools skip it); a folder that is not private, or
+    not attn's, is left as it is, and commands warn once and run without cache. Each entry
+    carries an HMAC under a random key kept there (hmac.key, 0600): an entry edited or copied
+    from elsewhere is recomputed.
 
-    `attn cache` (show) prints the location, whether it is private, and the entries and bytes
-    per experiment. `attn cache clear` removes the entries and the key, nothing else, asks
-    nothing, and prints what it removed. --json prints the same as one object.
+    `attn cache` (show) prints the location, whether it is usable, and the entries and bytes
+    per experiment. `attn cache clear` removes, from a folder tagged as attn's only, the
+    entries whose HMAC proves them attn's, the folders that held them, and the key; nothing
+    else. It refuses /, the home folder and mount points by name. --dry-run lists what would
+    go; --json prints the same as one object.
 
     \b
     Examples:
         attn cache
+        attn cache clear --dry-run
         attn cache clear
         attn cache --cache-dir /tmp/attn-cache --json
     """
     from attn_cli import cache, private
     from attn_cli.units import human_bytes
 
-    root = private.user_cache_root(cache_dir)
-    info: dict = {"location": str(root), "exists": root.is_dir(), "private": False, "reason": None}
+    if dry_run and action != "clear":
+        raise click.UsageError("--dry-run goes with attn cache clear")
+    try:
+        root = private.user_cache_root(cache_dir)
+    except private.NoHome as exc:
+        raise click.ClickException(str(exc)) from None
+    kind = _kind(root)
+    info: dict = {"location": str(root), "exists": kind == "folder", "private": False, "reason": None}
+    if kind not in ("folder", "missing"):
+        info["reason"] = f"{root} is not a folder ({kind})"
+    elif kind == "missing":
+        info["reason"] = "not created yet"
+    if action == "clear":
+        special = cache.special_folder(root)
+        if special or kind not in ("folder", "missing"):
+            raise click.ClickException(f"{special or info['reason']}: attn clears only its own cache folder; "
+                                       "nothing removed")
     store = None
-    if info["exists"] or action == "show":
+    if kind == "folder":
         try:
             store = cache.Cache.open(root, create=False)
             info["private"] = True
         except cache.Unavailable as exc:
-            info["reason"] = str(exc) if info["exists"] else "not created yet"
+            info["reason"] = str(exc)
+            if action == "clear":
+                raise click.ClickException(f"{exc}; nothing removed") from None
+    cleared = None
     if store is None:
-        if action == "clear" and info["exists"]:
-            raise click.ClickException(f"{info['reason']}: nothing removed")
         per = {}
     else:
         with store:
-            per = store.clear() if action == "clear" else store.summary()
+            if action == "clear":
+                cleared = store.clear(dry_run=dry_run)
+                per = cleared.removed
+            else:
+                per = store.summary()
     info["experiments"] = {name: {"entries": n, "bytes": b} for name, (n, b) in sorted(per.items())}
     info["entries"] = sum(n for n, _ in per.values())
     info["bytes"] = sum(b for _, b in per.values())
     if action == "clear":
         info["removed"] = info.pop("experiments")
+        info["dry_run"] = dry_run
+        info["key"] = bool(cleared and cleared.key)
+        info["kept"] = list(cleared.kept) if cleared else []
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -94,12 +122,8 @@ def cache_(action: str, cache_dir, as_json: bool) -> None:
     def count(n: int) -> str:
         return f"{n} entr{'y' if n == 1 else 'ies'}"
 
-    state = "private" if info["private"] else f"not usable: {info['reason']}"
-    if action == "clear":
-        click.echo(f"removed {count(info['entries'])} ({human_bytes(info['bytes'])}) and the key from {root}"
-                   if store is not None else f"nothing to remove: {root} does not exist")
-        rows = info["removed"]
-    else:
+    if action == "show":
+        state = "private" if info["private"] else f"not usable: {info['reason']}"
         click.echo(f"cache: {root} ({state})")
         rows = info["experiments"]
         width = max([len(name) for name in rows] + [5])
@@ -107,8 +131,34 @@ def cache_(action: str, cache_dir, as_json: bool) -> None:
             click.echo(f"  {name:<{width}}  {count(row['entries']):>12}  {human_bytes(row['bytes']):>9}")
         click.echo(f"  {'total':<{width}}  {count(info['entries']):>12}  {human_bytes(info['bytes']):>9}")
         return
-    for name, row in rows.items():
+    if store is None:
+        click.echo(f"nothing to remove: {root} does not exist")
+        return
+    verb = "would remove" if dry_run else "removed"
+    key = " and the key" if info["key"] else ""
+    click.echo(f"{verb} {count(info['entries'])} ({human_bytes(info['bytes'])}){key} from {root}")
+    for name, row in info["removed"].items():
         click.echo(f"  {name}: {count(row['entries'])}, {human_bytes(row['bytes'])}")
+    if info["kept"]:
+        click.echo(f"kept {len(info['kept'])} file(s) whose HMAC does not prove them attn's: "
+                   + ", ".join(info["kept"][:5]) + (" ..." if len(info["kept"]) > 5 else ""))
+
+
+def _kind(path) -> str:
+    """"folder", "missing", or what else ``path`` is (followed through symlinks)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing" if not os.path.islink(path) else "a dangling symlink"
+    except OSError as exc:
+        return exc.strerror or "unreadable"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "a device or other special file"
 
 
 COMMANDS = [cache_]

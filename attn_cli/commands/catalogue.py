@@ -105,6 +105,7 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
                                     **seed_count(n_seeds, common),
                                     numerics=common.numerics, cache_root=cache_root(common), use_cache=not no_cache,
                                     scheduler=common.scheduler, scheduler_from=common.scheduler_from,
+                                    worker_wait=common.worker_wait,
                                     out=common.out if given_out else None, progress=execute.run_plan)
     except experiment_registry.UnknownId as exc:
         raise click.BadParameter(str(exc), param_hint="'--only'") from None
@@ -177,6 +178,7 @@ def all_(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Com
                                          numerics=common.numerics, formats=common.formats,
                                          cache_root=cache_root(common), use_cache=not no_cache,
                                          scheduler=common.scheduler, scheduler_from=common.scheduler_from,
+                                         worker_wait=common.worker_wait,
                                          progress=execute.run_plan)
     except experiment_registry.UnknownId as exc:
         raise click.BadParameter(str(exc), param_hint="'--only'") from None

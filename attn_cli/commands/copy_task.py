@@ -122,7 +122,8 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
-        config = dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from))
+        config = dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from,
+                                                                 common.worker_wait))
 
     # the pipeline refuses a bad configuration (validate; preflight: fast engine, memory) before
     # any display or file, then opens the per-user cache (each finished run stored at once), the bars

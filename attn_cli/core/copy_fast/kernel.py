@@ -128,10 +128,15 @@ def _open_kernel_folder() -> tuple[int, Path]:
     Returns the folder's descriptor (the caller closes it) and its name, for messages only:
     everything after this goes through the descriptor.
     """
-    folder = cache_folder()
+    from attn_cli import cache
+
     try:
+        folder = cache_folder()
+        os.close(cache.open_root(folder.parent))  # attn's own tagged folder, made if missing
         return private.open_private_dir(folder), folder
-    except private.NotPrivate as exc:
+    except private.NoHome as exc:
+        _warn_place(Path("~/.cache/attn/kernels"), str(exc))
+    except (private.NotPrivate, cache.Unavailable) as exc:
         _warn_place(folder, str(exc))
     scratch = private.scratch_dir() / "kernels"
     return private.open_private_dir(scratch), scratch

@@ -21,7 +21,7 @@ those bits is refused, never mixed in:
 
 The client (:func:`run_cluster_engine`) submits every run with ``retries=2`` (a run whose
 worker is killed is rescheduled by the scheduler itself; one that raises is retried), collects
-them with ``as_completed`` and hands each to ``done`` as it finishes: the copy task stores it in
+them as they finish (watching that a worker is connected: :class:`_WorkerWatch`) and hands each to ``done`` as it finishes: the copy task stores it in
 the cache at once, so an interrupted sweep resumes where it stopped.  Every outcome read back
 is checked as strictly as a cache entry (:func:`attn_cli.schema.revive`, :func:`.cache.check_outcome`).
 
@@ -40,7 +40,12 @@ from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_
 from attn_cli.schema import InvalidEntry, revive
 
 RETRIES = 2  # Dask retries of a run whose task raised (a killed worker's run is rescheduled by the scheduler)
-CONNECT_TIMEOUT_S = 10  # a scheduler that has not answered by then is reported unreachable
+CONNECT_TIMEOUT_S = 10.0  # a scheduler whose handshake has not answered by then is named as not answering
+TIMEOUT_VAR = "ATTN_SCHEDULER_TIMEOUT"  # sets that handshake timeout, in seconds
+SCHEMES = ("tcp", "tls")  # the scheduler addresses attn connects to (a bare host:port is tcp)
+WORKER_WAIT_S = 120.0  # how long a sweep waits for a first (or a new) worker: --worker-wait
+SAY_EVERY_S = 10.0  # while no worker is connected, a line on stderr this often
+POLL_S = 1.0  # how often the client looks at the futures and the workers
 FIELD_CHARS = 200  # at most this many characters of a worker's address, host name or CPU model
 
 
@@ -172,20 +177,38 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag
 DEFAULT_PORT = 8786  # Dask's scheduler port where an address names none
 
 
+def handshake_timeout() -> float:
+    """The scheduler handshake's timeout in seconds: ``ATTN_SCHEDULER_TIMEOUT``, else 10."""
+    import math
+    import os
+
+    raw = os.environ.get(TIMEOUT_VAR, "").strip()
+    if not raw:
+        return CONNECT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ClusterError(f"{TIMEOUT_VAR}={raw}: not a positive number of seconds")
+    return value
+
+
 def connect(address: str, source: str = "--scheduler"):
-    """A ``distributed.Client`` on ``address`` (connect timeout: :data:`CONNECT_TIMEOUT_S`, or
-    Dask's ``distributed.comm.timeouts.connect`` where shorter), or a ClusterError naming where the address came from."""
+    """A ``distributed.Client`` on ``address``, or a ClusterError naming the address and where it
+    came from: nothing listening, or a port that does not complete Dask's handshake within
+    :func:`handshake_timeout` (silent, HTTP, garbage: "is not a Dask scheduler")."""
     try:
         from distributed import Client
     except ImportError:
         raise ClusterError(f"{source} needs Dask distributed: pip install 'attn-cli[dask]'") from None
     _quiet_client_logs()
-    import dask
-    from dask.utils import parse_timedelta
-
-    timeout = min(CONNECT_TIMEOUT_S, parse_timedelta(dask.config.get("distributed.comm.timeouts.connect")))
+    timeout = handshake_timeout()
     reason = _probe(address, timeout)  # no Client is made for a scheduler that is not there
     if reason is None:
+        why = _identify(address, timeout)
+        if why is not None:
+            raise ClusterError(f"{address} (from {source}) is not a Dask scheduler: {why}")
         try:
             return Client(address, timeout=timeout, set_as_default=False)
         except Exception as exc:  # OSError, TimeoutError, ValueError (a malformed address), ...
@@ -198,9 +221,42 @@ def connect(address: str, source: str = "--scheduler"):
     raise ClusterError(f"cannot reach the Dask scheduler at {address} (from {source}): {reason}")
 
 
+def _identify(address: str, timeout: float) -> str | None:
+    """Why ``address`` is not a Dask scheduler (None: it answered Dask's ``identity`` as one),
+    asked over Dask's own comm within ``timeout`` seconds, on an event loop of its own thread
+    (a notebook's running loop is left alone)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect as dask_connect
+
+    async def ask():
+        comm = await dask_connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def run():
+        return asyncio.run(asyncio.wait_for(ask(), timeout))
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            answer = pool.submit(run).result()
+        except (TimeoutError, asyncio.TimeoutError):
+            return f"no Dask handshake within {timeout:g} s ({TIMEOUT_VAR})"
+        except Exception as exc:  # a closed comm, a frame that does not decode, a MemoryError on garbage
+            text = str(exc).splitlines()[0][:200] if str(exc) else ""
+            return f"its answer is not Dask's ({type(exc).__name__}{': ' + text if text else ''})"
+    if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
+        return "it answered Dask's handshake, but not as a scheduler"
+    return None
+
+
 def _probe(address: str, timeout: float) -> str | None:
-    """Why a TCP scheduler address does not answer (None: it accepts a connection, or it is not
-    a plain ``tcp://``/``host:port`` address, which Dask's own connect then checks)."""
+    """Why a TCP scheduler address does not accept a connection (None: it does, or it is a
+    ``tls://`` address, which Dask's own connect then checks)."""
     import socket
     from urllib.parse import urlsplit
 
@@ -237,13 +293,15 @@ def check_reachable(address: str, source: str = "--scheduler") -> None:
     connect(address, source).close()
 
 
-def plan_keywords(scheduler: str | None, source: str | None) -> dict:
-    """``{"scheduler": ..., "scheduler_from": ...}`` for a Config (empty without a scheduler),
-    after checking that the scheduler answers: a command fails before any work otherwise."""
+def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float | None = None) -> dict:
+    """``{"scheduler": ..., "scheduler_from": ..., "worker_wait": ...}`` for a Config (empty
+    without a scheduler), after checking that the scheduler answers: a command fails before any
+    work otherwise."""
     if not scheduler:
         return {}
     check_reachable(scheduler, source or "--scheduler")
-    return {"scheduler": scheduler, "scheduler_from": source or "--scheduler"}
+    return {"scheduler": scheduler, "scheduler_from": source or "--scheduler",
+            "worker_wait": WORKER_WAIT_S if worker_wait is None else worker_wait}
 
 
 def run_cluster_engine(todo, config, report, done) -> None:
@@ -263,14 +321,14 @@ def run_cluster_engine(todo, config, report, done) -> None:
     tags = {f"attn-copy-task-{config.engine_of(spec)}-{index}-{_token()}": (index, spec) for index, spec in todo}
     listening = _listen(client, tags, report)
     try:
-        from distributed import as_completed
-
         for key, (index, spec) in tags.items():
             engine = config.engine_of(spec)
             fut = client.submit(train_on_worker, dataclasses.asdict(spec), engine, mode, config.device, key,
                                 pure=False, retries=RETRIES, key=key)
             futures[fut] = (index, spec, engine)
-        for fut in as_completed(list(futures), loop=client.loop):
+        watch = _WorkerWatch(client, address, source, getattr(config, "worker_wait", WORKER_WAIT_S))
+        watch.check(collected)  # a scheduler without workers is said at once
+        for fut in _finishing(client, futures, watch, lambda: collected):
             index, spec, engine = futures.pop(fut)
             what = f"the {spec.model} run at length {spec.length}, seed {spec.seed}"
             try:
@@ -300,6 +358,68 @@ def run_cluster_engine(todo, config, report, done) -> None:
             except Exception:
                 pass
         client.close()
+
+
+def _finishing(client, futures: dict, watch: "_WorkerWatch", collected):
+    """The futures as they finish; while none does, the workers are watched every :data:`POLL_S`."""
+    import time
+
+    from distributed import as_completed
+
+    pending = as_completed(list(futures), loop=client.loop)
+    looked = time.monotonic()
+    while not pending.is_empty():
+        if pending.has_ready():
+            yield from pending.next_batch(block=False)
+            looked = time.monotonic()
+        elif time.monotonic() - looked >= POLL_S:
+            watch.check(collected())
+            looked = time.monotonic()
+        else:
+            time.sleep(0.05)
+
+
+class _WorkerWatch:
+    """Says on stderr, at once and every :data:`SAY_EVERY_S`, that no worker is connected, and
+    gives up with a ClusterError after ``wait_s`` seconds without one."""
+
+    def __init__(self, client, address: str, source: str, wait_s: float):
+        self.client, self.address, self.source, self.wait_s = client, address, source, wait_s
+        self.since: float | None = None
+        self.said = 0.0
+
+    def check(self, collected: int) -> None:
+        import time
+
+        try:
+            workers = len(self.client.nthreads())
+        except Exception:  # the scheduler went: the futures say so
+            return
+        now = time.monotonic()
+        if workers:
+            if self.since is not None:
+                _say(f"a Dask worker joined the scheduler at {self.address}: the sweep goes on")
+            self.since = None
+            return
+        if self.since is None:
+            self.since, self.said = now, now
+            _say(f"no Dask worker is connected to the scheduler at {self.address} (from {self.source}); "
+                 f"waiting up to {self.wait_s:g} s for one (--worker-wait)")
+        elif now - self.said >= SAY_EVERY_S:
+            self.said = now
+            _say(f"still no Dask worker at {self.address} after {now - self.since:.0f} s "
+                 f"(giving up at {self.wait_s:g} s)")
+        if now - self.since >= self.wait_s:
+            raise ClusterError(f"no Dask worker connected to the scheduler at {self.address} (from {self.source}) "
+                               f"for {self.wait_s:g} s (--worker-wait): the {collected} run(s) finished before are "
+                               "kept in the cache; a rerun resumes from them")
+
+
+def _say(line: str) -> None:
+    """One line on stderr, with or without a terminal (a live progress display keeps it above)."""
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
 
 
 def _listen(client, tags: dict, report) -> bool:

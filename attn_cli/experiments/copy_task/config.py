@@ -36,6 +36,7 @@ class Config:
     extra_seed_engine: Optional[str] = None  # engine of every seed after the first; None: ``engine``
     scheduler: Optional[str] = None  # a Dask scheduler's address: every run not cached trains there; never recorded
     scheduler_from: Optional[str] = None  # where that address came from (--scheduler, ATTN_SCHEDULER): for errors
+    worker_wait: float = 120.0  # seconds a cluster sweep waits without any worker before it gives up (--worker-wait)
 
     @classmethod
     def quick(cls, **overrides) -> "Config":
@@ -79,7 +80,7 @@ class Config:
             return os.cpu_count() or 1
 
 
-LOCAL_FIELDS = ("scheduler", "scheduler_from")  # this machine's set-up: never in a Result, its JSON or a report
+LOCAL_FIELDS = ("scheduler", "scheduler_from", "worker_wait")  # this machine's set-up: never in a Result, its JSON or a report
 
 
 def recorded(config: Config) -> dict:
