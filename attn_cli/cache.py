@@ -375,6 +375,9 @@ def open_root(root: Path, create: bool = True) -> int:
     holding anything else is not attn's and is refused.  Raises :class:`Unavailable`."""
     from attn_cli import private
 
+    reason = private.missing_home(root) if create else None
+    if reason:
+        raise Unavailable(reason)
     try:
         fd = private.open_private_dir(root, create=create)
     except private.NotPrivate as exc:

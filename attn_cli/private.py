@@ -13,8 +13,9 @@ The public API:
     The per-user cache folder (not created): ``override`` if given, else
     ``$ATTN_CACHE_DIR``, else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``.  An empty
     value counts as unset; a relative ``XDG_CACHE_HOME`` is ignored (the XDG rule); a
-    relative override or ``ATTN_CACHE_DIR`` is taken from the current folder.  Raises
-    :class:`NoHome` where the last would lie in a home folder that does not exist.
+    relative override or ``ATTN_CACHE_DIR`` is taken from the current folder.
+``missing_home(path) -> str | None``
+    Why ``path`` must not be created: it lies in a home folder that does not exist.
 ``NotPrivate(Exception)``
     A folder that cannot be proven private; its message is one line naming the component
     and why (owner, mode, a symlink of someone else, an OSError while opening or creating).
@@ -65,7 +66,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["NoHome", "NotPrivate", "keep_matplotlib_private", "open_private_dir", "read_regular", "scratch_dir",
+__all__ = ["NotPrivate", "missing_home", "keep_matplotlib_private", "open_private_dir", "read_regular", "scratch_dir",
            "shared_reason", "user_cache_root", "write_atomic"]
 
 MAX_SYMLINKS = 40  # as the kernel's own limit on links in one lookup
@@ -77,10 +78,6 @@ _WALK_FLAGS = _DIR_FLAGS | getattr(os, "O_PATH", os.O_RDONLY)
 
 class NotPrivate(Exception):
     """A folder that cannot be proven private; the message names the component and why."""
-
-
-class NoHome(NotPrivate):
-    """The default cache folder lies in a home folder that does not exist: attn creates none."""
 
 
 class _Missing(NotPrivate):
@@ -95,11 +92,18 @@ def user_cache_root(override: str | os.PathLike | None = None) -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME") or ""
     if os.path.isabs(xdg):
         return Path(os.path.normpath(xdg)) / "attn"
+    return Path(os.path.expanduser("~")) / ".cache" / "attn"
+
+
+def missing_home(path: str | os.PathLike) -> Optional[str]:
+    """Why ``path`` must not be created: it lies in a home folder that does not exist (``HOME=
+    /nonexistent``; attn never makes a home folder); None otherwise."""
     home = os.path.expanduser("~")
-    if not os.path.isabs(home) or not os.path.isdir(home):  # never made by attn (HOME=/nonexistent)
-        raise NoHome(f"the home folder {home!r} does not exist, so there is no ~/.cache/attn "
-                     "(set ATTN_CACHE_DIR or --cache-dir to keep a cache)")
-    return Path(home) / ".cache" / "attn"
+    inside = os.path.commonpath([os.path.abspath(home), os.path.abspath(path)]) == os.path.abspath(home)
+    if inside and not os.path.isdir(home):
+        return (f"the home folder {home} does not exist and attn does not create it "
+                "(set ATTN_CACHE_DIR or --cache-dir to keep a cache)")
+    return None
 
 
 # --------------------------------------------------------------------------- the walk

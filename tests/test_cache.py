@@ -116,7 +116,7 @@ def test_the_first_key_wins_and_is_kept(tmp_path):
     finally:
         os.close(fd)
     assert (root / cache.KEY_FILE).read_bytes() == first
-    assert [p.name for p in root.iterdir()] == [cache.KEY_FILE]  # its temp file is gone
+    assert sorted(p.name for p in root.iterdir()) == [cache.TAG_FILE, cache.KEY_FILE]  # its temp file is gone
 
 
 @pytest.mark.parametrize("spoil", ["mode 0644", "short", "symlink", "folder"])
@@ -385,9 +385,9 @@ def test_attn_cache_shows_and_clears_only_its_own(tmp_path):
     assert cleared.returncode == 0, cleared.stderr
     assert json.loads(cleared.stdout)["removed"] == data["experiments"]
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == \
-        ["kernels", "kernels/lib.so", "notes.txt"]  # entries and key gone, the rest untouched
+        [cache.TAG_FILE, "kernels", "kernels/lib.so", "notes.txt"]  # entries and key gone, the rest untouched
     again = run_attn("cache", "clear", "--cache-dir", root)
-    assert again.returncode == 0 and again.stdout.startswith(f"removed 0 entries (0 B) and the key from {root}")
+    assert again.returncode == 0 and again.stdout.startswith(f"removed 0 entries (0 B) from {root}")
     assert "total     0 entries" in run_attn("cache", "--cache-dir", root).stdout
 
 

@@ -63,7 +63,8 @@ def test_the_cache_folder_is_created_private(fresh, capsys):
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
 def test_a_folder_others_can_write_is_refused_with_one_warning(fresh, mode, capsys):
     folder = fresh / "cache" / "attn" / "kernels"
-    folder.mkdir(parents=True)
+    folder.parent.mkdir(parents=True, mode=0o700)
+    folder.mkdir()
     folder.chmod(mode)
     chosen = _chosen()
     assert chosen != folder and chosen.parent == private_scratch()
@@ -87,7 +88,8 @@ def test_a_parent_others_can_write_is_refused_and_left_untouched(fresh, capsys):
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
 def test_a_folder_owned_by_another_user_is_refused(fresh, capsys):
     folder = fresh / "cache" / "attn" / "kernels"
-    folder.mkdir(parents=True, mode=0o700)
+    folder.parent.mkdir(parents=True, mode=0o700)
+    folder.mkdir(mode=0o700)
     os.chown(folder, 65534, 65534)
     assert _chosen() != folder
     assert "owned by uid 65534" in capsys.readouterr().err

@@ -119,12 +119,13 @@ def test_a_final_folder_others_can_write_is_refused(base, mode):
     assert _mode(folder) == mode  # not "fixed": someone may already have put something there
 
 
-def test_a_final_folder_others_can_only_read_is_made_0700(base):
+def test_a_final_folder_others_can_read_is_refused_and_left_as_it_was(base):
     folder = base / "kernels"
     folder.mkdir()
     folder.chmod(0o755)
-    os.close(open_private_dir(folder))
-    assert _mode(folder) == 0o700
+    with pytest.raises(NotPrivate, match="readable by group or others .mode 755.; attn leaves it as it is"):
+        open_private_dir(folder)
+    assert _mode(folder) == 0o755  # never chmod'ed: it may be / or a home folder
 
 
 def test_a_file_on_the_way_is_refused(base):

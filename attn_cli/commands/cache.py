@@ -25,7 +25,7 @@ def cache_root(common: Common) -> str | None:
         root = private.user_cache_root(common.cache_dir)
         with cache.Cache.open(root):
             pass
-    except (cache.Unavailable, private.NotPrivate, RuntimeError, KeyError) as exc:  # NoHome; Path.home()
+    except (cache.Unavailable, RuntimeError, KeyError) as exc:  # Path.home(): RuntimeError, KeyError
         source = "" if common.cache_dir is not None or not os.environ.get("ATTN_CACHE_DIR") else ", from ATTN_CACHE_DIR"
         message = (f"warning: the cache cannot be used ({exc}{source}); running without cache"
                    + (f", nothing is kept in {root}" if root is not None else ""))
@@ -73,10 +73,7 @@ def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
 
     if dry_run and action != "clear":
         raise click.UsageError("--dry-run goes with attn cache clear")
-    try:
-        root = private.user_cache_root(cache_dir)
-    except private.NoHome as exc:
-        raise click.ClickException(str(exc)) from None
+    root = private.user_cache_root(cache_dir)
     kind = _kind(root)
     info: dict = {"location": str(root), "exists": kind == "folder", "private": False, "reason": None}
     if kind not in ("folder", "missing"):

@@ -130,12 +130,10 @@ def _open_kernel_folder() -> tuple[int, Path]:
     """
     from attn_cli import cache
 
+    folder = cache_folder()
     try:
-        folder = cache_folder()
         os.close(cache.open_root(folder.parent))  # attn's own tagged folder, made if missing
         return private.open_private_dir(folder), folder
-    except private.NoHome as exc:
-        _warn_place(Path("~/.cache/attn/kernels"), str(exc))
     except (private.NotPrivate, cache.Unavailable) as exc:
         _warn_place(folder, str(exc))
     scratch = private.scratch_dir() / "kernels"
