@@ -20,10 +20,11 @@ __all__ = [
     "Run", "Verification", "Report", "Entry",  # what they return
     "Outcome", "Check",  # one check with its verdict; the published value it judges
     "AttnError",  # a failure at run time; bad options raise click.UsageError / click.BadParameter
+    "ConfigError",  # a configuration refused before any work (a ValueError)
 ]
 
 _WHERE = {"Outcome": "attn_cli.published.compare", "Check": "attn_cli.published.types",
-          "AttnError": "attn_cli.errors"}
+          "AttnError": "attn_cli.errors", "ConfigError": "attn_cli.errors"}
 
 
 def __getattr__(name: str):

@@ -27,7 +27,9 @@ import copy
 import html
 import io
 import json
+import os
 import shlex
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -123,6 +125,45 @@ def _out_folder(out):
         yield tmp
 
 
+# --------------------------------------------------------------------------- the caller's process
+
+
+@contextlib.contextmanager
+def _callers_state():
+    """The API leaves the caller's process as it found it: ``os.environ`` (the numeric mode's
+    pins are set while attn computes, then removed) and torch's intra-op thread count.  A
+    worker process that is importing the caller's script (a script without an ``if __name__
+    == "__main__":`` guard) leaves at once with :data:`MAIN_GUARD_EXIT`, silently: the command
+    in the script's own process then raises one :class:`attn_cli.errors.ConfigError`."""
+    import multiprocessing
+
+    from attn_cli.experiments.copy_task.engines import MAIN_GUARD_EXIT
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        os._exit(MAIN_GUARD_EXIT)
+    environ = dict(os.environ)
+    threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+    try:
+        yield
+    finally:
+        if "torch" in sys.modules:  # fix torch's kernels under this call's pins: a later call in
+            from attn_cli import numerics  # another mode is then refused before any work
+
+            numerics.effective_isa()
+        if dict(os.environ) != environ:
+            os.environ.clear()
+            os.environ.update(environ)
+        if threads is not None and sys.modules["torch"].get_num_threads() != threads:
+            sys.modules["torch"].set_num_threads(threads)
+
+
+def _checked_text(values) -> None:
+    """A string the command line would refuse as not UTF-8 is refused here with its message."""
+    from attn_cli.cli import check_utf8_words
+
+    check_utf8_words([str(v) for v in values])
+
+
 # --------------------------------------------------------------------------- run
 
 
@@ -202,8 +243,9 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
 
     cmd = _command(command)
     argv = command_line(command, *args, **options)
+    _checked_text(argv)
     started = time.perf_counter()
-    with _out_folder(out) as folder, capturing.capturing(write=out is not None) as captured, \
+    with _callers_state(), _out_folder(out) as folder, capturing.capturing(write=out is not None) as captured, \
             _stderr_console() as printed:
         shown = [a for a in argv if a != "--json"]
         ctx = cmd.make_context(f"attn {command}", [*shown[:_split(shown)], "--out", folder, *shown[_split(shown):]])
@@ -289,7 +331,7 @@ def verify(*only: str, **options: Any) -> Verification:
 
     if options.get("out") is not None:
         raise click.UsageError("verify() writes no file; regenerate_all(out) writes the report")
-    with tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
+    with _callers_state(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
         common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
         checked = _translated(lambda: regenerate.verify(p["only"], **_library_options(common, p)))
     return Verification(outcomes=checked.outcomes, summary=checked.summary, coverage=checked.coverage.line(),
@@ -303,6 +345,7 @@ def _parsed(command: str, folder: str, only, options: dict):
 
     cmd = _command(command)
     argv = command_line(command, only=list(only) or None, **options)
+    _checked_text(argv)
     with cmd.make_context(f"attn {command}", [*argv, "--out", folder]) as ctx:
         p = ctx.params
         from_env = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
@@ -372,9 +415,10 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     from attn_cli import regenerate
     from attn_cli.render.files import _json_default
 
-    common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
-    done = _translated(lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats,
-                                                         **_library_options(common, p)))
+    with _callers_state():
+        common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
+        done = _translated(lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats,
+                                                             **_library_options(common, p)))
     notes = [*done.not_written, *([done.quick_line] if done.quick_line else []),
              *(f"{s.name} failed: {s.error}" for s in done.errors)]
     return Report(out=Path(out), manifest=json.loads(json.dumps(done.manifest, default=_json_default)),

@@ -36,3 +36,8 @@ class SeedOutOfRange(AttnError):
 class BadConfig(AttnError):
     """A configuration an experiment's ``validate`` hook refuses (options that do not fit
     together): a usage error on the command line (exit 2), raised before any work."""
+
+
+class ConfigError(AttnError, ValueError):
+    """A configuration refused before any work, raised by the Python API (:func:`attn_cli.run`)
+    where the command line prints ``Error: ...``; its message is that text."""

@@ -112,10 +112,16 @@ def apply(mode: str) -> None:
     Call it before torch runs any operator.  Raises NumericsError when torch in this
     process already committed to other kernels.
     """
+    saved = {name: os.environ.get(name) for name in (*PIN_VARS, "MKL_NUM_THREADS", MODE_VAR)}
     pin_environment(mode)
     if "torch" in sys.modules:  # already imported: its capability may be fixed already
         have, want = effective_isa(), expected_capability(mode)
         if want is not None and have != want:
+            for name, value in saved.items():  # refused: the environment as it was
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
             raise NumericsError(
                 f"--numerics {mode} needs {want} kernels, but torch in this process already runs {have} "
                 "kernels (the choice is made once per process); run attn in a new process")

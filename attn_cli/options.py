@@ -37,7 +37,20 @@ from attn_cli.errors import SEED_MAX, SEED_MIN  # torch's seed range
 # unsigned 64-bit integer.  A command that draws from seed + k (attn verify's extra
 # copy-task seeds, exercise 12's data streams) is checked for every seed it will use, before
 # any work: :func:`check_seeds`.
-SEED = click.IntRange(SEED_MIN, SEED_MAX)
+class IntRange(click.IntRange):
+    """click's ``IntRange`` whose refusal of what is not an integer says so: ``'1e3' is not an
+    integer`` (click's own reads "is not a valid integer range")."""
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, int):
+            try:
+                int(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not an integer.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+SEED = IntRange(SEED_MIN, SEED_MAX)
 
 
 MAX_SEEDS = 100_000  # seeds one --seeds may list (a range of more is a typo: each seed is a training run)
@@ -426,7 +439,9 @@ class MultiValueOption(AliasedOption):
                 continue
             original = opt.process
 
-            def process(value, state, _original=original):
+            def process(value, state, _original=original, _name=name):
+                if isinstance(value, str) and not _looks_like_value(value):
+                    raise click.BadOptionUsage(_name, f"expected a value after {_name}, got the option {value}")
                 _original(value, state)
                 while state.rargs and _looks_like_value(state.rargs[0]):
                     _original(state.rargs.pop(0), state)

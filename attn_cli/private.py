@@ -271,8 +271,10 @@ _matplotlib_checked = False
 def keep_matplotlib_private() -> None:
     """Call before importing matplotlib: where its default config or cache folder
     (``$XDG_CONFIG_HOME/matplotlib``, ``$XDG_CACHE_HOME/matplotlib``) could be changed by
-    another user, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib`` instead, so that no
-    font list or matplotlibrc is read from, and nothing written into, such a place.
+    another user, is relative (matplotlib would write into the current folder), or lies in a
+    home folder that does not exist, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib``
+    instead, so that no font list or matplotlibrc is read from, and nothing written into,
+    such a place.
     An ``MPLCONFIGDIR`` the user set is kept, as matplotlib keeps it.
     """
     global _matplotlib_checked
@@ -284,8 +286,10 @@ def keep_matplotlib_private() -> None:
     home = os.path.expanduser("~")
     for var, default in (("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config")):
         base = os.environ.get(var) or ""
-        base = base if os.path.isabs(base) else os.path.join(home, default)
-        if shared_reason(os.path.join(base, "matplotlib")) is not None:
+        if base and not os.path.isabs(base):
+            break  # matplotlib would write under the current folder: the XDG rule ignores it, so do we
+        base = base or os.path.join(home, default)
+        if missing_home(base) or shared_reason(os.path.join(base, "matplotlib")) is not None:
             break
     else:
         return
@@ -373,6 +377,7 @@ def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) -
 # --------------------------------------------------------------------------- scratch
 
 _scratch: Optional[Path] = None
+_scratch_owner = 0  # the process that made it (a forked child inherits the name, not the folder)
 _scratch_lock = threading.Lock()
 
 
@@ -386,7 +391,7 @@ def scratch_dir() -> Path:
 
     Raises :class:`NotPrivate` when no temp folder passes the walk.
     """
-    global _scratch
+    global _scratch, _scratch_owner
     with _scratch_lock:
         if _scratch is not None:
             return _scratch
@@ -401,9 +406,22 @@ def scratch_dir() -> Path:
                 reasons.append(str(exc))
                 continue
             atexit.register(_remove, path, os.getpid())
-            _scratch = path
+            _scratch, _scratch_owner = path, os.getpid()
             return path
         raise NotPrivate("no private temp folder: " + "; ".join(reasons))
+
+
+def remove_own_scratch() -> None:
+    """Remove this process's scratch folder now, if this process made it: for a process that
+    leaves with ``os._exit`` (a forked drawer, a worker whose parent is gone), where no atexit
+    handler runs.  A folder inherited from the parent is the parent's to remove."""
+    global _scratch
+    with _scratch_lock:
+        path = _scratch
+        if path is None or _scratch_owner != os.getpid():
+            return
+        _scratch = None
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _reset_scratch_for_tests() -> Optional[Path]:

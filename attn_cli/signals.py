@@ -110,6 +110,9 @@ def exit_with_parent(reader) -> None:
             reader.poll(None)  # readable only at end of file: attn never writes to it
         except (OSError, EOFError):
             pass
+        from attn_cli.private import remove_own_scratch
+
+        remove_own_scratch()
         os._exit(PARENT_GONE)
 
     threading.Thread(target=watch, name="attn parent watch", daemon=True).start()

@@ -332,8 +332,9 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
         raise
     assert time.monotonic() - start < 15
     assert proc.returncode != 0 and "Traceback" not in stderr, stderr
-    # no figure, no partial cache entry: the cache holds its key alone
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [tmp_path / "cache" / "hmac.key"]
+    # no figure, no partial cache entry: the cache holds its tag and key alone
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == [tmp_path / "cache" / "CACHEDIR.TAG",
+                                                                   tmp_path / "cache" / "hmac.key"]
     time.sleep(0.5)
     assert not [pid for pid in children if _alive(pid)], "workers left running"
 

@@ -15,14 +15,14 @@ import sys
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import (Common, JudgedCommand, MultiValueOption, cache_dir_option, common_options, format_option,
+from attn_cli.options import (IntRange, Common, JudgedCommand, MultiValueOption, cache_dir_option, common_options, format_option,
                               scheduler_option)
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
 
 def seed_count_option(f):
     """``--seeds N``: how many seeds judge each trained cell (verify, all; see :func:`seed_count`)."""
-    return click.option("--seeds", "n_seeds", type=click.IntRange(1, MAX_SEEDS), default=None, metavar="N",
+    return click.option("--seeds", "n_seeds", type=IntRange(1, MAX_SEEDS), default=None, metavar="N",
                         help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
                              f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]")(f)
 

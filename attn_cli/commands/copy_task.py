@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import (SEEDS, AliasedOption, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
+from attn_cli.options import (IntRange, SEEDS, AliasedOption, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
                               format_option, scheduler_option)
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
@@ -51,16 +51,16 @@ def _bars(specs, enabled: bool = True):
 
 
 @click.command(cls=JudgedCommand, name="copy-task")
-@click.option("--lengths", cls=MultiValueOption, type=click.IntRange(min=1), metavar="L...",
+@click.option("--lengths", cls=MultiValueOption, type=IntRange(min=1), metavar="L...",
               help="Sequence lengths to copy  [default: 4 8 16 32, the text's]")
-@click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=None,
+@click.option("--steps", type=IntRange(1, MAX_STEPS), default=None,
               help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]")
-@click.option("--hidden-size", cls=AliasedOption, aliases=("--hidden",), type=click.IntRange(min=1),
+@click.option("--hidden-size", cls=AliasedOption, aliases=("--hidden",), type=IntRange(min=1),
               default=None, help="GRU hidden size (nn.GRU's hidden_size; not an attention width)  [default: 32]")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Training batch  [default: 64]")
+@click.option("--batch-size", type=IntRange(min=1), default=None, help="Training batch  [default: 64]")
 @click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=None,
               help="Adam learning rate, at most 10  [default: 0.003]")
-@click.option("--eval-size", type=click.IntRange(min=1), default=None,
+@click.option("--eval-size", type=IntRange(min=1), default=None,
               help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
 @click.option("--seeds", cls=MultiValueOption, type=SEEDS, metavar="K...",
               help="Several seeds (instead of --seed), listed or as inclusive ranges (0-63): each cell "
@@ -70,7 +70,7 @@ def _bars(specs, enabled: bool = True):
 @click.option("--engine", type=click.Choice(("exact", "fast")), default="exact", show_default=True,
               help="exact: bit-identical to the text's program on CPU; fast: other kernels, "
                    "statistically equivalent numbers.")
-@click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=None,
+@click.option("--jobs", type=IntRange(1, MAX_JOBS), default=None,
               help=f"Worker processes across lengths, seeds and models, at most {MAX_JOBS}  "
                    "[default: the CPU count; one with --device cuda]")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) the runs in the cache (see `attn cache`).")

@@ -10,16 +10,16 @@ from __future__ import annotations
 import click
 
 from attn_cli.commands.execute import config_of, execute
-from attn_cli.options import (AliasedOption, Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options,
+from attn_cli.options import (IntRange, AliasedOption, Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options,
                               format_option)
 
 
 # --------------------------------------------------------------------------- copy-both
 
 @click.command(cls=JudgedCommand, name="copy-both")
-@click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True,
+@click.option("--samples", type=IntRange(min=1), default=10_000, show_default=True,
               help="Examples N (the text: 10000).")
-@click.option("--d-v", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=16,
+@click.option("--d-v", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=16,
               show_default=True, help="Value width d_v: of each value vector V1, V2 (the text's d: 16).")
 @click.option("--weights", cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0),
               default=(0.5, 0.7, 0.9, 1.0), show_default=True, metavar="A...",
@@ -70,10 +70,10 @@ def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, co
     execute(experiment, render, config, common)
 
 
-_d_model_option = click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(1, 1 << 20),
+_d_model_option = click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(1, 1 << 20),
                                default=32, show_default=True,
                                help="Model width d_model: of the random letter embeddings (the text: 32).")
-_heads_option = click.option("--heads", type=click.IntRange(min=1), default=None, metavar="N",
+_heads_option = click.option("--heads", type=IntRange(min=1), default=None, metavar="N",
                              help="Also pass the embeddings through a fresh N-head layer with random "
                                   "projections and draw one panel per head (exercise 11); N divides --d-model.")
 
@@ -125,14 +125,14 @@ def crossattn_map(d_model, heads, common: Common):
 # --------------------------------------------------------------------------- heads
 
 @click.command(cls=JudgedCommand, name="heads")
-@click.option("--d-model", type=click.IntRange(1, 8192), default=64, show_default=True,
+@click.option("--d-model", type=IntRange(1, 8192), default=64, show_default=True,
               help="Model width d_model of W9's nn.MultiheadAttention parameter table (and of the layout figure).")
-@click.option("--d2l-d-model", cls=AliasedOption, aliases=("--num-hiddens",), type=click.IntRange(1, 8192),
+@click.option("--d2l-d-model", cls=AliasedOption, aliases=("--num-hiddens",), type=IntRange(1, 8192),
               default=256, show_default=True,
               help="Model width of D2L's MultiHeadAttention parameter table (D2L's num_hiddens; bias off).")
-@click.option("--heads", cls=MultiValueOption, aliases=("--num-heads",), type=click.IntRange(min=1),
+@click.option("--heads", cls=MultiValueOption, aliases=("--num-heads",), type=IntRange(min=1),
               default=(1, 2, 4, 8), show_default=True, metavar="H...", help="Head counts h of both parameter tables.")
-@click.option("--layout-heads", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--layout-heads", type=IntRange(min=1), default=4, show_default=True,
               help="Heads drawn in the layout figure heads_layout.png (divides --d-model).")
 @common_options
 @format_option

@@ -10,14 +10,14 @@ from __future__ import annotations
 import click
 
 from attn_cli.commands.execute import config_of, execute
-from attn_cli.options import Common, JudgedCommand, MultiValueOption, common_options, format_option
+from attn_cli.options import IntRange, Common, JudgedCommand, MultiValueOption, common_options, format_option
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")
-@click.option("--d-k", cls=MultiValueOption, aliases=("--dims",), type=click.IntRange(min=1),
+@click.option("--d-k", cls=MultiValueOption, aliases=("--dims",), type=IntRange(min=1),
               default=(4, 16, 64, 256, 1024), show_default=True, metavar="D_K...",
               help="Query/key widths d_k, drawn in this order.")
-@click.option("--trials", type=click.IntRange(min=1), default=None,
+@click.option("--trials", type=IntRange(min=1), default=None,
               help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]")
 @common_options
 @format_option
@@ -63,14 +63,14 @@ def masks(common: Common) -> None:
 
 
 @click.command(cls=JudgedCommand, name="scaling")
-@click.option("--lengths", cls=MultiValueOption, type=click.IntRange(min=1), default=None, metavar="N...",
+@click.option("--lengths", cls=MultiValueOption, type=IntRange(min=1), default=None, metavar="N...",
               help="Sequence lengths n  [default: 512 2048 8192 32768 131072 for the table; with --measure "
                    "and no --lengths, sizes that run in seconds are measured]")
-@click.option("--d-model", type=click.IntRange(min=1), default=512, show_default=True,
+@click.option("--d-model", type=IntRange(min=1), default=512, show_default=True,
               help="Width d in n^2 d (and the head width of --measure).")
 @click.option("--measure", is_flag=True,
               help="Also time real attention forward passes on --device, fit the exponent, draw a log-log PNG.")
-@click.option("--repeats", type=click.IntRange(1, 1000), default=None,
+@click.option("--repeats", type=IntRange(1, 1000), default=None,
               help="Timed passes per n for --measure (the fastest is kept), at most 1000  "
                    "[default: 3; 2 with --quick]")
 @common_options

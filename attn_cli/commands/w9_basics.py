@@ -11,16 +11,16 @@ from __future__ import annotations
 import click
 
 from attn_cli.commands.execute import config_of, execute
-from attn_cli.options import AliasedOption, Common, JudgedCommand, common_options, format_option
+from attn_cli.options import IntRange, AliasedOption, Common, JudgedCommand, common_options, format_option
 from attn_cli.published.settings import TEXT
 
 
 @click.command(cls=JudgedCommand, name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
-@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=6,
+@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=6,
               show_default=True, help="Model width d of the contextual vectors (W9 1.3).")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=TEXT["w9-onehot"]["vocab_size"], show_default=True,
+@click.option("--vocab-size", type=IntRange(min=1), default=TEXT["w9-onehot"]["vocab_size"], show_default=True,
               help="Vocabulary size V of the parameter count (W9 1.1).")
-@click.option("--embed-dim", type=click.IntRange(min=1), default=300, show_default=True,
+@click.option("--embed-dim", type=IntRange(min=1), default=300, show_default=True,
               help="Embedding width d of the parameter count (W9 1.1).")
 @common_options
 @format_option
@@ -47,9 +47,9 @@ def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) ->
 @click.argument("words", nargs=-1, metavar="[A B C]")
 @click.option("--nearest", "nearest_word", default="bank", show_default=True, metavar="WORD",
               help="List the words nearest to WORD.")
-@click.option("--top", type=click.IntRange(min=1), default=8, show_default=True,
+@click.option("--top", type=IntRange(min=1), default=8, show_default=True,
               help="How many nearest words to list for --nearest.")
-@click.option("--rank", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=8,
+@click.option("--rank", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=8,
               show_default=True, help="SVD rank: dimensions kept (the text's k).")
 @common_options
 def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, common: Common) -> None:
@@ -81,10 +81,10 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
-@click.option("--n-q", type=click.IntRange(min=1), default=3, show_default=True, help="Queries (W9 3.2).")
-@click.option("--n-k", type=click.IntRange(min=1), default=5, show_default=True, help="Keys and values (W9 3.2).")
-@click.option("--d-k", type=click.IntRange(min=1), default=4, show_default=True, help="Query/key width (W9 3.2).")
-@click.option("--d-v", type=click.IntRange(min=1), default=6, show_default=True, help="Value width (W9 3.2).")
+@click.option("--n-q", type=IntRange(min=1), default=3, show_default=True, help="Queries (W9 3.2).")
+@click.option("--n-k", type=IntRange(min=1), default=5, show_default=True, help="Keys and values (W9 3.2).")
+@click.option("--d-k", type=IntRange(min=1), default=4, show_default=True, help="Query/key width (W9 3.2).")
+@click.option("--d-v", type=IntRange(min=1), default=6, show_default=True, help="Value width (W9 3.2).")
 @common_options
 def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
     """Scaled dot-product attention by hand, and its properties (W9 3.1, 3.2).
@@ -106,7 +106,7 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
 
 
 @click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
-@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=click.IntRange(min=1), default=6,
+@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=6,
               show_default=True, help="Model width d of the word vectors.")
 @common_options
 def order(d_model: int, common: Common) -> None:

@@ -163,6 +163,9 @@ def _start(exp, formats: tuple[str, ...], config: Any) -> "Drawer | None":
         except BaseException:  # noqa: BLE001 - Ctrl-C, SIGTERM, a bug: leave quietly, the parent draws
             code = 1
         finally:
+            from attn_cli.private import remove_own_scratch
+
+            remove_own_scratch()  # matplotlib's private config folder, if this child made it
             os._exit(code)
     os.close(send_r)
     os.close(reply_w)

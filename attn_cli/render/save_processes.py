@@ -83,6 +83,9 @@ class SaveProcesses:
             except BaseException:  # noqa: BLE001 - the parent repeats the save and raises its error
                 code = 1
             finally:
+                from attn_cli.private import remove_own_scratch
+
+                remove_own_scratch()
                 os._exit(code)
         self.pending.append((pid, save, close))
         return True
@@ -219,6 +222,9 @@ def _pull_worker(tasks, todo_r: int, done_r: int, done_w: int) -> None:
     except BaseException:  # noqa: BLE001 - SIGTERM, Ctrl-C: leave; the parent runs what was not reported
         code = 1
     finally:
+        from attn_cli.private import remove_own_scratch
+
+        remove_own_scratch()
         os._exit(code)
 
 

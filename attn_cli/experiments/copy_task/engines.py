@@ -120,11 +120,16 @@ class Worker:
         self.queue = queue
 
     @classmethod
-    def start(cls, queue, parent) -> None:
-        """The pool's initializer: 1 intra-op thread; a terminal's Ctrl-C or hang-up (sent to
-        the whole process group) left to attn, which stops us (SIGTERM); gone with attn."""
+    def start(cls, queue, parent, mode: str) -> None:
+        """The pool's initializer: the numeric ``mode`` applied here, before torch computes
+        (the fork server may have started under another call's mode); 1 intra-op thread; a
+        terminal's Ctrl-C or hang-up (sent to the whole process group) left to attn, which stops
+        us (SIGTERM); gone with attn."""
         import signal
 
+        from attn_cli import numerics
+
+        numerics.apply(mode)
         import torch
 
         from attn_cli.signals import exit_with_parent
@@ -166,8 +171,10 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
     _start_helpers(ctx)
     progress_queue = ctx.Queue()
     alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
+    from attn_cli import numerics
+
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=Worker.start,
-                               initargs=(progress_queue, alive))
+                               initargs=(progress_queue, alive, numerics.current_mode()))
     finished = False
     try:
         futures = {pool.submit(_work, index, spec, config.device): (index, spec) for index, spec in todo}
@@ -190,6 +197,10 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
                 try:
                     outcome = fut.result()
                 except BrokenProcessPool:
+                    if MAIN_GUARD_EXIT in _exit_codes(pool):
+                        from attn_cli.errors import ConfigError
+
+                        raise ConfigError(MAIN_GUARD_MESSAGE) from None
                     raise AttnError(f"a copy-task worker died during the {spec.model} run at length "
                                     f"{spec.length}, seed {spec.seed} (out of memory? or, from a script, a missing "
                                     "if __name__ == '__main__' guard)") from None
@@ -212,6 +223,18 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
         alive.close()
         progress_queue.close()
         progress_queue.join_thread()
+
+
+MAIN_GUARD_EXIT = 86  # a worker that found the script calling attn while the worker imported it
+MAIN_GUARD_MESSAGE = ("the script calls attn_cli at import time: the copy task's worker processes import the "
+                      "script again, and ran that call too. Put the calls under if __name__ == \"__main__\": "
+                      "(see the Python API docs, docs/api.md)")
+
+
+def _exit_codes(pool) -> set:
+    """The exit codes of a broken pool's processes (what ProcessPoolExecutor keeps of them)."""
+    processes = getattr(pool, "_processes", None) or {}
+    return {p.exitcode for p in list(processes.values()) if p.exitcode is not None}
 
 
 def _start_helpers(ctx) -> None:
