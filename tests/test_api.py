@@ -166,7 +166,7 @@ def test_verify_and_all_read_options_as_their_commands_do(tmp_path):
         attn_cli.verify("w9-masks", bogus=1)
     with pytest.raises(click.UsageError, match="writes no file"):
         attn_cli.verify("w9-masks", out=tmp_path)
-    with pytest.raises(click.BadParameter, match="not a valid integer"):
+    with pytest.raises(click.BadParameter, match="is not an integer"):
         attn_cli.regenerate_all(tmp_path, "w9-masks", seed="x")
     assert list(tmp_path.iterdir()) == []
 
