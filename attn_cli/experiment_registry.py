@@ -165,35 +165,12 @@ class Experiment:
         return result_json(result, outcomes)
 
     def figures(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping) -> list[Path]:
-        """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them;
-        ``outcomes``: the published values and verdicts they show.  Every file is complete
-        when this returns (:mod:`attn_cli.render.save_processes`)."""
+        """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them, drawn
+        and saved here; ``outcomes``: the published values and verdicts they show."""
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
-        from attn_cli.render import drawer
-
-        by_drawer = drawer.active()  # a single command's drawer (render/drawer.py), forked before torch
-        if by_drawer is not None:
-            paths = by_drawer.figures(self, result, Path(out), formats, outcomes)
-            if paths is not None:
-                return paths
-        return self.figures_here(result, out, formats, outcomes)
-
-    def prepare_figures(self, config: Any, formats: Sequence[str]) -> None:
-        """Its render module's ``prepare(config, formats)``, where it has one: the figures built
-        as far as they go before the numbers, in a figure drawer (:mod:`attn_cli.render.frames`)."""
-        render = self.render_module()
-        if render is not None and hasattr(render, "prepare"):
-            render.prepare(config, tuple(formats))
-
-    def figures_here(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping) -> list[Path]:
-        """:meth:`figures`, drawn in this process (their saves in forked children)."""
-        render = self.render_module()
-        from attn_cli.render.save_processes import in_parallel
-
-        with in_parallel():  # each figure saved by a forked child while the next is built; all done here
-            return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes) or [])]
+        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes) or [])]
 
 
 def check_seed_range(seeds) -> None:

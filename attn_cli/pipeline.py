@@ -126,10 +126,6 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
                 run.result = _load(exp, config, store, key, run.notes)
                 run.from_cache = run.result is not None
             if run.result is None:
-                if not exp.caches_pieces:  # the copy task says so itself, when a run has to be trained
-                    from attn_cli import compute_start
-
-                    compute_start.computing()
                 shown = display(config) if display is not None else contextlib.nullcontext(progress)
                 with shown as report, intra_op_threads(threads):
                     run.result = exp.run(config, progress=report, store=_pieces(exp, store, use_cache))

@@ -413,7 +413,7 @@ def scratch_dir() -> Path:
 
 def remove_own_scratch() -> None:
     """Remove this process's scratch folder now, if this process made it: for a process that
-    leaves with ``os._exit`` (a forked drawer, a worker whose parent is gone), where no atexit
+    leaves with ``os._exit`` (a worker whose parent is gone), where no atexit
     handler runs.  A folder inherited from the parent is the parent's to remove."""
     global _scratch
     with _scratch_lock:

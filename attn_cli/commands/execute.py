@@ -62,13 +62,10 @@ def execute(experiment, render, config, common: Common, *, progress: str | None 
     exp = Experiment(experiment.__name__.rsplit(".", 1)[-1], experiment, render=render)
     if display is None and progress is not None:
         display = lambda _config: bar(progress)  # noqa: E731
-    from attn_cli.render import drawer
-
-    try:  # the figures drawn by a process forked before torch is imported (render/drawer.py)
-        with drawer.armed(exp, common.formats if common.out is not None else (), config):
-            run = pipeline.run(exp, config, out=common.out, formats=common.formats, progress=report,
-                               display=display, cache_root=cache_root, use_cache=use_cache, threads=threads,
-                               numerics=common.numerics)
+    try:
+        run = pipeline.run(exp, config, out=common.out, formats=common.formats, progress=report,
+                           display=display, cache_root=cache_root, use_cache=use_cache, threads=threads,
+                           numerics=common.numerics)
     except BadConfig as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt as exc:  # the CLI prints the last line and the exit status

@@ -51,9 +51,5 @@ def capturing(write: bool = False):
 
 
 def keep_figure(capture: Capture, fig, path: Path) -> None:
-    """Keep ``fig`` for the caller: out of pyplot's list of open figures (no leak, no
-    "more than 20 figures" warning), still drawable and savable."""
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    """Keep ``fig`` (made without pyplot: :func:`attn_cli.render.figures.new_figure`) for the caller."""
     capture.figures.append((Path(path).name, fig))

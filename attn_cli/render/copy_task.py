@@ -25,7 +25,6 @@ ROWS_JSON = "copy_task_runs.json"
 MAP_PNG = BY_ID["w9-copy-task-map"].files[0]  # copy_task_attention_L{length}.png
 HEADERS = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole seq. exact"}
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
-RENDER_VERSION = 4  # bump when a figure's look changes: cached PNGs are then redrawn
 TOLERANCE_NOTE = (f"each published cell is one seed of training on an unknown machine, so it is judged by "
                   f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
                   "one trained model are not reproducible across CPUs and PyTorch builds")
@@ -157,40 +156,13 @@ def _runs_table(result):
 
 def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside;
-    for several seeds per cell also their distribution (:mod:`attn_cli.render.copy_task_seeds`).
-
-    A PNG already drawn from the same numbers (its ``attn-digest`` text chunk matches) is
-    kept as it is, so a cached rerun does not even import matplotlib.
-    """
+    for several seeds per cell also their distribution (:mod:`attn_cli.render.copy_task_seeds`)."""
+    from attn_cli.render import copy_task_seeds
     from attn_cli.render.files import split_timing, write_csv, write_json
 
     o = outcomes
     out = Path(out)
-    accuracy_png = out / ACCURACY_PNG
-    drawn_from = {k: v for k, v in result.config.items() if k not in ("jobs", "cache_root", "use_cache")}
-    # In a figure drawer (no torch, matplotlib warm) each figure is queued (``later``) and the
-    # queue is drawn by one forked child per core, each taking the next figure as it is free
-    # (save_processes.pull); the paths are known before (the same targets).  The costliest go
-    # first, so that no long figure starts last: the costliest map, then the accuracy plot
-    # (about a length-16 map's CPU time; it came last and ended the window alone), then the
-    # other maps by cost (_map_cost).  The files are listed in the usual order.
-    from attn_cli.render import drawer, save_processes
-
-    later: list | None = [] if drawer.inside() and save_processes.available() else None
-    by_length = sorted(enumerate(result.maps), key=lambda im: -_map_cost(im[1]["length"]))
-    drawn: dict[int, list[Path]] = {}
-    paths: list[Path] = []
-
-    def draw_map(i: int, m: dict) -> None:
-        target = out / MAP_PNG.format(length=m["length"])
-        drawn[i] = _draw_once(target, m, formats, lambda digest: _map_figure(m, target, digest, formats), later)
-
-    for i, m in by_length[:1]:
-        draw_map(i, m)
-    paths += _draw_once(accuracy_png, {"cells": result.cells_with_published(o), "config": drawn_from}, formats,
-                        lambda digest: _accuracy_figure(result, o, accuracy_png, digest, formats), later)
-    for i, m in by_length[1:]:
-        draw_map(i, m)
+    paths = _accuracy_figure(result, o, out / ACCURACY_PNG, formats) if formats else []
     paths.append(write_csv(
         out / ACCURACY_CSV,
         [[c["model"], c["length"], c["n"], *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
@@ -199,82 +171,20 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
                 "free_running_published"]))
     paths.append(write_json(out / ROWS_JSON, split_timing(
         {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING)))
-    for i, m in enumerate(result.maps):
+    for m in result.maps:
         map_png = out / MAP_PNG.format(length=m["length"])
-        paths += drawn[i]
+        if formats:
+            paths += _map_figure(m, map_png, formats)
         paths.append(write_csv(map_png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
                                                         for t, row in enumerate(m["weights"])],
                                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]))
-    from attn_cli.render import copy_task_seeds  # several seeds per cell: their distribution (nothing for one)
-
-    paths += copy_task_seeds.figures(result, out, formats, o,
-                                     draw_once=lambda *args: _draw_once(*args, later=later))
-    if later:
-        save_processes.pull(later)  # every file complete when it returns
+    paths += copy_task_seeds.figures(result, out, formats, o)  # several seeds per cell: their distribution
     return paths
 
 
-DIGEST_KEY = "attn-digest"
-
-
-def _digest(data) -> str:
-    import hashlib
-    import json
-
-    blob = json.dumps({"render": RENDER_VERSION, "data": data}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _draw_once(path: Path, data, formats, draw, later: list | None = None) -> list[Path]:
-    """Draw ``path`` in each format unless the PNG already holds exactly ``data`` (its digest)
-    and every other format was written with it (present, not older than the PNG); no format
-    (``--no-figures``): nothing.  ``later``: the drawing is appended there instead, to be run
-    by the caller (in a figure drawer: :func:`attn_cli.render.save_processes.pull`), and the
-    paths it will write are returned."""
-    if not formats:  # --no-figures: nothing drawn, matplotlib not imported
-        return []
-    digest = _digest(data)
-    targets = [path.with_suffix("." + f) for f in dict.fromkeys(formats)]
-    if "png" in formats and png_text(path).get(DIGEST_KEY) == digest:
-        made = path.stat().st_mtime_ns
-        if all(t.exists() and t.stat().st_mtime_ns >= made for t in targets):
-            return targets
-    if later is not None:
-        later.append(lambda: draw(digest))
-        return targets
-    return draw(digest)
-
-
-def _save(fig, path: Path, digest: str, formats, box=None) -> list[Path]:
-    """Save in each format (the PNG with the digest of its numbers as a text chunk) and close;
-    laid out and cropped now, or (``box``) as it was laid out before (:func:`_map_frame`)."""
-    from attn_cli.render.files import save_figure
-
-    return save_figure(fig, path, formats, metadata={DIGEST_KEY: digest}, box=box,
-                       tight_layout={} if box is None else None)
-
-
-def png_text(path: Path) -> dict[str, str]:
-    """The text chunks of a PNG, read by Pillow (matplotlib's own PNG writer, installed with it;
-    its import is ~0.1 s against matplotlib's ~1.5 s); {} for a missing file, another format,
-    or one Pillow cannot verify whole (truncated, a chunk's CRC wrong): it is then redrawn."""
-    import struct
-
-    from PIL import Image
-
-    try:
-        with Image.open(path) as image:
-            if image.format != "PNG":
-                return {}
-            text = {k: v for k, v in image.info.items() if isinstance(k, str) and isinstance(v, str)}
-            image.verify()  # every chunk's CRC, up to the image's end
-    except (OSError, SyntaxError, ValueError, EOFError, struct.error):  # Pillow's ways of saying "broken"
-        return {}
-    return text
-
-
-def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, formats) -> list[Path]:
+def _accuracy_figure(result, outcomes: Outcomes, path: Path, formats) -> list[Path]:
     from attn_cli.render.figures import new_figure
+    from attn_cli.render.files import save_figure
 
     fig, ax = new_figure(figsize=(6.4, 4.2))
     colours = {"attention": "tab:blue", "plain": "tab:red"}
@@ -310,42 +220,13 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, digest: str, format
     engines = " + ".join(sorted({r["engine"] for r in result.rows}))
     ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden_size']}, "
                  f"{cfg['steps']} step{'' if cfg['steps'] == 1 else 's'}, {engines} engine)", fontsize=10)
-    return _save(fig, path, digest, formats)
-
-
-MAP_FRAME = "copy-task map"  # a kept frame's key, with the length (render/frames.py)
-MAX_FRAMES = 8  # maps built ahead by a figure drawer (prepare)
-STAND_IN_DIGIT = "0"  # each tick label's stand-in while a map is laid out (its numbers not yet known)
-
-
-def prepare(config, formats) -> None:
-    """Build each attention map's frame (:func:`_map_frame`) before the runs end: called in a
-    figure drawer while this command imports torch and trains (:mod:`attn_cli.render.frames`)."""
-    from attn_cli.render import frames
-
-    if formats and "attention" in config.model_list:
-        # the longest first, at most MAX_FRAMES: built one after another here, a long list would
-        # keep the drawer from its first request, where children build the rest side by side
-        for length in sorted(set(config.lengths), reverse=True)[:MAX_FRAMES]:
-            frames.keep((MAP_FRAME, length), _map_frame(length))
+    return save_figure(fig, path, formats, tight_layout={})
 
 
 def _map_size(length: int) -> float:
     """The map's height in inches (its width: 1.2 more, for the colour bar); at least length 4's
     (below, the y axis's label ran into the title)."""
     return min(3 + 0.28 * max(length, 4), 14)
-
-
-def _map_cost(length: int) -> float:
-    """A map's drawing cost, in arbitrary units, to order the maps' hand-out: its texts (tick
-    labels; a value in every cell up to length 8) plus its pixels / 10,000.  Measured in one
-    process: 0.29, 0.15, 0.20 and 0.10 s of CPU at lengths 32, 16, 8 and 4 (estimates 288, 123,
-    127, 54: the annotated length 8 before 16)."""
-    from attn_cli.render.files import DPI
-
-    ticks = len(range(0, length, _tick_step(length)))
-    height = _map_size(length)  # inches; the width 1.2 more (_map_frame), the crop roughly so
-    return 2 * ticks + (length * length if length <= 8 else 0) + height * (height + 1.2) * DPI * DPI / 10_000
 
 
 def _tick_step(length: int) -> int:
@@ -384,62 +265,16 @@ def _map_base(length: int):
     return fig, ax, im
 
 
-def _map_frame(length: int):
-    """(figure, axes, image, box): :func:`_map_base` laid out
-    (:func:`attn_cli.render.files.lay_out`) with a stand-in digit for every tick label and the
-    title of seed 0 at its widest (100%, 100%, 1.000); ``box``: the crop.  So a map's geometry
-    is its length's, whatever its digits, and its save measures no text (:func:`_map_figure`
-    checks that the real title fits)."""
-    from attn_cli.render.files import lay_out
-
-    fig, ax, im = _map_base(length)
-    stand_in = [STAND_IN_DIGIT] * len(range(0, length, _tick_step(length)))
-    ax.set_xticklabels(stand_in)
-    ax.set_yticklabels(stand_in)
-    ax.set_title(_map_title(length, 1.0, 1.0, 1.0, 0), fontsize=MAP_TITLE_SIZE)
-    return fig, ax, im, lay_out(fig)
-
-
-def _title_fits(fig, ax, box) -> bool:
-    """Whether ``ax``'s title, as set now, lies inside the tight box the layout measured (``box``
-    less its pad, inches), at the save dpi: one text measured.  Where the stand-in title was the
-    widest text (the shortest maps) a narrower title keeps the stand-in's margins; a wider one
-    (a long seed) is laid out again.  The other texts that change with the numbers are tick
-    digits, each within a pixel or two of the stand-in's ink, inside the pad (12 pixels)."""
-    import matplotlib
-
-    from attn_cli.render.files import DPI
-
-    pad = matplotlib.rcParams["savefig.pad_inches"]
-    old_dpi = fig.dpi
-    fig.set_dpi(DPI)
-    try:
-        extent = ax.title.get_window_extent(fig.canvas.get_renderer())  # pixels at DPI
-    finally:
-        fig.set_dpi(old_dpi)
-    slack = 0.5  # pixels: the box went through inches; the stand-in's own edges lie on it
-    return ((box.x0 + pad) * DPI - slack <= extent.x0 and extent.x1 <= (box.x1 - pad) * DPI + slack
-            and (box.y0 + pad) * DPI - slack <= extent.y0 and extent.y1 <= (box.y1 - pad) * DPI + slack)
-
-
-def _map_figure(m: dict, path: Path, digest: str, formats) -> list[Path]:
-    from attn_cli.render import frames
+def _map_figure(m: dict, path: Path, formats) -> list[Path]:
+    """One length's attention map: the readout weights of one sequence, a value in every cell
+    up to length 8."""
     from attn_cli.render.figures import fill_heatmap
+    from attn_cli.render.files import save_figure
 
     length = m["length"]
-    title = _map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"])
     labels = [str(d) for d in m["src"]][::_tick_step(length)]
-
-    def fill(ax, im) -> None:
-        fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
-        ax.set_title(title, fontsize=MAP_TITLE_SIZE)
-
-    fig, ax, im, box = frames.take((MAP_FRAME, length)) or _map_frame(length)
-    fill(ax, im)
-    if not _title_fits(fig, ax, box):  # a title wider than the stand-in's (a long seed): laid out around it
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
-        (fig, ax, im), box = _map_base(length), None
-        fill(ax, im)
-    return _save(fig, path, digest, formats, box=box)
+    fig, ax, im = _map_base(length)
+    fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
+    ax.set_title(_map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"]),
+                 fontsize=MAP_TITLE_SIZE)
+    return save_figure(fig, path, formats, tight_layout={})

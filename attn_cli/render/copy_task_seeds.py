@@ -14,7 +14,7 @@ value: the band is the rule's interval, the verdict stays the check table's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from attn_cli.published.copy_task import METRICS, check_id
 from attn_cli.published.seed_rule import LEVEL, interval
@@ -25,7 +25,6 @@ TITLES = {"teacher_forced": "teacher-forced", "free_running": "free-running", "e
 MODELS = ("attention", "plain")
 COLOURS = {"attention": "tab:blue", "plain": "tab:red"}
 LABELS = {"attention": "attention (W9 2.3)", "plain": "plain (Week 8)"}
-LOOK = 1  # bump when the figure's look changes: a PNG drawn from the same numbers is then redrawn
 CSV_HEADER = ("model", "length", "metric", "seed", "engine", "value", "n", "mean", "half_width", "low", "high",
               "published", "status")
 
@@ -72,11 +71,8 @@ def csv_rows(entries: list[dict]) -> list[list]:
     return rows
 
 
-def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any],
-            draw_once: Callable | None = None) -> list[Path]:
-    """Write the PNG (in each of ``formats``) and its CSV for a multi-seed run; nothing for one seed.
-    ``draw_once(path, data, formats, draw)``: the caller's redraw-only-when-changed helper
-    (``draw(digest)`` draws); without it the figure is always drawn."""
+def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any]) -> list[Path]:
+    """Write the PNG (in each of ``formats``) and its CSV for a multi-seed run; nothing for one seed."""
     from attn_cli.render.files import write_csv
 
     if not several_seeds(result):
@@ -86,11 +82,7 @@ def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any],
     entries = samples(result, outcomes)
     cfg = {k: result.config.get(k) for k in ("steps", "hidden_size", "batch_size", "lr", "eval_size", "device", "engine",
                                              "extra_seed_engine", "lengths")}
-
-    def draw(digest: str | None) -> list[Path]:
-        return _figure(entries, cfg, png, formats, digest)
-
-    paths = draw_once(png, {"seeds": entries, "config": cfg, "look": LOOK}, formats, draw) if draw_once else draw(None)
+    paths = _figure(entries, cfg, png, formats) if formats else []
     paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
     return paths
 
@@ -100,7 +92,7 @@ def _jitter(i: int, n: int, width: float) -> float:
     return 0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width
 
 
-def _figure(entries: list[dict], cfg: dict, path: Path, formats, digest: str | None) -> list[Path]:
+def _figure(entries: list[dict], cfg: dict, path: Path, formats) -> list[Path]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -150,5 +142,4 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats, digest: str | N
     engines = engines if "engine" in engines else f"{engines} engine"
     fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
                  f"{engines})", fontsize=10)
-    return save_figure(fig, path, formats, metadata={"attn-digest": digest} if digest else None,
-                       tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})
+    return save_figure(fig, path, formats, tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})

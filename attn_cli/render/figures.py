@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 
+FIGURE_KEYWORDS = ("figsize", "layout")  # what goes to the Figure; the rest to Figure.subplots
+
+
 def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
-    """``plt.subplots`` on the Agg backend, imported lazily so ``attn --help`` stays fast."""
+    """``(figure, axes)`` as ``plt.subplots`` returns them, made with matplotlib's object API:
+    no pyplot, so no backend is chosen or changed in the caller's process (a notebook keeps
+    its own) and no figure is left open in pyplot's list.  matplotlib is imported here, late,
+    so that ``attn --help`` stays fast."""
     from attn_cli.private import keep_matplotlib_private
 
     keep_matplotlib_private()  # no font list or rc file from a folder others can change
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(nrows, ncols, **kwargs)
+    fig = Figure(**{k: v for k, v in kwargs.items() if k in FIGURE_KEYWORDS})
+    return fig, fig.subplots(nrows, ncols, **{k: v for k, v in kwargs.items() if k not in FIGURE_KEYWORDS})
 
 
 def plain_text(text: str) -> str:
@@ -33,9 +37,7 @@ def heatmap(ax, weights, row_labels, col_labels, *, vmin=0.0, vmax=1.0, cmap="Bl
 def heatmap_frame(ax, n_rows: int, n_cols: int, *, vmin=0.0, vmax=1.0, cmap="Blues"):
     """What a heatmap of this shape draws whatever its numbers: an image of zeros on the fixed
     colour scale, and a tick at every row and column (their labels come with the numbers,
-    :func:`fill_heatmap`).  Building it is most of a heatmap's building (the ticks): a figure
-    drawer builds the copy task's maps this far before their numbers exist
-    (:mod:`attn_cli.render.frames`)."""
+    :func:`fill_heatmap`)."""
     import numpy as np
 
     im = ax.imshow(np.zeros((n_rows, n_cols)), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # (rows, cols)

@@ -115,10 +115,6 @@ def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes
                 notes.append(f"runs are no longer cached: {exc}")
         report(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
 
-    if todo:  # runs to train: torch comes next (a single command's figure drawer starts now)
-        from attn_cli import compute_start
-
-        compute_start.computing()
     exact = [(i, spec) for i, spec in todo if config.engine_of(spec) == "exact"]
     fast = [(i, spec) for i, spec in todo if config.engine_of(spec) == "fast"]
     if config.scheduler and todo:  # every run not cached, of either engine, on the Dask cluster
