@@ -12,6 +12,7 @@ become a one-line ``Error: ...`` here, in one place.
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import MutableMapping
 
@@ -100,20 +101,24 @@ class AttnGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
-        from attn_cli import streams
         from attn_cli.core.memory import out_of_memory
 
         try:
-            returned = super().invoke(ctx)
-            streams.flush()  # a full stdout fails here, inside the command, as an Error line
-            return returned
-        except streams.ReaderGone:  # `attn list | head`: the reader left; quiet, as git and cat are
-            sys.exit(streams.READER_GONE)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # a full stdout fails here, inside the command, as an Error line
+        except BrokenPipeError:  # `attn list | head`: the reader left; quiet, as git and cat are
+            _silence_stdout()
+            sys.exit(READER_GONE)
         except AttnError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
             if exc.errno not in _ENVIRONMENT_ERRNOS:
                 raise
+            if exc.filename is None:  # every file attn writes names itself (attn_cli.io): this is stdout
+                _silence_stdout()
+                raise click.ClickException(f"cannot write to stdout: {exc.strerror}; the output is lost") from None
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror}") from None
         except (MemoryError, RuntimeError) as exc:  # an allocation the up-front guard did not foresee
@@ -172,10 +177,24 @@ def all_commands() -> dict[str, click.Command]:
     return dict(cli.commands)
 
 
-def main() -> None:
-    from attn_cli import streams
+READER_GONE = 141  # the exit status when stdout's reader left (128 + SIGPIPE, as a shell reports it)
 
-    streams.install()  # any terminal encoding prints; a closed or full stdout is an Error line
+
+def _silence_stdout() -> None:
+    """fd 1 pointed at /dev/null, so that the interpreter's last flush says nothing more:
+    Python's recipe for a stdout that failed (its signal docs)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
+def main() -> None:
+    if sys.stdout is None:  # `attn ... >&-`: every print would be dropped without a word
+        sys.stderr.write("Error: cannot write to stdout: it is closed; the output is lost\n")
+        sys.exit(1)
+    for stream in (sys.stdout, sys.stderr):  # a character the terminal cannot show prints as \xe9
+        if stream is not None:
+            stream.reconfigure(errors="backslashreplace")
     signals.install()  # SIGTERM and SIGHUP unwind like Ctrl-C
     try:
         cli(prog_name="attn")

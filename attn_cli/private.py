@@ -11,7 +11,8 @@ The public API:
 
 ``user_cache_root(override=None) -> Path``
     The per-user cache folder (not created): ``override`` if given, else
-    ``$ATTN_CACHE_DIR``, else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``.  An empty
+    ``$ATTN_CACHE_DIR``, else the platform's (platformdirs: ``$XDG_CACHE_HOME/attn``, else
+    ``~/.cache/attn`` on Linux).  An empty
     value counts as unset; a relative ``XDG_CACHE_HOME`` is ignored (the XDG rule); a
     relative override or ``ATTN_CACHE_DIR`` is taken from the current folder.
 ``missing_home(path) -> str | None``
@@ -90,9 +91,11 @@ def user_cache_root(override: str | os.PathLike | None = None) -> Path:
         if value is not None and os.fspath(value) != "":
             return Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
     xdg = os.environ.get("XDG_CACHE_HOME") or ""
-    if os.path.isabs(xdg):
-        return Path(os.path.normpath(xdg)) / "attn"
-    return Path(os.path.expanduser("~")) / ".cache" / "attn"
+    if xdg and not os.path.isabs(xdg):  # the XDG rule: a relative value is ignored
+        return Path(os.path.expanduser("~")) / ".cache" / "attn"
+    import platformdirs
+
+    return Path(os.path.normpath(platformdirs.user_cache_dir("attn")))
 
 
 def missing_home(path: str | os.PathLike) -> Optional[str]:

@@ -155,19 +155,3 @@ def test_the_manifest_carries_intervals_only_for_judged_trained_values():
     assert judged["intervals"] == {"w9-copy-task.attention.32.free_running": interval([0.9, 0.92, 0.95]).record()}
     skipped = manifest_mod.manifest([], **args, outcomes=[_outcome("skipped")])  # a quick run: no new key
     assert "intervals" not in skipped
-
-
-def test_a_quantile_is_integrated_once_per_level_and_degrees_of_freedom(monkeypatch):
-    """A report asks the seed rule for the same t quantile in every trained cell; each costs ~60
-    numerical integrations, so it is kept per (p, df): without the cache this fails."""
-    from attn_cli.published import seed_rule
-
-    seed_rule.t_quantile.cache_clear()
-    calls = []
-    real = seed_rule.t_cdf
-    monkeypatch.setattr(seed_rule, "t_cdf", lambda x, df: calls.append(x) or real(x, df))
-    first = seed_rule.t_quantile(0.995, 4)
-    integrated = len(calls)
-    assert integrated > 0 and seed_rule.t_quantile(0.995, 4) == first and len(calls) == integrated
-    assert abs(first - 4.604094871) < 1e-6  # t(0.995, 4) from tables
-    seed_rule.t_quantile.cache_clear()

@@ -9,8 +9,15 @@ from rich.console import Console
 
 from attn_cli.render import capture as _capture
 
-stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True)
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """A reader that left (``attn list | head``) is the CLI's to end, with exit 141, not rich's
+        ``SystemExit(1)``."""
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+stdout = _Console(soft_wrap=False)
+stderr = _Console(stderr=True)
 
 
 def note(message: str) -> None:
