@@ -1,12 +1,9 @@
 """The ``attn`` command group.
 
-Each module in :mod:`attn_cli.commands` lists its click commands in ``COMMANDS``.  The group
-finds them through :mod:`attn_cli.command_index` (name -> module, one-line help): ``attn
---help`` prints the list from the index without importing any command module, ``attn NAME``
-imports NAME's module only, and :func:`all_commands` loads every one (``cli.commands`` read
-as a whole, e.g. ``dict(cli.commands)``, does the same).  Command modules import torch and
-matplotlib only inside the command bodies.  Domain errors (:class:`attn_cli.errors.AttnError`)
-become a one-line ``Error: ...`` here, in one place.
+Each module in :mod:`attn_cli.commands` lists its click commands in ``COMMANDS``; the group
+adds those of the modules named below.  Command modules import torch and matplotlib only
+inside the command bodies, so ``attn --help`` stays fast.  Domain errors
+(:class:`attn_cli.errors.AttnError`) become a one-line ``Error: ...`` here, in one place.
 """
 
 from __future__ import annotations
@@ -14,11 +11,11 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import MutableMapping
 
 import click
 
-from attn_cli import __version__, command_index, signals
+from attn_cli import __version__, signals
+from attn_cli.commands import cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics
 from attn_cli.errors import AttnError
 
 
@@ -37,62 +34,6 @@ def check_utf8_words(args) -> None:
 # read-only disk, a folder the user may not write), reported in one line, never a traceback
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO,
                        errno.EFBIG, errno.ENAMETOOLONG}
-
-
-class LazyCommands(MutableMapping):
-    """``cli.commands``: name -> click command, every command of :mod:`attn_cli.commands`.
-    Its names come from :data:`attn_cli.command_index.COMMANDS`; a command is imported when it
-    is first looked up (with the rest of its module), so listing names imports nothing."""
-
-    def __init__(self, index: dict[str, command_index.Entry]) -> None:
-        self._index = index
-        self._loaded: dict[str, click.Command] = {}  # imported from attn_cli.commands
-        self._added: dict[str, click.Command] = {}  # Group.add_command at run time: these win
-        self._all = False
-
-    def load_all(self) -> None:
-        """Import every command module (also one the index lacks: it is stale, and its test says so);
-        where two modules define one name, the later module's command wins, as in :func:`command_index.scan`."""
-        if not self._all:
-            for module in command_index.command_modules():
-                self._loaded.update((c.name, c) for c in getattr(module, "COMMANDS", ()))
-            self._all = True
-
-    def _load(self, entry: command_index.Entry) -> None:
-        import importlib
-
-        module = importlib.import_module(f"{command_index.PACKAGE}.{entry.module}")
-        for command in getattr(module, "COMMANDS", ()):
-            if self._index.get(command.name, entry).module == entry.module:
-                self._loaded[command.name] = command
-
-    def __getitem__(self, name: str) -> click.Command:
-        if name in self._added:
-            return self._added[name]
-        if name not in self._loaded and not self._all:
-            if name in self._index:
-                self._load(self._index[name])
-            if name not in self._loaded:
-                self.load_all()
-        return self._loaded[name]
-
-    def _names(self) -> dict[str, None]:
-        return dict.fromkeys([*self._index, *self._added, *self._loaded])
-
-    def __contains__(self, name) -> bool:
-        return name in self._index or name in self._added or name in self._loaded
-
-    def __iter__(self):
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __setitem__(self, name: str, command: click.Command) -> None:
-        self._added[name] = command
-
-    def __delitem__(self, name: str) -> None:
-        raise TypeError("the commands of attn are those of attn_cli.commands")
 
 
 class AttnGroup(click.Group):
@@ -130,17 +71,9 @@ class AttnGroup(click.Group):
             _interrupted(exc)
 
     def format_commands(self, ctx, formatter):
-        """List every command with its whole one-line summary (wrapped, never cut with '...'),
-        from the index: no command module is imported to print it."""
-        rows = []
-        for name in self.list_commands(ctx):
-            entry = command_index.COMMANDS.get(name)
-            if entry is None:  # added at run time, not through attn_cli.commands
-                cmd = self.get_command(ctx, name)
-                entry = command_index.Entry("", cmd.get_short_help_str(limit=command_index.SHORT_HELP_LIMIT),
-                                            cmd.hidden)
-            if not entry.hidden:
-                rows.append((name, entry.short_help))
+        """List every command with its whole one-line summary (wrapped, never cut with '...')."""
+        rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in sorted(self.commands.items())
+                if not cmd.hidden]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -168,12 +101,13 @@ def cli():
     """
 
 
-cli.commands = LazyCommands(command_index.COMMANDS)
+for _module in (cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics):
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
 
 
 def all_commands() -> dict[str, click.Command]:
-    """Every command of ``attn``, by name, each module imported."""
-    cli.commands.load_all()
+    """Every command of ``attn``, by name."""
     return dict(cli.commands)
 
 
