@@ -1,11 +1,10 @@
 """Find the experiments and tie them to the catalogue and the published checks.
 
 This is the library behind ``attn list``, ``attn all`` and ``attn verify`` (running them is
-:mod:`attn_cli.pipeline`); it imports no click and no rich.  Nothing here keeps a hand-written
-list of experiments, and nothing is guessed:
+:mod:`attn_cli.pipeline`); it imports no click and no rich.  Nothing is guessed:
 
-* :func:`discover` imports every module of :mod:`attn_cli.experiments` and keeps the ones
-  that define ``ARTIFACTS``; other modules there (helpers) are skipped;
+* :data:`attn_cli.experiments.MODULES` lists the experiment modules (a test checks that it
+  names every module there that defines ``ARTIFACTS``);
 * each experiment says what it is in module attributes (the contract in
   ``attn_cli/experiments/__init__.py``): ``SLOW`` (minutes at the text's settings: ``attn
   verify --quick`` runs it at ``Config.quick()`` and reports its checks as skipped),
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import pkgutil
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +30,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 from attn_cli.errors import SEED_MAX, SEED_MIN, AttnError, SeedOutOfRange
 
-EXPERIMENTS_PACKAGE = "attn_cli.experiments"
 RENDER_PACKAGE = "attn_cli.render"
 CONTRACT = ("SLOW", "CACHED", "ENGINES", "FIGURES")  # what every experiment module declares
 
@@ -191,20 +188,10 @@ def seeds_used(module: ModuleType, config: Any) -> list[int]:
 
 
 def discover() -> list[Experiment]:
-    """Every module of :mod:`attn_cli.experiments` that defines ``ARTIFACTS``, by name."""
-    pkg = importlib.import_module(EXPERIMENTS_PACKAGE)
-    found = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        try:
-            module = importlib.import_module(f"{EXPERIMENTS_PACKAGE}.{info.name}")
-        except Exception as exc:  # a module that does not import is a failure to report
-            raise AttnError(f"cannot import {EXPERIMENTS_PACKAGE}.{info.name}: "
-                            f"{type(exc).__name__}: {exc}") from exc
-        if hasattr(module, "ARTIFACTS"):
-            found.append(Experiment(info.name, module))
-    return found
+    """The experiments (:data:`attn_cli.experiments.MODULES`), by name."""
+    from attn_cli.experiments import MODULES
+
+    return sorted((Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in MODULES), key=lambda e: e.name)
 
 
 def catalogue():
