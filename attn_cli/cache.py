@@ -36,11 +36,11 @@ import stat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from attn_cli import schema
+from attn_cli import private, schema
 from attn_cli.schema import InvalidEntry  # noqa: F401  (re-exported: what an entry of the wrong shape raises)
 
-KEY_FILE = "hmac.key"  # the per-user HMAC key, in the cache folder
-KEY_BYTES = 32  # from secrets.token_bytes: 256 bits
+KEY_FILE = private.KEY_FILE  # the per-user HMAC key, in the cache folder: hmac.key
+KEY_BYTES = private.KEY_BYTES  # from secrets.token_bytes: 256 bits
 ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.json")  # an entry's file name: the SHA-256 of its key
 GROUP = re.compile(r"[a-z][a-z0-9_]*")  # an entry's folder: the experiment's name
 # A Result entry's size bound, where no spec gives one: the largest at the texts' settings
@@ -359,65 +359,20 @@ class Cleared:
 
 # --------------------------------------------------------------------------- the folder and its tag
 
-TAG_FILE = "CACHEDIR.TAG"
-# the Cache Directory Tagging signature (https://bford.info/cachedir/): backup tools skip the folder
-TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
-TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
-       b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
-TAG_MAX_BYTES = 4096
+TAG_FILE = private.TAG_FILE  # attn's CACHEDIR.TAG
+TAG_SIGNATURE = private.TAG_SIGNATURE
 CLEAR_MAX_BYTES = 4 * RESULT_MAX_BYTES  # an entry larger than this is not read to prove it ours: kept
 
 
 def open_root(root: Path, create: bool = True) -> int:
-    """A descriptor of attn's cache folder ``root``: proven private (never chmod'ed) and tagged
-    with attn's ``CACHEDIR.TAG``.  With ``create``, a missing folder is made (0700) and tagged,
-    and so is an empty one or an earlier attn's (its ``hmac.key`` or ``kernels/`` alone); a folder
-    holding anything else is not attn's and is refused.  Raises :class:`Unavailable`."""
-    from attn_cli import private
-
-    reason = private.missing_home(root) if create else None
-    if reason:
-        raise Unavailable(reason)
+    """A descriptor of attn's cache folder ``root`` (:func:`attn_cli.private.open_cache_dir`:
+    private, tagged as attn's); raises :class:`Unavailable` with the reason."""
     try:
-        fd = private.open_private_dir(root, create=create)
+        return private.open_cache_dir(root, create)
     except private.NotPrivate as exc:
         raise Unavailable(str(exc)) from None  # names the component and why
     except OSError as exc:
         raise Unavailable(f"{root}: {exc.strerror or exc}") from None
-    try:
-        if not is_tagged(fd):
-            names = set(os.listdir(fd))
-            ours_before = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _key_ok(fd)
-            if not create or not ours_before:
-                raise Unavailable(f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn"
-                                  + ("" if not names or ours_before else " and holds other files") + ")")
-            try:
-                private.write_atomic(fd, TAG_FILE, TAG, mode=0o600)
-            except OSError as exc:
-                raise Unavailable(f"cannot write {root / TAG_FILE}: {exc.strerror}") from None
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def is_tagged(fd: int) -> bool:
-    """Whether the folder ``fd`` carries attn's tag: a regular file of ours with the standard's
-    signature and attn's name."""
-    from attn_cli import private
-
-    try:
-        data = private.read_regular(fd, TAG_FILE, TAG_MAX_BYTES)
-    except ValueError:
-        return False
-    return data is not None and data.startswith(TAG_SIGNATURE) and b"attn" in data
-
-
-def _key_ok(fd: int) -> bool:
-    try:
-        return _key(fd, Path("."), create=False) is not None
-    except Unavailable:
-        return False
 
 
 def special_folder(path: Path) -> str | None:

@@ -67,7 +67,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["NotPrivate", "missing_home", "keep_matplotlib_private", "open_private_dir", "read_regular", "scratch_dir",
+__all__ = ["NotPrivate", "is_tagged", "missing_home", "open_cache_dir", "keep_matplotlib_private", "open_private_dir", "read_regular", "scratch_dir",
            "shared_reason", "user_cache_root", "write_atomic"]
 
 MAX_SYMLINKS = 40  # as the kernel's own limit on links in one lookup
@@ -302,6 +302,63 @@ def keep_matplotlib_private() -> None:
     except NotPrivate:
         return  # matplotlib falls back to a temporary folder of its own
     os.environ["MPLCONFIGDIR"] = str(folder)
+
+
+# --------------------------------------------------------------------------- attn's cache folder
+
+TAG_FILE = "CACHEDIR.TAG"
+# the Cache Directory Tagging signature (https://bford.info/cachedir/): backup tools skip the folder
+TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
+TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
+       b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
+KEY_FILE, KEY_BYTES = "hmac.key", 32  # the cache's HMAC key (attn_cli.cache), as an earlier attn left it
+
+
+def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
+    """A descriptor of attn's cache folder ``root``: proven private (:func:`open_private_dir`,
+    never chmod'ed) and tagged with attn's ``CACHEDIR.TAG``.  With ``create``, a missing folder
+    is made (0700) and tagged, and so is an empty one or an earlier attn's (its key or
+    ``kernels/``); a folder holding anything else is not attn's and is refused, and so is one in
+    a home folder that does not exist.  Raises :class:`NotPrivate`."""
+    reason = missing_home(root) if create else None
+    if reason:
+        raise NotPrivate(reason)
+    fd = open_private_dir(root, create=create)
+    try:
+        if not is_tagged(fd):
+            names = set(os.listdir(fd))
+            earlier = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _a_key(fd)
+            if not create or not earlier:
+                raise NotPrivate(f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn"
+                                 + ("" if not names or earlier else " and holds other files") + ")")
+            try:
+                write_atomic(fd, TAG_FILE, TAG, mode=0o600)
+            except OSError as exc:
+                raise NotPrivate(f"cannot write {os.path.join(root, TAG_FILE)}: {exc.strerror}") from None
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_tagged(fd: int) -> bool:
+    """Whether the folder ``fd`` carries attn's tag: a regular file of ours with the standard's
+    signature and attn's name."""
+    try:
+        data = read_regular(fd, TAG_FILE, 4096)
+    except ValueError:
+        return False
+    return data is not None and data.startswith(TAG_SIGNATURE) and b"attn" in data
+
+
+def _a_key(fd: int) -> bool:
+    """Whether the folder holds an attn cache key: a regular 0600 file of ours of its size."""
+    try:
+        st = os.stat(KEY_FILE, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o600
+            and st.st_size == KEY_BYTES)
 
 
 # --------------------------------------------------------------------------- files in it

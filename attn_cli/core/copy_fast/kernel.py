@@ -128,13 +128,11 @@ def _open_kernel_folder() -> tuple[int, Path]:
     Returns the folder's descriptor (the caller closes it) and its name, for messages only:
     everything after this goes through the descriptor.
     """
-    from attn_cli import cache
-
     folder = cache_folder()
     try:
-        os.close(cache.open_root(folder.parent))  # attn's own tagged folder, made if missing
+        os.close(private.open_cache_dir(folder.parent))  # attn's own tagged folder, made if missing
         return private.open_private_dir(folder), folder
-    except (private.NotPrivate, cache.Unavailable) as exc:
+    except private.NotPrivate as exc:
         _warn_place(folder, str(exc))
     scratch = private.scratch_dir() / "kernels"
     return private.open_private_dir(scratch), scratch
