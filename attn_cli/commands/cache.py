@@ -68,77 +68,100 @@ def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
         attn cache clear
         attn cache --cache-dir /tmp/attn-cache --json
     """
-    from attn_cli import cache, private
-    from attn_cli.units import human_bytes
+    from attn_cli import private
 
     if dry_run and action != "clear":
         raise click.UsageError("--dry-run goes with attn cache clear")
     root = private.user_cache_root(cache_dir)
-    kind = _kind(root)
-    info: dict = {"location": str(root), "exists": kind == "folder", "private": False, "reason": None}
-    if kind not in ("folder", "missing"):
-        info["reason"] = f"{root} is not a folder ({kind})"
-    elif kind == "missing":
-        info["reason"] = "not created yet"
-    if action == "clear":
-        special = cache.special_folder(root)
-        if special or kind not in ("folder", "missing"):
-            raise click.ClickException(f"{special or info['reason']}: attn clears only its own cache folder; "
-                                       "nothing removed")
-    store = None
-    if kind == "folder":
-        try:
-            store = cache.Cache.open(root, create=False)
-            info["private"] = True
-        except cache.Unavailable as exc:
-            info["reason"] = str(exc)
-            if action == "clear":
-                raise click.ClickException(f"{exc}; nothing removed") from None
-    cleared = None
-    if store is None:
-        per = {}
-    else:
-        with store:
-            if action == "clear":
-                cleared = store.clear(dry_run=dry_run)
-                per = cleared.removed
-            else:
-                per = store.summary()
-    info["experiments"] = {name: {"entries": n, "bytes": b} for name, (n, b) in sorted(per.items())}
-    info["entries"] = sum(n for n, _ in per.values())
-    info["bytes"] = sum(b for _, b in per.values())
-    if action == "clear":
-        info["removed"] = info.pop("experiments")
-        info["dry_run"] = dry_run
-        info["key"] = bool(cleared and cleared.key)
-        info["kept"] = list(cleared.kept) if cleared else []
+    info = _clear(root, dry_run) if action == "clear" else _show(root)
     if as_json:
         click.echo(json.dumps(info, indent=2))
-        return
+    else:
+        click.echo("\n".join(_clear_lines(info) if action == "clear" else _show_lines(info)))
 
-    def count(n: int) -> str:
-        return f"{n} entr{'y' if n == 1 else 'ies'}"
 
-    if action == "show":
-        state = "private" if info["private"] else f"not usable: {info['reason']}"
-        click.echo(f"cache: {root} ({state})")
-        rows = info["experiments"]
-        width = max([len(name) for name in rows] + [5])
-        for name, row in rows.items():
-            click.echo(f"  {name:<{width}}  {count(row['entries']):>12}  {human_bytes(row['bytes']):>9}")
-        click.echo(f"  {'total':<{width}}  {count(info['entries']):>12}  {human_bytes(info['bytes']):>9}")
-        return
+def _state(root) -> tuple[dict, "object | None"]:
+    """What ``root`` is, and the cache opened there without creating anything (None: none)."""
+    from attn_cli import cache
+
+    kind = _kind(root)
+    info: dict = {"location": str(root), "exists": kind == "folder", "private": False,
+                  "reason": {"folder": None, "missing": "not created yet"}.get(kind, f"{root} is not a folder ({kind})")}
+    if kind != "folder":
+        return info, None
+    try:
+        store = cache.Cache.open(root, create=False)
+    except cache.Unavailable as exc:
+        info["reason"] = str(exc)
+        return info, None
+    info["private"] = True
+    return info, store
+
+
+def _counted(info: dict, per: dict, key: str) -> dict:
+    info[key] = {name: {"entries": n, "bytes": b} for name, (n, b) in sorted(per.items())}
+    info["entries"] = sum(n for n, _ in per.values())
+    info["bytes"] = sum(b for _, b in per.values())
+    return info
+
+
+def _show(root) -> dict:
+    info, store = _state(root)
     if store is None:
-        click.echo(f"nothing to remove: {root} does not exist")
-        return
-    verb = "would remove" if dry_run else "removed"
+        return _counted(info, {}, "experiments")
+    with store:
+        return _counted(info, store.summary(), "experiments")
+
+
+def _clear(root, dry_run: bool) -> dict:
+    """Clear attn's cache at ``root``; a ClickException (nothing removed) for anything else."""
+    from attn_cli import cache
+
+    info, store = _state(root)
+    special = cache.special_folder(root)
+    if special or (store is None and info["reason"] != "not created yet"):
+        if store is not None:
+            store.close()
+        raise click.ClickException(f"{special or info['reason']}: nothing removed (attn clears only its own "
+                                   "cache folder)")
+    info["dry_run"] = dry_run
+    if store is None:
+        return {**_counted(info, {}, "removed"), "key": False, "kept": []}
+    with store:
+        cleared = store.clear(dry_run=dry_run)
+    return {**_counted(info, cleared.removed, "removed"), "key": cleared.key, "kept": cleared.kept}
+
+
+def _count(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
+def _show_lines(info: dict) -> list[str]:
+    from attn_cli.units import human_bytes
+
+    state = "private" if info["private"] else f"not usable: {info['reason']}"
+    rows = info["experiments"]
+    width = max([len(name) for name in rows] + [5])
+    return [f"cache: {info['location']} ({state})",
+            *(f"  {name:<{width}}  {_count(row['entries']):>12}  {human_bytes(row['bytes']):>9}"
+              for name, row in rows.items()),
+            f"  {'total':<{width}}  {_count(info['entries']):>12}  {human_bytes(info['bytes']):>9}"]
+
+
+def _clear_lines(info: dict) -> list[str]:
+    from attn_cli.units import human_bytes
+
+    if not info["exists"]:
+        return [f"nothing to remove: {info['location']} does not exist"]
+    verb = "would remove" if info["dry_run"] else "removed"
     key = " and the key" if info["key"] else ""
-    click.echo(f"{verb} {count(info['entries'])} ({human_bytes(info['bytes'])}){key} from {root}")
-    for name, row in info["removed"].items():
-        click.echo(f"  {name}: {count(row['entries'])}, {human_bytes(row['bytes'])}")
+    lines = [f"{verb} {_count(info['entries'])} ({human_bytes(info['bytes'])}){key} from {info['location']}",
+             *(f"  {name}: {_count(row['entries'])}, {human_bytes(row['bytes'])}" for name, row in info["removed"].items())]
     if info["kept"]:
-        click.echo(f"kept {len(info['kept'])} file(s) whose HMAC does not prove them attn's: "
-                   + ", ".join(info["kept"][:5]) + (" ..." if len(info["kept"]) > 5 else ""))
+        kept = info["kept"]
+        lines.append(f"kept {len(kept)} file(s) whose HMAC does not prove them attn's: "
+                     + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
+    return lines
 
 
 def _kind(path) -> str:
