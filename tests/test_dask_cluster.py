@@ -42,6 +42,19 @@ SWEEP = ["--lengths", "3", "4", "--seeds", "0", "1", "--steps", "20", "--eval-si
 METRICS = ("teacher_forced", "free_running", "exact", "diagonal")
 
 
+def scheduler_address(file: Path, timeout: float = 60) -> str:
+    """The address a starting scheduler writes into its ``--scheduler-file`` (written in pieces:
+    read until it parses)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return json.loads(file.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 class LoopbackCluster:
     """A scheduler and two single-thread workers (no nanny: a killed worker stays dead) on
     127.0.0.1, as subprocesses; :meth:`ensure` restarts what a test killed; :meth:`stop`
@@ -70,10 +83,7 @@ class LoopbackCluster:
             file = self.tmp / f"scheduler-{len(self.procs)}.json"
             self.scheduler = self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                          "--scheduler-file", str(file))
-            deadline = time.monotonic() + 60
-            while not file.exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            self.address = json.loads(file.read_text())["address"]
+            self.address = scheduler_address(file)
         self.workers = [w for w in self.workers if w.poll() is None]
         while len(self.workers) < self.n_workers:
             self.workers.append(self._start("worker", self.address, "--nthreads", "1", "--no-nanny",

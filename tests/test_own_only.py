@@ -318,10 +318,9 @@ def lonely_scheduler(tmp_path):
                              "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while not file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        yield json.loads(file.read_text())["address"]
+        from tests.test_dask_cluster import scheduler_address
+
+        yield scheduler_address(file)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
