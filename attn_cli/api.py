@@ -7,8 +7,8 @@
 :func:`run` takes a command's name and its options (``--two-head-weights`` is
 ``two_head_weights``; arguments such as heatmap's words by position) and runs the click
 command itself: its option types and callbacks are the one validation, so a bad value
-raises the error the CLI prints (:class:`click.BadParameter`, a :class:`click.UsageError`),
-and a failure at run time raises :class:`attn_cli.errors.AttnError`.  What the command
+raises :class:`attn_cli.ConfigError` with the message the CLI prints, and a failure at run
+time raises :class:`attn_cli.errors.AttnError`.  What the command
 would print or write is captured (:mod:`attn_cli.render.capture`) into a :class:`Run`;
 files are written only when ``out=`` is given.  :func:`verify`, :func:`regenerate_all` and
 :func:`artifacts` are ``attn verify``, ``attn all`` and ``attn list``.
@@ -157,6 +157,23 @@ def _callers_state():
             sys.modules["torch"].set_num_threads(threads)
 
 
+@contextlib.contextmanager
+def _config_errors():
+    """What the command line refuses with exit 2 (a click usage error: one bad value, an unknown
+    option, a cross-option check) raised as :class:`attn_cli.ConfigError`, whose message is
+    what the CLI prints after ``Error:``: a notebook never sees click's exceptions or SystemExit."""
+    from attn_cli.errors import BadConfig, ConfigError
+
+    try:
+        yield
+    except click.UsageError as exc:
+        raise ConfigError(exc.format_message()) from None
+    except BadConfig as exc:
+        raise ConfigError(str(exc)) from None
+    except click.exceptions.Exit as exc:  # --help, --version: nothing to run
+        raise ConfigError(f"nothing to run (exit {exc.exit_code})") from None
+
+
 def _checked_text(values) -> None:
     """A string the command line would refuse as not UTF-8 is refused here with its message."""
     from attn_cli.cli import check_utf8_words
@@ -232,21 +249,23 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     """Run ``attn COMMAND`` with these options and return its :class:`Run`.
 
     ``out``: also write the figures and data files there, as the CLI does (default: nothing
-    is written).  Raises :class:`click.UsageError` (and its subclass :class:`click.BadParameter`)
-    for what the CLI refuses with exit 2, :class:`attn_cli.errors.AttnError` for a failure
-    at run time (exit 1 on the command line).
+    is written).  Raises :class:`attn_cli.ConfigError` (a ``ValueError``) for what the CLI
+    refuses with exit 2, with the message it prints, and :class:`attn_cli.errors.AttnError`
+    for a failure at run time (exit 1 on the command line).
     """
-    if command in NOT_A_RUN:
-        instead = NOT_A_RUN[command]
-        raise click.UsageError(f"attn {command} is not one run" + (f"; use attn_cli.{instead}()" if instead else ""))
+    from attn_cli.errors import ConfigError
     from attn_cli.render import capture as capturing
 
-    cmd = _command(command)
-    argv = command_line(command, *args, **options)
-    _checked_text(argv)
+    if command in NOT_A_RUN:
+        instead = NOT_A_RUN[command]
+        raise ConfigError(f"attn {command} is not one run" + (f"; use attn_cli.{instead}()" if instead else ""))
+    with _config_errors():
+        cmd = _command(command)
+        argv = command_line(command, *args, **options)
+        _checked_text([command, *argv])  # numbered as on the command line: attn COMMAND ARGV
     started = time.perf_counter()
-    with _callers_state(), _out_folder(out) as folder, capturing.capturing(write=out is not None) as captured, \
-            _stderr_console() as printed:
+    with _callers_state(), _config_errors(), _out_folder(out) as folder, \
+            capturing.capturing(write=out is not None) as captured, _stderr_console() as printed:
         shown = [a for a in argv if a != "--json"]
         ctx = cmd.make_context(f"attn {command}", [*shown[:_split(shown)], "--out", folder, *shown[_split(shown):]])
         with ctx:
@@ -329,9 +348,11 @@ def verify(*only: str, **options: Any) -> Verification:
     """
     from attn_cli import regenerate
 
+    from attn_cli.errors import ConfigError
+
     if options.get("out") is not None:
-        raise click.UsageError("verify() writes no file; regenerate_all(out) writes the report")
-    with _callers_state(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
+        raise ConfigError("verify() writes no file; regenerate_all(out) writes the report")
+    with _callers_state(), _config_errors(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
         common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
         checked = _translated(lambda: regenerate.verify(p["only"], **_library_options(common, p)))
     return Verification(outcomes=checked.outcomes, summary=checked.summary, coverage=checked.coverage.line(),
@@ -345,7 +366,7 @@ def _parsed(command: str, folder: str, only, options: dict):
 
     cmd = _command(command)
     argv = command_line(command, only=list(only) or None, **options)
-    _checked_text(argv)
+    _checked_text([command, *argv])
     with cmd.make_context(f"attn {command}", [*argv, "--out", folder]) as ctx:
         p = ctx.params
         from_env = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
@@ -415,7 +436,7 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     from attn_cli import regenerate
     from attn_cli.render.files import _json_default
 
-    with _callers_state():
+    with _callers_state(), _config_errors():
         common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
         done = _translated(lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats,
                                                              **_library_options(common, p)))

@@ -22,12 +22,12 @@ from attn_cli.errors import AttnError
 def check_utf8_words(args) -> None:
     """A command-line word that is not valid UTF-8 (Python keeps its bytes as surrogate
     escapes) is a usage error naming it, before anything converts or prints it."""
-    for position, word in enumerate(args, start=1):
+    for word in args:
         try:
             word.encode("utf-8")
         except UnicodeEncodeError:
             shown = repr(word.encode("utf-8", "surrogateescape"))[1:]  # 'ab\xff'
-            raise click.UsageError(f"argument {position} ({shown}) is not valid UTF-8 text") from None
+            raise click.UsageError(f"the argument {shown} is not valid UTF-8 text") from None
 
 
 # an OSError that reaches the CLI with one of these is a condition of the machine (a full or

@@ -49,14 +49,14 @@ def not_started(*_, **__):
 def test_a_word_that_is_not_utf8_is_a_usage_error_in_every_command(command):
     result = CliRunner().invoke(cli, [command, "ab\udcff", "cd"])  # how Python hands over b"ab\xff"
     assert result.exit_code == 2, result.output
-    assert one_error_line(result.output) == r"Error: argument 2 ('ab\xff') is not valid UTF-8 text"
+    assert one_error_line(result.output) == r"Error: the argument 'ab\xff' is not valid UTF-8 text"
 
 
 def test_heatmap_with_a_word_that_is_not_utf8_names_it(tmp_path):
     proc = subprocess.run([os.fsencode(ATTN), b"heatmap", b"ab\xff", b"cd", b"--out", os.fsencode(tmp_path)],
                           capture_output=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert one_error_line(proc.stderr.decode()) == r"Error: argument 2 ('ab\xff') is not valid UTF-8 text"
+    assert one_error_line(proc.stderr.decode()) == r"Error: the argument 'ab\xff' is not valid UTF-8 text"
     assert list(tmp_path.iterdir()) == []
 
 

@@ -81,5 +81,5 @@ def test_a_failing_cell_fails_the_test(kernel, tmp_path):
     from nbformat.v4 import new_code_cell, new_notebook
 
     nb = new_notebook(cells=[new_code_cell("import attn_cli"), new_code_cell("attn_cli.run('heads', heads=[0])")])
-    with pytest.raises(CellExecutionError, match="BadParameter"):
+    with pytest.raises(CellExecutionError, match="ConfigError"):
         _execute(nb, kernel, tmp_path / "cwd")
