@@ -147,7 +147,7 @@ def _callers_state():
         yield
     finally:
         if "torch" in sys.modules:  # fix torch's kernels under this call's pins: a later call in
-            from attn_cli import numerics  # another mode is then refused before any work
+            from attn_cli.core import numerics  # another mode is then refused before any work
 
             numerics.effective_isa()
         if dict(os.environ) != environ:

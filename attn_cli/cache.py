@@ -52,7 +52,7 @@ _MAC_HEX = 64
 
 # the sources that compute an experiment's values (not how they are drawn or printed)
 RESULT_CODE_GLOBS = ("experiments/**/*.py", "core/**/*.py", "core/**/*.c", "core/**/*.h",
-                     "published/**/*.py", "numerics.py", "cache.py")
+                     "published/**/*.py", "cache.py")  # core/numerics.py among core/
 
 _CODE_DIGEST: dict[tuple, str] = {}
 
@@ -112,9 +112,10 @@ def code_digest(globs: Iterable[str]) -> str:
 
 def cache_key(fields: dict, globs: Iterable[str], device: str = "cpu", numerics_mode: str | None = None) -> dict:
     """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers
-    (on cuda: the GPU, its driver and precision settings too; see :func:`attn_cli.numerics.key`).
+    (on cuda: the GPU, its driver and precision settings too; see :func:`attn_cli.core.numerics.key`).
     ``numerics_mode``: the numeric mode the command applied; None: this process's."""
-    from attn_cli import __version__, numerics
+    from attn_cli import __version__
+    from attn_cli.core import numerics
 
     key = {**fields, "numerics": numerics.key(device, numerics_mode), "attn": __version__, "torch": torch_version(),
            "code": code_digest(globs)}

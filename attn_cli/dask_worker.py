@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.numerics import DEFAULT_MODE, MODE_VAR, MODES
+from attn_cli.core.numerics import DEFAULT_MODE, MODE_VAR, MODES
 
 
 @click.command()

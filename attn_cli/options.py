@@ -9,7 +9,7 @@ silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), `
 (default ``outputs/``, created by the first file written, so a usage error creates nothing),
 ``--json`` (JSON on stdout instead of the table), ``--quick`` (reduced sizes for smoke runs)
 and ``--numerics portable|native`` (eager: the CPU kernels are pinned before any other option
-can import torch; see :mod:`attn_cli.numerics`; a bad ``ATTN_NUMERICS`` is named as such).
+can import torch; see :mod:`attn_cli.core.numerics`; a bad ``ATTN_NUMERICS`` is named as such).
 Commands that draw figures add ``--format png|svg|pdf`` (:func:`format_option`, one or more
 after one flag); commands that cache add ``--cache-dir DIR`` (:func:`cache_dir_option`).
 """
@@ -28,8 +28,8 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.core.device import DEVICE_CHOICES
-from attn_cli.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
-from attn_cli.numerics import MODES as NUMERIC_MODES
+from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
+from attn_cli.core.numerics import MODES as NUMERIC_MODES
 from attn_cli.errors import SEED_MAX, SEED_MIN  # torch's seed range
 
 # Every seed ends in torch.manual_seed or torch.Generator.manual_seed (no command seeds numpy,
@@ -173,7 +173,7 @@ def from_environment(ctx, param, value, message: str) -> click.UsageError | None
 
 def _apply_numerics(ctx, param, value):
     """Pin (or unpin) the CPU kernels before anything imports torch (an eager option)."""
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     try:
         numerics.apply(value)

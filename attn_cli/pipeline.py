@@ -113,7 +113,7 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
     one core per run.
 
     ``numerics``: the numeric mode the command applied (``Common.numerics``), recorded in the
-    cache key; None: this process's (:func:`attn_cli.numerics.current_mode`).
+    cache key; None: this process's (:func:`attn_cli.core.numerics.current_mode`).
     """
     run = Run(exp, config, unjudged)
     start = time.perf_counter()
@@ -322,7 +322,7 @@ def where_it_ran(device: str = "cpu", numerics: str | None = None) -> dict[str, 
     """``{"versions", "machine", "numerics"}``: what every report records about where its numbers
     were computed (``attn all``'s manifest, ``attn verify``'s page, the numerics line), built
     here only.  ``numerics``: the mode the command applied; None: this process's."""
-    from attn_cli import numerics as modes
+    from attn_cli.core import numerics as modes
 
     return {"versions": versions(), "machine": machine(device), "numerics": modes.describe(device, numerics)}
 

@@ -13,7 +13,7 @@ display on stderr); None runs it silently (:func:`attn_cli.pipeline.run_experime
 
 ``numerics``: the numeric mode the command applied (``Common.numerics``); it is recorded in
 the cache keys, the manifest and the reports as given.  The mode itself is set once per
-process before torch loads (:func:`attn_cli.numerics.apply`, the eager ``--numerics`` option).
+process before torch loads (:func:`attn_cli.core.numerics.apply`, the eager ``--numerics`` option).
 """
 
 from __future__ import annotations

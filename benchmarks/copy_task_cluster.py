@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     seeds = tuple(dict.fromkeys(s for value in args.seeds for s in SEEDS.convert(value, None, None)))
 
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     numerics.apply("portable")  # before torch loads, as the CLI does; the workers pin it themselves
     import torch

@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", choices=TRAJECTORIES, default=list(TRAJECTORIES))
     ap.add_argument("--numerics", choices=["portable", "native"], default="portable")
     args = ap.parse_args(argv)
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     numerics.pin_environment(args.numerics)  # torch's pins and the C kernel's ISA, inherited by the workers
     import multiprocessing

@@ -54,7 +54,7 @@ def sequential_child(lengths, steps, model) -> None:
 
 def pinned_env() -> dict:
     """This environment with attn's default numeric mode pinned, for both sides."""
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     env = dict(os.environ)
     numerics.pin_environment(numerics.DEFAULT_MODE, env)

@@ -67,7 +67,7 @@ def matmul_peak(n: int = 2048, reps: int = 5) -> float:
 
 def kernel_variants() -> list[str]:
     """The kernel variants this CPU runs, widest first."""
-    from attn_cli import numerics
+    from attn_cli.core import numerics
     from attn_cli.core.copy_fast import kernel
 
     flags = numerics.cpu_flags()

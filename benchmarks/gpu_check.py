@@ -340,7 +340,7 @@ def exact_losses(spec, device: str, fast: bool = False) -> list[float]:
 
 
 def run_part(part: str, device: str, s: Settings) -> dict:
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     numerics.apply(numerics.DEFAULT_MODE)  # before torch runs anything, as attn does
     from attn_cli.core.copy_spec import RunSpec

@@ -19,7 +19,7 @@ import sys
 
 CHILD = """
 import json, sys, time
-from attn_cli import numerics
+from attn_cli.core import numerics
 numerics.apply(sys.argv[1])
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.core.copy_train import train_and_evaluate

@@ -58,7 +58,7 @@ def once(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-TRAINING = ("from attn_cli import numerics\n"
+TRAINING = ("from attn_cli.core import numerics\n"
             "numerics.apply('portable')\n"
             "from attn_cli.experiments import copy_task\n"
             "copy_task.run(copy_task.Config(engine='fast', steps=1))\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import numerics
+from attn_cli.core import numerics
 
 # The test process computes in the default numeric mode, as `attn` does: pinned before any
 # test imports torch (the kernels are chosen once per process).

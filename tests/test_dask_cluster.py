@@ -311,7 +311,7 @@ def test_a_run_restarted_after_its_worker_was_killed_counts_as_one_failed_attemp
 
 
 def test_a_worker_whose_torch_runs_other_kernels_is_refused_not_mixed():
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     if not numerics.is_x86_64() or numerics.expected_capability("portable") != "AVX2":
         pytest.skip("needs an x86-64 CPU with AVX2 (portable mode's AVX2 against torch's DEFAULT kernels)")
@@ -458,7 +458,7 @@ def worker_state(address: str) -> tuple:
 
 def test_a_preloaded_worker_has_torch_loaded_under_its_mode_and_trains_bit_for_bit_like_a_local_run(
         preloaded, one_local_run, tmp_path):
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     state = worker_state(preloaded)  # before its first run
     assert state == (True, "portable", "portable", 1, numerics.expected_capability("portable"))

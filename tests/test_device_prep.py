@@ -11,7 +11,8 @@ import types
 import pytest
 import torch
 
-from attn_cli import cache, numerics
+from attn_cli import cache
+from attn_cli.core import numerics
 from attn_cli.core import device as dev
 from attn_cli.core import memory
 from attn_cli.errors import MemoryRefused

@@ -20,7 +20,7 @@ import platform
 import numpy as np
 import pytest
 
-from attn_cli import numerics
+from attn_cli.core import numerics
 from attn_cli.core.copy_fast import kernel
 
 HOST = numerics.cpu_flags()

@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from attn_cli import numerics
+from attn_cli.core import numerics
 from attn_cli.core.copy_fast import init_run, kernel, train_kernel
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.errors import AttnError

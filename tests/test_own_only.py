@@ -358,7 +358,7 @@ def test_a_refused_numerics_call_leaves_the_environment_and_the_next_call_as_a_f
     proc = run_script(tmp_path, """
         import json, os, sys
         import attn_cli
-        from attn_cli import numerics
+        from attn_cli.core import numerics
         if __name__ == "__main__":
             env = dict(os.environ)
             first = attn_cli.run("heatmap", "attention", "translation").to_dict()

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from attn_cli import numerics
+from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.experiments import copy_task as exp
 from attn_cli.published import all_checks

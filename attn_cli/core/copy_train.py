@@ -37,7 +37,7 @@ from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, VOCAB, RunOutcome, RunSpec, StepCallback
 from attn_cli.core.device import prepare_device
 from attn_cli.core.optim import adam
-from attn_cli.numerics import effective_isa
+from attn_cli.core.numerics import effective_isa
 
 PROGRESS_EVERY_S = 0.2  # at most this often a progress report (plus the last step)
 

@@ -12,7 +12,7 @@
   records it.  On cpu it does nothing.
 * :func:`gpu_identity` names the GPU: model, compute capability, CUDA, cuDNN and driver
   versions; with :func:`precision` it goes into every CUDA run's cache key, JSON config and
-  manifest (:func:`attn_cli.numerics.describe`), so a cached result from another GPU, driver
+  manifest (:func:`attn_cli.core.numerics.describe`), so a cached result from another GPU, driver
   or precision is not reused.  CPU runs record none of it.
 
 Only :func:`prepare_device`, :func:`gpu_identity` and :func:`cuda_available` import torch.

@@ -110,7 +110,7 @@ def _json_default(obj: Any):
 
 def result_json(result: Any, outcomes: Any = None) -> Any:
     """A result as a JSON-ready dict, its wall-clock values moved under one ``timing`` key, the
-    numeric mode and CPU kernels recorded in its ``config`` (:func:`attn_cli.numerics.stamp`).
+    numeric mode and CPU kernels recorded in its ``config`` (:func:`attn_cli.core.numerics.stamp`).
     The JSON of every command and of ``attn all``'s ``<name>.json``.
 
     ``outcomes`` (check ID -> Outcome): where the Result has ``published_beside(outcomes)``
@@ -124,7 +124,7 @@ def result_json(result: Any, outcomes: Any = None) -> Any:
     """
     import dataclasses
 
-    from attn_cli.numerics import stamp
+    from attn_cli.core.numerics import stamp
 
     obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
     if outcomes is not None and hasattr(result, "published_beside"):

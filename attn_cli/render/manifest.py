@@ -35,18 +35,6 @@ class Section:
     cached: tuple[int, int] | None = None  # (runs from the cache, runs) of an experiment caching runs
 
 
-def experiment_markdown(section: Section) -> str:
-    """``<name>.md``: the experiment's tables and figures."""
-    from attn_cli.render.report import figure_markdown
-
-    lines = [f"# attn {section.command}: {', '.join(section.ids)}", ""]
-    if section.markdown:
-        lines += [section.markdown, ""]
-    for fig in figure_markdown(section.figures):
-        lines += [fig, ""]
-    return "\n".join(lines)
-
-
 def _pattern(name: str) -> str:
     """A catalogue file name with placeholders ("copy_task_attention_L{length}.png") as a glob."""
     return re.sub(r"\{[^}]*\}", "*", name)

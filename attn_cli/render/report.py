@@ -410,3 +410,13 @@ def _where(artifacts: Sequence) -> str:
                 sections = [" ".join(common)]
         parts.append(f"{source} {', '.join(sections)}")
     return "; ".join(parts)
+
+
+def experiment_markdown(section: Section) -> str:
+    """``<name>.md``: the experiment's tables and figures."""
+    lines = [f"# attn {section.command}: {', '.join(section.ids)}", ""]
+    if section.markdown:
+        lines += [section.markdown, ""]
+    for fig in figure_markdown(section.figures):
+        lines += [fig, ""]
+    return "\n".join(lines)

@@ -62,7 +62,8 @@ from typing import Optional
 
 import torch
 
-from attn_cli import numerics, private
+from attn_cli import private
+from attn_cli.core import numerics
 from attn_cli.errors import AttnError
 from attn_cli.core.copy_fast.layout import ROLES, param_layout
 

@@ -26,7 +26,7 @@ from attn_cli.core.copy_fast.layout import GLOBAL_RNG_LOCK, Weights, param_layou
 from attn_cli.core.device import prepare_device
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
-from attn_cli.numerics import effective_isa
+from attn_cli.core.numerics import effective_isa
 
 PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 

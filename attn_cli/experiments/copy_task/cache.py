@@ -4,7 +4,7 @@ cache (:mod:`attn_cli.cache`), shared by every ``--out``; the pipeline opens it 
 What is the copy task's own here: the runs' keys and what a valid run is.
 
 An entry is keyed by everything that determines a run (:func:`cache_key`): the RunSpec,
-engine, device, the numeric mode and CPU kernels (:mod:`attn_cli.numerics`), the package
+engine, device, the numeric mode and CPU kernels (:mod:`attn_cli.core.numerics`), the package
 and torch versions and a digest of the source files that compute a run (:func:`code_digest`
 over :data:`CODE_GLOBS`).  Each entry carries an HMAC under this user's cache key; a corrupt,
 truncated, edited or foreign entry is reported and recomputed, never trusted; so is one whose

@@ -6,7 +6,7 @@ not in the cache becomes one task, :func:`train_on_worker`: a pure function from
 (the RunSpec as a dict, the engine, the numeric mode, the device) to plain data (the
 RunOutcome as a dict, where it ran, or a refusal).  No tensor crosses the network.
 
-On the worker the numeric mode is pinned before torch loads there (:func:`attn_cli.numerics.apply`)
+On the worker the numeric mode is pinned before torch loads there (:func:`attn_cli.core.numerics.apply`)
 and a run uses one intra-op thread, so a run computed on a worker equals the same run computed
 locally, bit for bit.  A worker started with attn's preload (``dask worker ADDR --nthreads 1
 --preload attn_cli.dask_worker``, :func:`prepare_worker`) has done both, and imported torch and
@@ -110,7 +110,7 @@ def prepare_worker(mode: str) -> None:
     global PRELOADED_MODE
     import importlib
 
-    from attn_cli import numerics
+    from attn_cli.core import numerics
     from attn_cli.experiments.copy_task.engines import WARM_MODULES
 
     numerics.apply(mode)  # before torch loads here
@@ -136,13 +136,13 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag
     """One copy-task run, as the local engines compute it, in this (worker) process.
 
     ``spec``: ``dataclasses.asdict`` of a RunSpec; ``engine``: "exact" or "fast"; ``mode``:
-    the numeric mode (:data:`attn_cli.numerics.MODES`).  Returns ``{"outcome": asdict(RunOutcome),
+    the numeric mode (:data:`attn_cli.core.numerics.MODES`).  Returns ``{"outcome": asdict(RunOutcome),
     "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` when this process
     cannot compute under ``mode`` (preloaded with the other mode, or its torch already runs other
     kernels).  Plain data only.
     ``tag``: the client's name of the run, announced on :data:`TOPIC` as it starts.
     """
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     _announce(tag)
 
@@ -307,7 +307,7 @@ def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float 
 def run_cluster_engine(todo, config, report, done) -> None:
     """Every run of ``todo`` (``(index, spec)``, each with ``config.engine_of(spec)``) on the
     cluster at ``config.scheduler``; ``done(index, outcome)`` as each finishes."""
-    from attn_cli import numerics
+    from attn_cli.core import numerics
     from attn_cli.experiments.copy_task.engines import schedule
 
     address, source = config.scheduler, config.scheduler_from or "--scheduler"

@@ -127,7 +127,7 @@ class Worker:
         us (SIGTERM); gone with attn."""
         import signal
 
-        from attn_cli import numerics
+        from attn_cli.core import numerics
 
         numerics.apply(mode)
         import torch
@@ -171,7 +171,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
     _start_helpers(ctx)
     progress_queue = ctx.Queue()
     alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
-    from attn_cli import numerics
+    from attn_cli.core import numerics
 
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=Worker.start,
                                initargs=(progress_queue, alive, numerics.current_mode()))
