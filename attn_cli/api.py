@@ -8,9 +8,10 @@
 ``two_head_weights``; arguments such as heatmap's words by position) and runs the click
 command itself: its option types and callbacks are the one validation, so a bad value
 raises :class:`attn_cli.ConfigError` with the message the CLI prints, and a failure at run
-time raises :class:`attn_cli.errors.AttnError`.  What the command
-would print or write is captured (:mod:`attn_cli.render.capture`) into a :class:`Run`;
-files are written only when ``out=`` is given.  :func:`verify`, :func:`regenerate_all` and
+time raises :class:`attn_cli.errors.AttnError`.  The command returns its Job (the experiment
+and its Config), which :func:`run` runs through the pipeline: the Result, the verdicts, the
+tables and the Figures come back as values in a :class:`Run`, nothing is printed, and files
+stay only when ``out=`` is given.  :func:`verify`, :func:`regenerate_all` and
 :func:`artifacts` are ``attn verify``, ``attn all`` and ``attn list``.
 
 Named ``api`` rather than ``pipeline``: this is the public face over the CLI's names; the
@@ -253,8 +254,9 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     refuses with exit 2, with the message it prints, and :class:`attn_cli.errors.AttnError`
     for a failure at run time (exit 1 on the command line).
     """
+    from attn_cli import pipeline
+    from attn_cli.commands.execute import Job
     from attn_cli.errors import ConfigError
-    from attn_cli.render import capture as capturing
 
     if command in NOT_A_RUN:
         instead = NOT_A_RUN[command]
@@ -264,34 +266,21 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
         argv = command_line(command, *args, **options)
         _checked_text([command, *argv])  # numbered as on the command line: attn COMMAND ARGV
     started = time.perf_counter()
-    with _callers_state(), _config_errors(), _out_folder(out) as folder, \
-            capturing.capturing(write=out is not None) as captured, _stderr_console() as printed:
+    figures: list = []
+    with _callers_state(), _config_errors(), _out_folder(out) as folder:
         shown = [a for a in argv if a != "--json"]
-        ctx = cmd.make_context(f"attn {command}", [*shown[:_split(shown)], "--out", folder, *shown[_split(shown):]])
-        with ctx:
-            cmd.invoke(ctx)
-        data = _json_data(captured.data) if captured.emitted else None
-    notes = [line for line in printed.getvalue().splitlines() if line.strip()]
-    pipeline = captured.run
-    return Run(command=command, argv=argv + (["--out", str(out)] if out is not None else []),
-               result=captured.result, outcomes=list(pipeline.outcomes.values()) if pipeline is not None else [],
-               tables=captured.tables, files=captured.files if out is not None else [],
-               notes=notes if out is not None else [n for n in notes if not n.startswith("wrote ")],
-               seconds=time.perf_counter() - started, _json=data, _figures=captured.figures, pipeline=pipeline)
-
-
-@contextlib.contextmanager
-def _stderr_console():
-    """What the command prints on its stderr console (notes, progress), kept as text for ``Run.notes``."""
-    from rich.console import Console
-
-    from attn_cli.render import console
-
-    saved, console.stderr = console.stderr, Console(file=io.StringIO(), width=200)  # the shared one untouched
-    try:
-        yield console.stderr.file
-    finally:
-        console.stderr = saved
+        with cmd.make_context(f"attn {command}", [*shown[:_split(shown)], "--out", folder,
+                                                  *shown[_split(shown):]]) as ctx:
+            job = cmd.invoke(ctx)  # the command's options read and checked: its Job, not yet run
+        if not isinstance(job, Job):
+            raise ConfigError(f"attn {shlex.join([command, *argv])} runs no experiment")
+        done = pipeline.run(job.exp, job.config, out=folder, formats=job.common.formats, cache_root=job.cache_root,
+                            use_cache=job.use_cache, threads=job.threads, numerics=job.common.numerics, keep=figures)
+    files = done.files if out is not None else []
+    return Run(command=command, argv=argv + (["--out", str(out)] if out is not None else []), result=done.result,
+               outcomes=list(done.outcomes.values()), tables=done.tables(), files=files,
+               notes=[*done.notes, *(f"wrote {p}" for p in files)], seconds=time.perf_counter() - started,
+               _json=_json_data(done.json()), _figures=figures, pipeline=done)
 
 
 def _split(argv: list[str]) -> int:

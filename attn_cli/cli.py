@@ -16,6 +16,7 @@ import click
 
 from attn_cli import __version__, signals
 from attn_cli.commands import cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics
+from attn_cli.commands.execute import Job, execute
 from attn_cli.errors import AttnError
 
 
@@ -99,6 +100,14 @@ def cli():
         attn heatmap attention translation
         attn verify                       # regenerate and compare with the texts
     """
+
+
+@cli.result_callback()
+def _run(value, **_params) -> None:
+    """A run command returns its :class:`~attn_cli.commands.execute.Job`; the command line runs
+    it here, printing and writing (the Python API runs the same Job without printing)."""
+    if isinstance(value, Job):
+        execute(value)
 
 
 for _module in (cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics):

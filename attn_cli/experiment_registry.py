@@ -161,13 +161,15 @@ class Experiment:
 
         return result_json(result, outcomes)
 
-    def figures(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping) -> list[Path]:
+    def figures(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping,
+                keep: list | None = None) -> list[Path]:
         """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them, drawn
-        and saved here; ``outcomes``: the published values and verdicts they show."""
+        and saved here; ``outcomes``: the published values and verdicts they show; ``keep``:
+        each Figure is appended there with its file name."""
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
-        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes) or [])]
+        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes, keep) or [])]
 
 
 def check_seed_range(seeds) -> None:

@@ -82,7 +82,7 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
         progress: Callable | None = None, display: Display | None = None,
         cache_root: str | Path | Callable[[], str | Path | None] | None = None, use_cache: bool = True,
         unjudged: str | None = None, judged: bool = True, keep_going: bool = False,
-        threads: int | None = 1, numerics: str | None = None) -> Run:
+        threads: int | None = 1, numerics: str | None = None, keep: list | None = None) -> Run:
     """Run one experiment, compare it once, write its figures (the path of every command).
 
     ``config`` is first checked (:func:`check`).  ``cache_root``: the per-user cache folder
@@ -138,7 +138,7 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
 
             run.outcomes = compare_result(run.result, exp.artifacts)
         if out is not None:
-            run.files = exp.figures(run.result, Path(out), formats, run.outcomes)
+            run.files = exp.figures(run.result, Path(out), formats, run.outcomes, keep)
     except WriteFailed:  # a full or read-only disk stops the whole run, not one experiment
         raise
     except Exception as exc:

@@ -141,7 +141,7 @@ def _alpha_render():
         t.add_row("a|b", "[bold]1[/]")
         return [t, "a note under the table"]
 
-    def figures(result, out, formats, outcomes):
+    def figures(result, out, formats, outcomes, keep=None):
         from attn_cli.render.figures import new_figure
         from attn_cli.render.files import save_figure, write_csv
 

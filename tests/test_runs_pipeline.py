@@ -53,7 +53,7 @@ def _fake(log: list, *, validate=None, preflight=None):
         log.append(("tables", dict(outcomes)))
         return ["table"]
 
-    def figures(result, out, formats, outcomes):
+    def figures(result, out, formats, outcomes, keep=None):
         log.append(("figures", dict(outcomes)))
         path = out / "fake.png"
         path.write_bytes(b"png")
@@ -209,5 +209,5 @@ def test_execute_says_what_an_interrupted_experiment_kept(tmp_path, monkeypatch,
     monkeypatch.setattr(console, "note", said.append)
     common = Common(device="cpu", seed=0, out=tmp_path, json=False, quick=False)
     with pytest.raises(KeyboardInterrupt):
-        execute.execute(exp.module, exp.render, Config(), common)
+        execute.execute(execute.Job(exp.module, exp.render, Config(), common))
     assert said == ([f"interrupted: {declared}"] if declared else [])

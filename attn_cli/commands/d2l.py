@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.execute import config_of, execute
+from attn_cli.commands.execute import Job, config_of
 from attn_cli.options import (IntRange, AliasedOption, Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options,
                               format_option)
 
@@ -46,7 +46,7 @@ def copy_both(samples, d_v, weights, two_head_weights, common: Common):
 
     config = config_of(experiment, common, samples=samples, d_v=d_v, weights=tuple(weights),
                      two_head_weights=tuple(two_head_weights))
-    execute(experiment, render, config, common)
+    return Job(experiment, render, config, common)
 
 
 # --------------------------------------------------------------------------- heatmap
@@ -62,12 +62,12 @@ def _word(ctx, param, value):
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
-def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> None:
+def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> Job | None:
     from attn_cli.experiments import crossattn as experiment
     from attn_cli.render import crossattn as render
 
     config = config_of(experiment, common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
-    execute(experiment, render, config, common)
+    return Job(experiment, render, config, common)
 
 
 _d_model_option = click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(1, 1 << 20),
@@ -100,7 +100,7 @@ def heatmap(query_word, key_word, d_model, heads, common: Common):
         attn heatmap banana bandana --d-model 64
         attn heatmap attention translation --heads 4
     """
-    _heatmap(query_word, key_word, d_model, heads, common)
+    return _heatmap(query_word, key_word, d_model, heads, common)
 
 
 @click.command(cls=JudgedCommand, name="crossattn-map")
@@ -119,7 +119,7 @@ def crossattn_map(d_model, heads, common: Common):
         attn crossattn-map
         attn crossattn-map --heads 4      # exercise 11: a fresh 4-head layer
     """
-    _heatmap("attention", "translation", d_model, heads, common)
+    return _heatmap("attention", "translation", d_model, heads, common)
 
 
 # --------------------------------------------------------------------------- heads
@@ -153,7 +153,7 @@ def heads(d_model, d2l_d_model, heads, layout_heads, common: Common):
 
     config = config_of(experiment, common, d_model=d_model, d2l_d_model=d2l_d_model,
                      heads=tuple(heads), layout_heads=layout_heads)
-    execute(experiment, render, config, common)
+    return Job(experiment, render, config, common)
 
 
 # --------------------------------------------------------------------------- self-cross
@@ -173,7 +173,7 @@ def self_cross(common: Common):
     from attn_cli.experiments import self_cross as experiment
     from attn_cli.render import self_cross as render
 
-    execute(experiment, render, config_of(experiment, common), common)
+    return Job(experiment, render, config_of(experiment, common), common)
 
 
 COMMANDS = [copy_both, heatmap, crossattn_map, heads, self_cross]

@@ -1,8 +1,8 @@
 """The one path every command takes: build the Config, run it through the pipeline
 (:func:`attn_cli.pipeline.run`: checked, run, compared once, figures written), print.
 
-The single commands (``attn sqrt-dk``, ``attn copy-task``, ...) use :func:`execute`, with a
-rich progress display on stderr fed by the experiments' ``Progress`` events; ``attn all`` and
+A single command (``attn sqrt-dk``, ``attn copy-task``, ...) returns a :class:`Job`, which the
+``attn`` group runs with :func:`execute`, with a rich progress display on stderr fed by the experiments' ``Progress`` events; ``attn all`` and
 ``attn verify`` (:mod:`attn_cli.regenerate`) run under :func:`run_plan`: the same runner, the
 same thread settings.
 """
@@ -10,7 +10,9 @@ same thread settings.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
 
 import click
 
@@ -43,29 +45,53 @@ def bar(description: str | None):
         yield update
 
 
-def execute(experiment, render, config, common: Common, *, progress: str | None = None, display=None,
-            report=None, cache_root=None, use_cache: bool = True, threads: int | None = 1):
-    """Run one experiment module through the pipeline (:func:`attn_cli.pipeline.run`), writing its
-    figures to --out; print its notes, its tables (or JSON) and the files written.
+@dataclass(frozen=True)
+class Job:
+    """One command's run, as its options built it: what a run command returns (the ``attn``
+    group runs it: :func:`execute`; the Python API runs it through the pipeline itself).
 
     ``progress``: the description of a progress bar (None: none); ``display(config)``: a
     progress display of the experiment's own instead (the copy task's bars); ``report``: a
-    plain progress callback.  A Config the experiment's ``validate`` refuses is a usage error
-    (exit 2), before any display or file.  After Ctrl-C (SIGTERM, SIGHUP) the experiment's
-    ``INTERRUPTED`` line, where it declares one, says what was kept (the copy task: its finished
-    runs, cached), and the interruption propagates.  Returns the pipeline's Run."""
+    plain progress callback; ``threads``: torch's intra-op threads (None: as they are)."""
+
+    experiment: ModuleType
+    render: ModuleType
+    config: Any
+    common: Common
+    progress: str | None = None
+    display: Callable | None = None
+    report: Callable | None = None
+    cache_root: str | None = None
+    use_cache: bool = True
+    threads: int | None = 1
+
+    @property
+    def exp(self):
+        """The experiment, as the pipeline takes it."""
+        from attn_cli.experiment_registry import Experiment
+
+        return Experiment(self.experiment.__name__.rsplit(".", 1)[-1], self.experiment, render=self.render)
+
+
+def execute(job: Job):
+    """Run ``job`` through the pipeline (:func:`attn_cli.pipeline.run`), writing its figures to
+    --out; print its notes, its tables (or JSON) and the files written.  A Config the
+    experiment's ``validate`` refuses is a usage error (exit 2), before any display or file.
+    After Ctrl-C (SIGTERM, SIGHUP) the experiment's ``INTERRUPTED`` line, where it declares one,
+    says what was kept (the copy task: its finished runs, cached), and the interruption
+    propagates.  Returns the pipeline's Run."""
     from attn_cli import pipeline
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
-    from attn_cli.experiment_registry import Experiment
 
-    exp = Experiment(experiment.__name__.rsplit(".", 1)[-1], experiment, render=render)
-    if display is None and progress is not None:
-        display = lambda _config: bar(progress)  # noqa: E731
+    exp, common = job.exp, job.common
+    display = job.display
+    if display is None and job.progress is not None:
+        display = lambda _config: bar(job.progress)  # noqa: E731
     try:
-        run = pipeline.run(exp, config, out=common.out, formats=common.formats, progress=report,
-                           display=display, cache_root=cache_root, use_cache=use_cache, threads=threads,
-                           numerics=common.numerics)
+        run = pipeline.run(exp, job.config, out=common.out, formats=common.formats, progress=job.report,
+                           display=display, cache_root=job.cache_root, use_cache=job.use_cache,
+                           threads=job.threads, numerics=common.numerics)
     except BadConfig as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt as exc:  # the CLI prints the last line and the exit status

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from attn_cli.commands.execute import Job
 from attn_cli.options import Common, JudgedCommand, check_seeds, common_options, format_option
 
 
@@ -22,7 +23,7 @@ def _selection(ctx, param, value):
 @click.option("--list", "list_", is_flag=True, help="List the twelve exercises and what each run shows.")
 @common_options
 @format_option
-def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
+def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | None:
     """Run the measurable part of D2L 10.3.5 exercises 1-12 (or `all`).
 
     \b
@@ -53,7 +54,6 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
         return
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
-    from attn_cli.commands.execute import execute
     from attn_cli.experiment_registry import seeds_used
 
     kwargs = dict(seed=common.seed, device=common.device, exercises=numbers)
@@ -65,7 +65,7 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> None:
             note(f"exercise {event.label} ...")
 
     # torch's threads as they are: the command has always run the exercises so (attn all: one)
-    execute(exp, render, config, common, report=progress, threads=None)
+    return Job(exp, render, config, common, report=progress, threads=None)
 
 
 COMMANDS = [exercise]

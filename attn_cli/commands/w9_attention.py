@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.execute import config_of, execute
+from attn_cli.commands.execute import Job, config_of
 from attn_cli.options import IntRange, Common, JudgedCommand, MultiValueOption, common_options, format_option
 
 
@@ -21,7 +21,7 @@ from attn_cli.options import IntRange, Common, JudgedCommand, MultiValueOption, 
               help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]")
 @common_options
 @format_option
-def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> None:
+def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> Job | None:
     """Why scores are divided by sqrt(d_k): saturation and vanishing gradients (W9 3.3).
 
     For each d_k: std of q.k unscaled and scaled, the mean largest softmax weight over 10
@@ -38,13 +38,13 @@ def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> None:
 
     config = config_of(exp, common, d_k=tuple(d_k), **({} if trials is None else {"trials": trials}))
     big = config.trials * max(config.d_k) > 2_000_000
-    execute(exp, render, config, common, progress="sqrt-dk: d_k" if big else None)
+    return Job(exp, render, config, common, progress="sqrt-dk: d_k" if big else None)
 
 
 @click.command(cls=JudgedCommand, name="masks")
 @common_options
 @format_option
-def masks(common: Common) -> None:
+def masks(common: Common) -> Job | None:
     """Causal and padding masks: no peeking at the future (W9 4.2).
 
     Causal weights of 5 random tokens (rows sum to 1), the leak test (past outputs do not
@@ -59,7 +59,7 @@ def masks(common: Common) -> None:
     from attn_cli.experiments import masks as exp
     from attn_cli.render import masks as render
 
-    execute(exp, render, config_of(exp, common), common)
+    return Job(exp, render, config_of(exp, common), common)
 
 
 @click.command(cls=JudgedCommand, name="scaling")
@@ -75,7 +75,7 @@ def masks(common: Common) -> None:
                    "[default: 3; 2 with --quick]")
 @common_options
 @format_option
-def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int | None, common: Common) -> None:
+def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int | None, common: Common) -> Job | None:
     """The price of attention: quadratic cost in the sequence length (W9 5.2).
 
     The text's table (score entries, float32 memory, n^2 d operations) beside its numbers.
@@ -104,7 +104,7 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
     config = config_of(exp, common, **overrides)
     if measure:
         exp.check_measurable(config)  # refuse up front (a GPU drops only what won't fit), before any allocation
-    execute(exp, render, config, common, progress=f"timing attention on {config.device}" if measure else None)
+    return Job(exp, render, config, common, progress=f"timing attention on {config.device}" if measure else None)
 
 
 COMMANDS = [sqrt_dk, masks, scaling]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.execute import config_of, execute
+from attn_cli.commands.execute import Job, config_of
 from attn_cli.options import IntRange, AliasedOption, Common, JudgedCommand, common_options, format_option
 from attn_cli.published.settings import TEXT
 
@@ -24,7 +24,7 @@ from attn_cli.published.settings import TEXT
               help="Embedding width d of the parameter count (W9 1.1).")
 @common_options
 @format_option
-def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) -> None:
+def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) -> Job | None:
     """One-hot vectors vs an embedding table; contextual vectors for 'bank' (W9 1.1, 1.3).
 
     One-hot dot products (0.0), lookup == one-hot @ W, the V x d parameter count; then one
@@ -40,7 +40,7 @@ def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) ->
     from attn_cli.experiments import embeddings as exp
     from attn_cli.render import embeddings as render
 
-    execute(exp, render, config_of(exp, common, d_model=d_model, vocab_size=vocab_size, embed_dim=embed_dim), common)
+    return Job(exp, render, config_of(exp, common, d_model=d_model, vocab_size=vocab_size, embed_dim=embed_dim), common)
 
 
 @click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -52,7 +52,7 @@ def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) ->
 @click.option("--rank", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=8,
               show_default=True, help="SVD rank: dimensions kept (the text's k).")
 @common_options
-def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, common: Common) -> None:
+def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, common: Common) -> Job | None:
     """Word vectors from counting (PPMI + SVD); analogies A - B + C (W9 1.2).
 
     Cosine similarities (king~prince 1.0, king~queen 0.997, ...), king - man + woman ->
@@ -77,7 +77,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
     query = tuple(words) if words else exp.Config.query
-    execute(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, rank=rank), common)
+    return Job(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, rank=rank), common)
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -86,7 +86,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
 @click.option("--d-k", type=IntRange(min=1), default=4, show_default=True, help="Query/key width (W9 3.2).")
 @click.option("--d-v", type=IntRange(min=1), default=6, show_default=True, help="Value width (W9 3.2).")
 @common_options
-def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
+def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> Job | None:
     """Scaled dot-product attention by hand, and its properties (W9 3.1, 3.2).
 
     The worked example (scores [0.707, 0.0, 0.707], weights [0.401, 0.198, 0.401], output
@@ -102,14 +102,14 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> None:
     from attn_cli.experiments import formula as exp
     from attn_cli.render import formula as render
 
-    execute(exp, render, config_of(exp, common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v), common)
+    return Job(exp, render, config_of(exp, common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v), common)
 
 
 @click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
 @click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=6,
               show_default=True, help="Model width d of the word vectors.")
 @common_options
-def order(d_model: int, common: Common) -> None:
+def order(d_model: int, common: Common) -> Job | None:
     """Self-attention cannot tell the order (W9 4.3).
 
     The output for 'bites' in "dog bites man" and in "man bites dog" (same random weights)
@@ -124,7 +124,7 @@ def order(d_model: int, common: Common) -> None:
     from attn_cli.experiments import order as exp
     from attn_cli.render import order as render
 
-    execute(exp, render, config_of(exp, common, d_model=d_model), common)
+    return Job(exp, render, config_of(exp, common, d_model=d_model), common)
 
 
 COMMANDS = [embeddings, analogy, formula, order]

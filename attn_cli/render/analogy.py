@@ -66,5 +66,5 @@ def tables(result, outcomes: Mapping) -> list:
     return out
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     return []  # a table only (the catalogue lists no figure for w9-ppmi)

@@ -7,8 +7,6 @@ from typing import Any
 
 from rich.console import Console
 
-from attn_cli.render import capture as _capture
-
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         """A reader that left (``attn list | head``) is the CLI's to end, with exit 141, not rich's
@@ -28,20 +26,14 @@ def note(message: str) -> None:
 
 def emit(result: Any, renderables, as_json: bool, *, run: Any = None) -> None:
     """Print ``result`` as JSON (``run.json()`` for a pipeline :class:`attn_cli.pipeline.Run`, the
-    same for every command) or the rich renderables on stdout.  Under the Python API
-    (:mod:`attn_cli.render.capture`) all of it, and the pipeline's Run, go to the capture instead."""
-    capture = _capture.active()
-    if capture is None and not as_json:
+    same for every command) or the rich renderables on stdout."""
+    if not as_json:
         for r in renderables if isinstance(renderables, (list, tuple)) else [renderables]:
             stdout.print(r)
         return
     from attn_cli.render.files import _json_default, result_json
 
     data = run.json() if run is not None else None if result is None else result_json(result)
-    if capture is not None:
-        capture.emitted, capture.result, capture.run, capture.data = True, result, run, data
-        capture.tables = list(renderables) if isinstance(renderables, (list, tuple)) else [renderables]
-        return
     print(json.dumps(data, indent=2, default=_json_default))
 
 

@@ -46,7 +46,7 @@ def tables(result, outcomes: Mapping) -> list:
     return [one, two]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -73,4 +73,4 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['d_v']}", fontsize=10)
     ax.legend(fontsize=8, loc="center left")
     ax.grid(True, which="major", alpha=0.3)
-    return [*save_figure(fig, out / PNG, formats), out / CSV]
+    return [*save_figure(fig, out / PNG, formats, keep=keep), out / CSV]

@@ -154,7 +154,7 @@ def _runs_table(result):
     return table
 
 
-def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Outcomes, keep: list | None = None) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside;
     for several seeds per cell also their distribution (:mod:`attn_cli.render.copy_task_seeds`)."""
     from attn_cli.render import copy_task_seeds
@@ -162,7 +162,7 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
 
     o = outcomes
     out = Path(out)
-    paths = _accuracy_figure(result, o, out / ACCURACY_PNG, formats) if formats else []
+    paths = _accuracy_figure(result, o, out / ACCURACY_PNG, formats, keep) if formats else []
     paths.append(write_csv(
         out / ACCURACY_CSV,
         [[c["model"], c["length"], c["n"], *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
@@ -174,15 +174,15 @@ def figures(result, out: Path, formats, outcomes: Outcomes) -> list[Path]:
     for m in result.maps:
         map_png = out / MAP_PNG.format(length=m["length"])
         if formats:
-            paths += _map_figure(m, map_png, formats)
+            paths += _map_figure(m, map_png, formats, keep)
         paths.append(write_csv(map_png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
                                                         for t, row in enumerate(m["weights"])],
                                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]))
-    paths += copy_task_seeds.figures(result, out, formats, o)  # several seeds per cell: their distribution
+    paths += copy_task_seeds.figures(result, out, formats, o, keep)  # several seeds per cell: their distribution
     return paths
 
 
-def _accuracy_figure(result, outcomes: Outcomes, path: Path, formats) -> list[Path]:
+def _accuracy_figure(result, outcomes: Outcomes, path: Path, formats, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure
 
@@ -220,7 +220,7 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, formats) -> list[Pa
     engines = " + ".join(sorted({r["engine"] for r in result.rows}))
     ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden_size']}, "
                  f"{cfg['steps']} step{'' if cfg['steps'] == 1 else 's'}, {engines} engine)", fontsize=10)
-    return save_figure(fig, path, formats, tight_layout={})
+    return save_figure(fig, path, formats, keep=keep, tight_layout={})
 
 
 def _map_size(length: int) -> float:
@@ -265,7 +265,7 @@ def _map_base(length: int):
     return fig, ax, im
 
 
-def _map_figure(m: dict, path: Path, formats) -> list[Path]:
+def _map_figure(m: dict, path: Path, formats, keep: list | None = None) -> list[Path]:
     """One length's attention map: the readout weights of one sequence, a value in every cell
     up to length 8."""
     from attn_cli.render.figures import fill_heatmap
@@ -277,4 +277,4 @@ def _map_figure(m: dict, path: Path, formats) -> list[Path]:
     fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
     ax.set_title(_map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"]),
                  fontsize=MAP_TITLE_SIZE)
-    return save_figure(fig, path, formats, tight_layout={})
+    return save_figure(fig, path, formats, keep=keep, tight_layout={})

@@ -71,7 +71,7 @@ def csv_rows(entries: list[dict]) -> list[list]:
     return rows
 
 
-def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any]) -> list[Path]:
+def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any], keep: list | None = None) -> list[Path]:
     """Write the PNG (in each of ``formats``) and its CSV for a multi-seed run; nothing for one seed."""
     from attn_cli.render.files import write_csv
 
@@ -82,7 +82,7 @@ def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any]) -> lis
     entries = samples(result, outcomes)
     cfg = {k: result.config.get(k) for k in ("steps", "hidden_size", "batch_size", "lr", "eval_size", "device", "engine",
                                              "extra_seed_engine", "lengths")}
-    paths = _figure(entries, cfg, png, formats) if formats else []
+    paths = _figure(entries, cfg, png, formats, keep) if formats else []
     paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
     return paths
 
@@ -92,7 +92,7 @@ def _jitter(i: int, n: int, width: float) -> float:
     return 0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width
 
 
-def _figure(entries: list[dict], cfg: dict, path: Path, formats) -> list[Path]:
+def _figure(entries: list[dict], cfg: dict, path: Path, formats, keep: list | None = None) -> list[Path]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -142,4 +142,4 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats) -> list[Path]:
     engines = engines if "engine" in engines else f"{engines} engine"
     fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
                  f"{engines})", fontsize=10)
-    return save_figure(fig, path, formats, tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})
+    return save_figure(fig, path, formats, keep=keep, tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})

@@ -105,7 +105,7 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     return out
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure, plain_text
     from attn_cli.render.files import save_figure, write_csv
 
@@ -141,5 +141,5 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
         axes[0][0].set_ylabel(plain_text("queries: " + "".join(queries)))
         fig.colorbar(im, ax=list(axes[0]), shrink=0.9, label="attention weight")
         fig.suptitle(f"cross-attention, letter embeddings d={cfg['d_model']}, seed {cfg['seed']}", fontsize=9, y=1.04)
-        paths[:0] = save_figure(fig, out / f"{base}.png", formats)
+        paths[:0] = save_figure(fig, out / f"{base}.png", formats, keep=keep)
     return paths

@@ -67,7 +67,7 @@ def tables(result, outcomes: Mapping) -> list:
     return [onehot, contextual]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -82,7 +82,7 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.85)
     fig.suptitle(f"W9 1.3: attention weights of one untrained layer; the '{result.WORD}' row (outlined) "
                  f"differs with the neighbours (seed {result.config['seed']})")
-    images = save_figure(fig, Path(out) / PNG, formats)
+    images = save_figure(fig, Path(out) / PNG, formats, keep=keep)
     rows = [(" ".join(tokens), q, k, weights[i][j])
             for tokens, weights in zip(result.tokens, result.weights)
             for i, q in enumerate(tokens) for j, k in enumerate(tokens)]

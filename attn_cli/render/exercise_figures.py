@@ -16,17 +16,17 @@ FILES = {  # exercise -> (png, csv): the names in the catalogue
 }
 
 
-def figures(result, out: Path, formats, outcomes) -> list[Path]:
+def figures(result, out: Path, formats, outcomes, keep: list | None = None) -> list[Path]:
     """``outcomes``: taken for the render contract (the exercises have no published value)."""
     paths: list[Path] = []
     for n, draw in ((2, _fig2), (6, _fig6), (11, _fig11), (12, _fig12)):
         e = getattr(result, f"ex{n}")
         if e is not None:
-            paths.extend(draw(e, Path(out), formats))
+            paths.extend(draw(e, Path(out), formats, keep))
     return paths
 
 
-def _fig2(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def _fig2(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -51,14 +51,14 @@ def _fig2(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower left")
     png, csv = FILES[2]
-    paths = save_figure(fig, out / png, formats)
+    paths = save_figure(fig, out / png, formats, keep=keep)
     paths.append(write_csv(out / csv, [[s.sigma, p.eps, p.error, p.theory, p.condition, p.straight]
                                        for s in e.sweeps for p in s.points],
                            header=["sigma", "eps", "error", "theory", "condition", "in_slope_fit"]))
     return paths
 
 
-def _fig6(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def _fig6(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -77,12 +77,12 @@ def _fig6(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     png, csv = FILES[6]
-    return [*save_figure(fig, out / png, formats),
+    return [*save_figure(fig, out / png, formats, keep=keep),
             write_csv(out / csv, [[r.h, r.p, r.seconds, r.score_entries, r.matmul_flops] for r in e.rows],
                       header=["h", "p", "seconds", "score_entries", "matmul_flops"])]
 
 
-def _fig11(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def _fig11(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -101,11 +101,11 @@ def _fig11(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     png, csv = FILES[11]
     rows = [[name, q, j, e.keys[j], w] for name, W in maps for q, row in zip(e.queries, W)
             for j, w in enumerate(row)]
-    return [*save_figure(fig, out / png, formats),
+    return [*save_figure(fig, out / png, formats, keep=keep),
             write_csv(out / csv, rows, header=["map", "query", "key_position", "key", "weight"])]
 
 
-def _fig12(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def _fig12(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -133,7 +133,7 @@ def _fig12(e, out: Path, formats=DEFAULT_FORMATS) -> list[Path]:
     fig.suptitle(f"Ex. 12: learned copy-both heads (d = {e.d}, {e.steps} steps)")
     png, csv = FILES[12]
     rows = [[r.h, i + 1, a, b, k, r.error] for r in e.runs for i, ((a, b), k) in enumerate(zip(r.weights, r.kinds))]
-    return [*save_figure(fig, out / png, formats, tight_layout={}),
+    return [*save_figure(fig, out / png, formats, keep=keep, tight_layout={}),
             write_csv(out / csv, rows, header=["h", "head", "alpha1", "alpha2", "kind", "held_out_error"])]
 
 

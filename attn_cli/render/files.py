@@ -14,15 +14,9 @@ from typing import Any, Iterable
 
 from attn_cli import io as io_
 from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
-from attn_cli.render import capture as _capture
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    capture = _capture.active()  # the Python API: written only when asked
-    if capture is not None:
-        capture.files.append(Path(path))
-        if not capture.write:
-            return Path(path)
     return io_.write_text(path, text)
 
 
@@ -48,7 +42,8 @@ DPI = 120  # every figure's PNG
 
 
 def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_FORMATS, *, dpi: int = DPI,
-                metadata: dict[str, str] | None = None, tight_layout: dict | None = None) -> list[Path]:
+                metadata: dict[str, str] | None = None, tight_layout: dict | None = None,
+                keep: list | None = None) -> list[Path]:
     """Save a matplotlib figure once per format; the one place figures are saved.
 
     ``path`` names the figure (``masks.png``); each format replaces its suffix (``masks.svg``,
@@ -57,21 +52,15 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
     slide or a paper can restyle it; SVG and PDF carry no date, so their bytes are
     reproducible. ``metadata`` (PNG text chunks) goes into the PNG only. ``tight_layout``:
     ``fig.tight_layout(**tight_layout)`` first (``{}``: its defaults), at the dpi it is saved
-    at. Returns the paths written, in the order of ``formats``; no format: no file.
+    at. Returns the paths written, in the order of ``formats``; no format: no file. ``keep``:
+    ``(file name, figure)`` is appended there, laid out as saved (the Python API's figures).
     """
     import matplotlib
 
     path = Path(path)
     wanted = list(dict.fromkeys(formats))  # none: no figure file (--no-figures)
-    capture = _capture.active()  # the Python API keeps the Figure; files only when asked
-    if capture is not None:
-        if wanted and tight_layout is not None:  # the Figure handed back is laid out as it is saved
-            fig.tight_layout(**tight_layout)
-            tight_layout = None
-        _capture.keep_figure(capture, fig, path)
-        capture.files += [path.with_suffix("." + f) for f in wanted if f in FIGURE_FORMATS]
-        if not capture.write:
-            return [path.with_suffix("." + f) for f in wanted]
+    if keep is not None:
+        keep.append((path.name, fig))
     unknown = [f for f in wanted if f not in FIGURE_FORMATS]
     if unknown:
         raise ValueError(f"unknown figure format {unknown[0]!r} (choose from {', '.join(FIGURE_FORMATS)})")

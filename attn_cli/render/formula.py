@@ -78,5 +78,5 @@ def tables(result, outcomes: Mapping) -> list:
     return [worked, properties]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     return []  # tables only

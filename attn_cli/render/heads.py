@@ -65,11 +65,11 @@ def tables(result, outcomes: Mapping) -> list:
     return [match, w9, shape, d2l, note]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
-    return draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG, formats)
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+    return draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG, formats, keep)
 
 
-def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS) -> list[Path]:
+def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
     """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
@@ -129,4 +129,4 @@ def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS) -> list[Pat
     box(centre, out_y, 2.6, 0.7, f"$W_o$  ({d} × {d})\noutput (n, {d})", "#b6d7a8")
     arrow(centre, cat_y + 0.35, centre, out_y - 0.35)
     ax.set_title(f"Multi-head attention (D2L fig. 10.3.2): d = {d}, h = {h} heads of width {p}", fontsize=10)
-    return save_figure(fig, path, formats)
+    return save_figure(fig, path, formats, keep=keep)

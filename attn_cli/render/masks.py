@@ -81,7 +81,7 @@ def tables(result, outcomes: Mapping) -> list:
     return [weights, checks]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -99,7 +99,7 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     fig.colorbar(im, ax=[ax1, ax2], label="attention weight", shrink=0.9)
     fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d_k']}, "
                  f"seed {result.config['seed']})")
-    images = save_figure(fig, out / PNG, formats)
+    images = save_figure(fig, out / PNG, formats, keep=keep)
     rows = [[name, i, j, w]
             for name, mat in (("causal", result.causal_weights), ("padding", result.padding_weights))
             for i, row in enumerate(mat) for j, w in enumerate(row)]

@@ -41,5 +41,5 @@ def tables(result, outcomes: Mapping) -> list:
     return [table]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     return []  # a table only

@@ -79,7 +79,7 @@ def tables(result, outcomes: Mapping) -> list:
     return out
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     """The measured log-log plot (only when --measure ran)."""
     if not result.measured_rows:
         return []
@@ -119,7 +119,7 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
         ax.xaxis.set_minor_locator(NullLocator())
         ax.grid(True, which="major", alpha=0.3)
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
-    images = save_figure(fig, out / PNG, formats, tight_layout={})
+    images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
     csv = write_csv(out / CSV, [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops]
                                 for r in rows],
                     header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d",

@@ -62,7 +62,7 @@ def tables(result, outcomes: Mapping) -> list:
     return out
 
 
-def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
+def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -89,7 +89,7 @@ def figures(result, out: Path, formats, outcomes: Mapping) -> list[Path]:
     ax2.set_ylim(bottom=0)
     fig.suptitle(f"W9 3.3: softmax saturation without 1/√d_k ({result.config['trials']} trials, "
                  f"{n_keys} keys)")
-    images = save_figure(fig, out / PNG, formats, tight_layout={})
+    images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
     csv = write_csv(out / CSV, [[r.d_k, r.std, r.std_scaled, r.max_weight_unscaled, r.max_weight_scaled,
                                   r.grad_unscaled, r.grad_scaled, r.text_draws] for r in result.rows],
                     header=["d_k", "std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
