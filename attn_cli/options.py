@@ -131,7 +131,7 @@ class Common:
     quick: bool  # reduced sizes for smoke runs
     numerics: str = "portable"  # "portable" (pinned AVX2 kernels: same bits on any x86-64) or "native"
     formats: tuple[str, ...] = ("png",)  # figure formats (--format on commands that draw)
-    cache_dir: Path | None = None  # --cache-dir on commands that cache; None: attn_cli.private.user_cache_root
+    cache_dir: Path | None = None  # --cache-dir on commands that cache; None: attn_cli.store.private.user_cache_root
     scheduler: str | None = None  # --scheduler / ATTN_SCHEDULER: a Dask scheduler's address; None: local runs
     scheduler_from: str | None = None  # where that address came from: "--scheduler" or "ATTN_SCHEDULER"
     worker_wait: float = 120.0  # --worker-wait: seconds a cluster sweep waits without any worker

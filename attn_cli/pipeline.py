@@ -86,12 +86,12 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
     """Run one experiment, compare it once, write its figures (the path of every command).
 
     ``config`` is first checked (:func:`check`).  ``cache_root``: the per-user cache folder
-    (:mod:`attn_cli.cache`; a callable is called after the checks, so a command that is
+    (:mod:`attn_cli.store.cache`; a callable is called after the checks, so a command that is
     refused makes no folder): an experiment that declares ``CACHED`` keeps its Result there,
     keyed by its config and a digest of the code that computes it; one that declares
     ``CACHES_PIECES`` (the copy task: each training run cached on its own, so an interrupted
     run resumes) gets the same opened cache as ``run(config, progress, store=Pieces)``
-    (:class:`attn_cli.cache.Pieces`).  ``use_cache=False`` recomputes and overwrites.  An entry
+    (:class:`attn_cli.store.cache.Pieces`).  ``use_cache=False`` recomputes and overwrites.  An entry
     that cannot be trusted is recomputed, with a note in ``Run.notes``.
 
     ``progress`` hears the experiment's Progress events; ``display(config)``, where given,
@@ -189,38 +189,39 @@ def intra_op_threads(threads: int | None):
 def _cache_key(exp: Experiment, config: Any, cache_root, numerics: str | None = None) -> dict | None:
     if cache_root is None or not exp.cached or not dataclasses.is_dataclass(config):
         return None
-    from attn_cli import cache
+    from attn_cli.core.numerics import key
+    from attn_cli.store import cache
 
     return cache.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, cache.RESULT_CODE_GLOBS,
-                           str(getattr(config, "device", "cpu")), numerics)
+                           key(str(getattr(config, "device", "cpu")), numerics))
 
 
 def _pieces(exp: Experiment, store, use_cache: bool):
-    """The opened cache as ``exp``'s pieces (:class:`attn_cli.cache.Pieces`), for an experiment
+    """The opened cache as ``exp``'s pieces (:class:`attn_cli.store.cache.Pieces`), for an experiment
     that declares ``CACHES_PIECES`` (the copy task's training runs, each stored as it finishes,
     so an interrupted or distributed sweep keeps them); None for the others, or without cache."""
     if store is None or not exp.caches_pieces:
         return None
-    from attn_cli.cache import Pieces
+    from attn_cli.store.cache import Pieces
 
     return Pieces(store, exp.name, reuse=use_cache)
 
 
 def cache_of(root, notes: list[str]):
-    """The opened cache at ``root`` for a block (None: none); see :func:`attn_cli.cache.opened`."""
+    """The opened cache at ``root`` for a block (None: none); see :func:`attn_cli.store.cache.opened`."""
     if not root:
         return contextlib.nullcontext()
-    from attn_cli import cache
+    from attn_cli.store import cache
 
     return cache.opened(root, notes)
 
 
 def _load(exp: Experiment, config: Any, store, key: dict, notes: list[str]):
-    """The cached Result (:func:`attn_cli.cache.revive`: every value its declared type), or None:
+    """The cached Result (:func:`attn_cli.store.cache.revive`: every value its declared type), or None:
     none stored, or one refused with a note (it is then recomputed).  The Result must record the
     config it is stored for, and pass the experiment's ``validate_result(result, config)`` (sizes
     and ranges that follow from the config), when it has one."""
-    from attn_cli import cache
+    from attn_cli.store import cache
 
     try:
         result = cache.load_result(store, exp.name, key, exp.module.Result)
@@ -238,7 +239,7 @@ def _load(exp: Experiment, config: Any, store, key: dict, notes: list[str]):
 
 
 def _store(exp: Experiment, store, key: dict, result: Any, notes: list[str]) -> None:
-    from attn_cli import cache
+    from attn_cli.store import cache
 
     try:
         cache.store_result(store, exp.name, key, result)

@@ -121,7 +121,7 @@ def _no_open_figures():
 def kernel_isolated(monkeypatch, tmp_path):
     """The C kernel's loader state and the private scratch folder saved, fresh ones for the
     test (ATTN_CACHE_DIR unset, tmp_path private: 0700), the real ones restored after."""
-    from attn_cli import private
+    from attn_cli.store import private
     from attn_cli.core.copy_fast import kernel
 
     os.chmod(tmp_path, 0o700)
@@ -139,7 +139,7 @@ def kernel_isolated(monkeypatch, tmp_path):
 def run_copy_task(config, cache_root, progress=None, reuse: bool = True):
     """The copy task's ``run`` with the per-user cache at ``cache_root``, opened and handed to it as
     the pipeline does (:func:`attn_cli.pipeline.run`: ``store=Pieces``); ``reuse=False``: --no-cache."""
-    from attn_cli import cache
+    from attn_cli.store import cache
     from attn_cli.experiments import copy_task
 
     with cache.Cache.open(cache_root) as store:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import cache, experiment_registry
+from attn_cli import experiment_registry
+from attn_cli.store import cache
 from attn_cli.experiments import copy_task as exp
 
 from tests.conftest import ATTN, assert_user_error, run_attn, run_copy_task
@@ -411,7 +412,7 @@ def test_attn_cache_help_has_an_example():
 
 def _torch_version_in_child(path: Path) -> list[str]:
     """torch_version() and whether torch got imported, in a child with ``path`` first on sys.path."""
-    code = ("import sys\nfrom attn_cli.cache import torch_version\n"
+    code = ("import sys\nfrom attn_cli.store.cache import torch_version\n"
             "print(torch_version())\nprint('torch' in sys.modules)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(Path(cache.__file__).parents[1])]))
     proc = subprocess.run([os.sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

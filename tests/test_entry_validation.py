@@ -20,7 +20,8 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from attn_cli import cache, experiment_registry, pipeline, schema
+from attn_cli import experiment_registry, pipeline, schema
+from attn_cli.store import cache
 from attn_cli.schema import InvalidEntry
 from tests.conftest import assert_png, run_attn, run_copy_task
 

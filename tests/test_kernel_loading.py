@@ -97,7 +97,7 @@ def test_a_folder_owned_by_another_user_is_refused(fresh, capsys):
 
 def test_no_shared_fixed_fallback(fresh, monkeypatch):
     """The cache cannot be created: a fresh private scratch folder, never <tmp>/attn_cli_kernels."""
-    from attn_cli import private
+    from attn_cli.store import private
 
     blocker = fresh / "not_a_folder"
     blocker.write_text("")
@@ -111,7 +111,7 @@ def test_no_shared_fixed_fallback(fresh, monkeypatch):
 
 
 def private_scratch() -> Path:
-    from attn_cli import private
+    from attn_cli.store import private
 
     return private.scratch_dir()
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import private
+from attn_cli.store import private
 from attn_cli.core.copy_fast import kernel
 
 RENAMEAT2 = {"x86_64": 316, "aarch64": 276}.get(platform.machine())

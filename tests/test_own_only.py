@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import cache
+from attn_cli.store import cache
 from tests.conftest import ATTN, assert_user_error, run_attn
 
 TINY_COPY = ["copy-task", "--quick", "--lengths", "2", "--steps", "2", "--eval-size", "20", "--no-figures"]

@@ -1,4 +1,4 @@
-"""attn_cli.private: folders proven private by a walk from /, files read only when they are
+"""attn_cli.store.private: folders proven private by a walk from /, files read only when they are
 what they claim to be, atomic writes through a folder's descriptor."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import private
-from attn_cli.private import NotPrivate, open_private_dir, read_regular, user_cache_root, write_atomic
+from attn_cli.store import private
+from attn_cli.store.private import NotPrivate, open_private_dir, read_regular, user_cache_root, write_atomic
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 OTHER = 65534  # nobody
@@ -296,7 +296,7 @@ def test_write_atomic_writes_through_the_fd_not_the_name(folder, base):
 # --------------------------------------------------------------------------- scratch_dir
 
 def test_the_scratch_folder_is_private_per_process_and_removed_at_exit(tmp_path):
-    code = ("from attn_cli import private; p = private.scratch_dir(); assert p == private.scratch_dir(); "
+    code = ("from attn_cli.store import private; p = private.scratch_dir(); assert p == private.scratch_dir(); "
             "import os; os.close(private.open_private_dir(p, create=False)); print(p)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     first = Path(out.strip())
@@ -336,7 +336,7 @@ def test_shared_reason_creates_nothing_and_names_the_shared_folder(base):
 
 
 def _matplotlib_dirs(env: dict) -> list[str]:
-    code = ("from attn_cli.private import keep_matplotlib_private; keep_matplotlib_private(); "
+    code = ("from attn_cli.store.private import keep_matplotlib_private; keep_matplotlib_private(); "
             "import matplotlib; print(matplotlib.get_cachedir()); print(matplotlib.get_configdir())")
     env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME")} | env
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

@@ -170,7 +170,7 @@ def test_an_experiment_that_caches_nothing_gets_no_store_and_no_cache_folder(tmp
 
 
 def test_a_piece_that_fails_its_check_or_its_type_is_invalid(tmp_path):
-    from attn_cli import cache
+    from attn_cli.store import cache
 
     def small(piece, key):
         if piece.n > 5:

@@ -249,7 +249,7 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
     config = exp.Config(**TINY)
     run_copy_task(config, tmp_path / "cache")
     assert run_copy_task(config, tmp_path / "cache").runs[0]["cached"]
-    from attn_cli import cache
+    from attn_cli.store import cache
 
     monkeypatch.setattr(cache, "_CODE_DIGEST", {})
     original = type(tmp_path).read_bytes

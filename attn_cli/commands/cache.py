@@ -18,7 +18,7 @@ def cache_root(common: Common) -> str | None:
     """The per-user cache folder for this command (``--cache-dir``, ``$ATTN_CACHE_DIR``,
     ``$XDG_CACHE_HOME/attn``, ``~/.cache/attn``), made and checked now; None, after one
     warning on stderr, when it is not private or cannot be written: the run goes on without it."""
-    from attn_cli import cache, private
+    from attn_cli.store import cache, private
 
     root = None
     try:
@@ -68,7 +68,7 @@ def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
         attn cache clear
         attn cache --cache-dir /tmp/attn-cache --json
     """
-    from attn_cli import private
+    from attn_cli.store import private
 
     if dry_run and action != "clear":
         raise click.UsageError("--dry-run goes with attn cache clear")
@@ -82,7 +82,7 @@ def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
 
 def _state(root) -> tuple[dict, "object | None"]:
     """What ``root`` is, and the cache opened there without creating anything (None: none)."""
-    from attn_cli import cache
+    from attn_cli.store import cache
 
     kind = _kind(root)
     info: dict = {"location": str(root), "exists": kind == "folder", "private": False,
@@ -115,7 +115,7 @@ def _show(root) -> dict:
 
 def _clear(root, dry_run: bool) -> dict:
     """Clear attn's cache at ``root``; a ClickException (nothing removed) for anything else."""
-    from attn_cli import cache
+    from attn_cli.store import cache
 
     info, store = _state(root)
     special = cache.special_folder(root)

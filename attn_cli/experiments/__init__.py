@@ -10,7 +10,7 @@ rely on it; :mod:`attn_cli.experiment_registry` reads it, nothing is guessed)::
                                      # Config.quick() and skips its checks); CACHED: over a
                                      # second, the pipeline keeps its Result in the cache
     CACHES_PIECES = False            # optional; True: run() gets the opened cache, store=Pieces
-                                     # (attn_cli.cache), and keeps pieces of its work there as
+                                     # (attn_cli.store.cache), and keeps pieces of its work there as
                                      # they finish (the copy task: each training run)
     INTERRUPTED = None               # optional: the line said after Ctrl-C (what was kept)
 

@@ -24,8 +24,8 @@ trained it (``kernel_isa``).  The build key covers the source, the variant and i
 ``cc --version`` and the CPU's feature flags.
 
 Where it lives, and why no one else's code is ever run: built libraries are kept in
-``<per-user cache>/kernels`` (:func:`attn_cli.private.user_cache_root`), opened once with
-:func:`attn_cli.private.open_private_dir`: a walk from ``/`` that refuses any folder on the
+``<per-user cache>/kernels`` (:func:`attn_cli.store.private.user_cache_root`), opened once with
+:func:`attn_cli.store.private.open_private_dir`: a walk from ``/`` that refuses any folder on the
 way another user could change.  A refused folder means one warning naming it and the reason,
 and this process's private scratch folder instead; nothing is written into the refused one.
 Every later step goes through that folder's descriptor: the library's bytes and the SHA-256
@@ -62,7 +62,7 @@ from typing import Optional
 
 import torch
 
-from attn_cli import private
+from attn_cli.store import private
 from attn_cli.core import numerics
 from attn_cli.errors import AttnError
 from attn_cli.core.copy_fast.layout import ROLES, param_layout
@@ -123,7 +123,7 @@ def cache_folder() -> Path:
 
 
 def _open_kernel_folder() -> tuple[int, Path]:
-    """The cache folder opened and proven private (see :mod:`attn_cli.private`), else this
+    """The cache folder opened and proven private (see :mod:`attn_cli.store.private`), else this
     process's scratch folder after one warning naming the folder and the reason.
 
     Returns the folder's descriptor (the caller closes it) and its name, for messages only:

@@ -1,6 +1,6 @@
 """The copy task's cache of finished runs: ``<cache>/copy_task/<sha256>.json`` in the per-user
-cache (:mod:`attn_cli.cache`), shared by every ``--out``; the pipeline opens it and hands it to
-:func:`attn_cli.experiments.copy_task.run` as :class:`attn_cli.cache.Pieces` (``CACHES_PIECES``).
+cache (:mod:`attn_cli.store.cache`), shared by every ``--out``; the pipeline opens it and hands it to
+:func:`attn_cli.experiments.copy_task.run` as :class:`attn_cli.store.cache.Pieces` (``CACHES_PIECES``).
 What is the copy task's own here: the runs' keys and what a valid run is.
 
 An entry is keyed by everything that determines a run (:func:`cache_key`): the RunSpec,
@@ -10,7 +10,7 @@ over :data:`CODE_GLOBS`).  Each entry carries an HMAC under this user's cache ke
 truncated, edited or foreign entry is reported and recomputed, never trusted; so is one whose
 values do not fit the run it is stored for (:func:`check_outcome`: types, ranges, shapes).  An
 entry is read only up to the size its spec allows (:func:`max_entry_bytes`).  The entry format
-and its reading (:meth:`attn_cli.cache.Pieces.load`) are :mod:`attn_cli.cache`'s, shared with
+and its reading (:meth:`attn_cli.store.cache.Pieces.load`) are :mod:`attn_cli.store.cache`'s, shared with
 every cached experiment.
 """
 
@@ -21,7 +21,8 @@ import math
 import os
 from pathlib import Path
 
-from attn_cli import cache as results_cache
+from attn_cli.core import numerics
+from attn_cli.store import cache as results_cache
 from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
 from attn_cli.experiments.copy_task.config import ENGINES, METRICS
 from attn_cli.schema import check, check_grid, check_len, check_range
@@ -41,7 +42,7 @@ def code_digest() -> str:
 def cache_key(spec: RunSpec, engine: str, device: str) -> dict:
     """Everything that determines a run's numbers (with the numeric mode, versions and code)."""
     fields = {"format": CACHE_FORMAT, "spec": dataclasses.asdict(spec), "engine": engine, "device": device}
-    return results_cache.cache_key(fields, CODE_GLOBS, device)
+    return results_cache.cache_key(fields, CODE_GLOBS, numerics.key(device))
 
 
 def cache_path(root: str | os.PathLike, key: dict) -> Path:
@@ -61,7 +62,7 @@ def load_cached(store: results_cache.Pieces, key: dict) -> RunOutcome | None:
     """The cached outcome for ``key`` if it is complete and was made for it; else None (none
     stored, or ``store.reuse`` False).
 
-    Raises ValueError (:class:`attn_cli.cache.Refused` or :class:`~attn_cli.schema.InvalidEntry`,
+    Raises ValueError (:class:`attn_cli.store.cache.Refused` or :class:`~attn_cli.schema.InvalidEntry`,
     with the reason) for an entry that exists but cannot be trusted: its HMAC, size or key, a
     value of the wrong type, or one the run's spec rules out (:func:`check_outcome`).
     """
@@ -110,5 +111,5 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
 
 
 def store_cached(store: results_cache.Pieces, key: dict, outcome: RunOutcome) -> None:
-    """Store a finished run (atomic, signed); raises :class:`attn_cli.cache.Unavailable`."""
+    """Store a finished run (atomic, signed); raises :class:`attn_cli.store.cache.Unavailable`."""
     store.store(key, outcome)

@@ -1,9 +1,9 @@
 """The per-user cache: finished runs and Results, keyed by everything that determines them,
 shared by every ``--out``.
 
-Where: :func:`attn_cli.private.user_cache_root` (``--cache-dir``, else ``$ATTN_CACHE_DIR``,
+Where: :func:`attn_cli.store.private.user_cache_root` (``--cache-dir``, else ``$ATTN_CACHE_DIR``,
 else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``), opened with
-:func:`attn_cli.private.open_private_dir` (every component checked, the folder ours and
+:func:`attn_cli.store.private.open_private_dir` (every component checked, the folder ours and
 0700) and used only through that folder's descriptor.  A folder that cannot be had or
 trusted is :class:`Unavailable`: the caller warns once and runs without cache.
 
@@ -14,9 +14,9 @@ numeric mode, and the versions of attn and torch.  The file is JSON,
 user's random key (``<root>/hmac.key``: 32 bytes, 0600, made on first use) covers the exact
 bytes of ``entry``.  The HMAC is checked on those bytes *before* they are parsed, so an entry
 edited, planted or copied from another cache is refused (:class:`Refused`) without being
-read as JSON.  Entries are read with :func:`attn_cli.private.read_regular` (no symlink, a
+read as JSON.  Entries are read with :func:`attn_cli.store.private.read_regular` (no symlink, a
 regular file of ours, at most the size the caller's spec allows) and written with
-:func:`attn_cli.private.write_atomic`.  Loading an entry never runs code (no pickle): it is
+:func:`attn_cli.store.private.write_atomic`.  Loading an entry never runs code (no pickle): it is
 JSON read back into typed dataclasses (:func:`revive`).  Used by the pipeline for every
 experiment that declares ``CACHED = True`` (its Result, :func:`load_result`), and, for one that
 declares ``CACHES_PIECES = True`` (the copy task: each training run on its own, so an interrupted
@@ -36,7 +36,8 @@ import stat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from attn_cli import private, schema
+from attn_cli import schema
+from attn_cli.store import private
 from attn_cli.schema import InvalidEntry  # noqa: F401  (re-exported: what an entry of the wrong shape raises)
 
 KEY_FILE = private.KEY_FILE  # the per-user HMAC key, in the cache folder: hmac.key
@@ -52,7 +53,7 @@ _MAC_HEX = 64
 
 # the sources that compute an experiment's values (not how they are drawn or printed)
 RESULT_CODE_GLOBS = ("experiments/**/*.py", "core/**/*.py", "core/**/*.c", "core/**/*.h",
-                     "published/**/*.py", "cache.py")  # core/numerics.py among core/
+                     "published/**/*.py", "store/cache.py")  # core/numerics.py among core/
 
 _CODE_DIGEST: dict[tuple, str] = {}
 
@@ -99,7 +100,7 @@ def _installed_torch_version() -> str:
 
 def code_digest(globs: Iterable[str]) -> str:
     """SHA-256 over the package's source files matching ``globs``, names and bytes."""
-    root = Path(__file__).resolve().parent  # the attn_cli package
+    root = Path(__file__).resolve().parent.parent  # the attn_cli package
     memo = (str(root), tuple(globs))
     if memo not in _CODE_DIGEST:
         files = sorted({p for pattern in memo[1] for p in root.glob(pattern) if p.is_file()})
@@ -110,14 +111,13 @@ def code_digest(globs: Iterable[str]) -> str:
     return _CODE_DIGEST[memo]
 
 
-def cache_key(fields: dict, globs: Iterable[str], device: str = "cpu", numerics_mode: str | None = None) -> dict:
-    """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers
-    (on cuda: the GPU, its driver and precision settings too; see :func:`attn_cli.core.numerics.key`).
-    ``numerics_mode``: the numeric mode the command applied; None: this process's."""
+def cache_key(fields: dict, globs: Iterable[str], numerics: dict) -> dict:
+    """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers:
+    ``numerics`` (:func:`attn_cli.core.numerics.key`: the numeric mode and ISA; on cuda the GPU,
+    its driver and precision settings too), the versions of attn and torch, and the code."""
     from attn_cli import __version__
-    from attn_cli.core import numerics
 
-    key = {**fields, "numerics": numerics.key(device, numerics_mode), "attn": __version__, "torch": torch_version(),
+    key = {**fields, "numerics": numerics, "attn": __version__, "torch": torch_version(),
            "code": code_digest(globs)}
     return json.loads(json.dumps(key))  # as it reads back from the file (tuples become lists)
 
@@ -189,7 +189,7 @@ class Cache:
         """The payload stored for ``key`` under ``name``; None when there is none.  Raises
         :class:`Refused` (with the reason) for an entry that cannot be trusted or read;
         ``max_bytes`` bounds the payload (from the run's spec, or :data:`RESULT_MAX_BYTES`)."""
-        from attn_cli import private
+        from attn_cli.store import private
 
         if self._secret is None:
             return None
@@ -219,7 +219,7 @@ class Cache:
     def store(self, name: str, key: dict, payload: Any) -> None:
         """Store a JSON payload for ``key`` under ``name`` (atomic, 0600, signed).  Raises
         :class:`Unavailable` when it cannot be written (disk full, folder gone)."""
-        from attn_cli import private
+        from attn_cli.store import private
 
         if self._secret is None:  # opened without create, before any key existed
             raise Unavailable("the cache has no key yet")
@@ -316,7 +316,7 @@ class Cache:
 
     def _signed(self, sub: int, fname: str) -> bool:
         """Whether ``fname`` in the group ``sub`` is a regular file of ours signed by this key."""
-        from attn_cli import private
+        from attn_cli.store import private
 
         if self._secret is None:
             return False
@@ -366,7 +366,7 @@ CLEAR_MAX_BYTES = 4 * RESULT_MAX_BYTES  # an entry larger than this is not read 
 
 
 def open_root(root: Path, create: bool = True) -> int:
-    """A descriptor of attn's cache folder ``root`` (:func:`attn_cli.private.open_cache_dir`:
+    """A descriptor of attn's cache folder ``root`` (:func:`attn_cli.store.private.open_cache_dir`:
     private, tagged as attn's); raises :class:`Unavailable` with the reason."""
     try:
         return private.open_cache_dir(root, create)

@@ -311,7 +311,7 @@ TAG_FILE = "CACHEDIR.TAG"
 TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
 TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
        b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
-KEY_FILE, KEY_BYTES = "hmac.key", 32  # the cache's HMAC key (attn_cli.cache), as an earlier attn left it
+KEY_FILE, KEY_BYTES = "hmac.key", 32  # the cache's HMAC key (attn_cli.store.cache), as an earlier attn left it
 
 
 def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
