@@ -255,7 +255,7 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     for a failure at run time (exit 1 on the command line).
     """
     from attn_cli import pipeline
-    from attn_cli.commands.execute import Job
+    from attn_cli.cli.commands.execute import Job
     from attn_cli.errors import ConfigError
 
     if command in NOT_A_RUN:
@@ -351,7 +351,7 @@ def verify(*only: str, **options: Any) -> Verification:
 
 def _parsed(command: str, folder: str, only, options: dict):
     """The command's own parsing of these options (same checks, same errors): its Common and params."""
-    from attn_cli.options import Common
+    from attn_cli.cli.options import Common
 
     cmd = _command(command)
     argv = command_line(command, only=list(only) or None, **options)
@@ -369,8 +369,8 @@ def _parsed(command: str, folder: str, only, options: dict):
 
 def _library_options(common, p: dict) -> dict:
     """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line."""
-    from attn_cli.commands.cache import cache_root
-    from attn_cli.commands.catalogue import seed_count
+    from attn_cli.cli.commands.cache import cache_root
+    from attn_cli.cli.commands.catalogue import seed_count
 
     return dict(seed=common.seed, device=common.device, quick=common.quick, numerics=common.numerics,
                 cache_root=cache_root(common), use_cache=not p["no_cache"], scheduler=common.scheduler,

@@ -203,7 +203,7 @@ def test_other_runtime_errors_are_not_called_out_of_memory():
 # --------------------------------------------------------------------------- seeds
 
 def test_verify_refuses_a_seed_whose_extra_seeds_overflow_before_any_work(monkeypatch):
-    from attn_cli.commands import execute
+    from attn_cli.cli.commands import execute
 
     monkeypatch.setattr(execute, "run_plan", not_started)
     result = CliRunner().invoke(cli, ["verify", "--seed", str(SEED_MAX)])
@@ -212,7 +212,7 @@ def test_verify_refuses_a_seed_whose_extra_seeds_overflow_before_any_work(monkey
 
 
 def test_all_and_exercise_check_the_seeds_exercise_12_adds(monkeypatch, tmp_path):
-    from attn_cli.commands import execute
+    from attn_cli.cli.commands import execute
     from attn_cli.experiments import exercises
 
     monkeypatch.setattr(execute, "run_plan", not_started)

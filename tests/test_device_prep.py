@@ -101,7 +101,7 @@ def test_older_torch_gets_the_legacy_flags(monkeypatch):
 
 
 def test_the_cli_prepares_the_device_it_resolves(monkeypatch):
-    from attn_cli import options
+    from attn_cli.cli import options
 
     seen = []
     monkeypatch.setattr(dev, "resolve_device", lambda name: "cuda")

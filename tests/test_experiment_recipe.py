@@ -271,5 +271,5 @@ def test_readme_lists_at_most_four_files_for_a_new_experiment():
     section = readme.split("### A new experiment", 1)[1].split("\n#", 1)[0]
     steps = re.findall(r"^\d+\. `([^`]+)`", section, re.M)
     assert steps == ["attn_cli/published/<text>.py", "attn_cli/experiments/<name>.py", "attn_cli/render/<name>.py",
-                     "attn_cli/commands/<family>.py"], steps
+                     "attn_cli/cli/commands/<family>.py"], steps
     assert "tests/test_experiment_recipe.py" in section

@@ -192,8 +192,8 @@ def test_a_piece_that_fails_its_check_or_its_type_is_invalid(tmp_path):
 @pytest.mark.parametrize("declared", ["finished runs are cached, a rerun resumes from them", None])
 def test_execute_says_what_an_interrupted_experiment_kept(tmp_path, monkeypatch, declared):
     """Ctrl-C: the experiment's INTERRUPTED line, printed by the one path (execute), then the interruption."""
-    from attn_cli.commands import execute
-    from attn_cli.options import Common
+    from attn_cli.cli.commands import execute
+    from attn_cli.cli.options import Common
     from attn_cli.render import console
 
     log: list = []

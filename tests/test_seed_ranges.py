@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from attn_cli.cli import cli
-from attn_cli.options import MAX_SEEDS, SEEDS, SEED_MAX, SEED_MIN
+from attn_cli.cli.options import MAX_SEEDS, SEEDS, SEED_MAX, SEED_MIN
 from tests.conftest import run_json
 
 

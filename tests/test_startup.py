@@ -53,7 +53,7 @@ def modules_after(args, tmp_path: Path) -> tuple[subprocess.CompletedProcess, se
 def test_the_command_list_imports_neither_torch_nor_matplotlib(args, tmp_path):
     proc, names = modules_after(args, tmp_path)
     assert "Usage: attn" in proc.stdout + proc.stderr or proc.stdout.startswith("attn, version"), proc.stderr[-2000:]
-    assert "attn_cli.commands.copy_task" in names  # the list is real
+    assert "attn_cli.cli.commands.copy_task" in names  # the list is real
     heavy = sorted(n for n in names if n.split(".")[0] in ("torch", "matplotlib", "numpy", "rich", "scipy"))
     assert heavy == [], f"attn {' '.join(args)} imports {heavy[:5]}"
 

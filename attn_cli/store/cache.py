@@ -449,7 +449,7 @@ def _make_key(fd: int, root: Path) -> None:
 def opened(root: str | os.PathLike | None, notes: list[str]) -> Iterator[Cache | None]:
     """The cache at ``root`` while the block runs, or None: no ``root``, or one that cannot be
     used now (a note in ``notes``; the CLI has warned about the folder already, see
-    :func:`attn_cli.commands.cache.cache_root`)."""
+    :func:`attn_cli.cli.commands.cache.cache_root`)."""
     if root is None:
         yield None
         return

@@ -429,7 +429,7 @@ def _warn_place(folder: Path, reason: str) -> None:
     global _warned_place
     if not _warned_place:
         _warned_place = True
-        # the per-user cache folder's own warning (see attn_cli.commands.cache) covers this one
+        # the per-user cache folder's own warning (see attn_cli.cli.commands.cache) covers this one
         private.warn_unusable(folder.parent, f"warning: the copy-task C kernel is not kept in {folder} ({reason}); "
                                              "it is built in a private folder of this run")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.execute import Job, config_of
-from attn_cli.options import (IntRange, AliasedOption, Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options,
+from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.options import (IntRange, AliasedOption, Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options,
                               format_option)
 
 

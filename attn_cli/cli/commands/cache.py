@@ -11,7 +11,7 @@ import os
 
 import click
 
-from attn_cli.options import CACHE_DIR, Common, JudgedCommand
+from attn_cli.cli.options import CACHE_DIR, Common, JudgedCommand
 
 
 def cache_root(common: Common) -> str | None:

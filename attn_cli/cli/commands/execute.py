@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import click
 
-from attn_cli.options import Common
+from attn_cli.cli.options import Common
 
 
 def config_of(experiment, common: Common, **fields) -> Any:

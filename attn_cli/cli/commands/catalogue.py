@@ -2,7 +2,7 @@
 
 The commands parse options, call :func:`attn_cli.regenerate.verify` and
 :func:`attn_cli.regenerate.regenerate_all` (which select, plan, run, compare and write) with
-the progress display of :func:`attn_cli.commands.execute.run_plan`, print the report and
+the progress display of :func:`attn_cli.cli.commands.execute.run_plan`, print the report and
 exit with its code.  The experiments are found, not listed (:func:`attn_cli.experiment_registry.discover`);
 the catalogue and the published values come from :mod:`attn_cli.published`.
 """
@@ -15,7 +15,7 @@ import sys
 import click
 from click.core import ParameterSource
 
-from attn_cli.options import (IntRange, Common, JudgedCommand, MultiValueOption, cache_dir_option, common_options, format_option,
+from attn_cli.cli.options import (IntRange, Common, JudgedCommand, MultiValueOption, cache_dir_option, common_options, format_option,
                               scheduler_option)
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
@@ -95,8 +95,8 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
         attn verify --only w9-copy-task --seeds 16
     """
     from attn_cli import regenerate, experiment_registry
-    from attn_cli.commands import execute
-    from attn_cli.commands.cache import cache_root
+    from attn_cli.cli.commands import execute
+    from attn_cli.cli.commands.cache import cache_root
     from attn_cli.render import console, report
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
@@ -167,8 +167,8 @@ def all_(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Com
         attn all --only w9-masks d2l-crossattn-map
     """
     from attn_cli import regenerate, experiment_registry
-    from attn_cli.commands import execute
-    from attn_cli.commands.cache import cache_root
+    from attn_cli.cli.commands import execute
+    from attn_cli.cli.commands.cache import cache_root
     from attn_cli.render import console
 
     out = common.out

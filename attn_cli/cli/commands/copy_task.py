@@ -12,8 +12,8 @@ from contextlib import contextmanager
 import click
 from click.core import ParameterSource
 
-from attn_cli.commands.execute import Job
-from attn_cli.options import (IntRange, SEEDS, AliasedOption, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
+from attn_cli.cli.commands.execute import Job
+from attn_cli.cli.options import (IntRange, SEEDS, AliasedOption, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
                               format_option, scheduler_option)
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
@@ -103,7 +103,7 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
     """
     import dataclasses
 
-    from attn_cli.commands.cache import cache_root
+    from attn_cli.cli.commands.cache import cache_root
     from attn_cli.experiments import copy_task as exp
     from attn_cli.render import copy_task as render
 
@@ -128,7 +128,7 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
     # the pipeline refuses a bad configuration (validate; preflight: fast engine, memory) before
     # any display or file, then opens the per-user cache (each finished run stored at once), the bars
     # and the runs; after Ctrl-C, execute says what was kept (the module's INTERRUPTED)
-    from attn_cli.commands.cluster_progress import cluster_bar  # on a cluster: done, running, failed, ETA
+    from attn_cli.cli.commands.cluster_progress import cluster_bar  # on a cluster: done, running, failed, ETA
 
     def display(config):
         return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())

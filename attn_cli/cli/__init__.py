@@ -1,6 +1,6 @@
 """The ``attn`` command group.
 
-Each module in :mod:`attn_cli.commands` lists its click commands in ``COMMANDS``; the group
+Each module in :mod:`attn_cli.cli.commands` lists its click commands in ``COMMANDS``; the group
 adds those of the modules named below.  Command modules import torch and matplotlib only
 inside the command bodies, so ``attn --help`` stays fast.  Domain errors
 (:class:`attn_cli.errors.AttnError`) become a one-line ``Error: ...`` here, in one place.
@@ -15,8 +15,8 @@ import sys
 import click
 
 from attn_cli import __version__, signals
-from attn_cli.commands import cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics
-from attn_cli.commands.execute import Job, execute
+from attn_cli.cli.commands import cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics
+from attn_cli.cli.commands.execute import Job, execute
 from attn_cli.errors import AttnError
 
 
@@ -104,7 +104,7 @@ def cli():
 
 @cli.result_callback()
 def _run(value, **_params) -> None:
-    """A run command returns its :class:`~attn_cli.commands.execute.Job`; the command line runs
+    """A run command returns its :class:`~attn_cli.cli.commands.execute.Job`; the command line runs
     it here, printing and writing (the Python API runs the same Job without printing)."""
     if isinstance(value, Job):
         execute(value)

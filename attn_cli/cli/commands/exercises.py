@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.execute import Job
-from attn_cli.options import Common, JudgedCommand, check_seeds, common_options, format_option
+from attn_cli.cli.commands.execute import Job
+from attn_cli.cli.options import Common, JudgedCommand, check_seeds, common_options, format_option
 
 
 def _selection(ctx, param, value):

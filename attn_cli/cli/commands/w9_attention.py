@@ -1,7 +1,7 @@
 """W9 chapters 3.3, 4.2 and 5.2: ``sqrt-dk``, ``masks`` and ``scaling``.
 
 Thin commands: parse, build the experiment's Config, one run -> render call
-(:func:`attn_cli.commands.execute.execute`). torch and
+(:func:`attn_cli.cli.commands.execute.execute`). torch and
 matplotlib are imported only inside the command bodies.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.execute import Job, config_of
-from attn_cli.options import IntRange, Common, JudgedCommand, MultiValueOption, common_options, format_option
+from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.options import IntRange, Common, JudgedCommand, MultiValueOption, common_options, format_option
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")

@@ -1,7 +1,7 @@
 """W9 chapters 1, 3.1, 3.2 and 4.3: ``embeddings``, ``analogy``, ``formula`` and ``order``.
 
 Thin commands: parse, build the experiment's Config, one run -> render call
-(:func:`attn_cli.commands.execute.execute`).  torch and matplotlib
+(:func:`attn_cli.cli.commands.execute.execute`).  torch and matplotlib
 are imported only inside the command bodies.  All four are instant, so ``--quick`` runs
 the same configuration as the default.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.commands.execute import Job, config_of
-from attn_cli.options import IntRange, AliasedOption, Common, JudgedCommand, common_options, format_option
+from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.options import IntRange, AliasedOption, Common, JudgedCommand, common_options, format_option
 from attn_cli.published.settings import TEXT
 
 
