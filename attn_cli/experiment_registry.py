@@ -81,7 +81,7 @@ class Experiment:
     @property
     def caches_pieces(self) -> bool:
         """Its ``run(config, progress, store=)`` keeps pieces of its work in the per-user cache
-        (:class:`attn_cli.store.cache.Pieces`: the copy task's training runs, each on its own)."""
+        (:class:`attn_cli.store.entries.Pieces`: the copy task's training runs, each on its own)."""
         return bool(self._declared("CACHES_PIECES", False))
 
     @property
@@ -131,7 +131,7 @@ class Experiment:
 
     def run(self, config: Any, progress: Callable | None = None, store: Any = None) -> Any:
         """``module.run(config, progress)``; ``progress`` hears :class:`~attn_cli.experiments.progress.ProgressEvent`.
-        ``store``: the opened cache's :class:`attn_cli.store.cache.Pieces`, for a module that
+        ``store``: the opened cache's :class:`attn_cli.store.entries.Pieces`, for a module that
         declares ``CACHES_PIECES`` (None: no cache)."""
         if self.caches_pieces:
             return self.module.run(config, progress=progress, store=store)

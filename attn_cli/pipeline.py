@@ -91,7 +91,7 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
     keyed by its config and a digest of the code that computes it; one that declares
     ``CACHES_PIECES`` (the copy task: each training run cached on its own, so an interrupted
     run resumes) gets the same opened cache as ``run(config, progress, store=Pieces)``
-    (:class:`attn_cli.store.cache.Pieces`).  ``use_cache=False`` recomputes and overwrites.  An entry
+    (:class:`attn_cli.store.entries.Pieces`).  ``use_cache=False`` recomputes and overwrites.  An entry
     that cannot be trusted is recomputed, with a note in ``Run.notes``.
 
     ``progress`` hears the experiment's Progress events; ``display(config)``, where given,
@@ -190,19 +190,19 @@ def _cache_key(exp: Experiment, config: Any, cache_root, numerics: str | None = 
     if cache_root is None or not exp.cached or not dataclasses.is_dataclass(config):
         return None
     from attn_cli.core.numerics import key
-    from attn_cli.store import cache
+    from attn_cli.store import keys
 
-    return cache.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, cache.RESULT_CODE_GLOBS,
+    return keys.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, keys.RESULT_CODE_GLOBS,
                            key(str(getattr(config, "device", "cpu")), numerics))
 
 
 def _pieces(exp: Experiment, store, use_cache: bool):
-    """The opened cache as ``exp``'s pieces (:class:`attn_cli.store.cache.Pieces`), for an experiment
+    """The opened cache as ``exp``'s pieces (:class:`attn_cli.store.entries.Pieces`), for an experiment
     that declares ``CACHES_PIECES`` (the copy task's training runs, each stored as it finishes,
     so an interrupted or distributed sweep keeps them); None for the others, or without cache."""
     if store is None or not exp.caches_pieces:
         return None
-    from attn_cli.store.cache import Pieces
+    from attn_cli.store.entries import Pieces
 
     return Pieces(store, exp.name, reuse=use_cache)
 
@@ -217,32 +217,32 @@ def cache_of(root, notes: list[str]):
 
 
 def _load(exp: Experiment, config: Any, store, key: dict, notes: list[str]):
-    """The cached Result (:func:`attn_cli.store.cache.revive`: every value its declared type), or None:
+    """The cached Result (:func:`attn_cli.store.entries.revive`: every value its declared type), or None:
     none stored, or one refused with a note (it is then recomputed).  The Result must record the
     config it is stored for, and pass the experiment's ``validate_result(result, config)`` (sizes
     and ranges that follow from the config), when it has one."""
-    from attn_cli.store import cache
+    from attn_cli.store import cache, entries
 
     try:
-        result = cache.load_result(store, exp.name, key, exp.module.Result)
+        result = entries.load_result(store, exp.name, key, exp.module.Result)
         if result is not None:
             if isinstance(getattr(result, "config", None), dict) and result.config != key["config"]:
-                raise cache.InvalidEntry("config: not the configuration it is stored for")
+                raise entries.InvalidEntry("config: not the configuration it is stored for")
             validate = getattr(exp.module, "validate_result", None)
             if validate is not None:
                 validate(result, config)
         return result
-    except (cache.Refused, cache.InvalidEntry) as exc:
+    except (cache.Refused, entries.InvalidEntry) as exc:
         notes.append(f"cache entry {cache.cache_path('', exp.name, key).as_posix()} is unreadable ({exc}); "
                      "recomputing it")
         return None
 
 
 def _store(exp: Experiment, store, key: dict, result: Any, notes: list[str]) -> None:
-    from attn_cli.store import cache
+    from attn_cli.store import cache, entries
 
     try:
-        cache.store_result(store, exp.name, key, result)
+        entries.store_result(store, exp.name, key, result)
     except cache.Unavailable as exc:
         notes.append(f"not cached: {exc}")
 

@@ -1,7 +1,7 @@
 """Strict typed read-back: JSON becomes a typed value only when it is exactly what the type
 hints say, else :class:`InvalidEntry` with a short path and reason.
 
-Used for every cache entry (:func:`attn_cli.store.cache.revive`): a file may have been edited by
+Used for every cache entry (:func:`attn_cli.store.entries.revive`): a file may have been edited by
 someone who recomputed its digest, damaged, or planted, so nothing in it is trusted until it
 has been checked here.
 

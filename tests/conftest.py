@@ -139,8 +139,8 @@ def kernel_isolated(monkeypatch, tmp_path):
 def run_copy_task(config, cache_root, progress=None, reuse: bool = True):
     """The copy task's ``run`` with the per-user cache at ``cache_root``, opened and handed to it as
     the pipeline does (:func:`attn_cli.pipeline.run`: ``store=Pieces``); ``reuse=False``: --no-cache."""
-    from attn_cli.store import cache
+    from attn_cli.store import cache, entries
     from attn_cli.experiments import copy_task
 
     with cache.Cache.open(cache_root) as store:
-        return copy_task.run(config, progress=progress, store=cache.Pieces(store, "copy_task", reuse=reuse))
+        return copy_task.run(config, progress=progress, store=entries.Pieces(store, "copy_task", reuse=reuse))

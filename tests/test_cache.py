@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from attn_cli import experiment_registry
-from attn_cli.store import cache
+from attn_cli.store import cache, keys, entries
 from attn_cli.experiments import copy_task as exp
 
 from tests.conftest import ATTN, assert_user_error, run_attn, run_copy_task
@@ -59,8 +59,8 @@ def test_every_cached_experiment_round_trips_through_json(tmp_path, name):
     result = exp_.run(config)
     key = {"experiment": name}
     with cache.Cache.open(tmp_path / "cache") as store:
-        assert cache.store_result(store, name, key, result)  # a dataclass of plain values: kept
-        back = cache.load_result(store, name, key, type(result))
+        assert entries.store_result(store, name, key, result)  # a dataclass of plain values: kept
+        back = entries.load_result(store, name, key, type(result))
     assert type(back) is type(result)
     assert json.dumps(dataclasses.asdict(back), sort_keys=True) == json.dumps(dataclasses.asdict(result),
                                                                              sort_keys=True)
@@ -70,7 +70,7 @@ def test_every_cached_experiment_round_trips_through_json(tmp_path, name):
 
 def test_a_result_that_does_not_read_back_is_not_stored(tmp_path):
     with cache.Cache.open(tmp_path / "cache") as store:
-        assert not cache.store_result(store, "x", {}, Opaque(value={1, 2}))  # a set is not JSON
+        assert not entries.store_result(store, "x", {}, Opaque(value={1, 2}))  # a set is not JSON
     assert not (tmp_path / "cache" / "x").exists()
 
 
@@ -78,17 +78,17 @@ def test_an_entry_is_data_never_code(tmp_path):
     import pickle
 
     with cache.Cache.open(tmp_path / "cache") as store:
-        assert cache.store_result(store, "plain", {"k": 1}, Plain(1.5))
+        assert entries.store_result(store, "plain", {"k": 1}, Plain(1.5))
         (path,) = _entries(tmp_path / "cache", "plain")
         signed = path.read_bytes()
         path.write_bytes(pickle.dumps(Plain(2.0)))  # a planted pickle is not even parsed: refused
         with pytest.raises(cache.Refused, match="carries no HMAC"):
-            cache.load_result(store, "plain", {"k": 1}, Plain)
+            entries.load_result(store, "plain", {"k": 1}, Plain)
         path.write_bytes(signed)  # a signed entry is plain data, typed by Plain
-        assert cache.load_result(store, "plain", {"k": 1}, Plain) == Plain(1.5)
+        assert entries.load_result(store, "plain", {"k": 1}, Plain) == Plain(1.5)
         with pytest.raises(cache.Refused, match="key does not match"):  # renamed onto another key's name
             os.rename(path, tmp_path / "cache" / "plain" / cache.entry_file({"k": 2}))
-            cache.load_result(store, "plain", {"k": 2}, Plain)
+            entries.load_result(store, "plain", {"k": 2}, Plain)
 
 
 def test_the_folder_and_the_key_are_private(tmp_path):
@@ -153,7 +153,7 @@ def test_a_forged_entry_is_recomputed(tmp_path):
     obj["entry"]["payload"]["free_running"] = 0.999
     body = json.dumps(obj["entry"], sort_keys=True)
     obj["hmac"] = hashlib.sha256(body.encode()).hexdigest()
-    obj["digest"] = cache.digest(obj["entry"]["payload"])
+    obj["digest"] = keys.digest(obj["entry"]["payload"])
     path.write_text(json.dumps(obj) + "\n")
     again = run_copy_task(config, root)
     assert not again.runs[0]["cached"] and again.rows == first.rows
@@ -412,9 +412,9 @@ def test_attn_cache_help_has_an_example():
 
 def _torch_version_in_child(path: Path) -> list[str]:
     """torch_version() and whether torch got imported, in a child with ``path`` first on sys.path."""
-    code = ("import sys\nfrom attn_cli.store.cache import torch_version\n"
+    code = ("import sys\nfrom attn_cli.store.keys import torch_version\n"
             "print(torch_version())\nprint('torch' in sys.modules)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(Path(cache.__file__).parents[1])]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(Path(cache.__file__).parents[2])]))
     proc = subprocess.run([os.sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
@@ -425,7 +425,7 @@ def test_the_torch_version_is_torchs_own_read_without_importing_it(tmp_path):
 
     import torch
 
-    assert cache._installed_torch_version() == str(torch.__version__) == importlib.metadata.version("torch")
+    assert keys._installed_torch_version() == str(torch.__version__) == importlib.metadata.version("torch")
     # the torch that ``import torch`` would load is the one read; importing it would fail here
     fake = tmp_path / "torch"
     fake.mkdir()

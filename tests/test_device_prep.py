@@ -11,7 +11,7 @@ import types
 import pytest
 import torch
 
-from attn_cli.store import cache
+from attn_cli.store import cache, keys
 from attn_cli.core import numerics
 from attn_cli.core import device as dev
 from attn_cli.core import memory
@@ -138,31 +138,31 @@ def test_both_engines_prepare_the_device_first(module, call, monkeypatch):
 
 def test_a_cpu_key_is_unchanged():
     fields = {"experiment": "x", "config": {"device": "cpu"}}
-    key = cache.cache_key(fields, cache.RESULT_CODE_GLOBS, numerics.key())
+    key = keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key())
     assert set(key["numerics"]) == {"mode", "isa"}  # exactly the record CPU keys always had
-    assert key == cache.cache_key(fields, cache.RESULT_CODE_GLOBS, numerics.key("cpu"))
+    assert key == keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cpu"))
 
 
 def test_a_cuda_key_names_the_gpu_and_changes_with_it(fake_gpu):
     fields = {"experiment": "x", "config": {"device": "cuda"}}
-    h200 = cache.cache_key(fields, cache.RESULT_CODE_GLOBS, numerics.key("cuda"))
+    h200 = keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda"))
     assert h200["numerics"]["cuda"]["gpu"] == "NVIDIA H200"
     assert h200["numerics"]["cuda"]["precision"]["cudnn_rnn"] == "ieee"
-    assert h200 != cache.cache_key(fields, cache.RESULT_CODE_GLOBS, numerics.key("cpu"))
-    seen = {cache.digest(h200)}
+    assert h200 != keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cpu"))
+    seen = {keys.digest(h200)}
     for change in ({"driver": "575.51.03"}, {"gpu": "NVIDIA A100-SXM4-80GB", "capability": "8.0"},
                    {"cudnn": "90100"}, {"cuda": "12.6"}):
         fake_gpu(**change)
-        seen.add(cache.digest(cache.cache_key(fields, cache.RESULT_CODE_GLOBS, numerics.key("cuda"))))
+        seen.add(keys.digest(keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda"))))
     assert len(seen) == 5  # another GPU or driver: another entry, never a reuse
 
 
 def test_a_cuda_key_changes_with_the_fast_switch(fake_gpu, monkeypatch):
     fields = {"experiment": "x"}
     monkeypatch.delenv(dev.FAST_VAR, raising=False)
-    exact = cache.cache_key(fields, cache.RESULT_CODE_GLOBS, numerics.key("cuda"))
+    exact = keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda"))
     monkeypatch.setenv(dev.FAST_VAR, "1")
-    assert cache.cache_key(fields, cache.RESULT_CODE_GLOBS, numerics.key("cuda")) != exact
+    assert keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda")) != exact
 
 
 def test_the_copy_task_key_carries_the_gpu_on_cuda_only(fake_gpu):

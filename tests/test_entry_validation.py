@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import pytest
 
 from attn_cli import experiment_registry, pipeline, schema
-from attn_cli.store import cache
+from attn_cli.store import cache, entries
 from attn_cli.schema import InvalidEntry
 from tests.conftest import assert_png, run_attn, run_copy_task
 
@@ -82,7 +82,7 @@ def forge(entry: Entry, mutate: Callable[[Any], Any]) -> None:
 def load_run(entry: Entry):
     """The copy task's cached outcome for ``entry`` (raises a ValueError for one refused)."""
     with cache.Cache.open(entry.root) as store:
-        return copy_task.load_cached(cache.Pieces(store, "copy_task"), entry.key)
+        return copy_task.load_cached(entries.Pieces(store, "copy_task"), entry.key)
 
 
 def run_entry(config, root: Path) -> Entry:
@@ -334,7 +334,7 @@ def _refusal(fresh, name: str, mutate) -> str:
     data = copy.deepcopy(payload)
     mutate(data)
     with pytest.raises(InvalidEntry) as exc:
-        exp.module.validate_result(cache.revive(exp.module.Result, data), config)
+        exp.module.validate_result(entries.revive(exp.module.Result, data), config)
     return str(exc.value)
 
 
@@ -347,7 +347,7 @@ def test_every_cached_experiment_bounds_its_result_by_its_config():
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_a_fresh_result_passes_its_own_validation(fresh, name):
     exp, config, payload = fresh[name]
-    exp.module.validate_result(cache.revive(exp.module.Result, payload), config)
+    exp.module.validate_result(entries.revive(exp.module.Result, payload), config)
     assert exp.cached
 
 
@@ -512,7 +512,7 @@ def test_a_hostile_string_in_a_valid_entry_reaches_markdown_and_html_as_text(fre
     exp, config, payload = fresh["exercises"]
     data = copy.deepcopy(payload)
     data["ex2"]["eigenvalues"] = "<script>alert(1)</script>|`x`"
-    result = cache.revive(exp.module.Result, data)
+    result = entries.revive(exp.module.Result, data)
     exp.module.validate_result(result, config)  # accepted: a string, as the type says
     tables = exp.tables(result, {})  # the exercises have no published value
     md, page = report.to_markdown(tables), html.renderables_html(tables)

@@ -170,22 +170,22 @@ def test_an_experiment_that_caches_nothing_gets_no_store_and_no_cache_folder(tmp
 
 
 def test_a_piece_that_fails_its_check_or_its_type_is_invalid(tmp_path):
-    from attn_cli.store import cache
+    from attn_cli.store import cache, entries
 
     def small(piece, key):
         if piece.n > 5:
             raise ValueError(f"n {piece.n} is over 5")
 
     with cache.Cache.open(tmp_path / "cache") as store:
-        pieces = cache.Pieces(store, "fake")
+        pieces = entries.Pieces(store, "fake")
         pieces.store({"k": 1}, Piece(n=9))
         store.store("fake", {"k": 2}, {"n": "nine"})
         assert pieces.load({"k": 1}, 1000, Piece) == Piece(n=9)
-        with pytest.raises(cache.InvalidEntry, match="n 9 is over 5"):
+        with pytest.raises(entries.InvalidEntry, match="n 9 is over 5"):
             pieces.load({"k": 1}, 1000, Piece, small)
-        with pytest.raises(cache.InvalidEntry, match="expected"):
+        with pytest.raises(entries.InvalidEntry, match="expected"):
             pieces.load({"k": 2}, 1000, Piece)
-        assert cache.Pieces(store, "fake", reuse=False).load({"k": 1}, 1000, Piece) is None
+        assert entries.Pieces(store, "fake", reuse=False).load({"k": 1}, 1000, Piece) is None
         assert pieces.load({"k": 3}, 1000, Piece) is None
 
 

@@ -7,9 +7,9 @@ else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``), opened with
 0700) and used only through that folder's descriptor.  A folder that cannot be had or
 trusted is :class:`Unavailable`: the caller warns once and runs without cache.
 
-An entry is ``<root>/<name>/<sha256 of key>.json``; the key holds the experiment's
-configuration, a digest of the source files that compute it (:func:`code_digest`), the
-numeric mode, and the versions of attn and torch.  The file is JSON,
+An entry is ``<root>/<name>/<sha256 of key>.json``; the key (:mod:`attn_cli.store.keys`) holds
+the experiment's configuration, a digest of the source files that compute it, the numeric
+mode, and the versions of attn and torch.  The file is JSON,
 ``{"hmac": "<hex>", "entry": {"key": ..., "payload": ...}}``, whose HMAC-SHA256 under this
 user's random key (``<root>/hmac.key``: 32 bytes, 0600, made on first use) covers the exact
 bytes of ``entry``.  The HMAC is checked on those bytes *before* they are parsed, so an entry
@@ -17,10 +17,8 @@ edited, planted or copied from another cache is refused (:class:`Refused`) witho
 read as JSON.  Entries are read with :func:`attn_cli.store.private.read_regular` (no symlink, a
 regular file of ours, at most the size the caller's spec allows) and written with
 :func:`attn_cli.store.private.write_atomic`.  Loading an entry never runs code (no pickle): it is
-JSON read back into typed dataclasses (:func:`revive`).  Used by the pipeline for every
-experiment that declares ``CACHED = True`` (its Result, :func:`load_result`), and, for one that
-declares ``CACHES_PIECES = True`` (the copy task: each training run on its own, so an interrupted
-sweep resumes), handed to the experiment's ``run`` as :class:`Pieces`.
+JSON read back into typed dataclasses (:mod:`attn_cli.store.entries`: an experiment's Result,
+and its pieces of work for one that declares ``CACHES_PIECES``: the copy task's runs).
 """
 
 from __future__ import annotations
@@ -34,11 +32,11 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterator
 
 from attn_cli import schema
 from attn_cli.store import private
-from attn_cli.schema import InvalidEntry  # noqa: F401  (re-exported: what an entry of the wrong shape raises)
+from attn_cli.store.keys import digest
 
 KEY_FILE = private.KEY_FILE  # the per-user HMAC key, in the cache folder: hmac.key
 KEY_BYTES = private.KEY_BYTES  # from secrets.token_bytes: 256 bits
@@ -51,77 +49,6 @@ _MAC_CONTEXT = b"attn cache entry v1\0"
 _HEAD, _MID, _TAIL = b'{"hmac": "', b'", "entry": ', b"}\n"
 _MAC_HEX = 64
 
-# the sources that compute an experiment's values (not how they are drawn or printed)
-RESULT_CODE_GLOBS = ("experiments/**/*.py", "core/**/*.py", "core/**/*.c", "core/**/*.h",
-                     "published/**/*.py", "store/cache.py")  # core/numerics.py among core/
-
-_CODE_DIGEST: dict[tuple, str] = {}
-
-
-_TORCH_VERSION: list[str] = []
-
-
-def torch_version() -> str:
-    """torch's version without importing torch (a cached rerun never needs it); read once per
-    process (the copy task asks once per run)."""
-    if not _TORCH_VERSION:
-        _TORCH_VERSION.append(_installed_torch_version())
-    return _TORCH_VERSION[0]
-
-
-_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.MULTILINE)
-
-
-def _installed_torch_version() -> str:
-    """``torch.__version__`` as the torch that ``import torch`` would load writes it in its
-    ``version.py`` (read as text, never run: 0.1 ms, where ``importlib.metadata`` took 20-25 ms
-    to import and search, before the command's torch import); else the distribution's metadata,
-    else torch itself."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("torch")
-        origin = spec.origin if spec is not None else None
-        if origin:
-            found = _VERSION_LINE.search((Path(origin).parent / "version.py").read_text(encoding="utf-8"))
-            if found:
-                return found.group(1)
-    except (OSError, ImportError, ValueError, UnicodeDecodeError):
-        pass
-    from importlib import metadata
-
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        import torch
-
-        return torch.__version__
-
-
-def code_digest(globs: Iterable[str]) -> str:
-    """SHA-256 over the package's source files matching ``globs``, names and bytes."""
-    root = Path(__file__).resolve().parent.parent  # the attn_cli package
-    memo = (str(root), tuple(globs))
-    if memo not in _CODE_DIGEST:
-        files = sorted({p for pattern in memo[1] for p in root.glob(pattern) if p.is_file()})
-        h = hashlib.sha256()
-        for path in files:
-            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-        _CODE_DIGEST[memo] = h.hexdigest()
-    return _CODE_DIGEST[memo]
-
-
-def cache_key(fields: dict, globs: Iterable[str], numerics: dict) -> dict:
-    """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers:
-    ``numerics`` (:func:`attn_cli.core.numerics.key`: the numeric mode and ISA; on cuda the GPU,
-    its driver and precision settings too), the versions of attn and torch, and the code."""
-    from attn_cli import __version__
-
-    key = {**fields, "numerics": numerics, "attn": __version__, "torch": torch_version(),
-           "code": code_digest(globs)}
-    return json.loads(json.dumps(key))  # as it reads back from the file (tuples become lists)
-
-
 class Unavailable(Exception):
     """The cache folder or its key cannot be used (not private, unwritable, a key that is not
     ours): the run goes on without cache, after one warning."""
@@ -130,12 +57,6 @@ class Unavailable(Exception):
 class Refused(ValueError):
     """One entry that cannot be used (HMAC, not a regular file, unreadable, too big, another
     key): it is recomputed, with a note giving this reason."""
-
-
-def digest(data: Any) -> str:
-    """SHA-256 of bytes, or of a JSON value (keys sorted)."""
-    raw = data if isinstance(data, bytes) else json.dumps(data, sort_keys=True).encode()
-    return hashlib.sha256(raw).hexdigest()
 
 
 def entry_file(key: dict) -> str:
@@ -461,90 +382,3 @@ def opened(root: str | os.PathLike | None, notes: list[str]) -> Iterator[Cache |
         return
     with store:
         yield store
-
-
-def load_result(store: Cache, name: str, key: dict, result_type: type,
-                max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
-    """A Result stored by :func:`store_result` for ``key``, rebuilt as ``result_type``; None when
-    there is none.  Raises :class:`Refused` (the reason) for an entry that cannot be trusted or
-    does not read back: the caller recomputes it with a note.  The entry is JSON read into
-    typed dataclasses: loading it runs no code (no pickle)."""
-    payload = store.load(name, key, max_bytes)
-    try:
-        return None if payload is None else revive(result_type, payload)
-    except InvalidEntry as exc:  # the reason is its path: "rows[3].free_running: expected a number, got str"
-        raise Refused(str(exc)) from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise Refused(f"{type(exc).__name__}: {exc}") from None
-
-
-def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
-    """Store a Result as JSON for ``key``; only one that reads back as the same data (a
-    dataclass of plain values, as STYLE.md asks: a tuple may come back as a list), else
-    nothing is stored and False is returned.  Raises :class:`Unavailable` when the cache
-    cannot be written."""
-    import dataclasses
-
-    try:
-        text = json.dumps(dataclasses.asdict(result), sort_keys=True)
-        payload = json.loads(text)
-        if json.dumps(dataclasses.asdict(revive(type(result), payload)), sort_keys=True) != text:
-            return False
-    except (TypeError, KeyError, ValueError):
-        return False
-    store.store(name, key, payload)
-    return True
-
-
-class Pieces:
-    """An experiment's pieces of work in the opened cache, each its own entry in the
-    experiment's group (the copy task: one per training run, stored the moment it finishes,
-    so an interrupted or distributed sweep keeps what it finished).  The pipeline opens the
-    cache once and hands this to ``run(config, progress, store=...)`` of an experiment that
-    declares ``CACHES_PIECES = True``; the experiment keys its pieces (:func:`cache_key`) and
-    says what a valid piece is (``check`` in :meth:`load`).
-
-    ``reuse``: False recomputes every piece and overwrites its entry (``--no-cache``)."""
-
-    def __init__(self, store: Cache, name: str, reuse: bool = True):
-        self.cache, self.name, self.reuse = store, name, reuse
-
-    def path(self, key: dict) -> Path:
-        """``key``'s entry relative to the cache folder, for notes: ``copy_task/<sha256>.json``."""
-        return cache_path("", self.name, key)
-
-    def load(self, key: dict, max_bytes: int, piece_type: type,
-             check: Callable[[Any, dict], None] | None = None) -> Any | None:
-        """The piece stored for ``key``, rebuilt as ``piece_type`` (:func:`revive`) and passed
-        through ``check(piece, key)`` (what the key implies: shapes, ranges); None when there is
-        none, or with ``reuse`` False.  Raises :class:`Refused` or :class:`InvalidEntry`
-        (with the reason) for an entry that exists but cannot be trusted: the caller
-        recomputes it, with a note."""
-        if not self.reuse:
-            return None
-        payload = self.cache.load(self.name, key, max_bytes)
-        if payload is None:
-            return None
-        try:
-            piece = revive(piece_type, payload)
-            if check is not None:
-                check(piece, key)
-            return piece
-        except InvalidEntry:
-            raise
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidEntry(f"{type(exc).__name__}: {exc}") from None
-
-    def store(self, key: dict, piece: Any) -> None:
-        """Store a finished piece (a dataclass of plain values; atomic, signed).  Raises
-        :class:`Unavailable` when the cache cannot be written."""
-        import dataclasses
-
-        self.cache.store(self.name, key, dataclasses.asdict(piece))
-
-
-def revive(tp: Any, data: Any) -> Any:
-    """JSON data (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every value
-    checked against its type hint (:func:`attn_cli.schema.revive`: exact types, finite numbers,
-    fixed lengths, no unknown or missing fields); raises :class:`InvalidEntry` otherwise."""
-    return schema.revive(tp, data)

@@ -29,7 +29,9 @@ from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import (CACHE_FORMAT, CACHE_SUBDIR, CODE_GLOBS, cache_key, cache_path,
                                                   code_digest, load_cached, max_entry_bytes, store_cached)
-from attn_cli.store.cache import Pieces, Unavailable, torch_version
+from attn_cli.store.cache import Unavailable
+from attn_cli.store.keys import torch_version
+from attn_cli.store.entries import Pieces
 from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
                                                    check_memory, estimate_bytes, run_peak_bytes, validate,
                                                    verify_config)
@@ -66,7 +68,7 @@ def run(config: Config, progress: ProgressCallback = None, store: Pieces | None 
     :class:`~attn_cli.experiments.progress.ProgressEvent` per report of a run (``item`` = the run's
     index in ``config.plan()``, ``item_done`` its steps, ``value`` its loss).
 
-    ``store``: the per-user cache's pieces of this experiment (:class:`attn_cli.store.cache.Pieces`,
+    ``store``: the per-user cache's pieces of this experiment (:class:`attn_cli.store.entries.Pieces`,
     opened by the pipeline; None: no cache): cached runs are reused (unless ``store.reuse`` or
     ``config.use_cache`` is False) and each finished run is stored at once.
 

@@ -1,6 +1,6 @@
 """The copy task's cache of finished runs: ``<cache>/copy_task/<sha256>.json`` in the per-user
 cache (:mod:`attn_cli.store.cache`), shared by every ``--out``; the pipeline opens it and hands it to
-:func:`attn_cli.experiments.copy_task.run` as :class:`attn_cli.store.cache.Pieces` (``CACHES_PIECES``).
+:func:`attn_cli.experiments.copy_task.run` as :class:`attn_cli.store.entries.Pieces` (``CACHES_PIECES``).
 What is the copy task's own here: the runs' keys and what a valid run is.
 
 An entry is keyed by everything that determines a run (:func:`cache_key`): the RunSpec,
@@ -10,7 +10,7 @@ over :data:`CODE_GLOBS`).  Each entry carries an HMAC under this user's cache ke
 truncated, edited or foreign entry is reported and recomputed, never trusted; so is one whose
 values do not fit the run it is stored for (:func:`check_outcome`: types, ranges, shapes).  An
 entry is read only up to the size its spec allows (:func:`max_entry_bytes`).  The entry format
-and its reading (:meth:`attn_cli.store.cache.Pieces.load`) are :mod:`attn_cli.store.cache`'s, shared with
+and its reading (:meth:`attn_cli.store.entries.Pieces.load`) are :mod:`attn_cli.store.cache`'s, shared with
 every cached experiment.
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from attn_cli.core import numerics
 from attn_cli.store import cache as results_cache
+from attn_cli.store import entries, keys
 from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
 from attn_cli.experiments.copy_task.config import ENGINES, METRICS
 from attn_cli.schema import check, check_grid, check_len, check_range
@@ -36,13 +37,13 @@ CODE_GLOBS = ("core/copy_*.py", "core/copy_*/**/*.py", "core/copy_*/**/*.c", "co
 
 def code_digest() -> str:
     """SHA-256 over the source files that compute a run (:data:`CODE_GLOBS`), names and bytes."""
-    return results_cache.code_digest(CODE_GLOBS)
+    return keys.code_digest(CODE_GLOBS)
 
 
 def cache_key(spec: RunSpec, engine: str, device: str) -> dict:
     """Everything that determines a run's numbers (with the numeric mode, versions and code)."""
     fields = {"format": CACHE_FORMAT, "spec": dataclasses.asdict(spec), "engine": engine, "device": device}
-    return results_cache.cache_key(fields, CODE_GLOBS, numerics.key(device))
+    return keys.cache_key(fields, CODE_GLOBS, numerics.key(device))
 
 
 def cache_path(root: str | os.PathLike, key: dict) -> Path:
@@ -58,7 +59,7 @@ def max_entry_bytes(spec: dict) -> int:
     return 4096 + 32 * (length + 2) ** 2
 
 
-def load_cached(store: results_cache.Pieces, key: dict) -> RunOutcome | None:
+def load_cached(store: entries.Pieces, key: dict) -> RunOutcome | None:
     """The cached outcome for ``key`` if it is complete and was made for it; else None (none
     stored, or ``store.reuse`` False).
 
@@ -110,6 +111,6 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
         check(outcome.diagonal is None, "diagonal", "the plain model has no attention map")
 
 
-def store_cached(store: results_cache.Pieces, key: dict, outcome: RunOutcome) -> None:
+def store_cached(store: entries.Pieces, key: dict, outcome: RunOutcome) -> None:
     """Store a finished run (atomic, signed); raises :class:`attn_cli.store.cache.Unavailable`."""
     store.store(key, outcome)

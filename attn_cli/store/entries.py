@@ -1,0 +1,101 @@
+"""Results and pieces of work in the cache, read back as typed data (never code).
+
+:func:`load_result` and :func:`store_result` keep an experiment's Result; :class:`Pieces` keeps
+its pieces of work (the copy task: each training run); :func:`revive` reads JSON data back into
+a type, every value checked (:func:`attn_cli.schema.revive`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from attn_cli import schema
+from attn_cli.schema import InvalidEntry
+from attn_cli.store.cache import RESULT_MAX_BYTES, Cache, Refused, cache_path
+
+def load_result(store: Cache, name: str, key: dict, result_type: type,
+                max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
+    """A Result stored by :func:`store_result` for ``key``, rebuilt as ``result_type``; None when
+    there is none.  Raises :class:`Refused` (the reason) for an entry that cannot be trusted or
+    does not read back: the caller recomputes it with a note.  The entry is JSON read into
+    typed dataclasses: loading it runs no code (no pickle)."""
+    payload = store.load(name, key, max_bytes)
+    try:
+        return None if payload is None else revive(result_type, payload)
+    except InvalidEntry as exc:  # the reason is its path: "rows[3].free_running: expected a number, got str"
+        raise Refused(str(exc)) from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Refused(f"{type(exc).__name__}: {exc}") from None
+
+
+def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
+    """Store a Result as JSON for ``key``; only one that reads back as the same data (a
+    dataclass of plain values, as STYLE.md asks: a tuple may come back as a list), else
+    nothing is stored and False is returned.  Raises :class:`Unavailable` when the cache
+    cannot be written."""
+    import dataclasses
+
+    try:
+        text = json.dumps(dataclasses.asdict(result), sort_keys=True)
+        payload = json.loads(text)
+        if json.dumps(dataclasses.asdict(revive(type(result), payload)), sort_keys=True) != text:
+            return False
+    except (TypeError, KeyError, ValueError):
+        return False
+    store.store(name, key, payload)
+    return True
+
+
+class Pieces:
+    """An experiment's pieces of work in the opened cache, each its own entry in the
+    experiment's group (the copy task: one per training run, stored the moment it finishes,
+    so an interrupted or distributed sweep keeps what it finished).  The pipeline opens the
+    cache once and hands this to ``run(config, progress, store=...)`` of an experiment that
+    declares ``CACHES_PIECES = True``; the experiment keys its pieces (:func:`cache_key`) and
+    says what a valid piece is (``check`` in :meth:`load`).
+
+    ``reuse``: False recomputes every piece and overwrites its entry (``--no-cache``)."""
+
+    def __init__(self, store: Cache, name: str, reuse: bool = True):
+        self.cache, self.name, self.reuse = store, name, reuse
+
+    def path(self, key: dict) -> Path:
+        """``key``'s entry relative to the cache folder, for notes: ``copy_task/<sha256>.json``."""
+        return cache_path("", self.name, key)
+
+    def load(self, key: dict, max_bytes: int, piece_type: type,
+             check: Callable[[Any, dict], None] | None = None) -> Any | None:
+        """The piece stored for ``key``, rebuilt as ``piece_type`` (:func:`revive`) and passed
+        through ``check(piece, key)`` (what the key implies: shapes, ranges); None when there is
+        none, or with ``reuse`` False.  Raises :class:`Refused` or :class:`InvalidEntry`
+        (with the reason) for an entry that exists but cannot be trusted: the caller
+        recomputes it, with a note."""
+        if not self.reuse:
+            return None
+        payload = self.cache.load(self.name, key, max_bytes)
+        if payload is None:
+            return None
+        try:
+            piece = revive(piece_type, payload)
+            if check is not None:
+                check(piece, key)
+            return piece
+        except InvalidEntry:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidEntry(f"{type(exc).__name__}: {exc}") from None
+
+    def store(self, key: dict, piece: Any) -> None:
+        """Store a finished piece (a dataclass of plain values; atomic, signed).  Raises
+        :class:`Unavailable` when the cache cannot be written."""
+        import dataclasses
+
+        self.cache.store(self.name, key, dataclasses.asdict(piece))
+
+
+def revive(tp: Any, data: Any) -> Any:
+    """JSON data (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every value
+    checked against its type hint (:func:`attn_cli.schema.revive`: exact types, finite numbers,
+    fixed lengths, no unknown or missing fields); raises :class:`InvalidEntry` otherwise."""
+    return schema.revive(tp, data)

@@ -1,0 +1,86 @@
+"""What decides a cache entry: its key (the configuration with the numeric record, the
+versions of attn and torch, and a digest of the code that computes it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+# the sources that compute an experiment's values (not how they are drawn or printed)
+RESULT_CODE_GLOBS = ("experiments/**/*.py", "core/**/*.py", "core/**/*.c", "core/**/*.h",
+                     "published/**/*.py", "store/cache.py")  # core/numerics.py among core/
+
+_CODE_DIGEST: dict[tuple, str] = {}
+
+
+_TORCH_VERSION: list[str] = []
+
+
+def torch_version() -> str:
+    """torch's version without importing torch (a cached rerun never needs it); read once per
+    process (the copy task asks once per run)."""
+    if not _TORCH_VERSION:
+        _TORCH_VERSION.append(_installed_torch_version())
+    return _TORCH_VERSION[0]
+
+
+_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.MULTILINE)
+
+
+def _installed_torch_version() -> str:
+    """``torch.__version__`` as the torch that ``import torch`` would load writes it in its
+    ``version.py`` (read as text, never run: 0.1 ms, where ``importlib.metadata`` took 20-25 ms
+    to import and search, before the command's torch import); else the distribution's metadata,
+    else torch itself."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        origin = spec.origin if spec is not None else None
+        if origin:
+            found = _VERSION_LINE.search((Path(origin).parent / "version.py").read_text(encoding="utf-8"))
+            if found:
+                return found.group(1)
+    except (OSError, ImportError, ValueError, UnicodeDecodeError):
+        pass
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        import torch
+
+        return torch.__version__
+
+
+def code_digest(globs: Iterable[str]) -> str:
+    """SHA-256 over the package's source files matching ``globs``, names and bytes."""
+    root = Path(__file__).resolve().parent.parent  # the attn_cli package
+    memo = (str(root), tuple(globs))
+    if memo not in _CODE_DIGEST:
+        files = sorted({p for pattern in memo[1] for p in root.glob(pattern) if p.is_file()})
+        h = hashlib.sha256()
+        for path in files:
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        _CODE_DIGEST[memo] = h.hexdigest()
+    return _CODE_DIGEST[memo]
+
+
+def cache_key(fields: dict, globs: Iterable[str], numerics: dict) -> dict:
+    """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers:
+    ``numerics`` (:func:`attn_cli.core.numerics.key`: the numeric mode and ISA; on cuda the GPU,
+    its driver and precision settings too), the versions of attn and torch, and the code."""
+    from attn_cli import __version__
+
+    key = {**fields, "numerics": numerics, "attn": __version__, "torch": torch_version(),
+           "code": code_digest(globs)}
+    return json.loads(json.dumps(key))  # as it reads back from the file (tuples become lists)
+
+
+def digest(data: Any) -> str:
+    """SHA-256 of bytes, or of a JSON value (keys sorted)."""
+    raw = data if isinstance(data, bytes) else json.dumps(data, sort_keys=True).encode()
+    return hashlib.sha256(raw).hexdigest()
