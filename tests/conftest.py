@@ -121,18 +121,18 @@ def _no_open_figures():
 def kernel_isolated(monkeypatch, tmp_path):
     """The C kernel's loader state and the private scratch folder saved, fresh ones for the
     test (ATTN_CACHE_DIR unset, tmp_path private: 0700), the real ones restored after."""
-    from attn_cli.store import private
     from attn_cli.core.copy_fast import kernel
+    from attn_cli.store import scratch
 
     os.chmod(tmp_path, 0o700)
     saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded)
     monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
-    scratch = private._reset_scratch_for_tests()
+    folder = scratch._reset_scratch_for_tests()
     yield tmp_path
-    made = private._reset_scratch_for_tests()
+    made = scratch._reset_scratch_for_tests()
     if made is not None:
         shutil.rmtree(made, ignore_errors=True)
-    private._scratch = scratch
+    scratch._scratch = folder
     (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded) = saved
 
 

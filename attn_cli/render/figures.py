@@ -11,7 +11,7 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
     no pyplot, so no backend is chosen or changed in the caller's process (a notebook keeps
     its own) and no figure is left open in pyplot's list.  matplotlib is imported here, late,
     so that ``attn --help`` stays fast."""
-    from attn_cli.store.private import keep_matplotlib_private
+    from attn_cli.store.scratch import keep_matplotlib_private
 
     keep_matplotlib_private()  # no font list or rc file from a folder others can change
     from matplotlib.figure import Figure

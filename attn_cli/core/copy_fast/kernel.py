@@ -62,7 +62,7 @@ from typing import Optional
 
 import torch
 
-from attn_cli.store import private
+from attn_cli.store import private, scratch
 from attn_cli.core import numerics
 from attn_cli.errors import AttnError
 from attn_cli.core.copy_fast.layout import ROLES, param_layout
@@ -135,8 +135,8 @@ def _open_kernel_folder() -> tuple[int, Path]:
         return private.open_private_dir(folder), folder
     except private.NotPrivate as exc:
         _warn_place(folder, str(exc))
-    scratch = private.scratch_dir() / "kernels"
-    return private.open_private_dir(scratch), scratch
+    elsewhere = scratch.scratch_dir() / "kernels"
+    return private.open_private_dir(elsewhere), elsewhere
 
 
 # --------------------------------------------------------------------------- what it is built from
@@ -282,7 +282,7 @@ def _build(cc: str, into: Path, which: Optional[str] = None) -> bytes:
 
 def _build_fresh(cc: str, which: Optional[str] = None) -> bytes:
     """A fresh build in a new ``mkdtemp`` folder inside this process's scratch folder."""
-    with tempfile.TemporaryDirectory(prefix="build_", dir=private.scratch_dir()) as tmp:  # 0700
+    with tempfile.TemporaryDirectory(prefix="build_", dir=scratch.scratch_dir()) as tmp:  # 0700
         return _build(cc, Path(tmp), which)
 
 
@@ -333,7 +333,7 @@ def _dlopen(data: bytes) -> ctypes.CDLL:
         else:
             _held.append(fd)
             return lib
-    with tempfile.TemporaryDirectory(prefix="load_", dir=private.scratch_dir()) as tmp:  # 0700
+    with tempfile.TemporaryDirectory(prefix="load_", dir=scratch.scratch_dir()) as tmp:  # 0700
         path = Path(tmp) / "copy_fast.so"
         path.write_bytes(data)
         return ctypes.CDLL(str(path))  # the mapping outlives the file
@@ -430,7 +430,7 @@ def _warn_place(folder: Path, reason: str) -> None:
     if not _warned_place:
         _warned_place = True
         # the per-user cache folder's own warning (see attn_cli.cli.commands.cache) covers this one
-        private.warn_unusable(folder.parent, f"warning: the copy-task C kernel is not kept in {folder} ({reason}); "
+        scratch.warn_unusable(folder.parent, f"warning: the copy-task C kernel is not kept in {folder} ({reason}); "
                                              "it is built in a private folder of this run")
 
 
