@@ -3,7 +3,7 @@
 A Dask preload module (https://docs.dask.org/en/stable/customize-initialization.html): the
 ``dask worker`` command imports it to read its option, the worker process imports it before it
 connects to the scheduler and calls :func:`dask_setup`, which
-(:func:`attn_cli.experiments.copy_task.cluster.prepare_worker`):
+(:func:`attn_cli.experiments.copy_task.cluster_worker.prepare_worker`):
 
 - pins the numeric mode before torch loads in the worker (``--attn-numerics portable|native``,
   default ``ATTN_NUMERICS``, else portable: attn's own ``--numerics`` and its default);
@@ -32,6 +32,6 @@ from attn_cli.core.numerics import DEFAULT_MODE, MODE_VAR, MODES
               help="The numeric mode of every run on this worker (attn's --numerics): pinned before torch loads.")
 def dask_setup(worker, attn_numerics: str) -> None:
     """Pin the numeric mode, one intra-op thread, torch and the training code loaded."""
-    from attn_cli.experiments.copy_task.cluster import prepare_worker
+    from attn_cli.experiments.copy_task.cluster_worker import prepare_worker
 
     prepare_worker(attn_numerics)

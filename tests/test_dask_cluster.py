@@ -316,7 +316,7 @@ def test_a_worker_whose_torch_runs_other_kernels_is_refused_not_mixed():
     if not numerics.is_x86_64() or numerics.expected_capability("portable") != "AVX2":
         pytest.skip("needs an x86-64 CPU with AVX2 (portable mode's AVX2 against torch's DEFAULT kernels)")
     script = ("import torch; torch.ones(2).sum();"  # torch committed to the DEFAULT kernels first
-              "from attn_cli.experiments.copy_task.cluster import train_on_worker;"
+              "from attn_cli.experiments.copy_task.cluster_worker import train_on_worker;"
               "import json; print(json.dumps(train_on_worker({'length': 3, 'steps': 2, 'eval_size': 4}, 'exact', 'portable')))")
     env = {k: v for k, v in os.environ.items() if k not in numerics.PIN_VARS and k != numerics.MODE_VAR}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
@@ -445,9 +445,9 @@ def worker_state(address: str) -> tuple:
         import sys
 
         torch = sys.modules.get("torch")
-        from attn_cli.experiments.copy_task import cluster
+        from attn_cli.experiments.copy_task import cluster_worker
 
-        return "attn_cli.core.copy_train" in sys.modules, cluster.PRELOADED_MODE, os.environ.get("ATTN_NUMERICS"), \
+        return "attn_cli.core.copy_train" in sys.modules, cluster_worker.PRELOADED_MODE, os.environ.get("ATTN_NUMERICS"), \
             torch and torch.get_num_threads(), torch and torch.backends.cpu.get_cpu_capability()
 
     with distributed.Client(address, timeout=30) as client:

@@ -6,7 +6,7 @@ not in the cache becomes one task, :func:`train_on_worker`: a pure function from
 (the RunSpec as a dict, the engine, the numeric mode, the device) to plain data (the
 RunOutcome as a dict, where it ran, or a refusal).  No tensor crosses the network.
 
-On the worker the numeric mode is pinned before torch loads there (:func:`attn_cli.core.numerics.apply`)
+On the worker (:mod:`.cluster_worker`) the numeric mode is pinned before torch loads there (:func:`attn_cli.core.numerics.apply`)
 and a run uses one intra-op thread, so a run computed on a worker equals the same run computed
 locally, bit for bit.  A worker started with attn's preload (``dask worker ADDR --nthreads 1
 --preload attn_cli.dask_worker``, :func:`prepare_worker`) has done both, and imported torch and
@@ -31,12 +31,12 @@ is checked as strictly as a cache entry (:func:`attn_cli.schema.revive`, :func:`
 from __future__ import annotations
 
 import dataclasses
-import socket
 from typing import Optional
 
-from attn_cli.core.copy_spec import RunOutcome, RunSpec
+from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_digest
+from attn_cli.experiments.copy_task.cluster_worker import FIELD_CHARS, TOPIC, train_on_worker
 from attn_cli.schema import InvalidEntry, revive
 
 RETRIES = 2  # Dask retries of a run whose task raised (a killed worker's run is rescheduled by the scheduler)
@@ -46,129 +46,10 @@ SCHEMES = ("tcp", "tls")  # the scheduler addresses attn connects to (a bare hos
 WORKER_WAIT_S = 120.0  # how long a sweep waits for a first (or a new) worker: --worker-wait
 SAY_EVERY_S = 10.0  # while no worker is connected, a line on stderr this often
 POLL_S = 1.0  # how often the client looks at the futures and the workers
-FIELD_CHARS = 200  # at most this many characters of a worker's address, host name or CPU model
 
 
 class ClusterError(AttnError):
     """The scheduler cannot be reached, went away, or a worker was refused."""
-
-
-# --------------------------------------------------------------------------- on the worker
-
-
-def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() in ("model name", "Model", "cpu model"):
-                    return value.strip()[:FIELD_CHARS]
-    except OSError:
-        pass
-    import platform
-
-    return (platform.processor() or platform.machine())[:FIELD_CHARS]
-
-
-def where() -> dict[str, str]:
-    """Where this task runs: the Dask worker's address (empty outside a worker), host, CPU."""
-    try:
-        from distributed import get_worker
-
-        address = get_worker().address
-    except (ImportError, ValueError):  # not inside a Dask worker (a direct call, a test)
-        address = ""
-    return {"worker": address[:FIELD_CHARS], "host": socket.gethostname()[:FIELD_CHARS], "cpu": cpu_model()}
-
-
-TOPIC = "attn-copy-task-started"  # each attempt of a run says on this Dask event topic that it started
-
-
-def _announce(tag: Optional[str]) -> None:
-    """Tell the client (:data:`TOPIC`) that the run ``tag`` starts on this worker: its progress
-    bar counts running runs, and a run that starts again as a failed attempt.  Best effort."""
-    if tag:
-        try:
-            from distributed import get_worker
-
-            get_worker().log_event(TOPIC, {"tag": str(tag)})
-        except Exception:  # not inside a worker, an old distributed: no announcement, same run
-            pass
-
-
-PRELOADED_MODE: Optional[str] = None  # the numeric mode prepare_worker pinned in this process; None: not preloaded
-
-
-def prepare_worker(mode: str) -> None:
-    """Make this (Dask worker) process ready to train: pin ``mode`` before torch loads here, one
-    intra-op thread, torch and the training code imported (as the local pool's fork server does,
-    :data:`.engines.WARM_MODULES`), so the first run pays no import.  From then on this worker
-    computes under ``mode`` alone (:func:`train_on_worker` refuses a run asking for the other).
-    Raises NumericsError when torch here already runs other kernels.  Called by the preload
-    module :mod:`attn_cli.dask_worker`."""
-    global PRELOADED_MODE
-    import importlib
-
-    from attn_cli.core import numerics
-    from attn_cli.experiments.copy_task.engines import WARM_MODULES
-
-    numerics.apply(mode)  # before torch loads here
-    import torch
-
-    torch.set_num_threads(1)
-    for name in WARM_MODULES:
-        importlib.import_module(name)
-    code_digest()  # hashed once here, not on the first run
-    PRELOADED_MODE = mode
-
-
-def _other_mode(mode: str) -> Optional[str]:
-    """Why this worker, preloaded with one numeric mode, refuses a run asking for ``mode`` (None: it does not)."""
-    if PRELOADED_MODE is None or mode == PRELOADED_MODE:
-        return None
-    return (f"this worker was started with --preload attn_cli.dask_worker --attn-numerics {PRELOADED_MODE} "
-            f"(torch loads once per process, under that mode) and the run asks for --numerics {mode}: "
-            f"restart the worker with --attn-numerics {mode}, or run attn with --numerics {PRELOADED_MODE}")
-
-
-def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: Optional[str] = None) -> dict:
-    """One copy-task run, as the local engines compute it, in this (worker) process.
-
-    ``spec``: ``dataclasses.asdict`` of a RunSpec; ``engine``: "exact" or "fast"; ``mode``:
-    the numeric mode (:data:`attn_cli.core.numerics.MODES`).  Returns ``{"outcome": asdict(RunOutcome),
-    "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` when this process
-    cannot compute under ``mode`` (preloaded with the other mode, or its torch already runs other
-    kernels).  Plain data only.
-    ``tag``: the client's name of the run, announced on :data:`TOPIC` as it starts.
-    """
-    from attn_cli.core import numerics
-
-    _announce(tag)
-
-    place = where()
-    other = _other_mode(mode)
-    if other:
-        return {"refused": other, "where": place}
-    try:
-        numerics.apply(mode)  # before torch loads here; raises if it already runs other kernels
-    except numerics.NumericsError as exc:
-        return {"refused": str(exc), "where": place}
-    import torch
-
-    run_spec = RunSpec(**spec)
-    torch.set_num_threads(1)  # one intra-op thread, as in the local worker processes
-    if engine == "exact":
-        from attn_cli.core.copy_train import train_and_evaluate
-
-        outcome = train_and_evaluate(run_spec, device)
-    elif engine == "fast":
-        from attn_cli.experiments.copy_task.engines import fast_engine
-
-        outcome = fast_engine()([run_spec], device, None, threads=1)[0]
-    else:
-        raise ValueError(f"unknown engine {engine!r}; choose from exact, fast")
-    return {"outcome": dataclasses.asdict(outcome), "where": place, "code": code_digest()}
 
 
 # --------------------------------------------------------------------------- on the client

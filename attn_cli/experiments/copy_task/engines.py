@@ -20,7 +20,7 @@ Done = Callable[[int, RunOutcome], None]
 Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
 
 # what a process that trains runs imports once, before its first run: the local pool's fork server
-# and a Dask worker started with ``--preload attn_cli.dask_worker`` (:func:`.cluster.prepare_worker`)
+# and a Dask worker started with ``--preload attn_cli.dask_worker`` (:func:`.cluster_worker.prepare_worker`)
 # (torch and the training code; not torch._dynamo, which the exact engine's Adam no longer
 # imports: :func:`attn_cli.core.optim.adam`)
 WARM_MODULES = ("attn_cli.core.copy_train",)
