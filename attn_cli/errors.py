@@ -18,7 +18,7 @@ class WriteFailed(AttnError):
 
 
 # Every seed ends in torch.manual_seed or torch.Generator.manual_seed, which accept exactly a
-# signed or an unsigned 64-bit integer (--seed's range, attn_cli.cli.options.SEED).
+# signed or an unsigned 64-bit integer (--seed's range, attn_cli.cli.types.SEED).
 SEED_MIN, SEED_MAX = -(2 ** 63), 2 ** 64 - 1
 
 

@@ -91,7 +91,7 @@ def numbers(result) -> list:
 
 
 def main(argv=None) -> int:
-    from attn_cli.cli.options import SEEDS
+    from attn_cli.cli.types import SEEDS
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", nargs="+", default=["0-31"], metavar="K",

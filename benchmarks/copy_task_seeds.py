@@ -238,7 +238,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import click
 
-    from attn_cli.cli.options import SEEDS
+    from attn_cli.cli.types import SEEDS
 
     try:
         seeds = list(dict.fromkeys(s for value in args.seeds for s in SEEDS.convert(value, None, None)))

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from attn_cli import api
 from attn_cli.cli import cli
-from attn_cli.cli.options import AliasedOption, MultiValueOption
+from attn_cli.cli.types import AliasedOption, MultiValueOption
 
 # (command, old flag, new flag, a valid value (several for a multi-value option))
 RENAMED: list[tuple[str, str, str, tuple[str, ...]]] = [

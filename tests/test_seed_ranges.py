@@ -7,7 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from attn_cli.cli import cli
-from attn_cli.cli.options import MAX_SEEDS, SEEDS, SEED_MAX, SEED_MIN
+from attn_cli.errors import SEED_MAX, SEED_MIN
+from attn_cli.cli.types import MAX_SEEDS, SEEDS
 from tests.conftest import run_json
 
 

@@ -30,59 +30,13 @@ from click.core import ParameterSource
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.core.numerics import MODES as NUMERIC_MODES
-from attn_cli.errors import SEED_MAX, SEED_MIN  # torch's seed range
+from attn_cli.cli.types import SEED, EnvChoice, FiniteFloatRange, MultiValueOption, from_environment
 
 # Every seed ends in torch.manual_seed or torch.Generator.manual_seed (no command seeds numpy,
 # whose default_rng would refuse a negative seed), which accept exactly a signed or an
 # unsigned 64-bit integer.  A command that draws from seed + k (attn verify's extra
 # copy-task seeds, exercise 12's data streams) is checked for every seed it will use, before
 # any work: :func:`check_seeds`.
-class IntRange(click.IntRange):
-    """click's ``IntRange`` whose refusal of what is not an integer says so: ``'1e3' is not an
-    integer`` (click's own reads "is not a valid integer range")."""
-
-    def convert(self, value, param, ctx):
-        if not isinstance(value, int):
-            try:
-                int(value)
-            except (TypeError, ValueError):
-                self.fail(f"{value!r} is not an integer.", param, ctx)
-        return super().convert(value, param, ctx)
-
-
-SEED = IntRange(SEED_MIN, SEED_MAX)
-
-
-MAX_SEEDS = 100_000  # seeds one --seeds may list (a range of more is a typo: each seed is a training run)
-
-
-class SeedsType(click.ParamType):
-    """One ``--seeds`` value: a seed (``7``) or an inclusive range (``0-63``: 64 seeds), each
-    seed in torch's range; converts to a tuple of seeds (the command flattens them)."""
-
-    name = "seeds"
-    _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return (SEED.convert(value, param, ctx),)
-        match = self._RANGE.match(str(value))
-        if not match:
-            return (SEED.convert(value, param, ctx),)
-        first, last = (SEED.convert(v, param, ctx) for v in match.groups())
-        if last < first:
-            self.fail(f"{value!r}: a range runs upward (e.g. 0-63), not from {first} down to {last}", param, ctx)
-        if last - first + 1 > MAX_SEEDS:
-            self.fail(f"{value!r} is {last - first + 1:,} seeds, more than {MAX_SEEDS:,} training runs per cell",
-                      param, ctx)
-        return tuple(range(first, last + 1))
-
-
-SEEDS = SeedsType()
-
-
 def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
     """A usage error (exit 2) naming the first seed outside [SEED_MIN, SEED_MAX]."""
     from attn_cli.experiment_registry import SeedOutOfRange, check_seed_range
@@ -91,19 +45,6 @@ def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
         check_seed_range(seeds)
     except SeedOutOfRange as exc:
         raise click.BadParameter(str(exc), param_hint=param_hint) from None
-
-
-class FiniteFloatRange(click.FloatRange):
-    """A ``FloatRange`` that also refuses NaN and infinity (a plain range lets NaN through:
-    every comparison with NaN is false)."""
-
-    def convert(self, value, param, ctx):
-        import math
-
-        rv = super().convert(value, param, ctx)
-        if not math.isfinite(rv):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return rv
 
 
 class JudgedCommand(click.Command):
@@ -148,27 +89,6 @@ def _resolve_device(ctx, param, value):
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
     prepare_device(device)
     return device
-
-
-class EnvChoice(click.Choice):
-    """A ``Choice`` whose value may come from an environment variable: a bad value from there
-    is reported under the variable's name (``ATTN_NUMERICS=fastest: ...``), not the option's."""
-
-    def convert(self, value, param, ctx):
-        try:
-            return super().convert(value, param, ctx)
-        except click.BadParameter as exc:
-            raise from_environment(ctx, param, value, exc.message) or exc
-
-
-def from_environment(ctx, param, value, message: str) -> click.UsageError | None:
-    """The usage error naming ``param``'s environment variable when ``value`` came from it."""
-    from click.core import ParameterSource
-
-    if ctx is not None and param is not None and param.envvar and \
-            ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
-        return click.UsageError(f"{param.envvar}={value}: {message}", ctx=ctx)
-    return None
 
 
 def _apply_numerics(ctx, param, value):
@@ -361,90 +281,3 @@ def scheduler_option(func):
                                                       worker_wait=worker_wait), **kwargs)
 
     return wrapper
-
-
-def _looks_like_value(token: str) -> bool:
-    """A following token belongs to a multi-value option unless it is another option.
-
-    Negative numbers ("-5") count as values so that range checks report them clearly.
-    """
-    if not token.startswith("-") or token == "-":
-        return True
-    try:
-        float(token)
-        return True
-    except ValueError:
-        return False
-
-
-class AliasedOption(click.Option):
-    """An option that still answers to its old names, hidden: ``aliases=("--dim",)``.
-
-    An alias is parsed exactly as the option's own name (same parameter, type and
-    callback), but is not shown in ``--help``, offered by shell completion or named in
-    error messages, which all read ``opts``; only the parser sees ``aliases``.  Kept so that
-    a renamed flag does not break a user's command line (or a :func:`attn_cli.run` call).
-    """
-
-    def __init__(self, *args, aliases: tuple[str, ...] = (), **kwargs):
-        self.aliases = tuple(aliases)
-        super().__init__(*args, **kwargs)
-
-    def add_to_parser(self, parser, ctx) -> None:
-        shown = self.opts
-        self.opts = [*shown, *self.aliases]  # the parser registers every name; nothing else sees the aliases
-        try:
-            super().add_to_parser(parser, ctx)
-        finally:
-            self.opts = shown
-        _unsuggested(parser).update(self.aliases)
-
-
-def _unsuggested(parser) -> set[str]:
-    """The names a mistyped option is not told about ("Did you mean ...?"): the hidden aliases.
-    click suggests from every name its parser knows; its one long-option matcher is wrapped
-    once per parser to suggest from the others."""
-    hidden = getattr(parser, "_attn_unsuggested", None)
-    if hidden is None:
-        hidden = parser._attn_unsuggested = set()
-        match = parser._match_long_opt
-
-        def match_long_opt(opt, explicit_value, state):
-            try:
-                return match(opt, explicit_value, state)
-            except click.NoSuchOption as exc:
-                raise click.NoSuchOption(exc.option_name, ctx=exc.ctx,
-                                         possibilities=[n for n in parser._long_opt if n not in hidden]) from None
-
-        parser._match_long_opt = match_long_opt
-    return hidden
-
-
-class MultiValueOption(AliasedOption):
-    """An option taking one or more values after a single flag: ``--lengths 4 8 16 32``.
-
-    Declared with ``multiple=True`` (so ``--lengths 4 --lengths 8`` also works); each
-    value is converted and validated by the option's ``type``.
-    """
-
-    def __init__(self, *args, **kwargs):
-        kwargs["multiple"] = True
-        super().__init__(*args, **kwargs)
-
-    def add_to_parser(self, parser, ctx) -> None:
-        super().add_to_parser(parser, ctx)
-        for name in (*self.opts, *self.aliases):
-            opt = parser._long_opt.get(name) or parser._short_opt.get(name)
-            if opt is None or getattr(opt, "_greedy", False):
-                continue
-            original = opt.process
-
-            def process(value, state, _original=original, _name=name):
-                if isinstance(value, str) and not _looks_like_value(value):
-                    raise click.BadOptionUsage(_name, f"expected a value after {_name}, got the option {value}")
-                _original(value, state)
-                while state.rargs and _looks_like_value(state.rargs[0]):
-                    _original(state.rargs.pop(0), state)
-
-            opt.process = process
-            opt._greedy = True

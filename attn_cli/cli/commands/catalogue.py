@@ -15,8 +15,8 @@ import sys
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.options import (IntRange, Common, JudgedCommand, MultiValueOption, cache_dir_option, common_options, format_option,
-                              scheduler_option)
+from attn_cli.cli.options import Common, JudgedCommand, cache_dir_option, common_options, format_option, scheduler_option
+from attn_cli.cli.types import IntRange, MultiValueOption
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
 

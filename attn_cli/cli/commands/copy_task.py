@@ -13,8 +13,8 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.cli.commands.execute import Job
-from attn_cli.cli.options import (IntRange, SEEDS, AliasedOption, Common, FiniteFloatRange, JudgedCommand, MultiValueOption, cache_dir_option, common_options,
-                              format_option, scheduler_option)
+from attn_cli.cli.options import Common, JudgedCommand, cache_dir_option, common_options, format_option, scheduler_option
+from attn_cli.cli.types import AliasedOption, FiniteFloatRange, IntRange, MultiValueOption, SEEDS
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded

@@ -10,8 +10,8 @@ from __future__ import annotations
 import click
 
 from attn_cli.cli.commands.execute import Job, config_of
-from attn_cli.cli.options import (IntRange, AliasedOption, Common, JudgedCommand, FiniteFloatRange, MultiValueOption, common_options,
-                              format_option)
+from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
+from attn_cli.cli.types import AliasedOption, FiniteFloatRange, IntRange, MultiValueOption
 
 
 # --------------------------------------------------------------------------- copy-both

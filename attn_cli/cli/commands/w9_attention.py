@@ -10,7 +10,8 @@ from __future__ import annotations
 import click
 
 from attn_cli.cli.commands.execute import Job, config_of
-from attn_cli.cli.options import IntRange, Common, JudgedCommand, MultiValueOption, common_options, format_option
+from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
+from attn_cli.cli.types import IntRange, MultiValueOption
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")

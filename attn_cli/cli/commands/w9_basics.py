@@ -11,7 +11,8 @@ from __future__ import annotations
 import click
 
 from attn_cli.cli.commands.execute import Job, config_of
-from attn_cli.cli.options import IntRange, AliasedOption, Common, JudgedCommand, common_options, format_option
+from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
+from attn_cli.cli.types import AliasedOption, IntRange
 from attn_cli.published.settings import TEXT
 
 
