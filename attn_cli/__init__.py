@@ -23,7 +23,10 @@ __all__ = [
     "ConfigError",  # a configuration refused before any work (a ValueError)
 ]
 
+_CATALOGUE = "attn_cli.api_catalogue"  # verify, regenerate_all, artifacts and what they return
 _WHERE = {"Outcome": "attn_cli.published.compare", "Check": "attn_cli.published.types",
+          "verify": _CATALOGUE, "regenerate_all": _CATALOGUE, "artifacts": _CATALOGUE,
+          "Verification": _CATALOGUE, "Report": _CATALOGUE, "Entry": _CATALOGUE,
           "AttnError": "attn_cli.errors", "ConfigError": "attn_cli.errors"}
 
 

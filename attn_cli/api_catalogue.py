@@ -1,0 +1,188 @@
+"""The Python API of ``attn verify``, ``attn all`` and ``attn list``: :func:`verify`,
+:func:`regenerate_all` and :func:`artifacts`, their options read by the commands themselves and
+their results returned as values (:class:`Verification`, :class:`Report`, :class:`Entry`)."""
+
+from __future__ import annotations
+
+import html
+import json
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from attn_cli.api import _callers_state, _checked_text, _command, _config_errors, command_line
+from attn_cli.render.notebook import outcomes_html
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass
+class Verification:
+    """``attn verify``: every selected check with its verdict, the summary and the coverage."""
+
+    outcomes: list  # attn_cli.Outcome, in the checks' order
+    summary: str  # "85 measured and 10 rules passed; 33 identities shown"
+    coverage: str  # "coverage: 27/27 catalogue IDs checked"
+    experiments: dict[str, float] = field(repr=False, default_factory=dict)  # name -> seconds
+    errors: dict[str, str] = field(repr=False, default_factory=dict)  # name -> why it failed
+
+    def __repr__(self) -> str:
+        return f"<Verification: {self.summary}; {self.coverage}>"
+
+    @property
+    def ok(self) -> bool:
+        """No check failed: ``attn verify`` exits 0."""
+        return not any(o.status == "fail" for o in self.outcomes)
+
+    def to_dict(self) -> list[dict]:
+        """What ``attn verify --json`` prints."""
+        from attn_cli.render.files import _json_default
+
+        return json.loads(json.dumps([o.as_json() for o in self.outcomes], default=_json_default))
+
+    def _repr_html_(self) -> str:
+        return (f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>"
+                + outcomes_html(self.outcomes))
+
+
+def verify(*only: str, **options: Any) -> Verification:
+    """``attn verify [--only ID...]``: regenerate the selected published values and judge them.
+
+    ``options``: those of ``attn verify`` (``quick``, ``seed``, ``device``, ``no_cache``,
+    ``cache_dir``, ``numerics``), parsed by the ``verify`` command itself (same checks, same
+    errors); the experiments run as there (each once, the copy task's seeds, the per-user
+    cache; :func:`attn_cli.regenerate.verify`), without the progress display.  Writes no file.
+    """
+    from attn_cli import regenerate
+
+    from attn_cli.errors import ConfigError
+
+    if options.get("out") is not None:
+        raise ConfigError("verify() writes no file; regenerate_all(out) writes the report")
+    with _callers_state(), _config_errors(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
+        common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
+        checked = _translated(lambda: regenerate.verify(p["only"], **_library_options(common, p)))
+    return Verification(outcomes=checked.outcomes, summary=checked.summary, coverage=checked.coverage.line(),
+                        experiments={r.name: r.seconds for r in checked.runs},
+                        errors={r.name: r.error for r in checked.runs if r.error})
+
+
+def _parsed(command: str, folder: str, only, options: dict):
+    """The command's own parsing of these options (same checks, same errors): its Common and params."""
+    from attn_cli.cli.options import Common
+
+    cmd = _command(command)
+    argv = command_line(command, only=list(only) or None, **options)
+    _checked_text([command, *argv])
+    with cmd.make_context(f"attn {command}", [*argv, "--out", folder]) as ctx:
+        p = ctx.params
+        from_env = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
+    common = Common(device=p["device"], seed=p["seed"], out=Path(folder), json=False, quick=p["quick"],
+                    numerics=p["numerics"], formats=tuple(dict.fromkeys(p.get("formats") or ())) or ("png",),
+                    cache_dir=p["cache_dir"], scheduler=p.get("scheduler"),
+                    scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None,
+                    worker_wait=p.get("worker_wait", 120.0))
+    return common, p
+
+
+def _library_options(common, p: dict) -> dict:
+    """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line."""
+    from attn_cli.cli.commands.cache import cache_root
+    from attn_cli.cli.commands.catalogue import seed_count
+
+    return dict(seed=common.seed, device=common.device, quick=common.quick, numerics=common.numerics,
+                cache_root=cache_root(common), use_cache=not p["no_cache"], scheduler=common.scheduler,
+                scheduler_from=common.scheduler_from, worker_wait=common.worker_wait,
+                **seed_count(p.get("n_seeds"), common))
+
+
+def _translated(call):
+    """The library's errors as the command reports them (usage errors, exit 2 on the command line)."""
+    from attn_cli import experiment_registry
+
+    try:
+        return call()
+    except experiment_registry.UnknownId as exc:
+        raise click.BadParameter(str(exc), param_hint="'--only'") from None
+    except experiment_registry.SeedOutOfRange as exc:
+        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
+
+
+# --------------------------------------------------------------------------- all
+
+
+@dataclass
+class Report:
+    """``attn all``: the folder it wrote, its manifest and whether it succeeded."""
+
+    out: Path
+    manifest: dict = field(repr=False)  # manifest.json: catalogue ID -> files, configs, versions, checks
+    ok: bool  # attn all exits 0: no experiment failed and no check failed
+    notes: str = field(repr=False, default="")  # its warnings, one a line: files not written, --quick, failures
+
+    @property
+    def index(self) -> Path:
+        """The report page (index.html)."""
+        return self.out / "index.html"
+
+    def _repr_html_(self) -> str:
+        checks = self.manifest.get("checks") or "not judged (quick)"
+        return (f"<p>attn all: <code>{html.escape(str(self.out))}</code>, "
+                f"{len(self.manifest.get('artifacts', {}))} catalogue IDs; checks: {html.escape(str(checks))}; "
+                f"{'ok' if self.ok else 'FAILED'}</p>")
+
+
+def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
+    """``attn all --out OUT [--only ID...]``: every table, figure and the report, written into ``out``.
+
+    ``options``: those of ``attn all`` (``quick``, ``seed``, ``device``, ``no_cache``,
+    ``cache_dir``, ``format``, ``numerics``), parsed by the ``all`` command itself (same
+    checks, same errors), then :func:`attn_cli.regenerate.regenerate_all` (same files);
+    returns its manifest.
+    """
+    from attn_cli import regenerate
+    from attn_cli.render.files import _json_default
+
+    with _callers_state(), _config_errors():
+        common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
+        done = _translated(lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats,
+                                                             **_library_options(common, p)))
+    notes = [*done.not_written, *([done.quick_line] if done.quick_line else []),
+             *(f"{s.name} failed: {s.error}" for s in done.errors)]
+    return Report(out=Path(out), manifest=json.loads(json.dumps(done.manifest, default=_json_default)),
+                  ok=done.exit_code == 0, notes="\n".join(notes))
+
+
+# --------------------------------------------------------------------------- list
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One table or figure of the catalogue, as ``attn list`` shows it."""
+
+    id: str  # "w9-sqrt-dk"
+    source: str  # "W9" or "D2L"
+    section: str  # "3.3"
+    title: str
+    subcommand: str  # the command that regenerates it: attn_cli.run(subcommand, ...)
+    files: tuple[str, ...]  # what it writes into --out
+    new: bool  # a figure the texts do not draw
+    experiment: str | None  # the module of attn_cli.experiments that computes it
+    checks: int  # published values attn verify checks for it
+
+    def to_dict(self) -> dict:
+        """One item of ``attn list --json``."""
+        return {**asdict(self), "files": list(self.files)}
+
+
+def artifacts() -> list[Entry]:
+    """The catalogue (``attn list``), in its order."""
+    from attn_cli import experiment_registry
+    from attn_cli.render import report
+
+    registry = experiment_registry.Registry.load()
+    return [Entry(**{**row, "files": tuple(row["files"])})
+            for row in report.catalogue_rows(registry.artifacts.values(), registry)]
