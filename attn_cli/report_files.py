@@ -16,7 +16,7 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
     ``outcomes``: its checks' outcomes (:func:`attn_cli.pipeline.compare`), the verdicts its
     tables mark and its section lists: one verdict per cell."""
     from attn_cli.render import files, report
-    from attn_cli.render.report import experiment_markdown
+    from attn_cli.render.figure_files import experiment_markdown
 
     exp = run.experiment
     section = Section(name=exp.name, command=command, ids=list(exp.artifacts),

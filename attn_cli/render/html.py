@@ -228,7 +228,7 @@ def _contents(catalogue, by_artifact, section_of) -> str:
 
 
 def _artifact(a, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool) -> str:
-    from attn_cli.render.report import figure_views
+    from attn_cli.render.figure_files import figure_views
 
     entry = (manifest.get("artifacts") or {}).get(a.id) or {}
     new = ' <span class="new">new</span>' if a.new else ""

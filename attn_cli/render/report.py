@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli.core.device import cuda_summary
+from attn_cli.render.figure_files import figure_markdown
 from attn_cli.render.manifest import Section
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
@@ -363,33 +364,6 @@ def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest
     return "\n".join(lines) + "\n"
 
 
-def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg")) -> list[tuple[str, list[str]]]:
-    """One figure written in several formats, shown once: ``(shown, other formats)`` per figure,
-    in the order written; ``shown`` is the first of ``prefer`` present (else the first file),
-    ``other formats`` are linked beside it (a PDF cannot be shown inline)."""
-    stems: dict[str, list[str]] = {}
-    for f in figures:
-        stem, _, _ = f.rpartition(".")
-        stems.setdefault(stem or f, []).append(f)
-    views = []
-    for files in stems.values():
-        by_suffix = {f.rpartition(".")[2].lower(): f for f in files}
-        shown = next((by_suffix[p] for p in prefer if p in by_suffix), None)
-        views.append((shown, [f for f in files if f != shown]))
-    return views
-
-
-def figure_markdown(figures: Sequence[str]) -> list[str]:
-    """Markdown for figures: each once as an image (PNG preferred), its other formats linked."""
-    blocks = []
-    for shown, others in figure_views(figures):
-        text = f"![{shown}]({shown})" if shown else ""
-        if others:
-            text += ("\n\n" if text else "") + "Also: " + ", ".join(f"[{f}]({f})" for f in others) + "."
-        blocks.append(text)
-    return blocks
-
-
 def _where(artifacts: Sequence) -> str:
     """``W9 5.1; D2L 10.3.2.3, 10.3.2``; many sections of one source by their common part
     (``D2L 10.3.5`` for the twelve exercises)."""
@@ -410,13 +384,3 @@ def _where(artifacts: Sequence) -> str:
                 sections = [" ".join(common)]
         parts.append(f"{source} {', '.join(sections)}")
     return "; ".join(parts)
-
-
-def experiment_markdown(section: Section) -> str:
-    """``<name>.md``: the experiment's tables and figures."""
-    lines = [f"# attn {section.command}: {', '.join(section.ids)}", ""]
-    if section.markdown:
-        lines += [section.markdown, ""]
-    for fig in figure_markdown(section.figures):
-        lines += [fig, ""]
-    return "\n".join(lines)
