@@ -28,7 +28,9 @@ HOOKS = {"validate", "preflight", "fast_engine", "check_memory", "compare_result
 
 
 def _modules(folder: str) -> list[Path]:
-    return sorted((PACKAGE / folder).rglob("*.py"))
+    found = sorted((PACKAGE / folder).rglob("*.py"))
+    assert found, f"no module under attn_cli/{folder}"  # a moved folder must not empty a parametrized test
+    return found
 
 
 def experiment_imports(source: str) -> list[str]:
@@ -140,11 +142,11 @@ def test_a_second_compare_result_call_is_found(tmp_path):
     assert sorted(_call_sites(copy)) == ["api.py", "pipeline.py"]
 
 
-@pytest.mark.parametrize("path", _modules("commands"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _modules("cli/commands"), ids=lambda p: p.name)
 def test_commands_run_no_experiment_hook_themselves(path):
     assert calls(path.read_text(encoding="utf-8"), HOOKS) == []
 
 
 def test_a_planted_hook_call_in_a_command_is_found():
-    source = (PACKAGE / "commands" / "copy_task.py").read_text(encoding="utf-8")
+    source = (PACKAGE / "cli" / "commands" / "copy_task.py").read_text(encoding="utf-8")
     assert calls(source + "\nexp.check_memory(config)\n", HOOKS) == [f"check_memory (line {source.count(chr(10)) + 2})"]

@@ -249,9 +249,9 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
     config = exp.Config(**TINY)
     run_copy_task(config, tmp_path / "cache")
     assert run_copy_task(config, tmp_path / "cache").runs[0]["cached"]
-    from attn_cli.store import cache
+    from attn_cli.store import keys
 
-    monkeypatch.setattr(cache, "_CODE_DIGEST", {})
+    monkeypatch.setattr(keys, "_CODE_DIGEST", {})
     original = type(tmp_path).read_bytes
 
     def edited(path):  # copy_train.py as if a line had changed
