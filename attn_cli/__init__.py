@@ -13,7 +13,7 @@ Everything else is free to change.  The names are imported on first use, so ``im
 attn_cli`` (and ``attn --help``) loads neither torch nor matplotlib.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "run", "verify", "regenerate_all", "artifacts", "command_line",  # functions (attn_cli.api)
