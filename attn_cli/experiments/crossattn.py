@@ -151,7 +151,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention
     from attn_cli.core.memory import guard
 
-    query_word, key_word = validate(config)
+    query_word, key_word = (unicodedata.normalize("NFC", w) for w in (config.query_word, config.key_word))
     guard(estimate_bytes(config), f"letter embeddings of width {config.d_model}", config.device)
     letters = sorted(set(query_word + key_word))
 

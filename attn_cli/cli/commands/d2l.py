@@ -51,17 +51,6 @@ def copy_both(samples, d_v, weights, two_head_weights, common: Common):
 
 # --------------------------------------------------------------------------- heatmap
 
-def _word(ctx, param, value):
-    from attn_cli.errors import AttnError
-    from attn_cli.experiments.crossattn import normalise_word
-
-    which = "query" if param.name == "query_word" else "key"
-    try:
-        return normalise_word(value, which)
-    except AttnError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-
-
 def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> Job | None:
     from attn_cli.experiments import crossattn as experiment
     from attn_cli.render import crossattn as render
@@ -79,8 +68,8 @@ _heads_option = click.option("--heads", type=IntRange(min=1), default=None, meta
 
 
 @click.command(cls=JudgedCommand, name="heatmap")
-@click.argument("query_word", callback=_word)
-@click.argument("key_word", callback=_word)
+@click.argument("query_word")  # checked once, with the Config (attn_cli.experiments.crossattn.validate)
+@click.argument("key_word")
 @_d_model_option
 @_heads_option
 @common_options
