@@ -95,8 +95,8 @@ def test_clear_refuses_the_home_folder_and_a_mount_point_by_name(tmp_path):
     script = f"mount -t tmpfs -o mode=0700 none {mnt} && echo x > {mnt}/f && exec {ATTN} cache clear --cache-dir {mnt}"
     proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
                           capture_output=True, text=True, env=env_without_cache(), timeout=120)
-    if "mount" in proc.stderr and "Error:" not in proc.stderr:
-        pytest.skip(f"cannot mount here: {proc.stderr.strip()}")
+    if "Error:" not in proc.stderr:  # unshare or mount refused (not root, no user namespaces): attn never ran
+        pytest.skip(f"cannot make a mount point here: {proc.stderr.strip()}")
     assert_user_error(proc, f"{mnt} is a mount point", "nothing removed")
 
 
