@@ -47,8 +47,7 @@ def judged(experiments: Iterable, *, seed: int, device: str, use_cache: bool = T
 
 def smoke(experiments: Iterable, *, seed: int, device: str, use_cache: bool = True, **cluster) -> Plan:
     """Each experiment at ``Config.quick()``, nothing judged (``attn all --quick``); one with a
-    fast engine uses it (the quickest smoke run: measured 14 s against the exact engine's 31 s
-    for the copy task's quick runs on the loaded 2-core machine)."""
+    fast engine uses it (the quickest smoke run)."""
     return [(exp, exp.config(seed=seed, device=device, quick=True, use_cache=use_cache, engine="fast",
                         **cluster), QUICK) for exp in experiments]
 

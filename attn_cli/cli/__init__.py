@@ -150,10 +150,9 @@ def main() -> None:
 def _exit_without_collecting() -> None:
     """Move every object to the collector's permanent generation on the way out.
 
-    A Python process that imported torch spends 0.4-0.5 s of its exit in the cyclic garbage
-    collector's last passes over torch's millions of module objects (measured on the 2-core
-    Xeon: ``python -c "import torch"`` exits 0.38-0.57 s after its last atexit handler, 0.12-0.17 s
-    with ``gc.freeze()``).  Nothing attn needs happens there: every file is written atomically
+    A Python process that imported torch spends a noticeable part of its exit in the cyclic
+    garbage collector's last passes over torch's objects (benchmarks/RESULTS.md).  Nothing attn
+    needs happens there: every file is written atomically
     and closed before, the atexit handlers (worker pools, temp folders) still run, and stdout and
     stderr are still flushed; only cyclic garbage left at exit is not finalised, which the
     operating system reclaims."""

@@ -42,8 +42,7 @@ class AttnSeq2Seq(nn.Module):
     # program_calls False the decoder calls the same functions on the same parameters
     # directly (F.embedding, torch.gru_cell, F.linear, as those forwards do with these
     # modules' settings): the same ops in the same order, hence the same autograd graph and
-    # the same bits (tested); measured at length 32 in 400 alternating steps, the forward
-    # 0.949x the time and a whole training step 0.984x.  True: the program's calls (the
+    # the same bits (tested), without the per-call overhead.  True: the program's calls (the
     # benchmark's stand-in for the program).
     program_calls = False
 

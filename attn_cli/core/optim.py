@@ -2,7 +2,7 @@
 
 The exact copy-task engine and the D2L exercises that train (1 and 12) step Adam through
 :func:`adam`: the same code and bits as its public methods, without their import of
-torch._dynamo (1.2-1.4 s, with sympy, in every process that trains).
+torch._dynamo (with sympy: more than a second in every process that trains).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def adam(params: list[torch.Tensor], lr: float, program_calls: bool = False) -> 
     Adam's public methods are wrapped for ``torch.compile``: ``add_param_group`` (which the
     constructor calls) and ``zero_grad`` by ``torch._disable_dynamo``, ``step`` by
     ``_use_grad_for_differentiable`` and a profiler hook.  Each wrapper imports
-    ``torch._dynamo`` (with sympy: 1.2-1.4 s of a worker's start, before its first step)
+    ``torch._dynamo`` (with sympy: more than a second of a worker's start)
     and does nothing else an eager run sees.  So this drives the same Adam through the
     functions under those wrappers (``inspect.unwrap``): the same code, the same float
     operations in the same order (tested bit for bit against the public calls), the

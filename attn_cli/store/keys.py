@@ -32,9 +32,8 @@ _VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.MULT
 
 def _installed_torch_version() -> str:
     """``torch.__version__`` as the torch that ``import torch`` would load writes it in its
-    ``version.py`` (read as text, never run: 0.1 ms, where ``importlib.metadata`` took 20-25 ms
-    to import and search, before the command's torch import); else the distribution's metadata,
-    else torch itself."""
+    ``version.py`` (read as text, never run: far cheaper than ``importlib.metadata``, and a cached
+    rerun never imports torch); else the distribution's metadata, else torch itself."""
     import importlib.util
 
     try:

@@ -8,8 +8,8 @@ checked against autograd in ``tests/test_copy_fast.py``):
 * **CPU: a C kernel** (``kernel.c``, built and loaded by :mod:`.kernel`): each run's forward,
   backward, clipping and Adam for 50 steps per call, no per-op overhead; runs train in
   parallel threads (one core each).  Built for the widest vectors the CPU runs (AVX-512 or
-  AVX2, the same bits from both).  About 2.8 ms per step at length 32 on one core of an
-  AVX-512 Xeon, ~90 GFLOP/s of the program's matmul work (the program itself: ~4.5).
+  AVX2, the same bits from both); its speed against the program's is in
+  ``benchmarks/RESULTS.md``.
 * **Any device: PyTorch ops**; used for ``device="cuda"`` and where no C compiler is
   found.  Its tricks:
 

@@ -64,7 +64,7 @@ def param_layout(model: str, hidden: int) -> Layout:
     The model is built on the CPU (at hidden 32: ~10k floats, well under a millisecond) with
     torch's global RNG saved and restored, so no draw of anyone else changes.  Not on the meta
     device: there, the first ``normal_`` of the embedding runs through ``torch._refs``, whose
-    first call imports ``torch._dynamo`` and sympy (1.8 s of CPU, more than importing torch).
+    first call imports ``torch._dynamo`` and sympy (more CPU than importing torch).
     """
     with GLOBAL_RNG_LOCK:
         saved = torch.get_rng_state()

@@ -155,7 +155,7 @@ def _exact_beside_fast(exact, fast, config: Config, report: EngineCallback, done
 
     def fast_thread():
         try:
-            run_fast_engine(fast, config, report, locked, stop)  # one thread per core (measured: 1 is slower)
+            run_fast_engine(fast, config, report, locked, stop)  # one thread per core
         except BaseException as exc:  # handed to the main thread
             failure.append(exc)
 
