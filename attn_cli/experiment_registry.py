@@ -3,8 +3,8 @@
 This is the library behind ``attn list``, ``attn all`` and ``attn verify`` (running them is
 :mod:`attn_cli.pipeline`); it imports no click and no rich.  Nothing is guessed:
 
-* :data:`attn_cli.experiments.MODULES` lists the experiment modules (a test checks that it
-  names every module there that defines ``ARTIFACTS``);
+* :func:`discover` lists the experiment modules (a test checks that it names every module
+  there that defines ``ARTIFACTS``);
 * each experiment says what it is in module attributes (the contract in
   ``attn_cli/experiments/__init__.py``): ``SLOW`` (minutes at the text's settings: ``attn
   verify --quick`` runs it at ``Config.quick()`` and reports its checks as skipped),
@@ -190,10 +190,15 @@ def seeds_used(module: ModuleType, config: Any) -> list[int]:
 
 
 def discover() -> list[Experiment]:
-    """The experiments (:data:`attn_cli.experiments.MODULES`), by name."""
-    from attn_cli.experiments import MODULES
+    """The experiments, by name: every experiment module, listed here (a new one is added here;
+    a test names a module left out).  Imported only when the registry is asked for them, so a
+    single command imports its own experiment alone."""
+    from attn_cli.experiments import (analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula,
+                                      heads, masks, order, scaling, self_cross, sqrt_dk)
 
-    return sorted((Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in MODULES), key=lambda e: e.name)
+    modules = (analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula, heads, masks, order,
+               scaling, self_cross, sqrt_dk)
+    return sorted((Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in modules), key=lambda e: e.name)
 
 
 def catalogue():

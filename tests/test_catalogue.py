@@ -416,7 +416,7 @@ def test_all_reports_a_failing_experiment_and_exits_1(fake, tmp_path):
 
 
 def test_the_experiment_list_names_every_experiment_module():
-    """attn_cli.experiments.MODULES is the list; a module there that defines ARTIFACTS and is not
+    """experiment_registry.discover holds the list; a module there that defines ARTIFACTS and is not
     listed would be silently left out of attn all and attn verify."""
     import importlib
     import pkgutil

@@ -47,10 +47,3 @@ from :mod:`attn_cli.published`.  Every command prints ``render.files.result_json
 outcomes)`` for ``--json``; a Result may add the text's values beside its own there with
 ``published_beside(outcomes) -> dict`` (the copy task's cells).
 """
-
-from attn_cli.experiments import (analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula, heads,
-                                  masks, order, scaling, self_cross, sqrt_dk)
-
-# every experiment module (none imports torch at import time); a new one is added here
-MODULES = (analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula, heads, masks, order, scaling,
-           self_cross, sqrt_dk)
