@@ -87,56 +87,70 @@ def revive(tp: Any, data: Any, path: str = "") -> Any:
         return _dataclass(tp, data, path)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
-        options = [a for a in args if a is not type(None)]
-        errors = []
-        for option in options:
-            try:
-                return revive(option, data, path)
-            except InvalidEntry as exc:
-                errors.append(str(exc))
-        if len(options) == 1:
-            raise InvalidEntry(errors[0])
-        raise InvalidEntry(f"{_here(path)}: matches none of {_name(tp)} (got {_kind(data)})")
+        return _union(tp, args, data, path)
     if tp in (list, tuple) or origin in (list, tuple):
-        if not isinstance(data, list):
-            raise _mismatch(path, "a list", data)
-        kind = origin or tp
-        if not args:
-            return kind(_plain(v, f"{path}[{i}]", 1) for i, v in enumerate(data))
-        if kind is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            if len(data) != len(args):
-                raise InvalidEntry(f"{_here(path)}: expected {len(args)} items, got {len(data)}")
-            return tuple(revive(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
-        return kind(revive(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
+        return _sequence(origin or tp, args, data, path)
     if tp is dict or origin is dict:
-        if not isinstance(data, dict):
-            raise _mismatch(path, "an object", data)
-        if not args:
-            return _plain(data, path, 0)
-        if args[0] not in (str, Any):
-            raise InvalidEntry(f"{_here(path)}: unsupported key type {_name(args[0])}")
-        return {k: revive(args[1], v, _key(path, k)) for k, v in data.items()}
-    if tp is bool:
-        if not isinstance(data, bool):
-            raise _mismatch(path, "true or false", data)
-        return data
-    if tp is int:
-        if not isinstance(data, int) or isinstance(data, bool):
-            raise _mismatch(path, "an integer", data)
-        return data
-    if tp is float:
-        return _number(data, path)
-    if tp is str:
-        if not isinstance(data, str):
-            raise _mismatch(path, "a string", data)
-        return data
-    if tp is type(None):
-        if data is not None:
-            raise _mismatch(path, "null", data)
-        return None
+        return _mapping(args, data, path)
+    if tp in _SCALARS:
+        return _SCALARS[tp](data, path)
     raise InvalidEntry(f"{_here(path)}: unsupported type {_name(tp)}")
+
+
+def _union(tp: Any, args: tuple, data: Any, path: str) -> Any:
+    """``X | None``: null or X; other unions: the first option that fits."""
+    if data is None and type(None) in args:
+        return None
+    options = [a for a in args if a is not type(None)]
+    errors = []
+    for option in options:
+        try:
+            return revive(option, data, path)
+        except InvalidEntry as exc:
+            errors.append(str(exc))
+    if len(options) == 1:
+        raise InvalidEntry(errors[0])
+    raise InvalidEntry(f"{_here(path)}: matches none of {_name(tp)} (got {_kind(data)})")
+
+
+def _sequence(kind: type, args: tuple, data: Any, path: str) -> Any:
+    """``list[X]``, ``tuple[X, ...]``: a JSON list of X; ``tuple[A, B]``: exactly A then B."""
+    if not isinstance(data, list):
+        raise _mismatch(path, "a list", data)
+    if not args:
+        return kind(_plain(v, f"{path}[{i}]", 1) for i, v in enumerate(data))
+    if kind is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        if len(data) != len(args):
+            raise InvalidEntry(f"{_here(path)}: expected {len(args)} items, got {len(data)}")
+        return tuple(revive(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
+    return kind(revive(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
+
+
+def _mapping(args: tuple, data: Any, path: str) -> dict:
+    """``dict[str, X]``: a JSON object of X; a bare ``dict``: plain JSON."""
+    if not isinstance(data, dict):
+        raise _mismatch(path, "an object", data)
+    if not args:
+        return _plain(data, path, 0)
+    if args[0] not in (str, Any):
+        raise InvalidEntry(f"{_here(path)}: unsupported key type {_name(args[0])}")
+    return {k: revive(args[1], v, _key(path, k)) for k, v in data.items()}
+
+
+def _exactly(tp: type, expected: str):
+    """A scalar check: ``data`` is exactly of ``tp`` (a bool is no int)."""
+    def check(data: Any, path: str) -> Any:
+        if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
+            raise _mismatch(path, expected, data)
+        return data
+
+    return check
+
+
+def _null(data: Any, path: str) -> None:
+    if data is not None:
+        raise _mismatch(path, "null", data)
+    return None
 
 
 def _dataclass(tp: type, data: Any, path: str) -> Any:
@@ -203,6 +217,10 @@ def _here(path: str) -> str:
 def _key(path: str, key: str) -> str:
     key = key if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", key) else json.dumps(key[:40])
     return f"{path}.{key}" if path else key
+
+
+_SCALARS = {bool: _exactly(bool, "true or false"), int: _exactly(int, "an integer"), float: lambda d, p: _number(d, p),
+            str: _exactly(str, "a string"), type(None): _null}
 
 
 # --------------------------------------------------------------------------- sizes and ranges
