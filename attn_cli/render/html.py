@@ -148,26 +148,14 @@ def index_html(*, catalogue: Sequence, sections: Sequence[Section], manifest: di
             + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
 
 
+TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
+
+
 def _header(title, manifest, outcomes, summary, coverage_line, sections, links) -> str:
-    v = manifest.get("versions", {})
-    counts = kind_counts(outcomes)
-    quick = manifest.get("quick")
-    tiles = []
-    for kind, c in counts.items():
-        judged = c["pass"] + c["fail"]
-        state = "fail" if c["fail"] else "pass" if judged else "skip"
-        detail = f"{c['pass']} of {judged} passed" if judged else "shown, not judged"
-        if c["fail"]:
-            detail += f", {c['fail']} failed"
-        if c["skipped"] and judged:
-            detail += f", {c['skipped']} not judged"
-        label = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
-        tiles.append(f'<div class="tile {state}"><span class="n">{judged if judged else c["skipped"]}</span>'
-                     f'<span class="k">{esc(label[kind])}</span><span class="d">{esc(detail)}</span></div>')
     parts = [f"<header><h1>{esc(title)}</h1>",
              '<p class="sub">W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head '
              'and Cross-Attention".</p></header>', '<section class="summary" aria-label="summary">']
-    if quick:
+    if manifest.get("quick"):
         note = manifest.get("quick_note") or "reduced sizes, nothing judged"
         parts.append(f'<p class="banner skip"><strong>Quick run:</strong> {esc(note)}. Every check is listed '
                      "as not judged (skipped, quick).</p>")
@@ -176,12 +164,34 @@ def _header(title, manifest, outcomes, summary, coverage_line, sections, links) 
         items = "".join(f'<li><a href="#{anchor(o.check.artifact)}">{esc(o.check.id)}</a>: '
                         f"{esc(o.note or 'outside tolerance')}</li>" for o in failures)
         parts.append(f'<div class="banner fail"><strong>{len(failures)} failed</strong><ul>{items}</ul></div>')
+    tiles = [_tile(kind, c) for kind, c in kind_counts(outcomes).items()]
     if tiles:
         parts.append('<div class="tiles">' + "".join(tiles) + "</div>")
     if summary:
         parts.append(f'<p class="line">Checks against the texts: {esc(summary)}.</p>')
     if coverage_line:
         parts.append(f'<p class="line">{esc(coverage_line[:1].upper() + coverage_line[1:])}.</p>')
+    facts = _facts(manifest, sections, links)
+    parts.append('<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in facts) + "</dl>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _tile(kind: str, c: dict) -> str:
+    """One kind's counts: how many were judged and passed, failed, or only shown."""
+    judged = c["pass"] + c["fail"]
+    state = "fail" if c["fail"] else "pass" if judged else "skip"
+    detail = f"{c['pass']} of {judged} passed" if judged else "shown, not judged"
+    if c["fail"]:
+        detail += f", {c['fail']} failed"
+    if c["skipped"] and judged:
+        detail += f", {c['skipped']} not judged"
+    return (f'<div class="tile {state}"><span class="n">{judged if judged else c["skipped"]}</span>'
+            f'<span class="k">{esc(TILE_LABELS[kind])}</span><span class="d">{esc(detail)}</span></div>')
+
+
+def _facts(manifest: dict, sections, links) -> list[tuple[str, str]]:
+    """The run's facts (escaped HTML): command, time, cache, machine, numerics, versions, files."""
     facts = [("command", f"<code>{esc(manifest.get('command', ''))}</code>"),
              ("took", esc(f"{(manifest.get('timing') or {}).get('seconds', manifest.get('seconds', 0)):.1f} s"))]
     cached = [(s.name, s.cached) for s in sections if s.cached]
@@ -199,14 +209,11 @@ def _header(title, manifest, outcomes, summary, coverage_line, sections, links) 
         from attn_cli.core.device import cuda_summary
 
         facts.append(("GPU", esc(cuda_summary(numerics["cuda"]))))
-    facts.append(("versions", esc(", ".join(f"{k} {val}" for k, val in v.items()))))
-    for name, engine in (manifest.get("engines") or {}).items():
-        facts.append((f"{name} engine", esc(engine)))
+    facts.append(("versions", esc(", ".join(f"{k} {val}" for k, val in manifest.get("versions", {}).items()))))
+    facts += [(f"{name} engine", esc(engine)) for name, engine in (manifest.get("engines") or {}).items()]
     if links:
         facts.append(("files", ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links)))
-    parts.append('<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in facts) + "</dl>")
-    parts.append("</section>")
-    return "\n".join(parts)
+    return facts
 
 
 def _contents(catalogue, by_artifact, section_of) -> str:
