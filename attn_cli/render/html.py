@@ -235,43 +235,21 @@ def _contents(catalogue, by_artifact, section_of) -> str:
 
 
 def _artifact(a, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool) -> str:
-    from attn_cli.render.figure_files import figure_views
-
-    entry = (manifest.get("artifacts") or {}).get(a.id) or {}
+    files = ((manifest.get("artifacts") or {}).get(a.id) or {}).get("files") or []
     new = ' <span class="new">new</span>' if a.new else ""
-    head = (f'<section class="artifact" id="{anchor(a.id)}"><h2><span class="aid">{esc(a.id)}</span> '
-            f"{esc(a.title)}{new}</h2>"
-            f'<p class="meta">{esc(a.source)} {esc(a.section)} · <code>attn {esc(a.command)}</code>')
-    if section is not None:
-        head += " · " + esc(f"{section.seconds:.1f} s")
-    head += "</p>"
-    parts = [head]
+    took = "" if section is None else " · " + esc(f"{section.seconds:.1f} s")
+    parts = [f'<section class="artifact" id="{anchor(a.id)}"><h2><span class="aid">{esc(a.id)}</span> '
+             f"{esc(a.title)}{new}</h2>"
+             f'<p class="meta">{esc(a.source)} {esc(a.section)} · <code>attn {esc(a.command)}</code>{took}</p>']
     if section is not None and section.error:
         parts.append(f'<p class="banner fail"><strong>Failed:</strong> {esc(section.error)}</p>')
-    files = entry.get("files") or []
-    if section is not None and not section.error:
-        if section.name in shown_tables:
-            first = next(i for i in section.ids if i != a.id)
-            parts.append(f'<p class="note">Tables: with <a href="#{anchor(first)}">{esc(first)}</a> '
-                         "(one run of the same command).</p>")
-        elif section.renderables:
-            shown_tables.add(section.name)
-            parts.append(renderables_html(section.renderables))
-        own = [f for f in section.figures if f in files]
-        for shown, others in figure_views(own, IMAGE_PREFERENCE):
-            figure = "<figure>"
-            if shown:
-                figure += f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>'
-            links = [shown] * bool(shown) + others
-            figure += "<figcaption>" + " · ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links)
-            figure += "</figcaption></figure>"
-            parts.append(figure)
-    if outcomes:
-        if quick:
-            parts.append(f'<details><summary>{len(outcomes)} published values (not judged in a quick run)'
-                         f"</summary>{checks_html(outcomes)}</details>")
-        else:
-            parts.append(checks_html(outcomes))
+    elif section is not None:
+        parts += _tables_and_figures(a, section, files, shown_tables)
+    if outcomes and quick:
+        parts.append(f'<details><summary>{len(outcomes)} published values (not judged in a quick run)'
+                     f"</summary>{checks_html(outcomes)}</details>")
+    elif outcomes:
+        parts.append(checks_html(outcomes))
     data = [f for f in files if not any(fnmatch.fnmatch(f, f"*.{x}") for x in ("png", "svg", "pdf"))]
     if section is not None:
         data += [f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json")
@@ -281,6 +259,28 @@ def _artifact(a, section: Section | None, manifest: dict, outcomes: list, shown_
                      + "</p>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _tables_and_figures(a, section: Section, files: Sequence[str], shown_tables: set[str]) -> list[str]:
+    """The section's tables (once per run: a later artifact of the same run links to the first)
+    and this artifact's own figures, each shown once with its other formats linked."""
+    from attn_cli.render.figure_files import figure_views
+
+    parts = []
+    if section.name in shown_tables:
+        first = next(i for i in section.ids if i != a.id)
+        parts.append(f'<p class="note">Tables: with <a href="#{anchor(first)}">{esc(first)}</a> '
+                     "(one run of the same command).</p>")
+    elif section.renderables:
+        shown_tables.add(section.name)
+        parts.append(renderables_html(section.renderables))
+    own = [f for f in section.figures if f in files]
+    for shown, others in figure_views(own, IMAGE_PREFERENCE):
+        image = f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>' if shown else ""
+        links = [shown] * bool(shown) + others
+        parts.append(f"<figure>{image}<figcaption>"
+                     + " · ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links) + "</figcaption></figure>")
+    return parts
 
 
 def _belongs(name: str, files: Sequence[str]) -> bool:
