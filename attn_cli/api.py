@@ -73,37 +73,45 @@ def command_line(command: str, *args: Any, **options: Any) -> list[str]:
     ['--d-model', '8', '--', 'banana', 'bandana']
     """
     cmd = _command(command)
-    by_name: dict[str, click.Parameter] = {}
-    for p in cmd.params:
-        if isinstance(p, click.Option):
-            for opt in (*p.opts, *getattr(p, "aliases", ())):  # a renamed flag's old name too
-                if opt.startswith("--"):
-                    by_name.setdefault(opt[2:].replace("-", "_"), p)
-        by_name.setdefault(p.name, p)
+    by_name = _parameters_by_name(cmd)
     argv: list[str] = []
     named: dict[str, list] = {}  # arguments given by name, placed in the command's order
     for name, value in options.items():
-        if value is None:  # the command's default
-            continue
         param = by_name.get(name)
-        if param is None:  # click says "No such option: --name", as on the command line
-            argv += ["--" + name.replace("_", "-"), _token(value)]
+        if value is None:  # the command's default
             continue
         if isinstance(param, click.Argument):
             named[param.name] = list(value) if param.nargs != 1 and _many(value) else [value]
-            continue
-        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
-        if param.is_flag:
-            if click.BOOL.convert(value if isinstance(value, bool) else str(value), param, None):  # click's reading
-                argv.append(flag)
-        elif param.multiple:
-            for v in (value if _many(value) else [value]):
-                argv += [flag, _token(v)]
         else:
-            argv += [flag, _token(value)]
+            argv += _option_tokens(name, param, value)
     positional = [_token(v) for p in cmd.params if p.name in named and isinstance(p, click.Argument)
                   for v in named[p.name]] + [_token(a) for a in args]
     return argv + (["--", *positional] if positional else [])
+
+
+def _parameters_by_name(cmd: click.Command) -> dict[str, click.Parameter]:
+    """Each parameter by its long names with underscores (a renamed flag's old name too) and by its name."""
+    by_name: dict[str, click.Parameter] = {}
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            for opt in (*p.opts, *getattr(p, "aliases", ())):
+                if opt.startswith("--"):
+                    by_name.setdefault(opt[2:].replace("-", "_"), p)
+        by_name.setdefault(p.name, p)
+    return by_name
+
+
+def _option_tokens(name: str, param: click.Parameter | None, value: Any) -> list[str]:
+    """The command-line words for one option; a name the command lacks becomes ``--that-name``,
+    which click refuses as on the command line ("No such option")."""
+    if param is None:
+        return ["--" + name.replace("_", "-"), _token(value)]
+    flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+    if getattr(param, "is_flag", False):  # click's own reading of a bool
+        return [flag] if click.BOOL.convert(value if isinstance(value, bool) else str(value), param, None) else []
+    if getattr(param, "multiple", False):
+        return [t for v in (value if _many(value) else [value]) for t in (flag, _token(v))]
+    return [flag, _token(value)]
 
 
 def _many(value: Any) -> bool:
