@@ -149,24 +149,14 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     ``quick``, which trains one seed: :class:`attn_cli.errors.BadConfig`).  Raises as :func:`verify` does.
     """
     from attn_cli import report_files
-    from attn_cli.plan import judged, smoke
     from attn_cli.published.compare import summary
-    from attn_cli.render import files, html, report
 
     started = time.perf_counter()
     out = Path(out)
     registry = experiment_registry.Registry.load()
     artifact_ids, _ = registry.select(only)
-    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
-    experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    if quick and seeds is not None:
-        from attn_cli.errors import BadConfig
-
-        raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
-    make_plan = smoke if quick else judged
-    plan = make_plan(experiments, seed=seed, device=device, use_cache=use_cache,
-                     **({} if seeds is None else {"seeds": seeds}), **cluster(scheduler, scheduler_from, experiments, worker_wait))
-    check_plan_seeds(plan)
+    plan = _all_plan(registry, artifact_ids, only, seed=seed, device=device, quick=quick, use_cache=use_cache,
+                     seeds=seeds, scheduler=scheduler, scheduler_from=scheduler_from, worker_wait=worker_wait)
 
     sections = []
     judged_now: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
@@ -190,18 +180,46 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     manifest = report_files.manifest_of(sections, quick=quick, seed=seed, device=device, where=where,
                                         seconds=time.perf_counter() - started, line=line, cov=cov, runs_done=done,
                                         outcomes=outcomes, quick_note=QUICK_NOTE if quick else None)
-    files.write_json(out / "manifest.json", manifest)
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
-    files.write_text(out / "index.md", report.index_markdown(
-        catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=cov.line()))
-    files.write_text(out / "index.html", html.index_html(
-        catalogue=shown, sections=sections, manifest=manifest, outcomes=outcomes, summary=line,
-        coverage_line=cov.line(), links=("manifest.json", "index.md")))
+    index = _write_index(out, manifest, shown, sections, outcomes, line, cov.line())
     written = [out / f for s in sections for f in (*s.figures, *s.data)]
     return AllReport(out=out, quick=quick, runs=done, sections=sections, outcomes=outcomes, coverage=cov,
                      summary=line, quick_line=quick_line(outcomes, registry, plan) if quick else None,
-                     manifest=manifest, where=where,
-                     files=[*written, out / "manifest.json", out / "index.md", out / "index.html"])
+                     manifest=manifest, where=where, files=[*written, *index])
+
+
+def _all_plan(registry, artifact_ids, only, *, seed: int, device: str, quick: bool, use_cache: bool,
+              seeds: int | None, scheduler: str | None, scheduler_from: str | None, worker_wait: float | None) -> list:
+    """What ``attn all`` runs: the selected experiments, at ``Config.quick()`` (judging nothing)
+    or at the configurations their checks are judged at; every seed checked before any work."""
+    from attn_cli.plan import judged, smoke
+
+    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
+    experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
+    if quick and seeds is not None:
+        from attn_cli.errors import BadConfig
+
+        raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
+    make_plan = smoke if quick else judged
+    plan = make_plan(experiments, seed=seed, device=device, use_cache=use_cache,
+                     **({} if seeds is None else {"seeds": seeds}),
+                     **cluster(scheduler, scheduler_from, experiments, worker_wait))
+    check_plan_seeds(plan)
+    return plan
+
+
+def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list, line: str | None,
+                 coverage_line: str) -> list[Path]:
+    """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
+    from attn_cli.render import files, html, report
+
+    files.write_json(out / "manifest.json", manifest)
+    files.write_text(out / "index.md", report.index_markdown(
+        catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=coverage_line))
+    files.write_text(out / "index.html", html.index_html(
+        catalogue=shown, sections=sections, manifest=manifest, outcomes=outcomes, summary=line,
+        coverage_line=coverage_line, links=("manifest.json", "index.md")))
+    return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 
 # --------------------------------------------------------------------------- helpers
