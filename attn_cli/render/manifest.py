@@ -57,20 +57,6 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
     ``verdicts``: the checks counted by status, and ``not_judged``: each check shown but not
     judged with the reason (a --quick run: every one, ``quick_note`` says why); ``intervals``
     (only where a trained value was judged): check ID -> the seed rule's interval."""
-    artifacts: dict[str, dict] = {}
-    for s in sections:
-        written = s.figures + s.data
-        for a in s.artifacts:
-            own = [f for f in written if any(matches(f, p) for p in a.files)]
-            artifacts[a.id] = {"experiment": s.name, "command": a.command,
-                               "files": [f"{s.name}.md", f"{s.name}.json"] + own}
-            # catalogue files that the experiment's renderer did not write
-            unwritten = [p for p in a.files if not any(matches(f, p) for f in written)]
-            if unwritten and not s.error:
-                artifacts[a.id]["not_written"] = unwritten
-        for aid in s.ids:
-            artifacts.setdefault(aid, {"experiment": s.name, "command": s.command,
-                                       "files": [f"{s.name}.md", f"{s.name}.json"], "catalogued": False})
     record = {
         "command": command,
         "quick": quick,
@@ -89,7 +75,7 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
         "not_judged": [{"id": o.check.id, "reason": o.note} for o in outcomes if o.status == "skipped"],
         "quick_note": quick_note,
         "coverage": coverage,
-        "artifacts": artifacts,
+        "artifacts": _artifacts(sections),
         "missing": missing,
         "experiments": {s.name: {"artifacts": s.ids, "command": s.command, "config": s.config,
                                  "files": s.data + s.figures, "error": s.error}
@@ -101,6 +87,25 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
     if intervals:
         record["intervals"] = intervals
     return record
+
+
+def _artifacts(sections: Sequence[Section]) -> dict[str, dict]:
+    """Catalogue ID -> its experiment, command and files (with the catalogue files its renderer
+    did not write, and IDs the catalogue lacks marked so)."""
+    artifacts: dict[str, dict] = {}
+    for s in sections:
+        written = s.figures + s.data
+        for a in s.artifacts:
+            own = [f for f in written if any(matches(f, p) for p in a.files)]
+            artifacts[a.id] = {"experiment": s.name, "command": a.command,
+                               "files": [f"{s.name}.md", f"{s.name}.json"] + own}
+            unwritten = [p for p in a.files if not any(matches(f, p) for f in written)]
+            if unwritten and not s.error:
+                artifacts[a.id]["not_written"] = unwritten
+        for aid in s.ids:
+            artifacts.setdefault(aid, {"experiment": s.name, "command": s.command,
+                                       "files": [f"{s.name}.md", f"{s.name}.json"], "catalogued": False})
+    return artifacts
 
 
 def engines_of(config: dict) -> str:
