@@ -51,6 +51,15 @@ def judged_by(command: str) -> str:
     if not checks:
         return ("Judged: nothing. The texts publish no value for what this command prints; "
                 "`attn verify` checks none of it.")
+    parts = _how_judged(checks)
+    kinds = sorted({c.kind for c in checks})
+    counted = "" if "identity" not in kinds else " Identities (true by construction) are shown, never counted."
+    return (f"Judged (as `attn verify` checks {len(checks)} published value{'s' if len(checks) > 1 else ''}): "
+            + "; ".join(parts) + "." + counted)
+
+
+def _how_judged(checks) -> list[str]:
+    """One phrase per way these checks are judged: tolerances, equality, bounds, seeds, rules."""
     parts = []
     abs_tol = [c.tolerance or 0.0 for c in checks if c.test == "abs" and c.judge is None]
     if abs_tol:
@@ -61,13 +70,16 @@ def judged_by(command: str) -> str:
     below = [c.tolerance for c in checks if c.test == "below" and c.tolerance is not None]
     if below:
         parts.append(f"a solver-precision value below its bound ({_span(below, '')})")
+    return parts + _seeds_and_rules(checks)
+
+
+def _seeds_and_rules(checks) -> list[str]:
+    """The phrases for trained values (the seed rule) and for qualitative claims (rules)."""
+    parts = []
     if any(c.test == "seeds" or (c.judge is not None and c.test != "rule") for c in checks):
         parts.append(seed_rule_text())
     rules = sum(c.test == "rule" for c in checks)
     if rules:
         parts.append(f"{rules} qualitative claim{'s' if rules > 1 else ''} by the rule stated with "
                      f"{'each' if rules > 1 else 'it'} (printed with the verdict)")
-    kinds = sorted({c.kind for c in checks})
-    counted = "" if "identity" not in kinds else " Identities (true by construction) are shown, never counted."
-    return (f"Judged (as `attn verify` checks {len(checks)} published value{'s' if len(checks) > 1 else ''}): "
-            + "; ".join(parts) + "." + counted)
+    return parts
