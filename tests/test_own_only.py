@@ -221,7 +221,8 @@ def test_no_scratch_folder_is_left_in_tmpdir_and_a_relative_xdg_is_ignored(tmp_p
     scratch.mkdir(mode=0o700)
     work = tmp_path / "work"
     work.mkdir()
-    runs = [(["heatmap", "attention", "translation"], {}), ([*TINY_COPY[:-1]], {}), (["all", "--quick"], {}),
+    runs = [(["heatmap", "attention", "translation"], {}), ([*TINY_COPY[:-1]], {}),
+            (["all", "--quick", "--only", "w9-masks", "w9-copy-task-map"], {}),
             (["masks"], {"XDG_CACHE_HOME": "rel-cache", "XDG_CONFIG_HOME": "rel-config"})]
     for command, extra in runs:
         env = env_without_cache(HOME=str(home), TMPDIR=str(scratch), **extra)
