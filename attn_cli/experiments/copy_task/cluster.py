@@ -110,9 +110,12 @@ def _identify(address: str, timeout: float) -> str | None:
     from concurrent.futures import ThreadPoolExecutor
 
     from distributed.comm import connect as dask_connect
+    from distributed.security import Security
+
+    security = Security().get_connection_args("client")  # dask's configured TLS, as the Client uses it
 
     async def ask():
-        comm = await dask_connect(address, timeout=timeout)
+        comm = await dask_connect(address, timeout=timeout, **security)
         try:
             await comm.write({"op": "identity", "reply": True})
             return await comm.read()
