@@ -410,3 +410,22 @@ def test_the_api_refuses_a_word_the_cli_refuses_with_the_same_message(tmp_path):
     with pytest.raises(attn_cli.ConfigError) as info:
         attn_cli.run("heatmap", "ab\udcff", "cd")
     assert f"Error: {info.value}" in cli.stderr
+
+
+def test_an_earlier_attns_cache_is_adopted_by_the_next_command_that_caches(tmp_path):
+    """A cache made before the tag (its hmac.key, its group folders) is named as such, is not
+    cleared before it carries the tag, and is tagged by the next command that caches."""
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o700)
+    (root / cache.KEY_FILE).write_bytes(os.urandom(cache.KEY_BYTES))
+    (root / cache.KEY_FILE).chmod(0o600)
+    (root / "copy_task").mkdir(mode=0o700)
+    shown = json.loads(attn("cache", "--json", "--cache-dir", root).stdout)
+    assert "an earlier attn's cache" in shown["reason"]
+    assert_user_error(attn("cache", "clear", "--cache-dir", root), "no CACHEDIR.TAG", "nothing removed")
+    assert not (root / cache.TAG_FILE).exists()
+    done = attn(*TINY_COPY, "--cache-dir", root, "--out", tmp_path / "out")
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert (root / cache.TAG_FILE).is_file()
+    cleared = attn("cache", "clear", "--cache-dir", root)
+    assert cleared.returncode == 0 and cleared.stdout.startswith("removed 2 entries"), cleared.stdout

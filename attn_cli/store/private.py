@@ -280,9 +280,12 @@ def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
         if not is_tagged(fd):
             names = set(os.listdir(fd))
             earlier = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _a_key(fd)
-            if not create or not earlier:
-                raise NotPrivate(f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn"
-                                 + ("" if not names or earlier else " and holds other files") + ")")
+            if not earlier:
+                raise NotPrivate(f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn "
+                                 "and holds other files)")
+            if not create:
+                raise NotPrivate(f"{root} has no {TAG_FILE} naming attn yet" + (
+                    " (an earlier attn's cache: the next command that caches adopts it)" if names else ""))
             try:
                 write_atomic(fd, TAG_FILE, TAG, mode=0o600)
             except OSError as exc:
