@@ -94,8 +94,8 @@ class Experiment:
         address, which says nothing about the numbers."""
         if not dataclasses.is_dataclass(config):
             return config
-        return {k: v for k, v in dataclasses.asdict(config).items()
-                if k not in ("scheduler", "scheduler_from", "worker_wait")}
+        local = self._declared("LOCAL_FIELDS", ())  # this machine's set-up (the copy task's cluster)
+        return {k: v for k, v in dataclasses.asdict(config).items() if k not in local}
 
     @property
     def has_fast_engine(self) -> bool:

@@ -11,7 +11,7 @@ import types
 import pytest
 import torch
 
-from attn_cli.store import cache, keys
+from attn_cli.store import keys
 from attn_cli.core import numerics
 from attn_cli.core import device as dev
 from attn_cli.core import memory

@@ -236,7 +236,7 @@ def cache_dir_option(func):
 
 # a scheduler address: an optional scheme, a host (a name, an IPv4 or a bracketed IPv6) and an
 # optional port; nothing else (no spaces, control characters, paths), at most 255 characters
-SCHEDULER_SCHEMES = ("tcp", "tls")  # as attn_cli.experiments.copy_task.cluster.SCHEMES (no Dask import here)
+SCHEDULER_SCHEMES = ("tcp", "tls")  # the scheduler addresses attn connects to (a bare host:port is tcp)
 SCHEDULER_ADDRESS = re.compile(r"(?=.{1,255}\Z)([a-z][a-z0-9+.-]*://)?([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from attn_cli.cli.options import CACHE_DIR, Common, JudgedCommand
+
+if TYPE_CHECKING:
+    from attn_cli.store.cache import Cache
 
 
 def cache_root(common: Common) -> str | None:
@@ -80,7 +84,7 @@ def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
         click.echo("\n".join(_clear_lines(info) if action == "clear" else _show_lines(info)))
 
 
-def _state(root) -> tuple[dict, "object | None"]:
+def _state(root) -> tuple[dict, Cache | None]:
     """What ``root`` is, and the cache opened there without creating anything (None: none)."""
     from attn_cli.store import cache
 

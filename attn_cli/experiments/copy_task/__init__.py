@@ -32,7 +32,7 @@ from attn_cli.experiments.copy_task.cache import (CACHE_FORMAT, CACHE_SUBDIR, CO
 from attn_cli.store.cache import Unavailable
 from attn_cli.store.keys import torch_version
 from attn_cli.store.entries import Pieces
-from attn_cli.experiments.copy_task.config import (ENGINES, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
+from attn_cli.experiments.copy_task.config import (ENGINES, LOCAL_FIELDS, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
                                                    check_memory, estimate_bytes, run_peak_bytes, validate,
                                                    verify_config)
 from attn_cli.experiments.copy_task.engines import EngineCallback, fast_engine, run_exact_engine, run_fast_engine, schedule
@@ -48,7 +48,7 @@ FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")  # the
 # beyond the texts, for several seeds per cell only: copy_task_seeds.png (+ .csv), the seed distribution
 # (attn_cli/render/copy_task_seeds.py); no catalogue entry lists it (the texts train one seed)
 
-__all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "METRICS", "MODEL_CHOICES",
+__all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "LOCAL_FIELDS", "METRICS", "MODEL_CHOICES",
            "TEXT_LENGTHS", "Config", "EngineCallback", "Result", "assemble", "cache_key", "cache_path", "check_memory",
            "code_digest", "diagonal_fraction", "estimate_bytes", "fast_engine", "load_cached", "max_entry_bytes",
            "preflight", "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate",

@@ -42,7 +42,6 @@ from attn_cli.schema import InvalidEntry, revive
 RETRIES = 2  # Dask retries of a run whose task raised (a killed worker's run is rescheduled by the scheduler)
 CONNECT_TIMEOUT_S = 10.0  # a scheduler whose handshake has not answered by then is named as not answering
 TIMEOUT_VAR = "ATTN_SCHEDULER_TIMEOUT"  # sets that handshake timeout, in seconds
-SCHEMES = ("tcp", "tls")  # the scheduler addresses attn connects to (a bare host:port is tcp)
 WORKER_WAIT_S = 120.0  # how long a sweep waits for a first (or a new) worker: --worker-wait
 SAY_EVERY_S = 10.0  # while no worker is connected, a line on stderr this often
 POLL_S = 1.0  # how often the client looks at the futures and the workers
