@@ -37,7 +37,7 @@ from typing import Any
 
 import click
 
-from attn_cli.render import notebook
+from attn_cli.render import notebook, table
 
 # what run() does not run: the catalogue commands have their own functions
 NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "cache": None}
@@ -205,7 +205,7 @@ class Run:
     argv: list[str]  # the equivalent command line: attn COMMAND ARGV
     result: Any  # the experiment's Result (a dataclass of plain values): pipeline.result
     outcomes: list  # attn_cli.Outcome per check of the command's catalogue IDs: pipeline.outcomes
-    tables: list = field(repr=False)  # rich renderables: the table the CLI prints
+    tables: list = field(repr=False)  # blocks (attn_cli.render.table): the tables the CLI prints
     files: list[Path] = field(repr=False)  # written into out= (empty without it)
     notes: list[str] = field(repr=False)  # what the CLI prints on stderr (no progress display here)
     seconds: float = field(repr=False)
@@ -242,10 +242,10 @@ class Run:
 
     def text(self, width: int = 100) -> str:
         """The tables as the CLI prints them (no colour)."""
-        return notebook.console_text(self.tables, width)
+        return table.to_text(self.tables, width)
 
     def _repr_html_(self) -> str:
-        parts = [f"<p><code>{html.escape(self.command_line)}</code></p>", notebook.tables_html(self.tables)]
+        parts = [f"<p><code>{html.escape(self.command_line)}</code></p>", table.to_html(self.tables)]
         if self.outcomes:
             parts.append(notebook.outcomes_html(self.outcomes))
         for name, fig in self._figures:

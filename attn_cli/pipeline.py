@@ -55,7 +55,7 @@ class Run:
         return result_json(self.result, self.outcomes)
 
     def tables(self) -> list:
-        """The rich renderables of its render module, marked with its outcomes."""
+        """The blocks (tables, lines) of its render module, marked with its outcomes."""
         return self.experiment.tables(self.result, self.outcomes)
 
 

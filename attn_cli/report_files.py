@@ -9,13 +9,14 @@ from pathlib import Path
 
 from attn_cli.errors import WriteFailed
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
+from attn_cli.render.table import to_markdown
 
 
 def write_section(run, registry, out: Path, formats, command: str, outcomes=()) -> Section:
     """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
     ``outcomes``: its checks' outcomes (:func:`attn_cli.pipeline.compare`), the verdicts its
     tables mark and its section lists: one verdict per cell."""
-    from attn_cli.render import files, report
+    from attn_cli.render import files
     from attn_cli.render.figure_files import experiment_markdown
 
     exp = run.experiment
@@ -28,8 +29,8 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
     by_id = {o.check.id: o for o in outcomes}
     try:
         t0 = time.perf_counter()
-        section.renderables = exp.tables(run.result, by_id)
-        markdown = report.to_markdown(section.renderables)
+        section.tables = exp.tables(run.result, by_id)
+        markdown = to_markdown(section.tables)
         section.cached = _cached(run.result)
         files.write_json(out / f"{exp.name}.json", exp.json(run.result, by_id))
         written = [_relative(p, out) for p in exp.figures(run.result, out, formats, by_id)]

@@ -132,13 +132,13 @@ def _alpha_render():
     mod = types.ModuleType("fake_alpha_render")
 
     def tables(result, outcomes):
-        from rich.table import Table
+        from attn_cli.render.table import Table, styled
 
         t = Table(title="Alpha | table", caption="first line\nsecond line")
         t.add_column("quantity")
         t.add_column("value", justify="right")
         t.add_row("x", f"{result.x:.3f}")
-        t.add_row("a|b", "[bold]1[/]")
+        t.add_row("a|b", styled(("1", "bold")))
         return [t, "a note under the table"]
 
     def figures(result, out, formats, outcomes, keep=None):
@@ -438,16 +438,31 @@ def test_real_registry_is_consistent():
         assert not exp.caches_pieces or "store" in inspect.signature(exp.module.run).parameters
 
 
-def test_markdown_of_nested_and_other_renderables():
-    from rich.console import Group
-    from rich.panel import Panel
-    from rich.table import Table
+def test_one_table_value_renders_to_rich_markdown_html_and_csv():
+    """A Table is data: every format shows the same cells; a verdict cell is classed in HTML."""
+    from attn_cli.render.table import Table, styled, to_csv, to_html, to_markdown, to_text
+
+    t = Table(title="t", caption="c")
+    t.add_column("a")
+    t.add_column("n", justify="right")
+    t.add_row("[1, 2]", styled("0.5 ", ("=", "green"), verdict="pass"))  # brackets are data, not markup
+    assert "| [1, 2] | 0.5 = |" in to_markdown([t, "text"]) and to_markdown([t, "text"]).endswith("\n\ntext")
+    assert '<td class="pass num">0.5 <span class="pass">=</span></td>' in to_html([t])
+    assert to_csv(t) == "a,n\n\"[1, 2]\",0.5 =\n"
+    assert "[1, 2]" in to_text([t]) and "0.5 =" in to_text([t])
+
+
+def test_a_table_refuses_what_it_cannot_render():
+    from attn_cli.render.table import Table, Text
 
     t = Table()
     t.add_column("a")
-    t.add_row("[1, 2]")  # not markup: kept as written
-    md = report.to_markdown([Group(t, "text"), Panel("boxed")])
-    assert "| [1, 2] |" in md and "\ntext\n" in md and "```text" in md and "boxed" in md
+    with pytest.raises(ValueError, match="2 cells for 1 columns"):
+        t.add_row("x", "y")
+    with pytest.raises(ValueError, match="unknown style"):
+        Text((("x", "blink"),))
+    with pytest.raises(ValueError, match="unknown verdict"):
+        Text((("x", ""),), verdict="maybe")
 
 
 # --------------------------------------------------------------------------- the real entry point

@@ -214,10 +214,12 @@ def test_measured_ids_and_the_near_diagonal_rule():
 def test_table_prints_published_values_beside_and_the_tolerance_note():
     from rich.console import Console
 
+    from attn_cli.render.table import to_rich
+
     console = Console(width=160, record=True, color_system=None)
     result = _fake_result(seeds=(0, 1))
     for renderable in render.tables(result, compare_result(result, exp.ARTIFACTS)):
-        console.print(renderable)
+        console.print(to_rich(renderable))
     text = console.export_text()
     assert "0.995" in text and "0.982" in text  # published beside the regenerated
     assert "1.000 ± 0.000 = 1.000" in text

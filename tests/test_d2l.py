@@ -11,7 +11,6 @@ import math
 
 import pytest
 import torch
-from rich.console import Console
 from torch import nn
 
 from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention, valid_lens_mask
@@ -26,10 +25,9 @@ CHECKS = all_checks()
 
 
 def _render(renderables, width=160) -> str:
-    console = Console(record=True, width=width, color_system=None)
-    for r in renderables:
-        console.print(r)
-    return console.export_text()
+    from attn_cli.render.table import to_text
+
+    return to_text(renderables, width=width)
 
 
 # ----------------------------------------------------------------- published numbers

@@ -455,18 +455,16 @@ def test_attn_all_recomputes_forged_results_and_exits_0(fresh, tmp_path):
 
 
 def test_markdown_cells_and_paragraphs_are_literal():
-    from rich.table import Table
+    from attn_cli.render.table import Table, md_escape, to_markdown
 
-    from attn_cli.render import report
-
-    assert report.md_escape("a|b <script>&`x` \\ \nz") == "a\\|b &lt;script&gt;&amp;\\`x\\` \\\\ <br>z"
-    assert report.md_escape("a|b <i>\nz", cell=False) == "a|b &lt;i&gt;\nz"  # a paragraph: lines kept
+    assert md_escape("a|b <script>&`x` \\ \nz") == "a\\|b &lt;script&gt;&amp;\\`x\\` \\\\ <br>z"
+    assert md_escape("a|b <i>\nz", cell=False) == "a|b &lt;i&gt;\nz"  # a paragraph: lines kept
     t = Table(title="<b>t</b>")
     t.add_column("word")
     t.add_row("a|b")
     t.add_row("<img src=x onerror=alert(1)>")
     t.add_row("x\ny")
-    md = report.to_markdown([t, "<script>alert(1)</script>"])
+    md = to_markdown([t, "<script>alert(1)</script>"])
     assert md.splitlines() == ["**&lt;b&gt;t&lt;/b&gt;**", "", "| word |", "| --- |", "| a\\|b |",
                                "| &lt;img src=x onerror=alert(1)&gt; |", "| x<br>y |", "",
                                "&lt;script&gt;alert(1)&lt;/script&gt;"]
@@ -507,7 +505,7 @@ def test_heatmap_words_print_literally_and_draw_literally(tmp_path):
 def test_a_hostile_string_in_a_valid_entry_reaches_markdown_and_html_as_text(fresh):
     """A free-text field that passes validation (ex2's formula) is still data: escaped in
     ``exercises.md`` / ``index.md`` and in ``index.html``."""
-    from attn_cli.render import html, report
+    from attn_cli.render.table import to_html, to_markdown
 
     exp, config, payload = fresh["exercises"]
     data = copy.deepcopy(payload)
@@ -515,6 +513,6 @@ def test_a_hostile_string_in_a_valid_entry_reaches_markdown_and_html_as_text(fre
     result = entries.revive(exp.module.Result, data)
     exp.module.validate_result(result, config)  # accepted: a string, as the type says
     tables = exp.tables(result, {})  # the exercises have no published value
-    md, page = report.to_markdown(tables), html.renderables_html(tables)
+    md, page = to_markdown(tables), to_html(tables)
     assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;|\\`x\\`" in md  # a caption
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

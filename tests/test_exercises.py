@@ -127,12 +127,9 @@ def test_attend_heads_is_multi_head_attention(kv_heads):
 
 
 def _text(renderables) -> str:
-    from rich.console import Console
+    from attn_cli.render.table import to_text
 
-    console = Console(record=True, width=1000, color_system=None)
-    for r in renderables:
-        console.print(r)
-    return console.export_text()
+    return to_text(renderables, width=1000)
 
 
 def test_readings_quote_computed_numbers():

@@ -63,7 +63,7 @@ def test_page_escapes_everything_lists_failures_first_and_shows_the_numeric_mode
 
 
 def test_sections_show_svg_before_png_link_pdf_and_data():
-    section = Section(name="one", ids=["a-one"], seconds=0.5, error=None, renderables=["a note"],
+    section = Section(name="one", ids=["a-one"], seconds=0.5, error=None, tables=["a note"],
                       figures=["one.png", "one.svg", "one.pdf"], data=["one.md", "one.json", "one.csv"])
     page = _page([], sections=[section])
     assert '<img src="one.svg"' in page and '<img src="one.png"' not in page

@@ -204,14 +204,10 @@ def test_an_untrained_model_fails_the_map_rule():
 
 
 def _table_text(result) -> str:
-    from rich.console import Console
-
     from attn_cli.render import copy_task as render
+    from attn_cli.render.table import to_text
 
-    console = Console(width=200, record=True, color_system=None)
-    for r in render.tables(result, compare_result(result, exp.ARTIFACTS)):
-        console.print(r)
-    return console.export_text()
+    return to_text(render.tables(result, compare_result(result, exp.ARTIFACTS)), width=200)
 
 
 def test_marks_only_at_the_texts_settings():
@@ -283,12 +279,9 @@ def test_the_table_takes_published_values_and_marks_from_the_outcomes():
     moved = {c.id: (dataclasses.replace(c, published=0.60) if c.id.endswith(".free_running") else c)
              for c in pub.CHECKS}
     outcomes = compare(moved.values(), result.measured(), result.config)
-    from rich.console import Console
+    from attn_cli.render.table import to_text
 
-    console = Console(width=200, record=True, color_system=None)
-    for r in render.tables(result, outcomes):
-        console.print(r)
-    text = console.export_text()
+    text = to_text(render.tables(result, outcomes), width=200)
     assert "0.880 ≠ (+0.280) 0.600" in text and "= 0.894" not in text
     assert "(0.6 at 4, 0.6 at 16, 0.6 at 32)" in text
     view = result_json(result, outcomes)

@@ -79,10 +79,11 @@ def test_sqrt_dk_table_shows_published_beside(sqrt_dk_result):
     from rich.console import Console
 
     from attn_cli.render import sqrt_dk as render
+    from attn_cli.render.table import to_rich
 
     console = Console(record=True, width=160, color_system=None)
     for r in render.tables(sqrt_dk_result, compare_result(sqrt_dk_result, sqrt_dk_exp.ARTIFACTS)):
-        console.print(r)
+        console.print(to_rich(r))
     text = console.export_text()
     assert "0.0067 = 0.0067" in text and "31.97 = 31.97" in text
     assert "≠" not in text and "~" not in text

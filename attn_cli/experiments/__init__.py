@@ -38,7 +38,7 @@ rely on it; :mod:`attn_cli.experiment_registry` reads it, nothing is guessed)::
 
 The pipeline (:func:`attn_cli.pipeline.run`) calls the hooks, runs, compares the Result with the
 published values once and hands the outcomes to the render module
-``attn_cli/render/<same name>.py``: ``tables(result, outcomes) -> list`` (rich renderables,
+``attn_cli/render/<same name>.py``: ``tables(result, outcomes) -> list`` (:mod:`attn_cli.render.table` blocks,
 published values beside regenerated ones; ``outcomes``, check ID -> Outcome, are the verdicts
 its marks show) and ``figures(result, out: Path, formats, outcomes) -> list[Path]`` (atomic PNG
 + raw numbers beside it).  Render imports nothing from here: what it needs beyond the Result's

@@ -53,11 +53,10 @@ def tables(result, outcomes: Mapping) -> list:
                  "signs are arbitrary but leave cosines unchanged."
                  + not_text_caption(o.values())),
     )
-    from rich.table import Table
+    from attn_cli.render.table import Table
 
     x, y, z = result.query
-    asked = Table(title="the query (score E.v; stop words and the query's own words skipped)",
-                  title_justify="left")
+    asked = Table(title="the query (score E.v; stop words and the query's own words skipped)")
     asked.add_column("query")
     asked.add_column("nearest words (score)")
     asked.add_row(f"{x} - {y} + {z}", _ranked(result.query_answer, result.query_similarities))

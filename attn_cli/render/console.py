@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from rich.console import Console
+
+from attn_cli.render.table import Block, Cell, Table, Text, styled, to_rich
 
 class _Console(Console):
     def on_broken_pipe(self) -> None:
@@ -24,12 +26,12 @@ def note(message: str) -> None:
     stderr.print(message, style="dim", highlight=False, markup=False)
 
 
-def emit(result: Any, renderables, as_json: bool, *, run: Any = None) -> None:
+def emit(result: Any, blocks: Sequence[Block], as_json: bool, *, run: Any = None) -> None:
     """Print ``result`` as JSON (``run.json()`` for a pipeline :class:`attn_cli.pipeline.Run`, the
-    same for every command) or the rich renderables on stdout."""
+    same for every command) or the blocks (:mod:`attn_cli.render.table`) on stdout."""
     if not as_json:
-        for r in renderables if isinstance(renderables, (list, tuple)) else [renderables]:
-            stdout.print(r)
+        for b in blocks:
+            stdout.print(to_rich(b))
         return
     from attn_cli.render.files import _json_default, result_json
 
@@ -37,38 +39,47 @@ def emit(result: Any, renderables, as_json: bool, *, run: Any = None) -> None:
     print(json.dumps(data, indent=2, default=_json_default))
 
 
-def check_table(title: str, rows, caption: str | None = None):
-    """A rich table of regenerated values beside the published ones.
+def mark(ok: bool | None) -> Cell:
+    """The verdict cell of a claim: ok (green), DIFF (red), or empty without one."""
+    if ok is None:
+        return ""
+    return styled(("ok", "green"), verdict="pass") if ok else styled(("DIFF", "red"), verdict="fail")
 
-    rows: ``(quantity, regenerated, published, verdict)`` with text cells; verdict is True
-    (within the check's tolerance), False, None (no published value) or a short string
-    (:func:`verdict` of an Outcome gives one).
+
+def beside(text: str, ok: bool, published: str, difference: str = "") -> Text:
+    """A regenerated value, ``=`` (or ``≠`` and the difference) by its check's verdict, then
+    the published value, dimmed."""
+    sign = ("=", "green") if ok else ("≠" + (f" ({difference})" if difference else ""), "red")
+    return styled(f"{text} ", sign, " ", (published, "dim"), verdict="pass" if ok else "fail")
+
+
+def check_table(title: str, rows, caption: str | None = None) -> Table:
+    """Regenerated values beside the published ones.
+
+    rows: ``(quantity, regenerated, published, verdict)``; verdict is a bool or None
+    (:func:`mark`) or a cell (:func:`verdict` of an Outcome gives one).
     """
-    from rich.table import Table
-
-    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    table = Table(title=title, caption=caption or "")
     table.add_column("quantity")
     table.add_column("regenerated", justify="right")
     table.add_column("published", justify="right")
     table.add_column("", justify="center")
-    for quantity, regenerated, published, verdict in rows:
-        mark = {True: "[green]ok[/]", False: "[red]DIFF[/]", None: ""}.get(verdict, verdict) \
-            if isinstance(verdict, (bool, type(None))) else str(verdict)
-        table.add_row(quantity, regenerated, published, mark)
+    for quantity, regenerated, published, ok in rows:
+        table.add_row(quantity, regenerated, published, mark(ok) if isinstance(ok, (bool, type(None))) else ok)
     return table
 
 
-def verdict(outcome) -> bool | str | None:
-    """The verdict cell of one Outcome (``attn_cli.published.compare``): True / False for a
+def verdict(outcome) -> Cell:
+    """The verdict cell of one Outcome (``attn_cli.published.compare``): ok / DIFF for a
     measured value or a rule, "identity" for an identity that holds (shown, not evidence),
-    "n/a" where the settings are not the text's, None without an outcome."""
+    the status ("n/a", "skipped") otherwise, empty without an outcome."""
     if outcome is None:
-        return None
+        return ""
     if outcome.status == "pass" and outcome.kind == "identity":
-        return "[dim]identity[/]"
+        return styled(("identity", "dim"))
     if outcome.status in ("pass", "fail"):
-        return outcome.status == "pass"
-    return outcome.status
+        return mark(outcome.status == "pass")
+    return styled(outcome.status, verdict="skip" if outcome.status == "skipped" else "")
 
 
 def not_text_caption(outcomes) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typing import Mapping
 
-from rich.table import Table
+from attn_cli.render.table import Table
 
 
 PNG, CSV = "copy_both.png", "copy_both.csv"

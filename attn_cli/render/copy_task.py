@@ -18,6 +18,8 @@ from attn_cli.published.compare import Outcome
 from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, METRICS, TEXT_SETTING, cell_of, check_id
 from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.published.seed_rule import FLOOR
+from attn_cli.render.console import beside
+from attn_cli.render.table import Cell, Table, Text, styled
 
 ACCURACY_PNG = BY_ID["w9-copy-task"].files[0]  # copy_task_accuracy.png
 ACCURACY_CSV = "copy_task_accuracy.csv"
@@ -37,17 +39,17 @@ def _cells_judged(outcomes: Outcomes) -> bool:
     return all(o.status in ("pass", "fail") for o in outcomes.values() if o.check.artifact == "w9-copy-task")
 
 
-def _not_judged_line(outcomes: Outcomes) -> str:
+def _not_judged_line(outcomes: Outcomes) -> Text:
     """Why the published cells are shown in brackets: not the text's settings, or the
     outcomes' own reason (a --quick run: "skipped (quick)")."""
     cells = [o for o in outcomes.values() if o.check.artifact == "w9-copy-task"]
     if any(o.status == "n/a" for o in cells):
         text = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in TEXT_SETTING.items())
-        return (f"[yellow]~ not the text's settings[/] ({text}): the published values are shown in brackets "
-                "for orientation only, not judged.")
+        return styled(("~ not the text's settings", "yellow"), f" ({text}): the published values are shown in "
+                      "brackets for orientation only, not judged.")
     reasons = ", ".join(dict.fromkeys(o.note for o in cells if o.status not in ("pass", "fail")))
-    return (f"[yellow]~ not judged: {reasons}[/]; the published values are shown in brackets for "
-            "orientation only.")
+    return styled((f"~ not judged: {reasons}", "yellow"), "; the published values are shown in brackets for "
+                  "orientation only.")
 
 
 def _published(outcomes: Outcomes, model: str, length: int, metric: str):
@@ -62,7 +64,7 @@ def _published_points(outcomes: Outcomes, model: str, metric: str) -> list[tuple
     return sorted((length, value) for (m, length, x), value in cells if (m, x) == (model, metric))
 
 
-def _cell(stats: dict, n: int, outcome: Outcome | None) -> str:
+def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
     """One table cell: the value (mean ± std over several seeds), then, where the text prints
     this cell, its check's verdict (``=`` pass, ``≠`` and the difference fail: the outcome's
     status, never a comparison of its own) and the published value; where the outcome is not
@@ -72,15 +74,12 @@ def _cell(stats: dict, n: int, outcome: Outcome | None) -> str:
         return text
     pub = outcome.published
     if outcome.status not in ("pass", "fail"):
-        return f"{text} [dim](text {pub:.3f})[/]"
-    mark = "[green]=[/]" if outcome.status == "pass" else f"[red]≠ ({stats['mean'] - pub:+.3f})[/]"
-    return f"{text} {mark} [dim]{pub:.3f}[/]"
+        return styled(f"{text} ", (f"(text {pub:.3f})", "dim"))
+    return beside(text, outcome.status == "pass", f"{pub:.3f}", f"{stats['mean'] - pub:+.3f}")
 
 
 def tables(result, outcomes: Outcomes) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    from rich.table import Table
-
     o = outcomes
     cfg = result.config
     seeds = tuple(cfg["seeds"]) or (cfg["seed"],)
@@ -128,20 +127,19 @@ def tables(result, outcomes: Outcomes) -> list:
     return out
 
 
-def _map_line(result, rule: Outcome | None, n_seeds: int) -> str:
+def _map_line(result, rule: Outcome | None, n_seeds: int) -> Text:
     """The near-diagonal line: the measured fractions, the rule and its outcome."""
     parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
     status = rule.status if rule is not None else None  # the check's verdict, as the check table shows it
-    verdict = ("[green]holds[/]" if status == "pass" else "[red]fails[/]" if status == "fail"
+    verdict = (("holds", "green") if status == "pass" else ("fails", "red") if status == "fail"
                else f"not judged here: {rule.note}" if rule is not None and rule.note else "not judged here")
-    return (f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} seed(s), "
-            f"the readout attention peaks at the step's own input position for {', '.join(parts)} of decoder "
-            "steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": " + verdict + ".")
+    return styled(f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} "
+                  f"seed(s), the readout attention peaks at the step's own input position for {', '.join(parts)} "
+                  "of decoder steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": ",
+                  verdict, ".")
 
 
-def _runs_table(result):
-    from rich.table import Table
-
+def _runs_table(result) -> Table:
     table = Table(title="runs (one per model, length and seed)")
     for name in ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal",
                  "final loss", "seconds"):

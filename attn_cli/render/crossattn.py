@@ -8,9 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Mapping
 
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+from attn_cli.render.table import Table, styled
 
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]+")
@@ -47,7 +45,6 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     """The weights (in %, when the key word fits the console; otherwise each row's peaks),
     the regime of every row, and the summary of the three regimes.  ``outcomes``: check ID
     -> Outcome (computed from ``result`` when not given)."""
-    from rich import box
     from attn_cli.render.console import stdout
 
     rule = outcomes["d2l-crossattn-map.regimes"]
@@ -55,28 +52,28 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     cfg = result.config
     width = stdout.width if width is None else width
     full = 4 * len(result.keys) + 28 <= width  # else: each row's peaks instead of every weight
-    query, key = (escape(repr(cfg[w])) for w in ("query_word", "key_word"))  # words are data, not markup
+    query, key = (repr(cfg[w]) for w in ("query_word", "key_word"))
     weights = Table(title=f"cross-attention weights in % (rows sum to 100): queries = {query} "
                           f"(rows), keys = {key}; d={cfg['d_model']}, seed {cfg['seed']}, "
-                          f"no projections", box=box.SIMPLE_HEAD, padding=(0, 1))
+                          f"no projections", terminal={"box": "SIMPLE_HEAD", "padding": (0, 1)})
     weights.add_column("query", justify="center")
     if full:
         for k in result.keys:
-            weights.add_column(Text(label(k)), justify="right", no_wrap=True)  # letters are data, not markup
+            weights.add_column(label(k), justify="right", no_wrap=True)
     weights.add_column("regime", no_wrap=True)
     if not full:
         weights.add_column("peaks (key@position: weight)")
     for i, q in enumerate(result.queries):
         peaks = result.peaks[i]
         regime = result.regimes[i]
-        tag = f"[{_REGIME_STYLE[regime]}]{regime}[/]"
+        tag = styled((regime, _REGIME_STYLE[regime]))
         if full:
-            cells = [f"[bold]{100 * w:.0f}[/bold]" if j in peaks and regime != "diffuse" else f"{100 * w:.0f}"
+            cells = [styled((f"{100 * w:.0f}", "bold")) if j in peaks and regime != "diffuse" else f"{100 * w:.0f}"
                      for j, w in enumerate(result.weights[i])]
-            weights.add_row(Text(label(q)), *cells, tag)
+            weights.add_row(label(q), *cells, tag)
         else:
             text = ", ".join(f"{label(result.keys[j])}@{j + 1}: {result.weights[i][j]:.2f}" for j in peaks[:4])
-            weights.add_row(Text(label(q)), tag, Text(text + (" ..." if len(peaks) > 4 else "")))
+            weights.add_row(label(q), tag, text + (" ..." if len(peaks) > 4 else ""))
 
     summary = Table(title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
                           "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse")
@@ -87,8 +84,8 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     text_regimes = rule.published if rule.status != "n/a" else None  # the text's letters, at its settings
     found = result.regime_letters()
     for regime in ("sharp", "split", "diffuse"):
-        summary.add_row(f"[{_REGIME_STYLE[regime]}]{regime}[/]", _REGIME_TEXT[regime],
-                        Text(", ".join(label(c) for c in found[regime]) or "-"),
+        summary.add_row(styled((regime, _REGIME_STYLE[regime])), _REGIME_TEXT[regime],
+                        ", ".join(label(c) for c in found[regime]) or "-",
                         ", ".join(text_regimes[regime]) if text_regimes else "")
     agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
     out = [weights, summary, f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
@@ -100,7 +97,7 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
         for h in range(len(result.head_weights)):
             heads.add_column(f"head {h + 1}")
         for i, q in enumerate(result.queries):
-            heads.add_row(Text(label(q)), result.regimes[i], *(hr[i] for hr in result.head_regimes))
+            heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
         out.append(heads)
     return out
 

@@ -8,16 +8,15 @@ exercise's module.
 
 from __future__ import annotations
 
+from attn_cli.render.table import Table, Text, styled
 from attn_cli.render.exercise_figures import FILES, figures, uniform_start  # noqa: F401 (FILES, figures: the family's)
 
 
 def _table(number: int, heading: str, columns=(), rows=(), left=(), caption: str | None = None, subtitle: str = ""):
     """A table titled with the exercise and its ``heading``: ``columns`` (right-justified except
     those in ``left``), then ``rows`` of text cells."""
-    from rich.table import Table
-
     title = f"D2L 10.3.5 exercise {number}: {heading}" + (f"  ({subtitle})" if subtitle else "")
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    t = Table(title=title, caption=caption or "")
     for col in columns:
         t.add_column(col, justify="left" if col in left else "right")
     for row in rows:
@@ -33,15 +32,13 @@ def _g(x: float, digits: int = 3) -> str:
     return f"{x:.{max(1, digits - 2)}e}"
 
 
-def _note(text: str):
-    """A reading below a table: plain text (brackets such as E[v1|m] are not markup)."""
-    from rich.text import Text
-
-    return Text(text)
+def _note(text: str) -> str:
+    """A reading below a table."""
+    return text
 
 
-def _yes(ok: bool) -> str:
-    return "[green]yes[/]" if ok else "[red]no[/]"
+def _yes(ok: bool) -> Text:
+    return styled(("yes", "green"), verdict="pass") if ok else styled(("no", "red"), verdict="fail")
 
 
 def _ex1(e, title) -> list:
@@ -162,7 +159,7 @@ def _ex7(e, title) -> list:
                        "mixing: grows with nm)")
     for r in e.rows:
         t.add_row(str(r.n), str(r.m), f"{r.q_and_out:.3e}", f"{r.k_and_v:.3e}", f"{r.scores_and_mix:.3e}",
-                  f"{r.formula:.4e}", f"{r.counted:.4e}" + ("" if r.counted == r.formula else " [red]≠[/]"))
+                  f"{r.formula:.4e}", styled(f"{r.counted:.4e}", *(() if r.counted == r.formula else ((" ≠", "red"),))))
     p = _table(7, title, ("keys and values", "formula", "FLOPs", "counted"), left=("keys and values", "formula"),
                subtitle=f"one decoder step, m = {e.m} source tokens")
     p.add_row("recomputed every step", "4d² + 4md² + 4md", f"{e.recompute_formula:,}", f"{e.recompute_counted:,}")
@@ -177,12 +174,12 @@ def _ex8(e, title) -> list:
                caption="parameters 2d² + 2(g/h)d²; FLOPs 4nd² + 4(g/h)nd² + 4n²d; cache 2·g·p numbers per token "
                        "and layer; measured on the meta device")
 
-    def same(measured: int, formula: int) -> str:
-        return "[green]= formula[/]" if measured == formula else f"[red]≠ {formula:,}[/]"
+    def same(text: str, measured: int, formula: int) -> Text:
+        return styled(f"{text} ", ("= formula", "green") if measured == formula else (f"≠ {formula:,}", "red"))
 
     for s in e.schemes:
-        t.add_row(s.name, str(s.groups), f"{s.parameters:,} {same(s.parameters, s.parameters_formula)}",
-                  f"{s.flops:.4e} {same(s.flops, s.flops_formula)}",
+        t.add_row(s.name, str(s.groups), same(f"{s.parameters:,}", s.parameters, s.parameters_formula),
+                  same(f"{s.flops:.4e}", s.flops, s.flops_formula),
                   f"{s.kv_bytes_per_token:,} B = {s.kv_bytes_per_token / 1024:g} KiB")
     p = _table(8, title, ("p", "readout error", "theory √(1 - min(p,c)/c)"),
                [(str(r.p), _g(r.error, 4), _g(r.theory, 4)) for r in e.shared],
@@ -194,8 +191,6 @@ def _ex8(e, title) -> list:
 
 
 def _ex9(e, title) -> list:
-    from rich.markup import escape
-
     t = _table(9, title, ("valid_lens", "max |loop - folded|", "max |tiled - folded|", "detectable",
                    "masks that differ (seq, head: repeated -> tiled)"),
                left=("valid_lens", "masks that differ (seq, head: repeated -> tiled)"),
@@ -206,7 +201,7 @@ def _ex9(e, title) -> list:
         differ = [m for m in c.heads_masks if m.split(": ")[1].split(" -> ")[0] != m.split(" -> ")[1]]
         t.add_row(str(c.valid_lens).replace(" ", ""), f"{c.loop_vs_folded:.1e}", f"{c.tiled_vs_folded:.1e}",
                   _yes(c.tiled_vs_folded > e.TOL),
-                  escape(f"{len(differ)} of {len(c.heads_masks)}" + (": " + ", ".join(differ[:2]) if differ else "")
+                  (f"{len(differ)} of {len(c.heads_masks)}" + (": " + ", ".join(differ[:2]) if differ else "")
                          + (" ..." if len(differ) > 2 else "")))
     hidden = [c.valid_lens for c in e.cases if c.tiled_vs_folded <= e.TOL
               and len({str(v) for v in c.valid_lens}) > 1 and all(isinstance(v, int) for v in c.valid_lens)]
@@ -274,11 +269,9 @@ def tables(result, outcomes) -> list:
 
 def listing(titles: dict[int, str]) -> list:
     """``attn exercise --list``: the twelve exercises (number -> title) and what each run shows."""
-    from rich.table import Table
-
     from attn_cli.published.catalogue import BY_ID
 
-    t = Table(title="D2L 10.3.5 exercises", title_justify="left")
+    t = Table(title="D2L 10.3.5 exercises")
     t.add_column("N", justify="right")
     t.add_column("exercise")
     t.add_column("what a run shows")

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from rich.table import Table
+from attn_cli.render.table import Cell, Table, styled
 
 from attn_cli.render.files import DEFAULT_FORMATS
 
 PNG = "heads_layout.png"
 
 
-def _yes(b: bool) -> str:
-    return "True" if b else "[red]False[/red]"
+def _yes(b: bool) -> Cell:
+    return "True" if b else styled(("False", "red"), verdict="fail")
 
 
 def _published(outcome) -> str:

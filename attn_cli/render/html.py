@@ -14,22 +14,15 @@ Everything that comes from data is escaped with :func:`html.escape`. No click, n
 from __future__ import annotations
 
 import fnmatch
-import html
 import re
 from typing import Any, Sequence
 
-from rich.table import Table
-from rich.text import Text
-
 from attn_cli.render.manifest import Section
+from attn_cli.render.table import esc, to_html
 
 KINDS = ("measured", "rule", "identity")  # STYLE.md "Checks"
 VERDICT_CLASS = {"pass": "pass", "fail": "fail", "skipped": "skip"}
 IMAGE_PREFERENCE = ("svg", "png")  # the page shows SVG where written, else PNG
-
-
-def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def check_kind(check: Any) -> str:
@@ -49,57 +42,6 @@ def kind_counts(outcomes: Sequence) -> dict[str, dict[str, int]]:
 
 def anchor(artifact_id: str) -> str:
     return "id-" + re.sub(r"[^A-Za-z0-9_-]", "-", artifact_id)
-
-
-# --------------------------------------------------------------------------- rich -> HTML
-
-
-def _cell_text(cell: Any) -> tuple[str, str]:
-    """(plain text, verdict class or "") of a rich table cell."""
-    from attn_cli.render.report import _plain
-
-    style = str(cell.style) if isinstance(cell, Text) else ""
-    text = _plain(cell)
-    word = text.strip().lower()
-    verdict = ""
-    if word in ("ok", "pass", "passed", "yes") or "green" in style:
-        verdict = "pass"
-    elif word in ("fail", "failed", "no") or "red" in style:
-        verdict = "fail"
-    elif word.startswith("skipped") or "yellow" in style:
-        verdict = "skip"
-    return text, verdict
-
-
-def table_html(table: Table) -> str:
-    head = "".join(f"<th>{esc(_cell_text(c.header)[0])}</th>" for c in table.columns)
-    rows = []
-    columns = [list(c.cells) for c in table.columns]
-    numeric = [c.justify == "right" for c in table.columns]
-    for row in zip(*columns) if columns else []:
-        cells = []
-        for cell, right in zip(row, numeric):
-            text, verdict = _cell_text(cell)
-            classes = " ".join(c for c in (verdict, "num" if right else "") if c)
-            attr = f' class="{classes}"' if classes else ""
-            cells.append(f"<td{attr}>{esc(text)}</td>".replace("\n", "<br>"))
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    parts = ['<div class="scroll"><table>']
-    if table.title:
-        parts.append(f"<caption>{esc(_cell_text(table.title)[0])}</caption>")
-    parts.append(f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
-    if table.caption:
-        lines = [esc(line.strip()) for line in _cell_text(table.caption)[0].splitlines() if line.strip()]
-        parts.append('<p class="note">' + "<br>".join(lines) + "</p>")
-    return "".join(parts)
-
-
-def renderables_html(renderables: Any) -> str:
-    from attn_cli.render.report import blocks, render_plain
-
-    return "\n".join(blocks(renderables, table=table_html,
-                            text=lambda t: f'<p class="note">{esc(t)}</p>'.replace("\n", "<br>"),
-                            other=lambda r: f"<pre>{esc(render_plain(r).rstrip())}</pre>"))
 
 
 def checks_html(outcomes: Sequence) -> str:
@@ -125,8 +67,8 @@ def checks_html(outcomes: Sequence) -> str:
 def index_html(*, catalogue: Sequence, sections: Sequence[Section], manifest: dict, outcomes: Sequence,
                summary: str | None, coverage_line: str | None, links: Sequence[str] = (),
                title: str = "attn: every table and figure of the two texts") -> str:
-    """The page. ``sections`` as for ``index_markdown`` (each may carry ``renderables``, the
-    experiment's rich tables, and ``cached``: (runs from cache, runs)); ``outcomes`` every
+    """The page. ``sections`` as for ``index_markdown`` (each may carry ``tables``, the
+    experiment's table blocks, and ``cached``: (runs from cache, runs)); ``outcomes`` every
     check's outcome; ``manifest`` as ``manifest.json`` (``machine``, ``versions``, and where
     present ``numerics``: mode and CPU kernels); ``links``: files of the run linked at the top."""
     by_artifact: dict[str, list] = {}
@@ -271,9 +213,9 @@ def _tables_and_figures(a, section: Section, files: Sequence[str], shown_tables:
         first = next(i for i in section.ids if i != a.id)
         parts.append(f'<p class="note">Tables: with <a href="#{anchor(first)}">{esc(first)}</a> '
                      "(one run of the same command).</p>")
-    elif section.renderables:
+    elif section.tables:
         shown_tables.add(section.name)
-        parts.append(renderables_html(section.renderables))
+        parts.append(to_html(section.tables))
     own = [f for f in section.figures if f in files]
     for shown, others in figure_views(own, IMAGE_PREFERENCE):
         image = f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>' if shown else ""
@@ -334,6 +276,8 @@ th{background:#f0f2f5;font-weight:600}td.num{text-align:right;font-variant-numer
 td.pass,td.verdict.pass{color:var(--pass);font-weight:600}
 td.fail,td.verdict.fail{color:var(--fail);font-weight:700}
 td.skip,td.verdict.skip{color:var(--skip)}
+span.pass{color:var(--pass)}span.fail{color:var(--fail)}span.skip{color:var(--skip)}span.dim{color:var(--muted)}
+span.strong{font-weight:700}
 tr.fail td{background:var(--fail-bg)}
 td.id{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.8rem;white-space:nowrap}
 figure{margin:12px 0}figure img{display:block;max-width:100%;height:auto;border:1px solid var(--line);

@@ -31,7 +31,7 @@ class Section:
     error: str | None = None  # why it failed (run or render)
     config: Any = None  # its configuration as a dict
     outcomes: list = field(default_factory=list)  # its checks' outcomes
-    renderables: list = field(default_factory=list)  # its rich tables (for the HTML page)
+    tables: list = field(default_factory=list)  # its blocks (render.table), for the HTML page
     cached: tuple[int, int] | None = None  # (runs from the cache, runs) of an experiment caching runs
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Mapping
 
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.render.console import check_table, verdict
+from attn_cli.render.console import beside, check_table, verdict
+from attn_cli.render.table import Table, styled
 
 PNG, CSV = BY_ID["w9-masks"].files
 
@@ -18,8 +19,6 @@ def _fmt(v: float) -> str:
 
 def tables(result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    from rich.table import Table
-
     o = outcomes
     comparable = all(x.status != "n/a" for x in o.values())
     causal, sums = o["w9-masks.causal_weights"].published, o["w9-masks.row_sums"].published
@@ -38,14 +37,13 @@ def tables(result, outcomes: Mapping) -> list:
             if pub is None:
                 cells.append(_fmt(v))
             else:
-                mark = "[green]=[/]" if abs(v - pub) < 1e-9 else "[red]≠[/]"
-                cells.append(f"{_fmt(v)} {mark} [dim]{_fmt(pub)}[/]")
+                cells.append(beside(_fmt(v), abs(v - pub) < 1e-9, _fmt(pub)))
         s = result.row_sums[i]
-        pub_s = ""
         if comparable and i < len(sums):
             noise = "" if s == sums[i] else ", float32 noise"
-            pub_s = f" [dim](text {sums[i]!r}{noise})[/]"
-        cells.append(f"{s!r}{pub_s}")
+            cells.append(styled(f"{s!r} ", (f"(text {sums[i]!r}{noise})", "dim")))
+        else:
+            cells.append(repr(s))
         weights.add_row(str(i), *cells)
 
     checks_rows = []
@@ -56,7 +54,7 @@ def tables(result, outcomes: Mapping) -> list:
         if comparable:
             checks_rows.append((quantity, regenerated_text, published_text, verdict(outcome)))
         else:
-            checks_rows.append((quantity, regenerated_text, f"[dim]{published_text}[/]", "n/a"))
+            checks_rows.append((quantity, regenerated_text, styled((published_text, "dim")), styled("n/a")))
 
     last = result.config["changed_from"]
     add("w9-masks.row_sums", "rows still sum to 1", result.row_sums,

@@ -20,24 +20,6 @@ def outcomes_html(outcomes) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def console_text(renderables, width: int) -> str:
-    from rich.console import Console
-
-    console = Console(file=io.StringIO(), width=width, record=True, color_system=None, soft_wrap=False)
-    for r in renderables:
-        console.print(r)
-    return console.export_text()
-
-
-def tables_html(renderables) -> str:
-    from rich.console import Console
-
-    console = Console(file=io.StringIO(), width=110, record=True, force_terminal=True)
-    for r in renderables:
-        console.print(r)
-    return console.export_html(inline_styles=True, code_format="<pre style='font-family:monospace'>{code}</pre>")
-
-
 def png64(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")

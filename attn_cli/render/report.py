@@ -2,29 +2,22 @@
 
 * :func:`catalogue_table` / :func:`catalogue_json`: the catalogue (``attn list``);
 * :func:`verify_table`: the checks against the texts (``attn verify``);
-* :func:`to_markdown`: rich renderables (the experiments' ``tables()``) as Markdown: a
-  :class:`rich.table.Table` becomes a pipe table, text a paragraph, anything else a
-  fenced block of its plain-text rendering;
 * :func:`index_markdown`: ``index.md``, every table and every figure of an ``attn all`` run,
   figures linked relatively so the folder can be moved or opened in any Markdown viewer.
 
-No click here; rich and the standard library only.
+Tables are :mod:`attn_cli.render.table` values; no click here.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Iterable, Sequence
-
-from rich.console import Console, Group
-from rich.markup import MarkupError
-from rich.table import Table
-from rich.text import Text
+from typing import Any, Iterable, Sequence
 
 from attn_cli.core.device import cuda_summary
 from attn_cli.render.figure_files import figure_markdown
 from attn_cli.render.manifest import Section
+from attn_cli.render.table import Table, md_escape, styled
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
 KIND_LEGEND = ("status: pass = a measured value within tolerance; rule = a qualitative claim that holds; "
@@ -89,14 +82,12 @@ def catalogue_json(rows: list[dict]) -> str:
 
 def catalogue_table(rows: list[dict], width: int = 200) -> Table:
     """The catalogue; below 130 columns the title and files go under the ID (one row each)."""
-    table = Table(title="Every table and figure of the two texts", title_justify="left")
     wide = width >= 130
-    table.show_lines = not wide
+    table = Table(title="Every table and figure of the two texts", terminal={"show_lines": not wide})
     table.add_column("ID", no_wrap=wide, ratio=None if wide else 1, overflow="fold")
     if wide:
-        table.add_column("source")
-        table.add_column("section")
-        table.add_column("title")
+        for header in ("source", "section", "title"):
+            table.add_column(header)
         table.add_column("subcommand", no_wrap=True)
         table.add_column("files it writes")
     else:
@@ -108,16 +99,13 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
         if r["experiment"] is None:
             title += " [no experiment]"
         checks = "" if r["checks"] is None else str(r["checks"])
-        files = "\n".join(r["files"]) or "(table only)"
         if wide:
-            table.add_row(Text(r["id"]), r["source"], r["section"], Text(title), f"attn {r['subcommand']}",
-                          Text(files), checks)
+            table.add_row(r["id"], r["source"], r["section"], title, f"attn {r['subcommand']}",
+                          "\n".join(r["files"]) or "(table only)", checks)
         else:
-            cell = Text(r["id"], style="bold")
-            cell.append("\n" + title, style="")
-            if r["files"]:
-                cell.append("\n-> " + ", ".join(r["files"]), style="dim")
-            table.add_row(cell, f"{r['source']} {r['section']}", r["subcommand"], checks)
+            files = [("\n-> " + ", ".join(r["files"]), "dim")] if r["files"] else []
+            table.add_row(styled((r["id"], "bold"), "\n" + title, *files), f"{r['source']} {r['section']}",
+                          r["subcommand"], checks)
     return table
 
 
@@ -131,7 +119,7 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
     Below 120 columns the checks are grouped under their catalogue ID (a bold row) and
     named by the rest of their ID, so that the values keep room."""
     wide = width >= 120
-    table = Table(title=title, title_justify="left", caption_justify="left")
+    table = Table(title=title)
     table.add_column("ID", overflow="fold")
     table.add_column("published", max_width=None if wide else 14)
     table.add_column("regenerated", max_width=None if wide else 14)
@@ -146,7 +134,7 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
         name = cid
         if not wide and cid.startswith(artifact + "."):
             if artifact != group:
-                table.add_row(Text(artifact, style="bold"), "", "", "", "")
+                table.add_row(styled((artifact, "bold")), "", "", "", "")
                 group = artifact
             name = "  " + _break_at_dots(cid[len(artifact) + 1:], 16, "\n    ")
         else:
@@ -163,22 +151,23 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
         if o.status in ("fail", "n/a"):
             notes.append(f"{cid}: {o.note}")
         style = STATUS_STYLE["identity" if status == "identity" else o.status]
-        table.add_row(Text(name), Text(fmt_value(o.check.published)), Text(fmt_value(o.regenerated)),
-                      Text(tolerance), Text(status, style=style))
-    caption = Text()
+        verdict = {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}[o.status]
+        table.add_row(name, fmt_value(o.check.published), fmt_value(o.regenerated), tolerance,
+                      styled((status, style), verdict="" if status == "identity" else verdict))
+    caption: list = []
     if any(o.status == "pass" for o in outcomes):
-        caption.append(KIND_LEGEND + "\n", style="dim")
-    for reason, number in reasons.items():
-        caption.append(f"[{number}] {reason}\n", style="dim")
-    for note in skips:
-        caption.append(f"{note}: the value is shown, not judged against the text\n", style="yellow")
+        caption.append((KIND_LEGEND + "\n", "dim"))
+    caption += [(f"[{number}] {reason}\n", "dim") for reason, number in reasons.items()]
+    caption += [(f"{note}: the value is shown, not judged against the text\n", "yellow") for note in skips]
     for note in notes:
-        caption.append("FAIL ", style="bold red")
-        caption.append(note + "\n")
-    if len(caption):
-        caption.rstrip()
-        table.caption = caption
+        caption += [("FAIL ", "bold red"), note + "\n"]
+    if caption:
+        table.caption = styled(*caption[:-1], _rstrip(caption[-1]))
     return table
+
+
+def _rstrip(part):
+    return part.rstrip() if isinstance(part, str) else (part[0].rstrip(), part[1])
 
 
 def _break_at_dots(name: str, width: int, joiner: str) -> str:
@@ -195,95 +184,6 @@ def _break_at_dots(name: str, width: int, joiner: str) -> str:
 
 
 # --------------------------------------------------------------------------- Markdown
-
-
-def _plain(cell: Any) -> str:
-    if cell is None:
-        return ""
-    if isinstance(cell, Text):
-        return cell.plain
-    if isinstance(cell, str):
-        try:
-            return Text.from_markup(cell).plain
-        except MarkupError:
-            return cell
-    return render_plain(cell).strip()
-
-
-# Markdown that stays text in any viewer: no raw HTML (< > & as entities), no code span
-# (backtick), no escape swallowed (backslash); in a table cell also no cell break (pipe)
-_MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "<": "&lt;", ">": "&gt;", "&": "&amp;"})
-
-
-def md_escape(text: Any, cell: bool = True) -> str:
-    """``text`` as literal Markdown: the one place data becomes Markdown.  ``cell``: for a
-    table cell, where a pipe would end the cell and a line break the row (``<br>``);
-    otherwise for a paragraph or a title (lines kept)."""
-    text = str(text).translate(_MD_ESCAPES).replace("\r\n", "\n").replace("\r", "\n")
-    return text.replace("|", "\\|").replace("\n", "<br>") if cell else text
-
-
-def _md_cell(cell: Any) -> str:
-    return md_escape(_plain(cell))
-
-
-def table_to_markdown(table: Table) -> str:
-    """A rich Table as a Markdown pipe table (title in bold above, caption in italics below)."""
-    lines = []
-    if table.title:
-        lines += [f"**{md_escape(_plain(table.title), cell=False)}**", ""]
-    headers = [_md_cell(c.header) or " " for c in table.columns]
-    align = {"right": "---:", "center": ":---:"}
-    lines.append("| " + " | ".join(headers) + " |")
-    lines.append("| " + " | ".join(align.get(c.justify, "---") for c in table.columns) + " |")
-    columns = [list(c.cells) for c in table.columns]
-    for row in zip(*columns) if columns else []:
-        lines.append("| " + " | ".join(_md_cell(cell) for cell in row) + " |")
-    if table.caption:
-        lines.append("")
-        lines += [f"*{md_escape(line.strip(), cell=False)}*"
-                  for line in _plain(table.caption).splitlines() if line.strip()]
-    return "\n".join(lines)
-
-
-def render_plain(renderable: Any, width: int = 100) -> str:
-    console = Console(record=True, width=width, file=_Null(), color_system=None, force_terminal=False)
-    console.print(renderable)
-    return console.export_text()
-
-
-class _Null:
-    def write(self, _text: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass
-
-
-def blocks(renderables: Any, *, table: Callable, text: Callable, other: Callable) -> list[str]:
-    """Each renderable (lists and Groups flattened) as one block: ``table(Table)``,
-    ``text(plain text)`` for non-empty text, ``other(renderable)`` for anything else."""
-    if not isinstance(renderables, (list, tuple)):
-        renderables = [renderables]
-    out: list[str] = []
-    for r in renderables:
-        if isinstance(r, Group):
-            out += blocks(list(r.renderables), table=table, text=text, other=other)
-        elif isinstance(r, Table):
-            out.append(table(r))
-        elif isinstance(r, (str, Text)):
-            plain = _plain(r).strip()
-            if plain:
-                out.append(text(plain))
-        else:
-            out.append(other(r))
-    return [b for b in out if b]
-
-
-def to_markdown(renderables: Any) -> str:
-    """The experiments' ``tables(result, outcomes)`` output as Markdown blocks separated by blank lines."""
-    return "\n\n".join(blocks(renderables, table=table_to_markdown, text=lambda t: md_escape(t, cell=False),
-                               other=lambda r: "```text\n" + render_plain(r).rstrip() + "\n```"))
 
 
 def checks_markdown(outcomes: Sequence) -> str:

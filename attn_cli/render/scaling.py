@@ -6,25 +6,24 @@ from pathlib import Path
 
 from typing import Mapping
 
+from attn_cli.render.console import beside
+from attn_cli.render.table import Cell, Table, styled
 from attn_cli.units import human_bytes, text_memory
 
 PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
 
-def _beside(text: str, outcome, fmt) -> str:
+def _beside(text: str, outcome, fmt) -> Cell:
     """The regenerated cell, then (for a length the text prints, at its settings) = or ≠
     and the text's value: these cells are identities (arithmetic), shown beside the text."""
     if outcome is None or outcome.status not in ("pass", "fail"):
         return text
     published = outcome.check.meta.get("printed") or fmt(outcome.published)
-    mark = "[green]=[/]" if outcome.ok else "[red]≠[/]"
-    return f"{text} {mark} [dim]{published}[/]"
+    return beside(text, outcome.ok, published)
 
 
 def tables(result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    from rich.table import Table
-
     o = outcomes
 
     d = result.config["d_model"]
@@ -62,10 +61,11 @@ def tables(result, outcomes: Mapping) -> list:
         prev = r
     out.append(measured)
     for line in getattr(result, "dropped", None) or []:
-        out.append(f"[yellow]left out[/] (does not fit): {line}")
+        out.append(styled(("left out", "yellow"), f" (does not fit): {line}"))
     if result.exponent is not None:
-        out.append(f"fitted exponent: time ∝ n^[bold]{result.exponent:.2f}[/] (least squares on log-log; "
-                   "the formula says 2 once n is large enough for the n² d products to dominate)")
+        out.append(styled("fitted exponent: time ∝ n^", (f"{result.exponent:.2f}", "bold"),
+                          " (least squares on log-log; the formula says 2 once n is large enough for the n² d "
+                          "products to dominate)"))
         busy = (result.load_average is not None and result.cpu_count
                 and result.load_average > result.cpu_count and result.device_name == "cpu")
         why = []
@@ -75,7 +75,7 @@ def tables(result, outcomes: Mapping) -> list:
             why.append(f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
                        "cores), so timings are noisy")
         if why:
-            out.append(f"[yellow]note[/]: {'; '.join(why)}.")
+            out.append(styled(("note", "yellow"), f": {'; '.join(why)}."))
     return out
 
 

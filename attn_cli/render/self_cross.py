@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from rich.table import Table
+from attn_cli.render.table import Table
 
 
 

@@ -10,6 +10,8 @@ from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's 
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.published.catalogue import BY_ID
+from attn_cli.render.console import beside
+from attn_cli.render.table import Cell, Table, styled
 
 COLUMNS = (  # (field, header, format)
     ("std", "std(q·k)", "{:.2f}"),
@@ -22,21 +24,18 @@ COLUMNS = (  # (field, header, format)
 PNG, CSV = BY_ID["w9-sqrt-dk-plot"].files[0], "sqrt_dk.csv"
 
 
-def _cell(outcome, value: float, fmt: str) -> str:
+def _cell(outcome, value: float, fmt: str) -> Cell:
     text = fmt.format(value)
     if outcome is None:
         return text
     pub = fmt.format(outcome.published)
     if outcome.status not in ("pass", "fail"):
-        return f"{text} [dim](text ~{pub})[/]"
-    mark = "[green]=[/]" if outcome.ok else f"[red]≠ (diff {value - outcome.published:+.1e})[/]"
-    return f"{text} {mark} [dim]{pub}[/]"
+        return styled(f"{text} ", (f"(text ~{pub})", "dim"))
+    return beside(text, outcome.ok, pub, f"diff {value - outcome.published:+.1e}")
 
 
 def tables(result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    from rich.table import Table
-
     o = outcomes
 
     cfg = result.config
@@ -53,10 +52,11 @@ def tables(result, outcomes: Mapping) -> list:
     out = [table]
     shown = [o[f"w9-sqrt-dk.{r.d_k}.std"] for r in result.rows if f"w9-sqrt-dk.{r.d_k}.std" in o]
     if any(x.status == "n/a" for x in shown):
-        out.append(
-            f"[yellow]~ not the text's draws[/]: the text's numbers come from seed 0, {TEXT_TRIALS} trials, "
-            f"{TEXT_N_KEYS} keys and d_k {' '.join(map(str, TEXT_DIMS))} drawn in that order; with other "
-            "settings (e.g. --quick) the values differ statistically and the published checks do not apply.")
+        out.append(styled(
+            ("~ not the text's draws", "yellow"),
+            f": the text's numbers come from seed 0, {TEXT_TRIALS} trials, {TEXT_N_KEYS} keys and d_k "
+            f"{' '.join(map(str, TEXT_DIMS))} drawn in that order; with other settings (e.g. --quick) the "
+            "values differ statistically and the published checks do not apply."))
     out.append("a dot product of d independent terms has variance d: without the division the softmax "
                "saturates (one weight near 1) and its gradient vanishes; scaled, both stay put.")
     return out

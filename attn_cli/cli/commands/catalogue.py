@@ -42,13 +42,14 @@ def list_(as_json: bool):
     """
     from attn_cli import experiment_registry
     from attn_cli.render import console, report
+    from attn_cli.render.table import to_rich
 
     registry = experiment_registry.Registry.load()
     rows = report.catalogue_rows(registry.artifacts.values(), registry)
     if as_json:
         print(report.catalogue_json(rows))
         return
-    console.stdout.print(report.catalogue_table(rows, width=console.stdout.width))
+    console.stdout.print(to_rich(report.catalogue_table(rows, width=console.stdout.width)))
 
 
 @click.command(cls=JudgedCommand, name="verify")
@@ -98,6 +99,7 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
     from attn_cli.cli.commands import execute
     from attn_cli.cli.commands.cache import cache_root
     from attn_cli.render import console, report
+    from attn_cli.render.table import to_rich
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
     try:
@@ -120,7 +122,7 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
         for text in (line, cov.line(), *checked.context_lines):
             console.stderr.print(text, highlight=False)
     else:
-        console.stdout.print(report.verify_table(outcomes, width=console.stdout.width))
+        console.stdout.print(to_rich(report.verify_table(outcomes, width=console.stdout.width)))
         console.stdout.print(line, style="bold red" if checked.failed else "bold green", highlight=False)
         console.stdout.print(cov.line(), style="" if cov.complete else "yellow", highlight=False)
         for text in checked.context_lines:
