@@ -39,7 +39,15 @@ class VerifyReport:
     summary: str  # "85 measured and 10 rules passed; 33 identities shown"
     where: dict  # versions, machine, numerics (pipeline.where_it_ran)
     seconds: float  # the runs and the comparison
+    header: dict = field(default_factory=dict)  # records.header: what verify.json says of the run
     files: list[Path] = field(default_factory=list)  # verify.html and verify.json, when out was given
+
+    @property
+    def record(self) -> dict:
+        """``verify.json``: the header and every check's record."""
+        from attn_cli import records
+
+        return records.record(self.outcomes, self.header)
 
     @property
     def failed(self) -> list:
@@ -125,14 +133,15 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
     done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     outcomes = pipeline.compare(selected, registry, done)
     cov = pipeline.coverage(registry, artifact_ids, everything=not only)
-    report = VerifyReport(runs=done, outcomes=outcomes, coverage=cov, summary=summary(outcomes),
-                          where=pipeline.where_it_ran(device, numerics), seconds=time.perf_counter() - started)
+    where = pipeline.where_it_ran(device, numerics)
+    report = VerifyReport(runs=done, outcomes=outcomes, coverage=cov, summary=summary(outcomes), where=where,
+                          seconds=time.perf_counter() - started,
+                          header=_header("attn verify", where, device, seed, seeds, quick))
     if out is not None:
         from attn_cli.report_files import write_verify_page
 
-        report.files = write_verify_page(registry, artifact_ids, outcomes, Path(out), quick=quick, seed=seed,
-                                         device=device, where=report.where, seconds=report.seconds,
-                                         line=report.summary, cov=cov)
+        report.files = write_verify_page(registry, artifact_ids, report, Path(out), quick=quick, seed=seed,
+                                         device=device, cov=cov)
     return report
 
 
@@ -148,7 +157,7 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     section, and the rest still run and are written.  ``seeds`` as in :func:`verify` (not with
     ``quick``, which trains one seed: :class:`attn_cli.errors.BadConfig`).  Raises as :func:`verify` does.
     """
-    from attn_cli import report_files
+    from attn_cli import records, report_files
     from attn_cli.published.compare import summary
 
     started = time.perf_counter()
@@ -180,6 +189,7 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     manifest = report_files.manifest_of(sections, quick=quick, seed=seed, device=device, where=where,
                                         seconds=time.perf_counter() - started, line=line, cov=cov, runs_done=done,
                                         outcomes=outcomes, quick_note=QUICK_NOTE if quick else None)
+    manifest.update(records.record(outcomes, _header("attn all", where, device, seed, seeds, quick)))
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     index = _write_index(out, manifest, shown, sections, outcomes, line, cov.line())
     written = [out / f for s in sections for f in (*s.figures, *s.data)]
@@ -223,6 +233,14 @@ def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcome
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _header(command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:
+    from attn_cli import records
+    from attn_cli.published.seed_rule import MIN_SEEDS
+
+    return records.header(command=command + (" --quick" if quick else ""), where=where, device=device, seed=seed,
+                          seeds=None if quick else seeds or MIN_SEEDS, quick=quick)
 
 
 def _run(plan, verb: str, progress: RunPlan | None, **keywords) -> list:

@@ -47,21 +47,31 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
     return section
 
 
-def write_verify_page(registry, artifact_ids, outcomes, out: Path, *, quick: bool, seed: int, device: str,
-                      where: dict, seconds: float, line: str, cov) -> list[Path]:
-    """``verify.json`` (the --json records) and ``verify.html`` (the checks as a page) in ``out``;
-    the paths written.  Their own names: an ``attn all`` report in the same folder (index.html)
-    is left alone.  ``where``: :func:`attn_cli.pipeline.where_it_ran`."""
+def write_verify_page(registry, artifact_ids, report, out: Path, *, quick: bool, seed: int, device: str,
+                      cov) -> list[Path]:
+    """``verify.json`` (the header and the --json records) and ``verify.html`` (the checks as a
+    page) in ``out``; the paths written.  Their own names: an ``attn all`` report in the same
+    folder (index.html) is left alone.  ``report``: :class:`attn_cli.regenerate.VerifyReport`."""
     from attn_cli.render import files, html
 
-    files.write_json(out / "verify.json", [o.as_json() for o in outcomes])
+    files.write_json(out / "verify.json", report.record)
     manifest = {"command": "attn verify" + (" --quick" if quick else ""), "quick": False,
-                "seed": seed, "device": device, "timing": {"seconds": round(seconds, 3)}, **where}
+                "seed": seed, "device": device, "timing": {"seconds": round(report.seconds, 3)}, **report.where}
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(out / "verify.html", html.index_html(
-        catalogue=shown, sections=[], manifest=manifest, outcomes=outcomes, summary=line,
+        catalogue=shown, sections=[], manifest=manifest, outcomes=report.outcomes, summary=report.summary,
         coverage_line=cov.line(), links=("verify.json",), title="attn verify: the texts' numbers, regenerated"))
     return [out / "verify.html", out / "verify.json"]
+
+
+def write_junit(path: Path, outcomes, runs, registry) -> Path:
+    """The checks as JUnit XML (:mod:`attn_cli.render.junit`) at ``path``, written atomically."""
+    from attn_cli.render import files
+    from attn_cli.render.junit import check_seconds, junit_xml
+
+    checks = [o.as_json() for o in outcomes]
+    files.write_text(Path(path), junit_xml(checks, registry.artifacts, check_seconds(runs, checks)))
+    return Path(path)
 
 
 def manifest_of(sections, *, quick: bool, seed: int, device: str, where: dict, seconds: float, line, cov,

@@ -15,7 +15,7 @@ import sys
 import click
 
 from attn_cli import __version__, signals
-from attn_cli.cli.commands import cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics
+from attn_cli.cli.commands import cache, catalogue, copy_task, d2l, diff, exercises, w9_attention, w9_basics
 from attn_cli.cli.commands.execute import Job, execute
 from attn_cli.errors import AttnError
 
@@ -110,7 +110,7 @@ def _run(value, **_params) -> None:
         execute(value)
 
 
-for _module in (cache, catalogue, copy_task, d2l, exercises, w9_attention, w9_basics):
+for _module in (cache, catalogue, copy_task, d2l, diff, exercises, w9_attention, w9_basics):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -15,7 +15,7 @@ import pkgutil
 from attn_cli.published.types import Artifact
 
 # modules of this package that are not check families (they define no CHECKS)
-NOT_FAMILIES = frozenset({"types", "catalogue", "settings", "compare", "seed_rule", "rules"})
+NOT_FAMILIES = frozenset({"types", "catalogue", "settings", "compare", "seed_rule", "rules", "margins"})
 
 ARTIFACTS: tuple[Artifact, ...] = (
     # W9: embeddings and attention

@@ -52,6 +52,13 @@ class Outcome:
     def kind(self) -> str:
         return self.check.kind
 
+    def margin(self) -> dict[str, float | None] | None:
+        """``{"margin", "needed_tolerance"}`` (:mod:`attn_cli.published.margins`); None for an
+        identity or a check not judged."""
+        from attn_cli.published.margins import margin
+
+        return margin(self.check, self.regenerated, self.status)
+
     def as_json(self) -> dict:
         # a value judged over seeds adds its per-seed values and its rule (``record()``)
         extra = self.regenerated.record() if hasattr(self.regenerated, "record") else {}
@@ -68,6 +75,7 @@ class Outcome:
             "reason": self.check.reason,
             "note": self.note,
             **extra,
+            **(self.margin() or {}),
         }
 
 

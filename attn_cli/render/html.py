@@ -44,6 +44,18 @@ def anchor(artifact_id: str) -> str:
     return "id-" + re.sub(r"[^A-Za-z0-9_-]", "-", artifact_id)
 
 
+def _margin_cell(o) -> str:
+    """The margin as a number and a small bar: full at 1 (exact), empty at 0 (the edge), red below."""
+    m = o.margin()
+    if m is None:
+        return "<td></td>"
+    value = m["margin"]
+    width = max(0.0, min(1.0, value)) * 100
+    kind = "pass" if value >= 0 else "fail"
+    return (f'<td class="num margin"><span class="bar {kind}" title="margin {value:.3f}">'
+            f'<span style="width:{width:.0f}%"></span></span> {value:.2f}</td>')
+
+
 def checks_html(outcomes: Sequence) -> str:
     from attn_cli.render.report import fmt_value
 
@@ -55,10 +67,10 @@ def checks_html(outcomes: Sequence) -> str:
             f'<tr class="{VERDICT_CLASS[o.status]}"><td class="id">{esc(o.check.id)}</td>'
             f"<td>{esc(fmt_value(o.check.published, 80))}</td><td>{esc(fmt_value(o.regenerated, 80))}</td>"
             f"<td>{esc(o.check.tolerance_text())}</td><td>{esc(check_kind(o.check))}</td>"
-            f'<td class="verdict {VERDICT_CLASS[o.status]}">{esc(verdict + note)}</td></tr>')
+            f'<td class="verdict {VERDICT_CLASS[o.status]}">{esc(verdict + note)}</td>{_margin_cell(o)}</tr>')
     return ('<div class="scroll"><table class="checks"><caption>Regenerated against published</caption>'
             "<thead><tr><th>check</th><th>published</th><th>regenerated</th><th>tolerance</th><th>kind</th>"
-            f"<th>verdict</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+            f"<th>verdict</th><th>margin</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 # --------------------------------------------------------------------------- the page
@@ -278,6 +290,9 @@ td.fail,td.verdict.fail{color:var(--fail);font-weight:700}
 td.skip,td.verdict.skip{color:var(--skip)}
 span.pass{color:var(--pass)}span.fail{color:var(--fail)}span.skip{color:var(--skip)}span.dim{color:var(--muted)}
 span.strong{font-weight:700}
+.bar{display:inline-block;width:48px;height:8px;border:1px solid var(--line);border-radius:4px;vertical-align:middle;
+background:#fff;overflow:hidden}.bar span{display:block;height:100%;background:var(--pass)}
+.bar.fail{border-color:var(--fail);background:var(--fail-bg)}td.margin{white-space:nowrap}
 tr.fail td{background:var(--fail-bg)}
 td.id{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.8rem;white-space:nowrap}
 figure{margin:12px 0}figure img{display:block;max-width:100%;height:auto;border:1px solid var(--line);

@@ -113,46 +113,46 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
 
 
 def verify_table(outcomes: Sequence, title: str = "Regenerated against published", width: int = 200) -> Table:
-    """ID | published | regenerated | tolerance | status; each tolerance carries a footnote
-    number for its reason, and each failure or skip a note, all listed in the caption.
+    """One line per check: ID | published | regenerated | rule (tolerance or the seeds'
+    interval) | margin | status; each rule's reason and each failure or skip in the caption.
 
-    Below 120 columns the checks are grouped under their catalogue ID (a bold row) and
-    named by the rest of their ID, so that the values keep room."""
+    Below 120 columns the checks sit under a heading (their ID but its last part) and are
+    named by that part, so that every number keeps its room: nothing is cut."""
     wide = width >= 120
-    table = Table(title=title)
-    table.add_column("ID", overflow="fold")
-    table.add_column("published", max_width=None if wide else 14)
-    table.add_column("regenerated", max_width=None if wide else 14)
-    table.add_column("tolerance", no_wrap=True)
-    table.add_column("status", no_wrap=True)
+    table = Table(title=title, terminal={"box": "SIMPLE_HEAD", "padding": (0, 1 if wide else 0), "pad_edge": False})
+    table.add_column("ID", no_wrap=True)
+    for header in ("published", "regenerated", "rule"):
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("margin", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=not wide)
     reasons: dict[str, int] = {}
     notes = []
     skips: dict[str, None] = {}
     group = None
+    limit = 16 if wide else 10
     for o in outcomes:
-        cid, artifact = o.check.id, o.check.artifact
-        name = cid
-        if not wide and cid.startswith(artifact + "."):
-            if artifact != group:
-                table.add_row(styled((artifact, "bold")), "", "", "", "")
-                group = artifact
-            name = "  " + _break_at_dots(cid[len(artifact) + 1:], 16, "\n    ")
-        else:
-            group = None
+        name = o.check.id
+        if not wide:
+            head, name = _split_id(o.check.id, o.check.artifact)
+            if head != group:
+                table.add_row(styled((head, "bold")), "", "", "", "", "")
+                group = head
+            name = "  " + name
         if o.status == "skipped":
             skips.setdefault(o.note)
             status = o.note if wide else "skipped"
         else:
             status = status_text(o)
-        tolerance = o.check.tolerance_text()
+        rule = _rule_text(o)
         if o.check.reason:
-            number = reasons.setdefault(o.check.reason, len(reasons) + 1)
-            tolerance += f" [{number}]"
+            rule += f" [{reasons.setdefault(o.check.reason, len(reasons) + 1)}]"
         if o.status in ("fail", "n/a"):
-            notes.append(f"{cid}: {o.note}")
+            notes.append(f"{o.check.id}: {o.note}")
+        margin = o.margin()
         style = STATUS_STYLE["identity" if status == "identity" else o.status]
         verdict = {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}[o.status]
-        table.add_row(name, fmt_value(o.check.published), fmt_value(o.regenerated), tolerance,
+        table.add_row(name, _short(o.check.published, limit), _short(_first(o.regenerated), limit), rule,
+                      "" if margin is None else f"{margin['margin']:.3f}",
                       styled((status, style), verdict="" if status == "identity" else verdict))
     caption: list = []
     if any(o.status == "pass" for o in outcomes):
@@ -170,30 +170,70 @@ def _rstrip(part):
     return part.rstrip() if isinstance(part, str) else (part[0].rstrip(), part[1])
 
 
-def _break_at_dots(name: str, width: int, joiner: str) -> str:
-    """``attention.32.teacher_forced`` -> ``attention.32.`` / ``teacher_forced`` (lines <= width
-    where the dots allow)."""
-    lines, line = [], ""
-    for part in re.split(r"(?<=\.)", name):
-        if line and len(line) + len(part) > width:
-            lines.append(line)
-            line = ""
-        line += part
-    lines.append(line)
-    return joiner.join(lines)
+def _split_id(cid: str, artifact: str) -> tuple[str, str]:
+    """(heading, name): the ID's last part after its artifact, under the rest of it."""
+    if not cid.startswith(artifact + "."):
+        return artifact, cid
+    parts = re.split(r"\.(?!\d)|(?<!\d)\.", cid[len(artifact) + 1:])  # "0.5" is one part
+    return ".".join([artifact, *parts[:-1]]), parts[-1]
+
+
+def _first(value: Any) -> Any:
+    """A value judged over seeds as its first seed's value (the interval goes to the rule)."""
+    return value.value if hasattr(value, "interval") and hasattr(value, "value") else value
+
+
+def _short(value: Any, limit: int = 16) -> str:
+    """A value for one line: a number or a short word in full, a longer list or text by its
+    size (the record and the report hold it whole)."""
+    text = fmt_value(value, 1000)
+    if len(text) <= limit or isinstance(value, (int, float)):
+        return text
+    if isinstance(value, (list, tuple)):
+        return f"{_shape(value)} values" if len(_shape(value)) + 7 <= limit else f"{_shape(value)}"
+    return f"{len(text)} chars"
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
+        return f"{len(value)}×{_shape(value[0])}"
+    return str(len(value)) if isinstance(value, (list, tuple)) else "1"
+
+
+def _rule_text(o) -> str:
+    """The tolerance, or for a value judged over seeds its interval: mean ± half-width."""
+    if o.check.test == "seeds" and o.status in ("pass", "fail") and hasattr(o.regenerated, "interval"):
+        iv = o.regenerated.interval()
+        return f"{iv.mean:.3f} ± {iv.half_width:.3f}"
+    return o.check.tolerance_text()
+
+
+def tightest(outcomes: Sequence, n: int = 5) -> Table:
+    """The ``n`` judged checks with the smallest margin: the ones nearest to failing."""
+    judged = sorted(((o, o.margin()) for o in outcomes if o.margin() is not None),
+                    key=lambda pair: pair[1]["margin"])[:n]
+    table = Table(title=f"the {n} tightest checks (margin: 1 exact, 0 at the edge, below 0 failing)",
+                  terminal={"box": "SIMPLE_HEAD", "padding": (0, 1), "pad_edge": False})
+    table.add_column("ID", no_wrap=True)
+    for header in ("regenerated", "published", "margin"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for o, m in judged:
+        table.add_row(o.check.id, _short(_first(o.regenerated)), _short(o.check.published), f"{m['margin']:.3f}")
+    return table
 
 
 # --------------------------------------------------------------------------- Markdown
 
 
 def checks_markdown(outcomes: Sequence) -> str:
-    lines = ["| ID | published | regenerated | tolerance | status |", "| --- | --- | --- | --- | --- |"]
+    lines = ["| ID | published | regenerated | tolerance | margin | status |", "| --- | --- | --- | --- | ---: | --- |"]
     for o in outcomes:
         status = {"pass": status_text(o), "fail": "**FAIL**", "n/a": "**n/a**"}.get(o.status, md_escape(o.note or ""))
         if o.status in ("fail", "n/a") and o.note:
             status += f" ({md_escape(o.note)})"
+        margin = o.margin()
         cells = [md_escape(c) for c in (o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80),
-                                         o.check.tolerance_text())]
+                                         o.check.tolerance_text(), "" if margin is None else f"{margin['margin']:.3f}")]
         lines.append("| " + " | ".join(cells + [status]) + " |")
     return "\n".join(lines)
 

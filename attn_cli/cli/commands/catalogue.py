@@ -57,11 +57,16 @@ def list_(as_json: bool):
               help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
                    "(w9-sqrt-dk.1024), or a source (w9, d2l).")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
+@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.")
+@click.option("--diff", "before", type=click.Path(exists=True), metavar="BEFORE",
+              help="Compare with an earlier run (a verify.json, report folder or manifest) as `attn diff` does.")
 @common_options
 @cache_dir_option
 @scheduler_option
 @seed_count_option
-def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Common):
+def verify(only: tuple[str, ...], no_cache: bool, junit: str | None, before: str | None, n_seeds: int | None,
+           common: Common):
     """Regenerate every published value and compare it with the text.
 
     Each experiment runs once at its default configuration (the texts' settings), with
@@ -73,12 +78,17 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
     failure in the footnotes), then the summary per kind, e.g. "85 measured and 10 rules
     passed; 33 identities shown" (identities, true by construction, are shown and never
     counted), and the coverage of the catalogue (IDs with no checks or no experiment).
+    Then the 5 tightest checks (smallest margin: 1 is exact, 0 the edge, below 0 a failure).
     Exits 1 if any check fails, including a published value whose experiment produced
-    nothing ("not regenerated"). --json prints a list of objects: id, artifact, published,
-    regenerated, tolerance, kind (measured, rule, identity), test (abs, exact, below, rule),
-    ok (null when skipped), status, reason (of the tolerance), note; a trained value adds
-    values (one per seed or run), rule, and the seed rule's interval (mean, half_width,
-    low, high, n, std).
+    nothing ("not regenerated"). --json prints {"header": versions, machine, numerics,
+    device, seeds, date; "checks": one object per check: id, artifact, published,
+    regenerated, tolerance, kind (measured, rule, identity), test (abs, exact, below, rule,
+    seeds), ok (null when skipped), status, reason, note, and for a judged measured or rule
+    check its margin and needed_tolerance; a trained value adds values (one per seed or
+    run), rule, and the seed rule's interval (mean, half_width, low, high, n, std)}.
+
+    --junit FILE writes the checks as JUnit XML; --diff BEFORE compares this run with an
+    earlier one (exit 1 also when a check that passed there fails now).
 
     --quick runs the cheap experiments at their defaults all the same (seconds; the
     published values hold only there) and the slow copy task at its quick configuration,
@@ -94,6 +104,7 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
         attn verify --only w9-sqrt-dk d2l-mha-params --json
         attn verify --quick
         attn verify --only w9-copy-task --seeds 16
+        attn verify --out report/ --junit report/junit.xml
     """
     from attn_cli import regenerate, experiment_registry
     from attn_cli.cli.commands import execute
@@ -117,35 +128,70 @@ def verify(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: C
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
 
     outcomes, line, cov = checked.outcomes, checked.summary, checked.coverage
+    if junit:
+        from attn_cli.report_files import write_junit
+
+        console.note(f"wrote {write_junit(junit, outcomes, checked.runs, experiment_registry.Registry.load())}")
     if common.json:
-        print(json.dumps([o.as_json() for o in outcomes], indent=2, default=_json_default))
+        print(json.dumps(checked.record, indent=2, default=_json_default))
         for text in (line, cov.line(), *checked.context_lines):
             console.stderr.print(text, highlight=False)
     else:
         console.stdout.print(to_rich(report.verify_table(outcomes, width=console.stdout.width)))
+        if any(o.margin() is not None for o in outcomes):
+            console.stdout.print(to_rich(report.tightest(outcomes)))
         console.stdout.print(line, style="bold red" if checked.failed else "bold green", highlight=False)
         console.stdout.print(cov.line(), style="" if cov.complete else "yellow", highlight=False)
         for text in checked.context_lines:
             console.stdout.print(text, style="dim", highlight=False)
-    if checked.exit_code:
-        sys.exit(checked.exit_code)
+    moved = 0
+    if before is not None:
+        moved = _diff_with(before, checked.record, common.json)
+    if checked.exit_code or moved:
+        sys.exit(1)
+
+
+def _diff_with(before: str, record: dict, as_json: bool) -> int:
+    """``attn verify --diff``: this run against an earlier one, printed as ``attn diff`` prints it
+    (to stderr under --json, whose stdout is the record); its exit status."""
+    from attn_cli import records
+    from attn_cli.cli.commands.diff import show
+    from attn_cli.diff import diff
+
+    try:
+        d = diff(records.load(before), records.Loaded(record["header"], record["checks"], "this run"))
+    except records.Unreadable as exc:
+        raise click.BadParameter(str(exc), param_hint="'--diff'") from None
+    if as_json:
+        from attn_cli.render import console
+        from attn_cli.render.diff import blocks
+        from attn_cli.render.table import to_rich
+
+        for b in blocks(d):
+            console.stderr.print(to_rich(b))
+    else:
+        show(d, everything=False, as_json=False)
+    return d.exit_code
 
 
 @click.command(cls=JudgedCommand, name="all")
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`).")
+@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.")
 @common_options
 @format_option(no_figures=False)
 @cache_dir_option
 @scheduler_option
 @seed_count_option
-def all_(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Common):
+def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int | None, common: Common):
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
     (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
-    ID -> files, configurations, versions, machine, seconds, verdicts), index.html (the
+    ID -> files, configurations, versions, machine, seconds, verdicts, and the header and
+    check records of verify.json), index.html (the
     report as one page that works offline in a browser: verdicts per kind, then every
     catalogue ID with its tables, figures and checks) and index.md (the same in any Markdown
     viewer). --format svg pdf writes each figure in those formats (the page shows SVG where
@@ -167,6 +213,7 @@ def all_(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Com
         attn all --out report/
         attn all --quick --out /tmp/smoke
         attn all --only w9-masks d2l-crossattn-map
+        attn all --quick --junit junit.xml --out report/
     """
     from attn_cli import regenerate, experiment_registry
     from attn_cli.cli.commands import execute
@@ -189,6 +236,10 @@ def all_(only: tuple[str, ...], no_cache: bool, n_seeds: int | None, common: Com
 
     for text in done.not_written:
         console.note(text)
+    if junit:
+        from attn_cli.report_files import write_junit
+
+        console.note(f"wrote {write_junit(junit, done.outcomes, done.runs, experiment_registry.Registry.load())}")
     if common.json:
         print(json.dumps(done.manifest, indent=2, default=_json_default))
         if done.quick_line:

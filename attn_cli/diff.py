@@ -1,0 +1,126 @@
+"""``attn diff``: what moved between two check records (:mod:`attn_cli.records`).
+
+A value moved when its regenerated value differs; a verdict changed when its status did.
+The headers' differences (torch, numerics, machine) come first, since they are usually why
+values moved. Exit 1 when a check that passed now fails.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from attn_cli.records import Loaded
+
+FAILING = ("fail", "n/a")
+_IGNORED = ("date", "format", "command")  # differ between any two runs
+
+
+@dataclass
+class Row:
+    id: str
+    before: dict | None
+    after: dict | None
+
+    @property
+    def moved(self) -> bool:
+        return _value(self.before) != _value(self.after)
+
+    @property
+    def verdict_changed(self) -> bool:
+        return (self.before or {}).get("status") != (self.after or {}).get("status")
+
+    @property
+    def now_failing(self) -> bool:
+        return (self.before or {}).get("status") == "pass" and (self.after or {}).get("status") in FAILING
+
+    def delta(self) -> float | None:
+        a, b = _number(self.before), _number(self.after)
+        return None if a is None or b is None else b - a
+
+    def as_json(self) -> dict:
+        def side(c: dict | None) -> dict | None:
+            return None if c is None else {k: c.get(k) for k in ("regenerated", "status", "margin")}
+
+        return {"id": self.id, "before": side(self.before), "after": side(self.after), "delta": self.delta(),
+                "moved": self.moved, "verdict_changed": self.verdict_changed, "now_failing": self.now_failing}
+
+
+@dataclass
+class Diff:
+    header: list[tuple[str, Any, Any]]  # (name, before, after) of each header field that differs
+    notes: list[str]  # a side without a header, and so on
+    rows: list[Row] = field(default_factory=list)  # checks on both sides, in the later run's order
+    new: list[dict] = field(default_factory=list)
+    removed: list[dict] = field(default_factory=list)
+
+    @property
+    def changed(self) -> list[Row]:
+        return [r for r in self.rows if r.moved or r.verdict_changed]
+
+    @property
+    def now_failing(self) -> list[Row]:
+        return [r for r in self.rows if r.now_failing]
+
+    @property
+    def summary(self) -> str:
+        moved = sum(r.moved for r in self.rows)
+        verdicts = sum(r.verdict_changed for r in self.rows)
+        text = (f"{moved} value{'s' if moved != 1 else ''} moved, {verdicts} verdict{'s' if verdicts != 1 else ''} "
+                f"changed ({len(self.now_failing)} now failing)")
+        if self.new or self.removed:
+            text += f"; {len(self.new)} new, {len(self.removed)} removed"
+        return text
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.now_failing else 0
+
+    def as_json(self, everything: bool = False) -> dict:
+        return {"header": [{"field": k, "before": a, "after": b} for k, a, b in self.header], "notes": self.notes,
+                "checks": [r.as_json() for r in (self.rows if everything else self.changed)],
+                "new": [c["id"] for c in self.new], "removed": [c["id"] for c in self.removed],
+                "summary": self.summary, "now_failing": [r.id for r in self.now_failing]}
+
+
+def _value(record: dict | None) -> str:
+    return json.dumps(None if record is None else record.get("regenerated"), sort_keys=True)
+
+
+def _number(record: dict | None) -> float | None:
+    value = None if record is None else record.get("regenerated")
+    if isinstance(value, dict):  # a trained value: its first seed's value
+        value = value.get("value")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if k in _IGNORED and not prefix:
+            continue
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _name(key: str) -> str:
+    return {"numerics.mode": "numerics", "numerics.isa": "CPU kernels"}.get(key, key.removeprefix("versions."))
+
+
+def diff(before: Loaded, after: Loaded) -> Diff:
+    notes = [f"{side.path} has no header (an earlier attn's bare list)"
+             for side in (before, after) if side.header is None]
+    header = []
+    if before.header is not None and after.header is not None:
+        a, b = _flat(before.header), _flat(after.header)
+        header = [(_name(k), a.get(k), b.get(k)) for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    old = {c["id"]: c for c in before.checks}
+    new = {c["id"]: c for c in after.checks}
+    return Diff(header=header, notes=notes,
+                rows=[Row(cid, old[cid], c) for cid, c in new.items() if cid in old],
+                new=[c for cid, c in new.items() if cid not in old],
+                removed=[c for cid, c in old.items() if cid not in new])

@@ -1,0 +1,68 @@
+"""How far a judged check lies inside its rule: its margin and the tolerance it needs.
+
+``margin = 1 - distance / allowance``, in the rule's own units: 1 is exact, 0 the edge,
+negative a failure.
+
+* ``abs``: distance ``|regenerated - published|`` (the largest over a list), allowance the
+  tolerance;
+* ``below``: distance the regenerated value, allowance the bound (strict: 0 fails);
+* ``seeds``: distance ``|published - mean of the seeds|``, allowance the seed rule's
+  half-width (``FLOOR`` for one seed);
+* ``exact`` and ``rule``: no distance; 1 for a pass, -1 for a failure.
+
+``needed_tolerance`` is the distance: the smallest tolerance, bound or half-width under
+which the check would still pass (for ``exact`` and ``rule``: 0 on a pass, None on a
+failure, since no tolerance passes it). Identities and checks not judged carry neither.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+SLACK = 1e-12  # the comparison's own allowance for rounding (types.Check.ok, seed_rule.Interval)
+
+
+def _distance(a: Any, b: Any) -> float | None:
+    """The largest ``|a - b|`` (element-wise over lists); None where either is not a number."""
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))) or len(a) != len(b) or not a:
+            return None
+        parts = [_distance(x, y) for x, y in zip(a, b)]
+        return None if None in parts else max(p for p in parts if p is not None)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return None
+    try:
+        d = abs(float(a) - float(b))
+    except (TypeError, ValueError):
+        return None
+    return d if math.isfinite(d) else None
+
+
+def _seed_values(sample: Any) -> list[float]:
+    if hasattr(sample, "values"):  # a SeedSample
+        return list(sample.values) or [sample.value]
+    if isinstance(sample, dict):  # read back from JSON
+        return list(sample.get("values") or [sample["value"]])
+    return [float(sample)]
+
+
+def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None] | None:
+    """``{"margin", "needed_tolerance"}`` of a judged check (status pass or fail); None for an
+    identity or a check not judged."""
+    if check.kind == "identity" or status not in ("pass", "fail"):
+        return None
+    passed = status == "pass"
+    if check.test == "seeds":
+        from attn_cli.published.seed_rule import interval
+
+        iv = interval(_seed_values(regenerated))
+        d = abs(float(check.published) - iv.mean)
+        return {"margin": 1 - d / (iv.half_width + SLACK), "needed_tolerance": d}
+    if check.test == "abs" and check.tolerance:
+        d = _distance(regenerated, check.published)
+        if d is not None:
+            return {"margin": 1 - d / (check.tolerance + SLACK), "needed_tolerance": d}
+    if check.test == "below" and check.tolerance and _distance(regenerated, 0) is not None:
+        return {"margin": 1 - float(regenerated) / check.tolerance, "needed_tolerance": float(regenerated)}
+    return {"margin": 1.0 if passed else -1.0, "needed_tolerance": 0.0 if passed else None}

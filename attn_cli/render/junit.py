@@ -1,0 +1,80 @@
+"""Check records as JUnit XML, the format CI dashboards (GitHub, GitLab, Jenkins) read.
+
+One ``<testsuite>`` per text (W9, D2L), holding one child suite per kind of check
+(measured, rule, identity) with the property ``kind``, so that a dashboard can filter
+identities out; one ``<testcase>`` per check: ``classname`` the section ("W9 2.3"),
+``name`` the check ID, ``time`` its experiment's seconds shared among its checks. A failed
+check is a ``<failure>`` naming measured, published, rule and margin; a check not judged
+is ``<skipped>``. Valid under Jenkins' ``junit-10.xsd``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Mapping, Sequence
+
+from attn_cli.published.types import KINDS
+from attn_cli.render.report import fmt_value
+
+
+def _failure_message(c: dict) -> str:
+    margin = c.get("margin")
+    shown = "none" if margin is None else f"{margin:.3f}"
+    return (f"measured {fmt_value(c.get('regenerated'), 200)}, published {fmt_value(c.get('published'), 200)}, "
+            f"rule {c.get('tolerance')}, margin {shown}: {c.get('note') or 'outside tolerance'}")
+
+
+def _case(parent: ET.Element, c: dict, section: str, seconds: float) -> None:
+    case = ET.SubElement(parent, "testcase", classname=section, name=c["id"], time=f"{seconds:.3f}")
+    if c["status"] in ("fail", "n/a"):
+        ET.SubElement(case, "failure", message=_failure_message(c), type=c["status"])
+    elif c["status"] == "skipped":
+        ET.SubElement(case, "skipped", message=c.get("note") or "not judged")
+
+
+def _counts(element: ET.Element, cases: Sequence[dict], seconds: float) -> None:
+    element.set("tests", str(len(cases)))
+    element.set("failures", str(sum(c["status"] in ("fail", "n/a") for c in cases)))
+    element.set("errors", "0")
+    element.set("skipped", str(sum(c["status"] == "skipped" for c in cases)))
+    element.set("time", f"{seconds:.3f}")
+
+
+def junit_xml(checks: Sequence[dict], artifacts: Mapping, seconds: Mapping[str, float]) -> str:
+    """``checks``: check records (``Outcome.as_json``); ``artifacts``: catalogue ID -> Artifact
+    (its source and section); ``seconds``: catalogue ID -> the seconds of each of its checks."""
+    def source_of(c: dict) -> str:
+        a = artifacts.get(c["artifact"])
+        return a.source if a is not None else "other"
+
+    root = ET.Element("testsuites", name="attn")
+    for source in dict.fromkeys(["W9", "D2L", *map(source_of, checks)]):
+        ours = [c for c in checks if source_of(c) == source]
+        if not ours:
+            continue
+        suite = ET.SubElement(root, "testsuite", name=source)
+        _counts(suite, ours, sum(seconds.get(c["artifact"], 0.0) for c in ours))
+        for kind in KINDS:
+            cases = [c for c in ours if c["kind"] == kind]
+            if not cases:
+                continue
+            child = ET.SubElement(suite, "testsuite", name=f"{source} {kind}")
+            ET.SubElement(ET.SubElement(child, "properties"), "property", name="kind", value=kind)
+            _counts(child, cases, sum(seconds.get(c["artifact"], 0.0) for c in cases))
+            for c in cases:
+                a = artifacts.get(c["artifact"])
+                _case(child, c, f"{a.source} {a.section}" if a else c["artifact"], seconds.get(c["artifact"], 0.0))
+    _counts(root, list(checks), sum(seconds.get(c["artifact"], 0.0) for c in checks))
+    del root.attrib["skipped"]  # not an attribute of <testsuites>
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def check_seconds(runs: Sequence, checks: Sequence[dict]) -> dict[str, float]:
+    """Catalogue ID -> seconds per check: each experiment's time shared among its checks."""
+    per_run = {}
+    for run in runs:
+        n = sum(c["artifact"] in run.experiment.artifacts for c in checks)
+        for aid in run.experiment.artifacts:
+            per_run[aid] = run.seconds / n if n else 0.0
+    return per_run
