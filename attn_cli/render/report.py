@@ -113,15 +113,15 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
 
 
 def verify_table(outcomes: Sequence, title: str = "Regenerated against published", width: int = 200) -> Table:
-    """One line per check: ID | published | regenerated | rule (tolerance or the seeds'
-    interval) | margin | status; each rule's reason and each failure or skip in the caption.
+    """One line per check: ID | published ("text" below 120 columns) | regenerated | rule
+    (tolerance or the seeds' interval) | margin | status; each rule's reason and each failure or skip in the caption.
 
     Below 120 columns the checks sit under a heading (their ID but its last part) and are
     named by that part, so that every number keeps its room: nothing is cut."""
     wide = width >= 120
     table = Table(title=title, terminal={"box": "SIMPLE_HEAD", "padding": (0, 1 if wide else 0), "pad_edge": False})
-    table.add_column("ID", no_wrap=True)
-    for header in ("published", "regenerated", "rule"):
+    table.add_column("ID", no_wrap=wide, overflow="fold")  # narrow: a long heading folds, never a name
+    for header in ("published" if wide else "text", "regenerated", "rule"):
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("margin", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=not wide)
@@ -133,7 +133,7 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
     for o in outcomes:
         name = o.check.id
         if not wide:
-            head, name = _split_id(o.check.id, o.check.artifact)
+            head, name = split_id(o.check.id, o.check.artifact)
             if head != group:
                 table.add_row(styled((head, "bold")), "", "", "", "", "")
                 group = head
@@ -170,7 +170,7 @@ def _rstrip(part):
     return part.rstrip() if isinstance(part, str) else (part[0].rstrip(), part[1])
 
 
-def _split_id(cid: str, artifact: str) -> tuple[str, str]:
+def split_id(cid: str, artifact: str) -> tuple[str, str]:
     """(heading, name): the ID's last part after its artifact, under the rest of it."""
     if not cid.startswith(artifact + "."):
         return artifact, cid
