@@ -40,7 +40,7 @@ import click
 from attn_cli.render import notebook, table
 
 # what run() does not run: the catalogue commands have their own functions
-NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "cache": None}
+NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "cache": None, "diff": None}
 
 
 # --------------------------------------------------------------------------- the command line

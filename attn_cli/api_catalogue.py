@@ -28,6 +28,7 @@ class Verification:
     coverage: str  # "coverage: 27/27 catalogue IDs checked"
     experiments: dict[str, float] = field(repr=False, default_factory=dict)  # name -> seconds
     errors: dict[str, str] = field(repr=False, default_factory=dict)  # name -> why it failed
+    header: dict = field(repr=False, default_factory=dict)  # versions, machine, numerics, seeds, date
 
     def __repr__(self) -> str:
         return f"<Verification: {self.summary}; {self.coverage}>"
@@ -37,11 +38,12 @@ class Verification:
         """No check failed: ``attn verify`` exits 0."""
         return not any(o.status == "fail" for o in self.outcomes)
 
-    def to_dict(self) -> list[dict]:
-        """What ``attn verify --json`` prints."""
+    def to_dict(self) -> dict:
+        """What ``attn verify --json`` prints: the header and every check's record."""
+        from attn_cli import records
         from attn_cli.render.files import _json_default
 
-        return json.loads(json.dumps([o.as_json() for o in self.outcomes], default=_json_default))
+        return json.loads(json.dumps(records.record(self.outcomes, self.header), default=_json_default))
 
     def _repr_html_(self) -> str:
         return (f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>"
@@ -67,7 +69,7 @@ def verify(*only: str, **options: Any) -> Verification:
         checked = _translated(lambda: regenerate.verify(p["only"], **_library_options(common, p)))
     return Verification(outcomes=checked.outcomes, summary=checked.summary, coverage=checked.coverage.line(),
                         experiments={r.name: r.seconds for r in checked.runs},
-                        errors={r.name: r.error for r in checked.runs if r.error})
+                        errors={r.name: r.error for r in checked.runs if r.error}, header=checked.header)
 
 
 def _parsed(command: str, folder: str, only, options: dict):

@@ -1,7 +1,8 @@
 """The check record of a run: a header naming where the numbers came from, then the checks.
 
 ``verify.json`` and ``attn verify --json`` are ``{"header": ..., "checks": [...]}``;
-``manifest.json`` of ``attn all`` carries the same header and checks. :func:`load` reads
+``manifest.json`` of ``attn all`` carries the same header, and the checks as ``records``
+(its ``checks`` is the summary line). :func:`load` reads
 any of them, a report folder, and the bare list that earlier versions wrote (which has no
 header).
 """
@@ -58,8 +59,8 @@ def load(path: str | Path) -> Loaded:
         raise Unreadable(f"{path} is not JSON ({exc})") from None
     if isinstance(data, list):
         head, checks = None, data
-    elif isinstance(data, dict) and isinstance(data.get("checks"), list):
-        head, checks = data.get("header"), data["checks"]
+    elif isinstance(data, dict) and isinstance(data.get("records" if "records" in data else "checks"), list):
+        head, checks = data.get("header"), data["records" if "records" in data else "checks"]
     else:
         raise Unreadable(f"{path} holds no check records (a manifest from an earlier attn has none: rerun attn all)")
     if not all(isinstance(c, dict) and isinstance(c.get("id"), str) and "status" in c for c in checks):

@@ -189,7 +189,8 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     manifest = report_files.manifest_of(sections, quick=quick, seed=seed, device=device, where=where,
                                         seconds=time.perf_counter() - started, line=line, cov=cov, runs_done=done,
                                         outcomes=outcomes, quick_note=QUICK_NOTE if quick else None)
-    manifest.update(records.record(outcomes, _header("attn all", where, device, seed, seeds, quick)))
+    record = records.record(outcomes, _header("attn all", where, device, seed, seeds, quick))
+    manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     index = _write_index(out, manifest, shown, sections, outcomes, line, cov.line())
     written = [out / f for s in sections for f in (*s.figures, *s.data)]

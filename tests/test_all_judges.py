@@ -48,7 +48,7 @@ def test_all_after_verify_trains_nothing_and_judges_every_check(tiny_verify, tmp
     verified = invoke("verify", "--only", *IDS, "--json", "--out", tmp_path / "A", "--no-cache")  # trains, whatever
     # the per-user cache held before
     assert verified.exit_code in (0, 1), verified.output  # 5 training steps: cells may fail
-    rows = {r["id"]: r for r in json.loads(verified.stdout)}
+    rows = {r["id"]: r for r in json.loads(verified.stdout)["checks"]}
     assert rows and all(r["status"] in ("pass", "fail") for r in rows.values())
     assert "5 training runs: 0 from cache, 5 computed" in verified.stderr
 

@@ -222,7 +222,7 @@ def test_verify_passes_and_prints_summary(fake, tmp_path):
 def test_verify_json_keys_and_seed(fake, tmp_path):
     res = invoke("verify", "--only", "fk-alpha", "--json", "--seed", 7, "--out", tmp_path)
     assert res.exit_code == 0
-    rows = json.loads(res.stdout)
+    rows = json.loads(res.stdout)["checks"]
     assert [r["id"] for r in rows] == ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag"]
     for r in rows:
         assert {"id", "published", "regenerated", "tolerance", "ok", "reason"} <= set(r)
@@ -244,7 +244,7 @@ def test_verify_fails_outside_tolerance_exit_1(fake, tmp_path):
     assert "1 measured and 0 rules passed, 2 failed; 1 identity shown" in res.output
     assert "FAIL" in res.output
 
-    rows = json.loads(invoke("verify", "--only", "fk-alpha", "--json", "--out", tmp_path).stdout)
+    rows = json.loads(invoke("verify", "--only", "fk-alpha", "--json", "--out", tmp_path).stdout)["checks"]
     assert {r["id"]: r["ok"] for r in rows} == {"fk-alpha.x": False, "fk-alpha.vec": True,
                                                "fk-alpha.shape": True, "fk-alpha.diag": False}
 
@@ -253,7 +253,7 @@ def test_verify_missing_value_is_not_regenerated(fake, tmp_path):
     fake.values = {"fk-alpha.vec": _DROP}
     res = invoke("verify", "--only", "fk-alpha.vec", "--json", "--out", tmp_path)
     assert res.exit_code == 1
-    (row,) = json.loads(res.stdout)
+    (row,) = json.loads(res.stdout)["checks"]
     assert row["ok"] is False and row["regenerated"] is None
     assert "not regenerated" in row["note"]
 
@@ -264,7 +264,7 @@ def test_verify_experiment_error_fails_its_checks_only(fake, tmp_path):
     fake.fail = AttnError("out of cheese")
     res = invoke("verify", "--only", "fk-alpha", "fk-slow", "--json", "--out", tmp_path)
     assert res.exit_code == 1
-    rows = {r["id"]: r for r in json.loads(res.stdout)}
+    rows = {r["id"]: r for r in json.loads(res.stdout)["checks"]}
     assert rows["fk-slow.acc"]["ok"] is True
     assert rows["fk-alpha.x"]["ok"] is False and "out of cheese" in rows["fk-alpha.x"]["note"]
     assert "Traceback" not in res.output
@@ -287,7 +287,7 @@ def test_verify_everything_reports_coverage_and_fails_on_orphan(fake, tmp_path):
 def test_verify_only_selects(fake, tmp_path, only, expected):
     res = invoke("verify", "--only", *only, "--json", "--out", tmp_path)
     assert res.exit_code == 0, res.output
-    assert [r["id"] for r in json.loads(res.stdout)] == expected
+    assert [r["id"] for r in json.loads(res.stdout)["checks"]] == expected
 
 
 def test_verify_only_prefix_and_runs_only_needed(fake, tmp_path, monkeypatch):
@@ -296,7 +296,7 @@ def test_verify_only_prefix_and_runs_only_needed(fake, tmp_path, monkeypatch):
     monkeypatch.setattr(experiment_registry, "checks", lambda: more)
     fake.values = {"fk-alpha.1024.grad": 0.00668}
     res = invoke("verify", "--only", "fk-alpha.1024", "--json", "--out", tmp_path)
-    assert [r["id"] for r in json.loads(res.stdout)] == ["fk-alpha.1024.grad"]
+    assert [r["id"] for r in json.loads(res.stdout)["checks"]] == ["fk-alpha.1024.grad"]
     assert fake.slow_calls == []  # the slow experiment was not needed
 
 
@@ -314,7 +314,7 @@ def test_verify_unknown_id_exit_2_lists_known(fake, tmp_path):
 def test_verify_quick_skips_only_slow_checks(fake, tmp_path):
     res = invoke("verify", "--quick", "--only", "fk-alpha", "fk-slow", "--json", "--out", tmp_path)
     assert res.exit_code == 0
-    rows = {r["id"]: r for r in json.loads(res.stdout)}
+    rows = {r["id"]: r for r in json.loads(res.stdout)["checks"]}
     assert rows["fk-slow.acc"]["ok"] is None and rows["fk-slow.acc"]["status"] == "skipped"
     assert rows["fk-slow.acc"]["regenerated"] == 0.3  # the quick run's value, shown but not judged
     assert all(rows[c]["ok"] is True for c in rows if c.startswith("fk-alpha"))
@@ -363,7 +363,7 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     assert "fk-orphan" in index and "not regenerated" in index
     # the slow experiment trained as attn verify trains it, and is judged as verify judges it
     assert "Checks against the texts: 3 measured and 1 rule passed, 1 failed; 1 identity shown." in index
-    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | pass |" in index
+    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | 0.800 | pass |" in index
     assert manifest["engines"] == {"slow": "exact"}
     assert manifest["verdicts"] == {"pass": 5, "fail": 1, "n/a": 0, "skipped": 0} and manifest["not_judged"] == []
     assert fake.slow_calls[0].engine == "exact" and fake.slow_calls[0].seeds == (0, 1)
@@ -387,7 +387,7 @@ def test_all_runs_the_slow_experiment_exactly_as_verify(fake, tmp_path):
     verified, done = fake.slow_calls
     assert dataclasses.asdict(done) == dataclasses.asdict(verified)  # (a fresh fake module per command)
     assert done.seeds == (3, 4) and done.engine == "exact"
-    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | pass |" in (tmp_path / "index.md").read_text()
+    assert "| fk-slow.acc | 0.894 | 0.89 | ±0.02 | 0.800 | pass |" in (tmp_path / "index.md").read_text()
     assert "checks against the texts: 1 measured and 0 rules passed; 0 identities shown" in res.output
     # the engine is verify's; there is no second way to train it here
     refused = CliRunner().invoke(cli, ["all", "--engine", "fast", "--out", str(tmp_path / "b")])
@@ -480,7 +480,7 @@ def test_real_verify_cheap_ids(tmp_path):
         pytest.skip("none of the cheap experiments has landed")
     proc = run_attn("verify", "--only", *ids, "--json", "--out", tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = json.loads(proc.stdout)
+    rows = json.loads(proc.stdout)["checks"]
     assert rows and all(r["ok"] is True for r in rows)
     assert {r["artifact"] for r in rows} == set(ids)
 
@@ -545,7 +545,7 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     assert second.exit_code == 0, second.output
     assert "Traceback" not in second.output
     assert "recomputing" in second.stderr
-    rows = {r["id"]: r for r in json.loads(second.stdout)}
+    rows = {r["id"]: r for r in json.loads(second.stdout)["checks"]}
     assert rows["w9-copy-task.attention.4.free_running"]["status"] == "skipped"
     assert rows["w9-copy-task.attention.4.free_running"]["regenerated"] is not None
     # the entries were rewritten whole, with the same numbers (the exact engine is deterministic)

@@ -260,4 +260,4 @@ def test_the_ci_recipes_run_as_written(tmp_path):
     xmlschema.XMLSchema(XSD).validate(tmp_path / "junit.xml")
     assert (tmp_path / "report" / "index.html").is_file() and (tmp_path / "report" / "manifest.json").is_file()
     manifest = json.loads((tmp_path / "report" / "manifest.json").read_text())
-    assert manifest["header"]["quick"] is True and manifest["checks"]
+    assert manifest["header"]["quick"] is True and manifest["records"]

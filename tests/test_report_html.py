@@ -163,7 +163,7 @@ def test_verify_out_writes_its_page(tmp_path):
     proc = run_attn("verify", "--only", "w9-worked", "--out", tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "verify.html").read_text()
-    records = json.loads((tmp_path / "verify.json").read_text())
+    records = json.loads((tmp_path / "verify.json").read_text())["checks"]
     assert records and all(r["artifact"] == "w9-worked" for r in records)
     assert 'id="id-w9-worked"' in page and "w9-worked" in page and 'href="verify.json"' in page
     assert not (tmp_path / "index.html").exists()  # an `attn all` report there is left alone

@@ -108,7 +108,7 @@ def test_verify_and_all_with_three_seeds_carry_the_interval(tiny_verify, tmp_pat
     verified = invoke("verify", "--only", *IDS, "--seeds", "3", "--json", "--cache-dir", tmp_path / "cache")
     assert verified.exit_code in (0, 1), verified.output  # 5 training steps: cells may fail
     assert "3 training runs: 0 from cache, 3 computed" in verified.stderr
-    rows = [r for r in json.loads(verified.stdout) if r["id"].startswith("w9-copy-task.attention.4")]
+    rows = [r for r in json.loads(verified.stdout)["checks"] if r["id"].startswith("w9-copy-task.attention.4")]
     assert rows
     for r in rows:
         assert r["seeds"] == [0, 1, 2] and r["engines"] == ["exact", "fast", "fast"]

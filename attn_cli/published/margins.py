@@ -53,6 +53,10 @@ def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None]
     if check.kind == "identity" or status not in ("pass", "fail"):
         return None
     passed = status == "pass"
+    from attn_cli.published.compare import MISSING
+
+    if regenerated is MISSING or regenerated is None:
+        return {"margin": -1.0, "needed_tolerance": None}  # not regenerated: nothing passes it
     if check.test == "seeds":
         from attn_cli.published.seed_rule import interval
 

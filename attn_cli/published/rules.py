@@ -38,7 +38,7 @@ def seed_rule_text() -> str:
             f"{seed_rule_formula()} (one seed alone: within ±{seed_rule.FLOOR:g})")
 
 
-REGENERATE_NOTHING = ("list", "cache")  # commands that print the catalogue or the cache, not a text's value
+REGENERATE_NOTHING = ("list", "cache", "diff")  # commands that print the catalogue, the cache or a comparison
 
 
 def judged_by(command: str) -> str:

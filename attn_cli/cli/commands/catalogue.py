@@ -191,7 +191,7 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
     (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
     ID -> files, configurations, versions, machine, seconds, verdicts, and the header and
-    check records of verify.json), index.html (the
+    check records of verify.json as "records"), index.html (the
     report as one page that works offline in a browser: verdicts per kind, then every
     catalogue ID with its tables, figures and checks) and index.md (the same in any Markdown
     viewer). --format svg pdf writes each figure in those formats (the page shows SVG where
