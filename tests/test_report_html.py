@@ -167,3 +167,23 @@ def test_verify_out_writes_its_page(tmp_path):
     assert records and all(r["artifact"] == "w9-worked" for r in records)
     assert 'id="id-w9-worked"' in page and "w9-worked" in page and 'href="verify.json"' in page
     assert not (tmp_path / "index.html").exists()  # an `attn all` report there is left alone
+
+
+def test_the_verify_page_draws_each_margin_as_a_bar(browser, tmp_path):
+    """A judged check's margin is a bar beside its verdict, as wide as the margin; an identity has none."""
+    proc = run_attn("verify", "--only", "w9-masks", "w9-ppmi", "--out", tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    checks = json.loads((tmp_path / "verify.json").read_text())["checks"]
+    browser.load((tmp_path / "verify.html").as_uri())
+    bars = json.loads(browser.evaluate(
+        "JSON.stringify([...document.querySelectorAll('.bar')].map(b => [b.title, "
+        "b.firstElementChild.getBoundingClientRect().width / b.getBoundingClientRect().width]))"))
+    margins = [c["margin"] for c in checks if "margin" in c]
+    assert len(bars) == len(margins) == sum(c["kind"] != "identity" for c in checks) > 5
+    assert sorted(title for title, _ in bars) == sorted(f"margin {m:.3f}" for m in margins)  # the page's order
+    for title, fraction in bars:
+        margin = float(title.split()[1])
+        assert fraction == pytest.approx(max(0, min(1, margin)), abs=0.05), title
+    shot = browser.screenshot()
+    _not_blank(shot)
+    (tmp_path / "verify.png").write_bytes(shot)
