@@ -187,7 +187,7 @@ NOT_CONFIG = {"--numerics", "--quick", "--json", "--out", "--format", "--no-figu
 # a flag whose Config field has a longer name, and why: analogy's Result also records
 # `nearest`, the list of neighbours, so the word itself stays `nearest_word`, its count `nearest_top`
 OTHER_FIELD = {("analogy", "--nearest"): "nearest_word", ("analogy", "--top"): "nearest_top"}
-LIBRARY = {"list", "cache", "all", "verify"}  # commands over every experiment: no Config of their own
+LIBRARY = {"list", "cache", "all", "verify", "diff"}  # commands over every experiment or two runs: no Config
 ARGS = {**BASE, "exercise": ["3"]}  # required arguments
 
 

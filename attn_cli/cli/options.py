@@ -103,6 +103,25 @@ def _apply_numerics(ctx, param, value):
     return value
 
 
+def validate_out_file(ctx, param, value) -> Path | None:
+    """Check a file to write (``--junit FILE``) before any work: a name, no control
+    characters, not a folder, and a folder for it that this process can write."""
+    if value is None:
+        return None
+    name = os.path.basename(value)
+    if not value.strip() or not name.strip():
+        raise click.BadParameter("give a file name (e.g. junit.xml)", ctx=ctx, param=param)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise click.BadParameter("the file name holds a control character", ctx=ctx, param=param)
+    if len(name.encode("utf-8", "surrogateescape")) > 255:
+        raise click.BadParameter(f"the file name is {len(name)} characters long (255 at most)", ctx=ctx, param=param)
+    if os.path.isdir(value):
+        raise click.BadParameter(f"{value!r} is a folder; give a file in it (e.g. {value}/junit.xml)",
+                                 ctx=ctx, param=param)
+    validate_out_dir(ctx, param, os.path.dirname(value) or ".")
+    return Path(value)
+
+
 def validate_out_dir(ctx, param, value) -> Path:
     """Check --out without creating it: a usage error later on the line must leave nothing
     behind, so the folder is made by the first file written into it (:mod:`attn_cli.io`).

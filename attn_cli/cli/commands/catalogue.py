@@ -15,7 +15,8 @@ import sys
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.options import Common, JudgedCommand, cache_dir_option, common_options, format_option, scheduler_option
+from attn_cli.cli.options import (Common, JudgedCommand, cache_dir_option, common_options, format_option,
+                                  scheduler_option, validate_out_file)
 from attn_cli.cli.types import IntRange, MultiValueOption
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
@@ -57,7 +58,7 @@ def list_(as_json: bool):
               help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
                    "(w9-sqrt-dk.1024), or a source (w9, d2l).")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
-@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--junit", callback=validate_out_file, metavar="FILE",
               help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.")
 @click.option("--diff", "before", type=click.Path(exists=True), metavar="BEFORE",
               help="Compare with an earlier run (a verify.json, report folder or manifest) as `attn diff` does.")
@@ -178,7 +179,7 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
 @click.option("--only", cls=MultiValueOption, metavar="ID...",
               help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`).")
-@click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--junit", callback=validate_out_file, metavar="FILE",
               help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.")
 @common_options
 @format_option(no_figures=False)
