@@ -158,9 +158,10 @@ def part_verify(device: str, out: Path, s: Settings, timeout: float) -> list[Row
                                     "--out", str(out / "verify" / "attn-out"), *only), out, timeout)
     row = Row("verify", "attn verify --quick" + (f" --only {' '.join(s.verify_only)}" if only else ""), device,
               res["seconds"])
-    records = _json(res["stdout"])
+    record = _json(res["stdout"])
+    records = record.get("checks") if isinstance(record, dict) else None  # {"header", "checks"}
     if not isinstance(records, list):
-        row.ok, row.detail = False, failure(res) or "stdout is not the JSON list of checks"
+        row.ok, row.detail = False, failure(res) or "stdout is not attn verify's JSON record"
         return [row]
     counts: dict[str, int] = {}
     for r in records:

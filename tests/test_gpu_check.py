@@ -52,7 +52,7 @@ def test_small_cpu_run_keeps_every_part_raw_output_and_real_figures(tmp_path):
     for folder in ("verify", "fast-steps", "exact-steps", "scaling-cpu", "seeds-cpu"):  # (cpu: its own reference)
         for name in ("command.txt", "stdout.txt", "stderr.txt"):
             assert (out / folder / name).is_file(), f"{folder}/{name}"
-    assert (out / "verify" / "stdout.txt").read_text().lstrip().startswith("[")
+    assert (out / "verify" / "stdout.txt").read_text().lstrip().startswith("{")
     # real figures
     verify = row("verify", "attn verify --quick --only w9-sqrt-dk w9-masks")["figures"]
     assert verify["checks"] > 10 and verify.get("pass", 0) > 0
