@@ -14,7 +14,7 @@ from typing import Any
 from attn_cli.records import Loaded
 
 FAILING = ("fail", "n/a")
-_IGNORED = ("date", "format", "command")  # differ between any two runs
+_IGNORED = ("timing", "format", "command")  # differ between any two runs
 
 
 @dataclass

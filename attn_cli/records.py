@@ -21,8 +21,8 @@ FORMAT = "attn-checks/1"
 def header(*, command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:
     """Versions (attn, torch, python, numpy), machine, numerics, device, seeds and the date;
     ``where``: :func:`attn_cli.pipeline.where_it_ran`."""
-    return {"format": FORMAT, "command": command,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return {"format": FORMAT, "command": command, "timing": {"date": date},  # wall clock: under timing
             "versions": where["versions"], "machine": where["machine"], "numerics": where["numerics"],
             "device": device, "seed": seed, "seeds": seeds, "quick": quick}
 

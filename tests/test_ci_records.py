@@ -104,7 +104,7 @@ def test_verify_json_has_a_header_and_a_margin_on_every_judged_check(run_a):
     data = json.loads((out / "verify.json").read_text())
     head = data["header"]
     assert set(head["versions"]) == {"attn", "torch", "python", "numpy"} and head["numerics"]["mode"]
-    assert {"machine", "device", "seed", "seeds", "date"} <= set(head)
+    assert {"machine", "device", "seed", "seeds"} <= set(head) and head["timing"]["date"].startswith("20")
     for c in data["checks"]:
         judged_check = c["kind"] in ("measured", "rule") and c["status"] in ("pass", "fail")
         assert ("margin" in c and "needed_tolerance" in c) == judged_check, c["id"]
