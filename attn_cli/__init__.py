@@ -1,16 +1,6 @@
 """attn: regenerate and verify the tables and figures of two texts on attention.
 
-The supported Python API is what ``__all__`` names (documented in docs/api.md)::
-
-    import attn_cli
-    run = attn_cli.run("copy-task", lengths=[4, 8], steps=300)   # attn copy-task --lengths 4 8 --steps 300
-    run.result, run.outcomes, run.to_dict(), run.figures()
-    attn_cli.verify("w9-masks").ok                                # attn verify --only w9-masks
-    attn_cli.regenerate_all("report/", quick=True)                # attn all --quick --out report/
-    attn_cli.artifacts()                                          # attn list
-
-Everything else is free to change.  The names are imported on first use, so ``import
-attn_cli`` (and ``attn --help``) loads neither torch nor matplotlib.
+Design notes: ``docs/design.md``, section ``attn_cli``.
 """
 
 __version__ = "0.2.0"

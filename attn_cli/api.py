@@ -1,23 +1,6 @@
 """The Python API: the CLI's commands as functions that return typed results.
 
-    >>> import attn_cli
-    >>> run = attn_cli.run("heads", quick=True)      # attn heads --quick
-    >>> run.to_dict() == ...                          # what `attn heads --quick --json` prints
-
-:func:`run` takes a command's name and its options (``--two-head-weights`` is
-``two_head_weights``; arguments such as heatmap's words by position) and runs the click
-command itself: its option types and callbacks are the one validation, so a bad value
-raises :class:`attn_cli.ConfigError` with the message the CLI prints, and a failure at run
-time raises :class:`attn_cli.errors.AttnError`.  The command returns its Job (the experiment
-and its Config), which :func:`run` runs through the pipeline: the Result, the verdicts, the
-tables and the Figures come back as values in a :class:`Run`, nothing is printed, and files
-stay only when ``out=`` is given.  :mod:`attn_cli.api_catalogue` holds ``verify``, ``regenerate_all`` and
-``artifacts`` (``attn verify``, ``attn all`` and ``attn list``).
-
-Named ``api`` rather than ``pipeline``: this is the public face over the CLI's names; the
-typed pipeline under it is :func:`attn_cli.pipeline.run` (run, compare once, write), whose
-:class:`attn_cli.pipeline.Run` each :class:`Run` here carries.  Nothing heavy is imported until a
-function is called (``import attn_cli`` stays instant).
+Design notes: ``docs/design.md``, section ``attn_cli.api``.
 """
 
 from __future__ import annotations

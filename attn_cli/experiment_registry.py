@@ -1,21 +1,6 @@
 """Find the experiments and tie them to the catalogue and the published checks.
 
-This is the library behind ``attn list``, ``attn all`` and ``attn verify`` (running them is
-:mod:`attn_cli.pipeline`); it imports no click and no rich.  Nothing is guessed:
-
-* :func:`discover` lists the experiment modules (a test checks that it names every module
-  there that defines ``ARTIFACTS``);
-* each experiment says what it is in module attributes (the contract in
-  ``attn_cli/experiments/__init__.py``): ``SLOW`` (minutes at the text's settings: ``attn
-  verify --quick`` runs it at ``Config.quick()`` and reports its checks as skipped),
-  ``CACHED`` (the pipeline keeps its Result in the per-user cache), ``ENGINES``, ``FIGURES``, and
-  optionally ``CACHES_PIECES`` (its ``run`` gets the opened cache as ``store=``: the copy task's
-  training runs) and ``INTERRUPTED`` (what to tell after Ctrl-C);
-* the catalogue (:mod:`attn_cli.published.catalogue`) says which artifacts exist;
-* the check families (:func:`attn_cli.published.all_checks`) say which values are published.
-
-``attn all`` and ``attn verify`` run every experiment at the configuration its checks are
-judged at (:mod:`attn_cli.plan`), the copy task's seeds included.
+Design notes: ``docs/design.md``, section ``attn_cli.experiment_registry``.
 """
 
 from __future__ import annotations

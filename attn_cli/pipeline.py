@@ -1,14 +1,6 @@
 """The pipeline: run an experiment, compare it with the texts once, write its figures.
 
-:func:`run` is the one path of every command (``attn sqrt-dk``, ``attn copy-task``, ...) and of
-the Python API: it checks the Config (the experiment's ``validate`` and ``preflight`` hooks),
-runs it (on one intra-op thread, its Result taken from the per-user cache when the experiment
-declares ``CACHED``; the opened cache handed to it when it declares ``CACHES_PIECES``), compares
-it with the published values (:func:`attn_cli.published.compare.compare_result`, here and nowhere
-else in attn_cli), writes its figures when given a folder, and returns a typed :class:`Run`.
-:func:`run_experiments`
-runs a plan of them for ``attn all`` and ``attn verify``, which judge the selected checks
-together with :func:`compare`.  No click, no rich.
+Design notes: ``docs/design.md``, section ``attn_cli.pipeline``.
 """
 
 from __future__ import annotations

@@ -3,19 +3,7 @@ experiment, built here and nowhere else, so that both commands judge every check
 way and request the same cached runs (the copy task's cache keys come from its Config; the per-user cache
 itself is the pipeline's, never part of a Config or a key).
 
-- :func:`judged`: the configuration every check is judged at: each experiment's defaults
-  (the texts' settings) with ``--seed`` and ``--device``, and where the experiment has one
-  its ``verify_config`` (the copy task: ``--seed`` with the exact engine and the next seeds
-  with the fast one, judged by :mod:`attn_cli.published.seed_rule`; ``seeds`` of them in all,
-  default :data:`~attn_cli.published.seed_rule.MIN_SEEDS`).  ``quick`` (``attn
-  verify --quick``) runs the slow experiments at ``Config.quick()`` instead, not judged.
-- :func:`smoke`: ``attn all --quick``, every experiment at ``Config.quick()`` (on its fast
-  engine where it has one): a smoke run that judges nothing, nothing trained included
-  (:data:`QUICK_NOTE`).
-
-``cluster`` (``scheduler``, ``scheduler_from``): the Dask scheduler the copy task trains on, if any.
-
-``unjudged`` is why an experiment's values are shown but not judged (None: judged).
+Design notes: ``docs/design.md``, section ``attn_cli.plan``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """``attn verify`` and ``attn all`` as library functions: select, plan, run, compare, write.
 
-:func:`verify` regenerates the selected published values and judges them; :func:`regenerate_all`
-runs every experiment and writes every table, figure and the report into a folder.  Each
-returns a typed report (:class:`VerifyReport`, :class:`AllReport`) with the runs, the
-outcomes, the coverage, the files written and the exit status; the click commands
-(:mod:`attn_cli.cli.commands.catalogue`) only parse options, call these, print and exit with
-``report.exit_code``; :mod:`attn_cli.api` calls them too.  No click, no rich.
-
-``progress``: the function that runs the plan, ``progress(plan, verb, *, on_done, cache_root,
-use_cache, numerics)`` -> runs, e.g. :func:`attn_cli.cli.commands.execute.run_plan` (a progress
-display on stderr); None runs it silently (:func:`attn_cli.pipeline.run_experiments`).
-
-``numerics``: the numeric mode the command applied (``Common.numerics``); it is recorded in
-the cache keys, the manifest and the reports as given.  The mode itself is set once per
-process before torch loads (:func:`attn_cli.core.numerics.apply`, the eager ``--numerics`` option).
+Design notes: ``docs/design.md``, section ``attn_cli.regenerate``.
 """
 
 from __future__ import annotations

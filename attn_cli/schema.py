@@ -1,26 +1,7 @@
 """Strict typed read-back: JSON becomes a typed value only when it is exactly what the type
 hints say, else :class:`InvalidEntry` with a short path and reason.
 
-Used for every cache entry (:func:`attn_cli.store.entries.revive`): a file may have been edited by
-someone who recomputed its digest, damaged, or planted, so nothing in it is trusted until it
-has been checked here.
-
-* ``int``: an int, never a bool; ``float``: an int or a float (JSON writes ``1.0`` as ``1``
-  only when told to, but a hand-written file may), never a bool or a str, and finite
-  (results store a missing value as ``None``, under ``Optional[float]``); ``str``, ``bool``:
-  exactly those.
-* ``list[X]``, ``tuple[X, ...]``: a JSON list of X; ``tuple[A, B]``: exactly two, A then B;
-  ``dict[str, X]``: a JSON object of X.
-* A dataclass: a JSON object with every required field, and no field it does not have.
-* ``X | None``: null or X; other unions: the first option that fits.
-* ``Any``, bare ``dict`` / ``list``: plain JSON values (finite numbers), nested at most
-  :data:`MAX_DEPTH` deep.
-
-Values are returned as read (an int under ``float`` stays an int), so a stored Result reads
-back as the same JSON.  :func:`parse_json` parses text without recursing past
-:data:`MAX_DEPTH` (``json.loads`` recurses in C and raises RecursionError on deep input).
-The ``check_*`` helpers are for an experiment's ``validate_result(result, config)``: sizes
-and ranges that follow from the configuration an entry was stored for.
+Design notes: ``docs/design.md``, section ``attn_cli.schema``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """How a run ends on a signal, in ``attn`` and in its worker processes.
 
-- Ctrl-C (SIGINT), SIGTERM (what ``timeout``, Slurm, CI cancellation and ``docker stop`` send)
-  and SIGHUP (the terminal closed) all unwind ``attn`` the same way: as a KeyboardInterrupt
-  (:class:`Terminated` is one), so every cleanup already written for Ctrl-C runs -- worker
-  pools stopped, temp files of atomic writes removed -- and the CLI prints one line
-  (``Error: interrupted`` / ``terminated`` / ``hung up``) and exits 128 + the signal number
-  (130, 143, 129), as a shell reports a process ended by that signal.
-- A worker process ends as soon as ``attn`` is gone, however it ended (SIGKILL included):
-  :func:`exit_with_parent` watches a pipe whose only write end ``attn`` holds.
+Design notes: ``docs/design.md``, section ``attn_cli.signals``.
 """
 
 from __future__ import annotations

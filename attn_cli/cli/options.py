@@ -1,17 +1,6 @@
 """Options shared by every subcommand: one decorator, one ``Common`` value.
 
-    @click.command()
-    @common_options
-    def cmd(..., common: Common): ...
-
-``--device [cpu|cuda|auto]`` (default cpu; cuda without CUDA is a usage error, never a
-silent fallback), ``--seed`` (default 0, the texts' ``torch.manual_seed(0)``), ``--out DIR``
-(default ``outputs/``, created by the first file written, so a usage error creates nothing),
-``--json`` (JSON on stdout instead of the table), ``--quick`` (reduced sizes for smoke runs)
-and ``--numerics portable|native`` (eager: the CPU kernels are pinned before any other option
-can import torch; see :mod:`attn_cli.core.numerics`; a bad ``ATTN_NUMERICS`` is named as such).
-Commands that draw figures add ``--format png|svg|pdf`` (:func:`format_option`, one or more
-after one flag); commands that cache add ``--cache-dir DIR`` (:func:`cache_dir_option`).
+Design notes: ``docs/design.md``, section ``attn_cli.cli.options``.
 """
 
 from __future__ import annotations

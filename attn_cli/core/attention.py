@@ -1,19 +1,6 @@
 """Scaled dot-product attention and multi-head attention.
 
-Mask convention (one for the whole package): a boolean ``mask`` is **True where
-attention is allowed** ("keep"), broadcastable to ``(..., n_q, n_k)``. This is the
-convention of ``F.scaled_dot_product_attention``'s boolean ``attn_mask``; it is the
-*opposite* of ``nn.MultiheadAttention``'s ``attn_mask`` / ``key_padding_mask``, where
-True means "masked out" (invert with ``~mask``).
-
-``valid_lens`` follows D2L: a 1-D tensor ``(B,)`` gives the number of valid keys per
-sequence; a 2-D tensor ``(B, n_q)`` gives it per query. Keys at positions ``>= valid_len``
-get weight exactly 0.
-
-Fully masked rows (a query allowed to see no key, e.g. ``valid_len == 0``) are handled
-deliberately: their weights are all 0 and their output is the zero vector (no NaN).
-D2L's ``masked_softmax`` instead fills with -1e6 and so spreads such a row uniformly;
-``F.scaled_dot_product_attention`` returns NaN. Ours is documented and tested.
+Design notes: ``docs/design.md``, section ``attn_cli.core.attention``.
 """
 
 from __future__ import annotations

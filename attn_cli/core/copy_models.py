@@ -1,14 +1,6 @@
 """The copy-task models: W9 2.3's attention encoder-decoder and the Week 8 plain one.
 
-Both are written op for op as the W9 2.3 program writes them, in the same parameter
-creation order (embedding, encoder GRU, decoder GRU cell, readout), so that with the same
-seed and the same data they produce the same floats, bit for bit, on CPU.  The only
-addition is that :meth:`attend` returns its weights too (annotated-transformer style), and
-:meth:`generate` can hand back the readout weights of one sequence: that reads tensors the
-program computes anyway and adds no float operation to the data path.
-
-Names: ``B`` batch, ``T`` input length, ``h`` hidden size, ``E`` embedding width (32),
-``V`` vocabulary (12: ten digits, BOS, one spare).
+Design notes: ``docs/design.md``, section ``attn_cli.core.copy_models``.
 """
 
 from __future__ import annotations

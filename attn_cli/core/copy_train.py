@@ -1,29 +1,6 @@
 """The exact engine: one copy-task run, the W9 2.3 way, bit for bit.
 
-:func:`train_and_evaluate` performs the same float operations in the same order as the
-W9 2.3 program's ``evaluate(length, hidden, seed, steps)`` (and as the same program with
-the attention removed, for the plain model):
-
-1. ``torch.manual_seed(seed)``, then the model is built (embedding, encoder, cell,
-   readout: the parameter creation order draws the initial weights), then Adam;
-2. each step draws ``torch.randint(0, 10, (batch, length))`` for the sources, feeds
-   ``[BOS, src[:, :-1]]`` with teacher forcing, cross-entropy, ``zero_grad``, backward,
-   ``clip_grad_norm_(1.0)``, Adam step;
-3. after training, one evaluation batch is drawn the same way; teacher-forced accuracy,
-   free-running accuracy and whole-sequence exactness are computed from it.
-
-So on CPU, with one intra-op thread, the three accuracies equal the program's to the last
-bit.  The encoder states are made contiguous once per batch (the program hands a strided
-view to every bmm: same floats, slower); the decoder calls the functions under its modules
-directly (:attr:`attn_cli.core.copy_models.AttnSeq2Seq.program_calls`), and Adam is
-stepped without torch.compile's wrappers (:func:`attn_cli.core.optim.adam`): the same ops.
-The evaluation reuses one encoder pass for the teacher-forced and the free-running decoders
-(the program encodes the same batch twice; the floats are the same), and the attention
-weights of the first evaluation sequence are read out of the free-running pass itself: no
-extra random draw, no extra float operation on the data path.
-
-On CUDA the same draws are made on the CPU generator and moved to the device, so the data
-is the same; the numbers then follow the GPU's kernels and are not bitwise equal to CPU.
+Design notes: ``docs/design.md``, section ``attn_cli.core.copy_train``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Device selection, explicit and never a silent fallback; a GPU's settings, and what it is.
 
-* :func:`resolve_device` turns ``--device cpu|cuda|auto`` into ``cpu`` or ``cuda`` (cuda
-  without CUDA is an error).
-* :func:`prepare_device` sets a process up before its first CUDA work (the CLI's ``--device``
-  callback, the copy task's engines in each worker): on cuda, deterministic by default:
-  ``torch.use_deterministic_algorithms(True)``, ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` (cuBLAS
-  reads it when it makes its first handle), deterministic cuDNN without autotuning, and no
-  TF32: matmuls, cuDNN convolutions and cuDNN RNNs (the exact engine's ``nn.GRU``, TF32 by
-  default in torch) in full fp32.  ``ATTN_CUDA_FAST=1`` turns the speed back on (TF32
-  everywhere, nondeterministic kernels allowed); :func:`precision` says which, and every run
-  records it.  On cpu it does nothing.
-* :func:`gpu_identity` names the GPU: model, compute capability, CUDA, cuDNN and driver
-  versions; with :func:`precision` it goes into every CUDA run's cache key, JSON config and
-  manifest (:func:`attn_cli.core.numerics.describe`), so a cached result from another GPU, driver
-  or precision is not reused.  CPU runs record none of it.
-
-Only :func:`prepare_device`, :func:`gpu_identity` and :func:`cuda_available` import torch.
+Design notes: ``docs/design.md``, section ``attn_cli.core.device``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Up-front memory estimates: refuse what would not fit instead of crashing mid-run.
 
-The CPU budget is the smallest of three bounds, each of which ends a run that crosses it:
-
-* the machine's free memory (``MemAvailable`` in /proc/meminfo);
-* the headroom under this process's cgroup memory limit (v2 ``memory.max`` less
-  ``memory.current``; v1 ``memory.limit_in_bytes`` less ``memory.usage_in_bytes``), the
-  tightest of its cgroup and every parent's (a container's or a Slurm job's limit);
-* the headroom under this process's address-space limit (``RLIMIT_AS``, ``ulimit -v``): the
-  limit less what the process maps already, counting torch's own mappings
-  (:data:`TORCH_VM_BYTES`) when torch is not imported yet.
-
-Worker processes are counted too: a pool costs its fork server (:data:`FORKSERVER_BYTES`)
-and :data:`WORKER_BYTES` per worker, measured.  An allocation that fails anyway is turned into one line naming
-what ran out by :func:`out_of_memory` (the CLI calls it, in one place).
+Design notes: ``docs/design.md``, section ``attn_cli.core.memory``.
 """
 
 from __future__ import annotations

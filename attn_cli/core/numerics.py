@@ -1,26 +1,6 @@
 """The numeric mode: which CPU kernels PyTorch (and MKL, oneDNN) may use.
 
-PyTorch picks its CPU kernels by the vector width of the host: AVX-512 kernels on a CPU that
-has it, AVX2 kernels on one that does not.  They round differently, so 2500 steps of
-copy-task training from the same seed end in different numbers (measured on an AVX-512 host:
-the plain model at length 4 gives free-running 0.9695 with AVX-512 kernels, 1.000 with AVX2).
-
-* ``portable`` (the default) pins the vector ISA before torch loads: ATen's CPU capability
-  AVX2 (``default`` on an x86 CPU without AVX2 and on other architectures), MKL's conditional
-  numerical reproducibility for AVX2 on one MKL thread (MKL's threaded LAPACK, e.g. the
-  ``lstsq`` of D2L 10.3.1, otherwise varies in the 7th digit from run to run) and oneDNN's
-  maximum ISA AVX2.  The same seed then gives
-  the same bits on any x86-64 CPU with AVX2, with or without AVX-512.
-* ``native`` removes those pins: the host's fastest kernels, numbers that depend on the CPU.
-
-The pins are environment variables read once per process, when torch first dispatches a
-CPU operator (ATen) or first calls MKL / oneDNN; so :func:`apply` must run before torch
-does any work.  It also sets ``ATTN_NUMERICS`` so that child processes (copy-task workers,
-subprocesses) inherit the mode.  A process whose torch already runs other kernels cannot
-switch: :func:`apply` then raises :class:`NumericsError` rather than computing numbers
-under a mode it does not have.
-
-This module imports no torch at import time.
+Design notes: ``docs/design.md``, section ``attn_cli.core.numerics``.
 """
 
 from __future__ import annotations

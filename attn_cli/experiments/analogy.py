@@ -1,18 +1,6 @@
 """W9 1.2: static word vectors from counting (PPMI + SVD), analogies, nearest words.
 
-A tiny templated corpus; co-occurrence counts within a window of 6 words either side;
-PPMI; SVD; the first ``rank`` left singular vectors scaled by sqrt(singular value), each row
-normalised to unit length.  Everything is deterministic numpy (no random draws), exactly as
-the text's code, so ``--seed`` and ``--device`` play no part.
-
-Two facts a reader of the output should know:
-
-* The sign of each singular vector is arbitrary (it differs between LAPACK builds), but a
-  sign flip of a column flips it for every word, so cosine similarities are unaffected.
-* queen and princess (like king and prince) occur in identical contexts, so their vectors
-  are equal in exact arithmetic.  Any ranking where both compete (king - man + woman's top
-  two; bank's 8th neighbour) is decided by rounding noise of ~1e-16, and can flip with the
-  LAPACK build.  The result reports both similarities and the gap.
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.analogy``.
 """
 
 from __future__ import annotations

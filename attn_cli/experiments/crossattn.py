@@ -1,23 +1,6 @@
 """D2L 10.3.3.3: letters of one word attend to the letters of another (cross-attention).
 
-The text's recipe, for any two words::
-
-    letters = sorted(set(''.join(words)))
-    torch.manual_seed(0)
-    emb = torch.randn(len(letters), 32)            # one call, one row per character
-    queries, keys = (emb[[letters.index(c) for c in w]][None] for w in words)
-    plain scaled dot-product attention(queries, keys, keys), no projections
-
-Matching characters share an embedding, so their scaled score is near sqrt(d) while
-unrelated pairs score near 0.  Each query row then falls in one of three regimes, read
-off the weights by :func:`classify_row` (never from the letters):
-
-  sharp    one key stands out (its weight >= 5 x any other key's)
-  split    several keys tie for the top and stand out together (repeated letters)
-  diffuse  no key stands out: the weight is spread (the letter does not occur)
-
-``heads > 0`` passes the embeddings through a freshly initialised multi-head layer (random
-projections, exercise 11) and records each head's weights.
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.crossattn``.
 """
 
 from __future__ import annotations

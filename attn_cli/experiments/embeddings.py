@@ -1,13 +1,6 @@
 """W9 1.1 and 1.3: one-hot vectors know nothing; contextual vectors for 'bank'.
 
-1.1: one-hot vectors are orthogonal; an embedding layer is a lookup table, which equals a
-one-hot vector times the weight matrix; a V x d table has V * d parameters.
-
-1.3: one untrained self-attention layer gives the same input vector for "bank" different
-outputs in "the river bank was deep" and "the money bank was closed".  Random draws after
-``torch.manual_seed(seed)``, in the text's order: one vector per vocabulary word (in
-vocabulary order), then Wq, Wk, Wv (each ``randn(d, d) * 0.7``).  Data is drawn on the
-CPU generator and then moved to the device, so a seed means the same on any device.
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.embeddings``.
 """
 
 from __future__ import annotations

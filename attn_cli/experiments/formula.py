@@ -1,13 +1,6 @@
 """W9 3.1 and 3.2: scaled dot-product attention by hand, and its properties.
 
-3.1: Q = [1, 0]; keys [1, 0], [0, 1], [1, 1]; values 10, 20, 30; d_k = 2.  Computed with the
-package's core attention (``attn_cli.core.attention.scaled_dot_product_attention``) in
-float64, and checked against the closed form e^s / (2 e^s + 1), s = 1/sqrt(2).
-
-3.2: after ``torch.manual_seed(seed)`` draw Q (n_q, d_k), K (n_k, d_k), V (n_k, d_v) in that
-order (on the CPU generator, then moved to the device); attention by the core, compared with
-the text's explicit formula and with ``F.scaled_dot_product_attention``; the properties the text
-lists (rows sum to 1, non-negative, outputs a convex combination of the value rows).
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.formula``.
 """
 
 from __future__ import annotations

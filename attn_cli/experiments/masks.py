@@ -1,15 +1,6 @@
 """W9 4.2: causal and padding masks.
 
-Self-attention of n=5 random tokens (d=4, no projections) under a causal mask: the weights
-are lower-triangular and rows still sum to 1; changing the future tokens 3 and 4 leaves
-the outputs at positions 0, 1, 2 unchanged, and without the mask they change. A padding
-mask on positions 3 and 4 gives them weight exactly 0.
-
-The package core is used (:func:`attn_cli.core.attention.masked_softmax`, whose mask is
-True = keep) and compared with the text's own recipe, ``masked_fill(future, -inf)``
-(True = blocked), which must give the same weights bit for bit.
-
-Draw order (the text's): ``manual_seed(seed)``; x = randn(n, d); then x2[3:] = randn(2, d).
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.masks``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """W9 5.2: the quadratic cost of attention.
 
-The formula table (the text's): for sequence length n, one head's score matrix has n^2
-entries, takes 4 n^2 bytes in float32, and the products cost n^2 d multiply-adds.
-
-``measure=True`` adds a measurement: time real forward passes of the core's
-:func:`~attn_cli.core.attention.scaled_dot_product_attention` (one head, d_k = d_v = d_model,
-batch 1) for growing n, after a warm-up, with ``torch.cuda.synchronize`` on a GPU; the
-fastest of ``repeats`` passes is kept (the one least disturbed by other processes, as
-``timeit`` advises); the median is recorded too. Peak memory is ``torch.cuda.max_memory_allocated``
-on a GPU; on the CPU it is an *estimate* from the sizes of the tensors the pass allocates
-(inputs + scores + weights + output), since PyTorch's CPU allocator reports no peak.
-The exponent of time against n is fitted by least squares on log-log axes (expect ~2).
-Every requested size is checked against free memory before anything is allocated.
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.scaling``.
 """
 
 from __future__ import annotations

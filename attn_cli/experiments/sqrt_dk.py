@@ -1,16 +1,6 @@
 """W9 3.3: why scores are divided by sqrt(d_k).
 
-For each key dimension d_k, draw ``trials`` queries q (1 x d_k) and key sets k
-(n_keys x d_k) with standard-normal entries, and measure on the dot products q.k:
-
-- their standard deviation, unscaled and divided by sqrt(d_k);
-- the mean largest softmax weight over the n_keys keys (saturation);
-- the mean norm of the gradient of the first weight with respect to the logits
-  (how strongly learning can move the softmax).
-
-The draws follow the text exactly: one ``manual_seed(seed)``, then for each d_k in turn
-q and then k from the CPU generator. Row i therefore reproduces the text's numbers only
-when the dims before it are the text's too (``Row.text_draws``).
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.sqrt_dk``.
 """
 
 from __future__ import annotations

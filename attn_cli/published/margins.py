@@ -1,18 +1,6 @@
 """How far a judged check lies inside its rule: its margin and the tolerance it needs.
 
-``margin = 1 - distance / allowance``, in the rule's own units: 1 is exact, 0 the edge,
-negative a failure.
-
-* ``abs``: distance ``|regenerated - published|`` (the largest over a list), allowance the
-  tolerance;
-* ``below``: distance the regenerated value, allowance the bound (strict: 0 fails);
-* ``seeds``: distance ``|published - mean of the seeds|``, allowance the seed rule's
-  half-width (``FLOOR`` for one seed);
-* ``exact`` and ``rule``: no distance; 1 for a pass, -1 for a failure.
-
-``needed_tolerance`` is the distance: the smallest tolerance, bound or half-width under
-which the check would still pass (for ``exact`` and ``rule``: 0 on a pass, None on a
-failure, since no tolerance passes it). Identities and checks not judged carry neither.
+Design notes: ``docs/design.md``, section ``attn_cli.published.margins``.
 """
 
 from __future__ import annotations

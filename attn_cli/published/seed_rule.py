@@ -1,19 +1,6 @@
 """How a trained value is judged: by where the published number falls among seeds.
 
-A trained model's accuracy is one draw from a distribution over seeds (and over machines:
-the text's number is one seed on an unknown CPU and PyTorch build).  So a published value
-is checked against the distribution of ``n`` regenerated seeds, not against the last digit
-of one run:
-
-    |published - mean| <= max(FLOOR, t(0.995, n - 1) * std * sqrt(1 + 1/n))
-
-the half-width of the two-sided 99% prediction interval for one more draw from a normal
-distribution with the seeds' mean and standard deviation (Student's t with n - 1 degrees of
-freedom), never narrower than ``FLOOR`` (0.02: where every seed gives the same accuracy,
-e.g. 1.000, the interval would otherwise have zero width, while a build-to-build
-difference of a few sequences in 1000 is expected).  With one seed the rule is mean ± FLOOR.
-
-This module holds no published value and no checks: the rule the copy-task family uses.
+Design notes: ``docs/design.md``, section ``attn_cli.published.seed_rule``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """``copy_task_seeds.png`` and ``copy_task_seeds.csv``: the copy task's seed distribution.
 
-Written for any copy-task run with more than one seed per cell (``attn copy-task --seeds
-0-4``, and ``attn verify``/``attn all`` with their seeds), never for one seed.  Per metric
-(one panel each: teacher-forced, free-running, whole-sequence) and length, per model: every
-seed as a dot, the seed rule's interval (:func:`attn_cli.published.seed_rule.interval`) as a
-band, and the published value, where the text prints one, as a marker.
-
-Plain data in: the copy task's Result (its ``rows``, one per run, and its ``config``) and the
-outcomes of its checks (the published values); nothing here imports an experiment or judges a
-value: the band is the rule's interval, the verdict stays the check table's.
+Design notes: ``docs/design.md``, section ``attn_cli.render.copy_task_seeds``.
 """
 
 from __future__ import annotations

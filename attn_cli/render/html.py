@@ -1,14 +1,6 @@
 """``index.html``: the report as one page people open in a browser.
 
-Fed from the same data that writes ``index.md`` (:func:`attn_cli.render.report.index_markdown`):
-the catalogue, the sections of an ``attn all`` run, its manifest and the outcomes of the checks.
-The page is self-contained and works offline from its folder: CSS inline, no script, no web
-font, no request outside the folder (figures and data are relative links). At the top the
-verdicts counted per kind (measured / rule / identity), failures first, the machine and how
-long it took; then one section per catalogue ID in the texts' order. Readable on a phone
-(tables scroll sideways, figures shrink) and printable (print CSS).
-
-Everything that comes from data is escaped with :func:`html.escape`. No click, no math.
+Design notes: ``docs/design.md``, section ``attn_cli.render.html``.
 """
 
 from __future__ import annotations

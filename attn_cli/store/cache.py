@@ -1,24 +1,7 @@
 """The per-user cache: finished runs and Results, keyed by everything that determines them,
 shared by every ``--out``.
 
-Where: :func:`attn_cli.store.private.user_cache_root` (``--cache-dir``, else ``$ATTN_CACHE_DIR``,
-else ``$XDG_CACHE_HOME/attn``, else ``~/.cache/attn``), opened with
-:func:`attn_cli.store.private.open_private_dir` (every component checked, the folder ours and
-0700) and used only through that folder's descriptor.  A folder that cannot be had or
-trusted is :class:`Unavailable`: the caller warns once and runs without cache.
-
-An entry is ``<root>/<name>/<sha256 of key>.json``; the key (:mod:`attn_cli.store.keys`) holds
-the experiment's configuration, a digest of the source files that compute it, the numeric
-mode, and the versions of attn and torch.  The file is JSON,
-``{"hmac": "<hex>", "entry": {"key": ..., "payload": ...}}``, whose HMAC-SHA256 under this
-user's random key (``<root>/hmac.key``: 32 bytes, 0600, made on first use) covers the exact
-bytes of ``entry``.  The HMAC is checked on those bytes *before* they are parsed, so an entry
-edited, planted or copied from another cache is refused (:class:`Refused`) without being
-read as JSON.  Entries are read with :func:`attn_cli.store.private.read_regular` (no symlink, a
-regular file of ours, at most the size the caller's spec allows) and written with
-:func:`attn_cli.store.private.write_atomic`.  Loading an entry never runs code (no pickle): it is
-JSON read back into typed dataclasses (:mod:`attn_cli.store.entries`: an experiment's Result,
-and its pieces of work for one that declares ``CACHES_PIECES``: the copy task's runs).
+Design notes: ``docs/design.md``, section ``attn_cli.store.cache``.
 """
 
 from __future__ import annotations

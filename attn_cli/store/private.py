@@ -1,49 +1,6 @@
 """Folders this process has proven private, and files read and written only through them.
 
-Code (the copy-task C kernel) and cached data are taken only from a folder that no other
-user can change.  Checking a path and then using it again by name is not enough: between
-the check and the use, anyone who can write one of the path's parents can rename a folder
-and put their own in its place.  So a folder is opened once, component by component from
-``/``, each step relative to the file descriptor of the folder before it, and every later
-read and write goes through the final folder's descriptor.
-
-The public API:
-
-``user_cache_root(override=None) -> Path``
-    The per-user cache folder (not created): ``override`` if given, else
-    ``$ATTN_CACHE_DIR``, else the platform's (platformdirs: ``$XDG_CACHE_HOME/attn``, else
-    ``~/.cache/attn`` on Linux).  An empty
-    value counts as unset; a relative ``XDG_CACHE_HOME`` is ignored (the XDG rule); a
-    relative override or ``ATTN_CACHE_DIR`` is taken from the current folder.
-``missing_home(path) -> str | None``
-    Why ``path`` must not be created: it lies in a home folder that does not exist.
-``NotPrivate(Exception)``
-    A folder that cannot be proven private; its message is one line naming the component
-    and why (owner, mode, a symlink of someone else, an OSError while opening or creating).
-``open_private_dir(path, create=True) -> int``
-    Walks from ``/`` with ``O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC`` relative to the parent's
-    descriptor.  Every component must be owned by this user or root, and not writable by
-    group or others unless its sticky bit is set (``/tmp``).  Missing components are
-    created with mode 0700, only inside folders that passed.  The final folder must be ours
-    and neither readable nor writable by anyone else; one that is not is refused, never
-    chmod'ed.  A symlink
-    is followed only when it is owned by us or root and sits in a folder that passed; its
-    target is then walked from ``/`` by the same rules (at most 40 links).  Returns an
-    ``O_RDONLY | O_DIRECTORY`` descriptor that the caller closes.  Raises
-    :class:`NotPrivate`; nothing is ever written into a folder that failed.
-``read_regular(dir_fd, name, max_bytes) -> bytes | None``
-    The bytes of ``dir_fd/name``: None when it does not exist; ValueError with the reason
-    when it is a symlink, not a regular file (a FIFO is opened non-blocking, so it never
-    hangs), not ours, longer than ``max_bytes``, or cannot be read.
-``write_atomic(dir_fd, name, data, mode=None) -> None``
-    A temp file of a random name created with ``O_EXCL`` in ``dir_fd``, written, given
-    ``mode`` (None: the umask's mode, as :mod:`attn_cli.io` does), fsync'd and renamed onto
-    ``name`` within the same folder.  The temp file is removed on any failure; an OSError
-    propagates (a cache that cannot be written is the caller's decision).
-The scratch folder and matplotlib's guard: :mod:`attn_cli.store.scratch`.
-
-``name`` arguments are single file names: a ``/``, ``.`` or ``..`` is refused.
-Linux and other POSIX systems; no Windows.
+Design notes: ``docs/design.md``, section ``attn_cli.store.private``.
 """
 
 from __future__ import annotations

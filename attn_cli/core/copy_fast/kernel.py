@@ -1,46 +1,6 @@
 """The fast engine's C kernel (``kernel.c``, package data): build, verify, load, call.
 
-At batch 64 and hidden 32 every matrix is tiny, so the time of a PyTorch step goes to
-launching ~2,000 small ops, not to arithmetic.  ``kernel.c`` does one run's forward,
-backward through time, per-run gradient clipping and Adam update for a chunk of steps in
-plain C loops (the same equations as :func:`attn_cli.core.copy_fast.backward.loss_and_grads`,
-checked against it and against autograd in ``tests/test_copy_fast.py``).
-
-It is compiled on first use with the system C compiler (``cc``/``gcc``, ``-O2
--ftree-vectorize -ffp-contract=off``, no PyTorch headers) and loaded with :mod:`ctypes`.
-
-Variants, and the same bits from each.  The kernel is built from one source for the widest
-vectors the host runs: ``avx512`` (x86-64-v4, 16 floats per vector) where the CPU has
-AVX-512 F/CD/BW/DQ/VL, else ``avx2`` (x86-64-v3: AVX2 + FMA), else ``baseline`` (the
-compiler's default ISA: an older x86-64, ARM); in the ``native`` numeric mode ``native``
-(``-march=native``).  Its arithmetic does not depend on the width (``kernel_math.h``: every
-multiply-add fused only where the source says ``fmaf``, every sum in one fixed scalar order,
-one exp/tanh), so the AVX-512 and AVX2 variants give identical bits (``tests/
-test_kernel_variants.py``), and these are the bits of the kernel before the variants
-existed.  ``ATTN_KERNEL_ISA=avx2|avx512|auto`` (:data:`ISA_VAR`) forces a variant, for tests
-and benchmarks; a value that is none of these, or a variant this CPU cannot run, is an
-:class:`~attn_cli.errors.AttnError` naming the variable.  Each run records the variant that
-trained it (``kernel_isa``).  The build key covers the source, the variant and its flags,
-``cc --version`` and the CPU's feature flags.
-
-Where it lives, and why no one else's code is ever run: built libraries are kept in
-``<per-user cache>/kernels`` (:func:`attn_cli.store.private.user_cache_root`), opened once with
-:func:`attn_cli.store.private.open_private_dir`: a walk from ``/`` that refuses any folder on the
-way another user could change.  A refused folder means one warning naming it and the reason,
-and this process's private scratch folder instead; nothing is written into the refused one.
-Every later step goes through that folder's descriptor: the library's bytes and the SHA-256
-recorded beside them are read as regular files of ours, the hash is checked, and exactly
-those bytes are loaded from a sealed memfd (``/proc/self/fd/N``; elsewhere a copy in a fresh
-private folder), so swapping a parent folder meanwhile cannot change what is run.  Builds
-happen in a fresh ``mkdtemp`` folder inside the scratch folder.  ctypes releases the GIL
-during the call, so several runs train in parallel from Python threads.  Where no compiler
-works or the library does not load, :func:`load` returns None (one warning on stderr) and
-the fast engine uses its PyTorch path.
-
-Layout: the parameters of one run are one float32 row in the order of
-``model.parameters()``; :func:`offsets` hands the kernel where each role lives
-(:mod:`attn_cli.core.copy_fast.layout`), after checking the kernel's sizes against it.
-Tokens are int64.
+Design notes: ``docs/design.md``, section ``attn_cli.core.copy_fast.kernel``.
 """
 
 from __future__ import annotations

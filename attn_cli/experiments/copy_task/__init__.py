@@ -1,24 +1,6 @@
 """W9 2.3: the copy task, with attention and without (the "Week 8" plain encoder-decoder).
 
-One *run* is one (model, length, seed) training and evaluation (:class:`RunSpec`); the
-table is the runs of a :class:`Config`, aggregated per (model, length) over the seeds.
-
-- :mod:`.config`: the frozen Config, its validation and memory estimate, and
-  :func:`verify_config` (what ``attn verify`` trains).
-- :mod:`.engines`: ``engine="exact"`` runs :func:`attn_cli.core.copy_train.train_and_evaluate`,
-  equal to the W9 2.3 program bit for bit on CPU, over ``jobs`` forkserver worker processes;
-  ``engine="fast"`` hands the runs to :func:`attn_cli.core.copy_fast.run_fast` (other
-  kernels, statistically equivalent numbers).  ``extra_seed_engine``: the engine of every
-  seed after the first (``attn verify`` trains seed 0 exactly, seeds 1-4 fast: see
-  ``benchmarks/copy_task_seeds.py``).
-- :mod:`.cache`: finished runs in the per-user cache (shared by every ``--out``; the pipeline
-  opens it and hands it to :func:`run` as ``store``, since the module declares
-  ``CACHES_PIECES``), keyed by everything that determines them, including a digest of the code.
-- :mod:`.results`: the typed Result of plain values, aggregated over seeds.
-- :mod:`.cluster`: with ``config.scheduler`` (``--scheduler``), every run not cached trains on
-  a Dask distributed cluster instead, with the same bits; each finished run is cached as here.
-
-torch is imported only when a run has to be computed, so a fully cached rerun is fast.
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task``.
 """
 
 from __future__ import annotations

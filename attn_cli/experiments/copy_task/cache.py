@@ -3,15 +3,7 @@ cache (:mod:`attn_cli.store.cache`), shared by every ``--out``; the pipeline ope
 :func:`attn_cli.experiments.copy_task.run` as :class:`attn_cli.store.entries.Pieces` (``CACHES_PIECES``).
 What is the copy task's own here: the runs' keys and what a valid run is.
 
-An entry is keyed by everything that determines a run (:func:`cache_key`): the RunSpec,
-engine, device, the numeric mode and CPU kernels (:mod:`attn_cli.core.numerics`), the package
-and torch versions and a digest of the source files that compute a run (:func:`code_digest`
-over :data:`CODE_GLOBS`).  Each entry carries an HMAC under this user's cache key; a corrupt,
-truncated, edited or foreign entry is reported and recomputed, never trusted; so is one whose
-values do not fit the run it is stored for (:func:`check_outcome`: types, ranges, shapes).  An
-entry is read only up to the size its spec allows (:func:`max_entry_bytes`).  The entry format
-and its reading (:meth:`attn_cli.store.entries.Pieces.load`) are :mod:`attn_cli.store.cache`'s, shared with
-every cached experiment.
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.cache``.
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
 """The copy task's runs on a Dask distributed cluster (``--scheduler ADDRESS``, ``ATTN_SCHEDULER``).
 
-Local by default, a cluster when given an address: without a scheduler nothing here is
-imported and the local engines (:mod:`.engines`) run as before.  With one, every run that is
-not in the cache becomes one task, :func:`train_on_worker`: a pure function from plain data
-(the RunSpec as a dict, the engine, the numeric mode, the device) to plain data (the
-RunOutcome as a dict, where it ran, or a refusal).  No tensor crosses the network.
-
-On the worker (:mod:`.cluster_worker`) the numeric mode is pinned before torch loads there (:func:`attn_cli.core.numerics.apply`)
-and a run uses one intra-op thread, so a run computed on a worker equals the same run computed
-locally, bit for bit.  A worker started with attn's preload (``dask worker ADDR --nthreads 1
---preload attn_cli.dask_worker``, :func:`prepare_worker`) has done both, and imported torch and
-the training code, before it connects: its first run pays no import.  A worker that cannot give
-those bits is refused, never mixed in:
-
-- it was preloaded with the other numeric mode (``--attn-numerics``), or its torch already
-  runs other kernels (loaded before the task by something else);
-- it ran the run on another ISA than the client's cache key asks for (another architecture,
-  or native mode on another CPU);
-- its copy of attn computes runs with other code (:func:`.cache.code_digest` differs).
-
-The client (:func:`run_cluster_engine`) submits every run with ``retries=2`` (a run whose
-worker is killed is rescheduled by the scheduler itself; one that raises is retried), collects
-them as they finish (watching that a worker is connected: :class:`_WorkerWatch`) and hands each to ``done`` as it finishes: the copy task stores it in
-the cache at once, so an interrupted sweep resumes where it stopped.  Every outcome read back
-is checked as strictly as a cache entry (:func:`attn_cli.schema.revive`, :func:`.cache.check_outcome`).
-
-``distributed`` is imported only here, only when a scheduler is given (``pip install 'attn-cli[dask]'``).
+Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.cluster``.
 """
 
 from __future__ import annotations

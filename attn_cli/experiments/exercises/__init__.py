@@ -1,37 +1,6 @@
 """D2L 10.3.5 exercises: the measurable part of each of the twelve, one module per exercise.
 
-``run(Config(exercises=(2, 5)))`` runs exercises 2 and 5 and returns one :class:`Result`
-whose fields ``ex1`` .. ``ex12`` hold each exercise's result (``None`` when not run).
-Every exercise starts from ``torch.manual_seed(config.seed)`` of its own, so the numbers
-of one exercise do not depend on which others ran before it.
-
-Each module is an experiment of its own: ``TITLE``, a frozen ``Config`` (a
-:class:`~.common.ExerciseConfig`: ``seed``, typed sizes, ``quick()``), a typed ``Result`` of
-plain values and ``run(config, progress=None) -> Result``.  This package's :class:`Config`
-holds every exercise's fields under the same names (:func:`exercise_config` hands each its
-own) and its ``quick()`` is the union of theirs.  The math they share (readout error, line
-fits, folded heads) is in :mod:`attn_cli.core.measure`.
-
-The texts publish no numbers for the exercises, so :meth:`Result.measured` is empty; the
-properties each run must show (an exact rank formula, an equality, an invariance) are
-asserted in ``tests/test_exercises.py`` and summarised in each result's fields.
-
-=====  ============================================  ===========================
- ex    module                                         what is measured
-=====  ============================================  ===========================
- 1     :mod:`.ex01_readouts`                          MLP vs linear readout error
- 2     :mod:`.ex02_noise`                             error vs epsilon, two noise levels
- 3     :mod:`.ex03_rank`                              1 - rank(A)/k for softmax A
- 4     :mod:`.ex04_key_noise`                         median error, failure fraction
- 5     :mod:`.ex05_pruning`                           one-shot vs greedy head pruning
- 6     :mod:`.ex06_timing`                            forward time against h
- 7     :mod:`.ex07_cross_cost`                        cross-attention FLOPs, K/V cache
- 8     :mod:`.ex08_gqa`                               MHA / GQA / MQA counts and cache
- 9     :mod:`.ex09_slices`                            head loop = folded; tiled valid_lens
- 10    :mod:`.ex10_permute`                           permutation checks of cross-attention
- 11    :mod:`.ex11_projections`                       per-head maps through random projections
- 12    :mod:`.ex12_learned`                           trained copy-both heads, h = 1, 2, 4, 8
-=====  ============================================  ===========================
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Exercise 1, nonlinear readouts: can a perceptron beat the linear readout of one mixture?
 
-Values ``v1, v2`` (N x 16) are Gaussian or uniform on {-1, +1}; the single head's mixture
-is ``m = a v1 + (1 - a) v2``; the target is ``[v1; v2]``.  Two readouts are fitted on N
-training examples (the perceptron on the first ``mlp_points`` of their N x 16 coordinates)
-and scored on N fresh held-out ones (relative error ||pred - t|| / ||t||):
-
-* linear: the text's least-squares readout (``torch.linalg.lstsq``);
-* MLP: a perceptron ``1 -> H -> H -> 2`` (ReLU) applied to every coordinate m_j and
-  predicting (v1_j, v2_j), weights shared across coordinates, full-batch Adam.  The
-  coordinates are independent, so a coordinate-wise readout loses nothing and trains in
-  seconds; it can represent any step function of m_j, the optimal readout for +-1 values.
-
-Bayes-optimal errors (``theory``): Gaussian, any a: sqrt(1/2) (E[v1|m] is linear);
-+-1 at a = 0.5: m_j in {-1, 0, 1}, E[v1_j|m_j] = m_j is linear again and the error is
-sqrt(1/2); +-1 at a = 0.7: m_j in {-1, -0.4, 0.4, 1} determines (v1_j, v2_j), the map is
-injective and the best error is 0.  The linear readout stays at sqrt(1/2) (values
-+-1 have the same second moments as Gaussian ones), the MLP escapes to near 0.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex01_readouts``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Exercise 2, nearly identical heads: how noise breaks the inversion of the mixing matrix.
 
-Heads ``(0.5 + eps, 0.5 - eps)`` and ``(0.5 - eps, 0.5 + eps)`` have the mixing matrix
-
-    A = [[0.5 + eps, 0.5 - eps],      eigenvalues 1 (eigenvector (1, 1)/sqrt 2)
-         [0.5 - eps, 0.5 + eps]]      and 2 eps (eigenvector (1, -1)/sqrt 2);
-                                      condition number kappa(A) = 1 / (2 eps).
-
-Each mixture gets independent Gaussian noise of standard deviation sigma, and the text's
-``readout_error`` is measured on the text's data (N x 16, seed).  In the rotated basis the
-two noisy mixtures are noisy observations of ``s = v1 + v2`` (signal 1, noise sigma sqrt 2)
-and of ``u = v1 - v2`` (signal 2 eps, noise sigma sqrt 2).  The best linear estimates
-leave per-coordinate error variances ``e_s = 2 sigma^2 / (1 + sigma^2)`` and
-``e_u = 2 sigma^2 / (4 eps^2 + sigma^2)``, and the relative error is
-
-    sqrt((e_s + e_u) / 4)  ~  sigma / (2 sqrt 2 eps)   for sigma / 2 << eps  (slope -1),
-
-which saturates at sqrt(1/2) (one head's error) below ``eps* = sigma / 2``: the knee moves
-in proportion to sigma.  The slope is fitted where the theory curve is straight: eps at
-least ``4 eps*`` and the u-term at least four times the s-term floor.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex02_noise``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Exercise 3, what the bound counts: the best relative squared error is 1 - rank(A) / k.
 
-k source positions hold independent isotropic Gaussian values v_1..v_k in R^c; head i
-applies fixed weights (row i of A, h x k) and a linear readout sees all h mixtures
-``m = (A kron I_c) v``.  For each A this module computes the best relative squared error
-twice:
-
-* population (exact): the least-squares residual of the target on m under the true
-  covariances, ``1 - tr(Sigma_tm Sigma_m^+ Sigma_mt) / tr(Sigma_t)`` in float64; with
-  Sigma_t = I, Sigma_tm = A^T kron I, Sigma_m = A A^T kron I it equals
-  ``1 - tr(A^+ A) / k = 1 - rank(A) / k``;
-* sampled: lstsq fitted on N examples, squared relative error on N held-out ones.
-
-The matrices are random softmax rows (all entries positive), which attain
-rank min(h, k), plus two deliberately degenerate ones (duplicated heads, uniform heads).
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex03_rank``.
 """
 
 from __future__ import annotations

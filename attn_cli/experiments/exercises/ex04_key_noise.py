@@ -1,24 +1,6 @@
 """Exercise 4, averages under key noise (after CS224N A4 1(c), 1(d)).
 
-m = 4 keys in R^8 with orthonormal means mu_i (the first four standard basis vectors: the
-noise is isotropic or aligned with mu_a, so any orthonormal set gives the same numbers),
-values v_i = e_i in R^4, score q . k_i, target o* = (v_a + v_b) / 2 with a, b = 0, 1.
-
-    k_i = mu_i + sqrt(beta) z_i                 isotropic, Sigma = beta I
-    k_a = (1 + gamma) mu_a + sqrt(beta) z_a,    gamma ~ N(0, 1/2)   (Sigma_a = beta I + mu_a mu_a^T / 2)
-
-Queries: ``sum``  q = c (mu_a + mu_b), one softmax;
-         ``two``  q_1 = c mu_a and q_2 = c mu_b, two softmaxes, output (o_1 + o_2) / 2;
-         ``neg``  q = -c sum_{i not in {a, b}} mu_i (part 4), one softmax.
-
-Weight ratio for ``sum`` on the anisotropic keys: w_a / w_b = exp(c gamma) (up to the beta
-noise): the output swings to v_a or v_b with the sign of gamma.  ``two`` fails only when
-1 + gamma <= 0 (k_a points away from mu_a): P(gamma < -1) = Phi(-sqrt 2) = 0.079 as c grows.
-``neg`` gives k_a and k_b the score 0 whatever gamma, so it is immune to gamma, but the
-isotropic noise still moves the two scores by c sqrt(2 beta) z: at c = 100 that is a
-standard deviation of 1.41 nats and the split between a and b is random -- the failure that
-also hurts ``sum`` on isotropic keys at c = 100.  ``two`` avoids it: each softmax needs
-one winner by a margin c, not a tie kept to within a noise of c sqrt(beta).
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex04_key_noise``.
 """
 
 from __future__ import annotations

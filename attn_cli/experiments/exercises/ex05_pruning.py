@@ -1,25 +1,6 @@
 """Exercise 5, head pruning: importance is not additive.
 
-Three heads with weights (1, 0), (0.88, 0.12) and (0.88, 0.12) read the text's copy-both
-data (N x 16 after the seed); ``readout_error`` of the concatenated mixtures is evaluated
-for every subset.  A head's importance is the increase in error when it alone is removed.
-
-* one-shot: compute every importance once (1 + h evaluations: the full set and each
-  single removal) and remove every head below tau at once;
-* greedy: remove the least important head, recompute the importances of those left, and
-  stop when all are at least tau.  Pruning h heads down to one without the stopping rule
-  takes 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2 evaluations (quadratic), against
-  h + 1 for one-shot (linear).
-
-Heads 2 and 3 duplicate each other: each alone looks unimportant (the other covers for it),
-so one-shot drops both and is left with one mixture (error sqrt(1/2)); greedy drops one,
-sees the other become indispensable, and stops at near-zero error.
-
-Solver: duplicated heads make the mixture matrix exactly rank-deficient, and the text's
-float32 ``lstsq`` (driver gelsy) then returns a different, wrong error on repeated calls
-(0.79, 0.90, 0.71 ... for the pair of duplicates, whose true error is 0.706).  This
-module therefore solves in float64 with the SVD driver (gelsd) on the CPU, which is
-deterministic; ``float32_spread`` records how far repeated float32 solves scatter.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex05_pruning``.
 """
 
 from __future__ import annotations

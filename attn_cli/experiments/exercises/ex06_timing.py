@@ -1,15 +1,6 @@
 """Exercise 6, narrow heads: forward time of MultiHeadAttention against the head count.
 
-Self-attention with d = 256, n = 512 (``timing_n``), a batch of 8 and dropout 0, for
-h = 1, 2, ..., 64.  One warm-up call, then ``timing_repeats`` timed calls (the device is
-synchronised before the clock stops); the median is kept.
-
-Equation 10.3.3 counts multiply-adds only: 8 n d^2 + 4 n^2 d, independent of h.  What it
-leaves out grows with h: the score tensor has B h n^2 entries, and the softmax (max, exp,
-sum, divide), the scaling and the memory traffic of that tensor cost O(B h n^2).  The
-module fits ``time = t0 + t1 * (B h n^2)`` by least squares and reports how much of the
-variation across h the score-entry count explains (R^2), and the part of the slowest time
-that the fitted entry term accounts for.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex06_timing``.
 """
 
 from __future__ import annotations

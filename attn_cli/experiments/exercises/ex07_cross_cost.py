@@ -1,21 +1,6 @@
 """Exercise 7, the cost of cross-attention (one multiply-add = 2 FLOPs, as in Eq. 10.3.3).
 
-n queries from A, m keys and values from B, width d:
-
-    W_q and W_o on the n queries        4 n d^2      grows with n
-    W_k and W_v on the m source tokens  4 m d^2      grows with m
-    scores Q K^T and mixing W V          4 n m d      grows with n m
-
-(n = m gives the text's 8 n d^2 + 4 n^2 d).  A decoder step has n = 1:
-
-    recompute K, V every step:  4 d^2 + 4 m d^2 + 4 m d
-    K, V computed once, cached: 4 d^2 + 4 m d
-    ratio = (d + m d + m) / (d + m)        = 339.6 for d = 512, m = 1000.
-
-Every count is also measured: ``torch.utils.flop_counter.FlopCounterMode`` counts the
-matmuls of real forward passes of :class:`MultiHeadAttention` (on the meta device, so no
-memory is allocated), once for the whole layer and once for a cached step that reuses
-projected keys and values.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex07_cross_cost``.
 """
 
 from __future__ import annotations

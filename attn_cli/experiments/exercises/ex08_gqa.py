@@ -1,23 +1,6 @@
 """Exercise 8, multi-query and grouped-query attention: parameters, FLOPs, KV cache.
 
-h query heads of width p = d / h share g key/value heads (g = h: multi-head, MHA; 1 < g < h:
-grouped-query, GQA; g = 1: multi-query, MQA).  W_q and W_o stay d x d; W_k and W_v shrink
-to g p x d = (g / h) d x d:
-
-    parameters   2 d^2 + 2 (g/h) d^2                 (MHA 4 d^2)
-    FLOPs        4 n d^2 + 4 (g/h) n d^2 + 4 n^2 d   (MHA 8 n d^2 + 4 n^2 d)
-
-Only the projection term changes: its K/V half shrinks by the factor g / h; every query
-head still scores n keys of width p, so the 4 n^2 d term stays.  The KV cache holds, per
-token and layer, a key and a value for each of the g groups: 2 g p numbers, 2 bytes each in
-16-bit: 16 KiB (MHA), 4 KiB (GQA, g = 8), 512 B (MQA) at d = 4096, h = 32.
-
-The parameter and FLOP counts are measured on a real module on the meta device (nothing is
-allocated) with ``FlopCounterMode``.  Part 3 is checked on the copy-both task: two query
-heads that share one value projection W_v (p x c) still give two different mixtures
-W_v (alpha v_1 + beta v_2); the readout recovers both c-dimensional values when p >= c,
-and otherwise loses 1 - p / c of the squared target: a source token can pass at most
-g p numbers (its cached key/value width) to the output, whatever the number of query heads.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex08_gqa``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Exercise 9, heads as slices: a loop over heads equals the folded implementation.
 
-``split_heads`` reshapes (B, n, d) to (B, n, h, p), so head i owns the output features
-i p .. (i+1) p - 1 of W_q, W_k and W_v, and its output lands on the input features
-i p .. (i+1) p - 1 of W_o.  :func:`loop_forward` computes each head with those slices and
-one call of scaled dot-product attention, and sums the W_o column blocks; it matches
-:class:`MultiHeadAttention` (dropout 0) on random inputs with 1-D and 2-D valid_lens.
-
-Folding puts head i of sequence b at batch index b h + i.  The text repeats valid_lens with
-``repeat_interleave`` (index b h + i gets valid_lens[b]); tiling (``valid_lens.repeat(h)``)
-gives it valid_lens[(b h + i) mod B] -- the mask of another sequence.  No input can detect
-the change exactly when the two masks agree: h = 1, or all min(valid_len, n_k) in the batch
-equal (for 2-D valid_lens: all rows equal).  :func:`tiling_detectable` is that rule; it is
-checked against the masks themselves for every valid_lens in {0..n_k+1}^B, B <= 3, h <= 4.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex09_slices``.
 """
 
 from __future__ import annotations

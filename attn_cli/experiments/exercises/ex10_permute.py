@@ -1,19 +1,6 @@
 """Exercise 10, permuting the source of cross-attention.
 
-A fresh MultiHeadAttention (d = 16, h = 4, dropout 0); queries A (n = 5 rows), source
-B (m = 7 rows), no positional information.  Each check reports max |out - out_ref|;
-"unchanged" means below 1e-5 (float32 round-off of a reordered sum).
-
-1. Pi B as keys and values: unchanged (weights and values permute together); Pi B as
-   keys only: changed (weight j now multiplies another value).
-2. valid_lens = l (first l rows valid): a permutation leaves the output unchanged iff it
-   maps the first l rows onto themselves -- any reordering within the first l and any
-   within the last m - l; one that swaps a valid row with a masked one changes it.
-3. "dog bites man" vs "man bites dog": a self-attention encoder without positions is
-   permutation equivariant, and cross-attention is invariant to permuting its source, so
-   the decoder output is identical; adding sinusoidal positions to the source embeddings
-   before the encoder makes them differ.  Word order must enter through positional
-   information (or any order-aware layer) before or inside the encoder.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex10_permute``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Exercise 11, random projections and readable maps.
 
-The letters of "attention" (queries) attend to the letters of "translation" (keys and
-values) with the text's random letter embeddings (seed, width 32), once plainly (the
-text's map) and once through a freshly initialised MultiHeadAttention with 4 heads
-(both computed by :mod:`attn_cli.experiments.crossattn`).  Head i scores
-
-    e^T W_i^(q)T W_i^(k) e' / sqrt(p),
-
-a bilinear form of the two embeddings.  It depends on the letters only, so in every head
-identical query letters give identical rows and identical key letters identical columns
-(and rows still sum to 1).  But the form is not e^T e': a letter need not score highest
-against itself, so "the matching letter wins" and the sharp / split / diffuse regimes of
-the plain map are lost.  A trained network's map shows what its W_q^T W_k favours, which
-need not be similarity of the inputs.
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex11_projections``.
 """
 
 from __future__ import annotations

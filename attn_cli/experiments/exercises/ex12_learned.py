@@ -1,18 +1,6 @@
 """Exercise 12, learned copy-both heads: train MultiHeadAttention(16 hidden) for h = 1, 2, 4, 8.
 
-Each example: one query e_3, keys e_1, e_2 (position markers), values [v_1; 0] and
-[v_2; 0] with v_1, v_2 ~ N(0, I_4) in R^4; the prediction is the first 8 coordinates of
-the layer's output and the target is [v_1; v_2].  Adam (lr 1e-2) on the squared error,
-batches of 256 fresh examples, ``train_steps`` steps per h, the same seed for every h;
-the relative error ||pred - t|| / ||t|| is measured on 4096 held-out examples.
-
-Keys and query are the same in every example, so each head's weights (alpha_1, alpha_2)
-are one pair for the whole task.  A head ends ``one-hot`` (largest weight >= 0.95),
-``duplicate`` (within 0.05 of another head's weights) or ``soft`` (distinct, not one-hot).
-By the proposition one head cannot go below sqrt(1/2); two distinct heads can reach 0.
-Every head starts near (0.5, 0.5), where any two heads' mixing matrix is nearly singular:
-the first steps barely separate the value pairs, and heads that leave (0.5, 0.5) in the
-same direction remain near-duplicates (harmless once two distinct heads exist).
+Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex12_learned``.
 """
 
 from __future__ import annotations
