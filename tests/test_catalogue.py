@@ -22,7 +22,6 @@ from click.testing import CliRunner
 from attn_cli import experiment_registry
 from attn_cli.cli import cli
 from attn_cli.published.types import Artifact, exact, num, rule
-from attn_cli.render import report
 
 from conftest import assert_png, assert_user_error, run_attn
 

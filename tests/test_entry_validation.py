@@ -1,7 +1,7 @@
 """Nothing read back is trusted blindly, everything written is escaped for its medium.
 
 Cache entries with a valid integrity check but wrong contents (issue 14 item 5, issue 19
-item 3) are refused by :mod:`attn_cli.schema` and the per-run / per-experiment checks, and
+item 3) are refused by :mod:`attn_cli.store.typed` and the per-run / per-experiment checks, and
 recomputed with a one-line note: never a traceback, a hang or a failed command.  Strings
 from data reach Markdown, a rich terminal and matplotlib as literal text.
 
@@ -20,9 +20,10 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from attn_cli import experiment_registry, pipeline, schema
+from attn_cli import experiment_registry, pipeline
+from attn_cli.store import typed as schema
 from attn_cli.store import cache, entries
-from attn_cli.schema import InvalidEntry
+from attn_cli.store.typed import InvalidEntry
 from tests.conftest import assert_png, run_attn, run_copy_task
 
 import attn_cli.experiments.copy_task as copy_task
@@ -139,25 +140,25 @@ def test_schema_accepts_exact_types_and_returns_them_as_read():
     assert type(back.items[0].x) is int  # an int where a float is hinted is kept as read (round trip)
 
 
-@pytest.mark.parametrize("mutate, reason", [
-    (setter("name", 3), "name: expected a string, got int"),
-    (setter("flag", 1), "flag: expected true or false, got int"),
-    (setter("items", 0, "x", "1.5"), "items[0].x: expected a number, got str"),
-    (setter("items", 0, "x", True), "items[0].x: expected a number, got bool"),
-    (setter("items", 0, "n", 2.0), "items[0].n: expected an integer, got float"),
-    (setter("items", 0, "n", False), "items[0].n: expected an integer, got bool"),
+@pytest.mark.parametrize("mutate, reason", [  # msgspec's words, after the path
+    (setter("name", 3), "name: expected `str`, got `int`"),
+    (setter("flag", 1), "flag: expected `bool`, got `int`"),
+    (setter("items", 0, "x", "1.5"), "items[0].x: expected `int | float`, got `str`"),
+    (setter("items", 0, "x", True), "items[0].x: expected `int | float`, got `bool`"),
+    (setter("items", 0, "n", 2.0), "items[0].n: expected `int`, got `float`"),
+    (setter("items", 0, "n", False), "items[0].n: expected `int`, got `bool`"),
     (setter("items", 1, "x", math.nan), "items[1].x: expected a finite number, got nan"),
     (setter("items", 1, "x", math.inf), "items[1].x: expected a finite number, got inf"),
-    (setter("items", 3), "items: expected a list, got int"),
-    (setter("pair", [1, "b", 2]), "pair: expected 2 items, got 3"),
-    (setter("pair", ["1", "b"]), "pair[0]: expected an integer, got str"),
-    (setter("maybe", "x"), "maybe: expected a number, got str"),
+    (setter("items", 3), "items: expected `array`, got `int`"),
+    (setter("pair", [1, "b", 2]), "pair: expected `array` of length 2, got 3"),
+    (setter("pair", ["1", "b"]), "pair[0]: expected `int`, got `str`"),
+    (setter("maybe", "x"), "maybe: expected `int | float | null`, got `str`"),
     (setter("extra", "k", 0, math.nan), "extra.k[0]: expected a finite number"),
     (setter("extra", json.loads("[" * 40 + "]" * 40)), "nested deeper than"),
-    (setter("table", "t", [[1.0]]), "table.t[0]: expected a number, got list"),
-    (setter("items", 0, "zzz", 1), "items[0].zzz: unknown field of Inner"),
-    (lambda d: d.pop("flag"), "flag: missing"),
-    (setter("unknown", 1), "unknown: unknown field of Outer"),
+    (setter("table", "t", [[1.0]]), "expected `int | float`, got `array`"),
+    (setter("items", 0, "zzz", 1), "items[0]: object contains unknown field `zzz`"),
+    (lambda d: d.pop("flag"), "object missing required field `flag`"),
+    (setter("unknown", 1), "object contains unknown field `unknown`"),
 ])
 def test_schema_refuses_every_mismatch_with_its_path(mutate, reason):
     data = copy.deepcopy(GOOD)
@@ -225,15 +226,15 @@ def _mutated(entry: Entry, mutate) -> str:
 
 
 COPY_TASK_CASES = {  # the issue's cases first, then one per rule of check_outcome
-    "final_loss a string": (setter("final_loss", "abc"), "final_loss: expected a number, got str"),
-    "weights of strings": (setter("example_weights", [["x"]]), "example_weights[0][0]: expected a number, got str"),
-    "diagonal a string": (setter("diagonal", "lots"), "diagonal: expected a number, got str"),
+    "final_loss a string": (setter("final_loss", "abc"), "final_loss: expected `int | float`, got `str`"),
+    "weights of strings": (setter("example_weights", [["x"]]), "example_weights[0][0]: expected `int | float`, got `str`"),
+    "diagonal a string": (setter("diagonal", "lots"), "diagonal: expected `int | float | null`, got `str`"),
     "100,000-row map": (setter("example_weights", [[1.0]] * 100_000),  # or a size bound on reading, first
                         ("example_weights: expected 3 items, got 100000", "allowed")),
     "NaN accuracy": (setter("free_running", math.nan), "free_running: expected a finite number, got nan"),
     "planted engine": (setter("engine", HOSTILE_ENGINE), "engine: 'fast<img"),
     "accuracy above 1": (setter("exact", 1.5), "exact[0]: 1.5 is outside [0.0, 1.0]"),
-    "accuracy a bool": (setter("teacher_forced", True), "teacher_forced: expected a number, got bool"),
+    "accuracy a bool": (setter("teacher_forced", True), "teacher_forced: expected `int | float`, got `bool`"),
     "infinite loss": (setter("final_loss", math.inf), "final_loss: expected a finite number"),
     "negative seconds": (setter("seconds", -1.0), "seconds[0]: -1.0 is outside"),
     "planted isa": (setter("isa", "<b>AVX</b>"), "isa: unknown ISA"),
@@ -246,9 +247,9 @@ COPY_TASK_CASES = {  # the issue's cases first, then one per rule of check_outco
     "weight above 1": (setter("example_weights", 1, 1, 2.0), "example_weights[1][1]: 2.0 is outside"),
     "diagonal missing": (setter("diagonal", None), "diagonal: missing for the attention model"),
     "diagonal above 1": (setter("diagonal", 3.0), "diagonal[0]: 3.0 is outside"),
-    "unknown field": (setter("losses", [1.0]), "losses: unknown field of RunOutcome"),
-    "missing field": (lambda d: d.pop("final_loss"), "final_loss: missing"),
-    "accuracy a list": (setter("free_running", [0.5]), "free_running: expected a number, got list"),
+    "unknown field": (setter("losses", [1.0]), "object contains unknown field `losses`"),
+    "missing field": (lambda d: d.pop("final_loss"), "object missing required field `final_loss`"),
+    "accuracy a list": (setter("free_running", [0.5]), "free_running: expected `int | float`, got `array`"),
 }
 
 
@@ -352,25 +353,25 @@ def test_a_fresh_result_passes_its_own_validation(fresh, name):
 
 
 RESULT_CASES = [  # (experiment, mutation, reason): the issue's, then one per rule of each validate_result
-    ("embeddings", setter("distance", "1.5"), "distance: expected a number, got str"),
-    ("embeddings", setter("bank_outputs", 3), "bank_outputs: expected a list, got int"),
+    ("embeddings", setter("distance", "1.5"), "distance: expected `int | float`, got `str`"),
+    ("embeddings", setter("bank_outputs", 3), "bank_outputs: expected `array`, got `int`"),
     ("embeddings", setter("tokens", 0, 0, "<script>"), "tokens: not the text's sentences"),
     ("embeddings", setter("static_bank", [0.5]), "static_bank: expected 6 items, got 1"),
     ("embeddings", setter("bank_outputs", 1, [0.0]), "bank_outputs[1]: expected 6 items, got 1"),
     ("embeddings", setter("weights", 0, [[0.2]] * 100_000), "weights[0]: expected 5 items, got 100000"),
     ("embeddings", setter("weights", 1, 0, 0, 7.0), "weights[1][0][0]: 7.0 is outside"),
-    ("copy_both", setter("one_head", 0, "error", "0.7"), "one_head[0].error: expected a number, got str"),
-    ("copy_both", setter("curve", "a", 7), "curve.a: expected a list, got int"),
+    ("copy_both", setter("one_head", 0, "error", "0.7"), "one_head[0].error: expected `int | float`, got `str`"),
+    ("copy_both", setter("curve", "a", 7), "curve.a: expected `array`, got `int`"),
     ("copy_both", lambda d: d["two_heads"].pop(), "two_heads: expected 2 items, got 1"),
     ("copy_both", setter("one_head", 0, "x", 1.0), "one_head[0]: expected the fields a, b, error"),
     ("copy_both", lambda d: d["curve"].pop("driver"), "curve: expected the fields"),
     ("copy_both", setter("curve", "one_head", [0.7] * 100_000), "curve.one_head: expected 11 items, got 100000"),
     ("copy_both", setter("theory", math.nan), "theory: expected a finite number, got nan"),
-    ("sqrt_dk", setter("rows", 0, "std", "big"), "rows[0].std: expected a number, got str"),
+    ("sqrt_dk", setter("rows", 0, "std", "big"), "rows[0].std: expected `int | float`, got `str`"),
     ("sqrt_dk", lambda d: d["rows"].pop(), "rows: not one row per --d-k value"),
     ("sqrt_dk", setter("rows", 1, "max_weight_scaled", 1.5), "rows[1].max_weight[1]: 1.5 is outside"),
     ("exercises", setter("ex2", "sweeps", 0, "points", 0, "error", "x"), "ex2.sweeps[0].points[0].error: expected"),
-    ("exercises", setter("ex11", "plain", 5), "ex11.plain: expected a list, got int"),
+    ("exercises", setter("ex11", "plain", 5), "ex11.plain: expected `array`, got `int`"),
     ("exercises", setter("ex3", {"value_dim": 1, "samples": 1}), "ex3: present but not selected"),
     ("exercises", setter("ex2", None), "ex2: selected but missing"),
     ("exercises", lambda d: d["ex2"]["sweeps"][1]["points"].pop(), "ex2.sweeps[1].points: not one point per epsilon"),
@@ -446,8 +447,8 @@ def test_attn_all_recomputes_forged_results_and_exits_0(fresh, tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     stderr = " ".join(proc.stderr.split())  # as one line, however the console wrapped it
     assert "embeddings: cache entry" in stderr and "copy_both: cache entry" in stderr
-    assert "distance: expected a number, got str); recomputing it" in stderr
-    assert "one_head: expected a list, got int); recomputing it" in stderr
+    assert "distance: expected `int | float`, got `str`); recomputing it" in stderr
+    assert "one_head: expected `array`, got `int`); recomputing it" in stderr
     assert "failed" not in stderr
 
 

@@ -62,9 +62,9 @@ class Result(MeasuredResult):
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.schema`): the text's
+    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.store.typed`): the text's
     sentences, d-wide vectors, one n x n map of weights per sentence."""
-    from attn_cli.schema import check, check_grid, check_len, check_range
+    from attn_cli.store.typed import check, check_grid, check_len, check_range
 
     tokens = [s.split() for s in SENTENCES]
     check(result.tokens == tokens, "tokens", "not the text's sentences")

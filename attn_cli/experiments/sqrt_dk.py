@@ -114,7 +114,7 @@ def _softmax_stats(logits):
 
 def validate_result(result: Result, config: Config) -> None:
     """A cached Result has one row per d_k of ``config``, in order, weights in [0, 1]."""
-    from attn_cli.schema import check, check_range
+    from attn_cli.store.typed import check, check_range
 
     check([r.d_k for r in result.rows] == list(config.d_k), "rows", "not one row per --d-k value")
     for i, r in enumerate(result.rows):

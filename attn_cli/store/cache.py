@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterator
 
-from attn_cli import schema
+from attn_cli.store import typed
 from attn_cli.store import private
 from attn_cli.store.keys import digest
 
@@ -113,7 +113,7 @@ class Cache:
             return None
         body = self._verified(data)
         try:
-            obj = schema.parse_json(body)  # nested at most schema.MAX_DEPTH deep: never RecursionError
+            obj = typed.parse_json(body)  # nested at most typed.MAX_DEPTH deep: never RecursionError
         except ValueError as exc:  # signed by us, so damaged by our own bug
             raise Refused(str(exc)) from None
         if not isinstance(obj, dict) or obj.get("key") != key or "payload" not in obj:

@@ -2,7 +2,7 @@
 
 :func:`load_result` and :func:`store_result` keep an experiment's Result; :class:`Pieces` keeps
 its pieces of work (the copy task: each training run); :func:`revive` reads JSON data back into
-a type, every value checked (:func:`attn_cli.schema.revive`)."""
+a type, every value checked (:func:`attn_cli.store.typed.revive`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from attn_cli import schema
-from attn_cli.schema import InvalidEntry
+from attn_cli.store import typed
+from attn_cli.store.typed import InvalidEntry
 from attn_cli.store.cache import RESULT_MAX_BYTES, Cache, Refused, cache_path
 
 def load_result(store: Cache, name: str, key: dict, result_type: type,
@@ -96,6 +96,6 @@ class Pieces:
 
 def revive(tp: Any, data: Any) -> Any:
     """JSON data (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every value
-    checked against its type hint (:func:`attn_cli.schema.revive`: exact types, finite numbers,
+    checked against its type hint (:func:`attn_cli.store.typed.revive`: exact types, finite numbers,
     fixed lengths, no unknown or missing fields); raises :class:`InvalidEntry` otherwise."""
-    return schema.revive(tp, data)
+    return typed.revive(tp, data)

@@ -18,7 +18,7 @@ from attn_cli.store import cache as results_cache
 from attn_cli.store import entries, keys
 from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
 from attn_cli.experiments.copy_task.config import ENGINES, METRICS
-from attn_cli.schema import check, check_grid, check_len, check_range
+from attn_cli.store.typed import check, check_grid, check_len, check_range
 
 CACHE_SUBDIR = Path("copy_task")  # the entries' folder in the cache
 CACHE_FORMAT = 4  # bump when the cached fields change
@@ -55,7 +55,7 @@ def load_cached(store: entries.Pieces, key: dict) -> RunOutcome | None:
     """The cached outcome for ``key`` if it is complete and was made for it; else None (none
     stored, or ``store.reuse`` False).
 
-    Raises ValueError (:class:`attn_cli.store.cache.Refused` or :class:`~attn_cli.schema.InvalidEntry`,
+    Raises ValueError (:class:`attn_cli.store.cache.Refused` or :class:`~attn_cli.store.typed.InvalidEntry`,
     with the reason) for an entry that exists but cannot be trusted: its HMAC, size or key, a
     value of the wrong type, or one the run's spec rules out (:func:`check_outcome`).
     """

@@ -12,7 +12,7 @@ from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_digest
 from attn_cli.experiments.copy_task.cluster_worker import FIELD_CHARS, TOPIC, train_on_worker
-from attn_cli.schema import InvalidEntry, revive
+from attn_cli.store.typed import InvalidEntry, revive
 
 RETRIES = 2  # Dask retries of a run whose task raised (a killed worker's run is rescheduled by the scheduler)
 CONNECT_TIMEOUT_S = 10.0  # a scheduler whose handshake has not answered by then is named as not answering

@@ -107,8 +107,8 @@ def run(config: Config, progress=None) -> Result:
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result has the exercise's two sweeps, one point per epsilon (:mod:`attn_cli.schema`)."""
-    from attn_cli.schema import check, check_len
+    """A cached Result has the exercise's two sweeps, one point per epsilon (:mod:`attn_cli.store.typed`)."""
+    from attn_cli.store.typed import check, check_len
 
     check_len(result.sweeps, len(SWEEPS), "sweeps")
     for i, (sweep, (_, epsilons)) in enumerate(zip(result.sweeps, SWEEPS)):

@@ -98,7 +98,7 @@ def run(config: Config, progress=None) -> Result:
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result has one row per head count (:mod:`attn_cli.schema`)."""
-    from attn_cli.schema import check
+    """A cached Result has one row per head count (:mod:`attn_cli.store.typed`)."""
+    from attn_cli.store.typed import check
 
     check([r.h for r in result.rows] == list(HEADS), "rows", "not one row per head count")

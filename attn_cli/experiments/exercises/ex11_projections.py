@@ -85,8 +85,8 @@ def run(config: Config, progress=None) -> Result:
 
 def validate_result(result: Result, config: Config) -> None:
     """A cached Result holds the text's words, an n_q x n_k map for the plain layer and each of
-    the HEADS heads, weights in [0, 1], one set of properties per map (:mod:`attn_cli.schema`)."""
-    from attn_cli.schema import check, check_grid, check_len, check_range
+    the HEADS heads, weights in [0, 1], one set of properties per map (:mod:`attn_cli.store.typed`)."""
+    from attn_cli.store.typed import check, check_grid, check_len, check_range
 
     check(result.queries == list(QUERY_WORD) and result.keys == list(KEY_WORD), "queries", "not the text's words")
     n_q, n_k = len(QUERY_WORD), len(KEY_WORD)
