@@ -69,9 +69,10 @@ def kernel_variants() -> list[str]:
     """The kernel variants this CPU runs, widest first."""
     from attn_cli.core import numerics
     from attn_cli.core.copy_fast import kernel
+    from attn_cli.core.copy_fast import kernel_build
 
     flags = numerics.cpu_flags()
-    return [v for v in ("avx512", "avx2") if numerics.is_x86_64() and kernel.VARIANT_NEEDS[v] <= flags]
+    return [v for v in ("avx512", "avx2") if numerics.is_x86_64() and kernel_build.VARIANT_NEEDS[v] <= flags]
 
 
 def kernel_step_seconds(lib, spec, steps: int) -> float:
@@ -102,6 +103,7 @@ def kernel_table(peak: float, lengths, model: str, hidden: int, steps: int, roun
     by the machine's best moment against its own typical one.  ``peak`` (measured before, as
     the header line prints it) is not part of the ratio.  Returns the table and that peak."""
     from attn_cli.core.copy_fast import kernel
+    from attn_cli.core.copy_fast import kernel_build
 
     variants = kernel_variants()
     libs = {v: kernel.load_variant(v) for v in variants}
@@ -210,6 +212,8 @@ def main(argv=None) -> int:
         print(f"[fast]  seed {args.seeds[0]} alone: {single_wall:.1f} s wall; end, {load()}", flush=True)
 
     from attn_cli.core.copy_fast import kernel
+
+    from attn_cli.core.copy_fast import kernel_build
 
     kernel.load()  # built (or read from the cache) before the clock starts: a build is once per source
     print(f"[fast]  kernel variant {kernel.kernel_isa() or 'none: ' + str(kernel.load_error())}", flush=True)

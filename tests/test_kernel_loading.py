@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli.core.copy_fast import kernel
+from attn_cli.core.copy_fast import kernel, kernel_build
 
-needs_cc = pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler")
+needs_cc = pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler")
 
 PLANTED = r"""
 #include <stdio.h>
@@ -38,7 +38,7 @@ def _plant(path: Path, marker: Path) -> None:
     """Compile a library whose constructor writes ``marker`` when it is loaded."""
     src = path.with_suffix(".c")
     src.write_text(PLANTED.replace("MARKER", f'"{marker}"'))
-    subprocess.run([kernel._compiler(), "-shared", "-fPIC", str(src), "-o", str(path)], check=True)
+    subprocess.run([kernel_build._compiler(), "-shared", "-fPIC", str(src), "-o", str(path)], check=True)
     src.unlink()
 
 
@@ -50,7 +50,7 @@ def _chosen() -> Path:
 
 
 def _so_name() -> str:
-    return f"copy_fast_{kernel.build_key(kernel._compiler())}.so"
+    return f"copy_fast_{kernel_build.build_key(kernel_build._compiler())}.so"
 
 
 def test_the_cache_folder_is_created_private(fresh, capsys):
@@ -128,8 +128,8 @@ def test_a_planted_library_is_never_loaded(fresh):
     lib = kernel.load()
     assert lib is not None and lib.param_count(1, 32) > 0, kernel.load_error()
     assert not marker.exists()
-    assert kernel.sha256_of(so) == (folder / (so.name + ".sha256")).read_text().strip()
-    assert kernel.loaded() == (None, kernel.sha256_of(so))  # a fresh build
+    assert kernel_build.sha256_of(so) == (folder / (so.name + ".sha256")).read_text().strip()
+    assert kernel.loaded() == (None, kernel_build.sha256_of(so))  # a fresh build
     # and the planted fixed fallback of old is ignored as well
     assert _chosen() != Path(tempfile.gettempdir()) / "attn_cli_kernels"
 
@@ -144,10 +144,10 @@ def test_a_symlinked_library_with_a_matching_record_is_never_loaded(fresh):
     _plant(elsewhere, marker)
     so = folder / _so_name()
     so.symlink_to(elsewhere)
-    (folder / (so.name + ".sha256")).write_text(kernel.sha256_of(elsewhere))
+    (folder / (so.name + ".sha256")).write_text(kernel_build.sha256_of(elsewhere))
     lib = kernel.load()
     assert lib is not None and lib.param_count(1, 32) > 0 and not marker.exists()
-    assert not so.is_symlink() and kernel.loaded()[1] == kernel.sha256_of(so) != kernel.sha256_of(elsewhere)
+    assert not so.is_symlink() and kernel.loaded()[1] == kernel_build.sha256_of(so) != kernel_build.sha256_of(elsewhere)
 
 
 @needs_cc
@@ -156,7 +156,7 @@ def test_a_verified_library_is_loaded_from_the_cache(fresh):
     kernel._reset_for_tests()
     lib = kernel.load()
     so = kernel.cache_folder() / _so_name()
-    assert lib is not None and kernel.loaded() == (so, kernel.sha256_of(so))
+    assert lib is not None and kernel.loaded() == (so, kernel_build.sha256_of(so))
     assert lib._name.startswith("/proc/self/fd/") or Path(lib._name).parent.parent == private_scratch()
 
 
@@ -165,7 +165,7 @@ def test_a_corrupt_library_with_a_matching_record_is_rebuilt(fresh):
     folder = _chosen()
     so = folder / _so_name()
     so.write_bytes(b"\x7fELF not really")
-    (folder / (so.name + ".sha256")).write_text(kernel.sha256_of(so))
+    (folder / (so.name + ".sha256")).write_text(kernel_build.sha256_of(so))
     lib = kernel.load()  # CDLL raises OSError on the corrupt bytes: rebuilt, loaded
     assert lib is not None and lib.param_count(1, 32) > 0
     assert kernel.load_error() is None and kernel.loaded()[0] is None
@@ -181,8 +181,8 @@ def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys
         raise OSError("copy_fast.so: failed to map segment from shared object")
 
     monkeypatch.setattr(kernel, "_bind", noexec)
-    monkeypatch.setattr(kernel, "_build", lambda cc, into, which=None: b"\x7fELF")
-    monkeypatch.setattr(kernel, "_compiler", lambda: "cc")
+    monkeypatch.setattr(kernel_build, "_build", lambda cc, into, which=None: b"\x7fELF")
+    monkeypatch.setattr(kernel_build, "_compiler", lambda: "cc")
     assert kernel.load() is None and kernel.load() is None
     assert "failed to map segment" in kernel.load_error()
     spec = RunSpec(model="attention", length=3, steps=2, eval_size=8, batch_size=4, hidden=4)
@@ -193,7 +193,7 @@ def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys
 
 
 def test_no_compiler_falls_back_too(fresh, monkeypatch, capsys):
-    monkeypatch.setattr(kernel, "_compiler", lambda: None)
+    monkeypatch.setattr(kernel_build, "_compiler", lambda: None)
     assert kernel.load() is None and kernel.load_error() == "no C compiler found"
     assert "PyTorch ops" in capsys.readouterr().err
 
@@ -223,11 +223,11 @@ def test_a_world_writable_cache_home_builds_elsewhere_and_writes_nothing_there(t
 
 
 def test_the_build_key_covers_compiler_version_and_cpu(monkeypatch):
-    base = kernel.build_key("cc")
-    monkeypatch.setattr(kernel, "compiler_version", lambda cc: "cc (GCC) 99.0")
-    other_cc = kernel.build_key("cc")
-    monkeypatch.setattr(kernel, "cpu_features", lambda: "fpu sse2")
-    other_cpu = kernel.build_key("cc")
+    base = kernel_build.build_key("cc")
+    monkeypatch.setattr(kernel_build, "compiler_version", lambda cc: "cc (GCC) 99.0")
+    other_cc = kernel_build.build_key("cc")
+    monkeypatch.setattr(kernel_build, "cpu_features", lambda: "fpu sse2")
+    other_cpu = kernel_build.build_key("cc")
     assert len({base, other_cc, other_cpu}) == 3
 
 
@@ -259,28 +259,28 @@ AVX512_HOST = AVX2_HOST | {"avx512f", "avx512cd", "avx512bw", "avx512vl", "avx51
 
 
 def test_the_build_key_differs_between_numeric_modes(monkeypatch):
-    monkeypatch.setattr(kernel, "compiler_version", lambda cc: "cc (GCC) 12.2.0")
-    assert kernel.build_key("cc", "portable") != kernel.build_key("cc", "native")
-    assert kernel.build_key("cc", "portable") == kernel.build_key("cc", "portable")
+    monkeypatch.setattr(kernel_build, "compiler_version", lambda cc: "cc (GCC) 12.2.0")
+    assert kernel_build.build_key("cc", "portable") != kernel_build.build_key("cc", "native")
+    assert kernel_build.build_key("cc", "portable") == kernel_build.build_key("cc", "portable")
 
 
 def test_portable_flags_never_target_the_host(monkeypatch):
-    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)
-    avx2 = kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST)
+    monkeypatch.setattr(kernel_build, "accepts", lambda cc, flags: True)
+    avx2 = kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST)
     assert avx2 == ["-march=x86-64-v3"]
     # the widest variant: the same bits as the AVX2 one (tests/test_kernel_variants.py)
-    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX512_HOST) == ["-march=x86-64-v4",
+    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX512_HOST) == ["-march=x86-64-v4",
                                                                                         "-mprefer-vector-width=512"]
-    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=frozenset({"sse2"})) == []
-    assert kernel.isa_flags("cc", "portable", machine="aarch64", flags=frozenset({"asimd"})) == []
-    assert kernel.isa_flags("cc", "native", machine="x86_64", flags=AVX512_HOST) == ["-march=native"]
-    assert not any("native" in flag for flag in kernel.compile_flags("cc", "portable"))
-    assert "-march=native" in kernel.compile_flags("cc", "native")
+    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=frozenset({"sse2"})) == []
+    assert kernel_build.isa_flags("cc", "portable", machine="aarch64", flags=frozenset({"asimd"})) == []
+    assert kernel_build.isa_flags("cc", "native", machine="x86_64", flags=AVX512_HOST) == ["-march=native"]
+    assert not any("native" in flag for flag in kernel_build.compile_flags("cc", "portable"))
+    assert "-march=native" in kernel_build.compile_flags("cc", "native")
 
 
 def test_a_compiler_without_x86_64_v3_gets_avx2_and_fma(monkeypatch):
-    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: "-march=x86-64-v3" not in flags)
-    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST) == ["-mavx2", "-mfma"]
+    monkeypatch.setattr(kernel_build, "accepts", lambda cc, flags: "-march=x86-64-v3" not in flags)
+    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST) == ["-mavx2", "-mfma"]
 
 
 def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
@@ -292,13 +292,13 @@ def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
         calls.append(argv)
         return subprocess.CompletedProcess(argv, 1, "", "stop here")
 
-    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)  # no probe through the fake
-    monkeypatch.setattr(kernel, "_compile", fake_run)  # the build's one compiler call
+    monkeypatch.setattr(kernel_build, "accepts", lambda cc, flags: True)  # no probe through the fake
+    monkeypatch.setattr(kernel_build, "_compile", fake_run)  # the build's one compiler call
     for mode in ("portable", "native"):
         monkeypatch.setenv("ATTN_NUMERICS", mode)
         with pytest.raises(RuntimeError, match="stop here"):
-            kernel._build("cc", fresh)
-        assert calls[-1][1:-4] == kernel.compile_flags("cc", mode)
+            kernel_build._build("cc", fresh)
+        assert calls[-1][1:-4] == kernel_build.compile_flags("cc", mode)
     assert not any("native" in flag for flag in calls[0])
 
 
@@ -310,13 +310,13 @@ def test_the_source_ships_as_package_data():
     import re
     import tomllib
 
-    sources = kernel.c_sources()
-    assert list(sources) == list(kernel.SOURCES) and all(sources.values())
+    sources = kernel_build.c_sources()
+    assert list(sources) == list(kernel_build.SOURCES) and all(sources.values())
     included = set(re.findall(r'#include "([^"]+)"', "".join(sources.values())))
-    assert included <= set(kernel.SOURCES)
+    assert included <= set(kernel_build.SOURCES)
     root = Path(kernel.__file__).resolve().parents[3]
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert all(any(fnmatch.fnmatch(name, p) for p in patterns[kernel.__package__]) for name in kernel.SOURCES)
+    assert all(any(fnmatch.fnmatch(name, p) for p in patterns[kernel.__package__]) for name in kernel_build.SOURCES)
 
 
 def _copy_task_json(out, **env):
