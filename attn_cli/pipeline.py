@@ -77,35 +77,15 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
         threads: int | None = 1, numerics: str | None = None, keep: list | None = None) -> Run:
     """Run one experiment, compare it once, write its figures (the path of every command).
 
-    ``config`` is first checked (:func:`check`).  ``cache_root``: the per-user cache folder
-    (:mod:`attn_cli.store.cache`; a callable is called after the checks, so a command that is
-    refused makes no folder): an experiment that declares ``CACHED`` keeps its Result there,
-    keyed by its config and a digest of the code that computes it; one that declares
-    ``CACHES_PIECES`` (the copy task: each training run cached on its own, so an interrupted
-    run resumes) gets the same opened cache as ``run(config, progress, store=Pieces)``
-    (:class:`attn_cli.store.entries.Pieces`).  ``use_cache=False`` recomputes and overwrites.  An entry
-    that cannot be trusted is recomputed, with a note in ``Run.notes``.
-
-    ``progress`` hears the experiment's Progress events; ``display(config)``, where given,
-    is a block (a progress display) opened after the checks that yields that callback instead.
-    ``judged``: compare the Result with the published values of its catalogue IDs
-    (``Run.outcomes``); False leaves it to the caller (``attn all`` and ``attn verify`` judge
-    the selected checks of every run together: :func:`compare`).  ``out``: write the figures
-    and the numbers beside them there, in each of ``formats`` (``Run.files``).
-
-    An experiment that raises (its checks included) is recorded in ``Run.error`` with
-    ``keep_going``, else the error propagates; a failed write (disk full, read-only) and
-    KeyboardInterrupt always propagate.
-
-    ``threads``: torch's intra-op threads while it runs (restored after; None: left as they
-    are).  One by default: every experiment's tensors are small (the texts' sizes), where
-    intra-op threads only add synchronisation, and on a shared machine they collapse
-    (measured on the 2-core machine under load: the D2L exercises at quick sizes take 7 s on
-    one thread, 131 s on two).  The copy task parallelises over processes or its own threads,
-    one core per run.
-
-    ``numerics``: the numeric mode the command applied (``Common.numerics``), recorded in the
-    cache key; None: this process's (:func:`attn_cli.core.numerics.current_mode`).
+    ``config`` is checked first. ``cache_root``: the per-user cache (a callable is called after
+    the checks, so a refused command makes no folder); a ``CACHED`` experiment keeps its Result
+    there, a ``CACHES_PIECES`` one gets the opened cache as ``store``; an untrusted entry is
+    recomputed with a note. ``display(config)`` opens a progress block yielding ``progress``.
+    ``judged``: compare with the published values (else the caller does). ``out``: write the
+    figures there in ``formats``. ``keep_going`` records an experiment's error in
+    ``Run.error``; a failed write and KeyboardInterrupt always propagate. ``threads``: torch's
+    intra-op threads while it runs (one by default: the texts' tensors are small; see
+    benchmarks/RESULTS.md). ``numerics``: the mode the command applied, in the cache key.
     """
     run = Run(exp, config, unjudged)
     start = time.perf_counter()

@@ -25,6 +25,11 @@ _SESSION_CACHE = tempfile.mkdtemp(prefix="attn-test-cache-")  # 0700, ours
 atexit.register(shutil.rmtree, _SESSION_CACHE, True)
 os.environ["ATTN_CACHE_DIR"] = os.path.join(_SESSION_CACHE, "cache")
 
+# rich fixes a console's width for good when COLUMNS is set as it is made: make attn's consoles
+# here, with none set, so that each in-process command sees the COLUMNS its test gives it
+# (whatever test happens to import them first, in whatever worker)
+os.environ.pop("COLUMNS", None)
+import attn_cli.render.console  # noqa: E402,F401
 
 
 def pytest_report_header(config) -> list[str]:

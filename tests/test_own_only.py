@@ -234,6 +234,15 @@ def test_no_scratch_folder_is_left_in_tmpdir_and_a_relative_xdg_is_ignored(tmp_p
         assert os.listdir(work) == [], (command, os.listdir(work))  # nothing under a relative XDG folder
 
 
+def test_a_deep_tmpdir_still_trains(tmp_path):
+    """The fork server's socket lives under TMPDIR: past AF_UNIX's 107 bytes the copy task's
+    workers are spawned instead (once a traceback)."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True, mode=0o700)
+    proc = attn(*TINY_COPY, "--out", tmp_path / "out", env=env_without_cache(TMPDIR=str(deep)))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
 # --------------------------------------------------------------------------- messages
 
 

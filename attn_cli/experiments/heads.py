@@ -131,11 +131,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         matches = bool(torch.allclose(mine, theirs, atol=1e-5))
         max_diff = float((mine - theirs).abs().max())
 
-        w9_params = []
-        for heads in config.heads:
-            dm = config.d_model
-            w9_params.append({"heads": heads, "params": count_parameters(nn.MultiheadAttention(dm, heads)),
-                              "formula": 4 * dm * dm + 4 * dm, "head_size": dm // heads})
+        dm = config.d_model
+        w9_params = [{"heads": heads, "params": count_parameters(nn.MultiheadAttention(dm, heads)),
+                      "formula": 4 * dm * dm + 4 * dm, "head_size": dm // heads} for heads in config.heads]
 
         # D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected)
         torch.manual_seed(config.seed)

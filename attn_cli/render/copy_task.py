@@ -80,13 +80,35 @@ def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
 
 def tables(result, outcomes: Outcomes) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    o = outcomes
-    cfg = result.config
-    seeds = tuple(cfg["seeds"]) or (cfg["seed"],)
-    several = len(seeds) > 1
-    models = [m for m in ("attention", "plain") if any(c["model"] == m for c in result.cells)]
-    comparable = _cells_judged(o)
+    seeds = tuple(result.config["seeds"]) or (result.config["seed"],)
+    comparable = _cells_judged(outcomes)
+    out: list = [_cells_table(result, outcomes, seeds, comparable)]
+    if len(seeds) > 1:
+        out.append(_runs_table(result))
+    if not comparable:
+        out.append(_not_judged_line(outcomes))
+    out.append(f"note: {TOLERANCE_NOTE}.")
+    if any(c["model"] == "plain" for c in result.cells):
+        quoted = ", ".join(f"{v:g} at {L}" for L, v in _published_points(outcomes, "plain", "free_running"))
+        out.append(f"plain: Week 8's encoder-decoder without attention; W9 quotes only its free-running "
+                   f"accuracy ({quoted}).")
+    if result.maps:
+        out.append(_map_line(result, outcomes.get(MAP_RULE_ID), len(seeds)))
     engines = sorted({r["engine"] for r in result.rows})
+    computed = [r for r in result.runs if not r["cached"]]
+    notes = {"exact": "exact engine: bit-identical to the W9 2.3 program run with the same pinned CPU kernels",
+             "fast": "fast engine: the exact engine's seed distribution, not its bits"}
+    out.append(f"{len(result.runs)} runs: {len(result.runs) - len(computed)} cached, {len(computed)} computed; "
+               f"{result.seconds:.1f} s wall; {'; '.join(notes[e] for e in engines)}.")
+    return out
+
+
+def _cells_table(result, outcomes: Outcomes, seeds: tuple, comparable: bool) -> Table:
+    """One row per length and model, one column per metric; each cell marked by its check."""
+    cfg = result.config
+    several = len(seeds) > 1
+    engines = sorted({r["engine"] for r in result.rows})
+    models = [m for m in ("attention", "plain") if any(c["model"] == m for c in result.cells)]
     title = (f"W9 2.3  copy task  (hidden {cfg['hidden_size']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
              f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, "
              + (f"seeds {' '.join(map(str, seeds))}" if several else f"seed {seeds[0]}")
@@ -103,28 +125,10 @@ def tables(result, outcomes: Outcomes) -> list:
         for i, model in enumerate(models):
             cell = result.cell(model, length)
             table.add_row(str(length) if i == 0 else "", MODEL_LABELS[model],
-                          *(_cell(cell[metric], cell["n"], o.get(check_id(model, length, metric)))
+                          *(_cell(cell[metric], cell["n"], outcomes.get(check_id(model, length, metric)))
                             for metric in METRICS),
                           end_section=(i == len(models) - 1 and len(models) > 1))
-    out: list = [table]
-    if several:
-        out.append(_runs_table(result))
-    if not comparable:
-        out.append(_not_judged_line(o))
-    out.append(f"note: {TOLERANCE_NOTE}.")
-    if "plain" in models:
-        quoted = ", ".join(f"{v:g} at {L}" for L, v in _published_points(o, "plain", "free_running"))
-        out.append(f"plain: Week 8's encoder-decoder without attention; W9 quotes only its free-running "
-                   f"accuracy ({quoted}).")
-    if result.maps:
-        out.append(_map_line(result, o.get(MAP_RULE_ID), len(seeds)))
-    computed = [r for r in result.runs if not r["cached"]]
-    notes = {"exact": "exact engine: bit-identical to the W9 2.3 program run with the same pinned CPU kernels",
-             "fast": "fast engine: the exact engine's seed distribution, not its bits"}
-    engine_note = "; ".join(notes[e] for e in engines)
-    out.append(f"{len(result.runs)} runs: {len(result.runs) - len(computed)} cached, {len(computed)} computed; "
-               f"{result.seconds:.1f} s wall; {engine_note}.")
-    return out
+    return table
 
 
 def _map_line(result, rule: Outcome | None, n_seeds: int) -> Text:

@@ -84,6 +84,28 @@ def _jitter(i: int, n: int, width: float) -> float:
     return 0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width
 
 
+def _cell(ax, e: dict, x: float, step: float, colour: str) -> None:
+    """One cell's seeds at ``x``: the interval as a band, its mean as a line, each seed a dot,
+    and the published value a diamond."""
+    iv, n = e["interval"], len(e["values"])
+    ax.fill_between([x - 0.42 * step, x + 0.42 * step], max(iv["low"], -0.02), min(iv["high"], 1.02),
+                    color=colour, alpha=0.18, linewidth=0)
+    ax.plot([x - 0.42 * step, x + 0.42 * step], [iv["mean"]] * 2, color=colour, lw=1)
+    ax.scatter([x + _jitter(i, n, 0.6 * step) for i in range(n)], e["values"], s=12 if n <= 16 else 6,
+               color=colour, alpha=0.85 if n <= 16 else 0.55, linewidths=0, zorder=3)
+    if e["published"] is not None:
+        ax.plot([x], [e["published"]], marker="D", markersize=8, markerfacecolor="none",
+                markeredgecolor="black", markeredgewidth=1.4, linestyle="none", zorder=4)
+
+
+def _engines(cfg: dict) -> str:
+    """"fast engine", or which engine trained the first seed and which the others."""
+    extra = cfg.get("extra_seed_engine")
+    if not extra or extra == cfg["engine"]:
+        return f"{cfg['engine']} engine"
+    return f"{cfg['engine']} engine for the first seed, {extra} for the others"
+
+
 def _figure(entries: list[dict], cfg: dict, path: Path, formats, keep: list | None = None) -> list[Path]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -100,17 +122,7 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats, keep: list | No
         for j, model in enumerate(models):
             offset = (j - (len(models) - 1) / 2) * step
             for e in (e for e in entries if e["model"] == model and e["metric"] == metric):
-                x = lengths.index(e["length"]) + offset
-                iv = e["interval"]
-                ax.fill_between([x - 0.42 * step, x + 0.42 * step], max(iv["low"], -0.02), min(iv["high"], 1.02),
-                                color=COLOURS[model], alpha=0.18, linewidth=0)
-                ax.plot([x - 0.42 * step, x + 0.42 * step], [iv["mean"]] * 2, color=COLOURS[model], lw=1)
-                n = len(e["values"])
-                ax.scatter([x + _jitter(i, n, 0.6 * step) for i in range(n)], e["values"], s=12 if n <= 16 else 6,
-                           color=COLOURS[model], alpha=0.85 if n <= 16 else 0.55, linewidths=0, zorder=3)
-                if e["published"] is not None:
-                    ax.plot([x], [e["published"]], marker="D", markersize=8, markerfacecolor="none",
-                            markeredgecolor="black", markeredgewidth=1.4, linestyle="none", zorder=4)
+                _cell(ax, e, lengths.index(e["length"]) + offset, step, COLOURS[model])
         ax.set_xticks(range(k), labels=[str(L) for L in lengths])
         ax.set_xlim(-0.6, k - 0.4)
         ax.set_ylim(-0.03, 1.05)
@@ -129,9 +141,6 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats, keep: list | No
     wide = fig.get_figwidth() >= 12  # one legend row where it fits, else two
     fig.legend(handles=handles, loc="lower center", ncol=len(handles) if wide else -(-len(handles) // 2), fontsize=8,
                frameon=False, bbox_to_anchor=(0.5, -0.01))
-    engines = cfg["engine"] if not cfg.get("extra_seed_engine") or cfg["extra_seed_engine"] == cfg["engine"] \
-        else f"{cfg['engine']} engine for the first seed, {cfg['extra_seed_engine']} for the others"
-    engines = engines if "engine" in engines else f"{engines} engine"
     fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
-                 f"{engines})", fontsize=10)
+                 f"{_engines(cfg)})", fontsize=10)
     return save_figure(fig, path, formats, keep=keep, tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})

@@ -47,11 +47,19 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     -> Outcome (computed from ``result`` when not given)."""
     from attn_cli.render.console import stdout
 
-    rule = outcomes["d2l-crossattn-map.regimes"]
-
-    cfg = result.config
     width = stdout.width if width is None else width
-    full = 4 * len(result.keys) + 28 <= width  # else: each row's peaks instead of every weight
+    agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
+    out = [_weights_table(result, full=4 * len(result.keys) + 28 <= width),
+           _regimes_table(result, outcomes["d2l-crossattn-map.regimes"]),
+           f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
+    if result.head_weights:
+        out.append(_heads_table(result))
+    return out
+
+
+def _weights_table(result, full: bool) -> Table:
+    """Every weight in % (``full``), or each row's peaks where the key word is too wide."""
+    cfg = result.config
     query, key = (repr(cfg[w]) for w in ("query_word", "key_word"))
     weights = Table(title=f"cross-attention weights in % (rows sum to 100): queries = {query} "
                           f"(rows), keys = {key}; d={cfg['d_model']}, seed {cfg['seed']}, "
@@ -64,8 +72,7 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     if not full:
         weights.add_column("peaks (key@position: weight)")
     for i, q in enumerate(result.queries):
-        peaks = result.peaks[i]
-        regime = result.regimes[i]
+        peaks, regime = result.peaks[i], result.regimes[i]
         tag = styled((regime, _REGIME_STYLE[regime]))
         if full:
             cells = [styled((f"{100 * w:.0f}", "bold")) if j in peaks and regime != "diffuse" else f"{100 * w:.0f}"
@@ -74,32 +81,34 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
         else:
             text = ", ".join(f"{label(result.keys[j])}@{j + 1}: {result.weights[i][j]:.2f}" for j in peaks[:4])
             weights.add_row(label(q), tag, text + (" ..." if len(peaks) > 4 else ""))
+    return weights
 
+
+def _regimes_table(result, rule) -> Table:
+    """The three regimes: their meaning, the query letters found, the text's letters."""
     summary = Table(title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
                           "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse")
-    summary.add_column("regime")
-    summary.add_column("meaning")
-    summary.add_column("query letters (regenerated)")
-    summary.add_column("published (attention vs translation)")
+    for header in ("regime", "meaning", "query letters (regenerated)", "published (attention vs translation)"):
+        summary.add_column(header)
     text_regimes = rule.published if rule.status != "n/a" else None  # the text's letters, at its settings
     found = result.regime_letters()
     for regime in ("sharp", "split", "diffuse"):
         summary.add_row(styled((regime, _REGIME_STYLE[regime])), _REGIME_TEXT[regime],
                         ", ".join(label(c) for c in found[regime]) or "-",
                         ", ".join(text_regimes[regime]) if text_regimes else "")
-    agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
-    out = [weights, summary, f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
-    if result.head_weights:
-        heads = Table(title=f"exercise 11: regimes per head after a fresh {cfg['heads']}-head layer "
-                            f"(random projections)")
-        heads.add_column("query", justify="center")
-        heads.add_column("plain")
-        for h in range(len(result.head_weights)):
-            heads.add_column(f"head {h + 1}")
-        for i, q in enumerate(result.queries):
-            heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
-        out.append(heads)
-    return out
+    return summary
+
+
+def _heads_table(result) -> Table:
+    heads = Table(title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer "
+                        f"(random projections)")
+    heads.add_column("query", justify="center")
+    heads.add_column("plain")
+    for h in range(len(result.head_weights)):
+        heads.add_column(f"head {h + 1}")
+    for i, q in enumerate(result.queries):
+        heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
+    return heads
 
 
 def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:

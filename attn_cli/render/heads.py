@@ -104,11 +104,9 @@ def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS, keep: list 
         box(x, in_y, 1.9, 0.55, f"{name}  (n, d={d})", "#eeeeee")
 
     proj_y, att_y, cat_y, out_y = 3.0, 5.2, 7.3, 9.2
-    xs = []
     for c, head in enumerate(shown):
         x0 = c * (col_w + gap)
         x = x0 + col_w / 2
-        xs.append(x)
         if head is None:
             ax.text(x, (proj_y + att_y) / 2, "· · ·", ha="center", va="center", fontsize=16)
             continue

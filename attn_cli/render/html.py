@@ -191,20 +191,24 @@ def _artifact(a, section: Section | None, manifest: dict, outcomes: list, shown_
         parts.append(f'<p class="banner fail"><strong>Failed:</strong> {esc(section.error)}</p>')
     elif section is not None:
         parts += _tables_and_figures(a, section, files, shown_tables)
-    if outcomes and quick:
+    if outcomes:
         parts.append(f'<details><summary>{len(outcomes)} published values (not judged in a quick run)'
-                     f"</summary>{checks_html(outcomes)}</details>")
-    elif outcomes:
-        parts.append(checks_html(outcomes))
-    data = [f for f in files if not any(fnmatch.fnmatch(f, f"*.{x}") for x in ("png", "svg", "pdf"))]
-    if section is not None:
-        data += [f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json")
-                 and _belongs(f, files)]
+                     f"</summary>{checks_html(outcomes)}</details>" if quick else checks_html(outcomes))
+    data = _data_files(section, files)
     if data:
         parts.append('<p class="data">Data: ' + ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in data)
                      + "</p>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _data_files(section: Section | None, files: Sequence[str]) -> list[str]:
+    """The artifact's files that are not figures, then its run's CSV and JSON that belong to it."""
+    data = [f for f in files if not any(fnmatch.fnmatch(f, f"*.{x}") for x in ("png", "svg", "pdf"))]
+    if section is not None:
+        data += [f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json")
+                 and _belongs(f, files)]
+    return data
 
 
 def _tables_and_figures(a, section: Section, files: Sequence[str], shown_tables: set[str]) -> list[str]:

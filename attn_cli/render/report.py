@@ -125,11 +125,8 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("margin", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=not wide)
-    reasons: dict[str, int] = {}
-    notes = []
-    skips: dict[str, None] = {}
+    reasons: dict[str, int] = {}  # reason -> footnote number
     group = None
-    limit = 16 if wide else 10
     for o in outcomes:
         name = o.check.id
         if not wide:
@@ -138,32 +135,35 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
                 table.add_row(styled((head, "bold")), "", "", "", "", "")
                 group = head
             name = "  " + name
-        if o.status == "skipped":
-            skips.setdefault(o.note)
-            status = o.note if wide else "skipped"
-        else:
-            status = status_text(o)
-        rule = _rule_text(o)
-        if o.check.reason:
-            rule += f" [{reasons.setdefault(o.check.reason, len(reasons) + 1)}]"
-        if o.status in ("fail", "n/a"):
-            notes.append(f"{o.check.id}: {o.note}")
-        margin = o.margin()
-        style = STATUS_STYLE["identity" if status == "identity" else o.status]
-        verdict = {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}[o.status]
-        table.add_row(name, _short(o.check.published, limit), _short(_first(o.regenerated), limit), rule,
-                      "" if margin is None else f"{margin['margin']:.3f}",
-                      styled((status, style), verdict="" if status == "identity" else verdict))
-    caption: list = []
-    if any(o.status == "pass" for o in outcomes):
-        caption.append((KIND_LEGEND + "\n", "dim"))
-    caption += [(f"[{number}] {reason}\n", "dim") for reason, number in reasons.items()]
-    caption += [(f"{note}: the value is shown, not judged against the text\n", "yellow") for note in skips]
-    for note in notes:
-        caption += [("FAIL ", "bold red"), note + "\n"]
-    if caption:
-        table.caption = styled(*caption[:-1], _rstrip(caption[-1]))
+        table.add_row(name, *_check_cells(o, wide, reasons))
+    table.caption = _verify_caption(outcomes, reasons)
     return table
+
+
+def _check_cells(o, wide: bool, reasons: dict[str, int]) -> list:
+    """published, regenerated, rule (with its footnote number), margin and status of one check."""
+    status = (o.note if wide else "skipped") if o.status == "skipped" else status_text(o)
+    rule = _rule_text(o)
+    if o.check.reason:
+        rule += f" [{reasons.setdefault(o.check.reason, len(reasons) + 1)}]"
+    margin = o.margin()
+    limit = 16 if wide else 10
+    style = STATUS_STYLE["identity" if status == "identity" else o.status]
+    verdict = "" if status == "identity" else {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}[o.status]
+    return [_short(o.check.published, limit), _short(_first(o.regenerated), limit), rule,
+            "" if margin is None else f"{margin['margin']:.3f}", styled((status, style), verdict=verdict)]
+
+
+def _verify_caption(outcomes: Sequence, reasons: dict[str, int]):
+    """The legend, each reason by its number, each skip's note and each failure."""
+    caption: list = [(KIND_LEGEND + "\n", "dim")] if any(o.status == "pass" for o in outcomes) else []
+    caption += [(f"[{number}] {reason}\n", "dim") for reason, number in reasons.items()]
+    skips = dict.fromkeys(o.note for o in outcomes if o.status == "skipped")
+    caption += [(f"{note}: the value is shown, not judged against the text\n", "yellow") for note in skips]
+    for o in outcomes:
+        if o.status in ("fail", "n/a"):
+            caption += [("FAIL ", "bold red"), f"{o.check.id}: {o.note}\n"]
+    return styled(*caption[:-1], _rstrip(caption[-1])) if caption else ""
 
 
 def _rstrip(part):
@@ -240,68 +240,75 @@ def checks_markdown(outcomes: Sequence) -> str:
 
 def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest: dict, summary: str | None,
                    coverage_line: str | None) -> str:
-    """``index.md``: an overview, then one section per experiment with its tables, its
-    figures (relative links) and its checks against the texts.
+    """``index.md``: an overview, the catalogue with each ID's files, then one section per
+    experiment with its tables, its figures (relative links) and its checks against the texts.
 
     ``sections``: :class:`attn_cli.render.manifest.Section`, one per experiment.
     """
-    v = manifest["versions"]
-    quick = manifest.get("quick")
+    lines = _overview(manifest, summary, coverage_line) + _catalogue_rows(catalogue, manifest["artifacts"])
+    for s in sections:
+        lines += _section_markdown(s, quick=bool(manifest.get("quick")))
+    return "\n".join(lines) + "\n"
+
+
+def _overview(manifest: dict, summary: str | None, coverage_line: str | None) -> list[str]:
+    v, numerics = manifest["versions"], manifest.get("numerics") or {}
+    where = f"device {manifest['device']}, seed {manifest['seed']}"
+    if numerics:
+        where += f", numerics {numerics['mode']} with {numerics['isa']} kernels"
     lines = [
-        "# attn: every table and figure of the two texts",
-        "",
-        "W9 = \"Deep Learning, Week 9: embeddings and attention\"; D2L = \"10.3 Multi-Head and "
-        "Cross-Attention\".",
-        "",
+        "# attn: every table and figure of the two texts", "",
+        "W9 = \"Deep Learning, Week 9: embeddings and attention\"; D2L = \"10.3 Multi-Head and Cross-Attention\".", "",
         f"Generated by `{manifest['command']}` in {manifest['timing']['seconds']:.1f} s with attn {v['attn']}, "
-        f"torch {v['torch']}, Python {v['python']}, NumPy {v['numpy']} "
-        f"(device {manifest['device']}, seed {manifest['seed']}"
-        + (f", numerics {manifest['numerics']['mode']} with {manifest['numerics']['isa']} kernels"
-           if manifest.get("numerics") else "") + ")."
-        + (f" GPU: {cuda_summary(manifest['numerics']['cuda'])}." if "cuda" in (manifest.get("numerics") or {}) else ""),
+        f"torch {v['torch']}, Python {v['python']}, NumPy {v['numpy']} ({where})."
+        + (f" GPU: {cuda_summary(numerics['cuda'])}." if "cuda" in numerics else ""),
     ]
     for name, engines in manifest.get("engines", {}).items():
         lines += ["", f"`{name}` engines: {engines}."]
-    if quick:
+    if manifest.get("quick"):
         lines += ["", f"> **Quick run**: {manifest.get('quick_note') or 'reduced sizes, nothing judged'}. "
                       "Every check below is listed as not judged (skipped, quick)."]
     if summary:
         lines += ["", f"**Checks against the texts: {summary}.**"]
     if coverage_line:
         lines += ["", coverage_line + "."]
-    lines += ["", "| ID | source | section | title | command | files |", "| --- | --- | --- | --- | --- | --- |"]
+    return lines
+
+
+def _catalogue_rows(catalogue: Sequence, entries: dict) -> list[str]:
+    """The catalogue as a pipe table: each ID's command and files (links)."""
+    lines = ["", "| ID | source | section | title | command | files |", "| --- | --- | --- | --- | --- | --- |"]
     for a in catalogue:
-        entry = manifest["artifacts"].get(a.id)
+        entry = entries.get(a.id)
         if entry is None:
             lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title}: **not regenerated** (no experiment "
                          f"module) | `attn {a.command}` | |")
             continue
         links = ", ".join(f"[{f}]({f})" for f in entry["files"])
-        unwritten = entry.get("not_written", [])
-        if unwritten:
-            links += " (not written: " + ", ".join(unwritten) + ")"
+        if entry.get("not_written"):
+            links += " (not written: " + ", ".join(entry["not_written"]) + ")"
         lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title} | `attn {a.command}` | {links} |")
-    for aid, entry in manifest["artifacts"].items():
+    for aid, entry in entries.items():
         if entry.get("catalogued") is False:
             links = ", ".join(f"[{f}]({f})" for f in entry["files"])
             lines.append(f"| {aid} | | | (not in the catalogue) | `attn {entry['command']}` | {links} |")
-    for s in sections:
-        ids = ", ".join(s.ids)
-        where = _where(s.artifacts)
-        where = f" ({where})" if where else ""
-        lines += ["", f"## `attn {s.command}`{where}: {ids}", ""]
-        lines.append(f"{s.seconds:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s.data) + ".")
-        if s.error:
-            lines += ["", f"**Failed:** {md_escape(s.error, cell=False)}"]
-            continue
-        if s.markdown:
-            lines += ["", s.markdown]
-        for fig in figure_markdown(s.figures):
-            lines += ["", fig]
-        if s.outcomes:
-            lines += ["", "Published values, not judged (quick run):" if quick else
-                      "Checks against the published values:", "", checks_markdown(s.outcomes)]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _section_markdown(s: Section, quick: bool) -> list[str]:
+    where = _where(s.artifacts)
+    lines = ["", f"## `attn {s.command}`{f' ({where})' if where else ''}: {', '.join(s.ids)}", "",
+             f"{s.seconds:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s.data) + "."]
+    if s.error:
+        return lines + ["", f"**Failed:** {md_escape(s.error, cell=False)}"]
+    if s.markdown:
+        lines += ["", s.markdown]
+    for fig in figure_markdown(s.figures):
+        lines += ["", fig]
+    if s.outcomes:
+        lines += ["", "Published values, not judged (quick run):" if quick else
+                  "Checks against the published values:", "", checks_markdown(s.outcomes)]
+    return lines
 
 
 def _where(artifacts: Sequence) -> str:

@@ -9,6 +9,7 @@ the catalogue and the published values come from :mod:`attn_cli.published`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
@@ -74,19 +75,14 @@ def verify(only: tuple[str, ...], no_cache: bool, junit: str | None, before: str
     --seed and --device. Trained values (the copy task) are judged by where the published
     value falls among 5 seeds (--seed with the exact engine, the next 4 with the fast one;
     --seeds N: N seeds); each record carries the seed rule's interval;
-    runs in the per-user cache are reused (`attn cache`; --no-cache retrains). Prints
-    ID | published | regenerated | tolerance | status (each tolerance's reason and each
-    failure in the footnotes), then the summary per kind, e.g. "85 measured and 10 rules
-    passed; 33 identities shown" (identities, true by construction, are shown and never
-    counted), and the coverage of the catalogue (IDs with no checks or no experiment).
-    Then the 5 tightest checks (smallest margin: 1 is exact, 0 the edge, below 0 a failure).
-    Exits 1 if any check fails, including a published value whose experiment produced
-    nothing ("not regenerated"). --json prints {"header": versions, machine, numerics,
-    device, seeds, date; "checks": one object per check: id, artifact, published,
-    regenerated, tolerance, kind (measured, rule, identity), test (abs, exact, below, rule,
-    seeds), ok (null when skipped), status, reason, note, and for a judged measured or rule
-    check its margin and needed_tolerance; a trained value adds values (one per seed or
-    run), rule, and the seed rule's interval (mean, half_width, low, high, n, std)}.
+    runs in the per-user cache are reused (`attn cache`; --no-cache retrains). Prints one
+    line per check: ID | published | regenerated | rule | margin | status (reasons and
+    failures in the footnotes), the 5 tightest checks (margin 1 is exact, 0 the edge, below
+    0 a failure), the summary per kind, e.g. "85 measured and 10 rules passed; 33
+    identities shown" (identities are shown, never counted), and the catalogue's coverage.
+    Exits 1 if any check fails, a value not regenerated included. --json prints the record:
+    a header (versions, machine, numerics, device, seeds, date) and every check with its
+    verdict, margin and, for a trained value, the seed rule's interval (docs/ci.md).
 
     --junit FILE writes the checks as JUnit XML; --diff BEFORE compares this run with an
     earlier one (exit 1 also when a check that passed there fails now).
@@ -110,46 +106,46 @@ def verify(only: tuple[str, ...], no_cache: bool, junit: str | None, before: str
     from attn_cli import regenerate, experiment_registry
     from attn_cli.cli.commands import execute
     from attn_cli.cli.commands.cache import cache_root
-    from attn_cli.render import console, report
-    from attn_cli.render.table import to_rich
+    from attn_cli.render import console
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
-    try:
+    with _usage_errors():
         checked = regenerate.verify(only, seed=common.seed, device=common.device, quick=common.quick,
                                     **seed_count(n_seeds, common),
                                     numerics=common.numerics, cache_root=cache_root(common), use_cache=not no_cache,
                                     scheduler=common.scheduler, scheduler_from=common.scheduler_from,
                                     worker_wait=common.worker_wait,
                                     out=common.out if given_out else None, progress=execute.run_plan)
-    except experiment_registry.UnknownId as exc:
-        raise click.BadParameter(str(exc), param_hint="'--only'") from None
-    except experiment_registry.SeedOutOfRange as exc:
-        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
     if checked.files:
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
-
-    outcomes, line, cov = checked.outcomes, checked.summary, checked.coverage
     if junit:
         from attn_cli.report_files import write_junit
 
-        console.note(f"wrote {write_junit(junit, outcomes, checked.runs, experiment_registry.Registry.load())}")
-    if common.json:
-        print(json.dumps(checked.record, indent=2, default=_json_default))
-        for text in (line, cov.line(), *checked.context_lines):
-            console.stderr.print(text, highlight=False)
-    else:
-        console.stdout.print(to_rich(report.verify_table(outcomes, width=console.stdout.width)))
-        if any(o.margin() is not None for o in outcomes):
-            console.stdout.print(to_rich(report.tightest(outcomes)))
-        console.stdout.print(line, style="bold red" if checked.failed else "bold green", highlight=False)
-        console.stdout.print(cov.line(), style="" if cov.complete else "yellow", highlight=False)
-        for text in checked.context_lines:
-            console.stdout.print(text, style="dim", highlight=False)
-    moved = 0
-    if before is not None:
-        moved = _diff_with(before, checked.record, common.json)
+        console.note(f"wrote {write_junit(junit, checked.outcomes, checked.runs, experiment_registry.Registry.load())}")
+    _show_verify(checked, common.json)
+    moved = _diff_with(before, checked.record, common.json) if before is not None else 0
     if checked.exit_code or moved:
         sys.exit(1)
+
+
+def _show_verify(checked, as_json: bool) -> None:
+    """The record (JSON) or the check table, the 5 tightest checks and the summary lines."""
+    from attn_cli.render import console, report
+    from attn_cli.render.table import to_rich
+
+    outcomes, cov = checked.outcomes, checked.coverage
+    if as_json:
+        print(json.dumps(checked.record, indent=2, default=_json_default))
+        for text in (checked.summary, cov.line(), *checked.context_lines):
+            console.stderr.print(text, highlight=False)
+        return
+    console.stdout.print(to_rich(report.verify_table(outcomes, width=console.stdout.width)))
+    if any(o.margin() is not None for o in outcomes):
+        console.stdout.print(to_rich(report.tightest(outcomes)))
+    console.stdout.print(checked.summary, style="bold red" if checked.failed else "bold green", highlight=False)
+    console.stdout.print(cov.line(), style="" if cov.complete else "yellow", highlight=False)
+    for text in checked.context_lines:
+        console.stdout.print(text, style="dim", highlight=False)
 
 
 def _diff_with(before: str, record: dict, as_json: bool) -> int:
@@ -191,20 +187,16 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
     (<name>.json), every figure (PNG, raw numbers beside it); then manifest.json (catalogue
-    ID -> files, configurations, versions, machine, seconds, verdicts, and the header and
-    check records of verify.json as "records"), index.html (the
-    report as one page that works offline in a browser: verdicts per kind, then every
-    catalogue ID with its tables, figures and checks) and index.md (the same in any Markdown
-    viewer). --format svg pdf writes each figure in those formats (the page shows SVG where
-    written). Exits 1 when a check fails or an experiment fails, after writing every file.
+    ID -> files, configurations, versions, machine, seconds, verdicts, and verify.json's
+    header and records), index.html (the report as one page that works offline in a
+    browser) and index.md (the same in any Markdown viewer). --format svg pdf writes each
+    figure in those formats. Exits 1 when a check or an experiment fails, after writing
+    every file.
 
-    Every check is judged exactly as `attn verify` judges it, at the same configuration:
-    the copy task trains 5 seeds (--seed with the exact engine, the next 4 with the fast
-    one; --seeds N: N seeds) and each published cell is judged by the seed rule. Its training runs are cached
-    in the per-user cache (`attn cache`) and reused by both commands, whatever their --out
-    (--no-cache retrains), so `attn all` after
-    `attn verify` trains nothing; cold, it takes about as long as a cold `attn verify`.
-    Every mark in a table is the verdict of its check.
+    Every check is judged exactly as `attn verify` judges it (the copy task over 5 seeds,
+    --seeds N: N), and every mark in a table is its check's verdict. Training runs are
+    cached per user (`attn cache`; --no-cache retrains), so `attn all` after `attn verify`
+    trains nothing.
 
     --quick is a smoke run at reduced sizes that judges nothing, nothing trained included:
     every check is listed as "skipped (quick)".
@@ -222,7 +214,7 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
     from attn_cli.render import console
 
     out = common.out
-    try:
+    with _usage_errors():
         done = regenerate.regenerate_all(out, only, seed=common.seed, device=common.device, quick=common.quick,
                                          **seed_count(n_seeds, common),
                                          numerics=common.numerics, formats=common.formats,
@@ -230,10 +222,6 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
                                          scheduler=common.scheduler, scheduler_from=common.scheduler_from,
                                          worker_wait=common.worker_wait,
                                          progress=execute.run_plan)
-    except experiment_registry.UnknownId as exc:
-        raise click.BadParameter(str(exc), param_hint="'--only'") from None
-    except experiment_registry.SeedOutOfRange as exc:
-        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
     for text in done.not_written:
         console.note(text)
@@ -241,20 +229,7 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
         from attn_cli.report_files import write_junit
 
         console.note(f"wrote {write_junit(junit, done.outcomes, done.runs, experiment_registry.Registry.load())}")
-    if common.json:
-        print(json.dumps(done.manifest, indent=2, default=_json_default))
-        if done.quick_line:
-            console.stderr.print(done.quick_line, style="yellow", highlight=False)
-    else:
-        console.stdout.print(f"wrote {len(done.files)} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
-                             f"in {done.manifest['timing']['seconds']:.1f} s", highlight=False, markup=False)
-        if done.summary:
-            console.stdout.print(f"checks against the texts: {done.summary}", highlight=False)
-        if done.quick_line:
-            console.stdout.print(done.quick_line, style="yellow", highlight=False)
-        console.stdout.print(done.coverage.line(), highlight=False)
-        for text in done.context_lines:
-            console.stdout.print(text, style="dim", highlight=False)
+    _show_all(done, out, common.json)
     for s in done.errors:
         console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False, markup=False)
     failed = done.failed
@@ -264,6 +239,39 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
                              style="red", highlight=False)
     if done.exit_code:
         sys.exit(done.exit_code)
+
+
+def _show_all(done, out, as_json: bool) -> None:
+    """The manifest (JSON) or what was written, the verdicts, the coverage and the context lines."""
+    from attn_cli.render import console
+
+    if as_json:
+        print(json.dumps(done.manifest, indent=2, default=_json_default))
+        if done.quick_line:
+            console.stderr.print(done.quick_line, style="yellow", highlight=False)
+        return
+    console.stdout.print(f"wrote {len(done.files)} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
+                         f"in {done.manifest['timing']['seconds']:.1f} s", highlight=False, markup=False)
+    if done.summary:
+        console.stdout.print(f"checks against the texts: {done.summary}", highlight=False)
+    if done.quick_line:
+        console.stdout.print(done.quick_line, style="yellow", highlight=False)
+    console.stdout.print(done.coverage.line(), highlight=False)
+    for text in done.context_lines:
+        console.stdout.print(text, style="dim", highlight=False)
+
+
+@contextlib.contextmanager
+def _usage_errors():
+    """An unknown --only ID or a seed out of range as the option's usage error (exit 2)."""
+    from attn_cli import experiment_registry
+
+    try:
+        yield
+    except experiment_registry.UnknownId as exc:
+        raise click.BadParameter(str(exc), param_hint="'--only'") from None
+    except experiment_registry.SeedOutOfRange as exc:
+        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
 
 def seed_count(n_seeds: int | None, common: Common) -> dict:

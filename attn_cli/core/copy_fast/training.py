@@ -9,6 +9,7 @@ and, with the kernel, its variant (``kernel_isa``: "avx512", "avx2", ...).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
@@ -233,26 +234,10 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallbac
     worker threads but never two calls at once.  ``stop``: set it (from another thread) to
     end the runs at their next chunk boundary.
     """
-    if backend not in ("auto", "kernel", "torch"):
-        raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
     on_cpu = torch.device(device).type == "cpu"
     prepare_device(device)  # cuda: deterministic kernels, no TF32 (nothing on cpu)
-    lib = None
-    if on_cpu and backend in ("auto", "kernel"):
-        lib = kernel.load()
-        if lib is None and backend == "kernel":
-            raise RuntimeError(f"the copy-task C kernel is not available: {kernel.load_error()}")
-    elif backend == "kernel":
-        raise ValueError("the C kernel runs on CPU only; use backend='torch' on other devices")
-
-    groups = group_specs(specs)
-    if lib is not None:  # one task per run
-        tasks = [_Group([i], [s]) for g in groups for i, s in zip(g.indices, g.specs)]
-    else:
-        tasks = groups
-    # longest first, so that the threads finish together
-    tasks.sort(key=lambda g: -len(g.specs) * g.specs[0].steps * step_flops(
-        g.specs[0].model, g.specs[0].length, g.specs[0].hidden, g.specs[0].batch_size))
+    lib = _library(backend, on_cpu)
+    tasks = _tasks(specs, one_per_run=lib is not None)
     n_threads = 1 if not on_cpu else min(len(tasks), threads or available_cpus())
     if n_threads < 1:
         raise ValueError("threads must be at least 1")
@@ -263,11 +248,11 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallbac
     inits = {i: init_run(specs[i]) for task in tasks for i in task.indices}
 
     def work(task: _Group) -> None:
-        report = None
-        if progress is not None:
-            def report(i, step, total, value):
-                with lock:
-                    progress(task.indices[i], step, total, value)
+        def serialised(i, step, total, value):  # progress from one thread at a time
+            with lock:
+                progress(task.indices[i], step, total, value)
+
+        report = serialised if progress is not None else None
         if lib is not None:
             result = train_kernel(task.specs[0], lib, report, stop, inits[task.indices[0]])
         else:
@@ -281,23 +266,54 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallbac
     if on_cpu:
         torch.set_num_threads(1)  # one core per task, like the exact engine
     try:
-        if n_threads == 1:
-            for task in tasks:
-                if stop.is_set():
-                    raise _Stopped()
-                work(task)
-        else:
-            pool = ThreadPoolExecutor(max_workers=n_threads)
-            try:
-                futures = [pool.submit(work, t) for t in tasks]
-                for f in futures:
-                    f.result()
-            except BaseException:
-                stop.set()  # workers stop at their next chunk boundary
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-            pool.shutdown(wait=True)
+        _run_tasks(work, tasks, n_threads, stop)
     finally:
         if on_cpu:
             torch.set_num_threads(saved_threads)
     return outcomes  # type: ignore[return-value]
+
+
+def _library(backend: str, on_cpu: bool) -> Optional[ctypes.CDLL]:
+    """The C kernel where ``backend`` wants it and it loads; None for the PyTorch path."""
+    if backend not in ("auto", "kernel", "torch"):
+        raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
+    if not on_cpu:
+        if backend == "kernel":
+            raise ValueError("the C kernel runs on CPU only; use backend='torch' on other devices")
+        return None
+    if backend == "torch":
+        return None
+    lib = kernel.load()
+    if lib is None and backend == "kernel":
+        raise RuntimeError(f"the copy-task C kernel is not available: {kernel.load_error()}")
+    return lib
+
+
+def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[_Group]:
+    """The runs grouped into tasks (one per run for the kernel), longest first so that the
+    threads finish together."""
+    groups = group_specs(specs)
+    tasks = [_Group([i], [s]) for g in groups for i, s in zip(g.indices, g.specs)] if one_per_run else groups
+    tasks.sort(key=lambda g: -len(g.specs) * g.specs[0].steps * step_flops(
+        g.specs[0].model, g.specs[0].length, g.specs[0].hidden, g.specs[0].batch_size))
+    return tasks
+
+
+def _run_tasks(work: Callable, tasks: list, n_threads: int, stop: threading.Event) -> None:
+    """``work(task)`` for every task, on ``n_threads`` threads; on any error the others stop at
+    their next chunk boundary and the error goes on."""
+    if n_threads == 1:
+        for task in tasks:
+            if stop.is_set():
+                raise _Stopped()
+            work(task)
+        return
+    pool = ThreadPoolExecutor(max_workers=n_threads)
+    try:
+        for future in [pool.submit(work, t) for t in tasks]:
+            future.result()
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

@@ -156,11 +156,34 @@ def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
     return Worker.current.run(index, spec, device)
 
 
+def _outcome(fut, spec, pool):
+    """A finished worker's outcome, or one error naming the run: a missing ``__main__`` guard
+    (ConfigError), a dead worker, or the run's own failure."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        if MAIN_GUARD_EXIT in _exit_codes(pool):
+            from attn_cli.errors import ConfigError
+
+            raise ConfigError(MAIN_GUARD_MESSAGE) from None
+        raise AttnError(f"a copy-task worker died during the {spec.model} run at length "
+                        f"{spec.length}, seed {spec.seed} (out of memory? or, from a script, a missing "
+                        "if __name__ == '__main__' guard)") from None
+    except AttnError:
+        raise
+    except Exception as exc:
+        from attn_cli.core.memory import out_of_memory
+
+        why = out_of_memory(exc) or f"{type(exc).__name__}: {exc}"
+        raise AttnError(f"the {spec.model} run at length {spec.length}, seed {spec.seed} failed: {why}") from None
+
+
 def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, done: Done) -> None:
     import multiprocessing as mp
     import queue as queue_mod
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
 
     try:
         ctx = mp.get_context("forkserver")
@@ -168,7 +191,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
         ctx.set_forkserver_preload(list(WARM_MODULES))
     except ValueError:  # pragma: no cover - platforms without forkserver
         ctx = mp.get_context("spawn")
-    _start_helpers(ctx)
+    ctx = _start_helpers(ctx)  # the context that started: spawn where no fork server can listen
     progress_queue = ctx.Queue()
     alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
     from attn_cli.core import numerics
@@ -194,25 +217,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
             drain()
             for fut in ready:
                 index, spec = futures[fut]
-                try:
-                    outcome = fut.result()
-                except BrokenProcessPool:
-                    if MAIN_GUARD_EXIT in _exit_codes(pool):
-                        from attn_cli.errors import ConfigError
-
-                        raise ConfigError(MAIN_GUARD_MESSAGE) from None
-                    raise AttnError(f"a copy-task worker died during the {spec.model} run at length "
-                                    f"{spec.length}, seed {spec.seed} (out of memory? or, from a script, a missing "
-                                    "if __name__ == '__main__' guard)") from None
-                except AttnError:
-                    raise
-                except Exception as exc:
-                    from attn_cli.core.memory import out_of_memory
-
-                    why = out_of_memory(exc) or f"{type(exc).__name__}: {exc}"
-                    raise AttnError(f"the {spec.model} run at length {spec.length}, seed {spec.seed} "
-                                    f"failed: {why}") from None
-                done(index, outcome)
+                done(index, _outcome(fut, spec, pool))
         finished = True
     finally:
         if not finished:  # Ctrl-C, SIGTERM, SIGHUP or an error: stop every worker now, not at the end of its run
@@ -237,12 +242,14 @@ def _exit_codes(pool) -> set:
     return {p.exitcode for p in list(processes.values()) if p.exitcode is not None}
 
 
-def _start_helpers(ctx) -> None:
+def _start_helpers(ctx):
     """Start multiprocessing's resource tracker and fork server (if not running yet) with SIGHUP
     and SIGINT blocked, so they outlive a terminal's hang-up and Ctrl-C (both reach the whole
     process group) until attn has stopped the workers.  A tracker killed by a hang-up would be
     relaunched during that cleanup and print tracebacks; the fork server ignores SIGINT only
-    after its preload, and a Ctrl-C during that import (seconds) printed a traceback."""
+    after its preload, and a Ctrl-C during that import (seconds) printed a traceback.  Returns
+    the context to start workers with: ``ctx``, or spawn where the fork server's socket cannot
+    be made (a path over the 107 bytes of AF_UNIX, under a deep TMPDIR)."""
     from multiprocessing import forkserver, resource_tracker
 
     from attn_cli.signals import terminal_signals_blocked
@@ -252,8 +259,14 @@ def _start_helpers(ctx) -> None:
     # again: starting the tracker unblocks SIGINT and SIGTERM in this thread on its way out
     # (multiprocessing blocks them around its spawn, then unblocks them, whatever was before)
     if ctx.get_start_method() == "forkserver":
-        with terminal_signals_blocked():
-            forkserver.ensure_running()
+        try:
+            with terminal_signals_blocked():
+                forkserver.ensure_running()
+        except OSError:  # its socket's path is too long (a deep TMPDIR): start the workers by spawning
+            import multiprocessing as mp
+
+            return mp.get_context("spawn")
+    return ctx
 
 
 def _stop_fork_server() -> None:

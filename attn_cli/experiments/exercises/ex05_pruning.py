@@ -79,71 +79,76 @@ def float32_spread(M, target, repeats: int = 4) -> float:
     return max(errors) - min(errors)
 
 
-def run(config: Config, progress=None) -> Result:
-    import torch
+class _Pruner:
+    """The readout error of any subset of heads (0-based), memoised; ``calls`` counts the
+    evaluations since the last :meth:`fresh`."""
 
-    from attn_cli.core.measure import readout_error
+    def __init__(self, mixtures: list, target) -> None:
+        self.mixtures, self.target = mixtures, target
+        self.cache: dict[tuple[int, ...], float] = {}
+        self.calls = 0
 
-    n = config.samples
-    torch.manual_seed(config.seed)
-    V1, V2 = torch.randn(n, DIM), torch.randn(n, DIM)  # the text's draws (N, d), solved on the CPU
-    target = torch.cat([V1, V2], 1)  # (N, 2d)
-    mixtures = [a * V1 + b * V2 for a, b in HEADS]  # h x (N, d)
-    cache: dict[tuple[int, ...], float] = {}
-    calls = {"n": 0}
+    def fresh(self) -> None:
+        self.cache.clear()
+        self.calls = 0
 
-    def error(kept: tuple[int, ...]) -> float:
-        """readout_error of the kept heads (0-based); counts evaluations, memoised."""
-        if kept not in cache:
-            calls["n"] += 1
-            cache[kept] = readout_error(torch.cat([mixtures[i] for i in kept], 1).double(), target.double(),
-                                         driver="gelsd")  # float64, SVD: rank-deficient safe
-        return cache[kept]
+    def error(self, kept: tuple[int, ...]) -> float:
+        import torch
 
-    h = len(HEADS)
-    everything = tuple(range(h))
-    full = error(everything)
-    subsets = [Subset([i + 1 for i in kept], [i + 1 for i in everything if i not in kept], error(kept))
-               for r in (h - 1, h - 2) for kept in combinations(everything, r)]
+        from attn_cli.core.measure import readout_error
 
-    def importances(kept: tuple[int, ...]) -> dict[int, float]:
-        base = error(kept)
-        return {i: error(tuple(j for j in kept if j != i)) - base for i in kept}
+        if kept not in self.cache:
+            self.calls += 1
+            self.cache[kept] = readout_error(torch.cat([self.mixtures[i] for i in kept], 1).double(),
+                                             self.target.double(), driver="gelsd")  # float64, SVD: rank-safe
+        return self.cache[kept]
 
-    # one-shot: every importance once (counted from a fresh cache), remove all below tau
-    cache.clear()
-    calls["n"] = 0
-    imp = importances(everything)
-    one_shot_evals = calls["n"]
-    removed = [i for i in everything if imp[i] < TAU]
-    kept_one = tuple(i for i in everything if i not in removed)
-    one_shot_error = error(kept_one) if kept_one else float("nan")
+    def importances(self, kept: tuple[int, ...]) -> dict[int, float]:
+        base = self.error(kept)
+        return {i: self.error(tuple(j for j in kept if j != i)) - base for i in kept}
 
-    def greedy(stop: bool) -> tuple[list[int], tuple[int, ...], list[dict], int]:
+    def greedy(self, everything: tuple[int, ...], stop: bool) -> tuple[list[int], tuple[int, ...], list[dict], int]:
         """Greedy pruning from a fresh cache; returns removed, kept, steps, evaluations."""
-        cache.clear()
-        calls["n"] = 0
+        self.fresh()
         kept, order, steps = everything, [], []
         while len(kept) > 1:
-            imp_now = importances(kept)
+            imp_now = self.importances(kept)
             least = min(kept, key=lambda i: (imp_now[i], i))
             done = stop and imp_now[least] >= TAU
-            steps.append({"kept": [i + 1 for i in kept],
-                          "importance": [imp_now[i] for i in kept],
+            steps.append({"kept": [i + 1 for i in kept], "importance": [imp_now[i] for i in kept],
                           "removed": None if done else least + 1})
             if done:
                 break
             order.append(least + 1)
             kept = tuple(i for i in kept if i != least)
-        return order, kept, steps, calls["n"]
+        return order, kept, steps, self.calls
 
-    g_removed, g_kept, g_steps, g_evals = greedy(stop=True)
-    g_error = error(g_kept)  # already cached: the last round's base error
-    _, _, _, to_one = greedy(stop=False)
+
+def run(config: Config, progress=None) -> Result:
+    import torch
+
+    torch.manual_seed(config.seed)
+    V1, V2 = torch.randn(config.samples, DIM), torch.randn(config.samples, DIM)  # the text's draws, on the CPU
+    target = torch.cat([V1, V2], 1)  # (N, 2d)
+    mixtures = [a * V1 + b * V2 for a, b in HEADS]  # h x (N, d)
+    p = _Pruner(mixtures, target)
+    everything = tuple(range(len(HEADS)))
+    full = p.error(everything)
+    subsets = [Subset([i + 1 for i in kept], [i + 1 for i in everything if i not in kept], p.error(kept))
+               for r in (len(HEADS) - 1, len(HEADS) - 2) for kept in combinations(everything, r)]
+    p.fresh()  # one-shot: every importance once (counted from a fresh cache), remove all below tau
+    imp = p.importances(everything)
+    one_shot_evals = p.calls
+    removed = [i for i in everything if imp[i] < TAU]
+    kept_one = tuple(i for i in everything if i not in removed)
+    one_shot_error = p.error(kept_one) if kept_one else float("nan")
+    g_removed, g_kept, g_steps, g_evals = p.greedy(everything, stop=True)
+    g_error = p.error(g_kept)  # already cached: the last round's base error
+    to_one = p.greedy(everything, stop=False)[3]
     spread = float32_spread(torch.cat([mixtures[1], mixtures[2]], 1), target)
     return Result(float32_spread=spread, heads=[list(hd) for hd in HEADS], tau=TAU, full_error=full, subsets=subsets,
-               importance=[imp[i] for i in everything],
-               one_shot_removed=[i + 1 for i in removed], one_shot_kept=[i + 1 for i in kept_one],
-               one_shot_error=one_shot_error, one_shot_evaluations=one_shot_evals,
-               greedy_removed=g_removed, greedy_kept=[i + 1 for i in g_kept], greedy_error=g_error,
-               greedy_steps=g_steps, greedy_evaluations=g_evals, greedy_to_one=to_one)
+                  importance=[imp[i] for i in everything],
+                  one_shot_removed=[i + 1 for i in removed], one_shot_kept=[i + 1 for i in kept_one],
+                  one_shot_error=one_shot_error, one_shot_evaluations=one_shot_evals,
+                  greedy_removed=g_removed, greedy_kept=[i + 1 for i in g_kept], greedy_error=g_error,
+                  greedy_steps=g_steps, greedy_evaluations=g_evals, greedy_to_one=to_one)
