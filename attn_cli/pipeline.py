@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Sequence
 
 from attn_cli.errors import AttnError, BadConfig, WriteFailed
-from attn_cli.published.compare import MISSING, Outcome
+from attn_cli.published.compare import Outcome
+from attn_cli.published.types import MISSING
 from attn_cli.experiment_registry import Experiment, Registry, ranges
 
 Display = Callable[[Any], ContextManager[Callable | None]]  # config -> a block that yields the progress callback

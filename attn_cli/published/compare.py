@@ -11,15 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from attn_cli.published.settings import at_text_settings
-from attn_cli.published.types import KINDS, Check
+from attn_cli.published.types import KINDS, MISSING, Check
 
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()  # a check whose experiment produced no value
 
 NOT_TEXT = "n/a: settings differ from the text's"
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from attn_cli.published.types import MISSING
+
 SLACK = 1e-12  # the comparison's own allowance for rounding (types.Check.ok, seed_rule.Interval)
 
 
@@ -41,8 +43,6 @@ def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None]
     if check.kind == "identity" or status not in ("pass", "fail"):
         return None
     passed = status == "pass"
-    from attn_cli.published.compare import MISSING
-
     if regenerated is MISSING or regenerated is None:
         return {"margin": -1.0, "needed_tolerance": None}  # not regenerated: nothing passes it
     if check.test == "seeds":

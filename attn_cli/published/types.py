@@ -21,6 +21,14 @@ class Artifact:
     new: bool = False  # a figure the texts do not draw, added beside a table
 
 
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()  # a check whose experiment produced no value
+
+
 KINDS = ("measured", "rule", "identity")  # what a check is evidence of (STYLE.md, "Checks")
 TESTS = ("abs", "exact", "below", "rule", "seeds")  # how a regenerated value is compared
 

@@ -37,7 +37,7 @@ def status_text(outcome) -> str:
 
 def fmt_value(value: Any, limit: int = 60) -> str:
     """A short, readable rendering of a published or regenerated value."""
-    from attn_cli.published.compare import MISSING
+    from attn_cli.published.types import MISSING
 
     if value is MISSING or value is None:
         return "—"
