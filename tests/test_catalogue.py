@@ -218,6 +218,25 @@ def test_verify_passes_and_prints_summary(fake, tmp_path):
     assert slow_cfg.steps == 2500 and store.cache.root == tmp_path / "cache" and store.name == "slow" and store.reuse
 
 
+def test_verify_writes_junit_and_compares_with_an_earlier_run(fake, tmp_path):
+    from junitparser import JUnitXml
+
+    first = invoke("verify", "--only", "fk-alpha", "--out", tmp_path / "a", "--junit", tmp_path / "a" / "j.xml")
+    assert first.exit_code == 0, first.output
+    (suite,) = JUnitXml.fromfile(str(tmp_path / "a" / "j.xml"))
+    assert suite.name == "W9" and sum(len(list(child)) for child in suite.testsuites()) == 4
+    assert "tightest checks" in first.output
+    fake.values = {"fk-alpha.x": 0.72}  # now outside its tolerance
+    again = invoke("verify", "--only", "fk-alpha", "--diff", tmp_path / "a" / "verify.json")
+    assert again.exit_code == 1 and "1 value moved, 1 verdict changed (1 now failing)" in again.output
+    as_json = invoke("verify", "--only", "fk-alpha", "--json", "--diff", tmp_path / "a" / "verify.json")
+    assert json.loads(as_json.stdout)["checks"] and "1 now failing" in as_json.stderr
+    assert invoke("verify", "--only", "fk-alpha", "--diff", tmp_path).exit_code == 2  # no record there
+    done = invoke("all", "--only", "fk-alpha", "--out", tmp_path / "b", "--junit", tmp_path / "b.xml")
+    assert (tmp_path / "b.xml").is_file() and json.loads((tmp_path / "b" / "manifest.json").read_text())["records"]
+    assert done.exit_code == 1  # fk-alpha.x fails
+
+
 def test_verify_json_keys_and_seed(fake, tmp_path):
     res = invoke("verify", "--only", "fk-alpha", "--json", "--seed", 7, "--out", tmp_path)
     assert res.exit_code == 0

@@ -261,3 +261,65 @@ def test_the_ci_recipes_run_as_written(tmp_path):
     assert (tmp_path / "report" / "index.html").is_file() and (tmp_path / "report" / "manifest.json").is_file()
     manifest = json.loads((tmp_path / "report" / "manifest.json").read_text())
     assert manifest["header"]["quick"] is True and manifest["records"]
+
+
+# --------------------------------------------------------------------------- the same, in-process
+
+
+def _record(tmp_path: Path, name: str, checks: list[dict], header: dict | None, key: str = "checks") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(checks if header is None else {"header": header, key: checks}))
+    return path
+
+
+def _check(cid: str, value, status: str = "pass", margin=0.5) -> dict:
+    return {"id": cid, "artifact": cid.split(".")[0], "regenerated": value, "status": status, "margin": margin}
+
+
+HEAD = {"format": "attn-checks/1", "timing": {"date": "x"}, "versions": {"torch": "2.13.0"},
+        "numerics": {"mode": "portable", "isa": "AVX2"}}
+
+
+def test_load_reads_every_form_and_refuses_the_rest(tmp_path):
+    from attn_cli import records
+
+    checks = [_check("w9-masks.a", 1.0)]
+    assert records.load(_record(tmp_path, "bare.json", checks, None)).header is None
+    folder = tmp_path / "report"
+    folder.mkdir()
+    _record(folder, "manifest.json", checks, HEAD, key="records")  # attn all's manifest
+    assert records.load(folder).checks == checks and records.load(folder).header == HEAD
+    for text, why in [("[1, 2]", "without an id"), ('{"a": 1}', "holds no check records"), ("{", "is not JSON")]:
+        (tmp_path / "bad.json").write_text(text)
+        with pytest.raises(records.Unreadable, match=why):
+            records.load(tmp_path / "bad.json")
+    with pytest.raises(records.Unreadable, match="neither verify.json nor manifest.json"):
+        records.load(tmp_path / "report" / ".." / "report" / "..")
+    with pytest.raises(records.Unreadable, match="does not exist"):
+        records.load(tmp_path / "nothing.json")
+
+
+def test_diff_in_process_lists_moved_values_verdicts_new_and_removed(tmp_path):
+    from click.testing import CliRunner
+
+    from attn_cli.cli import cli
+
+    before = _record(tmp_path, "a.json", [_check("w9-masks.a", 1.0), _check("w9-masks.b", [1, 2]),
+                                          _check("w9-ppmi.gone", "queen")], HEAD)
+    later = dict(HEAD, versions={"torch": "2.14.0"}, numerics={"mode": "native", "isa": "AVX512"})
+    after = _record(tmp_path, "b.json", [_check("w9-masks.a", 1.5, "fail", -1.0), _check("w9-masks.b", [1, 2]),
+                                         _check("w9-ppmi.new", {"value": 0.5}, margin=None)], later)
+    res = CliRunner().invoke(cli, ["diff", str(before), str(after)], env={"COLUMNS": "80"})
+    assert res.exit_code == 1, res.output
+    assert "torch: 2.13.0 -> 2.14.0" in res.output and "numerics: portable -> native" in res.output
+    assert "CPU kernels: AVX2 -> AVX512" in res.output
+    assert "pass→fail" in res.output and "0.500→-1.000" in res.output and "+0.5" in res.output
+    assert "new: w9-ppmi.new" in res.output and "removed: w9-ppmi.gone" in res.output
+    assert "1 value moved, 1 verdict changed (1 now failing); 1 new, 1 removed" in res.output
+    everything = CliRunner().invoke(cli, ["diff", str(before), str(after), "--all", "--json"])
+    data = json.loads(everything.stdout)
+    assert [c["id"] for c in data["checks"]] == ["w9-masks.a", "w9-masks.b"] and data["now_failing"] == ["w9-masks.a"]
+    table = CliRunner().invoke(cli, ["diff", str(before), str(before), "--all"], env={"COLUMNS": "80"})
+    assert table.exit_code == 0 and "every check on both sides" in table.output and "w9-masks" in table.output
+    bad = CliRunner().invoke(cli, ["diff", str(before), str(tmp_path)])
+    assert bad.exit_code == 2 and "neither verify.json nor manifest.json" in bad.output
