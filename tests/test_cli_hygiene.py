@@ -338,11 +338,11 @@ def test_copy_task_help_states_the_seed_rule_from_its_constants(monkeypatch):
     assert "max(0.03," in _flat(CliRunner().invoke(cli, ["copy-task", "--help"]).output)
 
 
-def test_readme_states_the_seed_rule_as_published_defines_it():
+def test_the_docs_state_the_seed_rule_as_published_defines_it():
     from attn_cli.published import seed_rule
     from attn_cli.published.rules import seed_rule_formula
 
-    readme = _flat((Path(__file__).parents[1] / "README.md").read_text())
+    readme = _flat((Path(__file__).parents[1] / "docs" / "checking.md").read_text())
     assert f"seeds' {seed_rule.LEVEL:.0%} prediction interval, {seed_rule_formula()}" in readme
 
 

@@ -263,12 +263,12 @@ def test_a_family_declares_the_texts_settings_of_its_values(family_of_a_new_expe
     assert text_settings("w9-order") == {"seed": 0, "d_model": 6, "weight_scale": 0.5, "words": ("dog", "bites", "man")}
 
 
-def test_readme_lists_at_most_four_files_for_a_new_experiment():
+def test_the_design_page_lists_at_most_four_files_for_a_new_experiment():
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme.split("### A new experiment", 1)[1].split("\n#", 1)[0]
+    design = (Path(__file__).parents[1] / "docs" / "design.md").read_text()
+    section = design.split("## A new experiment", 1)[1].split("\n#", 1)[0]
     steps = re.findall(r"^\d+\. `([^`]+)`", section, re.M)
     assert steps == ["attn_cli/published/<text>.py", "attn_cli/experiments/<name>.py", "attn_cli/render/<name>.py",
                      "attn_cli/cli/commands/<family>.py"], steps

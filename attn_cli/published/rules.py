@@ -1,6 +1,6 @@
 """How a command's numbers are judged, in words, derived from its checks.
 
-Every command's ``--help`` (and README) states the rule its values are judged by; the text is
+Every command's ``--help`` (and docs/checking.md) states the rule its values are judged by; the text is
 made here from the checks themselves (their tests, tolerances and rules), so help never
 quotes a tolerance that the checks no longer use.  Nothing here is a published value.
 """
@@ -27,7 +27,7 @@ def _span(values, sign: str = "±") -> str:
 
 
 def seed_rule_formula() -> str:
-    """The seed rule's interval as README and help write it, from the module's constants."""
+    """The seed rule's interval as docs/checking.md and help write it, from the module's constants."""
     return f"mean ± max({seed_rule.FLOOR:g}, t({(1 + seed_rule.LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"
 
 

@@ -90,7 +90,7 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
     (default) equals the text's program bit for bit on CPU, spread over --jobs processes;
     finished runs are kept in the per-user cache (`attn cache`), shared by every --out. With
     --scheduler (or ATTN_SCHEDULER) every run not cached trains on that Dask cluster, with the
-    same bits (see README, "Seeds on a cluster"). Writes copy_task_accuracy.png
+    same bits (see docs/cluster.md). Writes copy_task_accuracy.png
     (+ .csv) and, per length, copy_task_attention_L{length}.png (+ .csv): the trained
     model's attention on one evaluation sequence; with several seeds also copy_task_seeds.png
     (+ .csv): every seed as a dot, the seed rule's interval as a band, the published value.
