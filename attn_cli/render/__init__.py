@@ -1,1 +1,1 @@
-"""Rendering: rich tables, matplotlib figures, JSON/CSV files (no click)."""
+"""Rendering: tables as data (rich, Markdown, HTML, CSV), matplotlib figures, JSON/CSV files (no click)."""
