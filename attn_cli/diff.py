@@ -88,10 +88,14 @@ def _value(record: dict | None) -> str:
     return json.dumps(None if record is None else record.get("regenerated"), sort_keys=True)
 
 
-def _number(record: dict | None) -> float | None:
+def regenerated(record: dict | None) -> Any:
+    """A record's regenerated value; for a value trained over seeds, its first seed's."""
     value = None if record is None else record.get("regenerated")
-    if isinstance(value, dict):  # a trained value: its first seed's value
-        value = value.get("value")
+    return value.get("value") if isinstance(value, dict) else value
+
+
+def _number(record: dict | None) -> float | None:
+    value = regenerated(record)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 

@@ -5,6 +5,7 @@ Design notes: ``docs/design.md``, section ``attn_cli.regenerate``.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +30,9 @@ class VerifyReport:
     header: dict = field(default_factory=dict)  # records.header: what verify.json says of the run
     files: list[Path] = field(default_factory=list)  # verify.html and verify.json, when out was given
 
-    @property
+    @functools.cached_property
     def record(self) -> dict:
-        """``verify.json``: the header and every check's record."""
+        """``verify.json``: the header and every check's record (built once)."""
         from attn_cli import records
 
         return records.record(self.outcomes, self.header)

@@ -29,14 +29,6 @@ def _distance(a: Any, b: Any) -> float | None:
     return d if math.isfinite(d) else None
 
 
-def _seed_values(sample: Any) -> list[float]:
-    if hasattr(sample, "values"):  # a SeedSample
-        return list(sample.values) or [sample.value]
-    if isinstance(sample, dict):  # read back from JSON
-        return list(sample.get("values") or [sample["value"]])
-    return [float(sample)]
-
-
 def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None] | None:
     """``{"margin", "needed_tolerance"}`` of a judged check (status pass or fail); None for an
     identity or a check not judged."""
@@ -46,9 +38,9 @@ def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None]
     if regenerated is MISSING or regenerated is None:
         return {"margin": -1.0, "needed_tolerance": None}  # not regenerated: nothing passes it
     if check.test == "seeds":
-        from attn_cli.published.seed_rule import interval
+        from attn_cli.published.seed_rule import interval, seed_values
 
-        iv = interval(_seed_values(regenerated))
+        iv = interval(seed_values(regenerated))
         d = abs(float(check.published) - iv.mean)
         return {"margin": 1 - d / (iv.half_width + SLACK), "needed_tolerance": d}
     if check.test == "abs" and check.tolerance:

@@ -94,12 +94,15 @@ class SeedSample:
                 f"interval {iv.mean:.3f} ± {iv.half_width:.3f}")
 
 
+def seed_values(sample) -> list[float]:
+    """The per-seed values of a SeedSample, of one read back from JSON, or of a plain number."""
+    if isinstance(sample, SeedSample):
+        return sample.values or [sample.value]
+    if isinstance(sample, dict):  # a sample read back from JSON
+        return sample.get("values") or [sample["value"]]
+    return [sample]
+
+
 def judge(sample, published: float) -> bool:
     """The rule: ``published`` inside the prediction interval of ``sample``'s seeds."""
-    if isinstance(sample, SeedSample):
-        values = sample.values or [sample.value]
-    elif isinstance(sample, dict):  # a sample read back from JSON
-        values = sample.get("values") or [sample["value"]]
-    else:
-        values = [sample]
-    return interval(values).contains(float(published))
+    return interval(seed_values(sample)).contains(float(published))

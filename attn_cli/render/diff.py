@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attn_cli.diff import Diff
-from attn_cli.render.report import split_id, fmt_value
+from attn_cli.diff import Diff, regenerated
+from attn_cli.render.report import STATUS_STYLE, fmt_value, split_id
 from attn_cli.render.table import Block, Table, styled
 
 
@@ -14,9 +14,7 @@ def _margin(c: dict | None) -> str:
 
 def _value(c: dict | None) -> str:
     """A regenerated value to 7 significant digits (a moved value differs in its last ones)."""
-    value = None if c is None else c.get("regenerated")
-    if isinstance(value, dict):  # a trained value: its first seed's
-        value = value.get("value")
+    value = regenerated(c)
     if isinstance(value, float):
         return f"{value:.7g}"
     text = fmt_value(value, 1000)
@@ -25,8 +23,7 @@ def _value(c: dict | None) -> str:
 
 def _status(c: dict | None):
     status = "—" if c is None else c["status"]
-    style = {"pass": "green", "fail": "red", "n/a": "red", "skipped": "yellow"}.get(status, "")
-    return styled((status, style))
+    return styled((status, STATUS_STYLE.get(status, "")))
 
 
 def blocks(d: Diff, everything: bool = False) -> list[Block]:

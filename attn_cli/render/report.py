@@ -210,8 +210,8 @@ def _rule_text(o) -> str:
 
 def tightest(outcomes: Sequence, n: int = 5) -> Table:
     """The ``n`` judged checks with the smallest margin: the ones nearest to failing."""
-    judged = sorted(((o, o.margin()) for o in outcomes if o.margin() is not None),
-                    key=lambda pair: pair[1]["margin"])[:n]
+    margins = [(o, o.margin()) for o in outcomes]
+    judged = sorted(((o, m) for o, m in margins if m is not None), key=lambda pair: pair[1]["margin"])[:n]
     table = Table(title=f"the {n} tightest checks (margin: 1 exact, 0 at the edge, below 0 failing)",
                   terminal={"box": "SIMPLE_HEAD", "padding": (0, 1), "pad_edge": False})
     table.add_column("ID", no_wrap=True)

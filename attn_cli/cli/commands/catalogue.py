@@ -159,15 +159,7 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
         d = diff(records.load(before), records.Loaded(record["header"], record["checks"], "this run"))
     except records.Unreadable as exc:
         raise click.BadParameter(str(exc), param_hint="'--diff'") from None
-    if as_json:
-        from attn_cli.render import console
-        from attn_cli.render.diff import blocks
-        from attn_cli.render.table import to_rich
-
-        for b in blocks(d):
-            console.stderr.print(to_rich(b))
-    else:
-        show(d, everything=False, as_json=False)
+    show(d, everything=False, as_json=False, stderr=as_json)  # under --json, stdout holds the record
     return d.exit_code
 
 

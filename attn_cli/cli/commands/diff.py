@@ -42,14 +42,18 @@ def diff(before: str, after: str, everything: bool, as_json: bool):
     sys.exit(d.exit_code)
 
 
-def show(d, everything: bool, as_json: bool) -> None:
+def show(d, everything: bool, as_json: bool, stderr: bool = False) -> None:
+    """The comparison as JSON or as tables, on stdout (``stderr``: there, as a note beside
+    another command's JSON)."""
     from attn_cli.render import console
     from attn_cli.render.diff import blocks
+    from attn_cli.render.table import to_rich
 
     if as_json:
         print(json.dumps(d.as_json(everything), indent=2, default=str))
-    else:
-        console.emit(None, blocks(d, everything), False)
+        return
+    for b in blocks(d, everything):
+        (console.stderr if stderr else console.stdout).print(to_rich(b))
 
 
 COMMANDS = [diff]

@@ -235,8 +235,8 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallbac
     end the runs at their next chunk boundary.
     """
     on_cpu = torch.device(device).type == "cpu"
-    prepare_device(device)  # cuda: deterministic kernels, no TF32 (nothing on cpu)
     lib = _library(backend, on_cpu)
+    prepare_device(device)  # cuda: deterministic kernels, no TF32 (nothing on cpu)
     tasks = _tasks(specs, one_per_run=lib is not None)
     n_threads = 1 if not on_cpu else min(len(tasks), threads or available_cpus())
     if n_threads < 1:
