@@ -4,8 +4,8 @@
   from the click command itself;
 - the gallery: every PNG that ``attn all --quick`` draws, with the command that draws it, and
   a headless-Chromium screenshot of that run's report (``index.html``);
-- ``performance.md`` and ``contributing.md``, copied from ``benchmarks/RESULTS.md`` and
-  ``CONTRIBUTING.md``, and the repository files the pages link to (``../examples/...``).
+- ``contributing.md``, copied from ``CONTRIBUTING.md``, and the repository files the pages
+  link to (``../examples/...``).
 
 ``ATTN_DOCS_RUN=DIR``: take the ``attn all --quick`` output in DIR (made there first when DIR
 holds no manifest.json) instead of a run in a temporary folder.  Without Chromium the build
@@ -30,7 +30,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[2]
-COPIED = {"performance.md": "benchmarks/RESULTS.md", "contributing.md": "CONTRIBUTING.md"}
+COPIED = {"contributing.md": "CONTRIBUTING.md"}
 OUT_OF_DOCS = re.compile(r"\]\(\.\./([^)#\s]+)")  # a link from docs/ to a file of the repository
 GALLERY = "gallery.md"
 HELP_MODULE = "attn_docs_help"  # the commands as mkdocs-click reads them (made in on_config)
