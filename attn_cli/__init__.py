@@ -6,18 +6,34 @@ Design notes: ``docs/design.md``, section ``attn_cli``.
 __version__ = "0.2.0"
 
 __all__ = [
-    "run", "verify", "regenerate_all", "artifacts", "command_line",  # functions (attn_cli.api)
-    "Run", "Verification", "Report", "Entry",  # what they return
-    "Outcome", "Check",  # one check with its verdict; the published value it judges
+    "run",
+    "verify",
+    "regenerate_all",
+    "artifacts",
+    "command_line",  # functions (attn_cli.api)
+    "Run",
+    "Verification",
+    "Report",
+    "Entry",  # what they return
+    "Outcome",
+    "Check",  # one check with its verdict; the published value it judges
     "AttnError",  # a failure at run time; bad options raise click.UsageError / click.BadParameter
     "ConfigError",  # a configuration refused before any work (a ValueError)
 ]
 
 _CATALOGUE = "attn_cli.api_catalogue"  # verify, regenerate_all, artifacts and what they return
-_WHERE = {"Outcome": "attn_cli.published.compare", "Check": "attn_cli.published.types",
-          "verify": _CATALOGUE, "regenerate_all": _CATALOGUE, "artifacts": _CATALOGUE,
-          "Verification": _CATALOGUE, "Report": _CATALOGUE, "Entry": _CATALOGUE,
-          "AttnError": "attn_cli.errors", "ConfigError": "attn_cli.errors"}
+_WHERE = {
+    "Outcome": "attn_cli.published.compare",
+    "Check": "attn_cli.published.types",
+    "verify": _CATALOGUE,
+    "regenerate_all": _CATALOGUE,
+    "artifacts": _CATALOGUE,
+    "Verification": _CATALOGUE,
+    "Report": _CATALOGUE,
+    "Entry": _CATALOGUE,
+    "AttnError": "attn_cli.errors",
+    "ConfigError": "attn_cli.errors",
+}
 
 
 def __getattr__(name: str):

@@ -67,8 +67,9 @@ def command_line(command: str, *args: Any, **options: Any) -> list[str]:
             named[param.name] = list(value) if param.nargs != 1 and _many(value) else [value]
         else:
             argv += _option_tokens(name, param, value)
-    positional = [_token(v) for p in cmd.params if p.name in named and isinstance(p, click.Argument)
-                  for v in named[p.name]] + [_token(a) for a in args]
+    positional = [
+        _token(v) for p in cmd.params if p.name in named and isinstance(p, click.Argument) for v in named[p.name]
+    ] + [_token(a) for a in args]
     return argv + (["--", *positional] if positional else [])
 
 
@@ -232,8 +233,10 @@ class Run:
         if self.outcomes:
             parts.append(notebook.outcomes_html(self.outcomes))
         for name, fig in self._figures:
-            parts.append(f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{notebook.png64(fig)}'/>"
-                         f"<figcaption>{html.escape(name)}</figcaption></figure>")
+            parts.append(
+                f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{notebook.png64(fig)}'/>"
+                f"<figcaption>{html.escape(name)}</figcaption></figure>"
+            )
         return "\n".join(parts)
 
 
@@ -260,18 +263,37 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     figures: list = []
     with _callers_state(), _config_errors(), _out_folder(out) as folder:
         shown = [a for a in argv if a != "--json"]
-        with cmd.make_context(f"attn {command}", [*shown[:_split(shown)], "--out", folder,
-                                                  *shown[_split(shown):]]) as ctx:
+        with cmd.make_context(
+            f"attn {command}", [*shown[: _split(shown)], "--out", folder, *shown[_split(shown) :]]
+        ) as ctx:
             job = cmd.invoke(ctx)  # the command's options read and checked: its Job, not yet run
         if not isinstance(job, Job):
             raise ConfigError(f"attn {shlex.join([command, *argv])} runs no experiment")
-        done = pipeline.run(job.exp, job.config, out=folder, formats=job.common.formats, cache_root=job.cache_root,
-                            use_cache=job.use_cache, threads=job.threads, numerics=job.common.numerics, keep=figures)
+        done = pipeline.run(
+            job.exp,
+            job.config,
+            out=folder,
+            formats=job.common.formats,
+            cache_root=job.cache_root,
+            use_cache=job.use_cache,
+            threads=job.threads,
+            numerics=job.common.numerics,
+            keep=figures,
+        )
     files = done.files if out is not None else []
-    return Run(command=command, argv=argv + (["--out", str(out)] if out is not None else []), result=done.result,
-               outcomes=list(done.outcomes.values()), tables=done.tables(), files=files,
-               notes=[*done.notes, *(f"wrote {p}" for p in files)], seconds=time.perf_counter() - started,
-               _json=_json_data(done.json()), _figures=figures, pipeline=done)
+    return Run(
+        command=command,
+        argv=argv + (["--out", str(out)] if out is not None else []),
+        result=done.result,
+        outcomes=list(done.outcomes.values()),
+        tables=done.tables(),
+        files=files,
+        notes=[*done.notes, *(f"wrote {p}" for p in files)],
+        seconds=time.perf_counter() - started,
+        _json=_json_data(done.json()),
+        _figures=figures,
+        pipeline=done,
+    )
 
 
 def _split(argv: list[str]) -> int:

@@ -46,8 +46,9 @@ class Verification:
         return json.loads(json.dumps(records.record(self.outcomes, self.header), default=_json_default))
 
     def _repr_html_(self) -> str:
-        return (f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>"
-                + outcomes_html(self.outcomes))
+        return f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>" + outcomes_html(
+            self.outcomes
+        )
 
 
 def verify(*only: str, **options: Any) -> Verification:
@@ -59,7 +60,6 @@ def verify(*only: str, **options: Any) -> Verification:
     cache; :func:`attn_cli.regenerate.verify`), without the progress display.  Writes no file.
     """
     from attn_cli import regenerate
-
     from attn_cli.errors import ConfigError
 
     if options.get("out") is not None:
@@ -67,9 +67,14 @@ def verify(*only: str, **options: Any) -> Verification:
     with _callers_state(), _config_errors(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
         common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
         checked = _translated(lambda: regenerate.verify(p["only"], **_library_options(common, p)))
-    return Verification(outcomes=checked.outcomes, summary=checked.summary, coverage=checked.coverage.line(),
-                        experiments={r.name: r.seconds for r in checked.runs},
-                        errors={r.name: r.error for r in checked.runs if r.error}, header=checked.header)
+    return Verification(
+        outcomes=checked.outcomes,
+        summary=checked.summary,
+        coverage=checked.coverage.line(),
+        experiments={r.name: r.seconds for r in checked.runs},
+        errors={r.name: r.error for r in checked.runs if r.error},
+        header=checked.header,
+    )
 
 
 def _parsed(command: str, folder: str, only, options: dict):
@@ -82,11 +87,19 @@ def _parsed(command: str, folder: str, only, options: dict):
     with cmd.make_context(f"attn {command}", [*argv, "--out", folder]) as ctx:
         p = ctx.params
         from_env = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
-    common = Common(device=p["device"], seed=p["seed"], out=Path(folder), json=False, quick=p["quick"],
-                    numerics=p["numerics"], formats=tuple(dict.fromkeys(p.get("formats") or ())) or ("png",),
-                    cache_dir=p["cache_dir"], scheduler=p.get("scheduler"),
-                    scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None,
-                    worker_wait=p.get("worker_wait", 120.0))
+    common = Common(
+        device=p["device"],
+        seed=p["seed"],
+        out=Path(folder),
+        json=False,
+        quick=p["quick"],
+        numerics=p["numerics"],
+        formats=tuple(dict.fromkeys(p.get("formats") or ())) or ("png",),
+        cache_dir=p["cache_dir"],
+        scheduler=p.get("scheduler"),
+        scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None,
+        worker_wait=p.get("worker_wait", 120.0),
+    )
     return common, p
 
 
@@ -95,10 +108,18 @@ def _library_options(common, p: dict) -> dict:
     from attn_cli.cli.commands.cache import cache_root
     from attn_cli.cli.commands.catalogue import seed_count
 
-    return dict(seed=common.seed, device=common.device, quick=common.quick, numerics=common.numerics,
-                cache_root=cache_root(common), use_cache=not p["no_cache"], scheduler=common.scheduler,
-                scheduler_from=common.scheduler_from, worker_wait=common.worker_wait,
-                **seed_count(p.get("n_seeds"), common))
+    return dict(
+        seed=common.seed,
+        device=common.device,
+        quick=common.quick,
+        numerics=common.numerics,
+        cache_root=cache_root(common),
+        use_cache=not p["no_cache"],
+        scheduler=common.scheduler,
+        scheduler_from=common.scheduler_from,
+        worker_wait=common.worker_wait,
+        **seed_count(p.get("n_seeds"), common),
+    )
 
 
 def _translated(call):
@@ -132,9 +153,11 @@ class Report:
 
     def _repr_html_(self) -> str:
         checks = self.manifest.get("checks") or "not judged (quick)"
-        return (f"<p>attn all: <code>{html.escape(str(self.out))}</code>, "
-                f"{len(self.manifest.get('artifacts', {}))} catalogue IDs; checks: {html.escape(str(checks))}; "
-                f"{'ok' if self.ok else 'FAILED'}</p>")
+        return (
+            f"<p>attn all: <code>{html.escape(str(self.out))}</code>, "
+            f"{len(self.manifest.get('artifacts', {}))} catalogue IDs; checks: {html.escape(str(checks))}; "
+            f"{'ok' if self.ok else 'FAILED'}</p>"
+        )
 
 
 def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
@@ -150,12 +173,20 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
 
     with _callers_state(), _config_errors():
         common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
-        done = _translated(lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats,
-                                                             **_library_options(common, p)))
-    notes = [*done.not_written, *([done.quick_line] if done.quick_line else []),
-             *(f"{s.name} failed: {s.error}" for s in done.errors)]
-    return Report(out=Path(out), manifest=json.loads(json.dumps(done.manifest, default=_json_default)),
-                  ok=done.exit_code == 0, notes="\n".join(notes))
+        done = _translated(
+            lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats, **_library_options(common, p))
+        )
+    notes = [
+        *done.not_written,
+        *([done.quick_line] if done.quick_line else []),
+        *(f"{s.name} failed: {s.error}" for s in done.errors),
+    ]
+    return Report(
+        out=Path(out),
+        manifest=json.loads(json.dumps(done.manifest, default=_json_default)),
+        ok=done.exit_code == 0,
+        notes="\n".join(notes),
+    )
 
 
 # --------------------------------------------------------------------------- list
@@ -186,5 +217,7 @@ def artifacts() -> list[Entry]:
     from attn_cli.render import report
 
     registry = experiment_registry.Registry.load()
-    return [Entry(**{**row, "files": tuple(row["files"])})
-            for row in report.catalogue_rows(registry.artifacts.values(), registry)]
+    return [
+        Entry(**{**row, "files": tuple(row["files"])})
+        for row in report.catalogue_rows(registry.artifacts.values(), registry)
+    ]

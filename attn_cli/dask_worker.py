@@ -11,9 +11,15 @@ from attn_cli.core.numerics import DEFAULT_MODE, MODE_VAR, MODES
 
 
 @click.command()
-@click.option("--attn-numerics", type=click.Choice(MODES), envvar=MODE_VAR, default=DEFAULT_MODE,
-              show_default=True, show_envvar=True,
-              help="The numeric mode of every run on this worker (attn's --numerics): pinned before torch loads.")
+@click.option(
+    "--attn-numerics",
+    type=click.Choice(MODES),
+    envvar=MODE_VAR,
+    default=DEFAULT_MODE,
+    show_default=True,
+    show_envvar=True,
+    help="The numeric mode of every run on this worker (attn's --numerics): pinned before torch loads.",
+)
 def dask_setup(worker, attn_numerics: str) -> None:
     """Pin the numeric mode, one intra-op thread, torch and the training code loaded."""
     from attn_cli.experiments.copy_task.cluster_worker import prepare_worker

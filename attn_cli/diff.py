@@ -43,8 +43,15 @@ class Row:
         def side(c: dict | None) -> dict | None:
             return None if c is None else {k: c.get(k) for k in ("regenerated", "status", "margin")}
 
-        return {"id": self.id, "before": side(self.before), "after": side(self.after), "delta": self.delta(),
-                "moved": self.moved, "verdict_changed": self.verdict_changed, "now_failing": self.now_failing}
+        return {
+            "id": self.id,
+            "before": side(self.before),
+            "after": side(self.after),
+            "delta": self.delta(),
+            "moved": self.moved,
+            "verdict_changed": self.verdict_changed,
+            "now_failing": self.now_failing,
+        }
 
 
 @dataclass
@@ -67,8 +74,10 @@ class Diff:
     def summary(self) -> str:
         moved = sum(r.moved for r in self.rows)
         verdicts = sum(r.verdict_changed for r in self.rows)
-        text = (f"{moved} value{'s' if moved != 1 else ''} moved, {verdicts} verdict{'s' if verdicts != 1 else ''} "
-                f"changed ({len(self.now_failing)} now failing)")
+        text = (
+            f"{moved} value{'s' if moved != 1 else ''} moved, {verdicts} verdict{'s' if verdicts != 1 else ''} "
+            f"changed ({len(self.now_failing)} now failing)"
+        )
         if self.new or self.removed:
             text += f"; {len(self.new)} new, {len(self.removed)} removed"
         return text
@@ -78,10 +87,15 @@ class Diff:
         return 1 if self.now_failing else 0
 
     def as_json(self, everything: bool = False) -> dict:
-        return {"header": [{"field": k, "before": a, "after": b} for k, a, b in self.header], "notes": self.notes,
-                "checks": [r.as_json() for r in (self.rows if everything else self.changed)],
-                "new": [c["id"] for c in self.new], "removed": [c["id"] for c in self.removed],
-                "summary": self.summary, "now_failing": [r.id for r in self.now_failing]}
+        return {
+            "header": [{"field": k, "before": a, "after": b} for k, a, b in self.header],
+            "notes": self.notes,
+            "checks": [r.as_json() for r in (self.rows if everything else self.changed)],
+            "new": [c["id"] for c in self.new],
+            "removed": [c["id"] for c in self.removed],
+            "summary": self.summary,
+            "now_failing": [r.id for r in self.now_failing],
+        }
 
 
 def _value(record: dict | None) -> str:
@@ -116,15 +130,19 @@ def _name(key: str) -> str:
 
 
 def diff(before: Loaded, after: Loaded) -> Diff:
-    notes = [f"{side.path} has no header (an earlier attn's bare list)"
-             for side in (before, after) if side.header is None]
+    notes = [
+        f"{side.path} has no header (an earlier attn's bare list)" for side in (before, after) if side.header is None
+    ]
     header = []
     if before.header is not None and after.header is not None:
         a, b = _flat(before.header), _flat(after.header)
         header = [(_name(k), a.get(k), b.get(k)) for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
     old = {c["id"]: c for c in before.checks}
     new = {c["id"]: c for c in after.checks}
-    return Diff(header=header, notes=notes,
-                rows=[Row(cid, old[cid], c) for cid, c in new.items() if cid in old],
-                new=[c for cid, c in new.items() if cid not in old],
-                removed=[c for cid, c in old.items() if cid not in new])
+    return Diff(
+        header=header,
+        notes=notes,
+        rows=[Row(cid, old[cid], c) for cid, c in new.items() if cid in old],
+        new=[c for cid, c in new.items() if cid not in old],
+        removed=[c for cid, c in old.items() if cid not in new],
+    )

@@ -19,7 +19,7 @@ class WriteFailed(AttnError):
 
 # Every seed ends in torch.manual_seed or torch.Generator.manual_seed, which accept exactly a
 # signed or an unsigned 64-bit integer (--seed's range, attn_cli.cli.types.SEED).
-SEED_MIN, SEED_MAX = -(2 ** 63), 2 ** 64 - 1
+SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1
 
 
 class SeedOutOfRange(AttnError):
@@ -29,8 +29,10 @@ class SeedOutOfRange(AttnError):
 
     def __init__(self, seed: int):
         self.seed = seed
-        super().__init__(f"this command would seed torch with {seed}, outside torch's range "
-                         f"[-2**63, 2**64 - 1] (it also uses the seeds after --seed); choose a smaller seed")
+        super().__init__(
+            f"this command would seed torch with {seed}, outside torch's range "
+            f"[-2**63, 2**64 - 1] (it also uses the seeds after --seed); choose a smaller seed"
+        )
 
 
 class BadConfig(AttnError):

@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from attn_cli.errors import SEED_MAX, SEED_MIN, AttnError, SeedOutOfRange
 
@@ -34,8 +35,9 @@ class Experiment:
         if hasattr(self.module, attribute):
             return getattr(self.module, attribute)
         if attribute in CONTRACT:
-            raise AttnError(f"experiment {self.name} does not declare {attribute} "
-                            "(see attn_cli/experiments/__init__.py)")
+            raise AttnError(
+                f"experiment {self.name} does not declare {attribute} (see attn_cli/experiments/__init__.py)"
+            )
         return default
 
     @property
@@ -86,11 +88,20 @@ class Experiment:
     def has_fast_engine(self) -> bool:
         return "fast" in self.engines
 
-    def config(self, *, seed: int = 0, device: str = "cpu", quick: bool = False,
-               engine: str | None = None, use_cache: bool = True,
-               verify: bool = False, scheduler: str | None = None, scheduler_from: str | None = None,
-               worker_wait: float | None = None,
-               verify_seeds: int | None = None) -> Any:
+    def config(
+        self,
+        *,
+        seed: int = 0,
+        device: str = "cpu",
+        quick: bool = False,
+        engine: str | None = None,
+        use_cache: bool = True,
+        verify: bool = False,
+        scheduler: str | None = None,
+        scheduler_from: str | None = None,
+        worker_wait: float | None = None,
+        verify_seeds: int | None = None,
+    ) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
         one whose Config has ``use_cache`` gets it (False: its cached pieces are recomputed;
         the pipeline hands it the cache itself); ``engine`` ("fast" or "exact") is set where
@@ -146,8 +157,9 @@ class Experiment:
 
         return result_json(result, outcomes)
 
-    def figures(self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping,
-                keep: list | None = None) -> list[Path]:
+    def figures(
+        self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+    ) -> list[Path]:
         """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them, drawn
         and saved here; ``outcomes``: the published values and verdicts they show; ``keep``:
         each Figure is appended there with its file name."""
@@ -178,11 +190,37 @@ def discover() -> list[Experiment]:
     """The experiments, by name: every experiment module, listed here (a new one is added here;
     a test names a module left out).  Imported only when the registry is asked for them, so a
     single command imports its own experiment alone."""
-    from attn_cli.experiments import (analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula,
-                                      heads, masks, order, scaling, self_cross, sqrt_dk)
+    from attn_cli.experiments import (
+        analogy,
+        copy_both,
+        copy_task,
+        crossattn,
+        embeddings,
+        exercises,
+        formula,
+        heads,
+        masks,
+        order,
+        scaling,
+        self_cross,
+        sqrt_dk,
+    )
 
-    modules = (analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula, heads, masks, order,
-               scaling, self_cross, sqrt_dk)
+    modules = (
+        analogy,
+        copy_both,
+        copy_task,
+        crossattn,
+        embeddings,
+        exercises,
+        formula,
+        heads,
+        masks,
+        order,
+        scaling,
+        self_cross,
+        sqrt_dk,
+    )
     return sorted((Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in modules), key=lambda e: e.name)
 
 
@@ -211,7 +249,7 @@ class Registry:
     uncatalogued: dict = field(default_factory=dict)  # IDs an experiment names that the catalogue lacks
 
     @classmethod
-    def load(cls) -> "Registry":
+    def load(cls) -> Registry:
         artifacts = {a.id: a for a in catalogue()}
         experiments = discover()
         by_artifact: dict[str, Experiment] = {}
@@ -222,8 +260,13 @@ class Registry:
                 if aid in claimed:
                     raise AttnError(f"{aid!r} is claimed by both {claimed[aid].name} and {exp.name}")
                 claimed[aid] = exp
-        return cls(artifacts=artifacts, checks=checks(), experiments=experiments, by_artifact=by_artifact,
-                   uncatalogued=uncatalogued)
+        return cls(
+            artifacts=artifacts,
+            checks=checks(),
+            experiments=experiments,
+            by_artifact=by_artifact,
+            uncatalogued=uncatalogued,
+        )
 
     def checks_of(self, artifact_id: str) -> list:
         return [c for c in self.checks.values() if c.artifact == artifact_id]
@@ -273,8 +316,10 @@ class UnknownId(AttnError):
     def __init__(self, token: str, known: list[str]):
         self.token = token
         self.known = known
-        super().__init__(f"unknown ID {token!r}; known IDs: {ranges(known)} "
-                         "(or a check ID or its prefix, e.g. w9-sqrt-dk.1024; or w9, d2l)")
+        super().__init__(
+            f"unknown ID {token!r}; known IDs: {ranges(known)} "
+            "(or a check ID or its prefix, e.g. w9-sqrt-dk.1024; or w9, d2l)"
+        )
 
 
 def ranges(ids: list[str]) -> str:

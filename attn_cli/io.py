@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from attn_cli.errors import WriteFailed
 
@@ -79,8 +79,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     path = Path(path)
     make_dirs(path.parent)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp",
-                                   dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp", dir=path.parent)
     except OSError as exc:
         raise failure(path, exc) from None
     os.close(fd)

@@ -8,16 +8,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterable, Sequence
+from typing import Any
 
 from attn_cli.errors import AttnError, BadConfig, WriteFailed
+from attn_cli.experiment_registry import Experiment, Registry, ranges
 from attn_cli.published.compare import Outcome
 from attn_cli.published.types import MISSING
-from attn_cli.experiment_registry import Experiment, Registry, ranges
 
-Display = Callable[[Any], ContextManager[Callable | None]]  # config -> a block that yields the progress callback
+# config -> a block that yields the progress callback
+Display = Callable[[Any], AbstractContextManager[Callable | None]]
 
 
 @dataclass
@@ -71,11 +74,23 @@ def check(exp: Experiment, config: Any) -> None:
         preflight(config)
 
 
-def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats: Sequence[str] = ("png",),
-        progress: Callable | None = None, display: Display | None = None,
-        cache_root: str | Path | Callable[[], str | Path | None] | None = None, use_cache: bool = True,
-        unjudged: str | None = None, judged: bool = True, keep_going: bool = False,
-        threads: int | None = 1, numerics: str | None = None, keep: list | None = None) -> Run:
+def run(
+    exp: Experiment,
+    config: Any,
+    *,
+    out: str | Path | None = None,
+    formats: Sequence[str] = ("png",),
+    progress: Callable | None = None,
+    display: Display | None = None,
+    cache_root: str | Path | Callable[[], str | Path | None] | None = None,
+    use_cache: bool = True,
+    unjudged: str | None = None,
+    judged: bool = True,
+    keep_going: bool = False,
+    threads: int | None = 1,
+    numerics: str | None = None,
+    keep: list | None = None,
+) -> Run:
     """Run one experiment, compare it once, write its figures (the path of every command).
 
     ``config`` is checked first. ``cache_root``: the per-user cache (a callable is called after
@@ -124,20 +139,35 @@ def run(exp: Experiment, config: Any, *, out: str | Path | None = None, formats:
     return run
 
 
-def run_experiments(plan: Iterable[tuple[Experiment, Any, str | None]], *,
-                    on_start: Callable[[Experiment], Callable | None] | None = None,
-                    on_done: Callable[[Run], None] | None = None, cache_root: str | Path | None = None,
-                    use_cache: bool = True, keep_going: bool = True, threads: int | None = 1,
-                    numerics: str | None = None) -> list[Run]:
+def run_experiments(
+    plan: Iterable[tuple[Experiment, Any, str | None]],
+    *,
+    on_start: Callable[[Experiment], Callable | None] | None = None,
+    on_done: Callable[[Run], None] | None = None,
+    cache_root: str | Path | None = None,
+    use_cache: bool = True,
+    keep_going: bool = True,
+    threads: int | None = 1,
+    numerics: str | None = None,
+) -> list[Run]:
     """:func:`run` for each ``(experiment, config, unjudged)`` in turn, not judged (the caller
     compares the selected checks: :func:`compare`) and writing no file; ``on_start(experiment)``
     may return its progress callback, ``on_done(run)`` hears each finished run."""
     runs = []
     for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
-        run_ = run(exp, config, unjudged=unjudged, progress=progress, cache_root=cache_root,
-                   use_cache=use_cache, judged=False, keep_going=keep_going, threads=threads,
-                   numerics=numerics)
+        run_ = run(
+            exp,
+            config,
+            unjudged=unjudged,
+            progress=progress,
+            cache_root=cache_root,
+            use_cache=use_cache,
+            judged=False,
+            keep_going=keep_going,
+            threads=threads,
+            numerics=numerics,
+        )
         runs.append(run_)
         if on_done:
             on_done(run_)
@@ -165,8 +195,11 @@ def _cache_key(exp: Experiment, config: Any, cache_root, numerics: str | None = 
     from attn_cli.core.numerics import key
     from attn_cli.store import keys
 
-    return keys.cache_key({"experiment": exp.name, "config": exp.recorded_config(config)}, keys.RESULT_CODE_GLOBS,
-                           key(str(getattr(config, "device", "cpu")), numerics))
+    return keys.cache_key(
+        {"experiment": exp.name, "config": exp.recorded_config(config)},
+        keys.RESULT_CODE_GLOBS,
+        key(str(getattr(config, "device", "cpu")), numerics),
+    )
 
 
 def _pieces(exp: Experiment, store, use_cache: bool):
@@ -206,8 +239,9 @@ def _load(exp: Experiment, config: Any, store, key: dict, notes: list[str]):
                 validate(result, config)
         return result
     except (cache.Refused, entries.InvalidEntry) as exc:
-        notes.append(f"cache entry {cache.cache_path('', exp.name, key).as_posix()} is unreadable ({exc}); "
-                     "recomputing it")
+        notes.append(
+            f"cache entry {cache.cache_path('', exp.name, key).as_posix()} is unreadable ({exc}); recomputing it"
+        )
         return None
 
 
@@ -241,8 +275,15 @@ def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) 
             outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} failed ({run.error})"))
         else:  # reduced sizes (unjudged): the value, if any, is shown, not judged
             config = run.result.config if isinstance(getattr(run.result, "config", None), dict) else None
-            outcomes.append(judge(check, run.measured.get(check.id, MISSING), config, unjudged=run.unjudged,
-                                  missing=f"not regenerated: {exp.name} measured no value"))
+            outcomes.append(
+                judge(
+                    check,
+                    run.measured.get(check.id, MISSING),
+                    config,
+                    unjudged=run.unjudged,
+                    missing=f"not regenerated: {exp.name} measured no value",
+                )
+            )
     return outcomes
 
 
@@ -285,8 +326,9 @@ def coverage(registry: Registry, artifact_ids: Iterable[str], *, everything: boo
 
 def cache_lines(runs: Iterable[Run]) -> list[str]:
     """One line per experiment that reuses cached work, e.g. "copy_task: 40 training runs: 40 from cache"."""
-    return [f"{r.name}: {r.result.cache_line()}" for r in runs
-            if r.result is not None and hasattr(r.result, "cache_line")]
+    return [
+        f"{r.name}: {r.result.cache_line()}" for r in runs if r.result is not None and hasattr(r.result, "cache_line")
+    ]
 
 
 # --------------------------------------------------------------------------- where it ran
@@ -318,8 +360,12 @@ def versions() -> dict[str, str]:
 
     from attn_cli import __version__
 
-    return {"attn": __version__, "torch": torch.__version__, "python": platform.python_version(),
-            "numpy": numpy.__version__}
+    return {
+        "attn": __version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+    }
 
 
 def machine(device: str = "cpu") -> dict[str, Any]:
@@ -333,8 +379,11 @@ def machine(device: str = "cpu") -> dict[str, Any]:
             cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
     except OSError:
         pass
-    info: dict[str, Any] = {"cpu": cpu, "cores": f"{os.cpu_count()} logical cores",
-                            "platform": platform.platform(terse=True)}
+    info: dict[str, Any] = {
+        "cpu": cpu,
+        "cores": f"{os.cpu_count()} logical cores",
+        "platform": platform.platform(terse=True),
+    }
     if device == "cuda":
         import torch
 

@@ -8,17 +8,28 @@ Design notes: ``docs/design.md``, section ``attn_cli.plan``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
-QUICK_NOTE = ("a smoke run at reduced sizes that judges nothing against the texts, nothing trained included; "
-              "without --quick every check is judged as `attn verify` judges it")
+QUICK_NOTE = (
+    "a smoke run at reduced sizes that judges nothing against the texts, nothing trained included; "
+    "without --quick every check is judged as `attn verify` judges it"
+)
 
 Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is not judged or None)
 
 
-def judged(experiments: Iterable, *, seed: int, device: str, use_cache: bool = True,
-           quick: bool = False, seeds: int | None = None, **cluster) -> Plan:
+def judged(
+    experiments: Iterable,
+    *,
+    seed: int,
+    device: str,
+    use_cache: bool = True,
+    quick: bool = False,
+    seeds: int | None = None,
+    **cluster,
+) -> Plan:
     """Each experiment at the configuration its checks are judged at (see the module);
     ``seeds``: how many seeds judge a trained value (None: the seed rule's default)."""
     from attn_cli.published.seed_rule import MAX_SEEDS
@@ -28,14 +39,28 @@ def judged(experiments: Iterable, *, seed: int, device: str, use_cache: bool = T
     plan = []
     for exp in experiments:
         reduced = quick and exp.slow
-        plan.append((exp, exp.config(seed=seed, device=device, quick=reduced, use_cache=use_cache,
-                                     verify=not reduced, verify_seeds=seeds, **cluster), QUICK if reduced else None))
+        plan.append(
+            (
+                exp,
+                exp.config(
+                    seed=seed,
+                    device=device,
+                    quick=reduced,
+                    use_cache=use_cache,
+                    verify=not reduced,
+                    verify_seeds=seeds,
+                    **cluster,
+                ),
+                QUICK if reduced else None,
+            )
+        )
     return plan
 
 
 def smoke(experiments: Iterable, *, seed: int, device: str, use_cache: bool = True, **cluster) -> Plan:
     """Each experiment at ``Config.quick()``, nothing judged (``attn all --quick``); one with a
     fast engine uses it (the quickest smoke run)."""
-    return [(exp, exp.config(seed=seed, device=device, quick=True, use_cache=use_cache, engine="fast",
-                        **cluster), QUICK) for exp in experiments]
-
+    return [
+        (exp, exp.config(seed=seed, device=device, quick=True, use_cache=use_cache, engine="fast", **cluster), QUICK)
+        for exp in experiments
+    ]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 FORMAT = "attn-checks/1"
 
@@ -22,9 +23,18 @@ def header(*, command: str, where: dict, device: str, seed: int, seeds: int | No
     """Versions (attn, torch, python, numpy), machine, numerics, device, seeds and the date;
     ``where``: :func:`attn_cli.pipeline.where_it_ran`."""
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return {"format": FORMAT, "command": command, "timing": {"date": date},  # wall clock: under timing
-            "versions": where["versions"], "machine": where["machine"], "numerics": where["numerics"],
-            "device": device, "seed": seed, "seeds": seeds, "quick": quick}
+    return {
+        "format": FORMAT,
+        "command": command,
+        "timing": {"date": date},  # wall clock: under timing
+        "versions": where["versions"],
+        "machine": where["machine"],
+        "numerics": where["numerics"],
+        "device": device,
+        "seed": seed,
+        "seeds": seeds,
+        "quick": quick,
+    }
 
 
 def record(outcomes: Sequence, head: dict) -> dict:

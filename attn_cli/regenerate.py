@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from attn_cli import experiment_registry, pipeline
 from attn_cli.plan import QUICK_NOTE
@@ -86,27 +86,42 @@ class AllReport:
     @property
     def not_written(self) -> list[str]:
         """One line per catalogue ID whose experiment did not write one of its catalogue files."""
-        return [f"{aid}: {entry['experiment']} did not write {', '.join(entry['not_written'])}"
-                for aid, entry in self.manifest["artifacts"].items() if entry.get("not_written")]
+        return [
+            f"{aid}: {entry['experiment']} did not write {', '.join(entry['not_written'])}"
+            for aid, entry in self.manifest["artifacts"].items()
+            if entry.get("not_written")
+        ]
 
     @property
     def context_lines(self) -> list[str]:
         return [*pipeline.cache_lines(self.runs), pipeline.numerics_line(self.where["numerics"])]
 
 
-def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quick: bool = False,
-           numerics: str | None = None, cache_root: str | Path | None = None, use_cache: bool = True,
-           scheduler: str | None = None, scheduler_from: str | None = None, out: Path | None = None,
-           seeds: int | None = None, progress: RunPlan | None = None,
-           worker_wait: float | None = None) -> VerifyReport:
+def verify(
+    only: Sequence[str] = (),
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    quick: bool = False,
+    numerics: str | None = None,
+    cache_root: str | Path | None = None,
+    use_cache: bool = True,
+    scheduler: str | None = None,
+    scheduler_from: str | None = None,
+    out: Path | None = None,
+    seeds: int | None = None,
+    progress: RunPlan | None = None,
+    worker_wait: float | None = None,
+) -> VerifyReport:
     """Regenerate the published values ``only`` selects (all without it) and judge them.
 
-    Each experiment a selected check needs runs once at the configuration its checks are
-    judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
-    ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
-    ``verify.html`` there.  ``seeds``: how many seeds judge each trained value (``--seed`` with
-    the exact engine, the next ones with the fast one; None: the seed rule's default).  Raises :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only``
-    that names nothing and :class:`attn_cli.experiment_registry.SeedOutOfRange` before any work.
+        Each experiment a selected check needs runs once at the configuration its checks are
+        judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
+        ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
+        ``verify.html`` there.  ``seeds``: how many seeds judge each trained value (``--seed`` with
+        the exact engine, the next ones with the fast one; None: the seed rule's default).  Raises
+    :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only``
+        that names nothing and :class:`attn_cli.experiment_registry.SeedOutOfRange` before any work.
     """
     from attn_cli.plan import judged
     from attn_cli.published.compare import summary
@@ -114,30 +129,56 @@ def verify(only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu", quic
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
-    plan = judged(needed, seed=seed, device=device, use_cache=use_cache, quick=quick,
-                  seeds=seeds, **cluster(scheduler, scheduler_from, needed, worker_wait))
+    plan = judged(
+        needed,
+        seed=seed,
+        device=device,
+        use_cache=use_cache,
+        quick=quick,
+        seeds=seeds,
+        **cluster(scheduler, scheduler_from, needed, worker_wait),
+    )
     check_plan_seeds(plan)
     started = time.perf_counter()
     done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     outcomes = pipeline.compare(selected, registry, done)
     cov = pipeline.coverage(registry, artifact_ids, everything=not only)
     where = pipeline.where_it_ran(device, numerics)
-    report = VerifyReport(runs=done, outcomes=outcomes, coverage=cov, summary=summary(outcomes), where=where,
-                          seconds=time.perf_counter() - started,
-                          header=_header("attn verify", where, device, seed, seeds, quick))
+    report = VerifyReport(
+        runs=done,
+        outcomes=outcomes,
+        coverage=cov,
+        summary=summary(outcomes),
+        where=where,
+        seconds=time.perf_counter() - started,
+        header=_header("attn verify", where, device, seed, seeds, quick),
+    )
     if out is not None:
         from attn_cli.report_files import write_verify_page
 
-        report.files = write_verify_page(registry, artifact_ids, report, Path(out), quick=quick, seed=seed,
-                                         device=device, cov=cov)
+        report.files = write_verify_page(
+            registry, artifact_ids, report, Path(out), quick=quick, seed=seed, device=device, cov=cov
+        )
     return report
 
 
-def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, device: str = "cpu",
-                   quick: bool = False, numerics: str | None = None, formats: Sequence[str] = ("png",),
-                   cache_root: str | Path | None = None, use_cache: bool = True, scheduler: str | None = None,
-                   scheduler_from: str | None = None, seeds: int | None = None,
-                   progress: RunPlan | None = None, worker_wait: float | None = None) -> AllReport:
+def regenerate_all(
+    out: str | Path,
+    only: Sequence[str] = (),
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    quick: bool = False,
+    numerics: str | None = None,
+    formats: Sequence[str] = ("png",),
+    cache_root: str | Path | None = None,
+    use_cache: bool = True,
+    scheduler: str | None = None,
+    scheduler_from: str | None = None,
+    seeds: int | None = None,
+    progress: RunPlan | None = None,
+    worker_wait: float | None = None,
+) -> AllReport:
     """Run the experiments ``only`` selects (every one without it) and write into ``out`` each
     one's tables, JSON and figures as it finishes, then ``manifest.json``, ``index.md`` and
     ``index.html``.  Every check is judged once, as :func:`verify` judges it (``quick``: a smoke
@@ -152,18 +193,31 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     out = Path(out)
     registry = experiment_registry.Registry.load()
     artifact_ids, _ = registry.select(only)
-    plan = _all_plan(registry, artifact_ids, only, seed=seed, device=device, quick=quick, use_cache=use_cache,
-                     seeds=seeds, scheduler=scheduler, scheduler_from=scheduler_from, worker_wait=worker_wait)
+    plan = _all_plan(
+        registry,
+        artifact_ids,
+        only,
+        seed=seed,
+        device=device,
+        quick=quick,
+        use_cache=use_cache,
+        seeds=seeds,
+        scheduler=scheduler,
+        scheduler_from=scheduler_from,
+        worker_wait=worker_wait,
+    )
 
     sections = []
     judged_now: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
 
     def write(run) -> None:
-        mine = pipeline.compare([c for c in registry.checks.values() if experiment_name(registry, c) == run.name],
-                            registry, [run])
+        mine = pipeline.compare(
+            [c for c in registry.checks.values() if experiment_name(registry, c) == run.name], registry, [run]
+        )
         judged_now.update((o.check.id, o) for o in mine)
-        sections.append(report_files.write_section(run, registry, out, formats, command_of(registry, run.experiment),
-                                                   mine))
+        sections.append(
+            report_files.write_section(run, registry, out, formats, command_of(registry, run.experiment), mine)
+        )
 
     done = _run(plan, "all", progress, on_done=write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
 
@@ -174,21 +228,53 @@ def regenerate_all(out: str | Path, only: Sequence[str] = (), *, seed: int = 0, 
     cov = pipeline.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
     line = None if quick else summary(outcomes)
     where = pipeline.where_it_ran(device, numerics)
-    manifest = report_files.manifest_of(sections, quick=quick, seed=seed, device=device, where=where,
-                                        seconds=time.perf_counter() - started, line=line, cov=cov, runs_done=done,
-                                        outcomes=outcomes, quick_note=QUICK_NOTE if quick else None)
+    manifest = report_files.manifest_of(
+        sections,
+        quick=quick,
+        seed=seed,
+        device=device,
+        where=where,
+        seconds=time.perf_counter() - started,
+        line=line,
+        cov=cov,
+        runs_done=done,
+        outcomes=outcomes,
+        quick_note=QUICK_NOTE if quick else None,
+    )
     record = records.record(outcomes, _header("attn all", where, device, seed, seeds, quick))
     manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     index = _write_index(out, manifest, shown, sections, outcomes, line, cov.line())
     written = [out / f for s in sections for f in (*s.figures, *s.data)]
-    return AllReport(out=out, quick=quick, runs=done, sections=sections, outcomes=outcomes, coverage=cov,
-                     summary=line, quick_line=quick_line(outcomes, registry, plan) if quick else None,
-                     manifest=manifest, where=where, files=[*written, *index])
+    return AllReport(
+        out=out,
+        quick=quick,
+        runs=done,
+        sections=sections,
+        outcomes=outcomes,
+        coverage=cov,
+        summary=line,
+        quick_line=quick_line(outcomes, registry, plan) if quick else None,
+        manifest=manifest,
+        where=where,
+        files=[*written, *index],
+    )
 
 
-def _all_plan(registry, artifact_ids, only, *, seed: int, device: str, quick: bool, use_cache: bool,
-              seeds: int | None, scheduler: str | None, scheduler_from: str | None, worker_wait: float | None) -> list:
+def _all_plan(
+    registry,
+    artifact_ids,
+    only,
+    *,
+    seed: int,
+    device: str,
+    quick: bool,
+    use_cache: bool,
+    seeds: int | None,
+    scheduler: str | None,
+    scheduler_from: str | None,
+    worker_wait: float | None,
+) -> list:
     """What ``attn all`` runs: the selected experiments, at ``Config.quick()`` (judging nothing)
     or at the configurations their checks are judged at; every seed checked before any work."""
     from attn_cli.plan import judged, smoke
@@ -200,24 +286,43 @@ def _all_plan(registry, artifact_ids, only, *, seed: int, device: str, quick: bo
 
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
     make_plan = smoke if quick else judged
-    plan = make_plan(experiments, seed=seed, device=device, use_cache=use_cache,
-                     **({} if seeds is None else {"seeds": seeds}),
-                     **cluster(scheduler, scheduler_from, experiments, worker_wait))
+    plan = make_plan(
+        experiments,
+        seed=seed,
+        device=device,
+        use_cache=use_cache,
+        **({} if seeds is None else {"seeds": seeds}),
+        **cluster(scheduler, scheduler_from, experiments, worker_wait),
+    )
     check_plan_seeds(plan)
     return plan
 
 
-def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list, line: str | None,
-                 coverage_line: str) -> list[Path]:
+def _write_index(
+    out: Path, manifest: dict, shown: list, sections: list, outcomes: list, line: str | None, coverage_line: str
+) -> list[Path]:
     """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
     from attn_cli.render import files, html, report
 
     files.write_json(out / "manifest.json", manifest)
-    files.write_text(out / "index.md", report.index_markdown(
-        catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=coverage_line))
-    files.write_text(out / "index.html", html.index_html(
-        catalogue=shown, sections=sections, manifest=manifest, outcomes=outcomes, summary=line,
-        coverage_line=coverage_line, links=("manifest.json", "index.md")))
+    files.write_text(
+        out / "index.md",
+        report.index_markdown(
+            catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=coverage_line
+        ),
+    )
+    files.write_text(
+        out / "index.html",
+        html.index_html(
+            catalogue=shown,
+            sections=sections,
+            manifest=manifest,
+            outcomes=outcomes,
+            summary=line,
+            coverage_line=coverage_line,
+            links=("manifest.json", "index.md"),
+        ),
+    )
     return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 
@@ -228,8 +333,14 @@ def _header(command: str, where: dict, device: str, seed: int, seeds: int | None
     from attn_cli import records
     from attn_cli.published.seed_rule import MIN_SEEDS
 
-    return records.header(command=command + (" --quick" if quick else ""), where=where, device=device, seed=seed,
-                          seeds=None if quick else seeds or MIN_SEEDS, quick=quick)
+    return records.header(
+        command=command + (" --quick" if quick else ""),
+        where=where,
+        device=device,
+        seed=seed,
+        seeds=None if quick else seeds or MIN_SEEDS,
+        quick=quick,
+    )
 
 
 def _run(plan, verb: str, progress: RunPlan | None, **keywords) -> list:
@@ -257,8 +368,10 @@ def cluster(scheduler: str | None, scheduler_from: str | None, experiments, work
 def ordered(registry, experiments) -> list:
     """Experiments in catalogue order of their first artifact (W9 1.1 first)."""
     position = {aid: i for i, aid in enumerate(registry.artifacts)}
-    return sorted(experiments, key=lambda e: (min((position[a] for a in e.artifacts if a in position),
-                                                       default=len(position)), e.name))
+    return sorted(
+        experiments,
+        key=lambda e: (min((position[a] for a in e.artifacts if a in position), default=len(position)), e.name),
+    )
 
 
 def experiment_name(registry, check) -> str | None:
@@ -282,4 +395,3 @@ def quick_line(outcomes, registry, plan) -> str:
     n_trained = sum(experiment_name(registry, o.check) in trained for o in outcomes)
     what = f"; {n_trained} of them trained: {', '.join(trained)}" if trained else ""
     return f"quick run: {QUICK_NOTE} ({len(outcomes)} checks shown, not judged{what})"
-

@@ -20,9 +20,15 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
     from attn_cli.render.figure_files import experiment_markdown
 
     exp = run.experiment
-    section = Section(name=exp.name, command=command, ids=list(exp.artifacts),
-                      artifacts=[registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
-                      seconds=run.seconds, error=run.error, config=exp.recorded_config(run.config))
+    section = Section(
+        name=exp.name,
+        command=command,
+        ids=list(exp.artifacts),
+        artifacts=[registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
+        seconds=run.seconds,
+        error=run.error,
+        config=exp.recorded_config(run.config),
+    )
     section.outcomes = [o for o in outcomes if o.check.artifact in section.ids]
     if run.error:
         return section
@@ -47,20 +53,37 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
     return section
 
 
-def write_verify_page(registry, artifact_ids, report, out: Path, *, quick: bool, seed: int, device: str,
-                      cov) -> list[Path]:
+def write_verify_page(
+    registry, artifact_ids, report, out: Path, *, quick: bool, seed: int, device: str, cov
+) -> list[Path]:
     """``verify.json`` (the header and the --json records) and ``verify.html`` (the checks as a
     page) in ``out``; the paths written.  Their own names: an ``attn all`` report in the same
     folder (index.html) is left alone.  ``report``: :class:`attn_cli.regenerate.VerifyReport`."""
     from attn_cli.render import files, html
 
     files.write_json(out / "verify.json", report.record)
-    manifest = {"command": "attn verify" + (" --quick" if quick else ""), "quick": False,
-                "seed": seed, "device": device, "timing": {"seconds": round(report.seconds, 3)}, **report.where}
+    manifest = {
+        "command": "attn verify" + (" --quick" if quick else ""),
+        "quick": False,
+        "seed": seed,
+        "device": device,
+        "timing": {"seconds": round(report.seconds, 3)},
+        **report.where,
+    }
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
-    files.write_text(out / "verify.html", html.index_html(
-        catalogue=shown, sections=[], manifest=manifest, outcomes=report.outcomes, summary=report.summary,
-        coverage_line=cov.line(), links=("verify.json",), title="attn verify: the texts' numbers, regenerated"))
+    files.write_text(
+        out / "verify.html",
+        html.index_html(
+            catalogue=shown,
+            sections=[],
+            manifest=manifest,
+            outcomes=report.outcomes,
+            summary=report.summary,
+            coverage_line=cov.line(),
+            links=("verify.json",),
+            title="attn verify: the texts' numbers, regenerated",
+        ),
+    )
     return [out / "verify.html", out / "verify.json"]
 
 
@@ -74,17 +97,40 @@ def write_junit(path: Path, outcomes, runs, registry) -> Path:
     return Path(path)
 
 
-def manifest_of(sections, *, quick: bool, seed: int, device: str, where: dict, seconds: float, line, cov,
-                runs_done, outcomes=(), quick_note: str | None = None) -> dict:
+def manifest_of(
+    sections,
+    *,
+    quick: bool,
+    seed: int,
+    device: str,
+    where: dict,
+    seconds: float,
+    line,
+    cov,
+    runs_done,
+    outcomes=(),
+    quick_note: str | None = None,
+) -> dict:
     """``manifest.json`` of ``attn all`` (:func:`attn_cli.render.manifest.manifest`); ``where``:
     :func:`attn_cli.pipeline.where_it_ran`."""
     from attn_cli import pipeline
     from attn_cli.render.manifest import manifest
 
-    return manifest(sections, command="attn all" + (" --quick" if quick else ""), quick=quick,
-                    seed=seed, device=device, **where,
-                    cache=pipeline.cache_lines(runs_done), seconds=seconds, checks=line, coverage=cov.line(),
-                    missing=cov.no_experiment, outcomes=outcomes, quick_note=quick_note)
+    return manifest(
+        sections,
+        command="attn all" + (" --quick" if quick else ""),
+        quick=quick,
+        seed=seed,
+        device=device,
+        **where,
+        cache=pipeline.cache_lines(runs_done),
+        seconds=seconds,
+        checks=line,
+        coverage=cov.line(),
+        missing=cov.no_experiment,
+        outcomes=outcomes,
+        quick_note=quick_note,
+    )
 
 
 def _relative(path: Path, out: Path) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)  # raised as Terminated; SIGINT stays KeyboardInterrupt
 WORDS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
@@ -73,6 +73,7 @@ def exit_code(exc: BaseException) -> int:
 
 # --------------------------------------------------------------------------- worker processes
 
+
 @contextmanager
 def terminal_signals_blocked() -> Iterator[None]:
     """SIGHUP and SIGINT blocked in this thread meanwhile, so that the processes started inside
@@ -98,6 +99,7 @@ def exit_with_parent(reader) -> None:
     see attn go; a pipe does, at once and without polling.  A daemon thread blocks on it and
     calls ``os._exit`` (a torch op in the main thread does not hold it up: torch releases the GIL).
     """
+
     def watch() -> None:
         try:
             reader.poll(None)  # readable only at end of file: attn never writes to it

@@ -34,7 +34,7 @@ import time
 
 def load() -> str:
     try:
-        return "load average %.2f %.2f %.2f on %d CPUs" % (*os.getloadavg(), os.cpu_count() or 0)
+        return "load average {:.2f} {:.2f} {:.2f} on {} CPUs".format(*os.getloadavg(), os.cpu_count() or 0)
     except OSError:
         return "load average unknown"
 
@@ -70,8 +70,15 @@ def texts_programs(quick: bool, with_plain: bool) -> tuple[float, list[tuple[str
     models = ("attention", "plain") if with_plain else ("attention",)
     for model in models:
         for length in cfg.lengths:
-            spec = RunSpec(model=model, length=length, steps=cfg.steps, hidden=cfg.hidden_size,
-                           batch_size=cfg.batch_size, lr=cfg.lr, eval_size=cfg.eval_size)
+            spec = RunSpec(
+                model=model,
+                length=length,
+                steps=cfg.steps,
+                hidden=cfg.hidden_size,
+                batch_size=cfg.batch_size,
+                lr=cfg.lr,
+                eval_size=cfg.eval_size,
+            )
             t0 = time.perf_counter()
             o = train_and_evaluate(spec)
             parts.append((f"W9 2.3 program, {model} L{length}", time.perf_counter() - t0))
@@ -90,8 +97,9 @@ def texts_programs(quick: bool, with_plain: bool) -> tuple[float, list[tuple[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="both sides at the experiments' quick sizes")
-    parser.add_argument("--with-plain", action="store_true",
-                        help="count the plain Week 8 model's runs in the baseline too")
+    parser.add_argument(
+        "--with-plain", action="store_true", help="count the plain Week 8 model's runs in the baseline too"
+    )
     args = parser.parse_args()
 
     print(f"attn all{' --quick' if args.quick else ''} (cold cache) vs the texts' programs one after another")

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 def load() -> str:
     try:
-        return "load %.2f %.2f %.2f" % os.getloadavg()
+        return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     except OSError:
         return "load unknown"
 
@@ -54,15 +54,37 @@ class Loopback:
         self.tmp, self.procs = tmp, []
         dask = Path(sys.executable).parent / "dask"
         file = tmp / "scheduler.json"
-        self._start([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(file)])
+        self._start(
+            [
+                str(dask),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(file),
+            ]
+        )
         deadline = time.monotonic() + 60
         while not file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         self.address = json.loads(file.read_text())["address"]
         for _ in range(workers):
-            self._start([str(dask), "worker", self.address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
-                         *(["--preload", "attn_cli.dask_worker", "--attn-numerics", "portable"] if preload else [])])
+            self._start(
+                [
+                    str(dask),
+                    "worker",
+                    self.address,
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    *(["--preload", "attn_cli.dask_worker", "--attn-numerics", "portable"] if preload else []),
+                ]
+            )
         import distributed
 
         with distributed.Client(self.address, timeout=30) as client:
@@ -85,23 +107,42 @@ class Loopback:
 
 def numbers(result) -> list:
     """Every run's numbers, in plan order (floats compared exactly)."""
-    return [(r["model"], r["length"], r["seed"], r["engine"], r["teacher_forced"], r["free_running"], r["exact"],
-             r["diagonal"]) for r in result.rows] + \
-        [(r["seed"], r["final_loss"], r["isa"], r["backend"]) for r in result.runs]
+    return [
+        (
+            r["model"],
+            r["length"],
+            r["seed"],
+            r["engine"],
+            r["teacher_forced"],
+            r["free_running"],
+            r["exact"],
+            r["diagonal"],
+        )
+        for r in result.rows
+    ] + [(r["seed"], r["final_loss"], r["isa"], r["backend"]) for r in result.runs]
 
 
 def main(argv=None) -> int:
     from attn_cli.cli.types import SEEDS
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", nargs="+", default=["0-31"], metavar="K",
-                    help="seeds as `attn copy-task --seeds` takes them: listed or ranges (default: 0-31)")
+    ap.add_argument(
+        "--seeds",
+        nargs="+",
+        default=["0-31"],
+        metavar="K",
+        help="seeds as `attn copy-task --seeds` takes them: listed or ranges (default: 0-31)",
+    )
     ap.add_argument("--length", type=int, default=8)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--engine", choices=["exact", "fast"], default="exact")
     ap.add_argument("--rounds", type=int, default=3, help="pairs of (local, cluster) runs, alternating")
-    ap.add_argument("--no-preload", dest="preload", action="store_false",
-                    help="start the workers without attn's preload: each imports torch on its first run")
+    ap.add_argument(
+        "--no-preload",
+        dest="preload",
+        action="store_false",
+        help="start the workers without attn's preload: each imports torch on its first run",
+    )
     ap.add_argument("--workers", type=int, default=2, help="cluster workers, and local --jobs")
     args = ap.parse_args(argv)
     seeds = tuple(dict.fromkeys(s for value in args.seeds for s in SEEDS.convert(value, None, None)))
@@ -113,12 +154,16 @@ def main(argv=None) -> int:
 
     from attn_cli.experiments import copy_task as exp
 
-    config = exp.Config(model="attention", lengths=(args.length,), seeds=seeds, steps=args.steps,
-                        engine=args.engine, jobs=args.workers)
+    config = exp.Config(
+        model="attention", lengths=(args.length,), seeds=seeds, steps=args.steps, engine=args.engine, jobs=args.workers
+    )
     workers = "--nthreads 1, --preload attn_cli.dask_worker" if args.preload else "--nthreads 1, no preload"
-    print(f"copy task: {len(seeds)} seeds of the attention model, length {args.length}, {args.steps} steps, "
-          f"{args.engine} engine; local pool --jobs {args.workers} vs {args.workers}-worker loopback Dask "
-          f"cluster ({workers}); torch {torch.__version__}; {os.cpu_count()} CPUs; {load()}", flush=True)
+    print(
+        f"copy task: {len(seeds)} seeds of the attention model, length {args.length}, {args.steps} steps, "
+        f"{args.engine} engine; local pool --jobs {args.workers} vs {args.workers}-worker loopback Dask "
+        f"cluster ({workers}); torch {torch.__version__}; {os.cpu_count()} CPUs; {load()}",
+        flush=True,
+    )
     times: dict[str, list[float]] = {"local": [], "cluster": []}
     results: dict[str, list] = {"local": [], "cluster": []}
     with tempfile.TemporaryDirectory(prefix="attn-bench-dask-") as tmp:
@@ -128,8 +173,11 @@ def main(argv=None) -> int:
         try:
             for r in range(args.rounds):
                 for side in ("local", "cluster"):
-                    cfg = config if side == "local" else dataclasses.replace(
-                        config, scheduler=cluster.address, scheduler_from="benchmark")
+                    cfg = (
+                        config
+                        if side == "local"
+                        else dataclasses.replace(config, scheduler=cluster.address, scheduler_from="benchmark")
+                    )
                     t0 = time.perf_counter()
                     result = exp.run(cfg)
                     times[side].append(time.perf_counter() - t0)
@@ -140,12 +188,17 @@ def main(argv=None) -> int:
     same = all(n == results["local"][0] for side in results for n in results[side])
     local, remote = statistics.median(times["local"]), statistics.median(times["cluster"])
     ratios = [c / lo for c, lo in zip(times["cluster"], times["local"])]
-    first = "the workers imported torch as they started, untimed" if args.preload else \
-        "the workers import torch on their first run"
+    first = (
+        "the workers imported torch as they started, untimed"
+        if args.preload
+        else "the workers import torch on their first run"
+    )
     later = f"; later rounds: median {statistics.median(ratios[1:]):.2f}x" if len(ratios) > 1 else ""
     print(f"\nper round cluster/local: {', '.join(f'{r:.2f}x' for r in ratios)} (round 1: {first}{later})")
-    print(f"median: local {local:.1f} s, cluster {remote:.1f} s; ratio of the medians {remote / local:.2f}x "
-          "(target <= 1.1x)")
+    print(
+        f"median: local {local:.1f} s, cluster {remote:.1f} s; ratio of the medians {remote / local:.2f}x "
+        "(target <= 1.1x)"
+    )
     print(f"numbers identical on both sides and in every round: {'yes' if same else 'NO'}")
     return 0 if same else 1
 

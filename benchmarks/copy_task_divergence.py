@@ -68,9 +68,23 @@ def trajectory(name: str, spec) -> tuple[list[float], list[float]]:
         out = torch.empty(1)
         for step in range(spec.steps):
             src = torch.randint(0, 10, (spec.batch_size, spec.length), generator=gen)  # (B, T)
-            lib.train_steps(final.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), step, src.data_ptr(),
-                            1, spec.batch_size, spec.length, spec.hidden, int(spec.model == "attention"),
-                            float(spec.lr), float(spec.clip), out.data_ptr(), off.data_ptr())
+            lib.train_steps(
+                final.data_ptr(),
+                grad.data_ptr(),
+                m1.data_ptr(),
+                m2.data_ptr(),
+                step,
+                src.data_ptr(),
+                1,
+                spec.batch_size,
+                spec.length,
+                spec.hidden,
+                int(spec.model == "attention"),
+                float(spec.lr),
+                float(spec.clip),
+                out.data_ptr(),
+                off.data_ptr(),
+            )
             losses.append(out.item())
     else:
         flat, gen = cf.init_run(spec)
@@ -116,8 +130,9 @@ def main(argv=None) -> int:
         runs = dict(zip(names, pool.map(_job, [(n, spec) for n in names])))
     ref, ref_params = runs["exact"]
     print(f"{args.model}, length {args.length}, seed {args.seed}, {args.steps} steps, numerics {args.numerics}")
-    marks = sorted({s for s in (1, 10, 100, 200, 400, 600, 800, 1000, 1500, 2000, 2500) if s <= args.steps}
-                   | {args.steps})
+    marks = sorted(
+        {s for s in (1, 10, 100, 200, 400, 600, 800, 1000, 1500, 2000, 2500) if s <= args.steps} | {args.steps}
+    )
     print("step  " + "".join(f"{n:>12s}" for n in names[1:]) + "   |loss - exact loss|")
     for s in marks:
         print(f"{s:5d} " + "".join(f"{abs(runs[n][0][s - 1] - ref[s - 1]):12.2e}" for n in names[1:]))
@@ -125,8 +140,10 @@ def main(argv=None) -> int:
         diffs = [abs(a - b) for a, b in zip(runs[n][0], ref)]
         first = {th: next((i + 1 for i, d in enumerate(diffs) if d > th), None) for th in (1e-5, 1e-3, 1e-2)}
         pdiff = max(abs(a - b) for a, b in zip(runs[n][1], ref_params))
-        print(f"{n:10s} first step with |d loss| > 1e-5: {first[1e-5]}, > 1e-3: {first[1e-3]}, "
-              f"> 1e-2: {first[1e-2]}; max |d param| at the end {pdiff:.2e}")
+        print(
+            f"{n:10s} first step with |d loss| > 1e-5: {first[1e-5]}, > 1e-3: {first[1e-3]}, "
+            f"> 1e-2: {first[1e-2]}; max |d param| at the end {pdiff:.2e}"
+        )
     return 0
 
 

@@ -48,8 +48,16 @@ def sequential_child(lengths, steps, model) -> None:
     for name in models:  # the text's program, then the same program without attention
         for length in lengths:
             o = train_and_evaluate(RunSpec(model=name, length=length, steps=steps), program_layout=True)
-            print(json.dumps({"row": [name, length, o.teacher_forced, o.free_running, o.exact],
-                              "seconds": o.seconds, "cpu_seconds": o.cpu_seconds}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "row": [name, length, o.teacher_forced, o.free_running, o.exact],
+                        "seconds": o.seconds,
+                        "cpu_seconds": o.cpu_seconds,
+                    }
+                ),
+                flush=True,
+            )
 
 
 def pinned_env() -> dict:
@@ -65,8 +73,17 @@ def sequential(lengths, steps, model) -> tuple[float, float, list[tuple]]:
     """The baseline: one new Python process (startup and torch import included, like the program),
     under the CPU kernels attn pins by default (portable mode): on a host where the native
     kernels differ (MKL's AVX-512 path on Intel) the program's numbers are the same only with them."""
-    cmd = [sys.executable, __file__, "--sequential-child", "--steps", str(steps), "--model", model,
-           "--lengths", *map(str, lengths)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--sequential-child",
+        "--steps",
+        str(steps),
+        "--model",
+        model,
+        "--lengths",
+        *map(str, lengths),
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=pinned_env())
     wall = time.perf_counter() - start
@@ -78,16 +95,33 @@ def sequential(lengths, steps, model) -> tuple[float, float, list[tuple]]:
         rows.append(tuple(item["row"]))
         cpu += item["cpu_seconds"]
         m, L, a, b, c = item["row"]
-        print(f"  sequential  {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {item['seconds']:6.1f} s  "
-              f"({item['cpu_seconds']:.1f} s CPU)")
+        print(
+            f"  sequential  {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {item['seconds']:6.1f} s  "
+            f"({item['cpu_seconds']:.1f} s CPU)"
+        )
     return wall, cpu, rows
 
 
 def parallel(lengths, steps, model, jobs, extra=()) -> tuple[float, float, list[tuple]]:
     attn = shutil.which("attn") or os.path.join(os.path.dirname(sys.executable), "attn")
     with tempfile.TemporaryDirectory() as out:
-        cmd = [attn, "copy-task", "--lengths", *map(str, lengths), "--steps", str(steps), "--model", model,
-               "--jobs", str(jobs), "--no-cache", "--json", "--out", out, *extra]
+        cmd = [
+            attn,
+            "copy-task",
+            "--lengths",
+            *map(str, lengths),
+            "--steps",
+            str(steps),
+            "--model",
+            model,
+            "--jobs",
+            str(jobs),
+            "--no-cache",
+            "--json",
+            "--out",
+            out,
+            *extra,
+        ]
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=pinned_env())
         wall = time.perf_counter() - start
@@ -99,8 +133,10 @@ def parallel(lengths, steps, model, jobs, extra=()) -> tuple[float, float, list[
     runs = data.get("timing", {}).get("runs") or data["runs"]
     cpu = sum(run["cpu_seconds"] for run in runs)  # the workers' CPU time, run by run
     for (m, L, a, b, c), run in zip(rows, runs):
-        print(f"  attn --jobs {jobs} {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {run['seconds']:6.1f} s  "
-              f"({run['cpu_seconds']:.1f} s CPU)")
+        print(
+            f"  attn --jobs {jobs} {m} L{L:<3} {a:.3f} {b:.3f} {c:.3f}  {run['seconds']:6.1f} s  "
+            f"({run['cpu_seconds']:.1f} s CPU)"
+        )
     return wall, cpu, rows
 
 
@@ -120,23 +156,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[4, 8, 16, 32])
     parser.add_argument("--steps", type=int, default=2500, help="Adam steps per run (the text: 2500)")
-    parser.add_argument("--model", choices=("attention", "plain", "both"), default="attention",
-                        help="the text's program is the attention model")
+    parser.add_argument(
+        "--model",
+        choices=("attention", "plain", "both"),
+        default="attention",
+        help="the text's program is the attention model",
+    )
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="rounds, each running both sides (the order alternating from round to round); "
-                             "the ratio is the median of the rounds' ratios")
-    parser.add_argument("--no-figures-too", action="store_true",
-                        help="then run attn once more with --no-figures (the program prints its table and "
-                             "draws nothing; the five figures are attn's own) and print that ratio too")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="rounds, each running both sides (the order alternating from round to round); "
+        "the ratio is the median of the rounds' ratios",
+    )
+    parser.add_argument(
+        "--no-figures-too",
+        action="store_true",
+        help="then run attn once more with --no-figures (the program prints its table and "
+        "draws nothing; the five figures are attn's own) and print that ratio too",
+    )
     parser.add_argument("--sequential-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sequential_child:
         sequential_child(args.lengths, args.steps, args.model)
         return
 
-    print(f"copy task, exact engine: lengths {args.lengths}, {args.steps} steps, {args.model}, "
-          f"{args.rounds} round(s)")
+    print(f"copy task, exact engine: lengths {args.lengths}, {args.steps} steps, {args.model}, {args.rounds} round(s)")
     print(f"before: {load()}", flush=True)
     ratios, nofig_ratios, identical = [], [], True
     for r in range(args.rounds):
@@ -148,14 +194,19 @@ def main() -> None:
         for side in sides:
             if side == "sequential":
                 wall, cpu, rows = sequential(args.lengths, args.steps, args.model)
-                print(f"sequential (one new process, lengths one after another): {wall:.1f} s wall, "
-                      f"{cpu:.1f} s CPU in the runs ({cpu / wall:.2f} cores busy);  {load()}", flush=True)
+                print(
+                    f"sequential (one new process, lengths one after another): {wall:.1f} s wall, "
+                    f"{cpu:.1f} s CPU in the runs ({cpu / wall:.2f} cores busy);  {load()}",
+                    flush=True,
+                )
             else:
                 extra = ["--no-figures"] if side == "nofig" else []
                 wall, cpu, rows = parallel(args.lengths, args.steps, args.model, args.jobs, extra)
-                print(f"attn copy-task --jobs {args.jobs} --no-cache {''.join(e + ' ' for e in extra)}(whole command): "
-                      f"{wall:.1f} s wall, {cpu:.1f} s CPU in the runs ({cpu / wall:.2f} cores busy);  {load()}",
-                      flush=True)
+                print(
+                    f"attn copy-task --jobs {args.jobs} --no-cache {''.join(e + ' ' for e in extra)}(whole command): "
+                    f"{wall:.1f} s wall, {cpu:.1f} s CPU in the runs ({cpu / wall:.2f} cores busy);  {load()}",
+                    flush=True,
+                )
             walls[side] = (wall, sorted(rows))
         same = all(rows == walls["sequential"][1] for _, rows in walls.values())
         identical = identical and same
@@ -165,8 +216,10 @@ def main() -> None:
             nofig_ratios.append(walls["nofig"][0] / walls["sequential"][0])
             line += f", without figures {nofig_ratios[-1]:.3f}"
         print(line, flush=True)
-    print("(cores busy well below the job count means other processes held the CPUs: the ratio then "
-          "measures the machine's load, not the engine)")
+    print(
+        "(cores busy well below the job count means other processes held the CPUs: the ratio then "
+        "measures the machine's load, not the engine)"
+    )
     print(f"numbers identical: {identical}")
     print(f"ratio parallel / sequential: {_summary(ratios)}")
     if nofig_ratios:

@@ -42,7 +42,7 @@ from attn_cli.core.copy_spec import RunSpec
 
 def load() -> str:
     try:
-        return "load average %.2f %.2f %.2f" % os.getloadavg()
+        return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     except OSError:
         return "load average unknown"
 
@@ -60,7 +60,7 @@ def matmul_peak(n: int = 2048, reps: int = 5) -> float:
             t = time.thread_time()
             a @ b
             best = min(best, time.thread_time() - t)
-        return 2 * n ** 3 / best / 1e9
+        return 2 * n**3 / best / 1e9
     finally:
         torch.set_num_threads(saved)
 
@@ -68,7 +68,6 @@ def matmul_peak(n: int = 2048, reps: int = 5) -> float:
 def kernel_variants() -> list[str]:
     """The kernel variants this CPU runs, widest first."""
     from attn_cli.core import numerics
-    from attn_cli.core.copy_fast import kernel
     from attn_cli.core.copy_fast import kernel_build
 
     flags = numerics.cpu_flags()
@@ -87,9 +86,23 @@ def kernel_step_seconds(lib, spec, steps: int) -> float:
     losses = torch.empty(steps)
     off = kernel.offsets(lib, spec.model, H)
     cpu = time.thread_time()
-    lib.train_steps(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), 0, src.data_ptr(), steps,
-                    B, T, H, int(spec.model == "attention"), float(spec.lr), float(spec.clip), losses.data_ptr(),
-                    off.data_ptr())
+    lib.train_steps(
+        params.data_ptr(),
+        grad.data_ptr(),
+        m1.data_ptr(),
+        m2.data_ptr(),
+        0,
+        src.data_ptr(),
+        steps,
+        B,
+        T,
+        H,
+        int(spec.model == "attention"),
+        float(spec.lr),
+        float(spec.clip),
+        losses.data_ptr(),
+        off.data_ptr(),
+    )
     return (time.thread_time() - cpu) / steps
 
 
@@ -103,15 +116,16 @@ def kernel_table(peak: float, lengths, model: str, hidden: int, steps: int, roun
     by the machine's best moment against its own typical one.  ``peak`` (measured before, as
     the header line prints it) is not part of the ratio.  Returns the table and that peak."""
     from attn_cli.core.copy_fast import kernel
-    from attn_cli.core.copy_fast import kernel_build
 
     variants = kernel_variants()
     libs = {v: kernel.load_variant(v) for v in variants}
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     out: dict = {}
-    print(f"kernel variants side by side ({', '.join(variants) or 'none'}; best of {rounds} rounds, each "
-          f"round every length and variant once, one thread, {steps} steps, and the sgemm peak once), {load()}")
+    print(
+        f"kernel variants side by side ({', '.join(variants) or 'none'}; best of {rounds} rounds, each "
+        f"round every length and variant once, one thread, {steps} steps, and the sgemm peak once), {load()}"
+    )
     try:
         specs = {L: RunSpec(model=model, length=L, seed=0, steps=steps, hidden=hidden) for L in lengths}
         best = {(v, L): float("inf") for v in variants for L in lengths}
@@ -129,21 +143,30 @@ def kernel_table(peak: float, lengths, model: str, hidden: int, steps: int, roun
                 lib = libs[v]
                 work = 4 * lib.work_floats(spec.batch_size, L, hidden, int(model == "attention"))
                 params = 4 * 4 * lib.param_count(hidden, int(model == "attention"))  # params, grad, m1, m2
-                out.setdefault(v, {})[L] = {"flops": flops, "work_bytes": work, "param_bytes": params,
-                                            "seconds": best[v, L], "gflops": flops / best[v, L] / 1e9}
+                out.setdefault(v, {})[L] = {
+                    "flops": flops,
+                    "work_bytes": work,
+                    "param_bytes": params,
+                    "seconds": best[v, L],
+                    "gflops": flops / best[v, L] / 1e9,
+                }
         print(f"single-core sgemm peak, best over the rounds: {peak:.1f} GFLOP/s")
         print("variant  length  MFLOP/step  work MB  param MB  ms/step  GFLOP/s/core  share of peak")
         for L in lengths:
             for v in variants:
                 r = out[v][L]
                 r["share"] = r["gflops"] / peak
-                print(f"{v:7s}  {L:6d}  {r['flops'] / 1e6:10.1f}  {r['work_bytes'] / 1e6:7.2f}  "
-                      f"{r['param_bytes'] / 1e6:8.3f}  {r['seconds'] * 1e3:7.3f}  {r['gflops']:12.1f}  {r['share']:13.0%}")
+                print(
+                    f"{v:7s}  {L:6d}  {r['flops'] / 1e6:10.1f}  {r['work_bytes'] / 1e6:7.2f}  "
+                    f"{r['param_bytes'] / 1e6:8.3f}  {r['seconds'] * 1e3:7.3f}  {r['gflops']:12.1f}  {r['share']:13.0%}"
+                )
         for v in variants:  # the whole table: FLOPs over time, as the end-to-end run weights it
             total_f = sum(r["flops"] for r in out[v].values())
             total_s = sum(r["seconds"] for r in out[v].values())
-            print(f"{v:7s}  all lengths (one step each): {total_f / total_s / 1e9:.1f} GFLOP/s per busy core = "
-                  f"{total_f / total_s / 1e9 / peak:.0%} of the peak")
+            print(
+                f"{v:7s}  all lengths (one step each): {total_f / total_s / 1e9:.1f} GFLOP/s per busy core = "
+                f"{total_f / total_s / 1e9 / peak:.0%} of the peak"
+            )
     finally:
         torch.set_num_threads(saved)
     return out, peak
@@ -156,8 +179,12 @@ def run_exact(specs):
     for spec in specs:
         t = time.perf_counter()
         o = train_and_evaluate(spec)
-        print(f"  exact  length {spec.length:3d} seed {spec.seed}: {time.perf_counter() - t:7.1f} s  "
-              f"{o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}", file=sys.stderr, flush=True)
+        print(
+            f"  exact  length {spec.length:3d} seed {spec.seed}: {time.perf_counter() - t:7.1f} s  "
+            f"{o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}",
+            file=sys.stderr,
+            flush=True,
+        )
         out.append(o)
     return out
 
@@ -173,8 +200,13 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=2500)
     ap.add_argument("--lengths", type=int, nargs="+", default=[4, 8, 16, 32])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--exact-seeds", type=int, nargs="*", default=None,
-                    help="seeds for the exact baseline (default: all of --seeds; none: skip it)")
+    ap.add_argument(
+        "--exact-seeds",
+        type=int,
+        nargs="*",
+        default=None,
+        help="seeds for the exact baseline (default: all of --seeds; none: skip it)",
+    )
     ap.add_argument("--model", choices=["attention", "plain"], default="attention")
     ap.add_argument("--hidden-size", "--hidden", dest="hidden_size", type=int, default=32, help="GRU hidden size")
     ap.add_argument("--threads", type=int, default=None, help="fast engine threads (default: CPUs)")
@@ -191,11 +223,15 @@ def main(argv=None) -> int:
     exact_specs = [spec(L, s) for L in args.lengths for s in exact_seeds]
     threads = args.threads or available_cpus()
 
-    print(f"copy-task benchmark: model {args.model}, lengths {args.lengths}, seeds {args.seeds}, "
-          f"steps {args.steps}, hidden {args.hidden_size}; torch {torch.__version__}, {available_cpus()} CPUs")
+    print(
+        f"copy-task benchmark: model {args.model}, lengths {args.lengths}, seeds {args.seeds}, "
+        f"steps {args.steps}, hidden {args.hidden_size}; torch {torch.__version__}, {available_cpus()} CPUs"
+    )
     peak = matmul_peak()
-    print(f"single-core sgemm peak (torch.mm 2048^2 float32, 1 thread, torch ISA "
-          f"{torch.backends.cpu.get_cpu_capability()}): {peak:.1f} GFLOP/s")
+    print(
+        f"single-core sgemm peak (torch.mm 2048^2 float32, 1 thread, torch ISA "
+        f"{torch.backends.cpu.get_cpu_capability()}): {peak:.1f} GFLOP/s"
+    )
     variants, peak = kernel_table(peak, args.lengths, args.model, args.hidden_size, min(args.steps, 100))
     if args.kernel_only:
         if args.json:
@@ -212,8 +248,6 @@ def main(argv=None) -> int:
         print(f"[fast]  seed {args.seeds[0]} alone: {single_wall:.1f} s wall; end, {load()}", flush=True)
 
     from attn_cli.core.copy_fast import kernel
-
-    from attn_cli.core.copy_fast import kernel_build
 
     kernel.load()  # built (or read from the cache) before the clock starts: a build is once per source
     print(f"[fast]  kernel variant {kernel.kernel_isa() or 'none: ' + str(kernel.load_error())}", flush=True)
@@ -234,29 +268,41 @@ def main(argv=None) -> int:
     flops = sum(s.steps * step_flops(s.model, s.length, s.hidden, s.batch_size) for s in fast_specs)
     print()
     print(f"training FLOPs (program count, fwd+bwd): {flops / 1e9:.1f} GFLOP")
-    print(f"fast engine: {flops / fast_wall / 1e9:.1f} GFLOP/s aggregate over {threads} threads, "
-          f"{flops / fast_cpu / 1e9:.1f} GFLOP/s per busy core = {flops / fast_cpu / 1e9 / peak:.0%} of the "
-          f"measured single-core peak")
+    print(
+        f"fast engine: {flops / fast_wall / 1e9:.1f} GFLOP/s aggregate over {threads} threads, "
+        f"{flops / fast_cpu / 1e9:.1f} GFLOP/s per busy core = {flops / fast_cpu / 1e9 / peak:.0%} of the "
+        f"measured single-core peak"
+    )
     if exact_wall is not None:
         per_run_exact = exact_wall / len(exact_specs)
         per_run_fast_equiv = fast_wall / len(fast_specs)
-        print(f"exact (text's way): {exact_wall:.1f} s for {len(exact_specs)} runs; "
-              f"{flops / len(fast_specs) * len(exact_specs) / exact_wall / 1e9:.1f} GFLOP/s")
+        print(
+            f"exact (text's way): {exact_wall:.1f} s for {len(exact_specs)} runs; "
+            f"{flops / len(fast_specs) * len(exact_specs) / exact_wall / 1e9:.1f} GFLOP/s"
+        )
         if len(exact_specs) == len(fast_specs):
             print(f"RATIO fast / exact wall time, same runs: {fast_wall / exact_wall:.3f}")
         else:
-            print(f"RATIO per run (fast {per_run_fast_equiv:.1f} s / exact {per_run_exact:.1f} s): "
-                  f"{per_run_fast_equiv / per_run_exact:.3f}")
+            print(
+                f"RATIO per run (fast {per_run_fast_equiv:.1f} s / exact {per_run_exact:.1f} s): "
+                f"{per_run_fast_equiv / per_run_exact:.3f}"
+            )
         one_table = exact_wall / len(exact_seeds)
         if single_wall is not None:
             exact_first = sum(o.seconds for o in exact if o.spec.seed == args.seeds[0])
-            print(f"RATIO one table (seed {args.seeds[0]}): fast {single_wall:.1f} s / exact {exact_first:.1f} s = "
-                  f"{single_wall / exact_first:.3f}")
-        print(f"fast, {len(args.seeds)} seeds: {fast_wall:.1f} s vs exact one seed {one_table:.1f} s: "
-              f"{fast_wall / one_table:.3f}")
+            print(
+                f"RATIO one table (seed {args.seeds[0]}): fast {single_wall:.1f} s / exact {exact_first:.1f} s = "
+                f"{single_wall / exact_first:.3f}"
+            )
+        print(
+            f"fast, {len(args.seeds)} seeds: {fast_wall:.1f} s vs exact one seed {one_table:.1f} s: "
+            f"{fast_wall / one_table:.3f}"
+        )
 
     print()
-    print("length  metric          exact mean +- std (n)        fast mean +- std (n)      fast within exact mean +- 2 std")
+    print(
+        "length  metric          exact mean +- std (n)        fast mean +- std (n)      fast within exact mean +- 2 std"
+    )
     for L in args.lengths:
         for metric in ("teacher_forced", "free_running", "exact"):
             f_vals = [getattr(o, metric) for o in fast if o.spec.length == L]
@@ -277,17 +323,41 @@ def main(argv=None) -> int:
     for o in fast:
         e = next((x for x in exact if x.spec == o.spec), None)
         es = f"{e.teacher_forced:.3f} {e.free_running:.3f} {e.exact:.3f}" if e else "  -     -     -  "
-        print(f"  {o.spec.length:4d} {o.spec.seed:4d} | {es} | {o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}")
+        print(
+            f"  {o.spec.length:4d} {o.spec.seed:4d} | {es} | {o.teacher_forced:.3f} {o.free_running:.3f} {o.exact:.3f}"
+        )
 
     if args.json:
-        rows = [{"engine": o.engine, "model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed,
-                 "steps": o.spec.steps, "teacher_forced": o.teacher_forced, "free_running": o.free_running,
-                 "exact": o.exact, "seconds": o.seconds} for o in list(fast) + list(exact)]
+        rows = [
+            {
+                "engine": o.engine,
+                "model": o.spec.model,
+                "length": o.spec.length,
+                "seed": o.spec.seed,
+                "steps": o.spec.steps,
+                "teacher_forced": o.teacher_forced,
+                "free_running": o.free_running,
+                "exact": o.exact,
+                "seconds": o.seconds,
+            }
+            for o in list(fast) + list(exact)
+        ]
         with open(args.json, "w") as fh:
-            json.dump({"fast_wall": fast_wall, "fast_cpu": fast_cpu, "exact_wall": exact_wall,
-                       "fast_single_wall": single_wall,
-                       "threads": threads, "peak_gflops": peak, "flops": flops, "variants": variants,
-                       "rows": rows}, fh, indent=1)
+            json.dump(
+                {
+                    "fast_wall": fast_wall,
+                    "fast_cpu": fast_cpu,
+                    "exact_wall": exact_wall,
+                    "fast_single_wall": single_wall,
+                    "threads": threads,
+                    "peak_gflops": peak,
+                    "flops": flops,
+                    "variants": variants,
+                    "rows": rows,
+                },
+                fh,
+                indent=1,
+            )
     return 0
 
 

@@ -24,7 +24,8 @@ The seeds are given as ``attn copy-task --seeds`` takes them (the same parser): 
 inclusive ranges.
 
     python benchmarks/copy_task_seeds.py            # length 16, 1500 steps, seeds 0-15 (~3.5 min on 2 cores)
-    python benchmarks/copy_task_seeds.py --length 32 --steps 2500 --seeds 0-63 --jobs 16   # the text's setting (~10 min on 16 cores)
+    python benchmarks/copy_task_seeds.py --length 32 --steps 2500 --seeds 0-63 --jobs 16
+        # the text's setting (~10 min on 16 cores)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ METRICS = ("teacher_forced", "free_running", "exact")
 # two-sample statistics (numpy only; scipy is not a dependency)
 # ---------------------------------------------------------------------------------------
 
+
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the incomplete beta function (modified Lentz)."""
     tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
@@ -52,8 +54,7 @@ def _betacf(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 400):
         m2 = 2 * m
-        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                    -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
             d = 1.0 + num * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + num / c
@@ -70,8 +71,7 @@ def betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _betacf(a, b, x) / a
     return 1.0 - front * _betacf(b, a, 1.0 - x) / b
@@ -111,7 +111,7 @@ def welch(x, y) -> tuple[float, float, float]:
     if se2 == 0.0:
         return 0.0, float(len(x) + len(y) - 2), 1.0 if x.mean() == y.mean() else 0.0
     t = (x.mean() - y.mean()) / math.sqrt(se2)
-    df = se2 ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+    df = se2**2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
     return float(t), float(df), t_two_sided(float(t), float(df))
 
 
@@ -164,6 +164,7 @@ def std_ratio_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
 # the runs
 # ---------------------------------------------------------------------------------------
 
+
 def _exact_one(spec):
     from attn_cli.core.copy_train import train_and_evaluate
 
@@ -180,20 +181,23 @@ def run_exact(specs, jobs: int):
         futures = {pool.submit(_exact_one, s): i for i, s in enumerate(specs)}
         for fut in as_completed(futures):
             o = out[futures[fut]] = fut.result()
-            print(f"  exact seed {o.spec.seed}: {o.teacher_forced:.4f} {o.free_running:.4f} {o.exact:.4f} "
-                  f"({o.seconds:.0f} s)", flush=True)
+            print(
+                f"  exact seed {o.spec.seed}: {o.teacher_forced:.4f} {o.free_running:.4f} {o.exact:.4f} "
+                f"({o.seconds:.0f} s)",
+                flush=True,
+            )
     return out
 
 
 def _span(seeds: list[int]) -> str:
-    """"0-63" for consecutive seeds, else the list."""
+    """ "0-63" for consecutive seeds, else the list."""
     consecutive = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
     return f"{seeds[0]}-{seeds[-1]}" if consecutive and len(seeds) > 1 else " ".join(map(str, seeds))
 
 
 def load() -> str:
     try:
-        return "load %.2f %.2f %.2f" % os.getloadavg()
+        return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     except OSError:
         return "load unknown"
 
@@ -211,13 +215,27 @@ def compare(exact, fast, rounds: int) -> list[dict]:
         pp_mean, pp_spread = permutation_p(f, e, rounds)
         ratio, lo, hi = std_ratio_interval(f, e)
         paired = np.asarray(f) - np.asarray(e)
-        rows.append({"metric": metric, "exact_mean": float(np.mean(e)), "exact_std": float(np.std(e, ddof=1)),
-                     "fast_mean": float(np.mean(f)), "fast_std": float(np.std(f, ddof=1)),
-                     "welch_t": t, "welch_df": df, "welch_p": p_t, "bf_F": bf, "bf_p": p_bf,
-                     "perm_p_mean": pp_mean, "perm_p_spread": pp_spread,
-                     "std_ratio": ratio, "std_ratio_lo": lo, "std_ratio_hi": hi,
-                     "paired_mean_abs": float(np.mean(np.abs(paired))),
-                     "paired_std": float(np.std(paired, ddof=1))})
+        rows.append(
+            {
+                "metric": metric,
+                "exact_mean": float(np.mean(e)),
+                "exact_std": float(np.std(e, ddof=1)),
+                "fast_mean": float(np.mean(f)),
+                "fast_std": float(np.std(f, ddof=1)),
+                "welch_t": t,
+                "welch_df": df,
+                "welch_p": p_t,
+                "bf_F": bf,
+                "bf_p": p_bf,
+                "perm_p_mean": pp_mean,
+                "perm_p_spread": pp_spread,
+                "std_ratio": ratio,
+                "std_ratio_lo": lo,
+                "std_ratio_hi": hi,
+                "paired_mean_abs": float(np.mean(np.abs(paired))),
+                "paired_std": float(np.std(paired, ddof=1)),
+            }
+        )
     return rows
 
 
@@ -227,9 +245,14 @@ def main(argv=None) -> int:
     ap.add_argument("--length", type=int, default=16)
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--hidden-size", "--hidden", dest="hidden_size", type=int, default=32, help="GRU hidden size")
-    ap.add_argument("--seeds", nargs="+", default=["0-15"], metavar="K",
-                    help="seeds for each engine, as `attn copy-task --seeds` takes them: listed or inclusive "
-                         "ranges (0-63); at least 3  (default: 0-15)")
+    ap.add_argument(
+        "--seeds",
+        nargs="+",
+        default=["0-15"],
+        metavar="K",
+        help="seeds for each engine, as `attn copy-task --seeds` takes them: listed or inclusive "
+        "ranges (0-63); at least 3  (default: 0-15)",
+    )
     ap.add_argument("--jobs", type=int, default=None, help="processes (exact) and threads (fast); default: CPUs")
     ap.add_argument("--backend", choices=["auto", "kernel", "torch"], default="auto", help="fast engine backend")
     ap.add_argument("--numerics", choices=["portable", "native"], default="portable")
@@ -255,11 +278,15 @@ def main(argv=None) -> int:
     from attn_cli.core.copy_spec import RunSpec
 
     jobs = args.jobs or available_cpus()
-    specs = [RunSpec(model=args.model, length=args.length, seed=k, steps=args.steps, hidden=args.hidden_size)
-             for k in seeds]
-    print(f"copy-task seed distributions: {args.model}, length {args.length}, {args.steps} steps, hidden "
-          f"{args.hidden_size}, seeds {_span(seeds)}; numerics {args.numerics}; torch {torch.__version__}; "
-          f"{jobs} jobs; {load()}", flush=True)
+    specs = [
+        RunSpec(model=args.model, length=args.length, seed=k, steps=args.steps, hidden=args.hidden_size) for k in seeds
+    ]
+    print(
+        f"copy-task seed distributions: {args.model}, length {args.length}, {args.steps} steps, hidden "
+        f"{args.hidden_size}, seeds {_span(seeds)}; numerics {args.numerics}; torch {torch.__version__}; "
+        f"{jobs} jobs; {load()}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     fast = run_fast(specs, threads=jobs, backend=args.backend)
     fast_wall = time.perf_counter() - t0
@@ -271,27 +298,53 @@ def main(argv=None) -> int:
 
     print("\nper seed: exact tf free exact | fast tf free exact")
     for e, f in zip(exact, fast):
-        print(f"  seed {e.spec.seed:3d}: {e.teacher_forced:.4f} {e.free_running:.4f} {e.exact:.4f} | "
-              f"{f.teacher_forced:.4f} {f.free_running:.4f} {f.exact:.4f}")
+        print(
+            f"  seed {e.spec.seed:3d}: {e.teacher_forced:.4f} {e.free_running:.4f} {e.exact:.4f} | "
+            f"{f.teacher_forced:.4f} {f.free_running:.4f} {f.exact:.4f}"
+        )
     rows = compare(exact, fast, args.permutations)
     n = len(seeds)
-    print(f"\nmetric          exact mean +- std   fast mean +- std   Welch p (perm)   "
-          f"Brown-Forsythe p (perm)   std fast/exact [95%]   same seed |fast-exact|")
+    print(
+        "\nmetric          exact mean +- std   fast mean +- std   Welch p (perm)   "
+        "Brown-Forsythe p (perm)   std fast/exact [95%]   same seed |fast-exact|"
+    )
     for r in rows:
-        print(f"{r['metric']:14s}  {r['exact_mean']:.4f} +- {r['exact_std']:.4f}  "
-              f"{r['fast_mean']:.4f} +- {r['fast_std']:.4f}  {r['welch_p']:.3f} ({r['perm_p_mean']:.3f})    "
-              f"{r['bf_p']:.3f} ({r['perm_p_spread']:.3f})            "
-              f"{r['std_ratio']:.2f} [{r['std_ratio_lo']:.2f}, {r['std_ratio_hi']:.2f}]      "
-              f"{r['paired_mean_abs']:.4f}")
+        print(
+            f"{r['metric']:14s}  {r['exact_mean']:.4f} +- {r['exact_std']:.4f}  "
+            f"{r['fast_mean']:.4f} +- {r['fast_std']:.4f}  {r['welch_p']:.3f} ({r['perm_p_mean']:.3f})    "
+            f"{r['bf_p']:.3f} ({r['perm_p_spread']:.3f})            "
+            f"{r['std_ratio']:.2f} [{r['std_ratio_lo']:.2f}, {r['std_ratio_hi']:.2f}]      "
+            f"{r['paired_mean_abs']:.4f}"
+        )
     worst = min(min(r["welch_p"], r["bf_p"]) for r in rows)
-    print(f"\n{n} seeds per engine; smallest p-value {worst:.3f} over {2 * len(rows)} tests "
-          f"({'no' if worst >= 0.05 / (2 * len(rows)) else 'a'} difference at the 5% level, Bonferroni)")
+    print(
+        f"\n{n} seeds per engine; smallest p-value {worst:.3f} over {2 * len(rows)} tests "
+        f"({'no' if worst >= 0.05 / (2 * len(rows)) else 'a'} difference at the 5% level, Bonferroni)"
+    )
     if args.json:
-        out = {"setting": {"model": args.model, "length": args.length, "steps": args.steps, "hidden_size": args.hidden_size,
-                           "seeds": [s.seed for s in specs], "numerics": args.numerics, "torch": torch.__version__},
-               "fast_wall": fast_wall, "exact_wall": exact_wall, "stats": rows,
-               "runs": [{"engine": o.engine, "seed": o.spec.seed, **{m: getattr(o, m) for m in METRICS},
-                         "final_loss": o.final_loss} for o in exact + fast]}
+        out = {
+            "setting": {
+                "model": args.model,
+                "length": args.length,
+                "steps": args.steps,
+                "hidden_size": args.hidden_size,
+                "seeds": [s.seed for s in specs],
+                "numerics": args.numerics,
+                "torch": torch.__version__,
+            },
+            "fast_wall": fast_wall,
+            "exact_wall": exact_wall,
+            "stats": rows,
+            "runs": [
+                {
+                    "engine": o.engine,
+                    "seed": o.spec.seed,
+                    **{m: getattr(o, m) for m in METRICS},
+                    "final_loss": o.final_loss,
+                }
+                for o in exact + fast
+            ],
+        }
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
     return 0

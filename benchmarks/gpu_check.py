@@ -70,11 +70,18 @@ class Settings:
     seeds_args: tuple[str, ...] = ()  # the full table at the text's settings
 
     @classmethod
-    def small(cls) -> "Settings":
-        return cls(length=4, steps=12, eval_size=50, verify_only=("w9-sqrt-dk", "w9-masks"),
-                   scaling_lengths=("128", "256"), scaling_cpu_lengths=("128", "256"), scaling_repeats="1",
-                   seeds=("0", "1"), seeds_args=("--lengths", "4", "--model", "attention", "--steps", "12",
-                                                 "--eval-size", "50"))
+    def small(cls) -> Settings:
+        return cls(
+            length=4,
+            steps=12,
+            eval_size=50,
+            verify_only=("w9-sqrt-dk", "w9-masks"),
+            scaling_lengths=("128", "256"),
+            scaling_cpu_lengths=("128", "256"),
+            scaling_repeats="1",
+            seeds=("0", "1"),
+            seeds_args=("--lengths", "4", "--model", "attention", "--steps", "12", "--eval-size", "50"),
+        )
 
 
 @dataclass
@@ -113,8 +120,9 @@ def run_logged(name: str, args: list[str], out: Path, timeout: float, env_extra:
     folder.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, COLUMNS="120", NO_COLOR="1", **(env_extra or {}))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    (folder / "command.txt").write_text(" ".join(args) + "\n" + "".join(f"{k}={v}\n" for k, v in
-                                                                       (env_extra or {}).items()))
+    (folder / "command.txt").write_text(
+        " ".join(args) + "\n" + "".join(f"{k}={v}\n" for k, v in (env_extra or {}).items())
+    )
     start = time.perf_counter()
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
@@ -122,8 +130,9 @@ def run_logged(name: str, args: list[str], out: Path, timeout: float, env_extra:
     except subprocess.TimeoutExpired as exc:
         code = None
         stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        stderr = (exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")) + \
-            f"\ngpu_check: timed out after {timeout:.0f} s\n"
+        stderr = (
+            exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        ) + f"\ngpu_check: timed out after {timeout:.0f} s\n"
     seconds = time.perf_counter() - start
     (folder / "stdout.txt").write_text(stdout)
     (folder / "stderr.txt").write_text(stderr)
@@ -145,8 +154,9 @@ def attn(*args: str) -> list[str]:
 
 
 def this_script(part: str, device: str, out: Path, small: bool) -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), "--part", part, "--device", device, "--out", str(out)] \
-        + (["--small"] if small else [])
+    return [sys.executable, str(Path(__file__).resolve()), "--part", part, "--device", device, "--out", str(out)] + (
+        ["--small"] if small else []
+    )
 
 
 # --------------------------------------------------------------------------- the parts, as run by the parent
@@ -154,10 +164,25 @@ def this_script(part: str, device: str, out: Path, small: bool) -> list[str]:
 
 def part_verify(device: str, out: Path, s: Settings, timeout: float) -> list[Row]:
     only = ["--only", *s.verify_only] if s.verify_only else []
-    res = run_logged("verify", attn("verify", "--quick", "--no-cache", "--device", device, "--json",
-                                    "--out", str(out / "verify" / "attn-out"), *only), out, timeout)
-    row = Row("verify", "attn verify --quick" + (f" --only {' '.join(s.verify_only)}" if only else ""), device,
-              res["seconds"])
+    res = run_logged(
+        "verify",
+        attn(
+            "verify",
+            "--quick",
+            "--no-cache",
+            "--device",
+            device,
+            "--json",
+            "--out",
+            str(out / "verify" / "attn-out"),
+            *only,
+        ),
+        out,
+        timeout,
+    )
+    row = Row(
+        "verify", "attn verify --quick" + (f" --only {' '.join(s.verify_only)}" if only else ""), device, res["seconds"]
+    )
     record = _json(res["stdout"])
     records = record.get("checks") if isinstance(record, dict) else None  # {"header", "checks"}
     if not isinstance(records, list):
@@ -180,8 +205,16 @@ def part_steps(kind: str, device: str, out: Path, s: Settings, timeout: float, s
     res = run_logged(kind, this_script(kind, device, out / kind, small), out, timeout)
     data = _json(res["stdout"])
     if not isinstance(data, dict):
-        return [Row(kind, f"{kind.split('-')[0]} engine, per-step losses", device, res["seconds"], False,
-                    failure(res) or "stdout is not JSON")]
+        return [
+            Row(
+                kind,
+                f"{kind.split('-')[0]} engine, per-step losses",
+                device,
+                res["seconds"],
+                False,
+                failure(res) or "stdout is not JSON",
+            )
+        ]
     return judge_steps(kind, device, data, res["seconds"])
 
 
@@ -195,21 +228,42 @@ def judge_steps(kind: str, device: str, data: dict, seconds: float) -> list[Row]
             continue
         losses = data["runs"][label]
         cmp = compare_steps(losses, data["runs"]["cpu"])
-        what = (f"{engine} engine{', with ATTN_CUDA_FAST=1 (TF32)' if label == 'device_tf32' else ''}: losses vs "
-                f"CPU from identical weights and batches, L {data['length']}, {len(losses)} steps")
+        what = (
+            f"{engine} engine{', with ATTN_CUDA_FAST=1 (TF32)' if label == 'device_tf32' else ''}: losses vs "
+            f"CPU from identical weights and batches, L {data['length']}, {len(losses)} steps"
+        )
         strict = label == "device"  # TF32 is expected to part early: reported, not judged
         first = cmp["first_over"]
-        detail = (f"step 1 Δ {cmp['step1']:.1e}; first step with |Δ| > {TOLERANCE:g}: "
-                  f"{first if first is not None else 'none'}; max |Δ| {cmp['max']:.1e}; "
-                  f"final {losses[-1]:.6f} vs {data['runs']['cpu'][-1]:.6f}")
-        rows.append(Row(kind, what, f"{device} vs cpu", seconds if not rows else 0.0,
-                        (cmp["step1"] <= TOLERANCE) if strict else cmp["finite"], detail, cmp))
+        detail = (
+            f"step 1 Δ {cmp['step1']:.1e}; first step with |Δ| > {TOLERANCE:g}: "
+            f"{first if first is not None else 'none'}; max |Δ| {cmp['max']:.1e}; "
+            f"final {losses[-1]:.6f} vs {data['runs']['cpu'][-1]:.6f}"
+        )
+        rows.append(
+            Row(
+                kind,
+                what,
+                f"{device} vs cpu",
+                seconds if not rows else 0.0,
+                (cmp["step1"] <= TOLERANCE) if strict else cmp["finite"],
+                detail,
+                cmp,
+            )
+        )
     again, first_run = data["runs"]["again"], data["runs"]["device"]
     same = len(again) == len(first_run) and all(_bits(a) == _bits(b) for a, b in zip(again, first_run))
     differ = next((i + 1 for i, (a, b) in enumerate(zip(again, first_run)) if _bits(a) != _bits(b)), None)
-    rows.append(Row(kind, f"{engine} engine: the same seed twice", device, 0.0, same,
-                    f"{len(again)} steps, bit-identical: {'yes' if same else f'no, from step {differ}'}",
-                    {"identical": same, "first_difference": differ, "steps": len(again)}))
+    rows.append(
+        Row(
+            kind,
+            f"{engine} engine: the same seed twice",
+            device,
+            0.0,
+            same,
+            f"{len(again)} steps, bit-identical: {'yes' if same else f'no, from step {differ}'}",
+            {"identical": same, "first_difference": differ, "steps": len(again)},
+        )
+    )
     return rows
 
 
@@ -218,8 +272,23 @@ def part_scaling(device: str, out: Path, s: Settings, timeout: float) -> list[Ro
 
     def one(name, dev, lengths):
         extra = ["--lengths", *lengths] if lengths else []
-        runs[name] = run_logged(name, attn("scaling", "--measure", "--device", dev, "--repeats", s.scaling_repeats,
-                                           "--json", "--out", str(out / name / "attn-out"), *extra), out, timeout)
+        runs[name] = run_logged(
+            name,
+            attn(
+                "scaling",
+                "--measure",
+                "--device",
+                dev,
+                "--repeats",
+                s.scaling_repeats,
+                "--json",
+                "--out",
+                str(out / name / "attn-out"),
+                *extra,
+            ),
+            out,
+            timeout,
+        )
 
     one(f"scaling-{device}", device, s.scaling_lengths)
     if device == "cpu":  # a dry run: the device run is its own CPU reference (one process fewer)
@@ -235,11 +304,18 @@ def part_scaling(device: str, out: Path, s: Settings, timeout: float) -> list[Ro
         times = {r["n"]: t["time_s"] for r, t in zip(dev_data["measured_rows"], timing["measured_rows"])}
         exponent = timing.get("exponent")
         dropped = timing.get("dropped") or []
-        row.figures = {"exponent": exponent, "sizes": sizes, "times_s": times, "dropped": dropped,
-                       "device_name": dev_data.get("device_name")}
-        row.detail = (f"{dev_data.get('device_name')}: n = {', '.join(map(str, sizes))}; "
-                      + (f"time ~ n^{exponent:.2f}" if exponent is not None else "no exponent (fewer than 2 sizes)")
-                      + (f"; dropped (too large): {'; '.join(dropped)}" if dropped else ""))
+        row.figures = {
+            "exponent": exponent,
+            "sizes": sizes,
+            "times_s": times,
+            "dropped": dropped,
+            "device_name": dev_data.get("device_name"),
+        }
+        row.detail = (
+            f"{dev_data.get('device_name')}: n = {', '.join(map(str, sizes))}; "
+            + (f"time ~ n^{exponent:.2f}" if exponent is not None else "no exponent (fewer than 2 sizes)")
+            + (f"; dropped (too large): {'; '.join(dropped)}" if dropped else "")
+        )
         row.ok = exponent is not None and len(sizes) >= 2
     except (TypeError, KeyError, ValueError):
         row.ok, row.detail = False, failure(runs[f"scaling-{device}"]) or "its JSON has no timing.exponent"
@@ -248,16 +324,22 @@ def part_scaling(device: str, out: Path, s: Settings, timeout: float) -> list[Ro
     cpu_data = _json(runs["scaling-cpu-compare"]["stdout"])
     cmp = Row("scaling", "time per size vs CPU", f"{device} vs cpu", runs["scaling-cpu-compare"]["seconds"])
     try:
-        cpu_times = {r["n"]: t["time_s"]
-                     for r, t in zip(cpu_data["measured_rows"], cpu_data["timing"]["measured_rows"])}
+        cpu_times = {
+            r["n"]: t["time_s"] for r, t in zip(cpu_data["measured_rows"], cpu_data["timing"]["measured_rows"])
+        }
         shared = sorted(set(cpu_times) & set(times))
         if shared:
-            cmp.detail = "; ".join(f"n={n}: {times[n] * 1e3:.3f} ms vs {cpu_times[n] * 1e3:.3f} ms "
-                                   f"({cpu_times[n] / times[n]:.1f}x)" for n in shared)
+            cmp.detail = "; ".join(
+                f"n={n}: {times[n] * 1e3:.3f} ms vs {cpu_times[n] * 1e3:.3f} ms ({cpu_times[n] / times[n]:.1f}x)"
+                for n in shared
+            )
         else:
-            cmp.detail = (f"no size in common; {device}: "
-                          + ", ".join(f"n={n} {t * 1e3:.3f} ms" for n, t in times.items())
-                          + "; cpu: " + ", ".join(f"n={n} {t * 1e3:.3f} ms" for n, t in cpu_times.items()))
+            cmp.detail = (
+                f"no size in common; {device}: "
+                + ", ".join(f"n={n} {t * 1e3:.3f} ms" for n, t in times.items())
+                + "; cpu: "
+                + ", ".join(f"n={n} {t * 1e3:.3f} ms" for n, t in cpu_times.items())
+            )
         cmp.figures = {"device_s": times, "cpu_s": cpu_times}
         cmp.ok = bool(cpu_times)
     except (TypeError, KeyError, ValueError):
@@ -269,18 +351,30 @@ def part_scaling(device: str, out: Path, s: Settings, timeout: float) -> list[Ro
 def part_seeds(device: str, out: Path, s: Settings, timeout: float) -> list[Row]:
     args = ["copy-task", "--engine", "fast", "--no-cache", "--json", *s.seeds_args]
     with ThreadPoolExecutor(max_workers=2) as pool:  # the CPU seed trains while the device does
-        gpu = pool.submit(run_logged, f"seeds-{device}", attn(*args, "--device", device, "--seeds", *s.seeds,
-                                                              "--out", str(out / f"seeds-{device}" / "attn-out")),
-                          out, timeout)
+        gpu = pool.submit(
+            run_logged,
+            f"seeds-{device}",
+            attn(*args, "--device", device, "--seeds", *s.seeds, "--out", str(out / f"seeds-{device}" / "attn-out")),
+            out,
+            timeout,
+        )
         if device != "cpu":
-            cpu = pool.submit(run_logged, "seeds-cpu-one", attn(*args, "--device", "cpu", "--seed", "0",
-                                                                "--out", str(out / "seeds-cpu-one" / "attn-out")),
-                              out, timeout).result()
+            cpu = pool.submit(
+                run_logged,
+                "seeds-cpu-one",
+                attn(*args, "--device", "cpu", "--seed", "0", "--out", str(out / "seeds-cpu-one" / "attn-out")),
+                out,
+                timeout,
+            ).result()
         gpu = gpu.result()
     if device == "cpu":  # a dry run: seed 0 of the device run is the CPU reference (one process fewer)
         cpu = {**gpu, "stdout": json.dumps(seed_zero_cells(_json(gpu["stdout"])))}
-    row = Row("seeds", f"copy-task fast engine, {len(s.seeds)} seeds stacked vs one CPU seed", f"{device} vs cpu",
-              gpu["seconds"])
+    row = Row(
+        "seeds",
+        f"copy-task fast engine, {len(s.seeds)} seeds stacked vs one CPU seed",
+        f"{device} vs cpu",
+        gpu["seconds"],
+    )
     try:
         dev_cells = {(c["model"], c["length"]): c for c in _json(gpu["stdout"])["cells"]}
         cpu_cells = {(c["model"], c["length"]): c for c in _json(cpu["stdout"])["cells"]}
@@ -290,13 +384,23 @@ def part_seeds(device: str, out: Path, s: Settings, timeout: float) -> list[Row]
             near = abs(c - d["mean"]) <= max(3 * d["std"], 0.02)
             inside += near
             parts.append(f"{key[0]} L{key[1]}: {d['mean']:.3f} ± {d['std']:.3f} vs {c:.3f}")
-            figures[f"{key[0]}-{key[1]}"] = {"device_mean": d["mean"], "device_std": d["std"], "n": dev_cells[key]["n"],
-                                             "cpu": c}
-        row.figures = {"cells": figures, "cpu_within_3_std": inside, "cells_total": len(dev_cells),
-                       "cpu_seconds": cpu["seconds"]}
-        row.detail = (f"free-running, device mean ± std vs CPU seed 0: {'; '.join(parts)} "
-                      f"(CPU inside mean ± max(3 std, 0.02) in {inside} of {len(dev_cells)} cells; "
-                      f"CPU took {cpu['seconds']:.0f} s)")
+            figures[f"{key[0]}-{key[1]}"] = {
+                "device_mean": d["mean"],
+                "device_std": d["std"],
+                "n": dev_cells[key]["n"],
+                "cpu": c,
+            }
+        row.figures = {
+            "cells": figures,
+            "cpu_within_3_std": inside,
+            "cells_total": len(dev_cells),
+            "cpu_seconds": cpu["seconds"],
+        }
+        row.detail = (
+            f"free-running, device mean ± std vs CPU seed 0: {'; '.join(parts)} "
+            f"(CPU inside mean ± max(3 std, 0.02) in {inside} of {len(dev_cells)} cells; "
+            f"CPU took {cpu['seconds']:.0f} s)"
+        )
         row.ok = bool(dev_cells) and set(dev_cells) == set(cpu_cells)
     except (TypeError, KeyError, ValueError):
         row.ok, row.detail = False, failure(gpu) or failure(cpu) or "its JSON has no cells"
@@ -306,8 +410,13 @@ def part_seeds(device: str, out: Path, s: Settings, timeout: float) -> list[Row]
 def seed_zero_cells(data) -> dict | None:
     """A copy-task JSON's seed-0 rows as one-seed cells (the dry run's CPU reference)."""
     try:
-        return {"cells": [{"model": r["model"], "length": r["length"], "free_running": {"mean": r["free_running"]}}
-                          for r in data["rows"] if r["seed"] == 0]}
+        return {
+            "cells": [
+                {"model": r["model"], "length": r["length"], "free_running": {"mean": r["free_running"]}}
+                for r in data["rows"]
+                if r["seed"] == 0
+            ]
+        }
     except (TypeError, KeyError):
         return None
 
@@ -321,7 +430,9 @@ def fast_losses(spec, device: str) -> list[float]:
 
     training.PROGRESS_EVERY = 1  # report every step (this process only)
     losses: list[float] = []
-    training.train_group([spec], device, lambda i, step, total, value: losses.append(value), inits=[training.init_run(spec)])
+    training.train_group(
+        [spec], device, lambda i, step, total, value: losses.append(value), inits=[training.init_run(spec)]
+    )
     return losses
 
 
@@ -344,10 +455,10 @@ def run_part(part: str, device: str, s: Settings) -> dict:
     from attn_cli.core import numerics
 
     numerics.apply(numerics.DEFAULT_MODE)  # before torch runs anything, as attn does
+    import torch
+
     from attn_cli.core.copy_spec import RunSpec
     from attn_cli.core.device import prepare_device
-
-    import torch
 
     prepare_device(device)
     torch.set_num_threads(1)  # as both engines train on CPU (run_fast, the program): one core per run
@@ -375,8 +486,13 @@ def compare_steps(a: list[float], b: list[float]) -> dict:
     diffs = [abs(x - y) for x, y in zip(a, b)]
     finite = len(a) == len(b) and all(math.isfinite(x) for x in a + b)
     first = next((i + 1 for i, d in enumerate(diffs) if not d <= TOLERANCE), None)
-    return {"steps": len(diffs), "step1": diffs[0] if diffs else math.inf, "max": max(diffs, default=math.inf),
-            "first_over": first, "finite": finite and bool(diffs)}
+    return {
+        "steps": len(diffs),
+        "step1": diffs[0] if diffs else math.inf,
+        "max": max(diffs, default=math.inf),
+        "first_over": first,
+        "finite": finite and bool(diffs),
+    }
 
 
 def _bits(x: float) -> str:
@@ -405,8 +521,10 @@ def machine(device: str) -> dict:
 
 def table_text(rows: list[Row]) -> str:
     head = ("part", "what", "device", "s", "status", "figures")
-    cells = [head] + [(r.part, r.what, r.device, f"{r.seconds:.1f}" if r.seconds else "", "ok" if r.ok else "FAIL",
-                       r.detail) for r in rows]
+    cells = [head] + [
+        (r.part, r.what, r.device, f"{r.seconds:.1f}" if r.seconds else "", "ok" if r.ok else "FAIL", r.detail)
+        for r in rows
+    ]
     widths = [max(len(c[i]) for c in cells) for i in range(5)]
     return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(5)) + "  " + c[5] for c in cells)
 
@@ -416,8 +534,11 @@ def table_markdown(rows: list[Row], title: str) -> str:
         return text.replace("|", "\\|")
 
     lines = [f"**{esc(title)}**", "", "| part | what | device | s | status | figures |", "|---|---|---|---:|---|---|"]
-    lines += [f"| {r.part} | {esc(r.what)} | {esc(r.device)} | {r.seconds:.1f} | {'ok' if r.ok else 'FAIL'} | "
-              f"{esc(r.detail)} |" for r in rows]
+    lines += [
+        f"| {r.part} | {esc(r.what)} | {esc(r.device)} | {r.seconds:.1f} | {'ok' if r.ok else 'FAIL'} | "
+        f"{esc(r.detail)} |"
+        for r in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -425,18 +546,28 @@ def table_markdown(rows: list[Row], title: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
-                        help="cuda (the check) or cpu (the same plan on CPU, to try the script)")
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="folder for every part's command, stdout and stderr, and the table")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--device",
+        choices=["cuda", "cpu"],
+        default="cuda",
+        help="cuda (the check) or cpu (the same plan on CPU, to try the script)",
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for every part's command, stdout and stderr, and the table"
+    )
     parser.add_argument("--small", action="store_true", help="tiny sizes: seconds (the test suite's setting)")
     parser.add_argument("--only", nargs="+", metavar="PART", choices=PARTS, help=f"run only these: {', '.join(PARTS)}")
     parser.add_argument("--timeout", type=float, default=280, help="seconds allowed per command [280]")
-    parser.add_argument("--jobs", type=int, default=2,
-                        help="parts run at once [2: the copy-task seeds train beside the other parts; "
-                             "scaling is always timed alone first]")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="parts run at once [2: the copy-task seeds train beside the other parts; "
+        "scaling is always timed alone first]",
+    )
     parser.add_argument("--part", choices=("fast-steps", "exact-steps"), help=argparse.SUPPRESS)  # one part, in-process
     args = parser.parse_args(argv)
     if args.jobs < 1:
@@ -445,8 +576,11 @@ def main(argv: list[str] | None = None) -> int:
 
     missing = [] if args.part else missing_packages()  # a part is started by the parent, which checked
     if missing:
-        print(f"gpu_check: missing Python package(s) {', '.join(missing)}; install with: "
-              f"{Path(sys.executable).name} -m pip install {' '.join(missing)}", file=sys.stderr)
+        print(
+            f"gpu_check: missing Python package(s) {', '.join(missing)}; install with: "
+            f"{Path(sys.executable).name} -m pip install {' '.join(missing)}",
+            file=sys.stderr,
+        )
         return 2
     if args.part:
         print(json.dumps(run_part(args.part, args.device, settings)))
@@ -455,8 +589,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
-        print(f"gpu_check: CUDA is not available on this machine (torch {torch.__version__}); nothing was run. "
-              "`--device cpu` runs the same plan on CPU.", file=sys.stderr)
+        print(
+            f"gpu_check: CUDA is not available on this machine (torch {torch.__version__}); nothing was run. "
+            "`--device cpu` runs the same plan on CPU.",
+            file=sys.stderr,
+        )
         return 2
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -485,11 +622,26 @@ def main(argv: list[str] | None = None) -> int:
     info = machine(args.device)
     where = f"torch {info['torch']}, {info['cpus']} CPUs" + (
         f", {info['gpu']['gpu']} (compute {info['gpu']['capability']}, CUDA {info['gpu']['cuda']}, "
-        f"cuDNN {info['gpu']['cudnn']}, driver {info['gpu']['driver']})" if "gpu" in info else "")
+        f"cuDNN {info['gpu']['cudnn']}, driver {info['gpu']['driver']})"
+        if "gpu" in info
+        else ""
+    )
     title = f"attn GPU check on {args.device}: {where}; {seconds:.0f} s, {len(failed)} failed"
-    (out / "table.json").write_text(json.dumps({"title": title, "device": args.device, "seconds": seconds,
-                                                "machine": info, "small": args.small,
-                                                "rows": [asdict(r) for r in rows]}, indent=2, default=str) + "\n")
+    (out / "table.json").write_text(
+        json.dumps(
+            {
+                "title": title,
+                "device": args.device,
+                "seconds": seconds,
+                "machine": info,
+                "small": args.small,
+                "rows": [asdict(r) for r in rows],
+            },
+            indent=2,
+            default=str,
+        )
+        + "\n"
+    )
     (out / "table.md").write_text(table_markdown(rows, title))
     print(title)
     print(table_text(rows))

@@ -34,8 +34,9 @@ print(json.dumps({"seconds": time.perf_counter() - start, "isa": numerics.effect
 
 def run_child(mode: str, steps: int) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATEN_", "MKL_CBWR", "ONEDNN_", "DNNL_"))}
-    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(steps)], capture_output=True, text=True,
-                          env=env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(steps)], capture_output=True, text=True, env=env, check=True
+    )
     return json.loads(proc.stdout)
 
 
@@ -53,13 +54,22 @@ def main() -> None:
             times[mode].append(out["seconds"])
             seen[mode] = out
     for mode, ts in times.items():
-        print(f"{mode:>8}: {seen[mode]['isa']:<7} kernels, " + ", ".join(f"{t:.2f}" for t in ts)
-              + f" s (median {statistics.median(ts):.2f} s)")
+        print(
+            f"{mode:>8}: {seen[mode]['isa']:<7} kernels, "
+            + ", ".join(f"{t:.2f}" for t in ts)
+            + f" s (median {statistics.median(ts):.2f} s)"
+        )
     ratio = statistics.median(times["portable"]) / statistics.median(times["native"])
     same = seen["portable"]["runs"] == seen["native"]["runs"]
     print(f"ratio portable / native (median): {ratio:.3f}")
-    print("numbers: " + ("identical (this host's native kernels are the AVX2 ones)" if same else
-                         "differ (this host's native kernels round differently)"))
+    print(
+        "numbers: "
+        + (
+            "identical (this host's native kernels are the AVX2 ones)"
+            if same
+            else "differ (this host's native kernels round differently)"
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,7 @@ def once(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=str(checkout))
     start = time.perf_counter()
     argv = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "attn_cli", *args]
-    proc = subprocess.Popen(argv, cwd=scratch, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=scratch, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -58,12 +57,14 @@ def once(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-TRAINING = ("from attn_cli.core import numerics\n"
-            "numerics.apply('portable')\n"
-            "from attn_cli.experiments import copy_task\n"
-            "copy_task.run(copy_task.Config(engine='fast', steps=1))\n"
-            "import gc\n"
-            "gc.freeze()\n")  # exits as attn does: torch's objects are not collected on the way out
+TRAINING = (
+    "from attn_cli.core import numerics\n"
+    "numerics.apply('portable')\n"
+    "from attn_cli.experiments import copy_task\n"
+    "copy_task.run(copy_task.Config(engine='fast', steps=1))\n"
+    "import gc\n"
+    "gc.freeze()\n"
+)  # exits as attn does: torch's objects are not collected on the way out
 
 
 def case_args(case: str, scratch: Path, label: str, i: int) -> list[str]:
@@ -88,8 +89,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--cases", nargs="+", default=["help", "computed", "cached", "kept"],
-                    choices=["help", "computed", "cached", "kept", "nofig", "training"])
+    ap.add_argument(
+        "--cases",
+        nargs="+",
+        default=["help", "computed", "cached", "kept"],
+        choices=["help", "computed", "cached", "kept", "nofig", "training"],
+    )
     ap.add_argument("--baseline-nofig", action="store_true", help="the baseline has --no-figures too")
     args = ap.parse_args()
     sides = [("this", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
@@ -108,17 +113,25 @@ def main() -> None:
                     if i:
                         times[case][label].append(measured)
         for case in cases:
-            medians = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
-                       for label, t in times[case].items()}
+            medians = {
+                label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+                for label, t in times[case].items()
+            }
             line = "  ".join(f"{label} {w:.3f} s wall, {c:.3f} s CPU" for label, (w, c) in medians.items())
             if "baseline" in medians:
                 (w, c), (bw, bc) = medians["this"], medians["baseline"]
                 line += f"  ratio wall {w / bw:.2f}, CPU {c / bc:.2f}"
             if "training" in times and case in ("computed", "nofig", "cached"):
-                beyond = {label: statistics.median(w - f for (w, _), (f, _) in zip(t, times["training"][label]))
-                          for label, t in times[case].items() if label in times["training"]}
-                line += "  (beyond training, median of the rounds' differences: " + ", ".join(
-                    f"{label} {b:.2f} s" for label, b in beyond.items()) + ")"
+                beyond = {
+                    label: statistics.median(w - f for (w, _), (f, _) in zip(t, times["training"][label]))
+                    for label, t in times[case].items()
+                    if label in times["training"]
+                }
+                line += (
+                    "  (beyond training, median of the rounds' differences: "
+                    + ", ".join(f"{label} {b:.2f} s" for label, b in beyond.items())
+                    + ")"
+                )
             print(f"{case:<9} {line}", flush=True)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -24,13 +24,23 @@ BASELINE = "2e0e782"  # main before issue 8: one exact seed per copy-task cell
 
 def timed_verify(source: Path, out: Path, *extra: str) -> tuple[float, str, int]:
     # the per-user cache of this benchmark (cold at first), never the user's own
-    env = dict(os.environ, PYTHONPATH=str(source), COLUMNS="120", NO_COLOR="1", ATTN_CACHE_DIR=str(out.parent / "cache"))
+    env = dict(
+        os.environ, PYTHONPATH=str(source), COLUMNS="120", NO_COLOR="1", ATTN_CACHE_DIR=str(out.parent / "cache")
+    )
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "attn_cli", "verify", "--out", str(out), *extra],
-                          capture_output=True, text=True, env=env, cwd=source)
+    proc = subprocess.run(
+        [sys.executable, "-m", "attn_cli", "verify", "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=source,
+    )
     seconds = time.perf_counter() - start
-    lines = [ln for ln in proc.stdout.splitlines() if " checked, " in ln or " passed" in ln or "from cache" in ln
-             or ln.startswith("numerics")]
+    lines = [
+        ln
+        for ln in proc.stdout.splitlines()
+        if " checked, " in ln or " passed" in ln or "from cache" in ln or ln.startswith("numerics")
+    ]
     return seconds, " | ".join(lines), proc.returncode
 
 
@@ -42,15 +52,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="attn-verify-bench-") as tmp:
         tmp = Path(tmp)
         base_src = tmp / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base_src), args.baseline],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base_src), args.baseline],
+            check=True,
+            capture_output=True,
+        )
         try:
             base = timed_verify(base_src, tmp / "out-baseline")
             cur = timed_verify(ROOT, tmp / "out-current", "--no-cache")
             warm = timed_verify(ROOT, tmp / "out-current")
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_src)],
-                           capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_src)], capture_output=True
+            )
     print(f"baseline {args.baseline} cold: {base[0]:7.1f} s  exit {base[2]}  {base[1]}")
     print(f"current cold:        {cur[0]:7.1f} s  exit {cur[2]}  {cur[1]}")
     print(f"current warm:        {warm[0]:7.1f} s  exit {warm[2]}  {warm[1]}")

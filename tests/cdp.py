@@ -18,10 +18,22 @@ import tempfile
 import time
 from typing import Any
 
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-         "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-default-apps", "--mute-audio",
-         "--hide-scrollbars", "--remote-debugging-pipe"]
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--remote-debugging-pipe",
+]
 
 
 def find_chromium() -> str | None:
@@ -50,9 +62,14 @@ class Browser:
             os.close(101)
 
         # close_fds=False: fds 3 and 4 are made after subprocess would close the others
-        self.proc = subprocess.Popen([executable, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, close_fds=False, preexec_fn=wire_fds)
+        self.proc = subprocess.Popen(
+            [executable, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,
+            preexec_fn=wire_fds,
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buffer = b""
@@ -103,15 +120,19 @@ class Browser:
 
     # -- page
     def load(self, url: str, width: int = 1200, height: int = 900) -> None:
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 700}, session=True)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 700},
+            session=True,
+        )
         self.events.clear()
         self.send("Page.navigate", {"url": url}, session=True)
         self.wait_for("Page.loadEventFired")
 
     def evaluate(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True}, session=True)
+        result = self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"JavaScript failed: {result['exceptionDetails']}")
         return result["result"].get("value")

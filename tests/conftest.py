@@ -58,8 +58,10 @@ def _host_line() -> str:
     flags = numerics.cpu_flags()
     widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
     cpu = info.get("model name") or platform.processor() or platform.machine()
-    return (f"host: {cpu} ({info.get('vendor_id', 'unknown vendor')}, {os.cpu_count()} CPUs, widest ISA {widest}); "
-            f"torch dispatches to {numerics.effective_isa()} in numeric mode {numerics.current_mode()}")
+    return (
+        f"host: {cpu} ({info.get('vendor_id', 'unknown vendor')}, {os.cpu_count()} CPUs, widest ISA {widest}); "
+        f"torch dispatches to {numerics.effective_isa()} in numeric mode {numerics.current_mode()}"
+    )
 
 
 ATTN = shutil.which("attn") or str(Path(sys.executable).with_name("attn"))
@@ -81,8 +83,7 @@ def signals_as_a_terminal_gives_them() -> None:
 def run_attn(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``attn ARGS...`` through the console script; returns the completed process."""
     env = dict(os.environ, COLUMNS="200", NO_COLOR="1")
-    return subprocess.run([ATTN, *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+    return subprocess.run([ATTN, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
 
 
 def run_json(*args: str, tmp_path: Path, timeout: float = 300):
@@ -144,8 +145,8 @@ def kernel_isolated(monkeypatch, tmp_path):
 def run_copy_task(config, cache_root, progress=None, reuse: bool = True):
     """The copy task's ``run`` with the per-user cache at ``cache_root``, opened and handed to it as
     the pipeline does (:func:`attn_cli.pipeline.run`: ``store=Pieces``); ``reuse=False``: --no-cache."""
-    from attn_cli.store import cache, entries
     from attn_cli.experiments import copy_task
+    from attn_cli.store import cache, entries
 
     with cache.Cache.open(cache_root) as store:
         return copy_task.run(config, progress=progress, store=entries.Pieces(store, "copy_task", reuse=reuse))

@@ -24,7 +24,7 @@ from attn_cli import experiment_registry, pipeline
 from attn_cli.cli import cli
 from attn_cli.experiments import copy_task as exp
 from attn_cli.published import settings
-from attn_cli.published.compare import Outcome, compare_result
+from attn_cli.published.compare import compare_result
 from attn_cli.render import copy_task as render
 
 TINY = {"lengths": (4,), "model": "attention", "steps": 5, "eval_size": 20, "jobs": 1}
@@ -65,8 +65,12 @@ def test_all_after_verify_trains_nothing_and_judges_every_check(tiny_verify, tmp
     assert config["seeds"] == [0, 1, 2, 3, 4] and config["extra_seed_engine"] == "fast"
     # the same verdict per cell as verify's, in the table's JSON
     cells = json.loads((out / "copy_task.json").read_text())["cells"]
-    statuses = {f"w9-copy-task.{c['model']}.{c['length']}.{m}": c[m]["status"]
-                for c in cells for m in exp.METRICS if c[m]["status"] is not None}
+    statuses = {
+        f"w9-copy-task.{c['model']}.{c['length']}.{m}": c[m]["status"]
+        for c in cells
+        for m in exp.METRICS
+        if c[m]["status"] is not None
+    }
     assert statuses and statuses == {cid: rows[cid]["status"] for cid in statuses}
     index = (out / "index.md").read_text()
     assert "skipped" not in index and "Checks against the texts:" in index
@@ -79,7 +83,7 @@ def test_all_and_verify_build_identical_copy_task_runs():
     registry = experiment_registry.Registry.load()
     copy_task = registry.by_artifact["w9-copy-task"]
     args = dict(seed=2, device="cpu", use_cache=True)
-    (_, judged, unjudged), = plan.judged([copy_task], **args)
+    ((_, judged, unjudged),) = plan.judged([copy_task], **args)
     assert unjudged is None and judged.seed_list == (2, 3, 4, 5, 6)
     assert judged == exp.verify_config(copy_task.config(seed=2, device="cpu"))
     keys = [exp.cache_key(s, judged.engine_of(s), judged.device) for s in judged.plan()]
@@ -92,8 +96,10 @@ def test_all_quick_says_it_judges_nothing_trained(monkeypatch, tmp_path):
     res = invoke("all", "--quick", "--only", *IDS, "--out", tmp_path)
     assert res.exit_code == 0, res.output
     said = " ".join(res.stdout.split())
-    assert "quick run: a smoke run at reduced sizes that judges nothing against the texts, nothing trained " \
-           "included" in said
+    assert (
+        "quick run: a smoke run at reduced sizes that judges nothing against the texts, nothing trained "
+        "included" in said
+    )
     assert re.search(r"\((\d+) checks shown, not judged; \1 of them trained: copy_task\)", said), said
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["quick"] and "nothing trained included" in manifest["quick_note"]
@@ -116,17 +122,32 @@ def _result(free_running: float) -> exp.Result:
     from attn_cli.core.copy_spec import RunOutcome
 
     cfg = exp.Config(lengths=exp.TEXT_LENGTHS, model="both")
-    outcomes = [RunOutcome(spec=s, teacher_forced=1.0, free_running=free_running, exact=0.9, seconds=1.0,
-                           final_loss=0.1, engine="exact", diagonal=0.9 if s.model == "attention" else None)
-                for s in cfg.plan()]
+    outcomes = [
+        RunOutcome(
+            spec=s,
+            teacher_forced=1.0,
+            free_running=free_running,
+            exact=0.9,
+            seconds=1.0,
+            final_loss=0.1,
+            engine="exact",
+            diagonal=0.9 if s.model == "attention" else None,
+        )
+        for s in cfg.plan()
+    ]
     return exp.assemble(cfg, outcomes)
 
 
 def _forced(result, status: str) -> dict:
     """The real outcomes with every copy-task cell's status replaced: what a check table might say."""
-    return {cid: (dataclasses.replace(o, status=status, note=f"synthetic {status}")
-                  if o.check.artifact == "w9-copy-task" else o)
-            for cid, o in compare_result(result, exp.ARTIFACTS).items()}
+    return {
+        cid: (
+            dataclasses.replace(o, status=status, note=f"synthetic {status}")
+            if o.check.artifact == "w9-copy-task"
+            else o
+        )
+        for cid, o in compare_result(result, exp.ARTIFACTS).items()
+    }
 
 
 def _formats(result, outcomes, tmp_path) -> dict[str, str]:
@@ -139,9 +160,13 @@ def _formats(result, outcomes, tmp_path) -> dict[str, str]:
     run = pipeline.Run(registry.by_artifact["w9-copy-task"], None, result=result, measured=result.measured())
     section = writing.write_section(run, registry, tmp_path, ("png",), "copy-task", list(outcomes.values()))
     assert section.error is None, section.error
-    return {"terminal": to_text(tables, width=220), "markdown": to_markdown(tables),
-            "file": (tmp_path / "copy_task.md").read_text(), "html": to_html(section.tables),
-            "json": (tmp_path / "copy_task.json").read_text()}
+    return {
+        "terminal": to_text(tables, width=220),
+        "markdown": to_markdown(tables),
+        "file": (tmp_path / "copy_task.md").read_text(),
+        "html": to_html(section.tables),
+        "json": (tmp_path / "copy_task.json").read_text(),
+    }
 
 
 PASS_MARK = re.compile(r"=(?:<[^>]*>)* (?:<[^>]*>)*\d\.\d{3}")  # "= 0.894" (in HTML, perhaps inside spans)

@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_attn
 
 import attn_cli
 from attn_cli import api
-
-from conftest import run_attn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,8 +76,8 @@ def test_run_returns_result_outcomes_tables_and_figures(tmp_path):
     assert "relative error" in run.text().lower() or run.text().strip()
     figures = run.figures()
     assert list(figures) == ["copy_both.png"]
-    from matplotlib.figure import Figure
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     assert isinstance(figures["copy_both.png"], Figure)
     assert not plt.get_fignums()  # kept for the caller, none left open in pyplot
@@ -98,12 +97,15 @@ def test_run_writes_files_only_with_out(tmp_path, monkeypatch):
     assert "masks.png" in run.figures()
 
 
-@pytest.mark.parametrize("options, fragment", [
-    ({"heads": [0]}, "Invalid value for '--heads': 0 is not in the range x>=1."),
-    ({"bogus": 1}, "No such option '--bogus'"),
-    ({"device": "tpu"}, "'tpu' is not one of"),
-    ({"d_model": 6, "layout_heads": 4}, "divide"),
-])
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        ({"heads": [0]}, "Invalid value for '--heads': 0 is not in the range x>=1."),
+        ({"bogus": 1}, "No such option '--bogus'"),
+        ({"device": "tpu"}, "'tpu' is not one of"),
+        ({"d_model": 6, "layout_heads": 4}, "divide"),
+    ],
+)
 def test_bad_options_raise_a_config_error_with_the_cli_message(options, fragment):
     with pytest.raises(attn_cli.ConfigError) as info:
         attn_cli.run("heads", **options)
@@ -127,14 +129,29 @@ def test_unknown_command_and_catalogue_commands_are_refused():
 
 # what the command line refuses with exit 2, one case per kind of check, for every run command
 USAGE_ERRORS = [
-    ("copy-task", (), {"lengths": [0]}), ("copy-task", (), {"steps": "1e3"}), ("copy-task", (), {"seed": 3, "seeds": [1]}),
-    ("copy-task", (), {"scheduler": "inproc://x"}), ("copy-task", (), {"engine": "warp"}),
-    ("heatmap", ("", "translation"), {}), ("heatmap", ("ab\udcff", "cd"), {}), ("heatmap", ("a",), {}),
-    ("heatmap", ("attention", "translation"), {"heads": 3}), ("heads", (), {"heads": [0]}),
-    ("sqrt-dk", (), {"d_k": [0]}), ("masks", (), {"format": ["bmp"]}), ("masks", (), {"no_figures": True, "format": ["svg"]}),
-    ("analogy", (), {"rank": 0}), ("exercise", ("13",), {}), ("exercise", (), {}), ("copy-both", (), {"weights": [2.0]}),
-    ("scaling", (), {"lengths": [0]}), ("embeddings", (), {"d_model": 0}), ("formula", (), {"n_q": 0}),
-    ("order", (), {"d_model": 0}), ("self-cross", (), {"bogus": 1}), ("crossattn-map", (), {"device": "tpu"}),
+    ("copy-task", (), {"lengths": [0]}),
+    ("copy-task", (), {"steps": "1e3"}),
+    ("copy-task", (), {"seed": 3, "seeds": [1]}),
+    ("copy-task", (), {"scheduler": "inproc://x"}),
+    ("copy-task", (), {"engine": "warp"}),
+    ("heatmap", ("", "translation"), {}),
+    ("heatmap", ("ab\udcff", "cd"), {}),
+    ("heatmap", ("a",), {}),
+    ("heatmap", ("attention", "translation"), {"heads": 3}),
+    ("heads", (), {"heads": [0]}),
+    ("sqrt-dk", (), {"d_k": [0]}),
+    ("masks", (), {"format": ["bmp"]}),
+    ("masks", (), {"no_figures": True, "format": ["svg"]}),
+    ("analogy", (), {"rank": 0}),
+    ("exercise", ("13",), {}),
+    ("exercise", (), {}),
+    ("copy-both", (), {"weights": [2.0]}),
+    ("scaling", (), {"lengths": [0]}),
+    ("embeddings", (), {"d_model": 0}),
+    ("formula", (), {"n_q": 0}),
+    ("order", (), {"d_model": 0}),
+    ("self-cross", (), {"bogus": 1}),
+    ("crossattn-map", (), {"device": "tpu"}),
 ]
 
 
@@ -166,8 +183,14 @@ def test_a_failure_at_run_time_is_an_attn_error():
 
 
 def test_command_line_maps_python_names_to_flags():
-    assert api.command_line("copy-both", two_head_weights=(1.0, 0.88), format=["svg"]) == \
-        ["--two-head-weights", "1.0", "--two-head-weights", "0.88", "--format", "svg"]
+    assert api.command_line("copy-both", two_head_weights=(1.0, 0.88), format=["svg"]) == [
+        "--two-head-weights",
+        "1.0",
+        "--two-head-weights",
+        "0.88",
+        "--format",
+        "svg",
+    ]
     assert api.command_line("copy-both", formats=["pdf"], quick=False, seed=None, bogus=None) == ["--format", "pdf"]
     assert api.command_line("heatmap", key_word="b", query_word="a") == ["--", "a", "b"]
     assert api.command_line("sqrt-dk", d_k=64) == ["--d-k", "64"]
@@ -210,7 +233,9 @@ def test_verify_and_all_read_options_as_their_commands_do(tmp_path):
 def test_regenerate_all_writes_the_report(tmp_path):
     report = attn_cli.regenerate_all(tmp_path, "w9-masks", quick=True)
     assert report.ok and report.index.exists() and (tmp_path / "manifest.json").exists()
-    assert json.loads((tmp_path / "manifest.json").read_text())["artifacts"].keys() == report.manifest["artifacts"].keys()
+    assert (
+        json.loads((tmp_path / "manifest.json").read_text())["artifacts"].keys() == report.manifest["artifacts"].keys()
+    )
     assert "w9-masks" in report.manifest["artifacts"]
 
 
@@ -224,15 +249,21 @@ def test_all_names_what_is_supported():
 
 def test_import_is_light():
     """`import attn_cli` (and so `attn --help`) loads neither torch nor matplotlib nor the API."""
-    code = "import sys, attn_cli; print(sorted(m for m in ('torch', 'matplotlib', 'attn_cli.api', 'numpy') if m in sys.modules))"
+    code = (
+        "import sys, attn_cli; "
+        "print(sorted(m for m in ('torch', 'matplotlib', 'attn_cli.api', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_docs_api_md_examples_run():
     """docs/api.md's examples, as doctests."""
-    failures, tried = doctest.testfile(str(ROOT / "docs" / "api.md"), module_relative=False,
-                                       optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    failures, tried = doctest.testfile(
+        str(ROOT / "docs" / "api.md"),
+        module_relative=False,
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+    )
     assert tried > 5 and failures == 0
 
 
@@ -255,4 +286,3 @@ def test_the_cli_consoles_follow_sys_stderr_after_a_run(tmp_path):
     with contextlib.redirect_stderr(buf):
         console.note("after the run")
     assert "after the run" in buf.getvalue()
-

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from attn_cli.cli import cli
 from attn_cli.core import memory
 
-HUGE = str(10 ** 30)  # integers: past any memory (and past 64 bits)
+HUGE = str(10**30)  # integers: past any memory (and past 64 bits)
 NUMBERS = ["0", "-5", "nan", "inf", HUGE, "1e400"]
 WORDS = ["", "   ", "x" * 100_000, "a\x01b", "\x1b[31mred"]
 
@@ -27,8 +27,12 @@ WORDS = ["", "   ", "x" * 100_000, "a\x01b", "\x1b[31mred"]
 BASE = {"heatmap": ["ab", "cd"], "exercise": ["3"]}
 # options whose value is only arithmetic (nothing is allocated): a huge value is an answer, not
 # an error, and is checked to answer at once (exit 0) -- the text's own table shows 64 GB
-ARITHMETIC = {("scaling", "--lengths"), ("scaling", "--d-model"), ("embeddings", "--vocab-size"),
-              ("embeddings", "--embed-dim")}
+ARITHMETIC = {
+    ("scaling", "--lengths"),
+    ("scaling", "--d-model"),
+    ("embeddings", "--vocab-size"),
+    ("embeddings", "--embed-dim"),
+}
 
 
 def _is_number(param: click.Parameter) -> bool:
@@ -96,7 +100,7 @@ def _check(result, out: Path, expect) -> None:
 @pytest.fixture
 def small_machine(monkeypatch):
     """The same free memory everywhere (4 GB), so that which sizes are refused does not vary."""
-    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 4 * 10 ** 9)
+    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 4 * 10**9)
 
 
 def test_the_battery_covers_every_command():

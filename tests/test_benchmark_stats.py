@@ -35,8 +35,7 @@ def test_tables():
 
 def test_tests_see_a_difference_only_where_there_is_one():
     rng = np.random.default_rng(0)
-    a, same, shifted, wide = (rng.normal(0, 1, 30), rng.normal(0, 1, 30), rng.normal(2, 1, 30),
-                              rng.normal(0, 4, 30))
+    a, same, shifted, wide = (rng.normal(0, 1, 30), rng.normal(0, 1, 30), rng.normal(2, 1, 30), rng.normal(0, 4, 30))
     assert stats.welch(a, same)[2] > 0.05 and stats.welch(a, shifted)[2] < 1e-6
     assert stats.brown_forsythe(a, same)[1] > 0.05 and stats.brown_forsythe(a, wide)[1] < 1e-4
     p_mean, p_spread = stats.permutation_p(a, wide, rounds=400)

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from attn_cli import experiment_registry
-from attn_cli.store import cache, keys, entries
 from attn_cli.experiments import copy_task as exp
-
+from attn_cli.store import cache, entries, keys
 from tests.conftest import ATTN, assert_user_error, run_attn, run_copy_task
 
 
@@ -34,8 +33,20 @@ class Opaque:
 
 TINY = dict(lengths=(3,), model="attention", steps=3, eval_size=8, jobs=1)  # < 1 s in-process
 # the same run through the CLI, with its JSON
-TINY_ARGS = ("copy-task", "--lengths", "3", "--model", "attention", "--steps", "3", "--eval-size", "8",
-             "--jobs", "1", "--json")
+TINY_ARGS = (
+    "copy-task",
+    "--lengths",
+    "3",
+    "--model",
+    "attention",
+    "--steps",
+    "3",
+    "--eval-size",
+    "8",
+    "--jobs",
+    "1",
+    "--json",
+)
 
 
 def _entries(root: Path, name: str = "copy_task") -> list[Path]:
@@ -62,8 +73,9 @@ def test_every_cached_experiment_round_trips_through_json(tmp_path, name):
         assert entries.store_result(store, name, key, result)  # a dataclass of plain values: kept
         back = entries.load_result(store, name, key, type(result))
     assert type(back) is type(result)
-    assert json.dumps(dataclasses.asdict(back), sort_keys=True) == json.dumps(dataclasses.asdict(result),
-                                                                             sort_keys=True)
+    assert json.dumps(dataclasses.asdict(back), sort_keys=True) == json.dumps(
+        dataclasses.asdict(result), sort_keys=True
+    )
     (entry,) = _entries(tmp_path / "cache", name)
     assert entry.stat().st_size < cache.RESULT_MAX_BYTES / 100  # the fixed bound is generous
 
@@ -271,8 +283,13 @@ def test_the_location_follows_the_option_then_the_environment(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("ATTN_CACHE_DIR", "XDG_CACHE_HOME")}
 
     def where(*args, **extra):
-        proc = subprocess.run([ATTN, "cache", "--json", *map(str, args)], capture_output=True, text=True,
-                              env={**env, "HOME": str(tmp_path / "home"), **extra}, timeout=60)
+        proc = subprocess.run(
+            [ATTN, "cache", "--json", *map(str, args)],
+            capture_output=True,
+            text=True,
+            env={**env, "HOME": str(tmp_path / "home"), **extra},
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)["location"]
 
@@ -284,8 +301,16 @@ def test_the_location_follows_the_option_then_the_environment(tmp_path):
     assert not (tmp_path / "home").exists()  # showing creates nothing
 
 
-@pytest.mark.parametrize("value, reason", [("", "is empty"), ("  ", "is empty"), ("a\x01b", "control characters"),
-                                           ("x" * 256, "longer than"), ("/x" * 2048, "longer than")])
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        ("", "is empty"),
+        ("  ", "is empty"),
+        ("a\x01b", "control characters"),
+        ("x" * 256, "longer than"),
+        ("/x" * 2048, "longer than"),
+    ],
+)
 def test_a_cache_dir_that_cannot_be_a_folder_is_a_usage_error(tmp_path, value, reason):
     for command in (["copy-task", "--quick", "--out", tmp_path / "out"], ["cache"]):
         proc = run_attn(*command, "--cache-dir", value, cwd=tmp_path)
@@ -298,8 +323,9 @@ def test_a_cache_dir_that_cannot_be_a_folder_is_a_usage_error(tmp_path, value, r
 def test_a_bad_attn_cache_dir_is_named_in_the_warning(tmp_path):
     (tmp_path / "file").write_text("x")
     env = dict(os.environ, ATTN_CACHE_DIR=str(tmp_path / "file" / "cache"))
-    proc = subprocess.run([ATTN, *TINY_ARGS, "--out", str(tmp_path / "out")], capture_output=True, text=True,
-                          env=env, timeout=300)
+    proc = subprocess.run(
+        [ATTN, *TINY_ARGS, "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     (warning,) = _warnings(proc.stderr)
     assert "from ATTN_CACHE_DIR" in warning and "is not a folder" in warning
@@ -337,8 +363,13 @@ def test_an_unwritable_cache_folder_warns_and_runs(tmp_path):
         out.mkdir()
         os.chown(out, uid, uid)
         base.chmod(0o555)  # root's, and no one may create anything in it without overriding modes
-        proc = subprocess.run([*prefix, ATTN, *TINY_ARGS, "--out", str(out), "--cache-dir", str(base / "cache")],
-                              capture_output=True, text=True, timeout=300, env=dict(os.environ, HOME=str(out)))
+        proc = subprocess.run(
+            [*prefix, ATTN, *TINY_ARGS, "--out", str(out), "--cache-dir", str(base / "cache")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, HOME=str(out)),
+        )
         assert proc.returncode == 0, proc.stderr
         (warning,) = _warnings(proc.stderr)
         assert "Permission denied" in warning and not (base / "cache").exists()
@@ -378,15 +409,21 @@ def test_attn_cache_shows_and_clears_only_its_own(tmp_path):
     assert lines[3].split()[:3] == ["total", "3", "entries"]
     data = json.loads(run_attn("cache", "--json", "--cache-dir", root).stdout)
     assert data["private"] and data["location"] == str(root)
-    assert data["experiments"] == {"copy_task": {"entries": 2, "bytes": sizes["copy_task"]},
-                                   "sqrt_dk": {"entries": 1, "bytes": sizes["sqrt_dk"]}}
+    assert data["experiments"] == {
+        "copy_task": {"entries": 2, "bytes": sizes["copy_task"]},
+        "sqrt_dk": {"entries": 1, "bytes": sizes["sqrt_dk"]},
+    }
     assert (data["entries"], data["bytes"]) == (3, sum(sizes.values()))
 
     cleared = run_attn("cache", "clear", "--json", "--cache-dir", root)
     assert cleared.returncode == 0, cleared.stderr
     assert json.loads(cleared.stdout)["removed"] == data["experiments"]
-    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == \
-        [cache.TAG_FILE, "kernels", "kernels/lib.so", "notes.txt"]  # entries and key gone, the rest untouched
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        cache.TAG_FILE,
+        "kernels",
+        "kernels/lib.so",
+        "notes.txt",
+    ]  # entries and key gone, the rest untouched
     again = run_attn("cache", "clear", "--cache-dir", root)
     assert again.returncode == 0 and again.stdout.startswith(f"removed 0 entries (0 B) from {root}")
     assert "total     0 entries" in run_attn("cache", "--cache-dir", root).stdout
@@ -412,8 +449,10 @@ def test_attn_cache_help_has_an_example():
 
 def _torch_version_in_child(path: Path) -> list[str]:
     """torch_version() and whether torch got imported, in a child with ``path`` first on sys.path."""
-    code = ("import sys\nfrom attn_cli.store.keys import torch_version\n"
-            "print(torch_version())\nprint('torch' in sys.modules)\n")
+    code = (
+        "import sys\nfrom attn_cli.store.keys import torch_version\n"
+        "print(torch_version())\nprint('torch' in sys.modules)\n"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(Path(cache.__file__).parents[2])]))
     proc = subprocess.run([os.sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

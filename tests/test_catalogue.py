@@ -11,19 +11,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import sys
-import textwrap
 import types
 from dataclasses import dataclass, replace
 
 import pytest
 from click.testing import CliRunner
+from conftest import assert_png, assert_user_error, run_attn
 
 from attn_cli import experiment_registry
 from attn_cli.cli import cli
 from attn_cli.published.types import Artifact, exact, num, rule
-
-from conftest import assert_png, assert_user_error, run_attn
 
 # --------------------------------------------------------------------------- a fake registry
 
@@ -34,14 +31,17 @@ CATALOGUE = (
     Artifact("fk-orphan", "D2L", "10.3.1", "nobody regenerates this", "orphan"),
 )
 
-CHECKS = {c.id: c for c in (
-    num("fk-alpha.x", "fk-alpha", 0.707, 0.0005),
-    num("fk-alpha.vec", "fk-alpha", [1.0, 2.0], 0.005),
-    exact("fk-alpha.shape", "fk-alpha", [2, 4, 100], kind="identity"),
-    rule("fk-alpha.diag", "fk-alpha", "near-diagonal", "the rule in code"),
-    num("fk-slow.acc", "fk-slow", 0.894, 0.02, "training noise across PyTorch builds"),
-    exact("fk-orphan.n", "fk-orphan", 262144),
-)}
+CHECKS = {
+    c.id: c
+    for c in (
+        num("fk-alpha.x", "fk-alpha", 0.707, 0.0005),
+        num("fk-alpha.vec", "fk-alpha", [1.0, 2.0], 0.005),
+        exact("fk-alpha.shape", "fk-alpha", [2, 4, 100], kind="identity"),
+        rule("fk-alpha.diag", "fk-alpha", "near-diagonal", "the rule in code"),
+        num("fk-slow.acc", "fk-slow", 0.894, 0.02, "training noise across PyTorch builds"),
+        exact("fk-orphan.n", "fk-orphan", 262144),
+    )
+}
 
 
 def _alpha_module(values: dict | None = None, fail: Exception | None = None, calls: list | None = None):
@@ -67,8 +67,7 @@ def _alpha_module(values: dict | None = None, fail: Exception | None = None, cal
         vec: list
 
         def measured(self):
-            m = {"fk-alpha.x": self.x, "fk-alpha.vec": self.vec, "fk-alpha.shape": [2, 4, 100],
-                 "fk-alpha.diag": True}
+            m = {"fk-alpha.x": self.x, "fk-alpha.vec": self.vec, "fk-alpha.shape": [2, 4, 100], "fk-alpha.diag": True}
             m.update(values or {})
             return {k: v for k, v in m.items() if v is not _DROP}
 
@@ -160,8 +159,9 @@ def fake(monkeypatch):
 
     def discover():
         return [
-            experiment_registry.Experiment("alpha", _alpha_module(state.values, state.fail, state.alpha_calls),
-                              render=_alpha_render()),
+            experiment_registry.Experiment(
+                "alpha", _alpha_module(state.values, state.fail, state.alpha_calls), render=_alpha_render()
+            ),
             experiment_registry.Experiment("slow", _slow_module(state.slow_calls, state.slow_stores)),
         ]
 
@@ -247,10 +247,18 @@ def test_verify_json_keys_and_seed(fake, tmp_path):
         assert r["ok"] is True
     assert rows[0] == {**rows[0], "published": 0.707, "regenerated": 0.70711, "tolerance": "±0.0005"}
     assert fake.alpha_calls[0].seed == 7
-    assert {r["id"]: r["kind"] for r in rows} == {"fk-alpha.x": "measured", "fk-alpha.vec": "measured",
-                                                 "fk-alpha.shape": "identity", "fk-alpha.diag": "rule"}
-    assert {r["id"]: r["test"] for r in rows} == {"fk-alpha.x": "abs", "fk-alpha.vec": "abs",
-                                                 "fk-alpha.shape": "exact", "fk-alpha.diag": "rule"}
+    assert {r["id"]: r["kind"] for r in rows} == {
+        "fk-alpha.x": "measured",
+        "fk-alpha.vec": "measured",
+        "fk-alpha.shape": "identity",
+        "fk-alpha.diag": "rule",
+    }
+    assert {r["id"]: r["test"] for r in rows} == {
+        "fk-alpha.x": "abs",
+        "fk-alpha.vec": "abs",
+        "fk-alpha.shape": "exact",
+        "fk-alpha.diag": "rule",
+    }
     # the summary goes to stderr under --json
     assert "2 measured and 1 rule passed; 1 identity shown" in res.stderr
 
@@ -263,8 +271,12 @@ def test_verify_fails_outside_tolerance_exit_1(fake, tmp_path):
     assert "FAIL" in res.output
 
     rows = json.loads(invoke("verify", "--only", "fk-alpha", "--json", "--out", tmp_path).stdout)["checks"]
-    assert {r["id"]: r["ok"] for r in rows} == {"fk-alpha.x": False, "fk-alpha.vec": True,
-                                               "fk-alpha.shape": True, "fk-alpha.diag": False}
+    assert {r["id"]: r["ok"] for r in rows} == {
+        "fk-alpha.x": False,
+        "fk-alpha.vec": True,
+        "fk-alpha.shape": True,
+        "fk-alpha.diag": False,
+    }
 
 
 def test_verify_missing_value_is_not_regenerated(fake, tmp_path):
@@ -296,12 +308,15 @@ def test_verify_everything_reports_coverage_and_fails_on_orphan(fake, tmp_path):
     assert "no experiment module" in res.output
 
 
-@pytest.mark.parametrize("only, expected", [
-    (["fk-alpha.x"], ["fk-alpha.x"]),  # a check ID
-    (["fk-alpha"], ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag"]),  # a catalogue ID
-    (["fk-slow.acc", "fk-alpha.vec"], ["fk-alpha.vec", "fk-slow.acc"]),  # several, registry order
-    (["w9"], ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag", "fk-slow.acc"]),  # a source
-])
+@pytest.mark.parametrize(
+    "only, expected",
+    [
+        (["fk-alpha.x"], ["fk-alpha.x"]),  # a check ID
+        (["fk-alpha"], ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag"]),  # a catalogue ID
+        (["fk-slow.acc", "fk-alpha.vec"], ["fk-alpha.vec", "fk-slow.acc"]),  # several, registry order
+        (["w9"], ["fk-alpha.x", "fk-alpha.vec", "fk-alpha.shape", "fk-alpha.diag", "fk-slow.acc"]),  # a source
+    ],
+)
 def test_verify_only_selects(fake, tmp_path, only, expected):
     res = invoke("verify", "--only", *only, "--json", "--out", tmp_path)
     assert res.exit_code == 0, res.output
@@ -349,8 +364,16 @@ def test_all_writes_tables_figures_manifest_index(fake, tmp_path):
     # fk-orphan's check has no experiment: a failed check, so exit 1, after writing every file
     assert res.exit_code == 1, res.output
     assert "1 check(s) failed against the texts: fk-orphan.n" in res.output
-    for name in ("alpha.md", "alpha.json", "alpha.png", "alpha.csv", "slow.md", "slow.json",
-                 "manifest.json", "index.md"):
+    for name in (
+        "alpha.md",
+        "alpha.json",
+        "alpha.png",
+        "alpha.csv",
+        "slow.md",
+        "slow.json",
+        "manifest.json",
+        "index.md",
+    ):
         assert (tmp_path / name).exists(), name
     assert_png(tmp_path / "alpha.png")
 
@@ -441,8 +464,11 @@ def test_the_experiment_list_names_every_experiment_module():
 
     import attn_cli.experiments as package
 
-    defined = {info.name for info in pkgutil.iter_modules(package.__path__)
-               if hasattr(importlib.import_module(f"attn_cli.experiments.{info.name}"), "ARTIFACTS")}
+    defined = {
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if hasattr(importlib.import_module(f"attn_cli.experiments.{info.name}"), "ARTIFACTS")
+    }
     assert {e.name for e in experiment_registry.discover()} == defined
 
 
@@ -466,7 +492,7 @@ def test_one_table_value_renders_to_rich_markdown_html_and_csv():
     t.add_row("[1, 2]", styled("0.5 ", ("=", "green"), verdict="pass"))  # brackets are data, not markup
     assert "| [1, 2] | 0.5 = |" in to_markdown([t, "text"]) and to_markdown([t, "text"]).endswith("\n\ntext")
     assert '<td class="pass num">0.5 <span class="pass">=</span></td>' in to_html([t])
-    assert to_csv(t) == "a,n\n\"[1, 2]\",0.5 =\n"
+    assert to_csv(t) == 'a,n\n"[1, 2]",0.5 =\n'
     assert "[1, 2]" in to_text([t]) and "0.5 =" in to_text([t])
 
 
@@ -548,8 +574,17 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     tiny = {"lengths": (4,), "model": "attention", "steps": 5, "eval_size": 20, "jobs": 1}
     monkeypatch.setattr(Config, "quick", classmethod(lambda cls, **kw: cls(**{**tiny, **kw})))
 
-    verify = ("verify", "--quick", "--only", "w9-copy-task", "--json", "--out", tmp_path,
-              "--cache-dir", tmp_path / "cache")
+    verify = (
+        "verify",
+        "--quick",
+        "--only",
+        "w9-copy-task",
+        "--json",
+        "--out",
+        tmp_path,
+        "--cache-dir",
+        tmp_path / "cache",
+    )
     first = invoke(*verify)
     assert first.exit_code == 0, first.output
     cached = sorted((tmp_path / "cache" / "copy_task").glob("*.json"))
@@ -567,9 +602,9 @@ def test_copy_task_corrupt_cache_is_recomputed(tmp_path, monkeypatch):
     assert rows["w9-copy-task.attention.4.free_running"]["status"] == "skipped"
     assert rows["w9-copy-task.attention.4.free_running"]["regenerated"] is not None
     # the entries were rewritten whole, with the same numbers (the exact engine is deterministic)
-    assert [json.loads(p.read_text()) for p in cached] == good or \
-        [json.loads(p.read_text())["entry"]["payload"]["free_running"] for p in cached] == \
-        [g["entry"]["payload"]["free_running"] for g in good]
+    assert [json.loads(p.read_text()) for p in cached] == good or [
+        json.loads(p.read_text())["entry"]["payload"]["free_running"] for p in cached
+    ] == [g["entry"]["payload"]["free_running"] for g in good]
 
 
 def test_experiments_run_on_one_intra_op_thread(fake, tmp_path, monkeypatch):

@@ -21,8 +21,14 @@ XSD = Path(__file__).with_name("junit-jenkins.xsd")
 
 
 def attn(*args, cwd=None, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "attn_cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "COLUMNS": "120", **(env or {})}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "attn_cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "120", **(env or {})},
+        timeout=timeout,
+    )
 
 
 def judged(check: Check, value) -> Outcome:
@@ -67,11 +73,23 @@ def _seeds(values):
 
 
 def test_the_seed_rule_margin_with_one_seed_uses_the_floor():
-    check = Check(id="x.t", artifact="w9-copy-task", published=0.90, test="seeds", tolerance=FLOOR,
-                  judge=lambda s, p: interval(s.values).contains(p))
-    on_edge, inside, outside = judged(check, _seeds([0.92])), judged(check, _seeds([0.91])), judged(check, _seeds([0.9201]))
+    check = Check(
+        id="x.t",
+        artifact="w9-copy-task",
+        published=0.90,
+        test="seeds",
+        tolerance=FLOOR,
+        judge=lambda s, p: interval(s.values).contains(p),
+    )
+    on_edge, inside, outside = (
+        judged(check, _seeds([0.92])),
+        judged(check, _seeds([0.91])),
+        judged(check, _seeds([0.9201])),
+    )
     assert on_edge.status == "pass" and on_edge.margin()["margin"] == pytest.approx(0.0, abs=1e-9)
-    assert inside.margin()["margin"] == pytest.approx(0.5) and inside.margin()["needed_tolerance"] == pytest.approx(0.01)
+    assert inside.margin()["margin"] == pytest.approx(0.5) and inside.margin()["needed_tolerance"] == pytest.approx(
+        0.01
+    )
     assert outside.status == "fail" and outside.margin()["margin"] < 0
 
 
@@ -79,12 +97,24 @@ def test_the_seed_rule_margin_with_five_seeds_uses_the_prediction_interval():
     values = [0.95, 0.97, 0.96, 0.99, 0.93]
     iv = interval(values)
     assert iv.half_width > FLOOR  # the spread, not the floor
-    check = Check(id="x.t", artifact="w9-copy-task", published=iv.mean + iv.half_width / 4, test="seeds",
-                  tolerance=FLOOR, judge=lambda s, p: interval(s.values).contains(p))
+    check = Check(
+        id="x.t",
+        artifact="w9-copy-task",
+        published=iv.mean + iv.half_width / 4,
+        test="seeds",
+        tolerance=FLOOR,
+        judge=lambda s, p: interval(s.values).contains(p),
+    )
     m = judged(check, _seeds(values)).margin()
     assert m["margin"] == pytest.approx(0.75) and m["needed_tolerance"] == pytest.approx(iv.half_width / 4)
-    edge = Check(id="x.u", artifact="w9-copy-task", published=iv.high, test="seeds", tolerance=FLOOR,
-                 judge=lambda s, p: interval(s.values).contains(p))
+    edge = Check(
+        id="x.u",
+        artifact="w9-copy-task",
+        published=iv.high,
+        test="seeds",
+        tolerance=FLOOR,
+        judge=lambda s, p: interval(s.values).contains(p),
+    )
     assert judged(edge, _seeds(values)).margin()["margin"] == pytest.approx(0.0, abs=1e-9)
 
 
@@ -142,7 +172,9 @@ def test_a_planted_failure_is_a_junit_failure_naming_measured_published_and_marg
     xmlschema.XMLSchema(XSD).validate(path)
     (case,) = [c for s in JUnitXml.fromfile(str(path)) for child in s.testsuites() for c in child]
     (failure,) = [r for r in case.result if isinstance(r, Failure)]
-    assert "measured 1.5" in failure.message and "published 1" in failure.message and "margin -49.000" in failure.message
+    assert (
+        "measured 1.5" in failure.message and "published 1" in failure.message and "margin -49.000" in failure.message
+    )
 
 
 # --------------------------------------------------------------------------- attn diff
@@ -207,8 +239,11 @@ def test_diff_against_native_numerics_names_the_header_and_the_moved_values(run_
 def _copy_task_outcomes():
     from attn_cli.published import copy_task as pub
 
-    measured = {c.id: _seeds([c.published + d for d in (0.004, -0.006, 0.01, 0.0, -0.002)])
-                for c in pub.CHECKS if c.test == "seeds"}
+    measured = {
+        c.id: _seeds([c.published + d for d in (0.004, -0.006, 0.01, 0.0, -0.002)])
+        for c in pub.CHECKS
+        if c.test == "seeds"
+    }
     return list(compare(pub.CHECKS, measured).values())
 
 
@@ -276,8 +311,12 @@ def _check(cid: str, value, status: str = "pass", margin=0.5) -> dict:
     return {"id": cid, "artifact": cid.split(".")[0], "regenerated": value, "status": status, "margin": margin}
 
 
-HEAD = {"format": "attn-checks/1", "timing": {"date": "x"}, "versions": {"torch": "2.13.0"},
-        "numerics": {"mode": "portable", "isa": "AVX2"}}
+HEAD = {
+    "format": "attn-checks/1",
+    "timing": {"date": "x"},
+    "versions": {"torch": "2.13.0"},
+    "numerics": {"mode": "portable", "isa": "AVX2"},
+}
 
 
 def test_load_reads_every_form_and_refuses_the_rest(tmp_path):
@@ -304,11 +343,23 @@ def test_diff_in_process_lists_moved_values_verdicts_new_and_removed(tmp_path):
 
     from attn_cli.cli import cli
 
-    before = _record(tmp_path, "a.json", [_check("w9-masks.a", 1.0), _check("w9-masks.b", [1, 2]),
-                                          _check("w9-ppmi.gone", "queen")], HEAD)
+    before = _record(
+        tmp_path,
+        "a.json",
+        [_check("w9-masks.a", 1.0), _check("w9-masks.b", [1, 2]), _check("w9-ppmi.gone", "queen")],
+        HEAD,
+    )
     later = dict(HEAD, versions={"torch": "2.14.0"}, numerics={"mode": "native", "isa": "AVX512"})
-    after = _record(tmp_path, "b.json", [_check("w9-masks.a", 1.5, "fail", -1.0), _check("w9-masks.b", [1, 2]),
-                                         _check("w9-ppmi.new", {"value": 0.5}, margin=None)], later)
+    after = _record(
+        tmp_path,
+        "b.json",
+        [
+            _check("w9-masks.a", 1.5, "fail", -1.0),
+            _check("w9-masks.b", [1, 2]),
+            _check("w9-ppmi.new", {"value": 0.5}, margin=None),
+        ],
+        later,
+    )
     res = CliRunner().invoke(cli, ["diff", str(before), str(after)], env={"COLUMNS": "80"})
     assert res.exit_code == 1, res.output
     assert "torch: 2.13.0 -> 2.14.0" in res.output and "numerics: portable -> native" in res.output

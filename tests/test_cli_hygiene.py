@@ -17,18 +17,23 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from attn_cli.published.rules import REGENERATE_NOTHING
-
 from attn_cli.cli import cli
 from attn_cli.core import memory
-SEED_MAX = 2 ** 64 - 1  # torch.manual_seed takes a signed or unsigned 64-bit integer
+from attn_cli.published.rules import REGENERATE_NOTHING
+
+SEED_MAX = 2**64 - 1  # torch.manual_seed takes a signed or unsigned 64-bit integer
 
 ATTN = str(Path(sys.executable).with_name("attn"))
 
 
 def attn(*args, env=None, timeout=120, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([ATTN, *args], capture_output="stdout" not in kwargs, timeout=timeout,
-                          env={**os.environ, **(env or {})}, **kwargs)
+    return subprocess.run(
+        [ATTN, *args],
+        capture_output="stdout" not in kwargs,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        **kwargs,
+    )
 
 
 def one_error_line(text: str) -> str:
@@ -45,6 +50,7 @@ def not_started(*_, **__):
 
 # --------------------------------------------------------------------------- bad bytes
 
+
 @pytest.mark.parametrize("command", sorted(cli.commands))
 def test_a_word_that_is_not_utf8_is_a_usage_error_in_every_command(command):
     result = CliRunner().invoke(cli, [command, "ab\udcff", "cd"])  # how Python hands over b"ab\xff"
@@ -53,14 +59,18 @@ def test_a_word_that_is_not_utf8_is_a_usage_error_in_every_command(command):
 
 
 def test_heatmap_with_a_word_that_is_not_utf8_names_it(tmp_path):
-    proc = subprocess.run([os.fsencode(ATTN), b"heatmap", b"ab\xff", b"cd", b"--out", os.fsencode(tmp_path)],
-                          capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [os.fsencode(ATTN), b"heatmap", b"ab\xff", b"cd", b"--out", os.fsencode(tmp_path)],
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert one_error_line(proc.stderr.decode()) == r"Error: the argument 'ab\xff' is not valid UTF-8 text"
     assert list(tmp_path.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- memory limits
+
 
 def _limit_address_space(nbytes: int):
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
@@ -69,19 +79,42 @@ def _limit_address_space(nbytes: int):
 def test_an_address_space_limit_below_torch_is_refused_up_front(tmp_path):
     """``ulimit -v 600000``: torch alone maps more, so the run is refused before importing it."""
     out = tmp_path / "out"
-    proc = attn("copy-task", "--lengths", "4", "--steps", "60", "--out", str(out),
-                preexec_fn=_limit_address_space(600_000 * 1024), timeout=120)
+    proc = attn(
+        "copy-task",
+        "--lengths",
+        "4",
+        "--steps",
+        "60",
+        "--out",
+        str(out),
+        preexec_fn=_limit_address_space(600_000 * 1024),
+        timeout=120,
+    )
     line = one_error_line(proc.stderr.decode())
     assert proc.returncode == 1
-    assert re.fullmatch(r"Error: copy-task .* needs about .* left under the address-space limit \(ulimit -v\); "
-                        r"refused before starting", line), line
+    assert re.fullmatch(
+        r"Error: copy-task .* needs about .* left under the address-space limit \(ulimit -v\); "
+        r"refused before starting",
+        line,
+    ), line
     assert not out.exists()
 
 
 def test_under_the_issues_address_space_limit_a_run_ends_cleanly(tmp_path):
     """``ulimit -v 6000000`` (the issue's): the run completes, or ends in one Error line."""
-    proc = attn("copy-task", "--lengths", "4", "--steps", "60", "--no-cache", "--json", "--out", str(tmp_path),
-                preexec_fn=_limit_address_space(6_000_000 * 1024), timeout=300)
+    proc = attn(
+        "copy-task",
+        "--lengths",
+        "4",
+        "--steps",
+        "60",
+        "--no-cache",
+        "--json",
+        "--out",
+        str(tmp_path),
+        preexec_fn=_limit_address_space(6_000_000 * 1024),
+        timeout=300,
+    )
     stderr = proc.stderr.decode()
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
     if proc.returncode:
@@ -97,7 +130,7 @@ def test_the_address_space_headroom_counts_torch_when_it_is_not_imported_yet(mon
     with_torch = memory.address_space_headroom()
     monkeypatch.delitem(sys.modules, "torch")
     without_torch = memory.address_space_headroom()
-    slack = 64 * 2 ** 20  # VmSize moves a little between the two readings
+    slack = 64 * 2**20  # VmSize moves a little between the two readings
     assert with_torch > memory.TORCH_VM_BYTES
     assert 0 <= without_torch <= with_torch - memory.TORCH_VM_BYTES + slack
 
@@ -119,26 +152,29 @@ def _write(folder: Path, **files) -> None:
 def test_cgroup_v2_limit_is_the_tightest_of_the_process_and_its_parents(tmp_path, monkeypatch):
     fs = tmp_path / "cgroup"
     _write(fs, cgroup_controllers="memory")
-    _write(fs / "job", memory_max=str(3 * 2 ** 30), memory_current=str(1 * 2 ** 30))  # 2 GB left
-    _write(fs / "job" / "step", memory_max="max", memory_current=str(2 ** 30))
+    _write(fs / "job", memory_max=str(3 * 2**30), memory_current=str(1 * 2**30))  # 2 GB left
+    _write(fs / "job" / "step", memory_max="max", memory_current=str(2**30))
     monkeypatch.setattr(memory, "CGROUP_FS", fs)
     monkeypatch.setattr(memory, "PROC_SELF", _fake_proc(tmp_path, "0::/job/step"))
-    assert memory.cgroup_headroom() == 2 * 2 ** 30
-    monkeypatch.setattr(memory, "free_bytes", lambda: 100 * 2 ** 30)
+    assert memory.cgroup_headroom() == 2 * 2**30
+    monkeypatch.setattr(memory, "free_bytes", lambda: 100 * 2**30)
     monkeypatch.setattr(memory, "address_space_limit", lambda: None)
-    assert memory.available_bytes() == 2 * 2 ** 30
-    with pytest.raises(memory.MemoryRefused, match=r"more than 50% of the 2\.\d GB left under the cgroup's "
-                                                   r"memory limit; refused before starting"):
-        memory.guard(1.5 * 2 ** 30, "a test")
+    assert memory.available_bytes() == 2 * 2**30
+    with pytest.raises(
+        memory.MemoryRefused,
+        match=r"more than 50% of the 2\.\d GB left under the cgroup's "
+        r"memory limit; refused before starting",
+    ):
+        memory.guard(1.5 * 2**30, "a test")
 
 
 def test_cgroup_v1_limit_is_read_and_no_limit_means_none(tmp_path, monkeypatch):
     fs = tmp_path / "cgroup"
-    _write(fs / "memory" / "slurm", memory_limit_in_bytes=str(2 ** 30), memory_usage_in_bytes=str(2 ** 28))
+    _write(fs / "memory" / "slurm", memory_limit_in_bytes=str(2**30), memory_usage_in_bytes=str(2**28))
     _write(fs / "memory", memory_limit_in_bytes="9223372036854771712", memory_usage_in_bytes="5")
     monkeypatch.setattr(memory, "CGROUP_FS", fs)
     monkeypatch.setattr(memory, "PROC_SELF", _fake_proc(tmp_path, "4:memory:/slurm\n1:cpu:/"))
-    assert memory.cgroup_headroom() == 2 ** 30 - 2 ** 28
+    assert memory.cgroup_headroom() == 2**30 - 2**28
     (fs / "memory" / "slurm" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
     assert memory.cgroup_headroom() is None
 
@@ -147,11 +183,12 @@ def test_jobs_1024_is_refused_up_front_counting_the_worker_processes(tmp_path, m
     """1024 small runs on 1024 workers: the runs' tensors fit, the 1024 processes do not."""
     from attn_cli.experiments import copy_task
 
-    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 24 * 10 ** 9)
+    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 24 * 10**9)
     monkeypatch.setattr(copy_task, "run", not_started)  # the guard must refuse first
     seeds = [str(s) for s in range(512)]
-    result = CliRunner().invoke(cli, ["copy-task", "--lengths", "4", "--jobs", "1024", "--seeds", *seeds,
-                                      "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        cli, ["copy-task", "--lengths", "4", "--jobs", "1024", "--seeds", *seeds, "--out", str(tmp_path)]
+    )
     assert result.exit_code == 1, result.output
     line = one_error_line(result.output)
     assert "in 1024 worker process(es)" in line and "refused before starting" in line, line
@@ -164,10 +201,17 @@ def test_pool_cost_is_the_server_once_and_each_worker():
     assert memory.pool_bytes(1) == memory.FORKSERVER_BYTES + memory.WORKER_BYTES
 
 
-@pytest.mark.parametrize("error", [MemoryError(),
-                                   RuntimeError("[enforce fail at alloc_cpu.cpp:116] data. DefaultCPUAllocator: "
-                                                "can't allocate memory: you tried to allocate 800000000 bytes.")],
-                         ids=["MemoryError", "DefaultCPUAllocator"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError(),
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:116] data. DefaultCPUAllocator: "
+            "can't allocate memory: you tried to allocate 800000000 bytes."
+        ),
+    ],
+    ids=["MemoryError", "DefaultCPUAllocator"],
+)
 def test_an_allocation_that_fails_anyway_is_one_error_line(error, tmp_path, monkeypatch):
     from attn_cli.experiments import masks
 
@@ -175,11 +219,12 @@ def test_an_allocation_that_fails_anyway_is_one_error_line(error, tmp_path, monk
         raise error
 
     monkeypatch.setattr(masks, "run", run)
-    monkeypatch.setattr(memory, "address_space_limit", lambda: 6 * 10 ** 9)
+    monkeypatch.setattr(memory, "address_space_limit", lambda: 6 * 10**9)
     result = CliRunner().invoke(cli, ["masks", "--out", str(tmp_path)])
     assert result.exit_code == 1, result.output
-    assert one_error_line(result.output) == ("Error: out of memory: the address-space limit (ulimit -v) of 6.0 GB "
-                                             "ran out; raise it or use smaller sizes")
+    assert one_error_line(result.output) == (
+        "Error: out of memory: the address-space limit (ulimit -v) of 6.0 GB ran out; raise it or use smaller sizes"
+    )
 
 
 def test_attn_all_names_an_allocation_that_failed_in_one_experiment(tmp_path, monkeypatch):
@@ -201,6 +246,7 @@ def test_other_runtime_errors_are_not_called_out_of_memory():
 
 
 # --------------------------------------------------------------------------- seeds
+
 
 def test_verify_refuses_a_seed_whose_extra_seeds_overflow_before_any_work(monkeypatch):
     from attn_cli.cli.commands import execute
@@ -245,6 +291,7 @@ def test_seed_and_seeds_together_are_a_usage_error(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- stdout
 
+
 def test_a_closed_stdout_is_an_error_not_a_silent_exit_0(tmp_path):
     proc = attn("list", "--json", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
     assert proc.returncode == 1
@@ -257,8 +304,10 @@ def test_a_full_stdout_is_an_error(as_json):
     with open("/dev/full", "w") as full:
         proc = attn("list", *(["--json"] if as_json else []), stdout=full, stderr=subprocess.PIPE)
     assert proc.returncode == 1
-    assert one_error_line(proc.stderr.decode()) == \
-        "Error: cannot write to stdout: No space left on device; the output is lost"
+    assert (
+        one_error_line(proc.stderr.decode())
+        == "Error: cannot write to stdout: No space left on device; the output is lost"
+    )
 
 
 def test_an_ascii_terminal_prints_tables_and_words_it_cannot_encode(tmp_path):
@@ -270,8 +319,12 @@ def test_an_ascii_terminal_prints_tables_and_words_it_cannot_encode(tmp_path):
 
 # --------------------------------------------------------------------------- --out and the environment
 
-@pytest.mark.parametrize("args", [["masks", "--format", "bmp"], ["copy-task", "--lengths", "0"],
-                                  ["sqrt-dk", "--seed", "x"]], ids=lambda a: a[0])
+
+@pytest.mark.parametrize(
+    "args",
+    [["masks", "--format", "bmp"], ["copy-task", "--lengths", "0"], ["sqrt-dk", "--seed", "x"]],
+    ids=lambda a: a[0],
+)
 def test_a_usage_error_creates_no_out_folder(args, tmp_path):
     new = tmp_path / "new"
     result = CliRunner().invoke(cli, [args[0], "--out", str(new), *args[1:]])
@@ -283,10 +336,17 @@ def test_a_usage_error_creates_no_out_folder(args, tmp_path):
         assert (new / "a" / "masks.png").is_file()
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p.symlink_to(p.parent / "nowhere"), r"is a dangling symlink \(to '.*nowhere', which does not exist\)"),
-    (lambda p: (p.symlink_to(p.parent / "other"), (p.parent / "other").symlink_to(p)), r"is a symlink loop"),
-], ids=["dangling", "loop"])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda p: p.symlink_to(p.parent / "nowhere"),
+            r"is a dangling symlink \(to '.*nowhere', which does not exist\)",
+        ),
+        (lambda p: (p.symlink_to(p.parent / "other"), (p.parent / "other").symlink_to(p)), r"is a symlink loop"),
+    ],
+    ids=["dangling", "loop"],
+)
 def test_a_broken_out_symlink_is_named_precisely(make, message, tmp_path):
     link = tmp_path / "link"
     make(link)
@@ -312,6 +372,7 @@ def test_a_bad_environment_variable_is_named(tmp_path):
 
 # --------------------------------------------------------------------------- help
 
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -332,8 +393,9 @@ def test_copy_task_help_states_the_seed_rule_from_its_constants(monkeypatch):
 
     result = CliRunner().invoke(cli, ["copy-task", "--help"], terminal_width=100)
     assert "matched within" not in result.output
-    assert f"{seed_rule.LEVEL:.0%} prediction interval of {seed_rule.MIN_SEEDS} regenerated seeds" \
-           in _flat(result.output)
+    assert f"{seed_rule.LEVEL:.0%} prediction interval of {seed_rule.MIN_SEEDS} regenerated seeds" in _flat(
+        result.output
+    )
     monkeypatch.setattr(seed_rule, "FLOOR", 0.03)  # the text follows the constant, not a copy of it
     assert "max(0.03," in _flat(CliRunner().invoke(cli, ["copy-task", "--help"]).output)
 

@@ -13,8 +13,7 @@ from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import VOCAB, RunSpec
 
 MODELS = ["attention", "plain"]
-needs_kernel = pytest.mark.skipif(kernel.load() is None,
-                                  reason=f"C kernel unavailable: {kernel.load_error()}")
+needs_kernel = pytest.mark.skipif(kernel.load() is None, reason=f"C kernel unavailable: {kernel.load_error()}")
 
 
 def _stacked(model, seeds, B, T, H, dtype=torch.float64):
@@ -31,7 +30,7 @@ def _autograd_grads(model, H, row, src, tgt_in):
     with torch.no_grad():
         offset = 0
         for p in net.parameters():
-            p.copy_(row[offset:offset + p.numel()].view_as(p))
+            p.copy_(row[offset : offset + p.numel()].view_as(p))
             offset += p.numel()
     loss = nn.functional.cross_entropy(net(src, tgt_in).reshape(-1, VOCAB), src.reshape(-1))
     loss.backward()
@@ -66,8 +65,9 @@ def test_kernel_gradient_equals_reference(model, B, T, H):
     p32 = flat[0].float().contiguous()
     g32 = torch.zeros_like(p32)
     s = src[0].contiguous()
-    k_loss = lib.loss_and_grad(p32.data_ptr(), g32.data_ptr(), s.data_ptr(), B, T, H, int(model == "attention"),
-                             off.data_ptr())
+    k_loss = lib.loss_and_grad(
+        p32.data_ptr(), g32.data_ptr(), s.data_ptr(), B, T, H, int(model == "attention"), off.data_ptr()
+    )
     assert k_loss == pytest.approx(loss[0].item(), rel=1e-5)
     torch.testing.assert_close(g32.double(), grad[0], rtol=1e-4, atol=1e-6)
 
@@ -81,8 +81,8 @@ def test_stacked_runs_equal_runs_one_by_one(model):
     grad = torch.zeros_like(flat)
     loss = cf.loss_and_grads(cf.Weights(flat, lay), cf.Weights(grad, lay), src, tgt_in, model, H)
     for m in range(len(seeds)):
-        one, g1 = flat[m:m + 1].clone(), torch.zeros_like(flat[m:m + 1])
-        l1 = cf.loss_and_grads(cf.Weights(one, lay), cf.Weights(g1, lay), src[m:m + 1], tgt_in[m:m + 1], model, H)
+        one, g1 = flat[m : m + 1].clone(), torch.zeros_like(flat[m : m + 1])
+        l1 = cf.loss_and_grads(cf.Weights(one, lay), cf.Weights(g1, lay), src[m : m + 1], tgt_in[m : m + 1], model, H)
         torch.testing.assert_close(l1[0], loss[m], rtol=1e-6, atol=1e-7)
         torch.testing.assert_close(g1[0], grad[m], rtol=1e-5, atol=1e-7)
     # and through training: clipping and Adam per run
@@ -105,8 +105,10 @@ def test_clip_is_per_run():
 
 @pytest.mark.parametrize("backend", ["auto", "torch"])
 def test_run_fast_returns_sane_outcomes(backend):
-    specs = [RunSpec(model="attention", length=3, seed=1, steps=20, eval_size=50),
-             RunSpec(model="plain", length=3, seed=1, steps=20, eval_size=50)]
+    specs = [
+        RunSpec(model="attention", length=3, seed=1, steps=20, eval_size=50),
+        RunSpec(model="plain", length=3, seed=1, steps=20, eval_size=50),
+    ]
     calls = []
     out = cf.run_fast(specs, backend=backend, progress=lambda *a: calls.append(a))
     assert [o.spec for o in out] == specs
@@ -189,6 +191,7 @@ def test_bad_backend():
 
 # --- the two engines' seed distributions (issue 8): same trajectory until rounding parts them ---
 
+
 def _exact_losses(spec, monkeypatch):
     """Every step's loss of the exact engine (the W9 2.3 loop) and its outcome."""
     from attn_cli.core import copy_train
@@ -203,8 +206,7 @@ def _fast_losses(specs, backend, monkeypatch):
     """Every step's loss of each run of the fast engine, through run_fast itself."""
     monkeypatch.setattr(cf.training, "PROGRESS_EVERY", 1)  # report (and, for the kernel, call) every step
     losses = [[] for _ in specs]
-    out = cf.run_fast(specs, backend=backend, threads=1,
-                      progress=lambda i, step, total, loss: losses[i].append(loss))
+    out = cf.run_fast(specs, backend=backend, threads=1, progress=lambda i, step, total, loss: losses[i].append(loss))
     return losses, out
 
 
@@ -245,8 +247,7 @@ def test_stacked_seeds_train_as_each_seed_alone(monkeypatch):
     """Stacking seeds on the model axis changes no seed's trajectory: per-run clipping
     (engaged at every step here) and per-run Adam state; clipping by the joint norm of
     the stack would change every run's steps."""
-    specs = [RunSpec(length=5, seed=s, steps=25, hidden=16, batch_size=16, eval_size=100, clip=0.02)
-             for s in (0, 1, 2)]
+    specs = [RunSpec(length=5, seed=s, steps=25, hidden=16, batch_size=16, eval_size=100, clip=0.02) for s in (0, 1, 2)]
     together, out_t = _fast_losses(specs, "torch", monkeypatch)
     for i, spec in enumerate(specs):
         (alone,), (out_a,) = _fast_losses([spec], "torch", monkeypatch)
@@ -256,6 +257,7 @@ def test_stacked_seeds_train_as_each_seed_alone(monkeypatch):
 
 
 # --- the parameter layout: defined once, derived from the model, handed to the kernel ---
+
 
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("H", [8, 32])

@@ -27,8 +27,15 @@ from attn_cli.published import all_checks
 from attn_cli.published.compare import compare_result
 from attn_cli.published.copy_task import CHECKS, MAP_RULE_ID
 from attn_cli.render import copy_task as render
-from tests.conftest import (ATTN, assert_png, assert_user_error, run_attn, run_copy_task, run_json,
-                            signals_as_a_terminal_gives_them)
+from tests.conftest import (
+    ATTN,
+    assert_png,
+    assert_user_error,
+    run_attn,
+    run_copy_task,
+    run_json,
+    signals_as_a_terminal_gives_them,
+)
 
 # (model, length, steps, seed, hidden) -> (teacher_forced, free_running, exact, final training loss)
 REFERENCE = {
@@ -53,6 +60,7 @@ def _cpu_torch_2_13() -> bool:
 # the exact engine equals the W9 2.3 program, bit for bit
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.skipif(not _cpu_torch_2_13(), reason="reference values were made with torch 2.13.0+cpu")
 @pytest.mark.parametrize("key", list(REFERENCE), ids=lambda k: "-".join(map(str, k)))
 def test_exact_engine_equals_the_program(key):
@@ -73,7 +81,9 @@ def test_the_engine_equals_the_programs_layout_and_calls_bit_for_bit(model, monk
     runs = {}
     for layout in (False, True):
         losses = []
-        o = train_and_evaluate(spec, progress=lambda step, total, loss: losses.append(loss), program_layout=layout)
+        o = train_and_evaluate(
+            spec, progress=lambda step, total, loss, losses=losses: losses.append(loss), program_layout=layout
+        )
         runs[layout] = (losses, o.teacher_forced, o.free_running, o.exact, o.final_loss, o.example_weights)
     assert len(runs[False][0]) == 15 and runs[False] == runs[True]
 
@@ -122,6 +132,7 @@ def test_parameter_creation_order_is_the_programs():
 # experiment: schedule, cache, aggregation, checks
 # ---------------------------------------------------------------------------------------
 
+
 def test_schedule_puts_the_longest_runs_first():
     specs = exp.Config(model="attention").plan()
     order = [spec.length for _, spec in exp.schedule(list(enumerate(specs)))]
@@ -162,8 +173,12 @@ def test_cache_key_covers_what_determines_a_run():
     assert {"spec", "engine", "device", "attn", "torch", "numerics", "code"} <= set(base)
     assert base["numerics"] == {"mode": "portable", "isa": base["numerics"]["isa"]}
     root = Path("/x")
-    variants = [exp.cache_key(RunSpec(length=4, seed=1), "exact", "cpu"), exp.cache_key(spec, "fast", "cpu"),
-                exp.cache_key(spec, "exact", "cuda"), exp.cache_key(RunSpec(length=4, lr=1e-3), "exact", "cpu")]
+    variants = [
+        exp.cache_key(RunSpec(length=4, seed=1), "exact", "cpu"),
+        exp.cache_key(spec, "fast", "cpu"),
+        exp.cache_key(spec, "exact", "cuda"),
+        exp.cache_key(RunSpec(length=4, lr=1e-3), "exact", "cpu"),
+    ]
     paths = {exp.cache_path(root, k) for k in [base, *variants]}
     assert len(paths) == 5
 
@@ -180,10 +195,20 @@ def _fake_result(free_running: float = 1.0, diagonal: bool = True, lengths=(4, 1
         if not diagonal:
             weights = [[1.0 / spec.length] * spec.length for _ in range(spec.length)]
         att = spec.model == "attention"
-        outcomes.append(RunOutcome(spec=spec, teacher_forced=1.0, free_running=free_running, exact=0.9,
-                                   seconds=1.0, final_loss=0.01, example_src=list(range(spec.length)),
-                                   example_weights=weights if att else [], engine=cfg.engine_of(spec),
-                                   diagonal=(1.0 if diagonal else 1.0 / spec.length) if att else None))
+        outcomes.append(
+            RunOutcome(
+                spec=spec,
+                teacher_forced=1.0,
+                free_running=free_running,
+                exact=0.9,
+                seconds=1.0,
+                final_loss=0.01,
+                example_src=list(range(spec.length)),
+                example_weights=weights if att else [],
+                engine=cfg.engine_of(spec),
+                diagonal=(1.0 if diagonal else 1.0 / spec.length) if att else None,
+            )
+        )
     return exp.assemble(cfg, outcomes, seconds=2.0)
 
 
@@ -232,8 +257,13 @@ def test_figures_are_pngs_written_atomically(tmp_path):
     outcomes = compare_result(result, exp.ARTIFACTS)
     paths = render.figures(result, tmp_path, ("png",), outcomes)
     names = {p.name for p in paths}
-    assert {"copy_task_accuracy.png", "copy_task_accuracy.csv", "copy_task_attention_L4.png",
-            "copy_task_attention_L6.png", "copy_task_attention_L6.csv"} <= names
+    assert {
+        "copy_task_accuracy.png",
+        "copy_task_accuracy.csv",
+        "copy_task_attention_L4.png",
+        "copy_task_attention_L6.png",
+        "copy_task_attention_L6.csv",
+    } <= names
     for p in paths:
         if p.suffix == ".png":
             assert_png(p)
@@ -258,6 +288,7 @@ def test_fast_engine_missing_is_a_clear_error(monkeypatch):
 # the command, through the real entry point
 # ---------------------------------------------------------------------------------------
 
+
 def test_help_has_an_example():
     proc = run_attn("copy-task", "--help")
     assert proc.returncode == 0 and "Example" in proc.stdout and "attn copy-task --lengths 4 8 16 32" in proc.stdout
@@ -269,14 +300,21 @@ def test_quick_json_run_with_two_workers_equals_in_process(tmp_path):
     data = run_json("copy-task", "--quick", "--lengths", "4", "8", "--steps", "10", "--jobs", "2", tmp_path=tmp_path)
     rows = data["rows"]
     assert [(r["model"], r["length"], r["seed"]) for r in rows] == [
-        ("attention", 4, 0), ("attention", 8, 0), ("plain", 4, 0), ("plain", 8, 0)]
+        ("attention", 4, 0),
+        ("attention", 8, 0),
+        ("plain", 4, 0),
+        ("plain", 8, 0),
+    ]
     for r in rows:
         assert set(r) == {"model", "length", "seed", "engine", "teacher_forced", "free_running", "exact", "diagonal"}
     quick = exp.Config.quick()
     spec = RunSpec(model="attention", length=8, steps=10, eval_size=quick.eval_size)
     local = train_and_evaluate(spec)
     assert (rows[1]["teacher_forced"], rows[1]["free_running"], rows[1]["exact"]) == (
-        local.teacher_forced, local.free_running, local.exact)  # worker processes change no bit
+        local.teacher_forced,
+        local.free_running,
+        local.exact,
+    )  # worker processes change no bit
     for name in ("copy_task_accuracy.png", "copy_task_attention_L4.png", "copy_task_attention_L8.png"):
         assert_png(tmp_path / name)
     assert (tmp_path / "copy_task_accuracy.csv").exists()
@@ -284,18 +322,21 @@ def test_quick_json_run_with_two_workers_equals_in_process(tmp_path):
     assert cached["rows"] == rows and all(r["cached"] for r in cached["runs"])
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--lengths", "0"], "--lengths"),
-    (["--lengths", "-3"], "--lengths"),
-    (["--lengths", "abc"], "--lengths"),
-    (["--steps", "0"], "--steps"),
-    (["--hidden-size", "0"], "--hidden-size"),
-    (["--jobs", "0"], "--jobs"),
-    (["--eval-size", "0"], "--eval-size"),
-    (["--model", "transformer"], "--model"),
-    (["--lengths", "100000000"], "refused"),
-    (["--lengths", "4", "--eval-size", "2000000000"], "refused"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--lengths", "0"], "--lengths"),
+        (["--lengths", "-3"], "--lengths"),
+        (["--lengths", "abc"], "--lengths"),
+        (["--steps", "0"], "--steps"),
+        (["--hidden-size", "0"], "--hidden-size"),
+        (["--jobs", "0"], "--jobs"),
+        (["--eval-size", "0"], "--eval-size"),
+        (["--model", "transformer"], "--model"),
+        (["--lengths", "100000000"], "refused"),
+        (["--lengths", "4", "--eval-size", "2000000000"], "refused"),
+    ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, fragment):
     out = tmp_path / "out"
     proc = run_attn("copy-task", *args, "--out", out, timeout=60)
@@ -305,11 +346,31 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, fragment):
 
 def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path):
     env = dict(os.environ, COLUMNS="120")
-    proc = subprocess.Popen([ATTN, "copy-task", "--lengths", "4", "8", "--model", "both", "--steps", "100000",
-                             "--jobs", "2", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")],
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-                            preexec_fn=signals_as_a_terminal_gives_them)
+    proc = subprocess.Popen(
+        [
+            ATTN,
+            "copy-task",
+            "--lengths",
+            "4",
+            "8",
+            "--model",
+            "both",
+            "--steps",
+            "100000",
+            "--jobs",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+        preexec_fn=signals_as_a_terminal_gives_them,
+    )
     deadline = time.monotonic() + 60
     children: list[int] = []
     while time.monotonic() < deadline and len(_workers(proc.pid)) < 2:  # both workers training
@@ -326,8 +387,10 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
     assert time.monotonic() - start < 15
     assert proc.returncode != 0 and "Traceback" not in stderr, stderr
     # no figure, no partial cache entry: the cache holds its tag and key alone
-    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == [tmp_path / "cache" / "CACHEDIR.TAG",
-                                                                   tmp_path / "cache" / "hmac.key"]
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == [
+        tmp_path / "cache" / "CACHEDIR.TAG",
+        tmp_path / "cache" / "hmac.key",
+    ]
     time.sleep(0.5)
     assert not [pid for pid in children if _alive(pid)], "workers left running"
 
@@ -335,10 +398,28 @@ def test_ctrl_c_stops_the_workers_promptly_and_leaves_no_partial_files(tmp_path)
 def test_ctrl_c_while_the_fork_server_imports_torch_prints_no_traceback(tmp_path):
     """The fork server ignores SIGINT only once its preload (torch) is imported: attn starts it
     with SIGINT blocked, so a Ctrl-C in those seconds waits and is dropped, not a traceback."""
-    proc = subprocess.Popen([ATTN, "copy-task", "--lengths", "4", "8", "--steps", "100000", "--jobs", "2",
-                             "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=signals_as_a_terminal_gives_them)
+    proc = subprocess.Popen(
+        [
+            ATTN,
+            "copy-task",
+            "--lengths",
+            "4",
+            "8",
+            "--steps",
+            "100000",
+            "--jobs",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=signals_as_a_terminal_gives_them,
+    )
     deadline = time.monotonic() + 60
     server = None
     while time.monotonic() < deadline and server is None:
@@ -380,8 +461,11 @@ def _workers(pid: int) -> list[int]:
 def _catches_sigint(pid: int) -> bool:
     """Whether ``pid`` has a handler for SIGINT (Python's, once its start-up has installed it)."""
     try:
-        caught = next(line for line in (Path("/proc") / str(pid) / "status").read_text().splitlines()
-                      if line.startswith("SigCgt:"))
+        caught = next(
+            line
+            for line in (Path("/proc") / str(pid) / "status").read_text().splitlines()
+            if line.startswith("SigCgt:")
+        )
     except (OSError, StopIteration):
         return False
     return bool(int(caught.split()[1], 16) & (1 << (signal.SIGINT - 1)))

@@ -38,10 +38,20 @@ def _result(seeds=(0, 1, 2, 3, 4), lengths=(4, 16), model="both") -> exp.Result:
         att = spec.model == "attention"
         k = spec.seed - seeds[0]
         weights = [[1.0 if j == t else 0.0 for j in range(spec.length)] for t in range(spec.length)]
-        outcomes.append(RunOutcome(spec=spec, teacher_forced=0.99 - 0.001 * k, free_running=0.97 - 0.004 * k * k,
-                                   exact=0.8 + 0.01 * k, seconds=1.0, final_loss=0.01, engine=cfg.engine_of(spec),
-                                   example_src=list(range(spec.length)), example_weights=weights if att else [],
-                                   diagonal=1.0 if att else None))
+        outcomes.append(
+            RunOutcome(
+                spec=spec,
+                teacher_forced=0.99 - 0.001 * k,
+                free_running=0.97 - 0.004 * k * k,
+                exact=0.8 + 0.01 * k,
+                seconds=1.0,
+                final_loss=0.01,
+                engine=cfg.engine_of(spec),
+                example_src=list(range(spec.length)),
+                example_weights=weights if att else [],
+                diagonal=1.0 if att else None,
+            )
+        )
     return exp.assemble(cfg, outcomes, seconds=2.0)
 
 
@@ -61,18 +71,29 @@ def test_several_seeds_write_the_figure_and_a_csv_of_exactly_the_results_numbers
     assert len(rows) == len(result.rows) * 3  # one per run and metric
     outcomes = compare_result(result, exp.ARTIFACTS)
     for row in rows:
-        run = next(r for r in result.rows if (r["model"], str(r["length"]), str(r["seed"])) ==
-                   (row["model"], row["length"], row["seed"]))
+        run = next(
+            r
+            for r in result.rows
+            if (r["model"], str(r["length"]), str(r["seed"])) == (row["model"], row["length"], row["seed"])
+        )
         assert float(row["value"]) == run[row["metric"]] and row["engine"] == run["engine"]
         cell = [r[row["metric"]] for r in result.rows if (r["model"], r["length"]) == (run["model"], run["length"])]
         iv = interval(cell)
-        assert (int(row["n"]), float(row["mean"]), float(row["half_width"]), float(row["low"]), float(row["high"])) \
-            == (5, iv.mean, iv.half_width, iv.low, iv.high)
+        assert (int(row["n"]), float(row["mean"]), float(row["half_width"]), float(row["low"]), float(row["high"])) == (
+            5,
+            iv.mean,
+            iv.half_width,
+            iv.low,
+            iv.high,
+        )
         cid = check_id(run["model"], run["length"], row["metric"])
         assert row["published"] == (str(outcomes[cid].published) if cid in CHECK_IDS else "")
         assert row["status"] == (outcomes[cid].status if cid in CHECK_IDS else "")
-    assert {r["published"] for r in rows if r["model"] == "attention" and r["length"] == "16"
-            and r["metric"] == "free_running"} == {"0.995"}  # the text's W9 2.3 cell
+    assert {
+        r["published"]
+        for r in rows
+        if r["model"] == "attention" and r["length"] == "16" and r["metric"] == "free_running"
+    } == {"0.995"}  # the text's W9 2.3 cell
     assert {r["engine"] for r in rows if r["seed"] == "0"} == {"exact"}
     assert {r["engine"] for r in rows if r["seed"] != "0"} == {"fast"}
 
@@ -98,15 +119,29 @@ def test_svg_too_when_asked(tmp_path):
 
 
 def test_the_render_module_imports_no_experiment():
-    code = ("import sys, attn_cli.render.copy_task_seeds; "
-            "print(any(m.startswith('attn_cli.experiments') for m in sys.modules))")
+    code = (
+        "import sys, attn_cli.render.copy_task_seeds; "
+        "print(any(m.startswith('attn_cli.experiments') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
 
 def test_a_multi_seed_copy_task_command_writes_it_and_a_single_seed_one_does_not(tmp_path):
-    common = ["--lengths", "3", "--steps", "4", "--eval-size", "16", "--model", "attention", "--jobs", "1",
-              "--cache-dir", tmp_path / "cache"]
+    common = [
+        "--lengths",
+        "3",
+        "--steps",
+        "4",
+        "--eval-size",
+        "16",
+        "--model",
+        "attention",
+        "--jobs",
+        "1",
+        "--cache-dir",
+        tmp_path / "cache",
+    ]
     proc = run_attn("copy-task", *common, "--seeds", "0-2", "--out", tmp_path / "many")
     assert proc.returncode == 0, proc.stderr
     assert_png(tmp_path / "many" / "copy_task_seeds.png")

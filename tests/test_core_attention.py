@@ -97,8 +97,12 @@ def test_multihead_matches_nn_multiheadattention_with_bias_and_causal_mask():
     w_q, w_k, w_v = torch_mha.in_proj_weight.detach().chunk(3, 0)
     b_q, b_k, b_v = torch_mha.in_proj_bias.detach().chunk(3, 0)
     with torch.no_grad():
-        for lin, w, bb in ((ours.W_q, w_q, b_q), (ours.W_k, w_k, b_k), (ours.W_v, w_v, b_v),
-                           (ours.W_o, torch_mha.out_proj.weight, torch_mha.out_proj.bias)):
+        for lin, w, bb in (
+            (ours.W_q, w_q, b_q),
+            (ours.W_k, w_k, b_k),
+            (ours.W_v, w_v, b_v),
+            (ours.W_o, torch_mha.out_proj.weight, torch_mha.out_proj.bias),
+        ):
             lin.weight.copy_(w)
             lin.bias.copy_(bb)
     x = _rand(3, n, d, seed=19)
@@ -126,8 +130,14 @@ def test_heads_must_divide_width():
 
 
 @settings(max_examples=40, deadline=None)
-@given(b=st.integers(1, 3), n_q=st.integers(1, 6), n_k=st.integers(1, 6), d=st.integers(1, 8),
-       seed=st.integers(0, 10_000), data=st.data())
+@given(
+    b=st.integers(1, 3),
+    n_q=st.integers(1, 6),
+    n_k=st.integers(1, 6),
+    d=st.integers(1, 8),
+    seed=st.integers(0, 10_000),
+    data=st.data(),
+)
 def test_invariants(b, n_q, n_k, d, seed, data):
     q, k, v = _rand(b, n_q, d, seed=seed), _rand(b, n_k, d, seed=seed + 1), _rand(b, n_k, d, seed=seed + 2)
     lens = torch.tensor(data.draw(st.lists(st.integers(1, n_k), min_size=b, max_size=b)))

@@ -16,8 +16,8 @@ from torch import nn
 from attn_cli.core.attention import MultiHeadAttention, scaled_dot_product_attention, valid_lens_mask
 from attn_cli.experiments import copy_both, crossattn, heads, self_cross
 from attn_cli.published import all_checks
-from attn_cli.published.compare import compare_result
 from attn_cli.published import d2l as d2l_checks
+from attn_cli.published.compare import compare_result
 from attn_cli.render import crossattn as crossattn_render
 from tests.conftest import assert_png, assert_user_error, run_attn, run_json
 
@@ -31,6 +31,7 @@ def _render(renderables, width=160) -> str:
 
 
 # ----------------------------------------------------------------- published numbers
+
 
 @pytest.fixture(scope="module")
 def copy_result():
@@ -79,7 +80,11 @@ def test_heads_numbers(heads_result):
     r = heads_result
     assert r.handwritten_matches is True and r.handwritten_max_diff < 1e-5
     assert [(p["heads"], p["params"], p["head_size"]) for p in r.w9_params] == [
-        (1, 16640, 64), (2, 16640, 32), (4, 16640, 16), (8, 16640, 8)]
+        (1, 16640, 64),
+        (2, 16640, 32),
+        (4, 16640, 16),
+        (8, 16640, 8),
+    ]
     assert r.mha_shape == [2, 4, 100]
     assert r.mha_weights_shape == [2, 5, 4, 6]
     assert r.mha_masked_weight == 0.0  # keys beyond valid_lens get exactly 0
@@ -97,8 +102,13 @@ def test_self_cross_shapes(self_cross_result):
 
 def test_every_check_of_the_family_is_measured_and_passes(copy_result, heads_result, self_cross_result, map_result):
     quick_curve = copy_both.run(copy_both.Config.quick())  # the figure's verdict on the quick grid
-    measured = {**copy_result.measured(), **quick_curve.measured(), **heads_result.measured(),
-                **self_cross_result.measured(), **map_result.measured()}
+    measured = {
+        **copy_result.measured(),
+        **quick_curve.measured(),
+        **heads_result.measured(),
+        **self_cross_result.measured(),
+        **map_result.measured(),
+    }
     ids = {c.id for c in d2l_checks.CHECKS}
     assert ids <= set(measured), ids - set(measured)
     failing = {i: measured[i] for i in ids if not CHECKS[i].ok(measured[i])}
@@ -116,6 +126,7 @@ def test_published_values_do_not_apply_off_the_texts_settings():
 
 
 # ----------------------------------------------------------------- the letter map
+
 
 def _text_recipe(words, dim=32, seed=0):
     """The text's code, verbatim in spirit (D2L 10.3.3.3)."""
@@ -144,13 +155,16 @@ def test_map_regimes_for_attention_translation(map_result):
     assert a_row[2] == a_row[6] and a_row[2] > 0.45
 
 
-@pytest.mark.parametrize("row,regime,peaks", [
-    ([0.9, 0.05, 0.05], "sharp", [0]),
-    ([0.45, 0.05, 0.45, 0.05], "split", [0, 2]),
-    ([0.3, 0.25, 0.25, 0.2], "diffuse", [0]),
-    ([0.5, 0.5], "diffuse", [0, 1]),  # uniform: the weights show no choice
-    ([1.0], "sharp", [0]),
-])
+@pytest.mark.parametrize(
+    "row,regime,peaks",
+    [
+        ([0.9, 0.05, 0.05], "sharp", [0]),
+        ([0.45, 0.05, 0.45, 0.05], "split", [0, 2]),
+        ([0.3, 0.25, 0.25, 0.2], "diffuse", [0]),
+        ([0.5, 0.5], "diffuse", [0, 1]),  # uniform: the weights show no choice
+        ([1.0], "sharp", [0]),
+    ],
+)
 def test_classify_row(row, regime, peaks):
     assert crossattn.classify_row(row) == (regime, peaks)
 
@@ -165,8 +179,9 @@ def test_heads_panels_keep_ties_and_leave_the_plain_map_alone(map_result):
             assert sum(row) == pytest.approx(1.0, abs=1e-5)
 
 
-@pytest.mark.parametrize("word,safe", [("attention", "attention"), ("a/b", "a_b-"), ("ünï", "_n_-"),
-                                       ("x" * 64, "x" * 40 + "-")])
+@pytest.mark.parametrize(
+    "word,safe", [("attention", "attention"), ("a/b", "a_b-"), ("ünï", "_n_-"), ("x" * 64, "x" * 40 + "-")]
+)
 def test_safe_file_names(word, safe):
     name = crossattn_render.safe_name(word)
     assert name.startswith(safe) and all(c.isascii() and (c.isalnum() or c in "_-") for c in name)
@@ -183,6 +198,7 @@ def test_map_table_names_the_regimes(map_result):
 
 
 # ----------------------------------------------------------------- multi-head oracles
+
 
 def _copy_weights(ours, theirs):
     w_q, w_k, w_v = theirs.in_proj_weight.detach().chunk(3, 0)
@@ -252,6 +268,7 @@ def test_exercise9_loop_over_heads_equals_folded_and_tiling_differs():
 
 # ----------------------------------------------------------------- the CLI
 
+
 def test_copy_both_cli(tmp_path):
     data = run_json("copy-both", "--quick", tmp_path=tmp_path)
     assert [round(r["error"], 3) for r in data["one_head"]] == [0.706, 0.706, 0.706, 0.707]
@@ -297,17 +314,20 @@ def test_help_has_an_example(command):
     assert proc.returncode == 0 and "Example" in proc.stdout
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (("heatmap", "", "translation"), "empty"),
-    (("heatmap", "attention"), "Missing argument"),
-    (("heatmap", "x" * 100_000, "translation"), "100,000 characters"),
-    (("heatmap", "attention", "translation", "--heads", "0"), "--heads"),
-    (("heatmap", "attention", "translation", "--d-model", "0"), "--d-model"),
-    (("heatmap", "attention", "translation", "--heads", "3"), "must divide --d-model 32"),
-    (("crossattn-map", "--d-model", "0"), "--d-model"),
-    (("copy-both", "--samples", "10", "--d-v", "16"), "fewer samples than unknowns"),
-    (("copy-both", "--weights", "1.5"), "--weights"),
-    (("heads", "--heads", "3"), "do not divide"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (("heatmap", "", "translation"), "empty"),
+        (("heatmap", "attention"), "Missing argument"),
+        (("heatmap", "x" * 100_000, "translation"), "100,000 characters"),
+        (("heatmap", "attention", "translation", "--heads", "0"), "--heads"),
+        (("heatmap", "attention", "translation", "--d-model", "0"), "--d-model"),
+        (("heatmap", "attention", "translation", "--heads", "3"), "must divide --d-model 32"),
+        (("crossattn-map", "--d-model", "0"), "--d-model"),
+        (("copy-both", "--samples", "10", "--d-v", "16"), "fewer samples than unknowns"),
+        (("copy-both", "--weights", "1.5"), "--weights"),
+        (("heads", "--heads", "3"), "do not divide"),
+    ],
+)
 def test_bad_input(args, fragment, tmp_path):
     assert_user_error(run_attn(*args, "--out", str(tmp_path)), fragment)

@@ -81,13 +81,25 @@ class LoopbackCluster:
                 self._stop(proc)
             self.workers = []
             file = self.tmp / f"scheduler-{len(self.procs)}.json"
-            self.scheduler = self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                         "--scheduler-file", str(file))
+            self.scheduler = self._start(
+                "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(file)
+            )
             self.address = scheduler_address(file)
         self.workers = [w for w in self.workers if w.poll() is None]
         while len(self.workers) < self.n_workers:
-            self.workers.append(self._start("worker", self.address, "--nthreads", "1", "--no-nanny",
-                                            "--no-dashboard", "--host", "127.0.0.1", *self.worker_args))
+            self.workers.append(
+                self._start(
+                    "worker",
+                    self.address,
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    *self.worker_args,
+                )
+            )
         with distributed.Client(self.address, timeout=30) as client:
             client.wait_for_workers(self.n_workers, timeout=60)
             while len(client.scheduler_info()["workers"]) > self.n_workers:  # a killed worker not yet removed
@@ -124,21 +136,24 @@ def cluster(loopback) -> str:
 
 
 def copy_task(tmp: Path, cache: str, *args: str, timeout: float = 180) -> dict:
-    proc = run_attn("copy-task", *args, "--json", "--out", tmp / f"out-{cache}", "--cache-dir", tmp / cache,
-                    timeout=timeout)
+    proc = run_attn(
+        "copy-task", *args, "--json", "--out", tmp / f"out-{cache}", "--cache-dir", tmp / cache, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 def numbers(result: dict) -> list:
     """Every loss and accuracy of every run, in plan order (floats compared exactly)."""
-    return [(r["model"], r["length"], r["seed"], r["engine"], *(r[m] for m in METRICS)) for r in result["rows"]] \
-        + [(r["model"], r["length"], r["seed"], r["final_loss"], r["isa"], r["backend"]) for r in result["runs"]]
+    return [(r["model"], r["length"], r["seed"], r["engine"], *(r[m] for m in METRICS)) for r in result["rows"]] + [
+        (r["model"], r["length"], r["seed"], r["final_loss"], r["isa"], r["backend"]) for r in result["runs"]
+    ]
 
 
 @pytest.mark.parametrize("engine, model", [("exact", "attention"), ("fast", "both")])
 def test_a_sweep_on_the_cluster_equals_local_runs_bit_for_bit_and_a_rerun_computes_nothing(
-        cluster, tmp_path, engine, model):
+    cluster, tmp_path, engine, model
+):
     args = [*SWEEP, "--engine", engine, "--model", model]
     start = time.perf_counter()
     remote = copy_task(tmp_path, "remote", *args, "--scheduler", cluster)
@@ -168,12 +183,18 @@ def test_a_sweep_on_the_cluster_equals_local_runs_bit_for_bit_and_a_rerun_comput
 
 def test_an_unreachable_scheduler_is_one_error_line_naming_its_source(tmp_path):
     env = dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
-    for args, extra, source in ((["--scheduler", "tcp://127.0.0.1:1"], {}, "--scheduler"),
-                                ([], {"ATTN_SCHEDULER": "tcp://127.0.0.1:1"}, "ATTN_SCHEDULER")):
+    for args, extra, source in (
+        (["--scheduler", "tcp://127.0.0.1:1"], {}, "--scheduler"),
+        ([], {"ATTN_SCHEDULER": "tcp://127.0.0.1:1"}, "ATTN_SCHEDULER"),
+    ):
         start = time.monotonic()
-        proc = subprocess.run([ATTN, "copy-task", *SWEEP, *args, "--out", str(tmp_path / "out"),
-                               "--cache-dir", str(tmp_path / "cache")],
-                              capture_output=True, text=True, env={**env, **extra}, timeout=60)
+        proc = subprocess.run(
+            [ATTN, "copy-task", *SWEEP, *args, "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")],
+            capture_output=True,
+            text=True,
+            env={**env, **extra},
+            timeout=60,
+        )
         assert time.monotonic() - start < 30
         assert proc.returncode == 1
         assert_user_error(proc, "cannot reach the Dask scheduler at tcp://127.0.0.1:1", f"(from {source})")
@@ -189,9 +210,23 @@ def test_a_malformed_scheduler_address_is_a_usage_error(tmp_path):
 def test_a_worker_killed_mid_sweep_costs_only_its_run(loopback, tmp_path):
     args = ["--lengths", "3", "4", "--seeds", "0", "1", "--steps", "150", "--eval-size", "50", "--model", "attention"]
     address = loopback.ensure()
-    proc = subprocess.Popen([ATTN, "copy-task", *args, "--scheduler", address, "--json", "--out",
-                             str(tmp_path / "out"), "--cache-dir", str(tmp_path / "remote")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            ATTN,
+            "copy-task",
+            *args,
+            "--scheduler",
+            address,
+            "--json",
+            "--out",
+            str(tmp_path / "out"),
+            "--cache-dir",
+            str(tmp_path / "remote"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         killed = None
         with distributed.Client(address, timeout=30) as client:
@@ -224,8 +259,12 @@ def test_a_scheduler_gone_mid_sweep_is_one_error_line_and_the_finished_runs_stay
     address = loopback.ensure()
     cache = tmp_path / "cache"
     args = ["--lengths", "3", "--seeds", "0-5", "--steps", "300", "--eval-size", "20", "--model", "plain"]
-    proc = subprocess.Popen([ATTN, "copy-task", *args, "--scheduler", address, "--out", str(tmp_path / "out"),
-                             "--cache-dir", str(cache)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [ATTN, "copy-task", *args, "--scheduler", address, "--out", str(tmp_path / "out"), "--cache-dir", str(cache)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not list(cache.glob("copy_task/*.json")) and time.monotonic() < deadline and proc.poll() is None:
@@ -238,8 +277,11 @@ def test_a_scheduler_gone_mid_sweep_is_one_error_line_and_the_finished_runs_stay
             proc.kill()
             proc.wait()
     assert proc.returncode == 1
-    assert_user_error(subprocess.CompletedProcess(proc.args, 1, "", stderr), f"lost the Dask scheduler at {address} (from --scheduler) mid-sweep",
-                      "a rerun resumes from them")
+    assert_user_error(
+        subprocess.CompletedProcess(proc.args, 1, "", stderr),
+        f"lost the Dask scheduler at {address} (from --scheduler) mid-sweep",
+        "a rerun resumes from them",
+    )
     assert len([line for line in stderr.splitlines() if line.strip()]) == 1, stderr
     kept = list(cache.glob("copy_task/*.json"))
     assert 1 <= len(kept) < 6
@@ -251,8 +293,15 @@ def test_each_run_announces_its_start_so_the_progress_bar_counts_running_runs(cl
     from attn_cli.cli.commands.cluster_progress import RunCounts
     from attn_cli.experiments import copy_task as exp
 
-    config = exp.Config(lengths=(3,), seeds=(0, 1, 2), steps=20, eval_size=20, model="attention",
-                        scheduler=cluster, scheduler_from="--scheduler")
+    config = exp.Config(
+        lengths=(3,),
+        seeds=(0, 1, 2),
+        steps=20,
+        eval_size=20,
+        model="attention",
+        scheduler=cluster,
+        scheduler_from="--scheduler",
+    )
     counts, heard = RunCounts(3), []
 
     def progress(event):
@@ -275,8 +324,15 @@ def test_a_run_restarted_after_its_worker_was_killed_counts_as_one_failed_attemp
     from attn_cli.experiments import copy_task as exp
 
     address = loopback.ensure()
-    config = exp.Config(lengths=(3, 4), seeds=(0, 1), steps=150, eval_size=50, model="attention",
-                        scheduler=address, scheduler_from="--scheduler")
+    config = exp.Config(
+        lengths=(3, 4),
+        seeds=(0, 1),
+        steps=150,
+        eval_size=50,
+        model="attention",
+        scheduler=address,
+        scheduler_from="--scheduler",
+    )
     counts, failure = RunCounts(4), []
 
     def sweep():
@@ -315,12 +371,20 @@ def test_a_worker_whose_torch_runs_other_kernels_is_refused_not_mixed():
 
     if not numerics.is_x86_64() or numerics.expected_capability("portable") != "AVX2":
         pytest.skip("needs an x86-64 CPU with AVX2 (portable mode's AVX2 against torch's DEFAULT kernels)")
-    script = ("import torch; torch.ones(2).sum();"  # torch committed to the DEFAULT kernels first
-              "from attn_cli.experiments.copy_task.cluster_worker import train_on_worker;"
-              "import json; print(json.dumps(train_on_worker({'length': 3, 'steps': 2, 'eval_size': 4}, 'exact', 'portable')))")
+    script = (
+        "import torch; torch.ones(2).sum();"  # torch committed to the DEFAULT kernels first
+        "from attn_cli.experiments.copy_task.cluster_worker import train_on_worker;"
+        "import json;"
+        "print(json.dumps(train_on_worker({'length': 3, 'steps': 2, 'eval_size': 4}, 'exact', 'portable')))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in numerics.PIN_VARS and k != numerics.MODE_VAR}
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**env, "ATEN_CPU_CAPABILITY": "default"})
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "ATEN_CPU_CAPABILITY": "default"},
+    )
     assert proc.returncode == 0, proc.stderr
     answer = json.loads(proc.stdout.splitlines()[-1])
     assert "outcome" not in answer
@@ -334,14 +398,24 @@ def _answer(**changes) -> tuple[dict, dict]:
     from attn_cli.experiments.copy_task.cache import cache_key, code_digest
 
     spec = RunSpec(model="plain", length=3, steps=2, eval_size=4)
-    outcome = RunOutcome(spec=spec, teacher_forced=0.5, free_running=0.5, exact=0.0, seconds=0.1, final_loss=2.0,
-                         isa=changes.pop("isa", "AVX2"))
-    import dataclasses
+    outcome = RunOutcome(
+        spec=spec,
+        teacher_forced=0.5,
+        free_running=0.5,
+        exact=0.0,
+        seconds=0.1,
+        final_loss=2.0,
+        isa=changes.pop("isa", "AVX2"),
+    )
 
     key = cache_key(spec, "exact", "cpu")
     key["numerics"]["isa"] = "AVX2"
-    answer = {"outcome": dataclasses.asdict(outcome), "code": code_digest(),
-              "where": {"worker": "tcp://10.0.0.9:4000", "host": "node9", "cpu": "Some CPU"}, **changes}
+    answer = {
+        "outcome": dataclasses.asdict(outcome),
+        "code": code_digest(),
+        "where": {"worker": "tcp://10.0.0.9:4000", "host": "node9", "cpu": "Some CPU"},
+        **changes,
+    }
     return answer, key
 
 
@@ -358,11 +432,14 @@ def test_a_workers_answer_is_accepted_with_where_it_ran():
     assert outcome.ran_on == {"worker": "tcp://10.0.0.9:4000", "host": "node9", "cpu": "Some CPU"}
 
 
-@pytest.mark.parametrize("changes, fragment", [
-    ({"code": "0" * 64}, "other code"),
-    ({"isa": "AVX512"}, "ran the run on AVX512 kernels"),
-    ({"refused": "torch already runs AVX512 kernels"}, "refused the run: torch already"),
-])
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        ({"code": "0" * 64}, "other code"),
+        ({"isa": "AVX512"}, "ran the run on AVX512 kernels"),
+        ({"refused": "torch already runs AVX512 kernels"}, "refused the run: torch already"),
+    ],
+)
 def test_a_worker_with_other_code_another_isa_or_a_refusal_is_named_and_refused(changes, fragment):
     from attn_cli.experiments.copy_task.cluster import ClusterError
 
@@ -376,13 +453,16 @@ def test_a_worker_with_other_code_another_isa_or_a_refusal_is_named_and_refused(
 
 
 def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere():
-    from attn_cli import plan, experiment_registry
+    from attn_cli import experiment_registry, plan
     from attn_cli.experiments import copy_task as exp
 
     registry = experiment_registry.Registry.load()
     cluster = {"scheduler": "tcp://10.0.0.5:8786", "scheduler_from": "ATTN_SCHEDULER"}
     args = dict(seed=0, device="cpu")
-    for made in (plan.judged(registry.experiments, **args, **cluster), plan.smoke(registry.experiments, **args, **cluster)):
+    for made in (
+        plan.judged(registry.experiments, **args, **cluster),
+        plan.smoke(registry.experiments, **args, **cluster),
+    ):
         configs = {e.name: c for e, c, _ in made}
         assert configs["copy_task"].scheduler == "tcp://10.0.0.5:8786"
         assert configs["copy_task"].scheduler_from == "ATTN_SCHEDULER"
@@ -398,8 +478,22 @@ def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_
 @pytest.mark.parametrize("command", ["verify", "all"])
 def test_verify_and_all_refuse_an_unreachable_scheduler_before_any_work(tmp_path, command):
     env = dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s", ATTN_SCHEDULER="tcp://127.0.0.1:1")
-    proc = subprocess.run([ATTN, command, "--only", "w9-copy-task", "--out", str(tmp_path / "out"),
-                           "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [
+            ATTN,
+            command,
+            "--only",
+            "w9-copy-task",
+            "--out",
+            str(tmp_path / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert_user_error(proc, "cannot reach the Dask scheduler at tcp://127.0.0.1:1 (from ATTN_SCHEDULER)")
     assert not (tmp_path / "out").exists()
@@ -429,8 +523,9 @@ def one_local_run(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def preloaded(tmp_path_factory):
     """A scheduler and one worker started as the README says: ``--preload attn_cli.dask_worker``."""
-    cluster = LoopbackCluster(tmp_path_factory.mktemp("dask-preloaded"), workers=1,
-                              worker_args=("--preload", "attn_cli.dask_worker"))
+    cluster = LoopbackCluster(
+        tmp_path_factory.mktemp("dask-preloaded"), workers=1, worker_args=("--preload", "attn_cli.dask_worker")
+    )
     try:
         yield cluster.ensure()
     finally:
@@ -440,6 +535,7 @@ def preloaded(tmp_path_factory):
 def worker_state(address: str) -> tuple:
     """The one worker's state before a run: training code loaded, preloaded mode, ATTN_NUMERICS,
     intra-op threads, torch's ISA."""
+
     def state() -> tuple:  # nested: shipped by value (the workers cannot import this test module)
         import os
         import sys
@@ -447,8 +543,13 @@ def worker_state(address: str) -> tuple:
         torch = sys.modules.get("torch")
         from attn_cli.experiments.copy_task import cluster_worker
 
-        return "attn_cli.core.copy_train" in sys.modules, cluster_worker.PRELOADED_MODE, os.environ.get("ATTN_NUMERICS"), \
-            torch and torch.get_num_threads(), torch and torch.backends.cpu.get_cpu_capability()
+        return (
+            "attn_cli.core.copy_train" in sys.modules,
+            cluster_worker.PRELOADED_MODE,
+            os.environ.get("ATTN_NUMERICS"),
+            torch and torch.get_num_threads(),
+            torch and torch.backends.cpu.get_cpu_capability(),
+        )
 
     with distributed.Client(address, timeout=30) as client:
         client.wait_for_workers(1, timeout=120)
@@ -457,7 +558,8 @@ def worker_state(address: str) -> tuple:
 
 
 def test_a_preloaded_worker_has_torch_loaded_under_its_mode_and_trains_bit_for_bit_like_a_local_run(
-        preloaded, one_local_run, tmp_path):
+    preloaded, one_local_run, tmp_path
+):
     from attn_cli.core import numerics
 
     state = worker_state(preloaded)  # before its first run
@@ -468,12 +570,26 @@ def test_a_preloaded_worker_has_torch_loaded_under_its_mode_and_trains_bit_for_b
 
 
 def test_a_preloaded_worker_refuses_a_run_in_the_other_mode_naming_its_mode_and_the_fix(preloaded, tmp_path):
-    proc = run_attn("copy-task", *ONE_RUN, "--numerics", "native", "--scheduler", preloaded,
-                    "--out", tmp_path / "out", "--cache-dir", tmp_path / "cache", timeout=120)
+    proc = run_attn(
+        "copy-task",
+        *ONE_RUN,
+        "--numerics",
+        "native",
+        "--scheduler",
+        preloaded,
+        "--out",
+        tmp_path / "out",
+        "--cache-dir",
+        tmp_path / "cache",
+        timeout=120,
+    )
     assert proc.returncode == 1
-    assert_user_error(proc, "refused the attention run at length 3, seed 0",
-                      "started with --preload attn_cli.dask_worker --attn-numerics portable",
-                      "restart the worker with --attn-numerics native")
+    assert_user_error(
+        proc,
+        "refused the attention run at length 3, seed 0",
+        "started with --preload attn_cli.dask_worker --attn-numerics portable",
+        "restart the worker with --attn-numerics native",
+    )
     assert not list((tmp_path / "cache").glob("copy_task/*.json"))
 
 
@@ -493,19 +609,27 @@ def test_the_preloads_mode_comes_from_its_option_else_attn_numerics_else_portabl
         mode("--attn-numerics", "fastest")
 
 
-SLURM = dict(cores=1, processes=1, memory="2GB", walltime="02:00:00",  # README, "Seeds on a cluster"
-             worker_extra_args=["--preload", "attn_cli.dask_worker"])
+SLURM = dict(
+    cores=1,
+    processes=1,
+    memory="2GB",
+    walltime="02:00:00",  # README, "Seeds on a cluster"
+    worker_extra_args=["--preload", "attn_cli.dask_worker"],
+)
 
 
 def test_the_readme_slurm_cluster_job_script_starts_a_worker_that_trains_bit_for_bit_like_a_local_run(
-        one_local_run, tmp_path):
+    one_local_run, tmp_path
+):
     """Everything but ``sbatch``: the README's SLURMCluster, its job script, the script's worker
     command run here against the cluster's own scheduler, one run through ``--scheduler``."""
     import shlex
 
     jobqueue = pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed (pip install -e '.[test]')")
     # on loopback here (a real allocation's nodes reach the scheduler on the submitting host's network)
-    with jobqueue.SLURMCluster(**SLURM, scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}) as slurm:
+    with jobqueue.SLURMCluster(
+        **SLURM, scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
+    ) as slurm:
         script = slurm.job_script()
         for line in ("#SBATCH -n 1", "#SBATCH --cpus-per-task=1", "#SBATCH --mem=2G", "#SBATCH -t 02:00:00"):
             assert line in script.splitlines(), script

@@ -11,11 +11,10 @@ import types
 import pytest
 import torch
 
-from attn_cli.store import keys
-from attn_cli.core import numerics
 from attn_cli.core import device as dev
-from attn_cli.core import memory
+from attn_cli.core import memory, numerics
 from attn_cli.errors import MemoryRefused
+from attn_cli.store import keys
 
 FAKE_H200 = {"gpu": "NVIDIA H200", "capability": "9.0", "cuda": "12.8", "cudnn": "91002", "driver": "570.86.15"}
 
@@ -27,8 +26,12 @@ def torch_state(monkeypatch):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     api = dev._fp32_api(torch)
-    saved = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.deterministic,
-             torch.backends.cudnn.benchmark, {name: m.fp32_precision for name, m in api.items()})
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+        {name: m.fp32_precision for name, m in api.items()},
+    )
     yield
     torch.use_deterministic_algorithms(saved[0])
     torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved[1], saved[2]
@@ -39,13 +42,16 @@ def torch_state(monkeypatch):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """A GPU described without one: ``fake_gpu(**changes)`` sets what gpu_identity reports."""
+
     def describe(**changes):
         monkeypatch.setattr(dev, "gpu_identity", lambda index=0: {**FAKE_H200, **changes})
+
     describe()
     return describe
 
 
 # --------------------------------------------------------------------------- prepare_device
+
 
 def test_cpu_is_left_alone(torch_state):
     env: dict = {}
@@ -65,8 +71,9 @@ def test_cuda_is_deterministic_without_tf32_by_default(torch_state):
     assert torch.backends.cudnn.rnn.fp32_precision == "ieee"  # the exact engine's GRU: no TF32
     assert settings == dev.precision(False) and not settings["fast"]
     read_back = dev.applied_precision()
-    assert {k: settings[k] for k in read_back if k != "cublas_workspace"} == \
-           {k: v for k, v in read_back.items() if k != "cublas_workspace"}
+    assert {k: settings[k] for k in read_back if k != "cublas_workspace"} == {
+        k: v for k, v in read_back.items() if k != "cublas_workspace"
+    }
 
 
 def test_the_fast_switch_turns_speed_back_on_and_says_so(torch_state, monkeypatch):
@@ -80,8 +87,9 @@ def test_the_fast_switch_turns_speed_back_on_and_says_so(torch_state, monkeypatc
     assert dev.precision() != dev.precision(False)  # recorded: keys and JSON differ from a deterministic run
 
 
-@pytest.mark.parametrize("value, fast", [("1", True), ("true", True), ("YES", True), ("0", False), ("", False),
-                                         ("no", False)])
+@pytest.mark.parametrize(
+    "value, fast", [("1", True), ("true", True), ("YES", True), ("0", False), ("", False), ("no", False)]
+)
 def test_the_switch_reads_ATTN_CUDA_FAST(value, fast):
     assert dev.cuda_fast({dev.FAST_VAR: value}) is fast
     assert dev.cuda_fast({}) is False
@@ -90,8 +98,11 @@ def test_the_switch_reads_ATTN_CUDA_FAST(value, fast):
 def test_older_torch_gets_the_legacy_flags(monkeypatch):
     """torch < 2.9 has no fp32_precision: allow_tf32 off for matmuls and cuDNN (its RNNs too)."""
     cudnn = types.SimpleNamespace(deterministic=False, benchmark=True, allow_tf32=True)
-    fake = types.SimpleNamespace(backends=types.SimpleNamespace(
-        cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=True)), cudnn=cudnn))
+    fake = types.SimpleNamespace(
+        backends=types.SimpleNamespace(
+            cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=True)), cudnn=cudnn
+        )
+    )
     calls = []
     fake.use_deterministic_algorithms = calls.append
     monkeypatch.setitem(__import__("sys").modules, "torch", fake)
@@ -114,10 +125,13 @@ class _Prepared(Exception):
     pass
 
 
-@pytest.mark.parametrize("module, call", [
-    ("attn_cli.core.copy_fast.training", lambda m, spec: m.run_fast([spec], "cuda", backend="torch")),
-    ("attn_cli.core.copy_train", lambda m, spec: m.train_and_evaluate(spec, "cuda")),
-])
+@pytest.mark.parametrize(
+    "module, call",
+    [
+        ("attn_cli.core.copy_fast.training", lambda m, spec: m.run_fast([spec], "cuda", backend="torch")),
+        ("attn_cli.core.copy_train", lambda m, spec: m.train_and_evaluate(spec, "cuda")),
+    ],
+)
 def test_both_engines_prepare_the_device_first(module, call, monkeypatch):
     """Each engine (and so each exact-engine worker process) prepares cuda before its first op."""
     import importlib
@@ -136,6 +150,7 @@ def test_both_engines_prepare_the_device_first(module, call, monkeypatch):
 
 # --------------------------------------------------------------------------- what is recorded
 
+
 def test_a_cpu_key_is_unchanged():
     fields = {"experiment": "x", "config": {"device": "cpu"}}
     key = keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key())
@@ -150,8 +165,12 @@ def test_a_cuda_key_names_the_gpu_and_changes_with_it(fake_gpu):
     assert h200["numerics"]["cuda"]["precision"]["cudnn_rnn"] == "ieee"
     assert h200 != keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cpu"))
     seen = {keys.digest(h200)}
-    for change in ({"driver": "575.51.03"}, {"gpu": "NVIDIA A100-SXM4-80GB", "capability": "8.0"},
-                   {"cudnn": "90100"}, {"cuda": "12.6"}):
+    for change in (
+        {"driver": "575.51.03"},
+        {"gpu": "NVIDIA A100-SXM4-80GB", "capability": "8.0"},
+        {"cudnn": "90100"},
+        {"cuda": "12.6"},
+    ):
         fake_gpu(**change)
         seen.add(keys.digest(keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda"))))
     assert len(seen) == 5  # another GPU or driver: another entry, never a reuse
@@ -191,11 +210,20 @@ def test_the_report_and_the_page_name_the_gpu_of_a_cuda_run():
     from attn_cli.render import html, report
 
     cuda = {**FAKE_H200, "precision": dev.precision(False)}
-    manifest = {"command": "attn all", "quick": False, "seed": 0, "device": "cuda", "timing": {"seconds": 1.0},
-                "versions": {"attn": "0", "torch": "2.13", "python": "3.11", "numpy": "2"},
-                "machine": {"cpu": "x", "gpu": "NVIDIA H200"},
-                "numerics": {"mode": "portable", "isa": "AVX2", "cuda": cuda}, "artifacts": {}, "missing": [],
-                "engines": {}, "cache": []}
+    manifest = {
+        "command": "attn all",
+        "quick": False,
+        "seed": 0,
+        "device": "cuda",
+        "timing": {"seconds": 1.0},
+        "versions": {"attn": "0", "torch": "2.13", "python": "3.11", "numpy": "2"},
+        "machine": {"cpu": "x", "gpu": "NVIDIA H200"},
+        "numerics": {"mode": "portable", "isa": "AVX2", "cuda": cuda},
+        "artifacts": {},
+        "missing": [],
+        "engines": {},
+        "cache": [],
+    }
     kwargs = dict(catalogue=[], sections=[], manifest=manifest, summary=None, coverage_line=None)
     for text in (report.index_markdown(**kwargs), html.index_html(outcomes=[], **kwargs)):
         assert "NVIDIA H200 (compute 9.0), CUDA 12.8, cuDNN 91002, driver 570.86.15" in text
@@ -221,6 +249,7 @@ def test_the_driver_is_unknown_without_nvidia_smi(monkeypatch):
 
 # --------------------------------------------------------------------------- sized for one GPU
 
+
 def test_the_exact_engine_uses_one_worker_on_cuda():
     from attn_cli.experiments.copy_task.config import Config, processes
 
@@ -232,25 +261,28 @@ def test_the_exact_engine_uses_one_worker_on_cuda():
 
 
 def test_the_guard_counts_a_cuda_context_per_process(monkeypatch):
-    assert memory.CUDA_CONTEXT_BYTES == 512 * 2 ** 20  # ~0.5 GB each, as issue 18 measured
-    free = {"cpu": 10 ** 12, "cuda": 4 * 2 ** 30}  # 4 GiB free on the GPU: 2 GiB budget at fraction 0.5
+    assert memory.CUDA_CONTEXT_BYTES == 512 * 2**20  # ~0.5 GB each, as issue 18 measured
+    free = {"cpu": 10**12, "cuda": 4 * 2**30}  # 4 GiB free on the GPU: 2 GiB budget at fraction 0.5
     monkeypatch.setattr(memory, "bounds", lambda device="cpu": [(free[device.split(":")[0]], f"free on {device}")])
-    memory.guard(2 ** 20, "a run", "cuda", processes=1)
+    memory.guard(2**20, "a run", "cuda", processes=1)
     with pytest.raises(MemoryRefused, match="4 CUDA context"):
-        memory.guard(2 ** 20, "a run", "cuda", processes=4)
-    memory.guard(2 ** 20, "a run", "cpu", processes=4)  # no context on CPU
+        memory.guard(2**20, "a run", "cuda", processes=4)
+    memory.guard(2**20, "a run", "cpu", processes=4)  # no context on CPU
 
 
 def _scaling_with_gpu_memory(monkeypatch, gpu_free: int):
     from attn_cli.experiments import scaling
 
-    monkeypatch.setattr(memory, "bounds", lambda device="cpu": [
-        (gpu_free if device.startswith("cuda") else 10 ** 12, f"free on {device}")])
+    monkeypatch.setattr(
+        memory,
+        "bounds",
+        lambda device="cpu": [(gpu_free if device.startswith("cuda") else 10**12, f"free on {device}")],
+    )
     return scaling
 
 
 def test_scaling_on_a_gpu_drops_only_the_sizes_that_do_not_fit(monkeypatch):
-    scaling = _scaling_with_gpu_memory(monkeypatch, gpu_free=2 * 10 ** 9)  # 1 GB budget
+    scaling = _scaling_with_gpu_memory(monkeypatch, gpu_free=2 * 10**9)  # 1 GB budget
     config = scaling.Config(device="cuda", measure=True, measure_lengths=(2048, 4096, 16384, 32768))
     dropped = scaling.check_measurable(config)
     assert [n for n, _ in dropped] == [16384, 32768]  # 2.1 GB and 8.6 GB of scores: over 1 GB
@@ -258,7 +290,7 @@ def test_scaling_on_a_gpu_drops_only_the_sizes_that_do_not_fit(monkeypatch):
 
 
 def test_scaling_on_a_gpu_refuses_when_nothing_fits(monkeypatch):
-    scaling = _scaling_with_gpu_memory(monkeypatch, gpu_free=10 ** 6)
+    scaling = _scaling_with_gpu_memory(monkeypatch, gpu_free=10**6)
     with pytest.raises(MemoryRefused, match="no size fits on cuda"):
         scaling.check_measurable(scaling.Config(device="cuda", measure=True, measure_lengths=(2048, 4096)))
 
@@ -266,12 +298,13 @@ def test_scaling_on_a_gpu_refuses_when_nothing_fits(monkeypatch):
 def test_scaling_on_cpu_still_refuses_the_whole_measurement(monkeypatch):
     from attn_cli.experiments import scaling
 
-    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 2 * 10 ** 9)
+    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 2 * 10**9)
     with pytest.raises(MemoryRefused):
         scaling.check_measurable(scaling.Config(device="cpu", measure=True, measure_lengths=(2048, 32768)))
 
 
 # --------------------------------------------------------------------------- the fast engine's scatter
+
 
 @pytest.mark.parametrize("T, M", [(4, 1), (8, 3), (32, 8)])
 def test_scatter_keeps_index_add_bits_on_cpu_and_the_gpu_form_agrees(T, M):

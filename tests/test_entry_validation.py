@@ -15,18 +15,18 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import pytest
 
+import attn_cli.experiments.copy_task as copy_task
 from attn_cli import experiment_registry, pipeline
-from attn_cli.store import typed as schema
 from attn_cli.store import cache, entries
+from attn_cli.store import typed as schema
 from attn_cli.store.typed import InvalidEntry
 from tests.conftest import assert_png, run_attn, run_copy_task
-
-import attn_cli.experiments.copy_task as copy_task
 
 HOSTILE_ENGINE = "fast<img src=x onerror=alert(1)>"
 DEEP = "[" * 100_000 + "]" * 100_000  # json.loads alone raises RecursionError on this
@@ -124,42 +124,51 @@ class Outer:
     flag: bool
     pair: tuple[int, str]
     items: list[Inner]
-    maybe: Optional[float] = None
+    maybe: float | None = None
     extra: Any = None
     table: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
 
-GOOD = {"name": "a", "flag": True, "pair": [1, "b"], "items": [{"x": 1, "n": 2}, {"x": 0.5}],
-        "maybe": None, "extra": {"k": [1, 2.5, None, "s"]}, "table": {"t": [1.0]}}
+GOOD = {
+    "name": "a",
+    "flag": True,
+    "pair": [1, "b"],
+    "items": [{"x": 1, "n": 2}, {"x": 0.5}],
+    "maybe": None,
+    "extra": {"k": [1, 2.5, None, "s"]},
+    "table": {"t": [1.0]},
+}
 
 
 def test_schema_accepts_exact_types_and_returns_them_as_read():
     back = schema.revive(Outer, GOOD)
-    assert back == Outer("a", True, (1, "b"), [Inner(1, 2), Inner(0.5)], None, {"k": [1, 2.5, None, "s"]},
-                         {"t": [1.0]})
+    assert back == Outer("a", True, (1, "b"), [Inner(1, 2), Inner(0.5)], None, {"k": [1, 2.5, None, "s"]}, {"t": [1.0]})
     assert type(back.items[0].x) is int  # an int where a float is hinted is kept as read (round trip)
 
 
-@pytest.mark.parametrize("mutate, reason", [  # msgspec's words, after the path
-    (setter("name", 3), "name: expected `str`, got `int`"),
-    (setter("flag", 1), "flag: expected `bool`, got `int`"),
-    (setter("items", 0, "x", "1.5"), "items[0].x: expected `int | float`, got `str`"),
-    (setter("items", 0, "x", True), "items[0].x: expected `int | float`, got `bool`"),
-    (setter("items", 0, "n", 2.0), "items[0].n: expected `int`, got `float`"),
-    (setter("items", 0, "n", False), "items[0].n: expected `int`, got `bool`"),
-    (setter("items", 1, "x", math.nan), "items[1].x: expected a finite number, got nan"),
-    (setter("items", 1, "x", math.inf), "items[1].x: expected a finite number, got inf"),
-    (setter("items", 3), "items: expected `array`, got `int`"),
-    (setter("pair", [1, "b", 2]), "pair: expected `array` of length 2, got 3"),
-    (setter("pair", ["1", "b"]), "pair[0]: expected `int`, got `str`"),
-    (setter("maybe", "x"), "maybe: expected `int | float | null`, got `str`"),
-    (setter("extra", "k", 0, math.nan), "extra.k[0]: expected a finite number"),
-    (setter("extra", json.loads("[" * 40 + "]" * 40)), "nested deeper than"),
-    (setter("table", "t", [[1.0]]), "expected `int | float`, got `array`"),
-    (setter("items", 0, "zzz", 1), "items[0]: object contains unknown field `zzz`"),
-    (lambda d: d.pop("flag"), "object missing required field `flag`"),
-    (setter("unknown", 1), "object contains unknown field `unknown`"),
-])
+@pytest.mark.parametrize(
+    "mutate, reason",
+    [  # msgspec's words, after the path
+        (setter("name", 3), "name: expected `str`, got `int`"),
+        (setter("flag", 1), "flag: expected `bool`, got `int`"),
+        (setter("items", 0, "x", "1.5"), "items[0].x: expected `int | float`, got `str`"),
+        (setter("items", 0, "x", True), "items[0].x: expected `int | float`, got `bool`"),
+        (setter("items", 0, "n", 2.0), "items[0].n: expected `int`, got `float`"),
+        (setter("items", 0, "n", False), "items[0].n: expected `int`, got `bool`"),
+        (setter("items", 1, "x", math.nan), "items[1].x: expected a finite number, got nan"),
+        (setter("items", 1, "x", math.inf), "items[1].x: expected a finite number, got inf"),
+        (setter("items", 3), "items: expected `array`, got `int`"),
+        (setter("pair", [1, "b", 2]), "pair: expected `array` of length 2, got 3"),
+        (setter("pair", ["1", "b"]), "pair[0]: expected `int`, got `str`"),
+        (setter("maybe", "x"), "maybe: expected `int | float | null`, got `str`"),
+        (setter("extra", "k", 0, math.nan), "extra.k[0]: expected a finite number"),
+        (setter("extra", json.loads("[" * 40 + "]" * 40)), "nested deeper than"),
+        (setter("table", "t", [[1.0]]), "expected `int | float`, got `array`"),
+        (setter("items", 0, "zzz", 1), "items[0]: object contains unknown field `zzz`"),
+        (lambda d: d.pop("flag"), "object missing required field `flag`"),
+        (setter("unknown", 1), "object contains unknown field `unknown`"),
+    ],
+)
 def test_schema_refuses_every_mismatch_with_its_path(mutate, reason):
     data = copy.deepcopy(GOOD)
     mutate(data)
@@ -227,10 +236,15 @@ def _mutated(entry: Entry, mutate) -> str:
 
 COPY_TASK_CASES = {  # the issue's cases first, then one per rule of check_outcome
     "final_loss a string": (setter("final_loss", "abc"), "final_loss: expected `int | float`, got `str`"),
-    "weights of strings": (setter("example_weights", [["x"]]), "example_weights[0][0]: expected `int | float`, got `str`"),
+    "weights of strings": (
+        setter("example_weights", [["x"]]),
+        "example_weights[0][0]: expected `int | float`, got `str`",
+    ),
     "diagonal a string": (setter("diagonal", "lots"), "diagonal: expected `int | float | null`, got `str`"),
-    "100,000-row map": (setter("example_weights", [[1.0]] * 100_000),  # or a size bound on reading, first
-                        ("example_weights: expected 3 items, got 100000", "allowed")),
+    "100,000-row map": (
+        setter("example_weights", [[1.0]] * 100_000),  # or a size bound on reading, first
+        ("example_weights: expected 3 items, got 100000", "allowed"),
+    ),
     "NaN accuracy": (setter("free_running", math.nan), "free_running: expected a finite number, got nan"),
     "planted engine": (setter("engine", HOSTILE_ENGINE), "engine: 'fast<img"),
     "accuracy above 1": (setter("exact", 1.5), "exact[0]: 1.5 is outside [0.0, 1.0]"),
@@ -299,8 +313,24 @@ def test_copy_task_command_recomputes_a_planted_engine(tmp_path):
     run_copy_task(config, tmp_path / "cache")  # what the command below caches on its first run
     planted = run_entry(config, tmp_path / "cache")
     forge(planted, setter("engine", HOSTILE_ENGINE))
-    proc = run_attn("copy-task", "--lengths", "3", "--steps", "4", "--eval-size", "16", "--model", "attention",
-                    "--jobs", "1", "--out", tmp_path, "--cache-dir", tmp_path / "cache", timeout=180)
+    proc = run_attn(
+        "copy-task",
+        "--lengths",
+        "3",
+        "--steps",
+        "4",
+        "--eval-size",
+        "16",
+        "--model",
+        "attention",
+        "--jobs",
+        "1",
+        "--out",
+        tmp_path,
+        "--cache-dir",
+        tmp_path / "cache",
+        timeout=180,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     stderr = " ".join(proc.stderr.split())  # as one line, however the console wrapped it
     assert f"is unreadable (engine: {HOSTILE_ENGINE!r} is not the 'exact' engine" in stderr
@@ -383,8 +413,11 @@ RESULT_CASES = [  # (experiment, mutation, reason): the issue's, then one per ru
     ("exercises", setter("ex11", "props", 0, "regimes", []), "ex11.props[0].regimes: expected 9 items, got 0"),
     ("exercises", lambda d: d["ex12"]["runs"].pop(), "ex12.runs: not one run per head count"),
     ("exercises", setter("ex12", "runs", 1, "weights", [[0.5, 0.5]]), "ex12.runs[1].weights: expected 2 items"),
-    ("exercises", setter("ex12", "runs", 1, "initial_weights", [[0.5]] * 2),
-     "ex12.runs[1].initial_weights[0]: expected 2 items"),
+    (
+        "exercises",
+        setter("ex12", "runs", 1, "initial_weights", [[0.5]] * 2),
+        "ex12.runs[1].initial_weights[0]: expected 2 items",
+    ),
     ("exercises", setter("ex12", "runs", 0, "kinds", []), "ex12.runs[0].kinds: expected 1 items, got 0"),
     ("exercises", setter("ex12", "runs", 0, "kinds", ["<b>"]), "ex12.runs[0].kinds: not one of one-hot"),
     ("exercises", setter("ex12", "runs", 0, "curve", [[1, 0.5]] * 100_000), "ex12.runs[0].curve: more than 150"),
@@ -392,8 +425,9 @@ RESULT_CASES = [  # (experiment, mutation, reason): the issue's, then one per ru
 ]
 
 
-@pytest.mark.parametrize("name, mutate, reason", RESULT_CASES,
-                         ids=[f"{n}-{r.split(':')[0]}" for n, _, r in RESULT_CASES])
+@pytest.mark.parametrize(
+    "name, mutate, reason", RESULT_CASES, ids=[f"{n}-{r.split(':')[0]}" for n, _, r in RESULT_CASES]
+)
 def test_a_forged_result_is_refused_with_its_reason(fresh, name, mutate, reason):
     assert reason in _refusal(fresh, name, mutate)
 
@@ -409,13 +443,16 @@ def test_a_result_stored_for_another_config_is_refused(tmp_path):
     assert "config: not the configuration it is stored for); recomputing it" in again.notes[0]
 
 
-@pytest.mark.parametrize("name, overrides, mutate", [
-    ("embeddings", {}, setter("distance", "1.5")),  # a float turned into a string (was: AttributeError)
-    ("embeddings", {}, setter("bank_outputs", 3)),  # a list turned into an int
-    ("copy_both", {}, setter("curve", "a", 7)),  # (was: ValueError)
-    ("exercises", {"exercises": (11,)}, setter("ex11", "props", 0, "mean_max_weight", "0.5")),  # (was: rendering
-    ("exercises", {"exercises": (11,)}, None),  # failed: TypeError); None: 100,000 nested brackets for a file
-])
+@pytest.mark.parametrize(
+    "name, overrides, mutate",
+    [
+        ("embeddings", {}, setter("distance", "1.5")),  # a float turned into a string (was: AttributeError)
+        ("embeddings", {}, setter("bank_outputs", 3)),  # a list turned into an int
+        ("copy_both", {}, setter("curve", "a", 7)),  # (was: ValueError)
+        ("exercises", {"exercises": (11,)}, setter("ex11", "props", 0, "mean_max_weight", "0.5")),  # (was: rendering
+        ("exercises", {"exercises": (11,)}, None),  # failed: TypeError); None: 100,000 nested brackets for a file
+    ],
+)
 def test_the_runner_recomputes_a_refused_result_with_a_note(tmp_path, name, overrides, mutate):
     exp = _experiment(name)
     config = dataclasses.replace(exp.config(quick=True), **overrides)
@@ -442,8 +479,18 @@ def test_attn_all_recomputes_forged_results_and_exits_0(fresh, tmp_path):
         stored = result_entry(exp, config, tmp_path / "cache")
         stored.store(payload)
         forge(stored, mutate)
-    proc = run_attn("all", "--quick", "--only", "w9-onehot", "d2l-copy-both-one-head", "--out", tmp_path,
-                    "--cache-dir", tmp_path / "cache", timeout=240)
+    proc = run_attn(
+        "all",
+        "--quick",
+        "--only",
+        "w9-onehot",
+        "d2l-copy-both-one-head",
+        "--out",
+        tmp_path,
+        "--cache-dir",
+        tmp_path / "cache",
+        timeout=240,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     stderr = " ".join(proc.stderr.split())  # as one line, however the console wrapped it
     assert "embeddings: cache entry" in stderr and "copy_both: cache entry" in stderr
@@ -466,9 +513,17 @@ def test_markdown_cells_and_paragraphs_are_literal():
     t.add_row("<img src=x onerror=alert(1)>")
     t.add_row("x\ny")
     md = to_markdown([t, "<script>alert(1)</script>"])
-    assert md.splitlines() == ["**&lt;b&gt;t&lt;/b&gt;**", "", "| word |", "| --- |", "| a\\|b |",
-                               "| &lt;img src=x onerror=alert(1)&gt; |", "| x<br>y |", "",
-                               "&lt;script&gt;alert(1)&lt;/script&gt;"]
+    assert md.splitlines() == [
+        "**&lt;b&gt;t&lt;/b&gt;**",
+        "",
+        "| word |",
+        "| --- |",
+        "| a\\|b |",
+        "| &lt;img src=x onerror=alert(1)&gt; |",
+        "| x<br>y |",
+        "",
+        "&lt;script&gt;alert(1)&lt;/script&gt;",
+    ]
 
 
 def test_the_check_table_in_markdown_escapes_data():

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import assert_png, assert_user_error, run_attn, run_json
 
 torch = pytest.importorskip("torch")
@@ -34,8 +33,10 @@ def quick(*numbers, **overrides):
 # --------------------------------------------------------------------------- selection
 
 
-@pytest.mark.parametrize("tokens, expected", [(("3",), (3,)), (("all",), tuple(range(1, 13))),
-                                              (("5", "2", "5"), (5, 2)), (("12", "all"), (12, *range(1, 12)))])
+@pytest.mark.parametrize(
+    "tokens, expected",
+    [(("3",), (3,)), (("all",), tuple(range(1, 13))), (("5", "2", "5"), (5, 2)), (("12", "all"), (12, *range(1, 12)))],
+)
 def test_parse_selection(tokens, expected):
     assert ex.parse_selection(tokens) == expected
 
@@ -90,12 +91,14 @@ def test_readout_error_against_the_pseudo_inverse():
     from attn_cli.core.measure import readout_error, relative_error
 
     gen = torch.Generator().manual_seed(0)
-    M, noise = torch.randn(200, 3, generator=gen, dtype=torch.float64), torch.randn(200, 2, generator=gen,
-                                                                                   dtype=torch.float64)
+    M, noise = (
+        torch.randn(200, 3, generator=gen, dtype=torch.float64),
+        torch.randn(200, 2, generator=gen, dtype=torch.float64),
+    )
     target = M @ torch.randn(3, 2, generator=gen, dtype=torch.float64) + noise
     expected = relative_error(M @ (torch.linalg.pinv(M) @ target), target)
     assert readout_error(M, target, driver="gelsd") == pytest.approx(expected, rel=1e-10)
-    assert readout_error(M, target, driver="gelsd", squared=True) == pytest.approx(expected ** 2, rel=1e-10)
+    assert readout_error(M, target, driver="gelsd", squared=True) == pytest.approx(expected**2, rel=1e-10)
     assert readout_error(M, M @ torch.ones(3, 2, dtype=torch.float64)) < 1e-12  # linear in M: exact
     held = readout_error(M[:100], target[:100], driver="gelsd", held_out=(M[100:], target[100:]))
     assert held > readout_error(M[:100], target[:100], driver="gelsd") * 0.5
@@ -112,12 +115,13 @@ def test_attend_heads_is_multi_head_attention(kv_heads):
     lens = torch.tensor([2, 5])
     ref, _ = mha(Q, K, K, lens)
     if kv_heads in (None, 4):
-        out = attend_heads(mha.W_q(Q), mha.W_k(K), mha.W_v(K), 4, mha.W_o, torch.repeat_interleave(lens, 4),
-                           kv_heads=kv_heads)
+        out = attend_heads(
+            mha.W_q(Q), mha.W_k(K), mha.W_v(K), 4, mha.W_o, torch.repeat_interleave(lens, 4), kv_heads=kv_heads
+        )
         assert torch.allclose(out, ref, atol=1e-6)
     else:  # g groups: the same as MHA whose K/V heads repeat each group's slice
         p, rep = 4, 4 // kv_heads
-        k, v = mha.W_k(K)[..., :kv_heads * p], mha.W_v(K)[..., :kv_heads * p]
+        k, v = mha.W_k(K)[..., : kv_heads * p], mha.W_v(K)[..., : kv_heads * p]
         full = lambda x: x.reshape(2, 5, kv_heads, 1, p).expand(2, 5, kv_heads, rep, p).reshape(2, 5, 16)  # noqa: E731
         out = attend_heads(mha.W_q(Q), k, v, 4, mha.W_o, kv_heads=kv_heads)
         assert torch.allclose(out, attend_heads(mha.W_q(Q), full(k), full(v), 4, mha.W_o), atol=1e-6)
@@ -201,7 +205,7 @@ def test_ex8_bytes_parameters_flops():
     e = quick(8).ex8
     by = {s.name: s for s in e.schemes}
     assert [by[n].kv_bytes_per_token for n in ("MHA", "GQA", "MQA")] == [16384, 4096, 512]
-    assert by["MHA"].parameters == 4 * 4096 ** 2
+    assert by["MHA"].parameters == 4 * 4096**2
     for s in e.schemes:
         assert s.parameters == s.parameters_formula and s.flops == s.flops_formula
     assert e.shared[0].error < 1e-6  # p >= c: two query heads on one value head recover both
@@ -229,7 +233,9 @@ def test_ex9_loop_forward_matches_module_with_bias_and_2d_lens():
     ref, _ = mha(Q, K, K, lens)
     assert torch.allclose(loop_forward(mha, Q, K, K, lens), ref, atol=1e-6)
     assert torch.allclose(folded_forward(mha, Q, K, K, lens), ref, atol=1e-6)
-    assert torch.equal(folded_forward(mha, Q, K, K, torch.tensor([6, 6]), tile=True), mha(Q, K, K, torch.tensor([6, 6]))[0])
+    assert torch.equal(
+        folded_forward(mha, Q, K, K, torch.tensor([6, 6]), tile=True), mha(Q, K, K, torch.tensor([6, 6]))[0]
+    )
 
 
 def test_ex10_invariances():
@@ -240,8 +246,11 @@ def test_ex10_invariances():
 
 def test_ex11_properties_in_every_head():
     e = quick(11).ex11
-    assert set(e.hold_in_every_head) >= {"identical query letters give identical rows",
-                                         "identical key letters give identical columns", "rows sum to 1"}
+    assert set(e.hold_in_every_head) >= {
+        "identical query letters give identical rows",
+        "identical key letters give identical columns",
+        "rows sum to 1",
+    }
     assert "the matching letter gets the largest weight" in e.lost
     assert e.props[0].match_wins == 1.0  # the plain map: every matching letter wins
     assert len(e.head_weights) == 4
@@ -308,9 +317,15 @@ def test_exercise_help_has_example():
     assert "Example:" in proc.stdout and "attn exercise 3" in proc.stdout
 
 
-@pytest.mark.parametrize("args, fragment", [(("13",), "no exercise 13"), (("0",), "no exercise 0"),
-                                            (("two",), "'two' is not an exercise"),
-                                            ((), "give exercise numbers")])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("13",), "no exercise 13"),
+        (("0",), "no exercise 0"),
+        (("two",), "'two' is not an exercise"),
+        ((), "give exercise numbers"),
+    ],
+)
 def test_exercise_bad_input(args, fragment):
     proc = run_attn("exercise", *args)
     assert proc.returncode == 2

@@ -40,8 +40,13 @@ def _render_modules() -> dict[str, object]:
 
 
 def _figure_files(registry, exp) -> set[str]:
-    return {f for a in exp.artifacts if a in registry.artifacts for f in registry.artifacts[a].files
-            if f.lower().endswith(FIGURE_SUFFIXES)}
+    return {
+        f
+        for a in exp.artifacts
+        if a in registry.artifacts
+        for f in registry.artifacts[a].files
+        if f.lower().endswith(FIGURE_SUFFIXES)
+    }
 
 
 def mismatches(registry=None, commands=None, render_modules=None) -> list[str]:
@@ -55,15 +60,18 @@ def mismatches(registry=None, commands=None, render_modules=None) -> list[str]:
         where = f"attn_cli/experiments/{exp.name}"
         for aid in exp.artifacts:
             if aid not in registry.artifacts:
-                found.append(f"{where}: ARTIFACTS names {aid!r}, which is not a catalogue ID "
-                             "(add it to published/catalogue.py or a family's CATALOGUE)")
+                found.append(
+                    f"{where}: ARTIFACTS names {aid!r}, which is not a catalogue ID "
+                    "(add it to published/catalogue.py or a family's CATALOGUE)"
+                )
         if exp.name not in render_modules:
             found.append(f"{where}: no render module attn_cli/render/{exp.name}.py with tables(result, outcomes)")
         own = {c.id for a in exp.artifacts for c in registry.checks_of(a)}
         for cid in getattr(getattr(exp.module, "Result", None), "MEASURED", {}):
             if cid not in own:
-                found.append(f"{where}: Result.MEASURED names {cid!r}, not a check of its ARTIFACTS "
-                             f"({', '.join(exp.artifacts)})")
+                found.append(
+                    f"{where}: Result.MEASURED names {cid!r}, not a check of its ARTIFACTS ({', '.join(exp.artifacts)})"
+                )
         declared, catalogued = set(exp._declared("FIGURES")), _figure_files(registry, exp)
         for f in sorted(declared - catalogued):
             found.append(f"{where}: FIGURES names {f!r}, which no catalogue entry of its ARTIFACTS lists")
@@ -73,13 +81,17 @@ def mismatches(registry=None, commands=None, render_modules=None) -> list[str]:
         found.append(f"attn_cli/render/{name}.py renders an experiment, but attn_cli/experiments has no {name!r}")
     for artifact in registry.artifacts.values():
         if artifact.command not in commands:
-            found.append(f"catalogue entry {artifact.id!r} names the command {artifact.command!r}, which attn does "
-                         f"not have (commands: {', '.join(sorted(commands))})")
+            found.append(
+                f"catalogue entry {artifact.id!r} names the command {artifact.command!r}, which attn does "
+                f"not have (commands: {', '.join(sorted(commands))})"
+            )
     for check in registry.checks.values():
         if not check.id.startswith(check.artifact + "."):
             found.append(f"check {check.id!r} is not named after its catalogue ID {check.artifact!r} (ID.name)")
         if registry.experiment_of(check.artifact) is None:
-            found.append(f"check {check.id!r}: its catalogue ID {check.artifact!r} belongs to no experiment's ARTIFACTS")
+            found.append(
+                f"check {check.id!r}: its catalogue ID {check.artifact!r} belongs to no experiment's ARTIFACTS"
+            )
     return found
 
 
@@ -106,17 +118,24 @@ def test_an_experiment_naming_an_unknown_catalogue_id_is_named(monkeypatch):
     from attn_cli.experiments import masks
 
     monkeypatch.setattr(masks, "ARTIFACTS", ("w9-maskz",))
-    assert "attn_cli/experiments/masks: ARTIFACTS names 'w9-maskz', which is not a catalogue ID " \
-           "(add it to published/catalogue.py or a family's CATALOGUE)" in mismatches()
+    assert (
+        "attn_cli/experiments/masks: ARTIFACTS names 'w9-maskz', which is not a catalogue ID "
+        "(add it to published/catalogue.py or a family's CATALOGUE)" in mismatches()
+    )
 
 
 def test_a_catalogue_entry_naming_no_command_is_named(monkeypatch):
     from attn_cli.published.catalogue import ARTIFACTS
 
-    monkeypatch.setattr(experiment_registry, "catalogue", lambda: tuple(
-        dataclasses.replace(a, command="mask") if a.id == "w9-masks" else a for a in ARTIFACTS))
-    assert any(m.startswith("catalogue entry 'w9-masks' names the command 'mask', which attn does not have")
-               for m in mismatches())
+    monkeypatch.setattr(
+        experiment_registry,
+        "catalogue",
+        lambda: tuple(dataclasses.replace(a, command="mask") if a.id == "w9-masks" else a for a in ARTIFACTS),
+    )
+    assert any(
+        m.startswith("catalogue entry 'w9-masks' names the command 'mask', which attn does not have")
+        for m in mismatches()
+    )
 
 
 def test_a_check_whose_catalogue_id_no_experiment_regenerates_is_named(monkeypatch):
@@ -138,15 +157,19 @@ def test_a_measured_value_of_another_experiments_check_is_named(monkeypatch):
     from attn_cli.experiments import order
 
     monkeypatch.setattr(order.Result, "MEASURED", {**order.Result.MEASURED, "w9-masks.causal": "identical"})
-    assert any(m.startswith("attn_cli/experiments/order: Result.MEASURED names 'w9-masks.causal', not a check")
-               for m in mismatches())
+    assert any(
+        m.startswith("attn_cli/experiments/order: Result.MEASURED names 'w9-masks.causal', not a check")
+        for m in mismatches()
+    )
 
 
 def test_a_render_module_under_another_name_is_named(monkeypatch):
     registry = _planted(monkeypatch, order={"name": "word_order"})
     found = mismatches(registry)
-    assert "attn_cli/experiments/word_order: no render module attn_cli/render/word_order.py with " \
-           "tables(result, outcomes)" in found
+    assert (
+        "attn_cli/experiments/word_order: no render module attn_cli/render/word_order.py with "
+        "tables(result, outcomes)" in found
+    )
     assert "attn_cli/render/order.py renders an experiment, but attn_cli/experiments has no 'order'" in found
 
 
@@ -155,10 +178,13 @@ def test_figures_that_disagree_with_the_catalogue_are_named(monkeypatch):
 
     monkeypatch.setattr(masks, "FIGURES", ("mask.png",))
     found = mismatches()
-    assert "attn_cli/experiments/masks: FIGURES names 'mask.png', which no catalogue entry of its ARTIFACTS lists" \
-           in found
-    assert "attn_cli/experiments/masks: the catalogue lists the figure 'masks.png' for it, missing from its FIGURES" \
-           in found
+    assert (
+        "attn_cli/experiments/masks: FIGURES names 'mask.png', which no catalogue entry of its ARTIFACTS lists" in found
+    )
+    assert (
+        "attn_cli/experiments/masks: the catalogue lists the figure 'masks.png' for it, missing from its FIGURES"
+        in found
+    )
 
 
 # --------------------------------------------------------------------------- what a run writes
@@ -178,8 +204,10 @@ def unwritten(report, registry) -> list[str]:
         for pattern in exp._declared("FIGURES"):
             wanted = pattern.replace("{length}", "*")
             if not any(fnmatch.fnmatch(f, wanted) for f in section.figures):
-                found.append(f"{exp.name}: FIGURES names {pattern!r}, which its render module did not write "
-                             f"(wrote {', '.join(section.figures) or 'no figure'})")
+                found.append(
+                    f"{exp.name}: FIGURES names {pattern!r}, which its render module did not write "
+                    f"(wrote {', '.join(section.figures) or 'no figure'})"
+                )
     for o in report.outcomes:
         if "measured no value" in (o.note or ""):
             found.append(f"{o.check.id}: {o.note} (a key of Result.MEASURED or measured())")
@@ -209,7 +237,8 @@ def test_a_figure_not_written_is_named(quick_run, monkeypatch):
 
     monkeypatch.setattr(masks, "FIGURES", ("masks.png", "masks_extra.png"))
     assert unwritten(report, registry) == [
-        "masks: FIGURES names 'masks_extra.png', which its render module did not write (wrote masks.png)"]
+        "masks: FIGURES names 'masks_extra.png', which its render module did not write (wrote masks.png)"
+    ]
 
 
 def test_a_check_measured_by_no_key_is_named(quick_run):
@@ -219,7 +248,8 @@ def test_a_check_measured_by_no_key_is_named(quick_run):
     check = registry.checks["w9-order.identical"]
     dropped = dataclasses.replace(report, outcomes=[Outcome(check, note="not regenerated: order measured no value")])
     assert unwritten(dropped, registry) == [
-        "w9-order.identical: not regenerated: order measured no value (a key of Result.MEASURED or measured())"]
+        "w9-order.identical: not regenerated: order measured no value (a key of Result.MEASURED or measured())"
+    ]
 
 
 # --------------------------------------------------------------------------- the published side in one file
@@ -249,7 +279,7 @@ def test_a_family_declares_its_catalogue_entries_placed_after_their_source(famil
     listed = catalogue.placed(catalogue.ARTIFACTS, catalogue.family_entries())
     ids = [a.id for a in listed]
     assert ids.index("w9-new") == ids.index("w9-scaling") + 1  # after the last W9 entry, before D2L's
-    assert ids[:ids.index("w9-new")] + ids[ids.index("w9-new") + 1:] == [a.id for a in catalogue.ARTIFACTS]
+    assert ids[: ids.index("w9-new")] + ids[ids.index("w9-new") + 1 :] == [a.id for a in catalogue.ARTIFACTS]
     with pytest.raises(ValueError, match="catalogue ID 'w9-masks' is declared twice"):
         catalogue.placed(catalogue.ARTIFACTS, (catalogue.BY_ID["w9-masks"],))
 
@@ -270,6 +300,10 @@ def test_the_design_page_lists_at_most_four_files_for_a_new_experiment():
     design = (Path(__file__).parents[1] / "docs" / "design.md").read_text()
     section = design.split("## A new experiment", 1)[1].split("\n#", 1)[0]
     steps = re.findall(r"^\d+\. `([^`]+)`", section, re.M)
-    assert steps == ["attn_cli/published/<text>.py", "attn_cli/experiments/<name>.py", "attn_cli/render/<name>.py",
-                     "attn_cli/cli/commands/<family>.py"], steps
+    assert steps == [
+        "attn_cli/published/<text>.py",
+        "attn_cli/experiments/<name>.py",
+        "attn_cli/render/<name>.py",
+        "attn_cli/cli/commands/<family>.py",
+    ], steps
     assert "tests/test_experiment_recipe.py" in section

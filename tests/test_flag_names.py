@@ -115,8 +115,13 @@ def test_a_multi_value_alias_takes_every_value_after_it():
 
 
 def test_every_alias_in_the_cli_is_a_listed_rename():
-    found = {(name, alias, param.opts[0]) for name, cmd in cli.commands.items() for param in cmd.params
-             if isinstance(param, AliasedOption) for alias in param.aliases}
+    found = {
+        (name, alias, param.opts[0])
+        for name, cmd in cli.commands.items()
+        for param in cmd.params
+        if isinstance(param, AliasedOption)
+        for alias in param.aliases
+    }
     assert found == {(command, old, new) for command, old, new, _ in RENAMED}
 
 
@@ -183,7 +188,17 @@ def test_a_run_under_the_old_name_is_the_same_run(tmp_path):
 
 # options that say how to run and where to write, not what to compute: no Config field (the
 # numeric mode, the output folder, formats and --no-figures, the cache folder and its use, exercise --list)
-NOT_CONFIG = {"--numerics", "--quick", "--json", "--out", "--format", "--no-figures", "--cache-dir", "--no-cache", "--list"}
+NOT_CONFIG = {
+    "--numerics",
+    "--quick",
+    "--json",
+    "--out",
+    "--format",
+    "--no-figures",
+    "--cache-dir",
+    "--no-cache",
+    "--list",
+}
 # a flag whose Config field has a longer name, and why: analogy's Result also records
 # `nearest`, the list of neighbours, so the word itself stays `nearest_word`, its count `nearest_top`
 OTHER_FIELD = {("analogy", "--nearest"): "nearest_word", ("analogy", "--top"): "nearest_top"}
@@ -216,10 +231,12 @@ def _fields_missing(command: str, config) -> list[str]:
     import dataclasses
 
     fields = {f.name for f in dataclasses.fields(config)}
-    flags = [p.opts[0] for p in cli.commands[command].params
-             if isinstance(p, click.Option) and p.opts[0].startswith("--") and p.opts[0] not in NOT_CONFIG]
-    return [flag for flag in flags
-            if OTHER_FIELD.get((command, flag), flag[2:].replace("-", "_")) not in fields]
+    flags = [
+        p.opts[0]
+        for p in cli.commands[command].params
+        if isinstance(p, click.Option) and p.opts[0].startswith("--") and p.opts[0] not in NOT_CONFIG
+    ]
+    return [flag for flag in flags if OTHER_FIELD.get((command, flag), flag[2:].replace("-", "_")) not in fields]
 
 
 @pytest.mark.parametrize("command", sorted(set(cli.commands) - LIBRARY))
@@ -228,19 +245,24 @@ def test_every_flag_is_a_config_field_of_the_same_name(command, monkeypatch, tmp
     config = _config(command, [], monkeypatch, tmp_path)
     assert _fields_missing(command, config) == []
     flags = {p.opts[0]: p.name for p in cli.commands[command].params if isinstance(p, click.Option)}
-    assert [f for f, name in flags.items() if (command, f) not in OTHER_FIELD and f not in NOT_CONFIG
-            and name != f[2:].replace("-", "_")] == []  # the Python keyword is the flag's name too
+    assert [
+        f
+        for f, name in flags.items()
+        if (command, f) not in OTHER_FIELD and f not in NOT_CONFIG and name != f[2:].replace("-", "_")
+    ] == []  # the Python keyword is the flag's name too
 
 
 def test_a_config_field_under_another_name_is_found(monkeypatch, tmp_path):
     import dataclasses
 
     config = _config("order", [], monkeypatch, tmp_path)
-    old = dataclasses.make_dataclass("Config", [("d" if f.name == "d_model" else f.name, f.type)
-                                                for f in dataclasses.fields(config)])
+    old = dataclasses.make_dataclass(
+        "Config", [("d" if f.name == "d_model" else f.name, f.type) for f in dataclasses.fields(config)]
+    )
     assert _fields_missing("order", config) == []
-    assert _fields_missing("order", old(**{("d" if k == "d_model" else k): v
-                                         for k, v in dataclasses.asdict(config).items()})) == ["--d-model"]
+    assert _fields_missing(
+        "order", old(**{("d" if k == "d_model" else k): v for k, v in dataclasses.asdict(config).items()})
+    ) == ["--d-model"]
 
 
 @pytest.mark.parametrize("command,old,new,value", RENAMED, ids=[f"{c} {n}" for c, _, n, _ in RENAMED])

@@ -37,8 +37,13 @@ def _plain_python_env(*front: Path) -> dict:
 
 def test_small_cpu_run_keeps_every_part_raw_output_and_real_figures(tmp_path):
     out = tmp_path / "check"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--small", "--jobs", "4", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--device", "cpu", "--small", "--jobs", "4", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     table = json.loads((out / "table.json").read_text())
@@ -74,20 +79,47 @@ def test_small_cpu_run_keeps_every_part_raw_output_and_real_figures(tmp_path):
 
 def test_a_part_runs_from_a_checkout_where_attn_cli_is_not_installed(tmp_path):
     """``python -S``: no .pth, so the editable install is gone; the script finds the checkout itself."""
-    probe = subprocess.run([sys.executable, "-S", "-c", "import attn_cli"], capture_output=True, text=True,
-                           env=_plain_python_env(), cwd=tmp_path)
+    probe = subprocess.run(
+        [sys.executable, "-S", "-c", "import attn_cli"],
+        capture_output=True,
+        text=True,
+        env=_plain_python_env(),
+        cwd=tmp_path,
+    )
     assert probe.returncode != 0 and "No module named 'attn_cli'" in probe.stderr  # really not importable
-    proc = subprocess.run([sys.executable, "-S", str(SCRIPT), "--part", "fast-steps", "--device", "cpu", "--small",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300,
-                          env=_plain_python_env(), cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            str(SCRIPT),
+            "--part",
+            "fast-steps",
+            "--device",
+            "cpu",
+            "--small",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_plain_python_env(),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["runs"]["cpu"]) == 12
 
 
 def test_a_missing_dependency_is_named_with_its_pip_command(tmp_path):
     (tmp_path / "rich.py").write_text("raise ImportError('not installed here')\n")  # rich, as if absent
-    proc = subprocess.run([sys.executable, "-S", str(SCRIPT), "--device", "cpu", "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=300, env=_plain_python_env(tmp_path), cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-S", str(SCRIPT), "--device", "cpu", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_plain_python_env(tmp_path),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "missing Python package(s) rich" in lines[0] and "-m pip install rich" in lines[0]
@@ -114,7 +146,7 @@ def test_a_wrong_kernel_fails_at_step_1_and_rounding_later_does_not():
 def test_the_same_seed_twice_must_be_bit_identical():
     judge = _module().judge_steps
     cpu = [2.5, 2.4, 2.3]
-    rows = judge("exact-steps", "cuda", _steps_data(cpu, cpu, again=[2.5, 2.4, 2.3 + 2 ** -51]), 1.0)
+    rows = judge("exact-steps", "cuda", _steps_data(cpu, cpu, again=[2.5, 2.4, 2.3 + 2**-51]), 1.0)
     twice = [r for r in rows if "same seed twice" in r.what][0]
     assert not twice.ok and twice.figures["first_difference"] == 3 and "no, from step 3" in twice.detail
     assert [r for r in judge("exact-steps", "cuda", _steps_data(cpu, cpu), 1.0) if "twice" in r.what][0].ok
@@ -128,8 +160,12 @@ def test_tf32_is_reported_not_judged():
 
 
 def test_bad_jobs_is_one_line_exit_2(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--jobs", "0", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--device", "cpu", "--jobs", "0", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "--jobs must be at least 1" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -138,8 +174,13 @@ def test_without_cuda_it_says_so_and_exits_2(tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: the script would run the check")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "o")], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2
     assert "CUDA is not available" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -163,6 +204,7 @@ def test_on_cuda_scaling_is_timed_alone_then_the_rest_share_the_gpu(tmp_path, mo
             with lock:
                 running.remove(name)
             return [gc.Row(name, f"{name} row", device, 0.1, True, "figures", {"x": 1})]
+
         return part
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -61,9 +61,14 @@ def _no_temp_files(folder: Path) -> bool:
     return not [p for p in folder.rglob("*") if p.name.startswith(".") and ".tmp" in p.name]
 
 
-@pytest.mark.parametrize("code,reason", [(errno.ENOSPC, "No space left on device"),
-                                         (errno.EACCES, "Permission denied"),
-                                         (errno.EROFS, "Read-only file system")])
+@pytest.mark.parametrize(
+    "code,reason",
+    [
+        (errno.ENOSPC, "No space left on device"),
+        (errno.EACCES, "Permission denied"),
+        (errno.EROFS, "Read-only file system"),
+    ],
+)
 def test_a_failed_write_names_path_and_reason_and_leaves_the_old_file(tmp_path, monkeypatch, code, reason):
     target = tmp_path / "result.json"
     io.write_text(target, "old\n")
@@ -96,8 +101,10 @@ def test_disk_full_while_writing_the_bytes(tmp_path, monkeypatch):
             self.fh.write(data[: len(data) // 2])
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("builtins.open", lambda p, mode="r", *a, **k: Full(real_open(p, mode, *a, **k))
-                        if "w" in mode else real_open(p, mode, *a, **k))
+    monkeypatch.setattr(
+        "builtins.open",
+        lambda p, mode="r", *a, **k: Full(real_open(p, mode, *a, **k)) if "w" in mode else real_open(p, mode, *a, **k),
+    )
     with pytest.raises(WriteFailed, match="No space left on device"):
         io.write_bytes(tmp_path / "x.bin", b"0123456789")
     assert list(tmp_path.iterdir()) == []
@@ -148,11 +155,11 @@ def test_disk_full_through_the_real_entry_point(tmp_path):
         from attn_cli.cli import main
         main()
     """)
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert re.fullmatch(rf"Error: cannot write {re.escape(str(tmp_path))}/masks\.png: No space left on device",
-                        last), proc.stderr
+    assert re.fullmatch(rf"Error: cannot write {re.escape(str(tmp_path))}/masks\.png: No space left on device", last), (
+        proc.stderr
+    )
     assert list(tmp_path.iterdir()) == []

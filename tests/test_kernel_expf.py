@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 from attn_cli.core import numerics
-from attn_cli.core.copy_fast import kernel
-from attn_cli.core.copy_fast import kernel_build
+from attn_cli.core.copy_fast import kernel, kernel_build
 
 HOST = numerics.cpu_flags()
 # glibc's expf is this algorithm from 2.28 (checked here in full on 2.36); beyond 2.40 it may be
@@ -41,10 +40,13 @@ def _glibc() -> tuple[int, int]:
 
 pytestmark = [
     pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler"),
-    pytest.mark.skipif(not (platform.machine() in ("x86_64", "AMD64") and {"fma", "avx2"} <= HOST
-                            and (2, 28) <= _glibc() <= GLIBC_KNOWN),
-                       reason="this host's libm is not a glibc (2.28 to %d.%d) whose expf is that algorithm "
-                              "in its FMA build: no reference for the kernel's expf here" % GLIBC_KNOWN),
+    pytest.mark.skipif(
+        not (
+            platform.machine() in ("x86_64", "AMD64") and {"fma", "avx2"} <= HOST and (2, 28) <= _glibc() <= GLIBC_KNOWN
+        ),
+        reason=f"this host's libm is not a glibc (2.28 to {GLIBC_KNOWN[0]}.{GLIBC_KNOWN[1]}) whose expf is that "
+        "algorithm in its FMA build: no reference for the kernel's expf here",
+    ),
 ]
 
 
@@ -79,12 +81,18 @@ def _mismatches(k: np.ndarray, m: np.ndarray) -> int:
 @pytest.mark.parametrize("variant", _variants())
 def test_expf_equals_libm_on_a_dense_sample(variant):
     lib = kernel.load_variant(variant)
-    x = np.concatenate([
-        _nonpositive_floats(127),  # 17 million arguments spread over the whole range
-        _around(float.fromhex("-0x1.9d1d9ep6")), _around(float.fromhex("-0x1.9fe368p6")),  # libm's two under-flow thresholds
-        _around(-88.0), _around(-87.0), _around(-1.0), _around(-2.0 ** -24),  # its fast path's edge
-        np.float32([0.0, -0.0, -np.inf, np.nan]),
-    ])
+    x = np.concatenate(
+        [
+            _nonpositive_floats(127),  # 17 million arguments spread over the whole range
+            _around(float.fromhex("-0x1.9d1d9ep6")),
+            _around(float.fromhex("-0x1.9fe368p6")),  # libm's two under-flow thresholds
+            _around(-88.0),
+            _around(-87.0),
+            _around(-1.0),
+            _around(-(2.0**-24)),  # its fast path's edge
+            np.float32([0.0, -0.0, -np.inf, np.nan]),
+        ]
+    )
     k, m = _pair(lib, x)
     assert _mismatches(k, m) == 0
 

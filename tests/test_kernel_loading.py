@@ -210,9 +210,24 @@ def test_a_world_writable_cache_home_builds_elsewhere_and_writes_nothing_there(t
     shared.mkdir()
     shared.chmod(0o777)
     env = {k: v for k, v in os.environ.items() if k != "ATTN_CACHE_DIR"} | {"XDG_CACHE_HOME": str(shared)}
-    proc = subprocess.run([sys.executable, "-c", "from attn_cli.cli import main; main()", "copy-task", "--engine",
-                           "fast", "--quick", "--json", "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from attn_cli.cli import main; main()",
+            "copy-task",
+            "--engine",
+            "fast",
+            "--quick",
+            "--json",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert {run["backend"] for run in json.loads(proc.stdout)["runs"]} == {"kernel"}
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning")]
@@ -234,7 +249,6 @@ def test_the_build_key_covers_compiler_version_and_cpu(monkeypatch):
 @needs_cc
 def test_the_copy_task_json_records_the_backend(tmp_path):
     from attn_cli.experiments import copy_task as exp
-
     from tests.conftest import run_copy_task
 
     config = exp.Config.quick(lengths=(3,), model="attention", engine="fast", steps=2, eval_size=8)
@@ -269,8 +283,10 @@ def test_portable_flags_never_target_the_host(monkeypatch):
     avx2 = kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST)
     assert avx2 == ["-march=x86-64-v3"]
     # the widest variant: the same bits as the AVX2 one (tests/test_kernel_variants.py)
-    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX512_HOST) == ["-march=x86-64-v4",
-                                                                                        "-mprefer-vector-width=512"]
+    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX512_HOST) == [
+        "-march=x86-64-v4",
+        "-mprefer-vector-width=512",
+    ]
     assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=frozenset({"sse2"})) == []
     assert kernel_build.isa_flags("cc", "portable", machine="aarch64", flags=frozenset({"asimd"})) == []
     assert kernel_build.isa_flags("cc", "native", machine="x86_64", flags=AVX512_HOST) == ["-march=native"]
@@ -308,6 +324,7 @@ def test_the_source_ships_as_package_data():
     package-data, so a normal (non-editable) install has them too."""
     import fnmatch
     import re
+
     import tomllib
 
     sources = kernel_build.c_sources()
@@ -324,9 +341,32 @@ def _copy_task_json(out, **env):
     import sys
 
     child_env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"} | env
-    proc = subprocess.run([sys.executable, "-c", "from attn_cli.cli import main; main()", "copy-task", "--engine", "fast", "--lengths", "8",
-                           "--steps", "200", "--eval-size", "100", "--model", "attention", "--json", "--no-cache",
-                           "--out", str(out)], capture_output=True, text=True, env=child_env, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from attn_cli.cli import main; main()",
+            "copy-task",
+            "--engine",
+            "fast",
+            "--lengths",
+            "8",
+            "--steps",
+            "200",
+            "--eval-size",
+            "100",
+            "--model",
+            "attention",
+            "--json",
+            "--no-cache",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     obj = json.loads(proc.stdout)
     obj.pop("timing", None)

@@ -33,15 +33,16 @@ from pathlib import Path
 
 import pytest
 
+from attn_cli.core.copy_fast import kernel, kernel_build
 from attn_cli.store import private, scratch
-from attn_cli.core.copy_fast import kernel
-from attn_cli.core.copy_fast import kernel_build
 
 RENAMEAT2 = {"x86_64": 316, "aarch64": 276}.get(platform.machine())
 pytestmark = [
     pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler"),
-    pytest.mark.skipif(RENAMEAT2 is None or not sys.platform.startswith("linux"),
-                       reason="renameat2 is a Linux system call; its number is known here for x86_64 and aarch64"),
+    pytest.mark.skipif(
+        RENAMEAT2 is None or not sys.platform.startswith("linux"),
+        reason="renameat2 is a Linux system call; its number is known here for x86_64 and aarch64",
+    ),
 ]
 LOADS, SECONDS = 200, 12.0
 OTHER = 65534  # nobody
@@ -115,8 +116,11 @@ def _give_away(top: Path) -> None:
 
 def _race(argv_prefix: list[str], a: Path, b: Path, genuine_sha: str, marker: Path) -> dict:
     """Load again and again while the swapper runs; what was loaded, counted."""
-    swapper = subprocess.Popen([*argv_prefix, os.path.realpath(sys.executable), "-I", "-S", "-c", SWAPPER,
-                                str(RENAMEAT2), str(a), str(b)], stdout=subprocess.PIPE, text=True)
+    swapper = subprocess.Popen(
+        [*argv_prefix, os.path.realpath(sys.executable), "-I", "-S", "-c", SWAPPER, str(RENAMEAT2), str(a), str(b)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     seen = {"loads": 0, "from_cache": 0, "elsewhere": 0}
     try:
         assert swapper.stdout.readline().strip() == "ready"
@@ -160,8 +164,9 @@ def test_a_swap_race_by_a_process_of_ours_never_gets_a_foreign_library_loaded(fr
     assert not marker.exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="swapping as another user needs root and setpriv")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="swapping as another user needs root and setpriv"
+)
 def test_a_swap_race_by_another_user_in_a_world_writable_cache_home(fresh, genuine, monkeypatch, capsys, request):
     """The issue's demonstration: XDG_CACHE_HOME mode 0777, uid 65534 exchanging ``attn``
     with its own folder.  The place is refused on every load, and root writes nothing in it."""
@@ -179,8 +184,13 @@ def test_a_swap_race_by_another_user_in_a_world_writable_cache_home(fresh, genui
     _rogue_folder(arena / "attn" / "kernels", name, marker)  # the attacker's decoy of our name
     _give_away(arena / "evil")
     _give_away(arena / "attn")
-    seen = _race(["setpriv", "--reuid", str(OTHER), "--regid", str(OTHER), "--clear-groups"],
-                 arena / "attn", arena / "evil", hashlib.sha256(data).hexdigest(), marker)
+    seen = _race(
+        ["setpriv", "--reuid", str(OTHER), "--regid", str(OTHER), "--clear-groups"],
+        arena / "attn",
+        arena / "evil",
+        hashlib.sha256(data).hexdigest(),
+        marker,
+    )
     print(seen)
     assert seen["swaps"] > 0 and seen["loads"] >= 20 and seen["from_cache"] == 0, seen
     assert not marker.exists()

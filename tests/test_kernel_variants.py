@@ -24,18 +24,29 @@ AVX512_HOST = AVX2_HOST | {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx51
 HOST = numerics.cpu_flags()
 
 needs_cc = pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler")
-needs_avx2 = pytest.mark.skipif(not (numerics.is_x86_64() and kernel_build.VARIANT_NEEDS["avx2"] <= HOST),
-                                reason="this host has no AVX2 + FMA: no kernel variant to compare")
+needs_avx2 = pytest.mark.skipif(
+    not (numerics.is_x86_64() and kernel_build.VARIANT_NEEDS["avx2"] <= HOST),
+    reason="this host has no AVX2 + FMA: no kernel variant to compare",
+)
 needs_avx512 = pytest.mark.skipif(
     not (numerics.is_x86_64() and kernel_build.VARIANT_NEEDS["avx512"] <= HOST),
     reason="this host has no AVX-512 (F, CD, BW, DQ, VL): the AVX-512 kernel cannot run here, "
-           "so its bits cannot be compared with the AVX2 kernel's")
+    "so its bits cannot be compared with the AVX2 kernel's",
+)
 
 # (model, batch, length, hidden, steps): the issue's shapes, every length % 4 (the one sum whose
 # order depends on it), hiddens that leave gemm tails in rows and columns
-CONFIGS = [("attention", 64, 4, 32, 12), ("attention", 64, 16, 32, 4), ("plain", 64, 8, 32, 12),
-           ("attention", 13, 5, 8, 20), ("attention", 9, 7, 24, 20), ("attention", 11, 10, 40, 10),
-           ("attention", 5, 3, 20, 20), ("plain", 7, 9, 20, 20), ("attention", 3, 1, 16, 20)]
+CONFIGS = [
+    ("attention", 64, 4, 32, 12),
+    ("attention", 64, 16, 32, 4),
+    ("plain", 64, 8, 32, 12),
+    ("attention", 13, 5, 8, 20),
+    ("attention", 9, 7, 24, 20),
+    ("attention", 11, 10, 40, 10),
+    ("attention", 5, 3, 20, 20),
+    ("plain", 7, 9, 20, 20),
+    ("attention", 3, 1, 16, 20),
+]
 
 
 def _train(lib, model, B, T, H, steps, seed=3):
@@ -48,13 +59,38 @@ def _train(lib, model, B, T, H, steps, seed=3):
     src = torch.randint(0, 10, (steps * B, T), generator=gen)
     losses = torch.empty(steps)
     att = int(model == "attention")
-    assert lib.train_steps(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), 0, src.data_ptr(),
-                           steps, B, T, H, att, 5e-3, 1.0, losses.data_ptr(), off.data_ptr()) == 0
+    assert (
+        lib.train_steps(
+            params.data_ptr(),
+            grad.data_ptr(),
+            m1.data_ptr(),
+            m2.data_ptr(),
+            0,
+            src.data_ptr(),
+            steps,
+            B,
+            T,
+            H,
+            att,
+            5e-3,
+            1.0,
+            losses.data_ptr(),
+            off.data_ptr(),
+        )
+        == 0
+    )
     g = torch.zeros_like(params)
-    loss = lib.loss_and_grad(params.data_ptr(), g.data_ptr(), src[:B].contiguous().data_ptr(), B, T, H, att,
-                             off.data_ptr())
-    return {"losses": losses, "params": params, "m1": m1, "m2": m2, "grad": g,
-            "loss": torch.tensor([loss], dtype=torch.float64)}
+    loss = lib.loss_and_grad(
+        params.data_ptr(), g.data_ptr(), src[:B].contiguous().data_ptr(), B, T, H, att, off.data_ptr()
+    )
+    return {
+        "losses": losses,
+        "params": params,
+        "m1": m1,
+        "m2": m2,
+        "grad": g,
+        "loss": torch.tensor([loss], dtype=torch.float64),
+    }
 
 
 def _bits(t: torch.Tensor) -> list[int]:
@@ -81,9 +117,18 @@ def test_avx512_and_avx2_runs_give_identical_losses_and_accuracies():
     seen = {}
     for which in ("avx512", "avx2"):
         losses = []
-        out = train_kernel(spec, kernel.load_variant(which), lambda i, step, total, loss: losses.append(loss))[0]
-        seen[which] = (losses, out.final_loss, out.teacher_forced, out.free_running, out.exact, out.diagonal,
-                       out.example_weights)
+        out = train_kernel(
+            spec, kernel.load_variant(which), lambda i, step, total, loss, losses=losses: losses.append(loss)
+        )[0]
+        seen[which] = (
+            losses,
+            out.final_loss,
+            out.teacher_forced,
+            out.free_running,
+            out.exact,
+            out.diagonal,
+            out.example_weights,
+        )
     assert seen["avx512"] == seen["avx2"]
 
 
@@ -135,8 +180,23 @@ def test_a_reused_work_space_changes_no_bit():
         for chunk in range(2):
             src = torch.randint(0, 10, (10 * B, T), generator=gen)
             out = torch.empty(10)
-            args = [params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), chunk * 10, src.data_ptr(), 10,
-                    B, T, H, 1, 5e-3, 1.0, out.data_ptr(), off.data_ptr()]
+            args = [
+                params.data_ptr(),
+                grad.data_ptr(),
+                m1.data_ptr(),
+                m2.data_ptr(),
+                chunk * 10,
+                src.data_ptr(),
+                10,
+                B,
+                T,
+                H,
+                1,
+                5e-3,
+                1.0,
+                out.data_ptr(),
+                off.data_ptr(),
+            ]
             assert (lib.train_steps_in(*args, work.data_ptr()) if reuse else lib.train_steps(*args)) == 0
             losses.append(out)
         results.append(_bits(torch.cat(losses)) + _bits(params))
@@ -157,12 +217,15 @@ def test_attn_kernel_isa_forces_a_variant():
     assert kernel_build.variant("native", "x86_64", AVX512_HOST, request="AVX512") == "avx512"
 
 
-@pytest.mark.parametrize("request_, flags, message", [
-    ("avx3", AVX512_HOST, "ATTN_KERNEL_ISA='avx3' is not a kernel variant; choose from avx2, avx512, auto"),
-    ("native", AVX512_HOST, "ATTN_KERNEL_ISA='native' is not a kernel variant"),
-    ("avx512", AVX2_HOST, "ATTN_KERNEL_ISA=avx512: this CPU cannot run the avx512 kernel (it lacks avx512bw"),
-    ("avx2", frozenset({"sse2"}), "ATTN_KERNEL_ISA=avx2: this CPU cannot run the avx2 kernel (it lacks avx2, fma)"),
-])
+@pytest.mark.parametrize(
+    "request_, flags, message",
+    [
+        ("avx3", AVX512_HOST, "ATTN_KERNEL_ISA='avx3' is not a kernel variant; choose from avx2, avx512, auto"),
+        ("native", AVX512_HOST, "ATTN_KERNEL_ISA='native' is not a kernel variant"),
+        ("avx512", AVX2_HOST, "ATTN_KERNEL_ISA=avx512: this CPU cannot run the avx512 kernel (it lacks avx512bw"),
+        ("avx2", frozenset({"sse2"}), "ATTN_KERNEL_ISA=avx2: this CPU cannot run the avx2 kernel (it lacks avx2, fma)"),
+    ],
+)
 def test_a_bad_attn_kernel_isa_is_an_error_naming_the_variable(request_, flags, message):
     with pytest.raises(AttnError) as info:
         kernel_build.variant("portable", "x86_64", flags, request=request_)
@@ -172,16 +235,30 @@ def test_a_bad_attn_kernel_isa_is_an_error_naming_the_variable(request_, flags, 
 def test_load_refuses_a_bad_attn_kernel_isa_before_building(monkeypatch):
     monkeypatch.setenv(kernel_build.ISA_VAR, "sse9")
     monkeypatch.setattr(kernel_build, "_compiler", lambda: pytest.fail("nothing is built"))
-    saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded,
-             kernel._isa)
+    saved = (
+        kernel._lib,
+        kernel._tried,
+        kernel._error,
+        kernel._warned,
+        kernel._warned_place,
+        kernel._loaded,
+        kernel._isa,
+    )
     kernel._reset_for_tests()
     try:
         with pytest.raises(kernel_build.KernelIsaError, match="ATTN_KERNEL_ISA='sse9'"):
             kernel.load()
         assert not kernel._tried  # a fixed variable is honoured by the next call
     finally:
-        (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded,
-         kernel._isa) = saved
+        (
+            kernel._lib,
+            kernel._tried,
+            kernel._error,
+            kernel._warned,
+            kernel._warned_place,
+            kernel._loaded,
+            kernel._isa,
+        ) = saved
 
 
 def test_the_build_key_covers_the_variant(monkeypatch):
@@ -200,20 +277,46 @@ def _attn(*args, env):
 
 
 def test_the_cli_names_a_bad_attn_kernel_isa_in_one_line(tmp_path):
-    proc = _attn("copy-task", "--engine", "fast", "--quick", "--steps", "1", "--lengths", "3", "--json",
-                 "--out", str(tmp_path), env={kernel_build.ISA_VAR: "avx3"})
+    proc = _attn(
+        "copy-task",
+        "--engine",
+        "fast",
+        "--quick",
+        "--steps",
+        "1",
+        "--lengths",
+        "3",
+        "--json",
+        "--out",
+        str(tmp_path),
+        env={kernel_build.ISA_VAR: "avx3"},
+    )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
-    assert errors == ["Error: ATTN_KERNEL_ISA='avx3' is not a kernel variant; choose from avx2, avx512, auto"], \
+    assert errors == ["Error: ATTN_KERNEL_ISA='avx3' is not a kernel variant; choose from avx2, avx512, auto"], (
         proc.stderr
+    )
 
 
 @needs_cc
 @needs_avx2
 def test_each_run_records_the_variant_that_ran(tmp_path):
-    proc = _attn("copy-task", "--engine", "fast", "--quick", "--steps", "2", "--lengths", "3", "--json",
-                 "--out", str(tmp_path), "--no-cache", env={kernel_build.ISA_VAR: "avx2"})
+    proc = _attn(
+        "copy-task",
+        "--engine",
+        "fast",
+        "--quick",
+        "--steps",
+        "2",
+        "--lengths",
+        "3",
+        "--json",
+        "--out",
+        str(tmp_path),
+        "--no-cache",
+        env={kernel_build.ISA_VAR: "avx2"},
+    )
     assert proc.returncode == 0, proc.stderr
     runs = json.loads(proc.stdout)["runs"]
     assert {(r["backend"], r["kernel_isa"]) for r in runs} == {("kernel", "avx2")}

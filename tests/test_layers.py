@@ -52,9 +52,13 @@ def experiment_imports(source: str) -> list[str]:
 
 def comparing_imports(source: str) -> list[str]:
     """Names from attn_cli.published.compare that make a verdict, imported by ``source``."""
-    return [a.name for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.ImportFrom) and node.module == "attn_cli.published.compare"
-            for a in node.names if a.name in COMPARING]
+    return [
+        a.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and node.module == "attn_cli.published.compare"
+        for a in node.names
+        if a.name in COMPARING
+    ]
 
 
 def calls(source: str, names: set[str]) -> list[str]:
@@ -111,7 +115,7 @@ def test_every_render_module_takes_the_outcomes():
         render = importlib.import_module(f"attn_cli.render.{exp.name}")
         for name, first in (("tables", ["result", "outcomes"]), ("figures", ["result", "out", "formats", "outcomes"])):
             params = list(inspect.signature(getattr(render, name)).parameters.values())
-            assert [p.name for p in params[:len(first)]] == first, (exp.name, name)
+            assert [p.name for p in params[: len(first)]] == first, (exp.name, name)
             assert params[len(first) - 1].default is inspect.Parameter.empty, (exp.name, name, "outcomes optional")
         assert not hasattr(render, "json_view"), exp.name  # the JSON of every command comes one way
 

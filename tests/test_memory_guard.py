@@ -54,11 +54,15 @@ REFUSED = [
 
 @pytest.mark.parametrize("args", REFUSED, ids=lambda a: " ".join(x[:12] for x in a))
 def test_sizes_past_memory_are_refused_with_the_estimate(args, tmp_path, monkeypatch):
-    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 4 * 10 ** 9)  # the same on every machine
+    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 4 * 10**9)  # the same on every machine
     result = CliRunner().invoke(cli, [*args, "--out", str(tmp_path)])
     assert result.exit_code == 1, result.output
-    assert re.search(r"^Error: .* needs about [\d.]+(e\+\d+)? [KMGTP]?B, more than 50% of the 4\.0 GB free on cpu; "
-                     r"refused before starting$", result.output, re.M), result.output
+    assert re.search(
+        r"^Error: .* needs about [\d.]+(e\+\d+)? [KMGTP]?B, more than 50% of the 4\.0 GB free on cpu; "
+        r"refused before starting$",
+        result.output,
+        re.M,
+    ), result.output
     assert list(tmp_path.iterdir()) == []
 
 
@@ -71,8 +75,8 @@ def test_the_estimate_grows_with_every_formula_size():
         assert formula.estimate_bytes(bigger) > base, field
 
 
-SIZE = st.integers(min_value=1, max_value=2 ** 80)
-SMALL_MACHINE = 64 * 2 ** 20  # free bytes the guard is told of: what passes runs in an instant
+SIZE = st.integers(min_value=1, max_value=2**80)
+SMALL_MACHINE = 64 * 2**20  # free bytes the guard is told of: what passes runs in an instant
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -93,10 +97,20 @@ def test_formula_sizes_across_the_integer_range_never_crash(n_q, n_k, d_k, d_v, 
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
-       option=st.sampled_from([("embeddings", "--d-model"), ("order", "--d-model"), ("formula", "--n-k"),
-                               ("formula", "--d-v"), ("copy-both", "--samples"), ("heatmap", "--d-model"),
-                               ("sqrt-dk", "--trials")]))
+@given(
+    value=st.integers(min_value=-(2**70), max_value=2**70),
+    option=st.sampled_from(
+        [
+            ("embeddings", "--d-model"),
+            ("order", "--d-model"),
+            ("formula", "--n-k"),
+            ("formula", "--d-v"),
+            ("copy-both", "--samples"),
+            ("heatmap", "--d-model"),
+            ("sqrt-dk", "--trials"),
+        ]
+    ),
+)
 def test_cli_sizes_across_the_integer_range(value, option, monkeypatch, tmp_path_factory):
     """Whatever integer is typed: exit 0, or one ``Error`` line with exit 1 or 2; never a traceback."""
     monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": SMALL_MACHINE)

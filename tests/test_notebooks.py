@@ -24,9 +24,15 @@ def kernel(tmp_path, monkeypatch) -> str:
     found through JUPYTER_PATH under tmp_path: nothing is registered for the user or the system."""
     spec = tmp_path / "jupyter" / "kernels" / KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "attn tests", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "attn tests",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     # connection files, config and the IPython profile under tmp_path too: nothing read from or
     # left in the home folder (no user startup script runs in the kernel)
@@ -40,15 +46,15 @@ def kernel(tmp_path, monkeypatch) -> str:
 
 def _outputs_left(nb) -> list[int]:
     """Indices of code cells that carry outputs or an execution count."""
-    return [i for i, c in enumerate(nb.cells)
-            if c.cell_type == "code" and (c.outputs or c.execution_count is not None)]
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count is not None)]
 
 
 def _execute(nb, kernel: str, folder: Path):
     from nbclient import NotebookClient
 
-    client = NotebookClient(nb, kernel_name=kernel, timeout=300, allow_errors=False,
-                            resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(
+        nb, kernel_name=kernel, timeout=300, allow_errors=False, resources={"metadata": {"path": str(folder)}}
+    )
     client.execute()  # raises CellExecutionError on the first cell that fails
     return nb
 

@@ -41,17 +41,18 @@ def test_no_trainer_imports_torch_dynamo():
     """Adam's public methods import torch._dynamo (with sympy: 1.2-1.4 s before the first
     step); the exact engine and exercises 1 and 12 step the same Adam without them, the
     copy task the program's way only with program_layout=True."""
-    code = ("import sys, torch\n"
-            "from attn_cli.core.copy_spec import RunSpec\n"
-            "from attn_cli.core.copy_train import train_and_evaluate as t\n"
-            "from attn_cli.experiments.exercises import ex01_readouts, ex12_learned\n"
-            "t(RunSpec(length=3, steps=2, eval_size=4))\n"
-            "m = torch.randn(2, 8)\n"
-            "ex01_readouts._mlp_readout(m, torch.randn(2, 2, 8), m, 4, 2, 'cpu', 16)\n"
-            "ex12_learned.train(2, 2, 0, 'cpu')\n"
-            "a = 'torch._dynamo' in sys.modules\n"
-            "t(RunSpec(length=3, steps=2, eval_size=4), program_layout=True)\n"
-            "print(a, 'torch._dynamo' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import sys, torch\n"
+        "from attn_cli.core.copy_spec import RunSpec\n"
+        "from attn_cli.core.copy_train import train_and_evaluate as t\n"
+        "from attn_cli.experiments.exercises import ex01_readouts, ex12_learned\n"
+        "t(RunSpec(length=3, steps=2, eval_size=4))\n"
+        "m = torch.randn(2, 8)\n"
+        "ex01_readouts._mlp_readout(m, torch.randn(2, 2, 8), m, 4, 2, 'cpu', 16)\n"
+        "ex12_learned.train(2, 2, 0, 'cpu')\n"
+        "a = 'torch._dynamo' in sys.modules\n"
+        "t(RunSpec(length=3, steps=2, eval_size=4), program_layout=True)\n"
+        "print(a, 'torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]

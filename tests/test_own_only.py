@@ -35,8 +35,14 @@ def env_without_cache(**extra: str) -> dict:
 
 
 def attn(*args, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([ATTN, *map(str, args)], capture_output=True, text=True, env=env or env_without_cache(),
-                          cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [ATTN, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env or env_without_cache(),
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def snapshot(top: Path, skip: tuple[str, ...] = ()) -> dict:
@@ -93,8 +99,13 @@ def test_clear_refuses_the_home_folder_and_a_mount_point_by_name(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir(mode=0o700)
     script = f"mount -t tmpfs -o mode=0700 none {mnt} && echo x > {mnt}/f && exec {ATTN} cache clear --cache-dir {mnt}"
-    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                          capture_output=True, text=True, env=env_without_cache(), timeout=120)
+    proc = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env_without_cache(),
+        timeout=120,
+    )
     if "Error:" not in proc.stderr:  # unshare or mount refused (not root, no user namespaces): attn never ran
         pytest.skip(f"cannot make a mount point here: {proc.stderr.strip()}")
     assert_user_error(proc, f"{mnt} is a mount point", "nothing removed")
@@ -137,7 +148,7 @@ def test_clear_on_attns_own_folder_removes_its_entries_and_key_and_nothing_else(
 
     proc = attn("cache", "clear", "--cache-dir", root)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"removed 2 entries") and "and the key" in proc.stdout
+    assert proc.stdout.startswith("removed 2 entries") and "and the key" in proc.stdout
     left = {p.relative_to(root).as_posix() for p in root.rglob("*")}
     assert left == keep  # the signed entries and the key gone; copy_task/ stays: it still holds a symlink
     assert (root / "notes.txt").read_text() == "mine"
@@ -183,13 +194,17 @@ def test_no_command_changes_a_folder_it_did_not_create(fake_system):
     env = env_without_cache(HOME=str(home))
     out = tmp / "out"
     commands = [
-        ["cache", "--cache-dir", root], ["cache", "clear", "--cache-dir", root],
-        ["cache", "--cache-dir", home], ["cache", "clear", "--cache-dir", home],
-        [*TINY_COPY, "--cache-dir", root, "--out", out], [*TINY_COPY, "--cache-dir", home, "--out", out],
+        ["cache", "--cache-dir", root],
+        ["cache", "clear", "--cache-dir", root],
+        ["cache", "--cache-dir", home],
+        ["cache", "clear", "--cache-dir", home],
+        [*TINY_COPY, "--cache-dir", root, "--out", out],
+        [*TINY_COPY, "--cache-dir", home, "--out", out],
         [*TINY_COPY, "--out", out],  # the default cache: ~/.cache/attn, made by attn
         ["all", "--quick", "--only", "w9-worked", "--cache-dir", root, "--out", out / "all"],
         ["verify", "--only", "w9-worked", "--cache-dir", home],
-        ["cache"], ["cache", "clear"],
+        ["cache"],
+        ["cache", "clear"],
     ]
     before = snapshot(tmp, skip=("out", "home/.cache/attn"))
     for command in commands:
@@ -221,9 +236,12 @@ def test_no_scratch_folder_is_left_in_tmpdir_and_a_relative_xdg_is_ignored(tmp_p
     scratch.mkdir(mode=0o700)
     work = tmp_path / "work"
     work.mkdir()
-    runs = [(["heatmap", "attention", "translation"], {}), ([*TINY_COPY[:-1]], {}),
-            (["all", "--quick", "--only", "w9-masks", "w9-copy-task-map"], {}),
-            (["masks"], {"XDG_CACHE_HOME": "rel-cache", "XDG_CONFIG_HOME": "rel-config"})]
+    runs = [
+        (["heatmap", "attention", "translation"], {}),
+        ([*TINY_COPY[:-1]], {}),
+        (["all", "--quick", "--only", "w9-masks", "w9-copy-task-map"], {}),
+        (["masks"], {"XDG_CACHE_HOME": "rel-cache", "XDG_CONFIG_HOME": "rel-config"}),
+    ]
     for command, extra in runs:
         env = env_without_cache(HOME=str(home), TMPDIR=str(scratch), **extra)
         env.pop("MPLCONFIGDIR", None)
@@ -246,12 +264,18 @@ def test_a_deep_tmpdir_still_trains(tmp_path):
 # --------------------------------------------------------------------------- messages
 
 
-@pytest.mark.parametrize("args, message", [
-    (["copy-task", "--steps", "1e3"], "'1e3' is not an integer"),
-    (["copy-task", "--lengths", "--quick"], "expected a value after --lengths, got the option --quick"),
-    (["sqrt-dk", "--d-k", "--quick"], "expected a value after --d-k, got the option --quick"),
-    (["copy-task", "--scheduler", "inproc://nothing"], "the scheme inproc:// is not supported; use one of tcp://, tls://"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["copy-task", "--steps", "1e3"], "'1e3' is not an integer"),
+        (["copy-task", "--lengths", "--quick"], "expected a value after --lengths, got the option --quick"),
+        (["sqrt-dk", "--d-k", "--quick"], "expected a value after --d-k, got the option --quick"),
+        (
+            ["copy-task", "--scheduler", "inproc://nothing"],
+            "the scheme inproc:// is not supported; use one of tcp://, tls://",
+        ),
+    ],
+)
 def test_usage_errors_say_what_is_wrong(tmp_path, args, message):
     proc = run_attn(*args, "--out", tmp_path)
     assert proc.returncode == 2
@@ -310,8 +334,16 @@ def test_the_handshake_timeout_is_set_by_its_variable(tmp_path):
     listener = Listener("silent")
     try:
         started = time.monotonic()
-        proc = attn("all", "--quick", "--only", "w9-copy-task", "--out", tmp_path, timeout=60,
-                    env=env_without_cache(ATTN_SCHEDULER=f"127.0.0.1:{listener.port}", ATTN_SCHEDULER_TIMEOUT="2"))
+        proc = attn(
+            "all",
+            "--quick",
+            "--only",
+            "w9-copy-task",
+            "--out",
+            tmp_path,
+            timeout=60,
+            env=env_without_cache(ATTN_SCHEDULER=f"127.0.0.1:{listener.port}", ATTN_SCHEDULER_TIMEOUT="2"),
+        )
         took = time.monotonic() - started
     finally:
         listener.close()
@@ -324,9 +356,21 @@ def lonely_scheduler(tmp_path):
     """A real Dask scheduler on loopback with no worker."""
     pytest.importorskip("distributed")
     file = tmp_path / "scheduler.json"
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("dask")), "scheduler", "--host", "127.0.0.1",
-                             "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("dask")),
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(file),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         from tests.test_dask_cluster import scheduler_address
 
@@ -338,9 +382,24 @@ def lonely_scheduler(tmp_path):
 
 def test_a_scheduler_without_workers_is_said_at_once_every_10_s_and_given_up_on(tmp_path, lonely_scheduler):
     started = time.monotonic()
-    proc = subprocess.Popen([ATTN, *TINY_COPY, "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c"),
-                             "--scheduler", lonely_scheduler, "--worker-wait", "12"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_without_cache())
+    proc = subprocess.Popen(
+        [
+            ATTN,
+            *TINY_COPY,
+            "--out",
+            str(tmp_path / "out"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--scheduler",
+            lonely_scheduler,
+            "--worker-wait",
+            "12",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_without_cache(),
+    )
     lines = []
     for line in proc.stderr:  # no terminal: plain lines, as they come
         lines.append((time.monotonic() - started, line.strip()))
@@ -360,12 +419,20 @@ def test_a_scheduler_without_workers_is_said_at_once_every_10_s_and_given_up_on(
 def run_script(tmp_path: Path, body: str, timeout: float = 300) -> subprocess.CompletedProcess:
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(body))
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
-                          env=env_without_cache(ATTN_CACHE_DIR=str(tmp_path / "cache")), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env_without_cache(ATTN_CACHE_DIR=str(tmp_path / "cache")),
+        timeout=timeout,
+    )
 
 
 def test_a_refused_numerics_call_leaves_the_environment_and_the_next_call_as_a_fresh_process(tmp_path):
-    proc = run_script(tmp_path, """
+    proc = run_script(
+        tmp_path,
+        """
         import json, os, sys
         import attn_cli
         from attn_cli.core import numerics
@@ -385,7 +452,8 @@ def test_a_refused_numerics_call_leaves_the_environment_and_the_next_call_as_a_f
             assert dict(os.environ) == env and torch.get_num_threads() == 1
             print(json.dumps({"refused": refused, "first": first, "second": second,
                               "native": numerics.expected_capability("native")}))
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     if got["native"] not in (None, "AVX2"):  # this host's native kernels are not the portable ones
@@ -396,14 +464,17 @@ def test_a_refused_numerics_call_leaves_the_environment_and_the_next_call_as_a_f
 
 
 def test_a_script_without_the_main_guard_gets_one_config_error(tmp_path):
-    proc = run_script(tmp_path, """
+    proc = run_script(
+        tmp_path,
+        """
         import attn_cli
         print("top level ran")
         try:
             attn_cli.run("copy-task", quick=True, lengths=[2, 3], steps=2, eval_size=20, no_figures=True)
         except attn_cli.ConfigError as exc:
             print("ConfigError:", exc)
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     # the workers import the script (its top-level print runs there too), and stop at attn's call
     assert proc.stdout.count("ConfigError:") == 1 and proc.stdout.count("top level ran") >= 2
@@ -414,8 +485,13 @@ def test_a_script_without_the_main_guard_gets_one_config_error(tmp_path):
 def test_the_api_refuses_a_word_the_cli_refuses_with_the_same_message(tmp_path):
     import attn_cli
 
-    cli = run_attn("heatmap", "ab\udcff".encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape"),
-                   "cd", "--out", tmp_path)
+    cli = run_attn(
+        "heatmap",
+        "ab\udcff".encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape"),
+        "cd",
+        "--out",
+        tmp_path,
+    )
     with pytest.raises(attn_cli.ConfigError) as info:
         attn_cli.run("heatmap", "ab\udcff", "cd")
     assert f"Error: {info.value}" in cli.stderr

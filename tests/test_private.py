@@ -32,6 +32,7 @@ def _mode(path) -> int:
 
 # --------------------------------------------------------------------------- user_cache_root
 
+
 def test_the_cache_root_follows_the_platform_convention(monkeypatch, tmp_path):
     monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
@@ -54,6 +55,7 @@ def test_the_cache_root_follows_the_platform_convention(monkeypatch, tmp_path):
 
 
 # --------------------------------------------------------------------------- open_private_dir
+
 
 def test_missing_folders_are_created_0700_and_the_fd_is_the_folder(base):
     target = base / "a" / "b" / "c"
@@ -189,6 +191,7 @@ def test_a_folder_that_cannot_be_created_is_refused(base):
 
 # --------------------------------------------------------------------------- read_regular
 
+
 @pytest.fixture
 def folder(base):
     fd = open_private_dir(base / "cache")
@@ -207,8 +210,9 @@ def test_a_fifo_is_refused_at_once(folder):
     path, fd = folder
     os.mkfifo(path / "entry")
     got = []
-    reader = threading.Thread(target=lambda: got.append(pytest.raises(ValueError, read_regular, fd, "entry", 10)),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: got.append(pytest.raises(ValueError, read_regular, fd, "entry", 10)), daemon=True
+    )
     reader.start()
     reader.join(timeout=10)
     assert not reader.is_alive(), "read_regular hangs on a FIFO"
@@ -256,6 +260,7 @@ def test_only_plain_names(folder, name):
 
 # --------------------------------------------------------------------------- write_atomic
 
+
 def test_write_atomic_gives_the_umask_mode_or_the_given_one(folder):
     path, fd = folder
     old = os.umask(0o022)
@@ -295,9 +300,12 @@ def test_write_atomic_writes_through_the_fd_not_the_name(folder, base):
 
 # --------------------------------------------------------------------------- scratch_dir
 
+
 def test_the_scratch_folder_is_private_per_process_and_removed_at_exit(tmp_path):
-    code = ("from attn_cli.store import private, scratch; p = scratch.scratch_dir(); assert p == scratch.scratch_dir(); "
-            "import os; os.close(private.open_private_dir(p, create=False)); print(p)")
+    code = (
+        "from attn_cli.store import private, scratch; p = scratch.scratch_dir(); assert p == scratch.scratch_dir(); "
+        "import os; os.close(private.open_private_dir(p, create=False)); print(p)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     first = Path(out.strip())
     assert first.name.startswith("attn_") and not first.exists()
@@ -322,6 +330,7 @@ def test_the_scratch_folder_is_never_made_in_a_temp_folder_others_can_write(base
 
 # --------------------------------------------------------------------------- shared_reason, matplotlib
 
+
 def test_shared_reason_creates_nothing_and_names_the_shared_folder(base):
     assert private.shared_reason(base / "a" / "b") is None and not (base / "a").exists()
     shared = base / "shared"
@@ -336,8 +345,10 @@ def test_shared_reason_creates_nothing_and_names_the_shared_folder(base):
 
 
 def _matplotlib_dirs(env: dict) -> list[str]:
-    code = ("from attn_cli.store.scratch import keep_matplotlib_private; keep_matplotlib_private(); "
-            "import matplotlib; print(matplotlib.get_cachedir()); print(matplotlib.get_configdir())")
+    code = (
+        "from attn_cli.store.scratch import keep_matplotlib_private; keep_matplotlib_private(); "
+        "import matplotlib; print(matplotlib.get_cachedir()); print(matplotlib.get_configdir())"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME")} | env
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -57,8 +57,7 @@ def _distinctive(x) -> bool:
 
 
 def published_numbers() -> set:
-    return {x for c in all_checks().values() for x in _numbers(c.published)
-            if _distinctive(x) and x not in INCIDENTAL}
+    return {x for c in all_checks().values() for x in _numbers(c.published) if _distinctive(x) and x not in INCIDENTAL}
 
 
 def _printed(x) -> set[str]:
@@ -109,8 +108,11 @@ def _leaks(path: Path, numbers: set, strings: set) -> list[str]:
             tokens = set(v.replace("(", " ( ").replace(")", " ) ").split()) | {v.strip()}
             # a published word only as a whole string (a corpus uses words); printed numbers as
             # tokens; shapes and lists of words also inside a longer string
-            hits = {s for s in strings if s == v.strip() or (not s.isalpha() and s in tokens)
-                    or (not s.isalpha() and len(s) > 4 and s in v)}
+            hits = {
+                s
+                for s in strings
+                if s == v.strip() or (not s.isalpha() and s in tokens) or (not s.isalpha() and len(s) > 4 and s in v)
+            }
             found += [f"{node.lineno}: {s!r} in {v[:40]!r}" for s in sorted(hits)]
     return found
 
@@ -131,8 +133,10 @@ def test_no_published_value_outside_published():
 
 def test_the_scan_finds_a_planted_leak(tmp_path):
     planted = tmp_path / "leak.py"
-    planted.write_text('"""Docstrings may quote 2.841."""\nX = 2.841\nROW = ("distance", "2.841")\n'
-                       'P = 15_000_000\nS = "(2, 4, 100)"\nOK = 0.3\nW = "kingdom"\nCORPUS = "ruled the kingdom"\n')
+    planted.write_text(
+        '"""Docstrings may quote 2.841."""\nX = 2.841\nROW = ("distance", "2.841")\n'
+        'P = 15_000_000\nS = "(2, 4, 100)"\nOK = 0.3\nW = "kingdom"\nCORPUS = "ruled the kingdom"\n'
+    )
     found = _leaks(planted, published_numbers(), published_strings())
     assert sorted({int(f.split(":")[0]) for f in found}) == [2, 3, 4, 5, 7]
 
@@ -149,20 +153,23 @@ def test_every_check_declares_a_kind():
             assert c.reason, c.id  # an identity says why it cannot fail
 
 
-@pytest.mark.parametrize("check_id, kind", [
-    ("w9-sqrt-dk.1024.grad_scaled", "measured"),
-    ("w9-masks.padding_weight.text_recipe", "measured"),  # the text's -inf recipe: could differ
-    ("w9-masks.padding_weight", "identity"),  # forced to 0 by masked_fill
-    ("w9-scaling.512.entries", "identity"),  # n^2
-    ("w9-heads.head_size.2", "identity"),  # d / h
-    ("w9-onehot.parameters", "identity"),  # V * d
-    ("w9-onehot.onehot_dims", "identity"),  # the setting echoed back
-    ("d2l-copy-both-one-head.theory", "identity"),  # the constant sqrt(1/2)
-    ("d2l-fig-10.3.2.layout", "identity"),  # true once its inputs validate
-    ("d2l-crossattn-map.regimes", "rule"),
-    ("w9-copy-task.attention.32.exact", "measured"),  # copy task: the default kind
-    ("w9-copy-task-map.near_diagonal", "rule"),
-])
+@pytest.mark.parametrize(
+    "check_id, kind",
+    [
+        ("w9-sqrt-dk.1024.grad_scaled", "measured"),
+        ("w9-masks.padding_weight.text_recipe", "measured"),  # the text's -inf recipe: could differ
+        ("w9-masks.padding_weight", "identity"),  # forced to 0 by masked_fill
+        ("w9-scaling.512.entries", "identity"),  # n^2
+        ("w9-heads.head_size.2", "identity"),  # d / h
+        ("w9-onehot.parameters", "identity"),  # V * d
+        ("w9-onehot.onehot_dims", "identity"),  # the setting echoed back
+        ("d2l-copy-both-one-head.theory", "identity"),  # the constant sqrt(1/2)
+        ("d2l-fig-10.3.2.layout", "identity"),  # true once its inputs validate
+        ("d2l-crossattn-map.regimes", "rule"),
+        ("w9-copy-task.attention.32.exact", "measured"),  # copy task: the default kind
+        ("w9-copy-task-map.near_diagonal", "rule"),
+    ],
+)
 def test_kinds_of_known_checks(check_id, kind):
     assert all_checks()[check_id].kind == kind
 

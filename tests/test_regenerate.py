@@ -8,9 +8,12 @@ import json
 import re
 
 import pytest
+import test_catalogue
+from test_catalogue import invoke
 
-from attn_cli import regenerate, experiment_registry, pipeline
-from test_catalogue import fake, invoke  # noqa: F401  (fake: the fixture)
+from attn_cli import experiment_registry, pipeline, regenerate
+
+fake = test_catalogue.fake  # the fixture
 
 
 def test_verify_returns_what_attn_verify_prints(fake, tmp_path):
@@ -57,7 +60,9 @@ def test_the_exit_status_of_all(fake, tmp_path):
 
 
 def test_a_seed_out_of_range_is_refused_before_any_run(fake, tmp_path):
-    with pytest.raises(experiment_registry.SeedOutOfRange, match=re.escape(f"would seed torch with {experiment_registry.SEED_MAX + 1}")):
+    with pytest.raises(
+        experiment_registry.SeedOutOfRange, match=re.escape(f"would seed torch with {experiment_registry.SEED_MAX + 1}")
+    ):
         regenerate.verify(["fk-alpha"], seed=experiment_registry.SEED_MAX + 1)
     with pytest.raises(experiment_registry.UnknownId):
         regenerate.regenerate_all(tmp_path, ["fk-nope"])
@@ -88,4 +93,5 @@ def test_one_block_says_where_it_ran():
     assert list(where) == ["versions", "machine", "numerics"]
     assert pipeline.numerics_line(where["numerics"]) == f"numerics: portable ({where['numerics']['isa']} CPU kernels)"
     assert pipeline.numerics_line({"mode": "native", "isa": "AVX512", "cuda": {"name": "X"}}).startswith(
-        "numerics: native (AVX512 CPU kernels); GPU ")
+        "numerics: native (AVX512 CPU kernels); GPU "
+    )

@@ -11,38 +11,60 @@ import json
 import os
 
 import pytest
+from cdp import Browser, find_chromium
+from conftest import run_attn
 
+from attn_cli.published.compare import Outcome
 from attn_cli.published.types import Artifact, Check
 from attn_cli.render import html
 from attn_cli.render.figure_files import figure_markdown, figure_views
-from attn_cli.published.compare import Outcome
 from attn_cli.render.manifest import Section
-from cdp import Browser, find_chromium
-from conftest import run_attn
 
 # --------------------------------------------------------------------------- the writer
 
 
 def _outcome(cid, artifact, status, kind="measured", note=""):
     test = "rule" if kind == "rule" else "abs"
-    check = Check(id=cid, artifact=artifact, published=1.0, test=test, kind=kind, tolerance=0.1 if test == "abs" else None)
+    check = Check(
+        id=cid, artifact=artifact, published=1.0, test=test, kind=kind, tolerance=0.1 if test == "abs" else None
+    )
     return Outcome(check, 1.0 if status == "pass" else 2.0, status, note)
 
 
 def _page(outcomes, *, title="t", quick=False, sections=()):
-    catalogue = [Artifact("a-one", "W9", "1.1", "first <b>thing</b>", "one", ("one.png",)),
-                 Artifact("a-two", "D2L", "10.3", "second", "two")]
-    manifest = {"command": "attn all", "quick": quick, "seed": 0, "device": "cpu", "seconds": 1.25,
-                "versions": {"attn": "0", "torch": "9"}, "machine": {"cpu": "Some CPU", "cores": "2 logical cores"},
-                "artifacts": {"a-one": {"files": ["one.md", "one.json", "one.png", "one.svg", "one.pdf", "one.csv"]}},
-                "numerics": {"mode": "portable", "isa": "AVX2"}}
-    return html.index_html(catalogue=catalogue, sections=list(sections), manifest=manifest, outcomes=outcomes,
-                           summary="2 checked, 1 passed, 1 failed", coverage_line="coverage: 2/2", title=title)
+    catalogue = [
+        Artifact("a-one", "W9", "1.1", "first <b>thing</b>", "one", ("one.png",)),
+        Artifact("a-two", "D2L", "10.3", "second", "two"),
+    ]
+    manifest = {
+        "command": "attn all",
+        "quick": quick,
+        "seed": 0,
+        "device": "cpu",
+        "seconds": 1.25,
+        "versions": {"attn": "0", "torch": "9"},
+        "machine": {"cpu": "Some CPU", "cores": "2 logical cores"},
+        "artifacts": {"a-one": {"files": ["one.md", "one.json", "one.png", "one.svg", "one.pdf", "one.csv"]}},
+        "numerics": {"mode": "portable", "isa": "AVX2"},
+    }
+    return html.index_html(
+        catalogue=catalogue,
+        sections=list(sections),
+        manifest=manifest,
+        outcomes=outcomes,
+        summary="2 checked, 1 passed, 1 failed",
+        coverage_line="coverage: 2/2",
+        title=title,
+    )
 
 
 def test_kinds_are_counted_apart():
-    outcomes = [_outcome("a-one.x", "a-one", "pass"), _outcome("a-one.y", "a-one", "fail"),
-                _outcome("a-two.r", "a-two", "pass", kind="rule"), _outcome("a-two.i", "a-two", "skipped", "identity")]
+    outcomes = [
+        _outcome("a-one.x", "a-one", "pass"),
+        _outcome("a-one.y", "a-one", "fail"),
+        _outcome("a-two.r", "a-two", "pass", kind="rule"),
+        _outcome("a-two.i", "a-two", "skipped", "identity"),
+    ]
     counts = html.kind_counts(outcomes)
     assert list(counts) == ["measured", "rule", "identity"]
     assert counts["measured"] == {"pass": 1, "fail": 1, "skipped": 0}
@@ -63,8 +85,15 @@ def test_page_escapes_everything_lists_failures_first_and_shows_the_numeric_mode
 
 
 def test_sections_show_svg_before_png_link_pdf_and_data():
-    section = Section(name="one", ids=["a-one"], seconds=0.5, error=None, tables=["a note"],
-                      figures=["one.png", "one.svg", "one.pdf"], data=["one.md", "one.json", "one.csv"])
+    section = Section(
+        name="one",
+        ids=["a-one"],
+        seconds=0.5,
+        error=None,
+        tables=["a note"],
+        figures=["one.png", "one.svg", "one.pdf"],
+        data=["one.md", "one.json", "one.csv"],
+    )
     page = _page([], sections=[section])
     assert '<img src="one.svg"' in page and '<img src="one.png"' not in page
     assert 'href="one.pdf"' in page and 'href="one.png"' in page and 'href="one.csv"' in page
@@ -73,7 +102,9 @@ def test_sections_show_svg_before_png_link_pdf_and_data():
 
 def test_figure_views_pick_one_format_per_figure():
     assert figure_views(["m.png", "m.svg", "m.pdf", "n.pdf"], ("svg", "png")) == [
-        ("m.svg", ["m.png", "m.pdf"]), (None, ["n.pdf"])]
+        ("m.svg", ["m.png", "m.pdf"]),
+        (None, ["n.pdf"]),
+    ]
     assert figure_markdown(["m.svg", "m.png"]) == ["![m.png](m.png)\n\nAlso: [m.svg](m.svg)."]
 
 
@@ -115,8 +146,11 @@ def test_the_report_loads_offline_with_every_figure_and_id(browser, report):
     from attn_cli.published.catalogue import ARTIFACTS
 
     browser.load((report / "index.html").as_uri())
-    images = json.loads(browser.evaluate(
-        "JSON.stringify([...document.images].map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]))"))
+    images = json.loads(
+        browser.evaluate(
+            "JSON.stringify([...document.images].map(i => [i.getAttribute('src'), i.complete, i.naturalWidth]))"
+        )
+    )
     figures = {f.rsplit(".", 1)[0] for f in os.listdir(report) if f.endswith(".svg")}
     assert len(images) == len(figures) >= 15
     assert all(src.endswith(".svg") for src, _, _ in images)  # SVG where written
@@ -148,8 +182,10 @@ def test_the_report_fits_a_phone_and_prints_without_navigation(browser, report):
 def test_the_checks_catch_a_page_that_reaches_out(browser, tmp_path):
     """The same assertions fail on a page that loads from the network and logs an error."""
     page = tmp_path / "bad.html"
-    page.write_text('<!DOCTYPE html><img src="http://127.0.0.1:9/x.png"><img src="missing.png">'
-                    "<script>console.error('boom')</script>")
+    page.write_text(
+        '<!DOCTYPE html><img src="http://127.0.0.1:9/x.png"><img src="missing.png">'
+        "<script>console.error('boom')</script>"
+    )
     browser.load(page.as_uri())
     folder = tmp_path.resolve().as_uri() + "/"
     assert [u for u in browser.requests() if not u.startswith(folder)] == ["http://127.0.0.1:9/x.png"]
@@ -175,9 +211,12 @@ def test_the_verify_page_draws_each_margin_as_a_bar(browser, tmp_path):
     assert proc.returncode == 0, proc.stderr
     checks = json.loads((tmp_path / "verify.json").read_text())["checks"]
     browser.load((tmp_path / "verify.html").as_uri())
-    bars = json.loads(browser.evaluate(
-        "JSON.stringify([...document.querySelectorAll('.bar')].map(b => [b.title, "
-        "b.firstElementChild.getBoundingClientRect().width / b.getBoundingClientRect().width]))"))
+    bars = json.loads(
+        browser.evaluate(
+            "JSON.stringify([...document.querySelectorAll('.bar')].map(b => [b.title, "
+            "b.firstElementChild.getBoundingClientRect().width / b.getBoundingClientRect().width]))"
+        )
+    )
     margins = [c["margin"] for c in checks if "margin" in c]
     assert len(bars) == len(margins) == sum(c["kind"] != "identity" for c in checks) > 5
     assert sorted(title for title, _ in bars) == sorted(f"margin {m:.3f}" for m in margins)  # the page's order

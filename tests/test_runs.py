@@ -72,8 +72,9 @@ def test_sigkill_at_a_random_point_leaves_complete_files_and_a_rerun_completes(t
     proc.kill()
     proc.communicate(timeout=60)
     _assert_complete(tmp_path)  # (a hidden temp file of the write in flight may remain)
-    rerun = subprocess.run([ATTN, "all", "--quick", *SUBSET, "--out", str(tmp_path)], capture_output=True,
-                           text=True, timeout=300)
+    rerun = subprocess.run(
+        [ATTN, "all", "--quick", *SUBSET, "--out", str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
     assert rerun.returncode == 0, (files_before_kill, rerun.stderr)
     assert _assert_complete(tmp_path) > 20
     manifest = json.loads((tmp_path / "manifest.json").read_text())
@@ -81,8 +82,17 @@ def test_sigkill_at_a_random_point_leaves_complete_files_and_a_rerun_completes(t
 
 
 def test_two_processes_share_one_out_and_cache(tmp_path):
-    args = ("all", "--quick", "--only", "w9-copy-task", "w9-masks", "--out", str(tmp_path / "out"),
-            "--cache-dir", str(tmp_path / "cache"))
+    args = (
+        "all",
+        "--quick",
+        "--only",
+        "w9-copy-task",
+        "w9-masks",
+        "--out",
+        str(tmp_path / "out"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    )
     first, second = _start(*args), _start(*args)
     for proc in (first, second):
         _, err = proc.communicate(timeout=300)
@@ -96,14 +106,26 @@ def test_two_processes_share_one_out_and_cache(tmp_path):
 # --------------------------------------------------------------------------- determinism
 
 COMMANDS = [
-    ["embeddings"], ["analogy"], ["formula"], ["order"], ["sqrt-dk", "--quick"], ["masks"], ["scaling"],
-    ["scaling", "--measure", "--lengths", "64", "128", "--repeats", "1"], ["copy-both", "--quick"],  # the text's lstsq (MKL gelsy): reproducible on one MKL thread (portable mode)
-    ["heatmap", "banana", "bandana"], ["crossattn-map", "--heads", "4"], ["heads"], ["self-cross"],
+    ["embeddings"],
+    ["analogy"],
+    ["formula"],
+    ["order"],
+    ["sqrt-dk", "--quick"],
+    ["masks"],
+    ["scaling"],
+    ["scaling", "--measure", "--lengths", "64", "128", "--repeats", "1"],
+    ["copy-both", "--quick"],  # the text's lstsq (MKL gelsy): reproducible on one MKL thread (portable mode)
+    ["heatmap", "banana", "bandana"],
+    ["crossattn-map", "--heads", "4"],
+    ["heads"],
+    ["self-cross"],
     ["exercise", "3", "9", "--quick"],
     ["copy-task", "--quick", "--lengths", "4", "--model", "attention", "--engine", "fast", "--no-cache"],
     ["copy-task", "--quick", "--lengths", "4", "--model", "plain", "--steps", "5", "--jobs", "1", "--no-cache"],
-    ["verify", "--quick", "--only", "w9-masks", "w9-order"], ["all", "--quick", "--only", "w9-masks", "w9-scaling"],
-    ["list"], ["cache"],
+    ["verify", "--quick", "--only", "w9-masks", "w9-order"],
+    ["all", "--quick", "--only", "w9-masks", "w9-scaling"],
+    ["list"],
+    ["cache"],
 ]
 
 
@@ -172,8 +194,7 @@ def test_timing_paths_name_real_fields():
     """Every TIMING path of a Result names a field that exists (a typo would keep a timing in place)."""
     import dataclasses
 
-    from attn_cli.experiments import copy_task, scaling
-    from attn_cli.experiments import exercises
+    from attn_cli.experiments import copy_task, exercises, scaling
     from attn_cli.experiments.exercises import ex06_timing
 
     kinds = {"ex6": ex06_timing.Result, "rows": ex06_timing.Row, "measured_rows": scaling.MeasuredRow}

@@ -97,8 +97,13 @@ def test_a_refused_config_is_bad_config_before_any_display_or_file(tmp_path):
 
     exp = _fake(log, validate=validate)
     with pytest.raises(BadConfig, match="size must be 1"):
-        pipeline.run(exp, Config(size=2), out=tmp_path, display=lambda config: _display(log),
-                 cache_root=lambda: log.append(("cache folder made", None)))
+        pipeline.run(
+            exp,
+            Config(size=2),
+            out=tmp_path,
+            display=lambda config: _display(log),
+            cache_root=lambda: log.append(("cache folder made", None)),
+        )
     assert log == [] and list(tmp_path.iterdir()) == []
     run = pipeline.run(exp, Config(size=1), display=lambda config: _display(log))  # passes: displayed, run
     assert log[:2] == [("display opened", None), ("run", "callback")] and run.result.value == 0.5

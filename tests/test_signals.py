@@ -24,8 +24,21 @@ from tests.conftest import ATTN, signals_as_a_terminal_gives_them
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree in /proc")
 
 # two long runs (minutes), so the signal always finds both workers training
-RUN = ("copy-task", "--lengths", "8", "16", "--model", "attention", "--steps", "3000", "--no-cache",
-       "--jobs", "2", "--engine", "exact")
+RUN = (
+    "copy-task",
+    "--lengths",
+    "8",
+    "16",
+    "--model",
+    "attention",
+    "--steps",
+    "3000",
+    "--no-cache",
+    "--jobs",
+    "2",
+    "--engine",
+    "exact",
+)
 GONE_WITHIN = 10.0  # seconds for every process of attn's tree to be gone (generous: the machine is shared)
 
 Proc = tuple[int, int]  # (pid, start time in clock ticks since boot): one process, never a reused pid
@@ -86,9 +99,14 @@ def _start(out: Path, log: Path) -> tuple[subprocess.Popen, list[Proc]]:
     server); returns the process and its whole tree."""
     env = dict(os.environ, COLUMNS="120", NO_COLOR="1")
     with open(log, "w") as err:
-        proc = subprocess.Popen([ATTN, *RUN, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=err,
-                                env=env, start_new_session=True,
-                                preexec_fn=signals_as_a_terminal_gives_them)
+        proc = subprocess.Popen(
+            [ATTN, *RUN, "--out", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+            preexec_fn=signals_as_a_terminal_gives_them,
+        )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         tree = _tree(proc.pid)
@@ -113,14 +131,17 @@ def _gone_after(tree: list[Proc], limit: float) -> float:
     pytest.fail(f"still alive {limit:.0f} s after attn ended: {left}")
 
 
-@pytest.mark.parametrize("signum, to_group, word", [
-    (signal.SIGTERM, False, "terminated"),  # kill, timeout, CI cancellation, docker stop: attn alone
-    (signal.SIGTERM, True, "terminated"),   # Slurm: every process of the job, workers too
-    (signal.SIGHUP, True, "hung up"),       # the terminal closed: the whole foreground group
-    (signal.SIGINT, True, "interrupted"),   # Ctrl-C: the whole foreground group
-], ids=["SIGTERM", "SIGTERM-to-group", "SIGHUP", "SIGINT"])
-def test_a_signal_stops_attn_and_every_worker_with_one_line_and_exit_128_plus_signal(tmp_path, signum, to_group,
-                                                                                    word):
+@pytest.mark.parametrize(
+    "signum, to_group, word",
+    [
+        (signal.SIGTERM, False, "terminated"),  # kill, timeout, CI cancellation, docker stop: attn alone
+        (signal.SIGTERM, True, "terminated"),  # Slurm: every process of the job, workers too
+        (signal.SIGHUP, True, "hung up"),  # the terminal closed: the whole foreground group
+        (signal.SIGINT, True, "interrupted"),  # Ctrl-C: the whole foreground group
+    ],
+    ids=["SIGTERM", "SIGTERM-to-group", "SIGHUP", "SIGINT"],
+)
+def test_a_signal_stops_attn_and_every_worker_with_one_line_and_exit_128_plus_signal(tmp_path, signum, to_group, word):
     out, log = tmp_path / "out", tmp_path / "stderr.txt"
     proc, tree = _start(out, log)
     assert len(tree) >= 3, tree  # the fork server, two workers (and the resource tracker)
@@ -154,6 +175,7 @@ def test_after_sigkill_the_workers_notice_and_exit(tmp_path):
 
 
 # --------------------------------------------------------------------------- the rules, in one process
+
 
 @pytest.mark.parametrize("signum, word", [(signal.SIGTERM, "terminated"), (signal.SIGHUP, "hung up")])
 def test_terminated_names_its_signal_and_its_exit_code_even_behind_another_exception(signum, word):
@@ -206,13 +228,38 @@ def test_sigterm_during_the_kernel_compile_stops_the_compiler_and_its_children(t
     cc.write_text(FAKE_CC)
     cc.chmod(0o755)
     tmp.mkdir()
-    env = dict(os.environ, CC=str(cc), XDG_CACHE_HOME=str(cache), ATTN_CACHE_DIR=str(cache), TMPDIR=str(tmp),
-               COLUMNS="120", NO_COLOR="1")
+    env = dict(
+        os.environ,
+        CC=str(cc),
+        XDG_CACHE_HOME=str(cache),
+        ATTN_CACHE_DIR=str(cache),
+        TMPDIR=str(tmp),
+        COLUMNS="120",
+        NO_COLOR="1",
+    )
     with open(tmp_path / "stderr.txt", "w") as err:
-        proc = subprocess.Popen([ATTN, "copy-task", "--engine", "fast", "--lengths", "4", "--steps", "50",
-                                 "--jobs", "1", "--no-cache", "--out", str(tmp_path / "out")],
-                                stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True,
-                                preexec_fn=signals_as_a_terminal_gives_them)
+        proc = subprocess.Popen(
+            [
+                ATTN,
+                "copy-task",
+                "--engine",
+                "fast",
+                "--lengths",
+                "4",
+                "--steps",
+                "50",
+                "--jobs",
+                "1",
+                "--no-cache",
+                "--out",
+                str(tmp_path / "out"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+            preexec_fn=signals_as_a_terminal_gives_them,
+        )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         tree = _tree(proc.pid)

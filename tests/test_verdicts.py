@@ -21,12 +21,10 @@ import pytest
 from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.experiments import copy_task as exp
-from attn_cli.published import all_checks
+from attn_cli.published import all_checks, seed_rule
+from attn_cli.published import copy_task as pub
 from attn_cli.published.compare import compare_result
 from attn_cli.render.files import result_json
-from attn_cli.published import copy_task as pub
-from attn_cli.published import seed_rule
-
 from tests.conftest import ATTN, run_copy_task
 
 HOST_HAS_AVX512 = "avx512f" in numerics.cpu_flags() and numerics.is_x86_64()
@@ -74,8 +72,13 @@ def test_this_process_runs_the_pinned_kernels():
 def _attn_json(*args, env_extra: dict, tmp_path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in (*numerics.PIN_VARS, numerics.MODE_VAR)}
     env.update(env_extra, COLUMNS="200", NO_COLOR="1")
-    proc = subprocess.run([ATTN, "copy-task", *DIFFERS, *args, "--json", "--no-cache", "--jobs", "1",
-                           "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [ATTN, "copy-task", *DIFFERS, *args, "--json", "--no-cache", "--jobs", "1", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -87,9 +90,11 @@ def _avx2_reference() -> tuple:
     only: ATen's capability, MKL's CBWR branch on one thread and oneDNN's ISA.  ATen alone is
     not enough on Intel, where MKL takes its AVX-512 sgemm path unless ``MKL_CBWR`` says
     otherwise (on AMD MKL never does, which hid this)."""
-    code = ("from attn_cli.core.copy_spec import RunSpec; from attn_cli.core.copy_train import train_and_evaluate; "
-            "o = train_and_evaluate(RunSpec(model='plain', length=4, steps=300, eval_size=200)); "
-            "print(repr((o.teacher_forced, o.free_running, o.exact, o.final_loss, o.isa)))")
+    code = (
+        "from attn_cli.core.copy_spec import RunSpec; from attn_cli.core.copy_train import train_and_evaluate; "
+        "o = train_and_evaluate(RunSpec(model='plain', length=4, steps=300, eval_size=200)); "
+        "print(repr((o.teacher_forced, o.free_running, o.exact, o.final_loss, o.isa)))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in (*numerics.PIN_VARS, numerics.MODE_VAR)}
     env.update(numerics.portable_pins("x86_64", frozenset({"avx2", "fma"})))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
@@ -140,8 +145,7 @@ def test_seed_rule_passes_the_text_and_fails_a_moved_value():
     moved = dataclasses.replace(check, published=0.60)
     assert not moved.ok(sample)
     iv = sample.interval()
-    assert iv.low < 0.894 < iv.high and iv.half_width == pytest.approx(
-        4.604095 * iv.std * (1 + 1 / 5) ** 0.5, rel=1e-6)
+    assert iv.low < 0.894 < iv.high and iv.half_width == pytest.approx(4.604095 * iv.std * (1 + 1 / 5) ** 0.5, rel=1e-6)
     # one seed: within the floor
     assert check.ok(seed_rule.SeedSample(value=0.880, values=[0.880]))
     assert not check.ok(seed_rule.SeedSample(value=0.870, values=[0.870]))
@@ -175,9 +179,19 @@ def _fake(diagonal: float = 1.0, free_running: float = 1.0, lengths=(4, 16, 32),
     from attn_cli.core.copy_spec import RunOutcome
 
     cfg = exp.Config(lengths=lengths, **config)
-    outcomes = [RunOutcome(spec=s, teacher_forced=1.0, free_running=free_running, exact=0.9, seconds=1.0,
-                           final_loss=0.1, engine=cfg.engine_of(s),
-                           diagonal=diagonal if s.model == "attention" else None) for s in cfg.plan()]
+    outcomes = [
+        RunOutcome(
+            spec=s,
+            teacher_forced=1.0,
+            free_running=free_running,
+            exact=0.9,
+            seconds=1.0,
+            final_loss=0.1,
+            engine=cfg.engine_of(s),
+            diagonal=diagonal if s.model == "attention" else None,
+        )
+        for s in cfg.plan()
+    ]
     return exp.assemble(cfg, outcomes)
 
 
@@ -192,8 +206,9 @@ def test_map_rule_is_judged_over_all_runs_and_can_fail():
 def test_an_untrained_model_fails_the_map_rule():
     from attn_cli.core.copy_train import train_and_evaluate
 
-    outcomes = [train_and_evaluate(RunSpec(model="attention", length=16, steps=1, eval_size=100, seed=s))
-                for s in (0, 1)]
+    outcomes = [
+        train_and_evaluate(RunSpec(model="attention", length=16, steps=1, eval_size=100, seed=s)) for s in (0, 1)
+    ]
     cfg = exp.Config(lengths=(16,), model="attention", seeds=(0, 1), steps=1, eval_size=100)
     sample = exp.assemble(cfg, outcomes).measured()[pub.MAP_RULE_ID]
     assert all(d < 0.3 for d in sample.diagonal)  # about chance: 1/16
@@ -276,8 +291,9 @@ def test_the_table_takes_published_values_and_marks_from_the_outcomes():
     from attn_cli.render import copy_task as render
 
     result = _fake(free_running=0.88, model="both")
-    moved = {c.id: (dataclasses.replace(c, published=0.60) if c.id.endswith(".free_running") else c)
-             for c in pub.CHECKS}
+    moved = {
+        c.id: (dataclasses.replace(c, published=0.60) if c.id.endswith(".free_running") else c) for c in pub.CHECKS
+    }
     outcomes = compare(moved.values(), result.measured(), result.config)
     from attn_cli.render.table import to_text
 

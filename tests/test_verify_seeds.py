@@ -14,7 +14,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attn_cli import plan, experiment_registry
+from attn_cli import experiment_registry, plan
 from attn_cli.cli import cli
 from attn_cli.errors import AttnError
 from attn_cli.experiments import copy_task as exp
@@ -43,10 +43,11 @@ def copy_task():
 
 def test_the_plan_trains_n_seeds_the_first_exact_the_rest_fast(copy_task):
     args = dict(seed=3, device="cpu")
-    (_, config, unjudged), = plan.judged([copy_task], **args, seeds=8)
+    ((_, config, unjudged),) = plan.judged([copy_task], **args, seeds=8)
     assert unjudged is None and config.seed_list == tuple(range(3, 11))
-    assert [config.engine_of(s) for s in config.plan() if s.model == "attention" and s.length == 32] == \
-        ["exact"] + ["fast"] * 7
+    assert [config.engine_of(s) for s in config.plan() if s.model == "attention" and s.length == 32] == ["exact"] + [
+        "fast"
+    ] * 7
     assert plan.judged([copy_task], **args, seeds=1)[0][1].seed_list == (3,)
 
 
@@ -54,8 +55,11 @@ def test_without_the_option_nothing_changes(copy_task):
     args = dict(seed=0, device="cpu")
     default = plan.judged([copy_task], **args)[0][1]
     assert default.seed_list == tuple(range(MIN_SEEDS)) == (0, 1, 2, 3, 4)
-    assert plan.judged([copy_task], **args, seeds=None)[0][1] == default == \
-        plan.judged([copy_task], **args, seeds=MIN_SEEDS)[0][1]
+    assert (
+        plan.judged([copy_task], **args, seeds=None)[0][1]
+        == default
+        == plan.judged([copy_task], **args, seeds=MIN_SEEDS)[0][1]
+    )
 
 
 @pytest.mark.parametrize("n", [0, -1, MAX_SEEDS + 1])
@@ -70,9 +74,14 @@ def test_the_plan_refuses_a_seed_count_out_of_range(copy_task, n):
 
 
 @pytest.mark.parametrize("command", ["verify", "all"])
-@pytest.mark.parametrize("value, fragment", [("0", "0 is not in the range 1<=x<=1024"),
-                                             (str(MAX_SEEDS + 1), "is not in the range"),
-                                             ("five", "is not an integer")])
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        ("0", "0 is not in the range 1<=x<=1024"),
+        (str(MAX_SEEDS + 1), "is not in the range"),
+        ("five", "is not an integer"),
+    ],
+)
 def test_a_bad_seed_count_is_a_usage_error(tmp_path, command, value, fragment):
     proc = run_attn(command, "--seeds", value, "--out", tmp_path)
     assert proc.returncode == 2
@@ -113,12 +122,19 @@ def test_verify_and_all_with_three_seeds_carry_the_interval(tiny_verify, tmp_pat
     for r in rows:
         assert r["seeds"] == [0, 1, 2] and r["engines"] == ["exact", "fast", "fast"]
         iv = interval(r["values"])
-        assert r["interval"] == {"mean": iv.mean, "half_width": iv.half_width, "low": iv.low, "high": iv.high,
-                                 "n": 3, "std": iv.std}
+        assert r["interval"] == {
+            "mean": iv.mean,
+            "half_width": iv.half_width,
+            "low": iv.low,
+            "high": iv.high,
+            "n": 3,
+            "std": iv.std,
+        }
         assert r["status"] == ("pass" if iv.contains(r["published"]) else "fail")
 
-    done = invoke("all", "--only", *IDS, "--seeds", "3", "--json", "--out", tmp_path / "out",
-                  "--cache-dir", tmp_path / "cache")
+    done = invoke(
+        "all", "--only", *IDS, "--seeds", "3", "--json", "--out", tmp_path / "out", "--cache-dir", tmp_path / "cache"
+    )
     manifest = json.loads(done.stdout)
     assert manifest["cache"] == ["copy_task: 3 training runs: 3 from cache, 0 computed"]
     assert manifest["engines"] == {"copy_task": "exact for seed 0, fast for seeds 1 2"}
@@ -133,8 +149,12 @@ def test_verify_and_all_with_three_seeds_carry_the_interval(tiny_verify, tmp_pat
 
 def _outcome(status: str, values=(0.9, 0.92, 0.95)) -> Outcome:
     check = all_checks()["w9-copy-task.attention.32.free_running"]
-    sample = SeedSample(value=values[0], values=list(values), seeds=list(range(len(values))),
-                        engines=["exact"] + ["fast"] * (len(values) - 1))
+    sample = SeedSample(
+        value=values[0],
+        values=list(values),
+        seeds=list(range(len(values))),
+        engines=["exact"] + ["fast"] * (len(values) - 1),
+    )
     return Outcome(check, sample, status)
 
 
@@ -149,8 +169,20 @@ def test_a_record_and_a_report_row_carry_the_interval():
 
 
 def test_the_manifest_carries_intervals_only_for_judged_trained_values():
-    args = dict(command="all", quick=False, seed=0, device="cpu", versions={}, machine={}, numerics={}, cache=[],
-                seconds=1.0, checks=None, coverage="", missing=[])
+    args = dict(
+        command="all",
+        quick=False,
+        seed=0,
+        device="cpu",
+        versions={},
+        machine={},
+        numerics={},
+        cache=[],
+        seconds=1.0,
+        checks=None,
+        coverage="",
+        missing=[],
+    )
     judged = manifest_mod.manifest([], **args, outcomes=[_outcome("fail")])
     assert judged["intervals"] == {"w9-copy-task.attention.32.free_running": interval([0.9, 0.92, 0.95]).record()}
     skipped = manifest_mod.manifest([], **args, outcomes=[_outcome("skipped")])  # a quick run: no new key

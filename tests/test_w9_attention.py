@@ -27,6 +27,7 @@ def _check_ids(prefix: str) -> list[str]:
 # published numbers, regenerated in-process at the text's settings
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def sqrt_dk_result():
     """The full text run (20000 trials, d_k up to 1024: ~0.9 GB peak, a few seconds), once."""
@@ -70,7 +71,7 @@ def test_sqrt_dk_curve_rule_can_fail(sqrt_dk_result):
 
 def test_sqrt_dk_theory(sqrt_dk_result):
     for r in sqrt_dk_result.rows:
-        assert r.std == pytest.approx(r.d_k ** 0.5, rel=0.01)  # var(q.k) = d_k
+        assert r.std == pytest.approx(r.d_k**0.5, rel=0.01)  # var(q.k) = d_k
         assert r.std_scaled == pytest.approx(1.0, abs=0.01)
         assert r.text_draws
 
@@ -89,13 +90,16 @@ def test_sqrt_dk_table_shows_published_beside(sqrt_dk_result):
     assert "≠" not in text and "~" not in text
 
 
-@pytest.mark.parametrize("dims,trials,expected", [
-    ((4, 16, 64, 256, 1024), 20000, [True] * 5),
-    ((4, 16), 20000, [True, True]),
-    ((16, 64), 20000, [False, False]),  # d=16 no longer follows the d=4 draws
-    ((4, 16, 7), 20000, [True, True, False]),
-    ((4, 16), 2000, [False, False]),  # --quick
-])
+@pytest.mark.parametrize(
+    "dims,trials,expected",
+    [
+        ((4, 16, 64, 256, 1024), 20000, [True] * 5),
+        ((4, 16), 20000, [True, True]),
+        ((16, 64), 20000, [False, False]),  # d=16 no longer follows the d=4 draws
+        ((4, 16, 7), 20000, [True, True, False]),
+        ((4, 16), 2000, [False, False]),  # --quick
+    ],
+)
 def test_sqrt_dk_text_draws(dims, trials, expected):
     assert sqrt_dk_exp.text_draws(sqrt_dk_exp.Config(d_k=dims, trials=trials)) == expected
 
@@ -132,7 +136,7 @@ def test_masks_invariants_any_seed(seed, n):
     r = masks_exp.run(masks_exp.Config(seed=seed, n=n, changed_from=n // 2, padding_from=n // 2))
     for i, row in enumerate(r.causal_weights):
         assert sum(row) == pytest.approx(1.0, abs=1e-6)
-        assert all(w == 0.0 for w in row[i + 1:])  # masked weights exactly 0
+        assert all(w == 0.0 for w in row[i + 1 :])  # masked weights exactly 0
     assert r.past_unchanged_with_mask and r.past_max_abs_change_with_mask == 0.0
     assert r.padding_weight == 0.0
     assert r.core_equals_text
@@ -152,7 +156,7 @@ def test_scaling_prints_as_the_text(scaling_result):
 
 def test_fit_exponent():
     ns = [256, 512, 1024, 2048]
-    assert scaling_exp.fit_exponent(ns, [3e-9 * n ** 2 for n in ns]) == pytest.approx(2.0)
+    assert scaling_exp.fit_exponent(ns, [3e-9 * n**2 for n in ns]) == pytest.approx(2.0)
     assert scaling_exp.fit_exponent([256], [1.0]) is None
 
 
@@ -165,6 +169,7 @@ def test_scaling_refuses_before_allocating():
 # ---------------------------------------------------------------------------------------
 # the real entry point
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("command", ["sqrt-dk", "masks", "scaling"])
 def test_help_has_example(command):
@@ -202,19 +207,22 @@ def test_scaling_measure_cli_quick(tmp_path):
     ns = [r["n"] for r in data["measured_rows"]]
     assert ns == list(scaling_exp.QUICK_MEASURE_LENGTHS["cpu"])
     measured = data["timing"]["measured_rows"]  # times and peaks live under "timing"
-    assert all(r["time_s"] > 0 and r["peak_bytes"] >= 8 * n ** 2 for r, n in zip(measured, ns))
+    assert all(r["time_s"] > 0 and r["peak_bytes"] >= 8 * n**2 for r, n in zip(measured, ns))
     assert isinstance(data["timing"]["exponent"], float)  # on a quiet machine about 2; noisy when shared
     assert "estimate" in data["peak_method"]
     assert_png(tmp_path / "scaling_measured.png")
     assert (tmp_path / "scaling_measured.csv").exists()
 
 
-@pytest.mark.parametrize("args,code,fragments", [
-    (("sqrt-dk", "--d-k", "0"), 2, ("--d-k", "0 is not in the range")),
-    (("sqrt-dk", "--d-k", "4", "0"), 2, ("--d-k",)),
-    (("scaling", "--lengths", "-5"), 2, ("--lengths", "-5 is not in the range")),
-    (("scaling", "--measure", "--lengths", "10000000"), 1, ("needs about 800.1 TB", "refused before starting")),
-])
+@pytest.mark.parametrize(
+    "args,code,fragments",
+    [
+        (("sqrt-dk", "--d-k", "0"), 2, ("--d-k", "0 is not in the range")),
+        (("sqrt-dk", "--d-k", "4", "0"), 2, ("--d-k",)),
+        (("scaling", "--lengths", "-5"), 2, ("--lengths", "-5 is not in the range")),
+        (("scaling", "--measure", "--lengths", "10000000"), 1, ("needs about 800.1 TB", "refused before starting")),
+    ],
+)
 def test_bad_input(tmp_path, args, code, fragments):
     proc = run_attn(*args, "--out", str(tmp_path))
     assert_user_error(proc, *fragments)

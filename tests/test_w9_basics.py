@@ -16,11 +16,11 @@ import sys
 
 import pytest
 
-from attn_cli.published.compare import compare_result
 from attn_cli.experiments import analogy, embeddings, formula, order
 from attn_cli.published import all_checks
 from attn_cli.published import w9_basics as family
 from attn_cli.published.catalogue import BY_ID
+from attn_cli.published.compare import compare_result
 from tests.conftest import assert_png, assert_user_error, run_attn, run_json
 
 MODULES = {"embeddings": embeddings, "analogy": analogy, "formula": formula, "order": order}
@@ -69,10 +69,15 @@ def test_key_numbers_directly(results):
     assert e.static_bank == pytest.approx([-0.89, -1.51, 0.37, 1.46, 0.94, 0.77], abs=5e-3)
     assert e.bank_outputs[0] == pytest.approx([0.12, 0.04, 0.07, -0.15, 0.2, 1.09], abs=5e-3)
     assert e.bank_outputs[1] == pytest.approx([0.22, 1.62, -0.44, 0.97, 0.03, -0.92], abs=5e-3)
-    assert (e.onehot_king_queen, e.onehot_king_apple, e.lookup_equals_matmul, e.parameters) == (0.0, 0.0, True,
-                                                                                               15_000_000)
-    assert a.similarities == pytest.approx({"king~prince": 1.0, "king~queen": 0.997, "king~woman": 0.374,
-                                            "king~bread": 0.316}, abs=5e-4)
+    assert (e.onehot_king_queen, e.onehot_king_apple, e.lookup_equals_matmul, e.parameters) == (
+        0.0,
+        0.0,
+        True,
+        15_000_000,
+    )
+    assert a.similarities == pytest.approx(
+        {"king~prince": 1.0, "king~queen": 0.997, "king~woman": 0.374, "king~bread": 0.316}, abs=5e-4
+    )
     assert sorted(a.analogy[:2]) == ["princess", "queen"] and a.analogy[2] == "kingdom"
     assert a.bank_nearest[:7] == ["river", "money", "water", "loan", "market", "crown", "ruled"]
     assert a.bank_nearest[7] in ("queen", "princess")
@@ -100,16 +105,23 @@ def test_queen_and_princess_are_tied_exactly(results):
 @pytest.mark.parametrize("eighth", ["queen", "princess"])
 @pytest.mark.parametrize("top2", [["queen", "princess"], ["princess", "queen"]])
 def test_tie_rules_accept_either_order(results, eighth, top2):
-    r = dataclasses.replace(results["analogy"], analogy=[*top2, "kingdom"],
-                            bank_nearest=[*results["analogy"].bank_nearest[:7], eighth])
+    r = dataclasses.replace(
+        results["analogy"], analogy=[*top2, "kingdom"], bank_nearest=[*results["analogy"].bank_nearest[:7], eighth]
+    )
     m = r.measured()
     assert m["w9-ppmi.analogy.top2"] is True and m["w9-ppmi.bank_nearest.8th"] is True
 
 
 def test_tie_rules_reject_a_real_gap_or_another_word(results):
     base = results["analogy"]
-    gap = dataclasses.replace(base, tie={**base.tie, "bank.queen": base.tie["bank.princess"] + 0.01,
-                                         "analogy.queen": base.tie["analogy.princess"] + 0.01})
+    gap = dataclasses.replace(
+        base,
+        tie={
+            **base.tie,
+            "bank.queen": base.tie["bank.princess"] + 0.01,
+            "analogy.queen": base.tie["analogy.princess"] + 0.01,
+        },
+    )
     assert gap.measured()["w9-ppmi.bank_nearest.8th"] is False
     assert gap.measured()["w9-ppmi.analogy.top2"] is False
     other = dataclasses.replace(base, bank_nearest=[*base.bank_nearest[:7], "bread"])
@@ -206,19 +218,24 @@ def test_help_has_an_example(name):
     assert "Example" in proc.stdout
 
 
-@pytest.mark.parametrize("args, fragments", [
-    (("analogy", "king", "man", "xyzzy"), ("unknown word 'xyzzy'", "the vocabulary is:", "queen")),
-    (("analogy", "--nearest", "xyzzy"), ("unknown word 'xyzzy'",)),
-    (("analogy", "king", "man"), ("three words",)),
-    (("analogy", "--rank", "0"), ("--rank",)),
-    (("formula", "--d-k", "0"), ("--d-k",)),
-])
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (("analogy", "king", "man", "xyzzy"), ("unknown word 'xyzzy'", "the vocabulary is:", "queen")),
+        (("analogy", "--nearest", "xyzzy"), ("unknown word 'xyzzy'",)),
+        (("analogy", "king", "man"), ("three words",)),
+        (("analogy", "--rank", "0"), ("--rank",)),
+        (("formula", "--d-k", "0"), ("--d-k",)),
+    ],
+)
 def test_bad_input_is_a_one_line_error(tmp_path, args, fragments):
     proc = run_attn(*args, "--out", tmp_path, cwd=tmp_path)
     assert_user_error(proc, *fragments)
 
 
 def test_commands_module_does_not_import_torch():
-    code = ("import sys, attn_cli.cli.commands.w9_basics; "
-            "sys.exit(1 if 'torch' in sys.modules or 'matplotlib' in sys.modules else 0)")
+    code = (
+        "import sys, attn_cli.cli.commands.w9_basics; "
+        "sys.exit(1 if 'torch' in sys.modules or 'matplotlib' in sys.modules else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -33,8 +33,16 @@ def check_utf8_words(args) -> None:
 
 # an OSError that reaches the CLI with one of these is a condition of the machine (a full or
 # read-only disk, a folder the user may not write), reported in one line, never a traceback
-_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO,
-                       errno.EFBIG, errno.ENAMETOOLONG}
+_ENVIRONMENT_ERRNOS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.EIO,
+    errno.EFBIG,
+    errno.ENAMETOOLONG,
+}
 
 
 class AttnGroup(click.Group):
@@ -73,8 +81,9 @@ class AttnGroup(click.Group):
 
     def format_commands(self, ctx, formatter):
         """List every command with its whole one-line summary (wrapped, never cut with '...')."""
-        rows = [(name, cmd.get_short_help_str(limit=200)) for name, cmd in sorted(self.commands.items())
-                if not cmd.hidden]
+        rows = [
+            (name, cmd.get_short_help_str(limit=200)) for name, cmd in sorted(self.commands.items()) if not cmd.hidden
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

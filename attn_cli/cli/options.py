@@ -16,10 +16,11 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
+from attn_cli.cli.types import SEED, EnvChoice, FiniteFloatRange, MultiValueOption, from_environment
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.core.numerics import MODES as NUMERIC_MODES
-from attn_cli.cli.types import SEED, EnvChoice, FiniteFloatRange, MultiValueOption, from_environment
+
 
 # Every seed ends in torch.manual_seed or torch.Generator.manual_seed (no command seeds numpy,
 # whose default_rng would refuse a negative seed), which accept exactly a signed or an
@@ -87,8 +88,9 @@ def _apply_numerics(ctx, param, value):
     try:
         numerics.apply(value)
     except numerics.NumericsError as exc:
-        raise from_environment(ctx, param, value, str(exc)) or \
-            click.BadParameter(str(exc), ctx=ctx, param=param) from None
+        raise from_environment(ctx, param, value, str(exc)) or click.BadParameter(
+            str(exc), ctx=ctx, param=param
+        ) from None
     return value
 
 
@@ -105,8 +107,9 @@ def validate_out_file(ctx, param, value) -> Path | None:
     if len(name.encode("utf-8", "surrogateescape")) > 255:
         raise click.BadParameter(f"the file name is {len(name)} characters long (255 at most)", ctx=ctx, param=param)
     if os.path.isdir(value):
-        raise click.BadParameter(f"{value!r} is a folder; give a file in it (e.g. {value}/junit.xml)",
-                                 ctx=ctx, param=param)
+        raise click.BadParameter(
+            f"{value!r} is a folder; give a file in it (e.g. {value}/junit.xml)", ctx=ctx, param=param
+        )
     validate_out_dir(ctx, param, os.path.dirname(value) or ".")
     return Path(value)
 
@@ -116,8 +119,7 @@ def validate_out_dir(ctx, param, value) -> Path:
     behind, so the folder is made by the first file written into it (:mod:`attn_cli.io`).
     The folder, or its nearest existing parent, must be a folder this process can write."""
     if not value:
-        raise click.BadParameter("an empty folder name; give a folder (--out . for this one)",
-                                 ctx=ctx, param=param)
+        raise click.BadParameter("an empty folder name; give a folder (--out . for this one)", ctx=ctx, param=param)
     path = Path(value)
     existing = path
     while True:
@@ -125,8 +127,11 @@ def validate_out_dir(ctx, param, value) -> Path:
             try:
                 os.stat(existing)
             except OSError as exc:
-                what = "a symlink loop" if exc.errno == errno.ELOOP else \
-                    f"a dangling symlink (to {os.readlink(existing)!r}, which does not exist)"
+                what = (
+                    "a symlink loop"
+                    if exc.errno == errno.ELOOP
+                    else f"a dangling symlink (to {os.readlink(existing)!r}, which does not exist)"
+                )
                 raise click.BadParameter(f"{str(existing)!r} is {what}", ctx=ctx, param=param) from None
         if existing.exists() or existing.parent == existing:
             break
@@ -147,22 +152,45 @@ def validate_out_dir(ctx, param, value) -> Path:
 def common_options(func):
     """Add --device, --seed, --out, --json, --quick; pass them as ``common: Common``."""
 
-    @click.option("--numerics", type=EnvChoice(NUMERIC_MODES), default=DEFAULT_NUMERICS, show_default=True,
-                  envvar="ATTN_NUMERICS", is_eager=True, callback=_apply_numerics,
-                  help="portable: AVX2 kernels pinned, the same bits on any x86-64 CPU with AVX2; "
-                       "native: the host's fastest kernels (numbers depend on the CPU).")
+    @click.option(
+        "--numerics",
+        type=EnvChoice(NUMERIC_MODES),
+        default=DEFAULT_NUMERICS,
+        show_default=True,
+        envvar="ATTN_NUMERICS",
+        is_eager=True,
+        callback=_apply_numerics,
+        help="portable: AVX2 kernels pinned, the same bits on any x86-64 CPU with AVX2; "
+        "native: the host's fastest kernels (numbers depend on the CPU).",
+    )
     @click.option("--quick", is_flag=True, help="Reduced sizes for a fast smoke run.")
-    @click.option("--json", "as_json", is_flag=True,
-                  help="Print the result as JSON on stdout instead of the table (figures are still written).")
-    @click.option("--out", "out", default="outputs", show_default=True, metavar="DIR",
-                  callback=validate_out_dir,
-                  help="Folder for figures and data files (created when the first file is written).")
-    @click.option("--seed", type=SEED, default=0, show_default=True,
-                  help="Random seed (the texts use torch.manual_seed(0)).")
-    @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,
-                  callback=_resolve_device,
-                  help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available). CUDA runs "
-                       "are deterministic with no TF32; ATTN_CUDA_FAST=1 trades that for speed (recorded).")
+    @click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print the result as JSON on stdout instead of the table (figures are still written).",
+    )
+    @click.option(
+        "--out",
+        "out",
+        default="outputs",
+        show_default=True,
+        metavar="DIR",
+        callback=validate_out_dir,
+        help="Folder for figures and data files (created when the first file is written).",
+    )
+    @click.option(
+        "--seed", type=SEED, default=0, show_default=True, help="Random seed (the texts use torch.manual_seed(0))."
+    )
+    @click.option(
+        "--device",
+        type=click.Choice(DEVICE_CHOICES),
+        default="cpu",
+        show_default=True,
+        callback=_resolve_device,
+        help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available). CUDA runs "
+        "are deterministic with no TF32; ATTN_CUDA_FAST=1 trades that for speed (recorded).",
+    )
     @functools.wraps(func)
     def wrapper(*args, device, seed, out, as_json, quick, numerics, **kwargs):
         common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick, numerics=numerics)
@@ -202,11 +230,22 @@ def format_option(func=None, *, no_figures: bool = True):
 
     wrapper = functools.wraps(func)(wrapper)
     if no_figures:
-        wrapper = click.option("--no-figures", "no_figures", is_flag=True,
-                               help="Write the tables and data files (CSV, JSON) but no figure: faster.")(wrapper)
-    return click.option("--format", "formats", cls=MultiValueOption, type=click.Choice(FIGURE_FORMATS),
-                        default=("png",), show_default=True, metavar="png|svg|pdf...",
-                        help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.")(wrapper)
+        wrapper = click.option(
+            "--no-figures",
+            "no_figures",
+            is_flag=True,
+            help="Write the tables and data files (CSV, JSON) but no figure: faster.",
+        )(wrapper)
+    return click.option(
+        "--format",
+        "formats",
+        cls=MultiValueOption,
+        type=click.Choice(FIGURE_FORMATS),
+        default=("png",),
+        show_default=True,
+        metavar="png|svg|pdf...",
+        help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.",
+    )(wrapper)
 
 
 def _cache_dir(ctx, param, value):
@@ -220,14 +259,19 @@ def _cache_dir(ctx, param, value):
         raise click.BadParameter("contains control characters", ctx=ctx, param=param)
     raw = os.fsencode(value)
     if len(raw) >= 4096 or any(len(part) > 255 for part in raw.split(b"/")):
-        raise click.BadParameter("is longer than a path (4095 bytes) or a name in it (255) can be",
-                                 ctx=ctx, param=param)
+        raise click.BadParameter(
+            "is longer than a path (4095 bytes) or a name in it (255) can be", ctx=ctx, param=param
+        )
     return Path(value)
 
 
-CACHE_DIR = click.option("--cache-dir", metavar="DIR", default=None, callback=_cache_dir,
-                         help="The per-user cache (created 0700)  [default: $ATTN_CACHE_DIR, "
-                              "else $XDG_CACHE_HOME/attn, else ~/.cache/attn]")
+CACHE_DIR = click.option(
+    "--cache-dir",
+    metavar="DIR",
+    default=None,
+    callback=_cache_dir,
+    help="The per-user cache (created 0700)  [default: $ATTN_CACHE_DIR, else $XDG_CACHE_HOME/attn, else ~/.cache/attn]",
+)
 
 
 def cache_dir_option(func):
@@ -245,7 +289,9 @@ def cache_dir_option(func):
 # a scheduler address: an optional scheme, a host (a name, an IPv4 or a bracketed IPv6) and an
 # optional port; nothing else (no spaces, control characters, paths), at most 255 characters
 SCHEDULER_SCHEMES = ("tcp", "tls")  # the scheduler addresses attn connects to (a bare host:port is tcp)
-SCHEDULER_ADDRESS = re.compile(r"(?=.{1,255}\Z)([a-z][a-z0-9+.-]*://)?([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
+SCHEDULER_ADDRESS = re.compile(
+    r"(?=.{1,255}\Z)([a-z][a-z0-9+.-]*://)?([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
+)
 
 
 def _scheduler_address(ctx, param, value):
@@ -255,12 +301,18 @@ def _scheduler_address(ctx, param, value):
         return None
     value = value.strip()
     if not SCHEDULER_ADDRESS.fullmatch(value):
-        raise from_environment(ctx, param, value, "not a scheduler address (e.g. tcp://10.0.0.5:8786)") or \
-            click.BadParameter(f"{value!r} is not a scheduler address (e.g. tcp://10.0.0.5:8786)", ctx=ctx, param=param)
+        raise from_environment(
+            ctx, param, value, "not a scheduler address (e.g. tcp://10.0.0.5:8786)"
+        ) or click.BadParameter(
+            f"{value!r} is not a scheduler address (e.g. tcp://10.0.0.5:8786)", ctx=ctx, param=param
+        )
     scheme, sep, _ = value.partition("://")
     if sep and scheme not in SCHEDULER_SCHEMES:
-        message = (f"the scheme {scheme}:// is not supported; use one of "
-                   + ", ".join(f"{s}://" for s in SCHEDULER_SCHEMES) + " (or host:port, which is tcp)")
+        message = (
+            f"the scheme {scheme}:// is not supported; use one of "
+            + ", ".join(f"{s}://" for s in SCHEDULER_SCHEMES)
+            + " (or host:port, which is tcp)"
+        )
         raise from_environment(ctx, param, value, message) or click.BadParameter(message, ctx=ctx, param=param)
     return value
 
@@ -271,21 +323,35 @@ def scheduler_option(func):
     ``common.scheduler_from``. Place it below ``@common_options``."""
     from click.core import ParameterSource
 
-    @click.option("--scheduler", metavar="ADDRESS", envvar="ATTN_SCHEDULER", default=None,
-                  callback=_scheduler_address,
-                  help="Train every copy-task run on the Dask distributed cluster of this scheduler "
-                       "(e.g. tcp://10.0.0.5:8786; needs pip install 'attn-cli[dask]')  [default: this machine]")
-    @click.option("--worker-wait", metavar="SECONDS", envvar="ATTN_WORKER_WAIT", default=120.0, show_default=True,
-                  type=FiniteFloatRange(min=0, max=7 * 24 * 3600),
-                  help="With --scheduler: how long to wait while no Dask worker is connected (said on stderr "
-                       "every 10 s) before giving up, keeping the finished runs.")
+    @click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        envvar="ATTN_SCHEDULER",
+        default=None,
+        callback=_scheduler_address,
+        help="Train every copy-task run on the Dask distributed cluster of this scheduler "
+        "(e.g. tcp://10.0.0.5:8786; needs pip install 'attn-cli[dask]')  [default: this machine]",
+    )
+    @click.option(
+        "--worker-wait",
+        metavar="SECONDS",
+        envvar="ATTN_WORKER_WAIT",
+        default=120.0,
+        show_default=True,
+        type=FiniteFloatRange(min=0, max=7 * 24 * 3600),
+        help="With --scheduler: how long to wait while no Dask worker is connected (said on stderr "
+        "every 10 s) before giving up, keeping the finished runs.",
+    )
     @functools.wraps(func)
     def wrapper(*args, scheduler, worker_wait, common: Common, **kwargs):
         source = None
         if scheduler:
             env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT
             source = "ATTN_SCHEDULER" if env else "--scheduler"
-        return func(*args, common=dataclasses.replace(common, scheduler=scheduler, scheduler_from=source,
-                                                      worker_wait=worker_wait), **kwargs)
+        return func(
+            *args,
+            common=dataclasses.replace(common, scheduler=scheduler, scheduler_from=source, worker_wait=worker_wait),
+            **kwargs,
+        )
 
     return wrapper

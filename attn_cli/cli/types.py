@@ -10,6 +10,7 @@ import click
 
 from attn_cli.errors import SEED_MAX, SEED_MIN  # torch's seed range
 
+
 class IntRange(click.IntRange):
     """click's ``IntRange`` whose refusal of what is not an integer says so: ``'1e3' is not an
     integer`` (click's own reads "is not a valid integer range")."""
@@ -48,8 +49,9 @@ class SeedsType(click.ParamType):
         if last < first:
             self.fail(f"{value!r}: a range runs upward (e.g. 0-63), not from {first} down to {last}", param, ctx)
         if last - first + 1 > MAX_SEEDS:
-            self.fail(f"{value!r} is {last - first + 1:,} seeds, more than {MAX_SEEDS:,} training runs per cell",
-                      param, ctx)
+            self.fail(
+                f"{value!r} is {last - first + 1:,} seeds, more than {MAX_SEEDS:,} training runs per cell", param, ctx
+            )
         return tuple(range(first, last + 1))
 
 
@@ -77,15 +79,19 @@ class EnvChoice(click.Choice):
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter as exc:
-            raise from_environment(ctx, param, value, exc.message) or exc
+            raise from_environment(ctx, param, value, exc.message) or exc from None
 
 
 def from_environment(ctx, param, value, message: str) -> click.UsageError | None:
     """The usage error naming ``param``'s environment variable when ``value`` came from it."""
     from click.core import ParameterSource
 
-    if ctx is not None and param is not None and param.envvar and \
-            ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
+    if (
+        ctx is not None
+        and param is not None
+        and param.envvar
+        and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT
+    ):
         return click.UsageError(f"{param.envvar}={value}: {message}", ctx=ctx)
     return None
 
@@ -140,8 +146,9 @@ def _unsuggested(parser) -> set[str]:
             try:
                 return match(opt, explicit_value, state)
             except click.NoSuchOption as exc:
-                raise click.NoSuchOption(exc.option_name, ctx=exc.ctx,
-                                         possibilities=[n for n in parser._long_opt if n not in hidden]) from None
+                raise click.NoSuchOption(
+                    exc.option_name, ctx=exc.ctx, possibilities=[n for n in parser._long_opt if n not in hidden]
+                ) from None
 
         parser._match_long_opt = match_long_opt
     return hidden

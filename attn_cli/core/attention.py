@@ -97,8 +97,9 @@ class MultiHeadAttention(nn.Module):
     W_q, W_k, W_v, W_o, so parameter initialisation is reproducible under a seed.
     """
 
-    def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
-                 bias: bool = False, d_in: int | None = None):
+    def __init__(
+        self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False, d_in: int | None = None
+    ):
         super().__init__()
         if num_heads < 1 or num_hiddens % num_heads:
             raise ValueError(f"num_heads ({num_heads}) must divide num_hiddens ({num_hiddens})")
@@ -110,8 +111,14 @@ class MultiHeadAttention(nn.Module):
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, queries: Tensor, keys: Tensor, values: Tensor,
-                valid_lens: Tensor | None = None, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
         # queries: (B, n_q, d_in); keys, values: (B, n_k, d_in)
         h = self.num_heads
         q = split_heads(self.W_q(queries), h)  # (B*h, n_q, p)

@@ -6,7 +6,6 @@ Design notes: ``docs/design.md``, section ``attn_cli.core.copy_models``.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -67,8 +66,9 @@ class AttnSeq2Seq(nn.Module):
         cell = self.cell
         x = F.embedding(tok, self.emb.weight)  # (B, E): nn.Embedding's forward, no padding or max norm
         context, _ = self.attend(state, enc)  # (B, h)
-        state = torch.gru_cell(torch.cat([x, context], 1), state, cell.weight_ih, cell.weight_hh,
-                               cell.bias_ih, cell.bias_hh)  # (B, h): nn.GRUCell's forward on a batch
+        state = torch.gru_cell(
+            torch.cat([x, context], 1), state, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh
+        )  # (B, h): nn.GRUCell's forward on a batch
         context, weights = self.attend(state, enc)  # (B, h)
         return F.linear(torch.cat([state, context], 1), self.out.weight, self.out.bias), state, weights
 
@@ -83,8 +83,9 @@ class AttnSeq2Seq(nn.Module):
             enc = enc.contiguous()  # (B, T, h), same values
         return enc, last[0]
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
-                encoded: Optional[tuple[torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
+    def forward(
+        self, src: torch.Tensor, tgt_in: torch.Tensor, encoded: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> torch.Tensor:
         """Teacher forcing: src (B, T), tgt_in (B, T) = [BOS, src[:, :-1]] -> logits (B, T, V)."""
         enc, state = encoded if encoded is not None else self.encode(src)
         outs, step = [], self.decoder_step()
@@ -94,9 +95,13 @@ class AttnSeq2Seq(nn.Module):
         return torch.stack(outs, 1)  # (B, T, V)
 
     @torch.no_grad()
-    def generate(self, src: torch.Tensor, length: int,
-                 encoded: Optional[tuple[torch.Tensor, torch.Tensor]] = None,
-                 record: Optional[int] = None):
+    def generate(
+        self,
+        src: torch.Tensor,
+        length: int,
+        encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
+        record: int | None = None,
+    ):
         """Free running from BOS: src (B, T) -> tokens (B, length).
 
         With ``record=i``, also return the readout weights of sequence ``i``, one row per
@@ -146,8 +151,9 @@ class PlainSeq2Seq(AttnSeq2Seq):
 
     def direct_step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor):
         cell = self.cell
-        state = torch.gru_cell(F.embedding(tok, self.emb.weight), state, cell.weight_ih, cell.weight_hh,
-                               cell.bias_ih, cell.bias_hh)  # (B, h)
+        state = torch.gru_cell(
+            F.embedding(tok, self.emb.weight), state, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh
+        )  # (B, h)
         return F.linear(state, self.out.weight, self.out.bias), state, None  # (B, V), (B, h), no weights
 
 

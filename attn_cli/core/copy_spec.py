@@ -7,8 +7,8 @@ kernels, so its numbers are statistically equivalent, not bitwise equal.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 VOCAB = 12  # 10 digits, BOS, one spare symbol
 BOS = 10
@@ -45,13 +45,13 @@ class RunOutcome:
     cpu_seconds: float = 0.0  # CPU time the run used (0.0 where an engine does not measure it)
     # attention model only: over ALL evaluation sequences and decoder steps, the fraction whose
     # readout attention peaks at the step's own input position (free running); None otherwise
-    diagonal: Optional[float] = None
+    diagonal: float | None = None
     isa: str = ""  # the CPU kernels torch dispatched to during the run (e.g. "AVX2")
     backend: str = "torch"  # what ran the arithmetic: "torch" (PyTorch ops) or "kernel" (the C kernel)
     # where a run on a Dask cluster ran: {"worker": address, "host": name, "cpu": model}; None: this machine
-    ran_on: Optional[dict[str, str]] = None
+    ran_on: dict[str, str] | None = None
     kernel_isa: str = ""  # the C kernel's variant that ran ("avx512", "avx2", ...); "" without the kernel
 
 
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps
-StepCallback = Optional[Callable[[int, int, float], None]]
+StepCallback = Callable[[int, int, float], None] | None

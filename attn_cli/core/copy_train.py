@@ -13,8 +13,8 @@ import torch.nn as nn
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, VOCAB, RunOutcome, RunSpec, StepCallback
 from attn_cli.core.device import prepare_device
-from attn_cli.core.optim import adam
 from attn_cli.core.numerics import effective_isa
+from attn_cli.core.optim import adam
 
 PROGRESS_EVERY_S = 0.2  # at most this often a progress report (plus the last step)
 
@@ -28,8 +28,9 @@ def make_batch(batch_size: int, length: int, device: str = "cpu") -> tuple[torch
     return src, tgt_in
 
 
-def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: StepCallback = None,
-                       program_layout: bool = False) -> RunOutcome:
+def train_and_evaluate(
+    spec: RunSpec, device: str = "cpu", progress: StepCallback = None, program_layout: bool = False
+) -> RunOutcome:
     """Train ``spec.model`` on the copy task and evaluate it, exactly as the W9 2.3 program does.
 
     ``program_layout=True`` also keeps the program's strided encoder states, its module
@@ -77,9 +78,19 @@ def train_and_evaluate(spec: RunSpec, device: str = "cpu", progress: StepCallbac
             free_running = correct.float().mean().item()
             exact = correct.all(1).float().mean().item()
             weights = torch.stack(rows).tolist() if rows else []  # (T_out, T_in) for sequence 0
-        return RunOutcome(spec=spec, teacher_forced=forced, free_running=free_running, exact=exact,
-                          seconds=time.perf_counter() - start, final_loss=final_loss,
-                          example_src=src[0].tolist(), example_weights=weights, engine="exact",
-                          cpu_seconds=time.process_time() - cpu, diagonal=diagonal, isa=effective_isa())
+        return RunOutcome(
+            spec=spec,
+            teacher_forced=forced,
+            free_running=free_running,
+            exact=exact,
+            seconds=time.perf_counter() - start,
+            final_loss=final_loss,
+            example_src=src[0].tolist(),
+            example_weights=weights,
+            engine="exact",
+            cpu_seconds=time.process_time() - cpu,
+            diagonal=diagonal,
+            isa=effective_isa(),
+        )
     finally:
         torch.set_num_threads(threads)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import MutableMapping
+from collections.abc import MutableMapping
 
 from attn_cli.errors import AttnError
 
@@ -16,8 +16,11 @@ FAST_VAR = "ATTN_CUDA_FAST"  # "1": TF32 and nondeterministic CUDA kernels (spee
 CUBLAS_VAR = "CUBLAS_WORKSPACE_CONFIG"
 CUBLAS_DETERMINISTIC = ":4096:8"  # a fixed cuBLAS workspace: deterministic matmuls (CUDA >= 10.2)
 # torch's fp32 precision settings (torch >= 2.9): (module path under torch.backends, attribute)
-FP32_SETTINGS = {"matmul": ("cuda.matmul", "fp32_precision"), "cudnn_conv": ("cudnn.conv", "fp32_precision"),
-                 "cudnn_rnn": ("cudnn.rnn", "fp32_precision")}
+FP32_SETTINGS = {
+    "matmul": ("cuda.matmul", "fp32_precision"),
+    "cudnn_conv": ("cudnn.conv", "fp32_precision"),
+    "cudnn_rnn": ("cudnn.rnn", "fp32_precision"),
+}
 
 
 def cuda_available() -> bool:
@@ -34,8 +37,10 @@ def resolve_device(name: str) -> str:
         return "cuda" if cuda_available() else "cpu"
     if name == "cuda":
         if not cuda_available():
-            raise AttnError("--device cuda was requested but CUDA is not available on this machine "
-                            "(use --device cpu, or --device auto to pick CUDA only when present)")
+            raise AttnError(
+                "--device cuda was requested but CUDA is not available on this machine "
+                "(use --device cpu, or --device auto to pick CUDA only when present)"
+            )
         return "cuda"
     raise AttnError(f"unknown device {name!r}; choose from {', '.join(DEVICE_CHOICES)}")
 
@@ -68,13 +73,19 @@ def precision(fast: bool | None = None) -> dict:
     ``fp32_precision`` values (torch >= 2.9) or ``allow_tf32`` flags (older)."""
     fast = cuda_fast() if fast is None else fast
     fp32 = "tf32" if fast else "ieee"
-    return {"deterministic": not fast, "cublas_workspace": None if fast else CUBLAS_DETERMINISTIC,
-            "cudnn_deterministic": not fast, "cudnn_benchmark": False,
-            "matmul": fp32, "cudnn_conv": fp32, "cudnn_rnn": fp32, "fast": fast}
+    return {
+        "deterministic": not fast,
+        "cublas_workspace": None if fast else CUBLAS_DETERMINISTIC,
+        "cudnn_deterministic": not fast,
+        "cudnn_benchmark": False,
+        "matmul": fp32,
+        "cudnn_conv": fp32,
+        "cudnn_rnn": fp32,
+        "fast": fast,
+    }
 
 
-def prepare_device(device: str, fast: bool | None = None,
-                   environ: MutableMapping[str, str] | None = None) -> dict:
+def prepare_device(device: str, fast: bool | None = None, environ: MutableMapping[str, str] | None = None) -> dict:
     """Make this process compute on ``device`` as :func:`precision` says; returns the settings
     ({} on cpu, where nothing is changed).  Idempotent; call it before the first CUDA work
     (cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` when it makes its first handle)."""
@@ -110,10 +121,13 @@ def applied_precision() -> dict:
         matmul = "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
         cudnn = "tf32" if torch.backends.cudnn.allow_tf32 else "ieee"
         fp32 = {"matmul": matmul, "cudnn_conv": cudnn, "cudnn_rnn": cudnn}
-    return {"deterministic": torch.are_deterministic_algorithms_enabled(),
-            "cublas_workspace": os.environ.get(CUBLAS_VAR),
-            "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
-            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), **fp32}
+    return {
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "cublas_workspace": os.environ.get(CUBLAS_VAR),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        **fp32,
+    }
 
 
 def driver_version() -> str:
@@ -125,28 +139,41 @@ def driver_version() -> str:
     if exe is None:
         return "unknown"
     try:
-        proc = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
-                              capture_output=True, text=True, timeout=20)
+        proc = subprocess.run(
+            [exe, "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     lines = proc.stdout.strip().splitlines() if proc.returncode == 0 else []
     return lines[0].strip() if lines and lines[0].strip() else "unknown"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gpu_identity(index: int = 0) -> dict:
     """The GPU a cuda run uses: model, compute capability, CUDA, cuDNN and driver versions
     (``gpu`` "none" where CUDA is not available: a key can still be made, never a run)."""
     import torch
 
     if not torch.cuda.is_available():
-        return {"gpu": "none", "capability": "unknown", "cuda": str(torch.version.cuda), "cudnn": "none",
-                "driver": "unknown"}
+        return {
+            "gpu": "none",
+            "capability": "unknown",
+            "cuda": str(torch.version.cuda),
+            "cudnn": "none",
+            "driver": "unknown",
+        }
     major, minor = torch.cuda.get_device_capability(index)
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    return {"gpu": torch.cuda.get_device_name(index), "capability": f"{major}.{minor}",
-            "cuda": str(torch.version.cuda), "cudnn": str(cudnn) if cudnn else "none",
-            "driver": driver_version()}
+    return {
+        "gpu": torch.cuda.get_device_name(index),
+        "capability": f"{major}.{minor}",
+        "cuda": str(torch.version.cuda),
+        "cudnn": str(cudnn) if cudnn else "none",
+        "driver": driver_version(),
+    }
 
 
 def describe_cuda(fast: bool | None = None) -> dict:
@@ -162,5 +189,7 @@ def cuda_summary(cuda: dict) -> str:
         how = "ATTN_CUDA_FAST: TF32 matmuls and cuDNN, nondeterministic kernels allowed"
     else:
         how = "deterministic, fp32 matmuls and cuDNN (no TF32)"
-    return (f"{cuda.get('gpu')} (compute {cuda.get('capability')}), CUDA {cuda.get('cuda')}, "
-            f"cuDNN {cuda.get('cudnn')}, driver {cuda.get('driver')}; {how}")
+    return (
+        f"{cuda.get('gpu')} (compute {cuda.get('capability')}), CUDA {cuda.get('cuda')}, "
+        f"cuDNN {cuda.get('cudnn')}, driver {cuda.get('driver')}; {how}"
+    )

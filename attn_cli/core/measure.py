@@ -43,8 +43,13 @@ def least_squares(M: Tensor, target: Tensor, driver: str | None = REPRODUCIBLE_D
     return torch.linalg.pinv(M) @ target
 
 
-def readout_error(M: Tensor, target: Tensor, driver: str | None = REPRODUCIBLE_DRIVER,
-                  held_out: tuple[Tensor, Tensor] | None = None, squared: bool = False) -> float:
+def readout_error(
+    M: Tensor,
+    target: Tensor,
+    driver: str | None = REPRODUCIBLE_DRIVER,
+    held_out: tuple[Tensor, Tensor] | None = None,
+    squared: bool = False,
+) -> float:
     """Relative error of the best linear readout of ``target`` (N, t) from ``M`` (N, k).
 
     The readout is fitted on ``(M, target)`` and scored there, or on ``held_out``
@@ -72,8 +77,9 @@ def loglog_slope(xs, ys) -> float | None:
     return fit_line([math.log(x) for x in xs], [math.log(y) for y in ys])[1]
 
 
-def attend_heads(q: Tensor, k: Tensor, v: Tensor, num_heads: int, W_o, valid_lens: Tensor | None = None,
-                 kv_heads: int | None = None) -> Tensor:
+def attend_heads(
+    q: Tensor, k: Tensor, v: Tensor, num_heads: int, W_o, valid_lens: Tensor | None = None, kv_heads: int | None = None
+) -> Tensor:
     """Projected q (B, n_q, d), k and v (B, n_k, g p) -> W_o(merged heads) (B, n_q, d).
 
     ``kv_heads`` g (default ``num_heads``) key/value heads each serve num_heads / g query

@@ -17,19 +17,19 @@ from attn_cli.units import human_bytes
 # - a Python process that imports torch maps 638 MB (VmSize; 14 MB before the import), and
 #   torch._dynamo (which torch.optim.Adam's public methods import; the exact engine steps
 #   Adam without them) brings it to 713 MB, kept as the estimate's upper bound;
-TORCH_VM_BYTES = 713 * 2 ** 20
+TORCH_VM_BYTES = 713 * 2**20
 # - a copy-task worker pool (forkserver, torch and torch._dynamo preloaded in the server, as it
 #   was then: an upper bound now that the server loads no torch._dynamo;
 #   exact runs at lengths 32 and 16, 200 steps, sampled from /proc/PID/smaps_rollup): the
 #   fork server holds 290 MB of its own (RSS 290 MB, USS 276 MB); each worker has an RSS of
 #   261-273 MB, but all except 32-45 MB of it (USS) is shared with the fork server.  So a
 #   pool costs the server once, and each worker its largest USS (a length-32 run included).
-FORKSERVER_BYTES = 290 * 2 ** 20
-WORKER_BYTES = 45 * 2 ** 20
+FORKSERVER_BYTES = 290 * 2**20
+WORKER_BYTES = 45 * 2**20
 
 CGROUP_FS = Path("/sys/fs/cgroup")  # where the cgroup file systems are mounted
 PROC_SELF = Path("/proc/self")  # this process's /proc entry (cgroup membership, VmSize)
-UNLIMITED = 2 ** 62  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1; anything above this
+UNLIMITED = 2**62  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1; anything above this
 
 
 def free_bytes() -> int:
@@ -155,10 +155,11 @@ def check_fits(nbytes: float, what: str, device: str = "cpu", fraction: float = 
         where = named[0] if named and "free" not in named[0] else f"free on {device}"
         raise MemoryRefused(
             f"{what} needs about {human_bytes(nbytes)}, more than {fraction:.0%} of the "
-            f"{human_bytes(available)} {where}; refused before starting")
+            f"{human_bytes(available)} {where}; refused before starting"
+        )
 
 
-CUDA_CONTEXT_BYTES = 512 * 2 ** 20  # one process's CUDA context (runtime, cuBLAS, cuDNN): ~0.5 GB (issue 18)
+CUDA_CONTEXT_BYTES = 512 * 2**20  # one process's CUDA context (runtime, cuBLAS, cuDNN): ~0.5 GB (issue 18)
 
 
 def pool_bytes(workers: int) -> int:
@@ -166,8 +167,9 @@ def pool_bytes(workers: int) -> int:
     return FORKSERVER_BYTES + workers * WORKER_BYTES if workers > 0 else 0
 
 
-def guard(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5, workers: int = 0,
-          processes: int = 1) -> None:
+def guard(
+    nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5, workers: int = 0, processes: int = 1
+) -> None:
     """The one up-front check every experiment makes before allocating anything.
 
     ``nbytes`` is the experiment's own estimate of the largest tensors it holds at once
@@ -177,13 +179,16 @@ def guard(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5, 
     (:data:`CUDA_CONTEXT_BYTES`) per process that uses it (``processes``).
     """
     if workers > 0:
-        what = (f"{what}, in {workers} worker process(es) (about {human_bytes(pool_bytes(workers))} "
-                "before any tensor)")
+        what = f"{what}, in {workers} worker process(es) (about {human_bytes(pool_bytes(workers))} before any tensor)"
     check_fits(nbytes + pool_bytes(workers), what, "cpu", fraction)
     if device != "cpu":
         contexts = processes * CUDA_CONTEXT_BYTES if device.split(":")[0] == "cuda" else 0
-        check_fits(nbytes + contexts, what + (f" + {processes} CUDA context(s) of ~0.5 GB" if contexts else ""),
-                   device, fraction)
+        check_fits(
+            nbytes + contexts,
+            what + (f" + {processes} CUDA context(s) of ~0.5 GB" if contexts else ""),
+            device,
+            fraction,
+        )
 
 
 def out_of_memory(exc: BaseException) -> str | None:
@@ -199,8 +204,10 @@ def out_of_memory(exc: BaseException) -> str | None:
         return "out of memory on the GPU; use smaller sizes or --device cpu"
     limit = address_space_limit()
     if limit is not None:
-        return (f"out of memory: the address-space limit (ulimit -v) of {human_bytes(limit)} ran out; "
-                "raise it or use smaller sizes")
+        return (
+            f"out of memory: the address-space limit (ulimit -v) of {human_bytes(limit)} ran out; "
+            "raise it or use smaller sizes"
+        )
     room = cgroup_headroom()
     if room is not None:
         return "out of memory: the cgroup's memory limit ran out; raise it or use smaller sizes"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from typing import MutableMapping
+from collections.abc import MutableMapping
 
 from attn_cli.errors import AttnError
 
@@ -46,10 +46,20 @@ def portable_pins(machine: str | None = None, flags: frozenset[str] | None = Non
     if not is_x86_64(machine):
         return {"ATEN_CPU_CAPABILITY": "default"}  # ARM and others: the plain vectorised kernels
     if {"avx2", "fma"} <= flags:
-        return {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "MKL_NUM_THREADS": "1",
-                "ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}
-    return {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "MKL_NUM_THREADS": "1",
-            "ONEDNN_MAX_CPU_ISA": "SSE41", "DNNL_MAX_CPU_ISA": "SSE41"}
+        return {
+            "ATEN_CPU_CAPABILITY": "avx2",
+            "MKL_CBWR": "AVX2",
+            "MKL_NUM_THREADS": "1",
+            "ONEDNN_MAX_CPU_ISA": "AVX2",
+            "DNNL_MAX_CPU_ISA": "AVX2",
+        }
+    return {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "COMPATIBLE",
+        "MKL_NUM_THREADS": "1",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "DNNL_MAX_CPU_ISA": "SSE41",
+    }
 
 
 def native_capability(machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
@@ -104,7 +114,8 @@ def apply(mode: str) -> None:
                     os.environ[name] = value
             raise NumericsError(
                 f"--numerics {mode} needs {want} kernels, but torch in this process already runs {have} "
-                "kernels (the choice is made once per process); run attn in a new process")
+                "kernels (the choice is made once per process); run attn in a new process"
+            )
 
 
 def current_mode() -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 

@@ -26,8 +26,9 @@ TEMPLATES = (
     ("we sat on the {} of the river near the water", ("bank",)),
     ("she kept her money at the {} to get a loan", ("bank",)),
 )
-STOP = frozenset({"the", "a", "of", "at", "to", "on", "we", "she", "he", "and", "her", "near", "get",
-                  "kept", "sat", "went"})  # never returned as a neighbour (the text's list)
+STOP = frozenset(
+    {"the", "a", "of", "at", "to", "on", "we", "she", "he", "and", "her", "near", "get", "kept", "sat", "went"}
+)  # never returned as a neighbour (the text's list)
 PAIRS = (("king", "prince"), ("king", "queen"), ("king", "woman"), ("king", "bread"))  # published similarities
 TIED = ("queen", "princess")  # identical contexts: equal vectors in exact arithmetic
 TIE_TOLERANCE = 1e-9  # two similarities closer than this are an exact tie up to rounding
@@ -76,8 +77,7 @@ class Result:
         out["w9-ppmi.analogy.top2"] = sorted(self.analogy[:2]) == sorted(TIED) and tie_analogy
         out["w9-ppmi.analogy.third"] = self.analogy[2] if len(self.analogy) > 2 else None
         out["w9-ppmi.bank_nearest.top7"] = self.bank_nearest[:7]
-        out["w9-ppmi.bank_nearest.8th"] = (len(self.bank_nearest) > 7 and self.bank_nearest[7] in TIED
-                                           and tie_bank)
+        out["w9-ppmi.bank_nearest.8th"] = len(self.bank_nearest) > 7 and self.bank_nearest[7] in TIED and tie_bank
         return out
 
 
@@ -102,8 +102,9 @@ class Space:
         import numpy as np
 
         scores = self.E @ v
-        words = [self.vocab[i] for i in np.argsort(-scores) if self.vocab[i] not in skip
-                 and self.vocab[i] not in STOP][:n]
+        words = [self.vocab[i] for i in np.argsort(-scores) if self.vocab[i] not in skip and self.vocab[i] not in STOP][
+            :n
+        ]
         return words, [float(scores[self.index[w]]) for w in words]
 
     def analogy(self, a: str, b: str, c: str, n: int) -> tuple[list[str], list[float]]:
@@ -124,8 +125,7 @@ def check_words(vocab: list[str], words) -> None:
     unknown = [w for w in words if w not in vocab]
     if unknown:
         listed = ", ".join(repr(w if len(w) <= 40 else w[:40] + "...") for w in unknown)
-        raise AttnError(f"unknown word{'s' if len(unknown) > 1 else ''} {listed}; the vocabulary is: "
-                        f"{' '.join(vocab)}")
+        raise AttnError(f"unknown word{'s' if len(unknown) > 1 else ''} {listed}; the vocabulary is: {' '.join(vocab)}")
 
 
 def build_space(config: Config) -> Space:
@@ -179,8 +179,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     tie.update({f"bank.{w}": space.similarity("bank", w) for w in TIED})
 
     answer, answer_sims = space.analogy(*config.query, config.analogy_top)
-    nearest, nearest_sims = space.ranked(space.vector(config.nearest_word), config.nearest_top,
-                                         skip=(config.nearest_word,))
+    nearest, nearest_sims = space.ranked(
+        space.vector(config.nearest_word), config.nearest_top, skip=(config.nearest_word,)
+    )
     return Result(
         config=dataclasses.asdict(config),
         vocab=vocab,

@@ -82,7 +82,8 @@ def validate(config: Config) -> None:
         raise AttnError(
             f"--samples {config.samples} is fewer samples than unknowns: the two-head readout "
             f"fits {unknowns(config.d_v)} unknowns per output (2 x --d-v {config.d_v}), so it needs "
-            f"more than {unknowns(config.d_v)} samples")
+            f"more than {unknowns(config.d_v)} samples"
+        )
     for a in (*config.weights, *config.two_head_weights):
         if not 0.0 <= a <= 1.0:
             raise AttnError(f"weight {a} is outside [0, 1]")
@@ -151,7 +152,16 @@ def _run(config: Config, n: int, d: int) -> Result:
     one_head = [{"a": a, "b": 1 - a, "error": one(a)} for a in config.weights]
     two_heads = [{"a": a, "b": 1 - a, "error": two(a)} for a in config.two_head_weights]
     grid = [i / (config.curve_points - 1) for i in range(config.curve_points)] if config.curve_points > 1 else [0.5]
-    curve = {"a": grid, "one_head": [one(a, "gelsd") for a in grid],
-             "two_heads": [two(a, "gelsd") for a in grid], "driver": "gelsd"}
-    return Result(config=asdict(config), one_head=one_head, two_heads=two_heads, curve=curve,
-                  solver="torch.linalg.lstsq (driver gelsd)" if config.device == "cpu" else "torch.linalg.pinv")
+    curve = {
+        "a": grid,
+        "one_head": [one(a, "gelsd") for a in grid],
+        "two_heads": [two(a, "gelsd") for a in grid],
+        "driver": "gelsd",
+    }
+    return Result(
+        config=asdict(config),
+        one_head=one_head,
+        two_heads=two_heads,
+        curve=curve,
+        solver="torch.linalg.lstsq (driver gelsd)" if config.device == "cpu" else "torch.linalg.pinv",
+    )

@@ -97,12 +97,12 @@ def normalise_word(word: str, which: str) -> str:
         raise AttnError(f"the {which} word is only whitespace; give at least one visible character")
     control = [c for c in word if unicodedata.category(c) == "Cc"]
     if control:
-        raise AttnError(f"the {which} word contains the control character {control[0]!r}; "
-                        "give printable characters")
+        raise AttnError(f"the {which} word contains the control character {control[0]!r}; give printable characters")
     if len(word) > MAX_WORD_LENGTH:
         raise AttnError(
             f"the {which} word has {len(word):,} characters; at most {MAX_WORD_LENGTH} are allowed "
-            f"(a longer map is unreadable)")
+            f"(a longer map is unreadable)"
+        )
     return word
 
 
@@ -114,7 +114,9 @@ def validate(config: Config) -> tuple[str, str]:
     if config.heads < 0:
         raise AttnError(f"--heads must be at least 1, got {config.heads}")
     if config.heads and config.d_model % config.heads:
-        raise AttnError(f"--heads {config.heads} must divide --d-model {config.d_model} (each head gets d_model / heads)")
+        raise AttnError(
+            f"--heads {config.heads} must divide --d-model {config.d_model} (each head gets d_model / heads)"
+        )
     return q, k
 
 
@@ -124,8 +126,11 @@ def estimate_bytes(config: Config) -> int:
     letters = len(set(config.query_word + config.key_word))
     n_q, n_k = len(config.query_word), len(config.key_word)
     heads = max(config.heads, 1)
-    return 4 * (4 * (letters + 2 * (n_q + n_k)) * config.d_model + 4 * heads * n_q * n_k
-                + 4 * config.d_model ** 2 * (config.heads > 0))
+    return 4 * (
+        4 * (letters + 2 * (n_q + n_k)) * config.d_model
+        + 4 * heads * n_q * n_k
+        + 4 * config.d_model**2 * (config.heads > 0)
+    )
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:

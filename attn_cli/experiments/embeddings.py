@@ -9,9 +9,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from attn_cli.published.settings import TEXT
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.published.settings import TEXT
 
 ARTIFACTS = ("w9-onehot", "w9-contextual")
 FIGURES = ("embeddings_bank_attention.png",)
@@ -53,10 +53,14 @@ class Result(MeasuredResult):
     weights: list[list[list[float]]] = field(default_factory=list)  # per sentence (n, n), rows = queries
 
     MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
-        "w9-onehot.king.queen": "onehot_king_queen", "w9-onehot.king.apple": "onehot_king_apple",
-        "w9-onehot.lookup_equals_matmul": "lookup_equals_matmul", "w9-onehot.parameters": "parameters",
-        "w9-onehot.onehot_dims": "config.vocab_size", "w9-contextual.static_bank": "static_bank",
-        "w9-contextual.river_bank": "bank_outputs.0", "w9-contextual.money_bank": "bank_outputs.1",
+        "w9-onehot.king.queen": "onehot_king_queen",
+        "w9-onehot.king.apple": "onehot_king_apple",
+        "w9-onehot.lookup_equals_matmul": "lookup_equals_matmul",
+        "w9-onehot.parameters": "parameters",
+        "w9-onehot.onehot_dims": "config.vocab_size",
+        "w9-contextual.static_bank": "static_bank",
+        "w9-contextual.river_bank": "bank_outputs.0",
+        "w9-contextual.money_bank": "bank_outputs.1",
         "w9-contextual.distance": "distance",
     }
 

@@ -53,10 +53,14 @@ class Result(MeasuredResult):
     convex: bool  # every output within [min, max] of its value column (1e-6 slack)
 
     MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
-        "w9-worked.scores": "scores", "w9-worked.weights": "weights",
-        "w9-worked.weights_sum": "weights_sum", "w9-worked.output": "output",
-        "w9-properties.shapes": "shapes", "w9-properties.matches_sdpa": "matches_sdpa",
-        "w9-properties.row_sums": "row_sums", "w9-properties.non_negative": "non_negative",
+        "w9-worked.scores": "scores",
+        "w9-worked.weights": "weights",
+        "w9-worked.weights_sum": "weights_sum",
+        "w9-worked.output": "output",
+        "w9-properties.shapes": "shapes",
+        "w9-properties.matches_sdpa": "matches_sdpa",
+        "w9-properties.row_sums": "row_sums",
+        "w9-properties.non_negative": "non_negative",
         "w9-properties.convex": "convex",
     }
 
@@ -75,8 +79,11 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.attention import scaled_dot_product_attention
     from attn_cli.core.memory import guard
 
-    guard(estimate_bytes(config), f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} "
-          f"--d-v {config.d_v}", config.device)
+    guard(
+        estimate_bytes(config),
+        f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} --d-v {config.d_v}",
+        config.device,
+    )
 
     dev = torch.device(config.device)
 
@@ -93,10 +100,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     # --- 3.2: random Q, K, V
     torch.manual_seed(config.seed)
-    Qr, Kr, Vr = (torch.randn(config.n_q, config.d_k), torch.randn(config.n_k, config.d_k),
-                  torch.randn(config.n_k, config.d_v))
+    Qr, Kr, Vr = (
+        torch.randn(config.n_q, config.d_k),
+        torch.randn(config.n_k, config.d_k),
+        torch.randn(config.n_k, config.d_v),
+    )
     Qr, Kr, Vr = Qr.to(dev), Kr.to(dev), Vr.to(dev)
-    s_r = Qr @ Kr.T / config.d_k ** 0.5  # (n_q, n_k): how well each query matches each key
+    s_r = Qr @ Kr.T / config.d_k**0.5  # (n_q, n_k): how well each query matches each key
     o_r, w_r = scaled_dot_product_attention(Qr, Kr, Vr)  # (n_q, d_v), (n_q, n_k): the core
     w_text = torch.softmax(s_r, dim=-1)  # the text's explicit formula, for comparison
     o_text = w_text @ Vr
@@ -111,8 +121,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         output=out.item(),
         closed_form=closed,
         closed_form_max_diff=max(abs(a - b) for a, b in zip(weights, closed)),
-        shapes={"Q": list(Qr.shape), "K": list(Kr.shape), "V": list(Vr.shape),
-                "scores": list(s_r.shape), "output": list(o_r.shape)},
+        shapes={
+            "Q": list(Qr.shape),
+            "K": list(Kr.shape),
+            "V": list(Vr.shape),
+            "scores": list(s_r.shape),
+            "output": list(o_r.shape),
+        },
         matches_sdpa=bool(torch.allclose(o_r, o_sdpa, atol=1e-6)),
         sdpa_max_diff=(o_r - o_sdpa).abs().max().item(),
         core_max_diff=max((o_r - o_text).abs().max().item(), (w_r - w_text).abs().max().item()),

@@ -49,8 +49,7 @@ class Result:
     layout: dict = field(default_factory=dict)  # figure 10.3.2: {"d", "h", "p", "params_drawn", "params_layer"}
 
     def measured(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"w9-heads.matches": self.handwritten_matches,
-                               "d2l-mha-shape.output": self.mha_shape}
+        out: dict[str, Any] = {"w9-heads.matches": self.handwritten_matches, "d2l-mha-shape.output": self.mha_shape}
         for row in self.w9_params:
             out[f"w9-heads.params.{row['heads']}"] = row["params"]
             out[f"w9-heads.head_size.{row['heads']}"] = row["head_size"]
@@ -58,8 +57,9 @@ class Result:
             out[f"d2l-mha-params.{row['heads']}"] = row["params"]
         if self.layout:
             lay = self.layout
-            out["d2l-fig-10.3.2.layout"] = (lay["h"] * lay["p"] == lay["d"]
-                                            and lay["params_drawn"] == lay["params_layer"])
+            out["d2l-fig-10.3.2.layout"] = (
+                lay["h"] * lay["p"] == lay["d"] and lay["params_drawn"] == lay["params_layer"]
+            )
         return out
 
 
@@ -76,8 +76,11 @@ def validate(config: Config) -> None:
     for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model)):
         if not 1 <= width <= MAX_WIDTH:
             raise AttnError(f"{name} must be between 1 and {MAX_WIDTH}, got {width}")
-    checks = [(h, name, width) for h in config.heads
-              for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model))]
+    checks = [
+        (h, name, width)
+        for h in config.heads
+        for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model))
+    ]
     checks.append((config.layout_heads, "--d-model", config.d_model))
     for h, name, width in checks:
         if h < 1:
@@ -101,7 +104,7 @@ def handwritten_multihead(mha, x):
     heads = []
     for i in range(h):
         sl = slice(i * dk, (i + 1) * dk)
-        w = torch.softmax(Q[:, sl] @ K[:, sl].T / dk ** 0.5, -1)  # (n, n): this head's pattern
+        w = torch.softmax(Q[:, sl] @ K[:, sl].T / dk**0.5, -1)  # (n, n): this head's pattern
         heads.append(w @ V[:, sl])  # (n, dk)
     concat = torch.cat(heads, dim=-1)  # (n, d): concatenate, not average
     return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
@@ -115,8 +118,11 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     validate(config)
-    guard(estimate_bytes(config), f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}",
-          config.device)
+    guard(
+        estimate_bytes(config),
+        f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}",
+        config.device,
+    )
     dev = config.device
 
     with torch.no_grad():
@@ -132,8 +138,15 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         max_diff = float((mine - theirs).abs().max())
 
         dm = config.d_model
-        w9_params = [{"heads": heads, "params": count_parameters(nn.MultiheadAttention(dm, heads)),
-                      "formula": 4 * dm * dm + 4 * dm, "head_size": dm // heads} for heads in config.heads]
+        w9_params = [
+            {
+                "heads": heads,
+                "params": count_parameters(nn.MultiheadAttention(dm, heads)),
+                "formula": 4 * dm * dm + 4 * dm,
+                "head_size": dm // heads,
+            }
+            for heads in config.heads
+        ]
 
         # D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected)
         torch.manual_seed(config.seed)
@@ -159,10 +172,22 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         # figure 10.3.2: the layout drawn for (d_model, layout_heads), and the concrete layer it stands for
         d, h = config.d_model, config.layout_heads
         p = d // h
-        layout = {"d": d, "h": h, "p": p,
-                  "params_drawn": 3 * h * d * p + (h * p) * d,  # h heads x (W_q, W_k, W_v: d -> p) + W_o
-                  "params_layer": count_parameters(MultiHeadAttention(d, h))}
+        layout = {
+            "d": d,
+            "h": h,
+            "p": p,
+            "params_drawn": 3 * h * d * p + (h * p) * d,  # h heads x (W_q, W_k, W_v: d -> p) + W_o
+            "params_layer": count_parameters(MultiHeadAttention(d, h)),
+        }
 
-    return Result(config=asdict(config), handwritten_matches=matches, handwritten_max_diff=max_diff,
-                  w9_params=w9_params, mha_shape=list(out.shape), mha_weights_shape=list(weights.shape),
-                  mha_masked_weight=masked_weight, d2l_params=d2l_params, layout=layout)
+    return Result(
+        config=asdict(config),
+        handwritten_matches=matches,
+        handwritten_max_diff=max_diff,
+        w9_params=w9_params,
+        mha_shape=list(out.shape),
+        mha_weights_shape=list(weights.shape),
+        mha_masked_weight=masked_weight,
+        d2l_params=d2l_params,
+        layout=layout,
+    )

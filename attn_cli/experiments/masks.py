@@ -46,7 +46,8 @@ class Result(MeasuredResult):
     padding_weight_text: float  # the same through the text's recipe, softmax(masked_fill(pad, -inf))
 
     MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
-        "w9-masks.causal_weights": "causal_weights", "w9-masks.row_sums": "row_sums",
+        "w9-masks.causal_weights": "causal_weights",
+        "w9-masks.row_sums": "row_sums",
         "w9-masks.past_unchanged": "past_unchanged_with_mask",
         "w9-masks.changes_without_mask": "past_changes_without_mask",
         "w9-masks.padding_weight": "padding_weight",
@@ -77,9 +78,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
     x = torch.randn(n, d, generator=gen).to(dev)  # (n, d)
     x2 = x.clone()
-    x2[config.changed_from:] = torch.randn(n - config.changed_from, d, generator=gen).to(dev)  # change the future
+    x2[config.changed_from :] = torch.randn(n - config.changed_from, d, generator=gen).to(dev)  # change the future
 
-    scores = x @ x.T / d ** 0.5  # (n, n)
+    scores = x @ x.T / d**0.5  # (n, n)
     keep_causal = causal_mask(n, device=dev)  # (n, n) True = may attend (key <= query)
     weights = masked_softmax(scores, keep_causal)  # (n, n)
 
@@ -105,13 +106,12 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         causal_weights_rounded=_round2(weights),
         row_sums=weights.sum(-1).cpu().tolist(),
         core_equals_text=bool(torch.equal(weights, text_weights) and torch.equal(pad_weights, text_pad)),
-        core_max_abs_diff=max((weights - text_weights).abs().max().item(),
-                              (pad_weights - text_pad).abs().max().item()),
+        core_max_abs_diff=max((weights - text_weights).abs().max().item(), (pad_weights - text_pad).abs().max().item()),
         past_unchanged_with_mask=bool(torch.allclose(*with_mask)),
         past_changes_without_mask=not torch.allclose(*without),
         past_max_abs_change_with_mask=(with_mask[0] - with_mask[1]).abs().max().item(),
         past_max_abs_change_without_mask=(without[0] - without[1]).abs().max().item(),
         padding_weights=pad_weights.cpu().tolist(),
-        padding_weight=pad_weights[:, config.padding_from:].sum().item(),
-        padding_weight_text=text_pad[:, config.padding_from:].sum().item(),  # the text's w[:, 3:].sum()
+        padding_weight=pad_weights[:, config.padding_from :].sum().item(),
+        padding_weight_text=text_pad[:, config.padding_from :].sum().item(),  # the text's w[:, 3:].sum()
     )

@@ -50,7 +50,8 @@ class Result(MeasuredResult):
     max_diff_positions: float
 
     MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
-        "w9-order.dog_bites_man": "output_a", "w9-order.man_bites_dog": "output_b",
+        "w9-order.dog_bites_man": "output_a",
+        "w9-order.man_bites_dog": "output_b",
         "w9-order.identical": "identical",
         "w9-order.identical_with_positions": "identical_with_positions",
     }

@@ -6,22 +6,22 @@ dataclass and nothing else; the commands and ``attn all`` turn it into a progres
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 
 @dataclass(frozen=True)
 class ProgressEvent:
     done: int  # units finished (d_k values, exercises, training runs, ...)
-    total: Optional[int]  # units in all; None when not known
+    total: int | None  # units in all; None when not known
     label: str = ""  # what is running now, e.g. "run 3: step 120/2500, loss 0.412"
     # where units run side by side (the copy task's training runs): which unit this event is
     # about, how far that unit is, and its current value (a loss); status "running", "done" or "cached"
-    item: Optional[int] = None
+    item: int | None = None
     item_done: int = 0
-    item_total: Optional[int] = None
-    value: Optional[float] = None
+    item_total: int | None = None
+    value: float | None = None
     status: str = "running"
 
 
-ProgressCallback = Optional[Callable[[ProgressEvent], None]]  # the ``progress`` argument of every run()
+ProgressCallback = Callable[[ProgressEvent], None] | None  # the ``progress`` argument of every run()

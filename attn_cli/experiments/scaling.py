@@ -8,12 +8,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
+from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 from attn_cli.published.settings import SCALING_D_MODEL as TEXT_D_MODEL  # the d in "n^2 * d operations"
 from attn_cli.published.w9_attention import SCALING
-from attn_cli.experiments.progress import ProgressEvent, ProgressCallback
 from attn_cli.units import text_memory
 
 ARTIFACTS = ("w9-scaling",)
@@ -47,7 +48,7 @@ class Config:
     memory_fraction: float = 0.5  # refuse an n whose pass needs more than this share of free memory
 
     @classmethod
-    def quick(cls, **overrides) -> "Config":
+    def quick(cls, **overrides) -> Config:
         device = overrides.get("device", "cpu")
         return cls(**{"measure_lengths": QUICK_MEASURE_LENGTHS[device], "repeats": 2, **overrides})
 
@@ -90,9 +91,16 @@ class Result:
     cpu_count: int = 0
     dropped: list[str] = field(default_factory=list)  # on a GPU: each n left out as too large, and why
     # what the measurement found on this run (JSON: under "timing"): times, memory peaks, the fit
-    TIMING: ClassVar[tuple[str, ...]] = ("measured_rows.*.time_s", "measured_rows.*.median_s",
-                                         "measured_rows.*.times_s", "measured_rows.*.peak_bytes",
-                                         "measured_rows.*.gflops", "exponent", "load_average", "dropped")
+    TIMING: ClassVar[tuple[str, ...]] = (
+        "measured_rows.*.time_s",
+        "measured_rows.*.median_s",
+        "measured_rows.*.times_s",
+        "measured_rows.*.peak_bytes",
+        "measured_rows.*.gflops",
+        "exponent",
+        "load_average",
+        "dropped",
+    )
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value, every length (only the text's have checks)."""
@@ -109,8 +117,9 @@ def formula(lengths, d_model: int) -> list[FormulaRow]:
     for n in lengths:
         entries = n * n
         mem = entries * BYTES_PER_FLOAT
-        rows.append(FormulaRow(n=n, entries=entries, memory_bytes=mem, memory=text_memory(mem),
-                               operations=entries * d_model))
+        rows.append(
+            FormulaRow(n=n, entries=entries, memory_bytes=mem, memory=text_memory(mem), operations=entries * d_model)
+        )
     return rows
 
 
@@ -143,9 +152,11 @@ def check_measurable(config: Config) -> list[tuple[int, str]]:
 
     dropped: list[tuple[int, str]] = []
     for n in config.measure_lengths:
-        what = (f"attention forward at n={n}, d_model={config.d_model} "
-                f"(an n x n float32 score matrix is {human_bytes(BYTES_PER_FLOAT * n * n)}; "
-                f"scores + weights + q, k, v, output)")
+        what = (
+            f"attention forward at n={n}, d_model={config.d_model} "
+            f"(an n x n float32 score matrix is {human_bytes(BYTES_PER_FLOAT * n * n)}; "
+            f"scores + weights + q, k, v, output)"
+        )
         try:
             check_fits(forward_bytes(n, config.d_model), what, config.device, fraction=config.memory_fraction)
             if config.device != "cpu":  # inputs are drawn on the CPU first
@@ -199,8 +210,16 @@ def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None
         peak = torch.cuda.max_memory_allocated() - base + q.nbytes + k.nbytes + v.nbytes
     best = min(times)
     ops = n * n * d
-    return MeasuredRow(n=n, time_s=best, median_s=statistics.median(times), times_s=times, peak_bytes=int(peak),
-                       formula_bytes=forward_bytes(n, d), operations=ops, gflops=4 * ops / best / 1e9)
+    return MeasuredRow(
+        n=n,
+        time_s=best,
+        median_s=statistics.median(times),
+        times_s=times,
+        peak_bytes=int(peak),
+        formula_bytes=forward_bytes(n, d),
+        operations=ops,
+        gflops=4 * ops / best / 1e9,
+    )
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
@@ -217,9 +236,12 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     cuda = config.device.startswith("cuda")
-    result.peak_method = ("torch.cuda.max_memory_allocated (plus the inputs)" if cuda else
-                          "estimate from the tensors allocated (q, k, v + scores + weights + output); "
-                          "PyTorch's CPU allocator reports no peak")
+    result.peak_method = (
+        "torch.cuda.max_memory_allocated (plus the inputs)"
+        if cuda
+        else "estimate from the tensors allocated (q, k, v + scores + weights + output); "
+        "PyTorch's CPU allocator reports no peak"
+    )
     result.device_name = torch.cuda.get_device_name() if cuda else "cpu"
     result.threads = torch.get_num_threads()
     result.cpu_count = os.cpu_count() or 0

@@ -42,9 +42,11 @@ class Result(MeasuredResult):
     d2l_cross_weights: list[int]
 
     MEASURED: ClassVar[dict[str, str]] = {  # check ID -> its value's path in this Result
-        "w9-self-cross.self.output": "w9_self_output", "w9-self-cross.self.weights": "w9_self_weights",
+        "w9-self-cross.self.output": "w9_self_output",
+        "w9-self-cross.self.weights": "w9_self_weights",
         "w9-self-cross.cross.output": "w9_cross_output",
-        "w9-self-cross.cross.weights": "w9_cross_weights", "d2l-self-cross.self": "d2l_self_output",
+        "w9-self-cross.cross.weights": "w9_cross_weights",
+        "d2l-self-cross.self": "d2l_self_output",
         "d2l-self-cross.cross": "d2l_cross_output",
     }
 
@@ -88,8 +90,12 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     return Result(
         config=asdict(config),
-        w9_self_output=list(s_out.shape), w9_self_weights=list(s_w.shape),
-        w9_cross_output=list(c_out.shape), w9_cross_weights=list(c_w.shape),
-        d2l_self_output=list(ds_out.shape), d2l_self_weights=list(ds_w.shape),
-        d2l_cross_output=list(dc_out.shape), d2l_cross_weights=list(dc_w.shape),
+        w9_self_output=list(s_out.shape),
+        w9_self_weights=list(s_w.shape),
+        w9_cross_output=list(c_out.shape),
+        w9_cross_weights=list(c_w.shape),
+        d2l_self_output=list(ds_out.shape),
+        d2l_self_weights=list(ds_w.shape),
+        d2l_cross_output=list(dc_out.shape),
+        d2l_cross_weights=list(dc_w.shape),
     )

@@ -9,12 +9,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.published.settings import sqrt_dk_text_draws
-from attn_cli.experiments.base import QuickConfig
-from attn_cli.experiments.progress import ProgressEvent, ProgressCallback
 
 ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
 FIGURES = ("sqrt_dk.png",)
@@ -69,8 +69,14 @@ class Result:
         """Check ID -> regenerated value, every row (published.compare decides which apply)."""
         out: dict[str, Any] = {}
         for r in self.rows:
-            for name in ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
-                         "grad_unscaled", "grad_scaled"):
+            for name in (
+                "std",
+                "std_scaled",
+                "max_weight_unscaled",
+                "max_weight_scaled",
+                "grad_unscaled",
+                "grad_scaled",
+            ):
                 out[f"w9-sqrt-dk.{r.d_k}.{name}"] = getattr(r, name)
         if self.rows:
             out["w9-sqrt-dk-plot.curves"] = curves_as_described(self.rows)
@@ -91,10 +97,12 @@ def curves_as_described(rows: list[Row]) -> bool:
     def span(values):
         return max(values) - min(values)
 
-    return (strictly([r.max_weight_unscaled for r in rows], up=True)
-            and strictly([r.grad_unscaled for r in rows], up=False)
-            and span([r.max_weight_scaled for r in rows]) < 0.03
-            and span([r.grad_scaled for r in rows]) < 0.001)
+    return (
+        strictly([r.max_weight_unscaled for r in rows], up=True)
+        and strictly([r.grad_unscaled for r in rows], up=False)
+        and span([r.max_weight_scaled for r in rows]) < 0.03
+        and span([r.grad_scaled for r in rows]) < 0.001
+    )
 
 
 def text_draws(config: Config) -> list[bool]:
@@ -132,7 +140,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     from attn_cli.core.memory import guard
 
-    what = (f"sqrt-dk with {config.trials} trials x {config.n_keys} keys x d_k={max(config.d_k)}")
+    what = f"sqrt-dk with {config.trials} trials x {config.n_keys} keys x d_k={max(config.d_k)}"
     guard(estimate_bytes(config), what, config.device)  # draws are made on the CPU, then moved
 
     gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
@@ -143,11 +151,20 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         k = torch.randn(config.trials, config.n_keys, d, generator=gen).to(config.device)  # (trials, n_keys, d_k)
         raw = (q @ k.transpose(1, 2)).squeeze(1)  # (trials, n_keys)
         del q, k
-        scaled = raw / d ** 0.5  # (trials, n_keys)
+        scaled = raw / d**0.5  # (trials, n_keys)
         (mw_raw, g_raw), (mw_scaled, g_scaled) = _softmax_stats(raw), _softmax_stats(scaled)
-        rows.append(Row(d_k=d, std=raw.std().item(), std_scaled=scaled.std().item(),
-                        max_weight_unscaled=mw_raw, max_weight_scaled=mw_scaled,
-                        grad_unscaled=g_raw, grad_scaled=g_scaled, text_draws=same[i]))
+        rows.append(
+            Row(
+                d_k=d,
+                std=raw.std().item(),
+                std_scaled=scaled.std().item(),
+                max_weight_unscaled=mw_raw,
+                max_weight_scaled=mw_scaled,
+                grad_unscaled=g_raw,
+                grad_scaled=g_scaled,
+                text_draws=same[i],
+            )
+        )
         del raw, scaled
         if progress is not None:
             progress(ProgressEvent(i + 1, len(config.d_k), f"d_k={d}"))

@@ -7,12 +7,12 @@ decides a verdict or holds a published value of its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from attn_cli.published.settings import at_text_settings
 from attn_cli.published.types import KINDS, MISSING, Check
-
 
 NOT_TEXT = "n/a: settings differ from the text's"
 
@@ -72,8 +72,14 @@ class Outcome:
         }
 
 
-def judge(check: Check, value: Any = MISSING, config: Mapping[str, Any] | None = None, *,
-          unjudged: str | None = None, missing: str = "not regenerated") -> Outcome:
+def judge(
+    check: Check,
+    value: Any = MISSING,
+    config: Mapping[str, Any] | None = None,
+    *,
+    unjudged: str | None = None,
+    missing: str = "not regenerated",
+) -> Outcome:
     """One check against one regenerated value.
 
     ``config``: the run's configuration (to tell whether the published value applies);
@@ -92,11 +98,16 @@ def judge(check: Check, value: Any = MISSING, config: Mapping[str, Any] | None =
     return Outcome(check, value, "pass" if ok else "fail", "" if ok else "outside tolerance")
 
 
-def compare(checks: Iterable[Check], measured: Mapping[str, Any], config: Mapping[str, Any] | None = None,
-            *, unjudged: str | None = None, missing: str = "not regenerated") -> dict[str, Outcome]:
+def compare(
+    checks: Iterable[Check],
+    measured: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    *,
+    unjudged: str | None = None,
+    missing: str = "not regenerated",
+) -> dict[str, Outcome]:
     """Each check against ``measured[check.id]`` (check ID -> regenerated value), keyed by check ID."""
-    return {c.id: judge(c, measured.get(c.id, MISSING), config, unjudged=unjudged, missing=missing)
-            for c in checks}
+    return {c.id: judge(c, measured.get(c.id, MISSING), config, unjudged=unjudged, missing=missing) for c in checks}
 
 
 def compare_result(result: Any, artifacts: Iterable[str] | None = None) -> dict[str, Outcome]:
@@ -106,8 +117,7 @@ def compare_result(result: Any, artifacts: Iterable[str] | None = None) -> dict[
 
     measured = dict(result.measured())
     wanted = set(artifacts) if artifacts is not None else None
-    checks = [c for c in all_checks().values()
-              if (c.artifact in wanted if wanted is not None else c.id in measured)]
+    checks = [c for c in all_checks().values() if (c.artifact in wanted if wanted is not None else c.id in measured)]
     return compare(checks, measured, getattr(result, "config", None))
 
 
@@ -116,7 +126,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def summary(outcomes: Sequence[Outcome]) -> str:
-    """"96 measured and 8 rules passed; 23 identities shown", with failures, values that
+    """ "96 measured and 8 rules passed; 23 identities shown", with failures, values that
     do not apply and skips appended.  Identities are never counted as evidence: a passing
     identity is "shown", a failing one is a failure (a bug) like any other."""
     by = {k: [o for o in outcomes if o.kind == k] for k in KINDS}

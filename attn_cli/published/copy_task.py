@@ -17,8 +17,10 @@ from attn_cli.published.settings import TEXT
 from attn_cli.published.types import Check
 
 TOLERANCE = seed_rule.FLOOR  # one seed alone: matched within this
-REASON = ("one seed of training on an unknown machine: judged by where it falls among the regenerated "
-          f"seeds ({seed_rule.RULE}; one seed: ±{seed_rule.FLOOR:g})")
+REASON = (
+    "one seed of training on an unknown machine: judged by where it falls among the regenerated "
+    f"seeds ({seed_rule.RULE}; one seed: ±{seed_rule.FLOOR:g})"
+)
 
 # W9 2.3 table: length -> (teacher-forced, free-running, whole sequence exact)
 ATTENTION = {
@@ -44,10 +46,12 @@ TEXT_SETTING = TEXT["w9-copy-task"]
 MAP_MIN_LENGTH = 16
 MAP_MARGIN = 0.05  # a step may be copied right without its attention peaking there: 5% of steps at most
 MAP_MAJORITY = 0.5  # and the peak is on the copied position for most steps (chance: 1/length)
-MAP_RULE = (f"at every length >= {MAP_MIN_LENGTH} (where the plain model fails), over all evaluation "
-            "sequences and seeds, the readout attention of a decoder step peaks at the step's own input "
-            f"position for at least max({MAP_MAJORITY:g}, free-running accuracy - {MAP_MARGIN:g}) of the "
-            "steps: attention follows the position being copied wherever the model copies")
+MAP_RULE = (
+    f"at every length >= {MAP_MIN_LENGTH} (where the plain model fails), over all evaluation "
+    "sequences and seeds, the readout attention of a decoder step peaks at the step's own input "
+    f"position for at least max({MAP_MAJORITY:g}, free-running accuracy - {MAP_MARGIN:g}) of the "
+    "steps: attention follows the position being copied wherever the model copies"
+)
 
 
 def check_id(model: str, length: int, metric: str) -> str:
@@ -77,8 +81,10 @@ class MapSample:
         out: dict[int, tuple[float, float]] = {}
         for length in sorted(set(self.lengths)):
             idx = [i for i, L in enumerate(self.lengths) if L == length]
-            out[length] = (sum(self.diagonal[i] for i in idx) / len(idx),
-                           sum(self.free_running[i] for i in idx) / len(idx))
+            out[length] = (
+                sum(self.diagonal[i] for i in idx) / len(idx),
+                sum(self.free_running[i] for i in idx) / len(idx),
+            )
         return out
 
     def judged(self) -> bool:
@@ -87,8 +93,13 @@ class MapSample:
 
     def record(self) -> dict:
         """The fields a verify record adds: one diagonal fraction per (length, seed) run, and the rule."""
-        return {"values": list(self.diagonal), "lengths": list(self.lengths), "seeds": list(self.seeds),
-                "free_running": list(self.free_running), "rule": self.rule}
+        return {
+            "values": list(self.diagonal),
+            "lengths": list(self.lengths),
+            "seeds": list(self.seeds),
+            "free_running": list(self.free_running),
+            "rule": self.rule,
+        }
 
     def __str__(self) -> str:
         parts = [f"L{L} {d:.3f} (acc {a:.3f})" for L, (d, a) in self.per_length().items() if L >= MAP_MIN_LENGTH]
@@ -105,8 +116,15 @@ def map_rule(sample, published=None) -> bool:
 
 
 def _seeds(id: str, value: float, reason: str) -> Check:
-    return Check(id=id, artifact="w9-copy-task", published=value, test="seeds", tolerance=TOLERANCE,
-                 reason=reason, judge=seed_rule.judge)
+    return Check(
+        id=id,
+        artifact="w9-copy-task",
+        published=value,
+        test="seeds",
+        tolerance=TOLERANCE,
+        reason=reason,
+        judge=seed_rule.judge,
+    )
 
 
 def _checks() -> list[Check]:
@@ -115,14 +133,22 @@ def _checks() -> list[Check]:
         for metric, value in zip(METRICS, values):
             checks.append(_seeds(check_id("attention", length, metric), value, REASON))
     for length, value in PLAIN_FREE_RUNNING.items():
-        checks.append(_seeds(check_id("plain", length, "free_running"), value,
-                             REASON + "; Week 8's value as W9 quotes it"))
-    checks.append(Check(id=MAP_RULE_ID, artifact="w9-copy-task-map", test="rule", kind="rule", judge=map_rule,
-                        published="the trained model's attention (output step x input position) is near-diagonal",
-                        reason="rule: " + MAP_RULE))
+        checks.append(
+            _seeds(check_id("plain", length, "free_running"), value, REASON + "; Week 8's value as W9 quotes it")
+        )
+    checks.append(
+        Check(
+            id=MAP_RULE_ID,
+            artifact="w9-copy-task-map",
+            test="rule",
+            kind="rule",
+            judge=map_rule,
+            published="the trained model's attention (output step x input position) is near-diagonal",
+            reason="rule: " + MAP_RULE,
+        )
+    )
     return checks
 
 
 CHECKS: tuple[Check, ...] = tuple(_checks())
 CHECK_IDS = frozenset(c.id for c in CHECKS)
-

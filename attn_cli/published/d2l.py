@@ -15,34 +15,62 @@ CHECKS = (
     num("d2l-copy-both-one-head.0.7", "d2l-copy-both-one-head", 0.706, _HALF_MILLI),
     num("d2l-copy-both-one-head.0.9", "d2l-copy-both-one-head", 0.706, _HALF_MILLI),
     num("d2l-copy-both-one-head.1.0", "d2l-copy-both-one-head", 0.707, _HALF_MILLI),
-    num("d2l-copy-both-one-head.theory", "d2l-copy-both-one-head", 0.707, _HALF_MILLI,
-        "sqrt(1/2) printed with three decimals", kind="identity"),  # a constant, computed as sqrt(0.5)
+    num(
+        "d2l-copy-both-one-head.theory",
+        "d2l-copy-both-one-head",
+        0.707,
+        _HALF_MILLI,
+        "sqrt(1/2) printed with three decimals",
+        kind="identity",
+    ),  # a constant, computed as sqrt(0.5)
     # two heads: float noise of the least-squares solver, not reproducible digit for digit
-    below("d2l-copy-both-two-heads.1.00", "d2l-copy-both-two-heads", 1.4e-06, 1e-5,
-          "solver precision: the printed 1.4e-06 is float noise (the JAX run printed 6.8e-07)"),
-    below("d2l-copy-both-two-heads.0.88", "d2l-copy-both-two-heads", 6.0e-07, 1e-5,
-          "solver precision: the printed 6.0e-07 is float noise (the JAX run printed 6.8e-07)"),
-    rule("d2l-fig-10.3.1.shape", "d2l-fig-10.3.1",
-         "one head flat at sqrt(1/2) for every a; two mirrored heads at solver precision except "
-         "where the mixtures coincide (a = 0.5)",
-         "one-head curve within 0.01 of 0.707; two-head error < 1e-4 for |a - 0.5| > 0.05"),
+    below(
+        "d2l-copy-both-two-heads.1.00",
+        "d2l-copy-both-two-heads",
+        1.4e-06,
+        1e-5,
+        "solver precision: the printed 1.4e-06 is float noise (the JAX run printed 6.8e-07)",
+    ),
+    below(
+        "d2l-copy-both-two-heads.0.88",
+        "d2l-copy-both-two-heads",
+        6.0e-07,
+        1e-5,
+        "solver precision: the printed 6.0e-07 is float noise (the JAX run printed 6.8e-07)",
+    ),
+    rule(
+        "d2l-fig-10.3.1.shape",
+        "d2l-fig-10.3.1",
+        "one head flat at sqrt(1/2) for every a; two mirrored heads at solver precision except "
+        "where the mixtures coincide (a = 0.5)",
+        "one-head curve within 0.01 of 0.707; two-head error < 1e-4 for |a - 0.5| > 0.05",
+    ),
     # D2L 10.3.2.3
     exact("d2l-mha-shape.output", "d2l-mha-shape", [2, 4, 100]),
     *(exact(f"d2l-mha-params.{h}", "d2l-mha-params", 262144) for h in (1, 2, 4, 8)),
     # identity: h p = d and 3 h d p + (h p) d = 4 d^2 hold for any d, h once h divides d
-    rule("d2l-fig-10.3.2.layout", "d2l-fig-10.3.2",
-         "each head projects queries, keys and values into its own subspace and attends there; the head "
-         "outputs are concatenated and linearly recombined",
-         "the drawn layout (h heads of width p = d/h, concatenation of width h p, W_o d x d) accounts for "
-         "exactly the parameters of a concrete MultiHeadAttention(d, h), 4 d^2", kind="identity"),
+    rule(
+        "d2l-fig-10.3.2.layout",
+        "d2l-fig-10.3.2",
+        "each head projects queries, keys and values into its own subspace and attends there; the head "
+        "outputs are concatenated and linearly recombined",
+        "the drawn layout (h heads of width p = d/h, concatenation of width h p, W_o d x d) accounts for "
+        "exactly the parameters of a concrete MultiHeadAttention(d, h), 4 d^2",
+        kind="identity",
+    ),
     # D2L 10.3.3
     exact("d2l-self-cross.self", "d2l-self-cross", [2, 4, 100]),
     exact("d2l-self-cross.cross", "d2l-self-cross", [2, 4, 100]),
     # a rule judged here: the letters of each regime, read off the weights, are the text's
-    exact("d2l-crossattn-map.regimes", "d2l-crossattn-map", CROSSATTN_REGIMES,
-          "rule: rows classified from the weights (the top weight, ties included, >= 5 x every other key: "
-          "one key sharp, tied keys split; else diffuse) give exactly the text's letters: i and o sharp; "
-          "a, t and n split across their two copies; e diffuse", kind="rule"),
+    exact(
+        "d2l-crossattn-map.regimes",
+        "d2l-crossattn-map",
+        CROSSATTN_REGIMES,
+        "rule: rows classified from the weights (the top weight, ties included, >= 5 x every other key: "
+        "one key sharp, tied keys split; else diffuse) give exactly the text's letters: i and o sharp; "
+        "a, t and n split across their two copies; e diffuse",
+        kind="rule",
+    ),
     # W9 4.1
     exact("w9-self-cross.self.output", "w9-self-cross", [1, 6, 8]),
     exact("w9-self-cross.self.weights", "w9-self-cross", [1, 6, 6]),

@@ -33,9 +33,11 @@ def seed_rule_formula() -> str:
 
 def seed_rule_text() -> str:
     """The copy task's rule, from :mod:`attn_cli.published.seed_rule`'s constants."""
-    return (f"each trained accuracy by the seed rule: the published value must lie inside the "
-            f"{seed_rule.LEVEL:.0%} prediction interval of {seed_rule.MIN_SEEDS} regenerated seeds, "
-            f"{seed_rule_formula()} (one seed alone: within ±{seed_rule.FLOOR:g})")
+    return (
+        f"each trained accuracy by the seed rule: the published value must lie inside the "
+        f"{seed_rule.LEVEL:.0%} prediction interval of {seed_rule.MIN_SEEDS} regenerated seeds, "
+        f"{seed_rule_formula()} (one seed alone: within ±{seed_rule.FLOOR:g})"
+    )
 
 
 REGENERATE_NOTHING = ("list", "cache", "diff")  # commands that print the catalogue, the cache or a comparison
@@ -49,13 +51,18 @@ def judged_by(command: str) -> str:
         return ""
     checks = _checks_of(command)
     if not checks:
-        return ("Judged: nothing. The texts publish no value for what this command prints; "
-                "`attn verify` checks none of it.")
+        return (
+            "Judged: nothing. The texts publish no value for what this command prints; `attn verify` checks none of it."
+        )
     parts = _how_judged(checks)
     kinds = sorted({c.kind for c in checks})
     counted = "" if "identity" not in kinds else " Identities (true by construction) are shown, never counted."
-    return (f"Judged (as `attn verify` checks {len(checks)} published value{'s' if len(checks) > 1 else ''}): "
-            + "; ".join(parts) + "." + counted)
+    return (
+        f"Judged (as `attn verify` checks {len(checks)} published value{'s' if len(checks) > 1 else ''}): "
+        + "; ".join(parts)
+        + "."
+        + counted
+    )
 
 
 def _how_judged(checks) -> list[str]:
@@ -63,8 +70,10 @@ def _how_judged(checks) -> list[str]:
     parts = []
     abs_tol = [c.tolerance or 0.0 for c in checks if c.test == "abs" and c.judge is None]
     if abs_tol:
-        parts.append(f"a number within its tolerance of the published one ({_span(abs_tol)}: the digits "
-                     "the text prints, or the stated reason)")
+        parts.append(
+            f"a number within its tolerance of the published one ({_span(abs_tol)}: the digits "
+            "the text prints, or the stated reason)"
+        )
     if any(c.test == "exact" and c.judge is None for c in checks):
         parts.append("a count, flag, word or rounded value equal to the published one")
     below = [c.tolerance for c in checks if c.test == "below" and c.tolerance is not None]
@@ -80,6 +89,8 @@ def _seeds_and_rules(checks) -> list[str]:
         parts.append(seed_rule_text())
     rules = sum(c.test == "rule" for c in checks)
     if rules:
-        parts.append(f"{rules} qualitative claim{'s' if rules > 1 else ''} by the rule stated with "
-                     f"{'each' if rules > 1 else 'it'} (printed with the verdict)")
+        parts.append(
+            f"{rules} qualitative claim{'s' if rules > 1 else ''} by the rule stated with "
+            f"{'each' if rules > 1 else 'it'} (printed with the verdict)"
+        )
     return parts

@@ -6,8 +6,8 @@ Design notes: ``docs/design.md``, section ``attn_cli.published.seed_rule``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 FLOOR = 0.02  # the narrowest interval: a few sequences in 1000 between builds
 LEVEL = 0.99  # two-sided prediction level
@@ -46,8 +46,14 @@ class Interval:
 
     def record(self) -> dict:
         """The interval as plain data (JSON): mean, half-width, its ends, n and std."""
-        return {"mean": self.mean, "half_width": self.half_width, "low": self.low, "high": self.high,
-                "n": self.n, "std": self.std}
+        return {
+            "mean": self.mean,
+            "half_width": self.half_width,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "std": self.std,
+        }
 
 
 def interval(values: Sequence[float], floor: float = FLOOR, level: float = LEVEL) -> Interval:
@@ -62,8 +68,10 @@ def interval(values: Sequence[float], floor: float = FLOOR, level: float = LEVEL
     return Interval(mean=mean, std=std, n=n, half_width=max(floor, spread))
 
 
-RULE = (f"published inside the seeds' {LEVEL:.0%} prediction interval: "
-        f"mean ± max({FLOOR:g}, t({(1 + LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))")
+RULE = (
+    f"published inside the seeds' {LEVEL:.0%} prediction interval: "
+    f"mean ± max({FLOOR:g}, t({(1 + LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"
+)
 
 
 @dataclass
@@ -83,15 +91,22 @@ class SeedSample:
     def record(self) -> dict:
         """The fields a verify record adds: one value per seed, the rule, and its interval
         (:meth:`Interval.record`: the band the published value must fall in)."""
-        return {"values": list(self.values), "seeds": list(self.seeds), "engines": list(self.engines),
-                "rule": self.rule, "interval": self.interval().record()}
+        return {
+            "values": list(self.values),
+            "seeds": list(self.seeds),
+            "engines": list(self.engines),
+            "rule": self.rule,
+            "interval": self.interval().record(),
+        }
 
     def __str__(self) -> str:
         if len(self.values) <= 1:
             return f"{self.value:.4g}"
         iv = self.interval()
-        return (f"{self.value:.3f} (seed {self.seeds[0]}); {iv.n} seeds {iv.mean:.3f} ± {iv.std:.3f}, "
-                f"interval {iv.mean:.3f} ± {iv.half_width:.3f}")
+        return (
+            f"{self.value:.3f} (seed {self.seeds[0]}); {iv.n} seeds {iv.mean:.3f} ± {iv.std:.3f}, "
+            f"interval {iv.mean:.3f} ± {iv.half_width:.3f}"
+        )
 
 
 def seed_values(sample) -> list[float]:

@@ -11,7 +11,8 @@ Config defaults are these settings; ``tests/test_catalogue.py`` holds them to it
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 SQRT_DK_DIMS = (4, 16, 64, 256, 1024)  # the d_k the text prints, in the order it draws them
 SQRT_DK_TRIALS = 20000  # trials in the text

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Check:
     reason: str = ""  # why this tolerance: printed digits, a tie, training noise, ...
     meta: dict = field(default_factory=dict, compare=False)
     kind: str = "measured"  # one of KINDS
-    judge: Optional[Callable[[Any, Any], bool]] = field(default=None, compare=False, repr=False)
+    judge: Callable[[Any, Any], bool] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.test not in TESTS:
@@ -114,11 +115,17 @@ def _close(a: Any, b: Any, tol: float) -> bool:
     return math.isfinite(a) and abs(a - b) <= tol + 1e-12
 
 
-def num(id: str, artifact: str, published: Any, tolerance: float, reason: str = "", *,
-        kind: str = "measured") -> Check:
+def num(id: str, artifact: str, published: Any, tolerance: float, reason: str = "", *, kind: str = "measured") -> Check:
     """A numeric check; by default the tolerance is half a unit of the last printed digit."""
-    return Check(id=id, artifact=artifact, published=published, test="abs", tolerance=tolerance,
-                 reason=reason or f"printed digits (±{tolerance:g})", kind=kind)
+    return Check(
+        id=id,
+        artifact=artifact,
+        published=published,
+        test="abs",
+        tolerance=tolerance,
+        reason=reason or f"printed digits (±{tolerance:g})",
+        kind=kind,
+    )
 
 
 def exact(id: str, artifact: str, published: Any, reason: str = "exact", *, kind: str = "measured") -> Check:

@@ -12,9 +12,11 @@ _ID = "identity"  # kind: true by construction or arithmetic, shown and never co
 
 _R2 = "printed to 2 decimals (numpy .round(2))"
 _R3 = "printed to 3 decimals (round(x, 3))"
-_TIE = ("queen and princess have identical co-occurrence rows, so their vectors are equal in "
-        "exact arithmetic and their order is decided by rounding noise (~1e-16, varies with the "
-        "LAPACK build); the rule accepts either order when their similarities agree to 1e-9")
+_TIE = (
+    "queen and princess have identical co-occurrence rows, so their vectors are equal in "
+    "exact arithmetic and their order is decided by rounding noise (~1e-16, varies with the "
+    "LAPACK build); the rule accepts either order when their similarities agree to 1e-9"
+)
 
 CHECKS: tuple[Check, ...] = (
     # W9 1.1: one-hot vectors and the embedding table
@@ -31,11 +33,18 @@ CHECKS: tuple[Check, ...] = (
     num("w9-ppmi.king~woman", "w9-ppmi", 0.374, 0.0005, _R3),
     num("w9-ppmi.king~bread", "w9-ppmi", 0.316, 0.0005, _R3),
     rule("w9-ppmi.analogy.top2", "w9-ppmi", "queen, princess", _TIE),
-    exact("w9-ppmi.analogy.third", "w9-ppmi", "kingdom",
-          "third by margins of ~6e-4 (to the tie) and ~2e-3 (to prince), far above rounding noise"),
-    exact("w9-ppmi.bank_nearest.top7", "w9-ppmi",
-          ["river", "money", "water", "loan", "market", "crown", "ruled"],
-          "the first seven are separated by gaps of at least ~1e-3, far above rounding noise"),
+    exact(
+        "w9-ppmi.analogy.third",
+        "w9-ppmi",
+        "kingdom",
+        "third by margins of ~6e-4 (to the tie) and ~2e-3 (to prince), far above rounding noise",
+    ),
+    exact(
+        "w9-ppmi.bank_nearest.top7",
+        "w9-ppmi",
+        ["river", "money", "water", "loan", "market", "crown", "ruled"],
+        "the first seven are separated by gaps of at least ~1e-3, far above rounding noise",
+    ),
     rule("w9-ppmi.bank_nearest.8th", "w9-ppmi", "queen", _TIE),
     # W9 1.3: contextual 'bank' vectors (seed 0: E in vocab order, then Wq, Wk, Wv)
     num("w9-contextual.static_bank", "w9-contextual", [-0.89, -1.51, 0.37, 1.46, 0.94, 0.77], 0.005, _R2),
@@ -50,23 +59,46 @@ CHECKS: tuple[Check, ...] = (
     num("w9-worked.weights_sum", "w9-worked", 1.0, 0.0005, "printed to 3 decimals (.round(3))", kind=_ID),
     num("w9-worked.output", "w9-worked", 20.0, 0.005, "printed to 2 decimals (.round(2))", kind=_ID),
     # W9 3.2: shapes and properties (seed 0: Q, K, V drawn in that order)
-    exact("w9-properties.shapes", "w9-properties",
-          {"Q": [3, 4], "K": [5, 4], "V": [5, 6], "scores": [3, 5], "output": [3, 6]}, "shapes are integers"),
-    exact("w9-properties.matches_sdpa", "w9-properties", True,
-          "torch.allclose(out, F.scaled_dot_product_attention(Q, K, V), atol=1e-6) verdict"),
+    exact(
+        "w9-properties.shapes",
+        "w9-properties",
+        {"Q": [3, 4], "K": [5, 4], "V": [5, 6], "scores": [3, 5], "output": [3, 6]},
+        "shapes are integers",
+    ),
+    exact(
+        "w9-properties.matches_sdpa",
+        "w9-properties",
+        True,
+        "torch.allclose(out, F.scaled_dot_product_attention(Q, K, V), atol=1e-6) verdict",
+    ),
     # identities: softmax rows sum to 1 and exp is positive by construction; non-negative
     # weights summing to 1 make every output a convex combination of the values
-    num("w9-properties.row_sums", "w9-properties", [1.0, 1.0, 1.0], 1e-6,
-        "printed as full float32 values (.tolist()); float32 rounding of a 5-term sum is ~1e-7", kind=_ID),
+    num(
+        "w9-properties.row_sums",
+        "w9-properties",
+        [1.0, 1.0, 1.0],
+        1e-6,
+        "printed as full float32 values (.tolist()); float32 rounding of a 5-term sum is ~1e-7",
+        kind=_ID,
+    ),
     exact("w9-properties.non_negative", "w9-properties", True, "boolean verdict", kind=_ID),
     exact("w9-properties.convex", "w9-properties", True, "boolean verdict (1e-6 slack, as the text)", kind=_ID),
     # W9 4.3: self-attention cannot tell the order (seed 0: emb, Wq, Wk, Wv, then pos)
-    num("w9-order.dog_bites_man", "w9-order", [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924], 0.0005,
-        "printed to 3 decimals (.round(3))"),
-    num("w9-order.man_bites_dog", "w9-order", [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924], 0.0005,
-        "printed to 3 decimals (.round(3))"),
+    num(
+        "w9-order.dog_bites_man",
+        "w9-order",
+        [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924],
+        0.0005,
+        "printed to 3 decimals (.round(3))",
+    ),
+    num(
+        "w9-order.man_bites_dog",
+        "w9-order",
+        [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924],
+        0.0005,
+        "printed to 3 decimals (.round(3))",
+    ),
     # rules: the section's claim (attention sees a set) and its failing case (positions added)
     exact("w9-order.identical", "w9-order", True, "torch.allclose(atol=1e-6) verdict", kind="rule"),
-    exact("w9-order.identical_with_positions", "w9-order", False, "torch.allclose(atol=1e-6) verdict",
-          kind="rule"),
+    exact("w9-order.identical_with_positions", "w9-order", False, "torch.allclose(atol=1e-6) verdict", kind="rule"),
 )

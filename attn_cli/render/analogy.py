@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-
-from typing import Mapping
-
 
 
 def _ranked(words, scores) -> str:
@@ -14,7 +12,8 @@ def _ranked(words, scores) -> str:
 
 def tables(result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    from attn_cli.render.console import check_table, not_text_caption, verdict as mark
+    from attn_cli.render.console import check_table, not_text_caption
+    from attn_cli.render.console import verdict as mark
 
     o = outcomes
 
@@ -28,30 +27,59 @@ def tables(result, outcomes: Mapping) -> list:
     a, b = result.TIED
     gap_analogy = result.tie[f"analogy.{a}"] - result.tie[f"analogy.{b}"]
     gap_bank = result.tie[f"bank.{a}"] - result.tie[f"bank.{b}"]
-    rows = [(f"cosine {pair}", f"{value:.3f}", pub(f"w9-ppmi.{pair}"),
-             verdict(f"w9-ppmi.{pair}")) for pair, value in result.similarities.items()]
+    rows = [
+        (f"cosine {pair}", f"{value:.3f}", pub(f"w9-ppmi.{pair}"), verdict(f"w9-ppmi.{pair}"))
+        for pair, value in result.similarities.items()
+    ]
     rows += [
-        ("king - man + woman: top two (tied)", ", ".join(result.analogy[:2]), pub("w9-ppmi.analogy.top2"),
-         verdict("w9-ppmi.analogy.top2")),
-        (f"  E.v of {a} / {b} (gap)", f"{result.tie[f'analogy.{a}']:.6f} / {result.tie[f'analogy.{b}']:.6f} "
-         f"({gap_analogy:.1e})", "", None),
-        ("king - man + woman: third", result.analogy[2], pub("w9-ppmi.analogy.third"), verdict("w9-ppmi.analogy.third")),
-        ("nearest to bank: 1-7", ", ".join(result.bank_nearest[:7]),
-         pub("w9-ppmi.bank_nearest.top7"), verdict("w9-ppmi.bank_nearest.top7")),
-        ("nearest to bank: 8th (tie)", result.bank_nearest[7], pub("w9-ppmi.bank_nearest.8th"), verdict("w9-ppmi.bank_nearest.8th")),
-        (f"  cosine bank~{a} / bank~{b} (gap)", f"{result.tie[f'bank.{a}']:.6f} / {result.tie[f'bank.{b}']:.6f} "
-         f"({gap_bank:.1e})", "", None),
+        (
+            "king - man + woman: top two (tied)",
+            ", ".join(result.analogy[:2]),
+            pub("w9-ppmi.analogy.top2"),
+            verdict("w9-ppmi.analogy.top2"),
+        ),
+        (
+            f"  E.v of {a} / {b} (gap)",
+            f"{result.tie[f'analogy.{a}']:.6f} / {result.tie[f'analogy.{b}']:.6f} ({gap_analogy:.1e})",
+            "",
+            None,
+        ),
+        (
+            "king - man + woman: third",
+            result.analogy[2],
+            pub("w9-ppmi.analogy.third"),
+            verdict("w9-ppmi.analogy.third"),
+        ),
+        (
+            "nearest to bank: 1-7",
+            ", ".join(result.bank_nearest[:7]),
+            pub("w9-ppmi.bank_nearest.top7"),
+            verdict("w9-ppmi.bank_nearest.top7"),
+        ),
+        (
+            "nearest to bank: 8th (tie)",
+            result.bank_nearest[7],
+            pub("w9-ppmi.bank_nearest.8th"),
+            verdict("w9-ppmi.bank_nearest.8th"),
+        ),
+        (
+            f"  cosine bank~{a} / bank~{b} (gap)",
+            f"{result.tie[f'bank.{a}']:.6f} / {result.tie[f'bank.{b}']:.6f} ({gap_bank:.1e})",
+            "",
+            None,
+        ),
     ]
     cfg = result.config
     published = check_table(
         f"W9 1.2  PPMI + SVD word vectors ({len(result.vocab)} words, {cfg['rank']} dimensions, window "
         f"{cfg['window']})",
         rows,
-        caption=(f"{a} and {b} occur in identical contexts, so their vectors are equal in exact arithmetic: "
-                 "their order (the analogy's top two, bank's 8th neighbour) is decided by rounding noise "
-                 "and can flip with the LAPACK build; the checks accept either order. Singular-vector "
-                 "signs are arbitrary but leave cosines unchanged."
-                 + not_text_caption(o.values())),
+        caption=(
+            f"{a} and {b} occur in identical contexts, so their vectors are equal in exact arithmetic: "
+            "their order (the analogy's top two, bank's 8th neighbour) is decided by rounding noise "
+            "and can flip with the LAPACK build; the checks accept either order. Singular-vector "
+            "signs are arbitrary but leave cosines unchanged." + not_text_caption(o.values())
+        ),
     )
     from attn_cli.render.table import Table
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 
 from attn_cli.render.table import Block, Cell, Table, Text, styled, to_rich
+
 
 class _Console(Console):
     def on_broken_pipe(self) -> None:
@@ -83,7 +85,7 @@ def verdict(outcome) -> Cell:
 
 
 def not_text_caption(outcomes) -> str:
-    """"; n/a: settings differ from the text's" when some outcome does not apply, else ""."""
+    """ "; n/a: settings differ from the text's" when some outcome does not apply, else ""."""
     from attn_cli.published.compare import NOT_TEXT
 
     return f"; {NOT_TEXT}" if any(o.status == "n/a" for o in outcomes) else ""

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from typing import Mapping
-
 from attn_cli.render.table import Table
-
 
 PNG, CSV = "copy_both.png", "copy_both.csv"
 
@@ -21,28 +19,39 @@ def tables(result, outcomes: Mapping) -> list:
         return None if outcome is None or outcome.status == "n/a" else outcome.published
 
     cfg = result.config
-    one = Table(title=f"D2L 10.3.1 one head: best linear readout, N={cfg['samples']}, d={cfg['d_v']}, "
-                      f"seed {cfg['seed']} (relative error)")
+    one = Table(
+        title=f"D2L 10.3.1 one head: best linear readout, N={cfg['samples']}, d={cfg['d_v']}, "
+        f"seed {cfg['seed']} (relative error)"
+    )
     one.add_column("weights")
     one.add_column("published", justify="right")
     one.add_column("regenerated", justify="right")
     one.add_column("unrounded", justify="right", style="dim")
     for row in result.one_head:
         pub = _published(f"d2l-copy-both-one-head.{row['a']:.1f}")
-        one.add_row(f"({row['a']:.1f}, {row['b']:.1f})", "" if pub is None else f"{pub:.3f}",
-                    f"{row['error']:.3f}", f"{row['error']:.6f}")
+        one.add_row(
+            f"({row['a']:.1f}, {row['b']:.1f})",
+            "" if pub is None else f"{pub:.3f}",
+            f"{row['error']:.3f}",
+            f"{row['error']:.6f}",
+        )
     theory = o["d2l-copy-both-one-head.theory"].published  # an identity: shown whatever the data
     one.add_row("theory sqrt(1/2)", f"{theory:.3f}", f"{result.theory:.3f}", f"{result.theory:.6f}")
 
-    two = Table(title="two heads, mirrored weights (relative error; the published digits are "
-                      "solver noise, the claim is 'below 1e-5')")
+    two = Table(
+        title="two heads, mirrored weights (relative error; the published digits are "
+        "solver noise, the claim is 'below 1e-5')"
+    )
     two.add_column("weights")
     two.add_column("published", justify="right")
     two.add_column("regenerated", justify="right")
     for row in result.two_heads:
         pub = _published(f"d2l-copy-both-two-heads.{row['a']:.2f}")
-        two.add_row(f"({row['a']:.2f}, {row['b']:.2f}) and ({row['b']:.2f}, {row['a']:.2f})",
-                    "" if pub is None else f"{pub:.1e}", f"{row['error']:.1e}")
+        two.add_row(
+            f"({row['a']:.2f}, {row['b']:.2f}) and ({row['b']:.2f}, {row['a']:.2f})",
+            "" if pub is None else f"{pub:.1e}",
+            f"{row['error']:.1e}",
+        )
     return [one, two]
 
 
@@ -52,19 +61,40 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
 
     curve = result.curve
     out = Path(out)
-    write_csv(out / CSV, zip(curve["a"], curve["one_head"], curve["two_heads"]),
-              header=["a", "one_head_error", "two_heads_error"])
+    write_csv(
+        out / CSV,
+        zip(curve["a"], curve["one_head"], curve["two_heads"]),
+        header=["a", "one_head_error", "two_heads_error"],
+    )
 
     floor = 1e-9  # log axis: an exact zero would vanish
     fig, ax = new_figure(figsize=(6.4, 4.2))
-    ax.plot(curve["a"], [max(e, floor) for e in curve["one_head"]], "o-", ms=3, color="tab:red",
-            label="one head: weights (a, 1-a)")
-    ax.plot(curve["a"], [max(e, floor) for e in curve["two_heads"]], "s-", ms=3, color="tab:blue",
-            label="two heads: (a, 1-a) and (1-a, a)")
+    ax.plot(
+        curve["a"],
+        [max(e, floor) for e in curve["one_head"]],
+        "o-",
+        ms=3,
+        color="tab:red",
+        label="one head: weights (a, 1-a)",
+    )
+    ax.plot(
+        curve["a"],
+        [max(e, floor) for e in curve["two_heads"]],
+        "s-",
+        ms=3,
+        color="tab:blue",
+        label="two heads: (a, 1-a) and (1-a, a)",
+    )
     ax.axhline(result.theory, color="black", ls="--", lw=1, label=f"theory: sqrt(1/2) = {result.theory:.3f}")
     ax.axvline(0.5, color="grey", ls=":", lw=1)
-    ax.annotate("a = 0.5: the two mixtures coincide", xy=(0.5, result.theory), xytext=(0.56, 3e-2),
-                fontsize=8, color="grey", arrowprops={"arrowstyle": "->", "color": "grey"})
+    ax.annotate(
+        "a = 0.5: the two mixtures coincide",
+        xy=(0.5, result.theory),
+        xytext=(0.56, 3e-2),
+        fontsize=8,
+        color="grey",
+        arrowprops={"arrowstyle": "->", "color": "grey"},
+    )
     ax.set_yscale("log")
     ax.set_xlim(0, 1)
     ax.set_xlabel("first head's weight a on v1")

@@ -10,14 +10,14 @@ check table: one verdict per cell).  Nothing here compares a value with a publis
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.compare import Outcome
 from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, METRICS, TEXT_SETTING, cell_of, check_id
-from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.published.seed_rule import FLOOR
+from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.render.console import beside
 from attn_cli.render.table import Cell, Table, Text, styled
 
@@ -27,9 +27,11 @@ ROWS_JSON = "copy_task_runs.json"
 MAP_PNG = BY_ID["w9-copy-task-map"].files[0]  # copy_task_attention_L{length}.png
 HEADERS = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole seq. exact"}
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
-TOLERANCE_NOTE = (f"each published cell is one seed of training on an unknown machine, so it is judged by "
-                  f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
-                  "one trained model are not reproducible across CPUs and PyTorch builds")
+TOLERANCE_NOTE = (
+    f"each published cell is one seed of training on an unknown machine, so it is judged by "
+    f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
+    "one trained model are not reproducible across CPUs and PyTorch builds"
+)
 
 Outcomes = Mapping[str, Outcome]  # check ID -> Outcome
 
@@ -45,11 +47,14 @@ def _not_judged_line(outcomes: Outcomes) -> Text:
     cells = [o for o in outcomes.values() if o.check.artifact == "w9-copy-task"]
     if any(o.status == "n/a" for o in cells):
         text = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in TEXT_SETTING.items())
-        return styled(("~ not the text's settings", "yellow"), f" ({text}): the published values are shown in "
-                      "brackets for orientation only, not judged.")
+        return styled(
+            ("~ not the text's settings", "yellow"),
+            f" ({text}): the published values are shown in brackets for orientation only, not judged.",
+        )
     reasons = ", ".join(dict.fromkeys(o.note for o in cells if o.status not in ("pass", "fail")))
-    return styled((f"~ not judged: {reasons}", "yellow"), "; the published values are shown in brackets for "
-                  "orientation only.")
+    return styled(
+        (f"~ not judged: {reasons}", "yellow"), "; the published values are shown in brackets for orientation only."
+    )
 
 
 def _published(outcomes: Outcomes, model: str, length: int, metric: str):
@@ -90,16 +95,21 @@ def tables(result, outcomes: Outcomes) -> list:
     out.append(f"note: {TOLERANCE_NOTE}.")
     if any(c["model"] == "plain" for c in result.cells):
         quoted = ", ".join(f"{v:g} at {L}" for L, v in _published_points(outcomes, "plain", "free_running"))
-        out.append(f"plain: Week 8's encoder-decoder without attention; W9 quotes only its free-running "
-                   f"accuracy ({quoted}).")
+        out.append(
+            f"plain: Week 8's encoder-decoder without attention; W9 quotes only its free-running accuracy ({quoted})."
+        )
     if result.maps:
         out.append(_map_line(result, outcomes.get(MAP_RULE_ID), len(seeds)))
     engines = sorted({r["engine"] for r in result.rows})
     computed = [r for r in result.runs if not r["cached"]]
-    notes = {"exact": "exact engine: bit-identical to the W9 2.3 program run with the same pinned CPU kernels",
-             "fast": "fast engine: the exact engine's seed distribution, not its bits"}
-    out.append(f"{len(result.runs)} runs: {len(result.runs) - len(computed)} cached, {len(computed)} computed; "
-               f"{result.seconds:.1f} s wall; {'; '.join(notes[e] for e in engines)}.")
+    notes = {
+        "exact": "exact engine: bit-identical to the W9 2.3 program run with the same pinned CPU kernels",
+        "fast": "fast engine: the exact engine's seed distribution, not its bits",
+    }
+    out.append(
+        f"{len(result.runs)} runs: {len(result.runs) - len(computed)} cached, {len(computed)} computed; "
+        f"{result.seconds:.1f} s wall; {'; '.join(notes[e] for e in engines)}."
+    )
     return out
 
 
@@ -109,13 +119,18 @@ def _cells_table(result, outcomes: Outcomes, seeds: tuple, comparable: bool) -> 
     several = len(seeds) > 1
     engines = sorted({r["engine"] for r in result.rows})
     models = [m for m in ("attention", "plain") if any(c["model"] == m for c in result.cells)]
-    title = (f"W9 2.3  copy task  (hidden {cfg['hidden_size']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
-             f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, "
-             + (f"seeds {' '.join(map(str, seeds))}" if several else f"seed {seeds[0]}")
-             + f", {cfg['device']}, {' + '.join(engines)} engine)")
+    title = (
+        f"W9 2.3  copy task  (hidden {cfg['hidden_size']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
+        f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, "
+        + (f"seeds {' '.join(map(str, seeds))}" if several else f"seed {seeds[0]}")
+        + f", {cfg['device']}, {' + '.join(engines)} engine)"
+    )
     caption = "each cell: regenerated" + (" (mean ± std over seeds)" if several else "")
-    caption += (", = when the published value passes the seed rule (≠ and the difference when not), then the "
-                "published value" if comparable else ", then the published value in brackets (not judged)")
+    caption += (
+        ", = when the published value passes the seed rule (≠ and the difference when not), then the published value"
+        if comparable
+        else ", then the published value in brackets (not judged)"
+    )
     table = Table(title=title, caption=caption)
     table.add_column("length", justify="right")
     table.add_column("model")
@@ -124,10 +139,12 @@ def _cells_table(result, outcomes: Outcomes, seeds: tuple, comparable: bool) -> 
     for length in cfg["lengths"]:
         for i, model in enumerate(models):
             cell = result.cell(model, length)
-            table.add_row(str(length) if i == 0 else "", MODEL_LABELS[model],
-                          *(_cell(cell[metric], cell["n"], outcomes.get(check_id(model, length, metric)))
-                            for metric in METRICS),
-                          end_section=(i == len(models) - 1 and len(models) > 1))
+            table.add_row(
+                str(length) if i == 0 else "",
+                MODEL_LABELS[model],
+                *(_cell(cell[metric], cell["n"], outcomes.get(check_id(model, length, metric))) for metric in METRICS),
+                end_section=(i == len(models) - 1 and len(models) > 1),
+            )
     return table
 
 
@@ -135,24 +152,53 @@ def _map_line(result, rule: Outcome | None, n_seeds: int) -> Text:
     """The near-diagonal line: the measured fractions, the rule and its outcome."""
     parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
     status = rule.status if rule is not None else None  # the check's verdict, as the check table shows it
-    verdict = (("holds", "green") if status == "pass" else ("fails", "red") if status == "fail"
-               else f"not judged here: {rule.note}" if rule is not None and rule.note else "not judged here")
-    return styled(f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} "
-                  f"seed(s), the readout attention peaks at the step's own input position for {', '.join(parts)} "
-                  "of decoder steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": ",
-                  verdict, ".")
+    verdict = (
+        ("holds", "green")
+        if status == "pass"
+        else ("fails", "red")
+        if status == "fail"
+        else f"not judged here: {rule.note}"
+        if rule is not None and rule.note
+        else "not judged here"
+    )
+    return styled(
+        f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} "
+        f"seed(s), the readout attention peaks at the step's own input position for {', '.join(parts)} "
+        "of decoder steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": ",
+        verdict,
+        ".",
+    )
 
 
 def _runs_table(result) -> Table:
     table = Table(title="runs (one per model, length and seed)")
-    for name in ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal",
-                 "final loss", "seconds"):
+    for name in (
+        "model",
+        "length",
+        "seed",
+        "engine",
+        "teacher-forced",
+        "free-running",
+        "exact",
+        "diagonal",
+        "final loss",
+        "seconds",
+    ):
         table.add_column(name, justify="left" if name in ("model", "engine") else "right")
     for row, run in zip(result.rows, result.runs):
         diagonal = "" if row["diagonal"] is None else f"{row['diagonal']:.3f}"  # None: plain model
-        table.add_row(row["model"], str(row["length"]), str(row["seed"]), row["engine"],
-                      f"{row['teacher_forced']:.3f}", f"{row['free_running']:.3f}", f"{row['exact']:.3f}", diagonal,
-                      f"{run['final_loss']:.4f}", "cached" if run["cached"] else f"{run['seconds']:.1f}")
+        table.add_row(
+            row["model"],
+            str(row["length"]),
+            str(row["seed"]),
+            row["engine"],
+            f"{row['teacher_forced']:.3f}",
+            f"{row['free_running']:.3f}",
+            f"{row['exact']:.3f}",
+            diagonal,
+            f"{run['final_loss']:.4f}",
+            "cached" if run["cached"] else f"{run['seconds']:.1f}",
+        )
     return table
 
 
@@ -165,21 +211,47 @@ def figures(result, out: Path, formats, outcomes: Outcomes, keep: list | None = 
     o = outcomes
     out = Path(out)
     paths = _accuracy_figure(result, o, out / ACCURACY_PNG, formats, keep) if formats else []
-    paths.append(write_csv(
-        out / ACCURACY_CSV,
-        [[c["model"], c["length"], c["n"], *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
-          _published(o, c["model"], c["length"], "free_running")] for c in result.cells],
-        header=["model", "length", "seeds", *(x for m in METRICS for x in (f"{m}_mean", f"{m}_std")),
-                "free_running_published"]))
-    paths.append(write_json(out / ROWS_JSON, split_timing(
-        {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING)))
+    paths.append(
+        write_csv(
+            out / ACCURACY_CSV,
+            [
+                [
+                    c["model"],
+                    c["length"],
+                    c["n"],
+                    *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
+                    _published(o, c["model"], c["length"], "free_running"),
+                ]
+                for c in result.cells
+            ],
+            header=[
+                "model",
+                "length",
+                "seeds",
+                *(x for m in METRICS for x in (f"{m}_mean", f"{m}_std")),
+                "free_running_published",
+            ],
+        )
+    )
+    paths.append(
+        write_json(
+            out / ROWS_JSON,
+            split_timing(
+                {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING
+            ),
+        )
+    )
     for m in result.maps:
         map_png = out / MAP_PNG.format(length=m["length"])
         if formats:
             paths += _map_figure(m, map_png, formats, keep)
-        paths.append(write_csv(map_png.with_suffix(".csv"), [[f"step {t} ({m['src'][t]})", *row]
-                                                        for t, row in enumerate(m["weights"])],
-                               header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]))
+        paths.append(
+            write_csv(
+                map_png.with_suffix(".csv"),
+                [[f"step {t} ({m['src'][t]})", *row] for t, row in enumerate(m["weights"])],
+                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))],
+            )
+        )
     paths += copy_task_seeds.figures(result, out, formats, o, keep)  # several seeds per cell: their distribution
     return paths
 
@@ -199,14 +271,29 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, formats, keep: list
         xs = [c["length"] for c in cells]
         ys = [c["free_running"]["mean"] for c in cells]
         errs = [c["free_running"]["std"] for c in cells]
-        ax.errorbar(xs, ys, yerr=errs if any(errs) else None, fmt="o-", color=colours[model], capsize=3,
-                    label=f"{labels[model]}, regenerated")
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=errs if any(errs) else None,
+            fmt="o-",
+            color=colours[model],
+            capsize=3,
+            label=f"{labels[model]}, regenerated",
+        )
     for model in sorted({c["model"] for c in result.cells}):
         pts = _published_points(outcomes, model, "free_running")
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none", marker="D", markersize=9,
-                    markerfacecolor="none", markeredgecolor=colours[model], markeredgewidth=1.5,
-                    label=f"{labels[model].split(' (')[0]}, published")
+            ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                linestyle="none",
+                marker="D",
+                markersize=9,
+                markerfacecolor="none",
+                markeredgecolor=colours[model],
+                markeredgewidth=1.5,
+                label=f"{labels[model].split(' (')[0]}, published",
+            )
     ticks = sorted(set(lengths) | {4, 16, 32})
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks, labels=[str(t) for t in ticks])
@@ -220,8 +307,11 @@ def _accuracy_figure(result, outcomes: Outcomes, path: Path, formats, keep: list
     ax.legend(fontsize=8, loc="lower left")
     cfg = result.config
     engines = " + ".join(sorted({r["engine"] for r in result.rows}))
-    ax.set_title(f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden_size']}, "
-                 f"{cfg['steps']} step{'' if cfg['steps'] == 1 else 's'}, {engines} engine)", fontsize=10)
+    ax.set_title(
+        f"W9 2.3 copy task: attention removes the bottleneck\n(hidden {cfg['hidden_size']}, "
+        f"{cfg['steps']} step{'' if cfg['steps'] == 1 else 's'}, {engines} engine)",
+        fontsize=10,
+    )
     return save_figure(fig, path, formats, keep=keep, tight_layout={})
 
 
@@ -240,10 +330,12 @@ def _map_title(length: int, diagonal: float, diagonal_all: float, free_running: 
     # a narrow map (lengths below 16) takes its title on three lines: on two it is wider than
     # the figure, which left blank margins beside the map and cost a second drawing to save
     wrap = "\n" if _map_size(length) < 8 else " "
-    return (f"W9 2.3 attention, length {length}: readout weights, free running\n"
-            f"argmax on the diagonal at {diagonal:.0%} of this sequence's steps{wrap}"
-            f"({diagonal_all:.0%} over all sequences); free-running accuracy "
-            f"{free_running:.3f} (seed {seed})")
+    return (
+        f"W9 2.3 attention, length {length}: readout weights, free running\n"
+        f"argmax on the diagonal at {diagonal:.0%} of this sequence's steps{wrap}"
+        f"({diagonal_all:.0%} over all sequences); free-running accuracy "
+        f"{free_running:.3f} (seed {seed})"
+    )
 
 
 MAP_TITLE_SIZE = 9
@@ -274,9 +366,10 @@ def _map_figure(m: dict, path: Path, formats, keep: list | None = None) -> list[
     from attn_cli.render.files import save_figure
 
     length = m["length"]
-    labels = [str(d) for d in m["src"]][::_tick_step(length)]
+    labels = [str(d) for d in m["src"]][:: _tick_step(length)]
     fig, ax, im = _map_base(length)
     fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
-    ax.set_title(_map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"]),
-                 fontsize=MAP_TITLE_SIZE)
+    ax.set_title(
+        _map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"]), fontsize=MAP_TITLE_SIZE
+    )
     return save_figure(fig, path, formats, keep=keep, tight_layout={})

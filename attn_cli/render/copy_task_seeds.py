@@ -5,8 +5,9 @@ Design notes: ``docs/design.md``, section ``attn_cli.render.copy_task_seeds``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from attn_cli.published.copy_task import METRICS, check_id
 from attn_cli.published.seed_rule import LEVEL, interval
@@ -17,8 +18,21 @@ TITLES = {"teacher_forced": "teacher-forced", "free_running": "free-running", "e
 MODELS = ("attention", "plain")
 COLOURS = {"attention": "tab:blue", "plain": "tab:red"}
 LABELS = {"attention": "attention (W9 2.3)", "plain": "plain (Week 8)"}
-CSV_HEADER = ("model", "length", "metric", "seed", "engine", "value", "n", "mean", "half_width", "low", "high",
-              "published", "status")
+CSV_HEADER = (
+    "model",
+    "length",
+    "metric",
+    "seed",
+    "engine",
+    "value",
+    "n",
+    "mean",
+    "half_width",
+    "low",
+    "high",
+    "published",
+    "status",
+)
 
 
 def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
@@ -35,11 +49,19 @@ def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
             for metric in METRICS:
                 values = [float(r[metric]) for r in rows]
                 found = outcomes.get(check_id(model, length, metric))
-                out.append({"model": model, "length": length, "metric": metric, "seeds": [r["seed"] for r in rows],
-                            "engines": [r["engine"] for r in rows], "values": values,
-                            "interval": interval(values).record(),
-                            "published": None if found is None else found.published,
-                            "status": None if found is None else found.status})
+                out.append(
+                    {
+                        "model": model,
+                        "length": length,
+                        "metric": metric,
+                        "seeds": [r["seed"] for r in rows],
+                        "engines": [r["engine"] for r in rows],
+                        "values": values,
+                        "interval": interval(values).record(),
+                        "published": None if found is None else found.published,
+                        "status": None if found is None else found.status,
+                    }
+                )
     return out
 
 
@@ -57,9 +79,23 @@ def csv_rows(entries: list[dict]) -> list[list]:
     for e in entries:
         iv = e["interval"]
         for seed, engine, value in zip(e["seeds"], e["engines"], e["values"]):
-            rows.append([e["model"], e["length"], e["metric"], seed, engine, value, iv["n"], iv["mean"],
-                         iv["half_width"], iv["low"], iv["high"], "" if e["published"] is None else e["published"],
-                         e["status"] or ""])
+            rows.append(
+                [
+                    e["model"],
+                    e["length"],
+                    e["metric"],
+                    seed,
+                    engine,
+                    value,
+                    iv["n"],
+                    iv["mean"],
+                    iv["half_width"],
+                    iv["low"],
+                    iv["high"],
+                    "" if e["published"] is None else e["published"],
+                    e["status"] or "",
+                ]
+            )
     return rows
 
 
@@ -72,8 +108,20 @@ def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any], keep: 
     out = Path(out)
     png = out / SEEDS_PNG
     entries = samples(result, outcomes)
-    cfg = {k: result.config.get(k) for k in ("steps", "hidden_size", "batch_size", "lr", "eval_size", "device", "engine",
-                                             "extra_seed_engine", "lengths")}
+    cfg = {
+        k: result.config.get(k)
+        for k in (
+            "steps",
+            "hidden_size",
+            "batch_size",
+            "lr",
+            "eval_size",
+            "device",
+            "engine",
+            "extra_seed_engine",
+            "lengths",
+        )
+    }
     paths = _figure(entries, cfg, png, formats, keep) if formats else []
     paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
     return paths
@@ -88,18 +136,40 @@ def _cell(ax, e: dict, x: float, step: float, colour: str) -> None:
     """One cell's seeds at ``x``: the interval as a band, its mean as a line, each seed a dot,
     and the published value a diamond."""
     iv, n = e["interval"], len(e["values"])
-    ax.fill_between([x - 0.42 * step, x + 0.42 * step], max(iv["low"], -0.02), min(iv["high"], 1.02),
-                    color=colour, alpha=0.18, linewidth=0)
+    ax.fill_between(
+        [x - 0.42 * step, x + 0.42 * step],
+        max(iv["low"], -0.02),
+        min(iv["high"], 1.02),
+        color=colour,
+        alpha=0.18,
+        linewidth=0,
+    )
     ax.plot([x - 0.42 * step, x + 0.42 * step], [iv["mean"]] * 2, color=colour, lw=1)
-    ax.scatter([x + _jitter(i, n, 0.6 * step) for i in range(n)], e["values"], s=12 if n <= 16 else 6,
-               color=colour, alpha=0.85 if n <= 16 else 0.55, linewidths=0, zorder=3)
+    ax.scatter(
+        [x + _jitter(i, n, 0.6 * step) for i in range(n)],
+        e["values"],
+        s=12 if n <= 16 else 6,
+        color=colour,
+        alpha=0.85 if n <= 16 else 0.55,
+        linewidths=0,
+        zorder=3,
+    )
     if e["published"] is not None:
-        ax.plot([x], [e["published"]], marker="D", markersize=8, markerfacecolor="none",
-                markeredgecolor="black", markeredgewidth=1.4, linestyle="none", zorder=4)
+        ax.plot(
+            [x],
+            [e["published"]],
+            marker="D",
+            markersize=8,
+            markerfacecolor="none",
+            markeredgecolor="black",
+            markeredgewidth=1.4,
+            linestyle="none",
+            zorder=4,
+        )
 
 
 def _engines(cfg: dict) -> str:
-    """"fast engine", or which engine trained the first seed and which the others."""
+    """ "fast engine", or which engine trained the first seed and which the others."""
     extra = cfg.get("extra_seed_engine")
     if not extra or extra == cfg["engine"]:
         return f"{cfg['engine']} engine"
@@ -133,14 +203,32 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats, keep: list | No
     n_seeds = max(len(e["values"]) for e in entries)
     handles = [Patch(color=COLOURS[m], alpha=0.5, label=LABELS[m]) for m in models]
     judged = any(e["status"] in ("pass", "fail") for e in entries)
-    handles += [Line2D([], [], marker="o", color="gray", linestyle="none", markersize=4, label="one seed"),
-                Patch(color="gray", alpha=0.25, label=f"seed rule's {LEVEL:.0%} interval (line: mean)"),
-                Line2D([], [], marker="D", markerfacecolor="none", markeredgecolor="black", linestyle="none",
-                       markersize=7, label="published (W9 2.3)" if judged else
-                       "published (W9 2.3, at the text's settings: not judged here)")]
+    handles += [
+        Line2D([], [], marker="o", color="gray", linestyle="none", markersize=4, label="one seed"),
+        Patch(color="gray", alpha=0.25, label=f"seed rule's {LEVEL:.0%} interval (line: mean)"),
+        Line2D(
+            [],
+            [],
+            marker="D",
+            markerfacecolor="none",
+            markeredgecolor="black",
+            linestyle="none",
+            markersize=7,
+            label="published (W9 2.3)" if judged else "published (W9 2.3, at the text's settings: not judged here)",
+        ),
+    ]
     wide = fig.get_figwidth() >= 12  # one legend row where it fits, else two
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles) if wide else -(-len(handles) // 2), fontsize=8,
-               frameon=False, bbox_to_anchor=(0.5, -0.01))
-    fig.suptitle(f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
-                 f"{_engines(cfg)})", fontsize=10)
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=len(handles) if wide else -(-len(handles) // 2),
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.01),
+    )
+    fig.suptitle(
+        f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
+        f"{_engines(cfg)})",
+        fontsize=10,
+    )
     return save_figure(fig, path, formats, keep=keep, tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})

@@ -5,11 +5,10 @@ from __future__ import annotations
 import hashlib
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from attn_cli.render.table import Table, styled
-
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _REGIME_STYLE = {"sharp": "bold green", "split": "yellow", "diffuse": "red"}
@@ -49,9 +48,11 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
 
     width = stdout.width if width is None else width
     agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
-    out = [_weights_table(result, full=4 * len(result.keys) + 28 <= width),
-           _regimes_table(result, outcomes["d2l-crossattn-map.regimes"]),
-           f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}"]
+    out = [
+        _weights_table(result, full=4 * len(result.keys) + 28 <= width),
+        _regimes_table(result, outcomes["d2l-crossattn-map.regimes"]),
+        f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}",
+    ]
     if result.head_weights:
         out.append(_heads_table(result))
     return out
@@ -61,9 +62,12 @@ def _weights_table(result, full: bool) -> Table:
     """Every weight in % (``full``), or each row's peaks where the key word is too wide."""
     cfg = result.config
     query, key = (repr(cfg[w]) for w in ("query_word", "key_word"))
-    weights = Table(title=f"cross-attention weights in % (rows sum to 100): queries = {query} "
-                          f"(rows), keys = {key}; d={cfg['d_model']}, seed {cfg['seed']}, "
-                          f"no projections", terminal={"box": "SIMPLE_HEAD", "padding": (0, 1)})
+    weights = Table(
+        title=f"cross-attention weights in % (rows sum to 100): queries = {query} "
+        f"(rows), keys = {key}; d={cfg['d_model']}, seed {cfg['seed']}, "
+        f"no projections",
+        terminal={"box": "SIMPLE_HEAD", "padding": (0, 1)},
+    )
     weights.add_column("query", justify="center")
     if full:
         for k in result.keys:
@@ -75,8 +79,10 @@ def _weights_table(result, full: bool) -> Table:
         peaks, regime = result.peaks[i], result.regimes[i]
         tag = styled((regime, _REGIME_STYLE[regime]))
         if full:
-            cells = [styled((f"{100 * w:.0f}", "bold")) if j in peaks and regime != "diffuse" else f"{100 * w:.0f}"
-                     for j, w in enumerate(result.weights[i])]
+            cells = [
+                styled((f"{100 * w:.0f}", "bold")) if j in peaks and regime != "diffuse" else f"{100 * w:.0f}"
+                for j, w in enumerate(result.weights[i])
+            ]
             weights.add_row(label(q), *cells, tag)
         else:
             text = ", ".join(f"{label(result.keys[j])}@{j + 1}: {result.weights[i][j]:.2f}" for j in peaks[:4])
@@ -86,22 +92,28 @@ def _weights_table(result, full: bool) -> Table:
 
 def _regimes_table(result, rule) -> Table:
     """The three regimes: their meaning, the query letters found, the text's letters."""
-    summary = Table(title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
-                          "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse")
+    summary = Table(
+        title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
+        "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse"
+    )
     for header in ("regime", "meaning", "query letters (regenerated)", "published (attention vs translation)"):
         summary.add_column(header)
     text_regimes = rule.published if rule.status != "n/a" else None  # the text's letters, at its settings
     found = result.regime_letters()
     for regime in ("sharp", "split", "diffuse"):
-        summary.add_row(styled((regime, _REGIME_STYLE[regime])), _REGIME_TEXT[regime],
-                        ", ".join(label(c) for c in found[regime]) or "-",
-                        ", ".join(text_regimes[regime]) if text_regimes else "")
+        summary.add_row(
+            styled((regime, _REGIME_STYLE[regime])),
+            _REGIME_TEXT[regime],
+            ", ".join(label(c) for c in found[regime]) or "-",
+            ", ".join(text_regimes[regime]) if text_regimes else "",
+        )
     return summary
 
 
 def _heads_table(result) -> Table:
-    heads = Table(title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer "
-                        f"(random projections)")
+    heads = Table(
+        title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer (random projections)"
+    )
     heads.add_column("query", justify="center")
     heads.add_column("plain")
     for h in range(len(result.head_weights)):
@@ -126,8 +138,7 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
     write_csv(out / f"{base}.csv", rows, header=["query \\ key", *result.keys])
     paths = [out / f"{base}.csv"]
     if result.head_weights:
-        head_rows = [[h + 1, q, *row] for h, hw in enumerate(result.head_weights)
-                     for q, row in zip(result.queries, hw)]
+        head_rows = [[h + 1, q, *row] for h, hw in enumerate(result.head_weights) for q, row in zip(result.queries, hw)]
         write_csv(out / f"{base}_per_head.csv", head_rows, header=["head", "query \\ key", *result.keys])
         paths.append(out / f"{base}_per_head.csv")
 

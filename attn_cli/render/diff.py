@@ -31,8 +31,10 @@ def blocks(d: Diff, everything: bool = False) -> list[Block]:
     out += d.notes
     rows = d.rows if everything else d.changed
     if rows:
-        table = Table(title="checks that changed" if not everything else "every check on both sides",
-                      terminal={"box": "SIMPLE_HEAD", "padding": (0, 0), "pad_edge": False})
+        table = Table(
+            title="checks that changed" if not everything else "every check on both sides",
+            terminal={"box": "SIMPLE_HEAD", "padding": (0, 0), "pad_edge": False},
+        )
         table.add_column("id", no_wrap=True)
         for header in ("before", "after", "delta", "verdicts", "margins"):
             table.add_column(header, justify="left" if header == "verdicts" else "right", no_wrap=True)
@@ -44,10 +46,17 @@ def blocks(d: Diff, everything: bool = False) -> list[Block]:
                 table.add_row(styled((head, "bold")), "", "", "", "", "")
                 group = head
             delta = r.delta()
-            verdicts = styled(*_status(r.before).spans, "→", *_status(r.after).spans,
-                              verdict="fail" if r.now_failing else "")
-            table.add_row("  " + name, _value(r.before), _value(r.after), "" if delta is None else f"{delta:+.2g}",
-                          verdicts, f"{_margin(r.before)}→{_margin(r.after)}")
+            verdicts = styled(
+                *_status(r.before).spans, "→", *_status(r.after).spans, verdict="fail" if r.now_failing else ""
+            )
+            table.add_row(
+                "  " + name,
+                _value(r.before),
+                _value(r.after),
+                "" if delta is None else f"{delta:+.2g}",
+                verdicts,
+                f"{_margin(r.before)}→{_margin(r.after)}",
+            )
         out.append(table)
     for word, records in (("new", d.new), ("removed", d.removed)):
         if records:

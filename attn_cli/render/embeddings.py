@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-
-from typing import Mapping
 
 from attn_cli.published.catalogue import BY_ID
 
@@ -33,15 +32,26 @@ def tables(result, outcomes: Mapping) -> list:
         [
             row("one-hot king . queen", repr(result.onehot_king_queen), "w9-onehot.king.queen"),
             row("one-hot king . apple", repr(result.onehot_king_apple), "w9-onehot.king.apple"),
-            row("embedding lookup equals one-hot @ weight matrix", str(result.lookup_equals_matmul),
-                "w9-onehot.lookup_equals_matmul"),
-            row(f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table", f"{result.parameters:,}",
-                "w9-onehot.parameters", f"{o['w9-onehot.parameters'].published:,}"),
-            row("dimensions of a one-hot vector", f"{cfg['vocab_size']:,}", "w9-onehot.onehot_dims",
-                f"{o['w9-onehot.onehot_dims'].published:,}"),
+            row(
+                "embedding lookup equals one-hot @ weight matrix",
+                str(result.lookup_equals_matmul),
+                "w9-onehot.lookup_equals_matmul",
+            ),
+            row(
+                f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table",
+                f"{result.parameters:,}",
+                "w9-onehot.parameters",
+                f"{o['w9-onehot.parameters'].published:,}",
+            ),
+            row(
+                "dimensions of a one-hot vector",
+                f"{cfg['vocab_size']:,}",
+                "w9-onehot.onehot_dims",
+                f"{o['w9-onehot.onehot_dims'].published:,}",
+            ),
         ],
         caption="every pair of one-hot vectors is orthogonal: no notion of similarity"
-                + not_text_caption([o[k] for k in onehot_ids]),
+        + not_text_caption([o[k] for k in onehot_ids]),
     )
     names = [" ".join(t) for t in result.tokens]
 
@@ -52,17 +62,33 @@ def tables(result, outcomes: Mapping) -> list:
         f"W9 1.3  contextual vectors for '{result.WORD}' (one untrained self-attention layer, d = {cfg['d_model']}, "
         f"seed {cfg['seed']})",
         [
-            row(f"static embedding of '{result.WORD}'", vec(result.static_bank, 2), "w9-contextual.static_bank",
-                pub("w9-contextual.static_bank")),
-            row(f"output for '{result.WORD}' in '{names[0]}'", vec(result.bank_outputs[0], 2),
-                "w9-contextual.river_bank", pub("w9-contextual.river_bank")),
-            row(f"output for '{result.WORD}' in '{names[1]}'", vec(result.bank_outputs[1], 2),
-                "w9-contextual.money_bank", pub("w9-contextual.money_bank")),
-            row("distance between the two contextual vectors", f"{result.distance:.3f}", "w9-contextual.distance",
-                f"{o['w9-contextual.distance'].published:.3f}"),
+            row(
+                f"static embedding of '{result.WORD}'",
+                vec(result.static_bank, 2),
+                "w9-contextual.static_bank",
+                pub("w9-contextual.static_bank"),
+            ),
+            row(
+                f"output for '{result.WORD}' in '{names[0]}'",
+                vec(result.bank_outputs[0], 2),
+                "w9-contextual.river_bank",
+                pub("w9-contextual.river_bank"),
+            ),
+            row(
+                f"output for '{result.WORD}' in '{names[1]}'",
+                vec(result.bank_outputs[1], 2),
+                "w9-contextual.money_bank",
+                pub("w9-contextual.money_bank"),
+            ),
+            row(
+                "distance between the two contextual vectors",
+                f"{result.distance:.3f}",
+                "w9-contextual.distance",
+                f"{o['w9-contextual.distance'].published:.3f}",
+            ),
         ],
         caption="same word, same input vector: the output depends on the neighbours (0 apart for a static "
-                "embedding)" + not_text_caption([o[k] for k in o if k.startswith("w9-contextual.")]),
+        "embedding)" + not_text_caption([o[k] for k in o if k.startswith("w9-contextual.")]),
     )
     return [onehot, contextual]
 
@@ -74,18 +100,23 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
     fig, axes = new_figure(1, len(result.tokens), figsize=(5.2 * len(result.tokens), 4.6), layout="constrained")
     for ax, tokens, weights in zip(axes, result.tokens, result.weights):
         im = heatmap(ax, weights, tokens, tokens, vmin=0.0, vmax=1.0, annotate=True)  # one scale, both panels
-        ax.set_title(f"\"{' '.join(tokens)}\"")
+        ax.set_title(f'"{" ".join(tokens)}"')
         ax.set_xlabel("key (looked at)")
         ax.set_ylabel("query (looking)")
         row = tokens.index(result.WORD)
         ax.add_patch(_outline(row, len(tokens)))
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.85)
-    fig.suptitle(f"W9 1.3: attention weights of one untrained layer; the '{result.WORD}' row (outlined) "
-                 f"differs with the neighbours (seed {result.config['seed']})")
+    fig.suptitle(
+        f"W9 1.3: attention weights of one untrained layer; the '{result.WORD}' row (outlined) "
+        f"differs with the neighbours (seed {result.config['seed']})"
+    )
     images = save_figure(fig, Path(out) / PNG, formats, keep=keep)
-    rows = [(" ".join(tokens), q, k, weights[i][j])
-            for tokens, weights in zip(result.tokens, result.weights)
-            for i, q in enumerate(tokens) for j, k in enumerate(tokens)]
+    rows = [
+        (" ".join(tokens), q, k, weights[i][j])
+        for tokens, weights in zip(result.tokens, result.weights)
+        for i, q in enumerate(tokens)
+        for j, k in enumerate(tokens)
+    ]
     csv = write_csv(Path(out) / CSV, rows, header=("sentence", "query", "key", "weight"))
     return [*images, csv]
 

@@ -35,8 +35,14 @@ def _fig2(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> li
     for s, colour in zip(e.sweeps, colours):
         eps = [p.eps for p in s.points]
         ax.plot(eps, [p.error for p in s.points], "o", color=colour, label=f"measured, σ = {s.sigma:g}")
-        ax.plot(*s.theory_curve(), "-", color=colour, alpha=0.5, lw=1,
-                label=f"theory, slope {s.slope:.2f}" if s.slope is not None else "theory")
+        ax.plot(
+            *s.theory_curve(),
+            "-",
+            color=colour,
+            alpha=0.5,
+            lw=1,
+            label=f"theory, slope {s.slope:.2f}" if s.slope is not None else "theory",
+        )
         ax.axvline(s.knee, color=colour, ls=":", lw=1)
         ax.text(s.knee, 1.3e-3, f" ε* = σ/2 = {s.knee:g}", color=colour, fontsize=8, rotation=90, va="bottom")
     ax.axhline(e.ONE_HEAD_ERROR, color="gray", ls="--", lw=1)
@@ -52,9 +58,13 @@ def _fig2(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> li
     ax.legend(fontsize=8, loc="lower left")
     png, csv = FILES[2]
     paths = save_figure(fig, out / png, formats, keep=keep)
-    paths.append(write_csv(out / csv, [[s.sigma, p.eps, p.error, p.theory, p.condition, p.straight]
-                                       for s in e.sweeps for p in s.points],
-                           header=["sigma", "eps", "error", "theory", "condition", "in_slope_fit"]))
+    paths.append(
+        write_csv(
+            out / csv,
+            [[s.sigma, p.eps, p.error, p.theory, p.condition, p.straight] for s in e.sweeps for p in s.points],
+            header=["sigma", "eps", "error", "theory", "condition", "in_slope_fit"],
+        )
+    )
     return paths
 
 
@@ -65,8 +75,13 @@ def _fig6(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> li
     fig, ax = new_figure(figsize=(6, 4))
     hs = [r.h for r in e.rows]
     ax.plot(hs, [r.seconds * 1e3 for r in e.rows], "o-", label="measured forward time")
-    ax.plot(hs, [e.fitted_seconds(r.score_entries) * 1e3 for r in e.rows], "--",
-            color="gray", label=f"fit: {e.fixed_seconds * 1e3:.0f} ms + {e.ns_per_entry:.1f} ns × B·h·n²")
+    ax.plot(
+        hs,
+        [e.fitted_seconds(r.score_entries) * 1e3 for r in e.rows],
+        "--",
+        color="gray",
+        label=f"fit: {e.fixed_seconds * 1e3:.0f} ms + {e.ns_per_entry:.1f} ns × B·h·n²",
+    )
     ax.set_xscale("log", base=2)
     ax.set_xticks(hs, labels=[str(h) for h in hs])
     ax.minorticks_off()
@@ -77,9 +92,14 @@ def _fig6(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> li
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     png, csv = FILES[6]
-    return [*save_figure(fig, out / png, formats, keep=keep),
-            write_csv(out / csv, [[r.h, r.p, r.seconds, r.score_entries, r.matmul_flops] for r in e.rows],
-                      header=["h", "p", "seconds", "score_entries", "matmul_flops"])]
+    return [
+        *save_figure(fig, out / png, formats, keep=keep),
+        write_csv(
+            out / csv,
+            [[r.h, r.p, r.seconds, r.score_entries, r.matmul_flops] for r in e.rows],
+            header=["h", "p", "seconds", "score_entries", "matmul_flops"],
+        ),
+    ]
 
 
 def _fig11(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
@@ -96,13 +116,15 @@ def _fig11(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> l
         ax.set_xlabel("keys")
     axes[0].set_ylabel("queries")
     fig.colorbar(im, ax=list(axes), shrink=0.8, label="attention weight")
-    fig.suptitle(f"Ex. 11: '{''.join(e.queries)}' → '{''.join(e.keys)}' through a fresh {e.heads}-head layer "
-                 "(one colour scale)")
+    fig.suptitle(
+        f"Ex. 11: '{''.join(e.queries)}' → '{''.join(e.keys)}' through a fresh {e.heads}-head layer (one colour scale)"
+    )
     png, csv = FILES[11]
-    rows = [[name, q, j, e.keys[j], w] for name, W in maps for q, row in zip(e.queries, W)
-            for j, w in enumerate(row)]
-    return [*save_figure(fig, out / png, formats, keep=keep),
-            write_csv(out / csv, rows, header=["map", "query", "key_position", "key", "weight"])]
+    rows = [[name, q, j, e.keys[j], w] for name, W in maps for q, row in zip(e.queries, W) for j, w in enumerate(row)]
+    return [
+        *save_figure(fig, out / png, formats, keep=keep),
+        write_csv(out / csv, rows, header=["map", "query", "key_position", "key", "weight"]),
+    ]
 
 
 def _fig12(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
@@ -133,8 +155,10 @@ def _fig12(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> l
     fig.suptitle(f"Ex. 12: learned copy-both heads (d = {e.d}, {e.steps} steps)")
     png, csv = FILES[12]
     rows = [[r.h, i + 1, a, b, k, r.error] for r in e.runs for i, ((a, b), k) in enumerate(zip(r.weights, r.kinds))]
-    return [*save_figure(fig, out / png, formats, keep=keep, tight_layout={}),
-            write_csv(out / csv, rows, header=["h", "head", "alpha1", "alpha2", "kind", "held_out_error"])]
+    return [
+        *save_figure(fig, out / png, formats, keep=keep, tight_layout={}),
+        write_csv(out / csv, rows, header=["h", "head", "alpha1", "alpha2", "kind", "held_out_error"]),
+    ]
 
 
 def uniform_start(e) -> str:

@@ -3,7 +3,7 @@ formats linked; and an experiment's own Markdown page (its tables and figures)."
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from attn_cli.render.manifest import Section
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 FIGURE_KEYWORDS = ("figsize", "layout")  # what goes to the Figure; the rest to Figure.subplots
 
 
@@ -26,8 +25,18 @@ def plain_text(text: str) -> str:
     return str(text).replace("$", r"\$")
 
 
-def heatmap(ax, weights, row_labels, col_labels, *, vmin=0.0, vmax=1.0, cmap="Blues",
-            annotate: bool = False, fmt: str = "{:.2f}"):
+def heatmap(
+    ax,
+    weights,
+    row_labels,
+    col_labels,
+    *,
+    vmin=0.0,
+    vmax=1.0,
+    cmap="Blues",
+    annotate: bool = False,
+    fmt: str = "{:.2f}",
+):
     """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
     im = heatmap_frame(ax, len(row_labels), len(col_labels), vmin=vmin, vmax=vmax, cmap=cmap)
     fill_heatmap(ax, im, weights, row_labels, col_labels, annotate=annotate, fmt=fmt)
@@ -58,5 +67,13 @@ def fill_heatmap(ax, im, weights, row_labels, col_labels, *, annotate: bool = Fa
         # and the tight box would measure every text in it), the same pixels, less work
         for i, row in enumerate(weights):
             for j, w in enumerate(row):
-                ax.text(j, i, fmt.format(w), ha="center", va="center", fontsize=7,
-                        color="white" if w > 0.6 * (vmax - vmin) + vmin else "black", in_layout=False)
+                ax.text(
+                    j,
+                    i,
+                    fmt.format(w),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if w > 0.6 * (vmax - vmin) + vmin else "black",
+                    in_layout=False,
+                )

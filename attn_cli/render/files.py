@@ -9,8 +9,9 @@ import csv
 import io
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from attn_cli import io as io_
 from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
@@ -41,9 +42,16 @@ DEFAULT_FORMATS = ("png",)
 DPI = 120  # every figure's PNG
 
 
-def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_FORMATS, *, dpi: int = DPI,
-                metadata: dict[str, str] | None = None, tight_layout: dict | None = None,
-                keep: list | None = None) -> list[Path]:
+def save_figure(
+    fig,
+    path: str | os.PathLike,
+    formats: Iterable[str] = DEFAULT_FORMATS,
+    *,
+    dpi: int = DPI,
+    metadata: dict[str, str] | None = None,
+    tight_layout: dict | None = None,
+    keep: list | None = None,
+) -> list[Path]:
     """Save a matplotlib figure once per format; the one place figures are saved.
 
     ``path`` names the figure (``masks.png``); each format replaces its suffix (``masks.svg``,
@@ -72,8 +80,11 @@ def save_figure(fig, path: str | os.PathLike, formats: Iterable[str] = DEFAULT_F
             fig.tight_layout(**tight_layout)
         with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
             for fmt in wanted:
-                extra = {"png": {"metadata": metadata} if metadata else {},
-                         "svg": {"metadata": {"Date": None}}, "pdf": {"metadata": {"CreationDate": None}}}[fmt]
+                extra = {
+                    "png": {"metadata": metadata} if metadata else {},
+                    "svg": {"metadata": {"Date": None}},
+                    "pdf": {"metadata": {"CreationDate": None}},
+                }[fmt]
                 target = path.with_suffix("." + fmt)
                 with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
                     fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
@@ -96,6 +107,7 @@ def _json_default(obj: Any):
 
 
 # --------------------------------------------------------------------------- timings apart
+
 
 def result_json(result: Any, outcomes: Any = None) -> Any:
     """A result as a JSON-ready dict, its wall-clock values moved under one ``timing`` key, the

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
-
-from attn_cli.render.table import Cell, Table, styled
 
 from attn_cli.render.files import DEFAULT_FORMATS
+from attn_cli.render.table import Cell, Table, styled
 
 PNG = "heads_layout.png"
 
@@ -32,8 +31,9 @@ def tables(result, outcomes: Mapping) -> list:
     match.add_column("claim")
     match.add_column("published", justify="right")
     match.add_column("regenerated", justify="right")
-    match.add_row("matches (allclose, atol 1e-5)", _published(o.get("w9-heads.matches")),
-                  _yes(result.handwritten_matches))
+    match.add_row(
+        "matches (allclose, atol 1e-5)", _published(o.get("w9-heads.matches")), _yes(result.handwritten_matches)
+    )
     match.add_row("largest difference", "", f"{result.handwritten_max_diff:.1e}")
 
     w9 = Table(title=f"W9 5.1: parameters of nn.MultiheadAttention(d_model={cfg['d_model']}, heads) = 4d^2 + 4d")
@@ -43,8 +43,10 @@ def tables(result, outcomes: Mapping) -> list:
         pub = _published(o.get(f"w9-heads.params.{row['heads']}"))
         w9.add_row(str(row["heads"]), str(row["head_size"]), pub, str(row["params"]), str(row["formula"]))
 
-    shape = Table(title="D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, "
-                        "6 key-value pairs, valid_lens [3, 2]")
+    shape = Table(
+        title="D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, "
+        "6 key-value pairs, valid_lens [3, 2]"
+    )
     shape.add_column("quantity")
     shape.add_column("published", justify="right")
     shape.add_column("regenerated", justify="right")
@@ -52,16 +54,20 @@ def tables(result, outcomes: Mapping) -> list:
     shape.add_row("weights shape (batch, heads, queries, keys)", "", str(tuple(result.mha_weights_shape)))
     shape.add_row("largest weight on a key beyond valid_lens", "", f"{result.mha_masked_weight:g}")
 
-    d2l = Table(title=f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['d2l_d_model']}, "
-                      f"bias=False) = 4d^2, counted on concrete layers")
+    d2l = Table(
+        title=f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['d2l_d_model']}, "
+        f"bias=False) = 4d^2, counted on concrete layers"
+    )
     for col in ("heads", "published", "regenerated", "4d^2"):
         d2l.add_column(col, justify="right")
     for row in result.d2l_params:
         pub = _published(o.get(f"d2l-mha-params.{row['heads']}"))
         d2l.add_row(str(row["heads"]), pub, str(row["params"]), str(row["formula"]))
     lay = result.layout
-    note = (f"figure 10.3.2 (heads_layout.png): d = {lay['d']}, h = {lay['h']} heads of width p = {lay['p']}; "
-            f"parameters drawn 3 h d p + (h p) d = {lay['params_drawn']}, concrete layer {lay['params_layer']}")
+    note = (
+        f"figure 10.3.2 (heads_layout.png): d = {lay['d']}, h = {lay['h']} heads of width p = {lay['p']}; "
+        f"parameters drawn 3 h d p + (h p) d = {lay['params_drawn']}, concrete layer {lay['params_layer']}"
+    )
     return [match, w9, shape, d2l, note]
 
 
@@ -88,13 +94,17 @@ def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS, keep: list 
     ax.axis("off")
 
     def box(x, y, w, hgt, text, color, fs=8):
-        ax.add_patch(FancyBboxPatch((x - w / 2, y - hgt / 2), w, hgt, boxstyle="round,pad=0.04",
-                                    fc=color, ec="black", lw=0.8))
+        ax.add_patch(
+            FancyBboxPatch((x - w / 2, y - hgt / 2), w, hgt, boxstyle="round,pad=0.04", fc=color, ec="black", lw=0.8)
+        )
         ax.text(x, y, text, ha="center", va="center", fontsize=fs)
 
     def arrow(x0, y0, x1, y1):
-        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=8, lw=0.7,
-                                     color="dimgrey", shrinkA=0, shrinkB=0))
+        ax.add_patch(
+            FancyArrowPatch(
+                (x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=8, lw=0.7, color="dimgrey", shrinkA=0, shrinkB=0
+            )
+        )
 
     # inputs
     centre = width / 2
@@ -119,8 +129,12 @@ def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS, keep: list 
             arrow(bx, proj_y + 0.5, x, att_y - 0.4)
         box(x, att_y, col_w - 0.1, 0.8, f"head {i}\nscaled dot-product\nattention", "#f4cccc", fs=7)
         arrow(x, att_y + 0.4, x, cat_y - 0.35)
-    notes = ((proj_y, f"per-head\nprojections\n(p = d/h = {p})"), (att_y, "one distribution\nper head\nand query"),
-             (cat_y, "width d again"), (out_y, "output projection\nmixes the heads"))
+    notes = (
+        (proj_y, f"per-head\nprojections\n(p = d/h = {p})"),
+        (att_y, "one distribution\nper head\nand query"),
+        (cat_y, "width d again"),
+        (out_y, "output projection\nmixes the heads"),
+    )
     for y, text in notes:
         ax.text(width + 0.25, y, text, fontsize=7, ha="left", va="center", color="dimgrey")
     box(centre, cat_y, width, 0.7, f"concatenate the {h} head outputs:  h · p = {h} · {p} = {d}", "#d9d2e9")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from attn_cli.render.manifest import Section
 from attn_cli.render.table import esc, to_html
@@ -44,8 +45,10 @@ def _margin_cell(o) -> str:
     value = m["margin"]
     width = max(0.0, min(1.0, value)) * 100
     kind = "pass" if value >= 0 else "fail"
-    return (f'<td class="num margin"><span class="bar {kind}" title="margin {value:.3f}">'
-            f'<span style="width:{width:.0f}%"></span></span> {value:.2f}</td>')
+    return (
+        f'<td class="num margin"><span class="bar {kind}" title="margin {value:.3f}">'
+        f'<span style="width:{width:.0f}%"></span></span> {value:.2f}</td>'
+    )
 
 
 def checks_html(outcomes: Sequence) -> str:
@@ -59,18 +62,29 @@ def checks_html(outcomes: Sequence) -> str:
             f'<tr class="{VERDICT_CLASS[o.status]}"><td class="id">{esc(o.check.id)}</td>'
             f"<td>{esc(fmt_value(o.check.published, 80))}</td><td>{esc(fmt_value(o.regenerated, 80))}</td>"
             f"<td>{esc(o.check.tolerance_text())}</td><td>{esc(check_kind(o.check))}</td>"
-            f'<td class="verdict {VERDICT_CLASS[o.status]}">{esc(verdict + note)}</td>{_margin_cell(o)}</tr>')
-    return ('<div class="scroll"><table class="checks"><caption>Regenerated against published</caption>'
-            "<thead><tr><th>check</th><th>published</th><th>regenerated</th><th>tolerance</th><th>kind</th>"
-            f"<th>verdict</th><th>margin</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+            f'<td class="verdict {VERDICT_CLASS[o.status]}">{esc(verdict + note)}</td>{_margin_cell(o)}</tr>'
+        )
+    return (
+        '<div class="scroll"><table class="checks"><caption>Regenerated against published</caption>'
+        "<thead><tr><th>check</th><th>published</th><th>regenerated</th><th>tolerance</th><th>kind</th>"
+        f"<th>verdict</th><th>margin</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 # --------------------------------------------------------------------------- the page
 
 
-def index_html(*, catalogue: Sequence, sections: Sequence[Section], manifest: dict, outcomes: Sequence,
-               summary: str | None, coverage_line: str | None, links: Sequence[str] = (),
-               title: str = "attn: every table and figure of the two texts") -> str:
+def index_html(
+    *,
+    catalogue: Sequence,
+    sections: Sequence[Section],
+    manifest: dict,
+    outcomes: Sequence,
+    summary: str | None,
+    coverage_line: str | None,
+    links: Sequence[str] = (),
+    title: str = "attn: every table and figure of the two texts",
+) -> str:
     """The page. ``sections`` as for ``index_markdown`` (each may carry ``tables``, the
     experiment's table blocks, and ``cached``: (runs from cache, runs)); ``outcomes`` every
     check's outcome; ``manifest`` as ``manifest.json`` (``machine``, ``versions``, and where
@@ -79,36 +93,57 @@ def index_html(*, catalogue: Sequence, sections: Sequence[Section], manifest: di
     for o in outcomes:
         by_artifact.setdefault(o.check.artifact, []).append(o)
     section_of = {aid: s for s in sections for aid in s.ids}
-    body = [_header(title, manifest, outcomes, summary, coverage_line, sections, links),
-            _contents(catalogue, by_artifact, section_of)]
+    body = [
+        _header(title, manifest, outcomes, summary, coverage_line, sections, links),
+        _contents(catalogue, by_artifact, section_of),
+    ]
     shown_tables: set[str] = set()
     for a in catalogue:
-        body.append(_artifact(a, section_of.get(a.id), manifest, by_artifact.get(a.id, []), shown_tables,
-                              quick=bool(manifest.get("quick"))))
-    body.append(f'<footer>Written by <code>{esc(manifest.get("command", "attn"))}</code>.</footer>')
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'self\'; '
-            "style-src 'unsafe-inline'; img-src 'self'\">\n"
-            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
-            + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
+        body.append(
+            _artifact(
+                a,
+                section_of.get(a.id),
+                manifest,
+                by_artifact.get(a.id, []),
+                shown_tables,
+                quick=bool(manifest.get("quick")),
+            )
+        )
+    body.append(f"<footer>Written by <code>{esc(manifest.get('command', 'attn'))}</code>.</footer>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'self\'; '
+        "style-src 'unsafe-inline'; img-src 'self'\">\n"
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        + "\n".join(body)
+        + "\n</main>\n</body>\n</html>\n"
+    )
 
 
 TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
 
 
 def _header(title, manifest, outcomes, summary, coverage_line, sections, links) -> str:
-    parts = [f"<header><h1>{esc(title)}</h1>",
-             '<p class="sub">W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head '
-             'and Cross-Attention".</p></header>', '<section class="summary" aria-label="summary">']
+    parts = [
+        f"<header><h1>{esc(title)}</h1>",
+        '<p class="sub">W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head '
+        'and Cross-Attention".</p></header>',
+        '<section class="summary" aria-label="summary">',
+    ]
     if manifest.get("quick"):
         note = manifest.get("quick_note") or "reduced sizes, nothing judged"
-        parts.append(f'<p class="banner skip"><strong>Quick run:</strong> {esc(note)}. Every check is listed '
-                     "as not judged (skipped, quick).</p>")
+        parts.append(
+            f'<p class="banner skip"><strong>Quick run:</strong> {esc(note)}. Every check is listed '
+            "as not judged (skipped, quick).</p>"
+        )
     failures = [o for o in outcomes if o.status in ("fail", "n/a")]
     if failures:
-        items = "".join(f'<li><a href="#{anchor(o.check.artifact)}">{esc(o.check.id)}</a>: '
-                        f"{esc(o.note or 'outside tolerance')}</li>" for o in failures)
+        items = "".join(
+            f'<li><a href="#{anchor(o.check.artifact)}">{esc(o.check.id)}</a>: '
+            f"{esc(o.note or 'outside tolerance')}</li>"
+            for o in failures
+        )
         parts.append(f'<div class="banner fail"><strong>{len(failures)} failed</strong><ul>{items}</ul></div>')
     tiles = [_tile(kind, c) for kind, c in kind_counts(outcomes).items()]
     if tiles:
@@ -132,21 +167,26 @@ def _tile(kind: str, c: dict) -> str:
         detail += f", {c['fail']} failed"
     if c["skipped"] and judged:
         detail += f", {c['skipped']} not judged"
-    return (f'<div class="tile {state}"><span class="n">{judged if judged else c["skipped"]}</span>'
-            f'<span class="k">{esc(TILE_LABELS[kind])}</span><span class="d">{esc(detail)}</span></div>')
+    return (
+        f'<div class="tile {state}"><span class="n">{judged if judged else c["skipped"]}</span>'
+        f'<span class="k">{esc(TILE_LABELS[kind])}</span><span class="d">{esc(detail)}</span></div>'
+    )
 
 
 def _facts(manifest: dict, sections, links) -> list[tuple[str, str]]:
     """The run's facts (escaped HTML): command, time, cache, machine, numerics, versions, files."""
-    facts = [("command", f"<code>{esc(manifest.get('command', ''))}</code>"),
-             ("took", esc(f"{(manifest.get('timing') or {}).get('seconds', manifest.get('seconds', 0)):.1f} s"))]
+    facts = [
+        ("command", f"<code>{esc(manifest.get('command', ''))}</code>"),
+        ("took", esc(f"{(manifest.get('timing') or {}).get('seconds', manifest.get('seconds', 0)):.1f} s")),
+    ]
     cached = [(s.name, s.cached) for s in sections if s.cached]
     if cached:
         facts.append(("from cache", "; ".join(esc(f"{name}: {c} of {n} runs") for name, (c, n) in cached)))
     machine = manifest.get("machine") or {}
     if machine:
-        facts.append(("machine", esc(", ".join(str(machine[k]) for k in ("cpu", "cores", "platform", "gpu")
-                                               if machine.get(k)))))
+        facts.append(
+            ("machine", esc(", ".join(str(machine[k]) for k in ("cpu", "cores", "platform", "gpu") if machine.get(k))))
+        )
     facts.append(("device, seed", esc(f"{manifest.get('device', '')}, {manifest.get('seed', '')}")))
     numerics = manifest.get("numerics") or {}
     if numerics:
@@ -166,38 +206,56 @@ def _contents(catalogue, by_artifact, section_of) -> str:
     items = []
     for a in catalogue:
         outs = by_artifact.get(a.id, [])
-        state = ("fail" if any(o.status in ("fail", "n/a") for o in outs) else
-                 "pass" if any(o.status == "pass" for o in outs) else "skip" if outs else "none")
+        state = (
+            "fail"
+            if any(o.status in ("fail", "n/a") for o in outs)
+            else "pass"
+            if any(o.status == "pass" for o in outs)
+            else "skip"
+            if outs
+            else "none"
+        )
         s = section_of.get(a.id)
         if s is not None and s.error:
             state = "fail"
-        items.append(f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
-                     f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>')
-    legend = ('<p class="legend"><span class="pass"><span class="dot"></span>passed</span> '
-              '<span class="fail"><span class="dot"></span>failed</span> '
-              '<span class="skip"><span class="dot"></span>shown, not judged</span> '
-              '<span class="none"><span class="dot"></span>no published values</span></p>')
+        items.append(
+            f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
+            f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>'
+        )
+    legend = (
+        '<p class="legend"><span class="pass"><span class="dot"></span>passed</span> '
+        '<span class="fail"><span class="dot"></span>failed</span> '
+        '<span class="skip"><span class="dot"></span>shown, not judged</span> '
+        '<span class="none"><span class="dot"></span>no published values</span></p>'
+    )
     return f'<nav aria-label="contents"><h2>Contents</h2>{legend}<ol>{"".join(items)}</ol></nav>'
 
 
-def _artifact(a, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool) -> str:
+def _artifact(
+    a, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool
+) -> str:
     files = ((manifest.get("artifacts") or {}).get(a.id) or {}).get("files") or []
     new = ' <span class="new">new</span>' if a.new else ""
     took = "" if section is None else " · " + esc(f"{section.seconds:.1f} s")
-    parts = [f'<section class="artifact" id="{anchor(a.id)}"><h2><span class="aid">{esc(a.id)}</span> '
-             f"{esc(a.title)}{new}</h2>"
-             f'<p class="meta">{esc(a.source)} {esc(a.section)} · <code>attn {esc(a.command)}</code>{took}</p>']
+    parts = [
+        f'<section class="artifact" id="{anchor(a.id)}"><h2><span class="aid">{esc(a.id)}</span> '
+        f"{esc(a.title)}{new}</h2>"
+        f'<p class="meta">{esc(a.source)} {esc(a.section)} · <code>attn {esc(a.command)}</code>{took}</p>'
+    ]
     if section is not None and section.error:
         parts.append(f'<p class="banner fail"><strong>Failed:</strong> {esc(section.error)}</p>')
     elif section is not None:
         parts += _tables_and_figures(a, section, files, shown_tables)
     if outcomes:
-        parts.append(f'<details><summary>{len(outcomes)} published values (not judged in a quick run)'
-                     f"</summary>{checks_html(outcomes)}</details>" if quick else checks_html(outcomes))
+        parts.append(
+            f"<details><summary>{len(outcomes)} published values (not judged in a quick run)"
+            f"</summary>{checks_html(outcomes)}</details>"
+            if quick
+            else checks_html(outcomes)
+        )
     data = _data_files(section, files)
     if data:
-        parts.append('<p class="data">Data: ' + ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in data)
-                     + "</p>")
+        parts.append('<p class="data">Data: ' + ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in data) + "</p>")
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -206,8 +264,9 @@ def _data_files(section: Section | None, files: Sequence[str]) -> list[str]:
     """The artifact's files that are not figures, then its run's CSV and JSON that belong to it."""
     data = [f for f in files if not any(fnmatch.fnmatch(f, f"*.{x}") for x in ("png", "svg", "pdf"))]
     if section is not None:
-        data += [f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json")
-                 and _belongs(f, files)]
+        data += [
+            f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json") and _belongs(f, files)
+        ]
     return data
 
 
@@ -219,8 +278,10 @@ def _tables_and_figures(a, section: Section, files: Sequence[str], shown_tables:
     parts = []
     if section.name in shown_tables:
         first = next(i for i in section.ids if i != a.id)
-        parts.append(f'<p class="note">Tables: with <a href="#{anchor(first)}">{esc(first)}</a> '
-                     "(one run of the same command).</p>")
+        parts.append(
+            f'<p class="note">Tables: with <a href="#{anchor(first)}">{esc(first)}</a> '
+            "(one run of the same command).</p>"
+        )
     elif section.tables:
         shown_tables.add(section.name)
         parts.append(to_html(section.tables))
@@ -228,8 +289,11 @@ def _tables_and_figures(a, section: Section, files: Sequence[str], shown_tables:
     for shown, others in figure_views(own, IMAGE_PREFERENCE):
         image = f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>' if shown else ""
         links = [shown] * bool(shown) + others
-        parts.append(f"<figure>{image}<figcaption>"
-                     + " · ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links) + "</figcaption></figure>")
+        parts.append(
+            f"<figure>{image}<figcaption>"
+            + " · ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links)
+            + "</figcaption></figure>"
+        )
     return parts
 
 

@@ -11,7 +11,7 @@ is ``<skipped>``. Valid under Jenkins' ``junit-10.xsd``.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from attn_cli.published.types import KINDS
 from attn_cli.render.report import fmt_value
@@ -20,8 +20,10 @@ from attn_cli.render.report import fmt_value
 def _failure_message(c: dict) -> str:
     margin = c.get("margin")
     shown = "none" if margin is None else f"{margin:.3f}"
-    return (f"measured {fmt_value(c.get('regenerated'), 200)}, published {fmt_value(c.get('published'), 200)}, "
-            f"rule {c.get('tolerance')}, margin {shown}: {c.get('note') or 'outside tolerance'}")
+    return (
+        f"measured {fmt_value(c.get('regenerated'), 200)}, published {fmt_value(c.get('published'), 200)}, "
+        f"rule {c.get('tolerance')}, margin {shown}: {c.get('note') or 'outside tolerance'}"
+    )
 
 
 def _case(parent: ET.Element, c: dict, section: str, seconds: float) -> None:
@@ -43,6 +45,7 @@ def _counts(element: ET.Element, cases: Sequence[dict], seconds: float) -> None:
 def junit_xml(checks: Sequence[dict], artifacts: Mapping, seconds: Mapping[str, float]) -> str:
     """``checks``: check records (``Outcome.as_json``); ``artifacts``: catalogue ID -> Artifact
     (its source and section); ``seconds``: catalogue ID -> the seconds of each of its checks."""
+
     def source_of(c: dict) -> str:
         a = artifacts.get(c["artifact"])
         return a.source if a is not None else "other"

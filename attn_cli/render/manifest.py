@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")  # figure files among what an experiment writes
 VERDICTS = ("pass", "fail", "n/a", "skipped")  # an Outcome's status (attn_cli.published.compare)
@@ -49,10 +50,24 @@ def matches(written: str, catalogued: str) -> bool:
     return fnmatch.fnmatch(written, pattern)
 
 
-def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: int, device: str,
-             versions: dict, machine: dict, numerics: dict, cache: list[str], seconds: float,
-             checks: str | None, coverage: str, missing: list[str], outcomes: Sequence = (),
-             quick_note: str | None = None) -> dict:
+def manifest(
+    sections: Sequence[Section],
+    *,
+    command: str,
+    quick: bool,
+    seed: int,
+    device: str,
+    versions: dict,
+    machine: dict,
+    numerics: dict,
+    cache: list[str],
+    seconds: float,
+    checks: str | None,
+    coverage: str,
+    missing: list[str],
+    outcomes: Sequence = (),
+    quick_note: str | None = None,
+) -> dict:
     """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds;
     ``verdicts``: the checks counted by status, and ``not_judged``: each check shown but not
     judged with the reason (a --quick run: every one, ``quick_note`` says why); ``intervals``
@@ -66,10 +81,13 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
         "machine": machine,
         "numerics": numerics,
         "cache": cache,
-        "timing": {"seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs
-                   "experiments": {s.name: round(s.seconds, 3) for s in sections}},
-        "engines": {s.name: engines_of(s.config) for s in sections
-                    if isinstance(s.config, dict) and "engine" in s.config},
+        "timing": {
+            "seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs
+            "experiments": {s.name: round(s.seconds, 3) for s in sections},
+        },
+        "engines": {
+            s.name: engines_of(s.config) for s in sections if isinstance(s.config, dict) and "engine" in s.config
+        },
         "checks": checks,
         "verdicts": {status: sum(o.status == status for o in outcomes) for status in VERDICTS},
         "not_judged": [{"id": o.check.id, "reason": o.note} for o in outcomes if o.status == "skipped"],
@@ -77,13 +95,23 @@ def manifest(sections: Sequence[Section], *, command: str, quick: bool, seed: in
         "coverage": coverage,
         "artifacts": _artifacts(sections),
         "missing": missing,
-        "experiments": {s.name: {"artifacts": s.ids, "command": s.command, "config": s.config,
-                                 "files": s.data + s.figures, "error": s.error}
-                        for s in sections},
+        "experiments": {
+            s.name: {
+                "artifacts": s.ids,
+                "command": s.command,
+                "config": s.config,
+                "files": s.data + s.figures,
+                "error": s.error,
+            }
+            for s in sections
+        },
     }
     # a trained value judged over seeds: the seed rule's interval (mean ± half-width, n); none in a quick run
-    intervals = {o.check.id: o.regenerated.interval().record() for o in outcomes
-                 if o.status in ("pass", "fail") and callable(getattr(o.regenerated, "interval", None))}
+    intervals = {
+        o.check.id: o.regenerated.interval().record()
+        for o in outcomes
+        if o.status in ("pass", "fail") and callable(getattr(o.regenerated, "interval", None))
+    }
     if intervals:
         record["intervals"] = intervals
     return record
@@ -97,14 +125,24 @@ def _artifacts(sections: Sequence[Section]) -> dict[str, dict]:
         written = s.figures + s.data
         for a in s.artifacts:
             own = [f for f in written if any(matches(f, p) for p in a.files)]
-            artifacts[a.id] = {"experiment": s.name, "command": a.command,
-                               "files": [f"{s.name}.md", f"{s.name}.json"] + own}
+            artifacts[a.id] = {
+                "experiment": s.name,
+                "command": a.command,
+                "files": [f"{s.name}.md", f"{s.name}.json"] + own,
+            }
             unwritten = [p for p in a.files if not any(matches(f, p) for f in written)]
             if unwritten and not s.error:
                 artifacts[a.id]["not_written"] = unwritten
         for aid in s.ids:
-            artifacts.setdefault(aid, {"experiment": s.name, "command": s.command,
-                                       "files": [f"{s.name}.md", f"{s.name}.json"], "catalogued": False})
+            artifacts.setdefault(
+                aid,
+                {
+                    "experiment": s.name,
+                    "command": s.command,
+                    "files": [f"{s.name}.md", f"{s.name}.json"],
+                    "catalogued": False,
+                },
+            )
     return artifacts
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-
-from typing import Mapping
 
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.render.console import beside, check_table, verdict
@@ -23,9 +22,11 @@ def tables(result, outcomes: Mapping) -> list:
     comparable = all(x.status != "n/a" for x in o.values())
     causal, sums = o["w9-masks.causal_weights"].published, o["w9-masks.row_sums"].published
     n = len(result.positions)
-    weights = Table(title=f"W9 4.2  causal attention weights (row = position looking, column = position "
-                          f"looked at; seed {result.config['seed']})",
-                    caption="each cell: regenerated (rounded to 2 decimals as the text prints), then the text's")
+    weights = Table(
+        title=f"W9 4.2  causal attention weights (row = position looking, column = position "
+        f"looked at; seed {result.config['seed']})",
+        caption="each cell: regenerated (rounded to 2 decimals as the text prints), then the text's",
+    )
     weights.add_column("query", justify="right")
     for j in result.positions:
         weights.add_column(f"key {j}", justify="right")
@@ -57,23 +58,45 @@ def tables(result, outcomes: Mapping) -> list:
             checks_rows.append((quantity, regenerated_text, styled((published_text, "dim")), styled("n/a")))
 
     last = result.config["changed_from"]
-    add("w9-masks.row_sums", "rows still sum to 1", result.row_sums,
+    add(
+        "w9-masks.row_sums",
+        "rows still sum to 1",
+        result.row_sums,
         f"max |sum - 1| = {max(abs(s - 1) for s in result.row_sums):.1e}",
-        f"max |sum - 1| = {max(abs(s - 1) for s in sums):.1e}")
-    add("w9-masks.past_unchanged", f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
+        f"max |sum - 1| = {max(abs(s - 1) for s in sums):.1e}",
+    )
+    add(
+        "w9-masks.past_unchanged",
+        f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
         result.past_unchanged_with_mask,
-        f"{result.past_unchanged_with_mask} (max change {result.past_max_abs_change_with_mask:.1e})")
-    add("w9-masks.changes_without_mask", "no mask: they change (the future leaks)",
+        f"{result.past_unchanged_with_mask} (max change {result.past_max_abs_change_with_mask:.1e})",
+    )
+    add(
+        "w9-masks.changes_without_mask",
+        "no mask: they change (the future leaks)",
         result.past_changes_without_mask,
-        f"{result.past_changes_without_mask} (max change {result.past_max_abs_change_without_mask:.2f})")
-    add("w9-masks.padding_weight.text_recipe", f"padding mask on {result.config['padding_from']}..{n - 1}: "
-        "weight on padding (the text's masked_fill(-inf))", result.padding_weight_text,
-        repr(result.padding_weight_text))
-    add("w9-masks.padding_weight", "  the same through the package's masked_softmax (0 by masked_fill)",
-        result.padding_weight, repr(result.padding_weight))
-    checks_rows.append(("core keep-mask softmax == text's masked_fill(-inf)",
-                        f"{result.core_equals_text} (max diff {result.core_max_abs_diff:.1e})", "(not printed)",
-                        result.core_equals_text))
+        f"{result.past_changes_without_mask} (max change {result.past_max_abs_change_without_mask:.2f})",
+    )
+    add(
+        "w9-masks.padding_weight.text_recipe",
+        f"padding mask on {result.config['padding_from']}..{n - 1}: weight on padding (the text's masked_fill(-inf))",
+        result.padding_weight_text,
+        repr(result.padding_weight_text),
+    )
+    add(
+        "w9-masks.padding_weight",
+        "  the same through the package's masked_softmax (0 by masked_fill)",
+        result.padding_weight,
+        repr(result.padding_weight),
+    )
+    checks_rows.append(
+        (
+            "core keep-mask softmax == text's masked_fill(-inf)",
+            f"{result.core_equals_text} (max diff {result.core_max_abs_diff:.1e})",
+            "(not printed)",
+            result.core_equals_text,
+        )
+    )
     caption = None if comparable else "not the text's settings (seed 0, n 5, d 4): published values do not apply"
     checks = check_table("W9 4.2  mask checks", checks_rows, caption=caption)
     return [weights, checks]
@@ -88,18 +111,27 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4.4))
     im = heatmap(ax1, result.causal_weights, [f"t{i}" for i in pos], [f"t{j}" for j in pos], annotate=True)
     ax1.set_title("causal mask (no peeking ahead)", fontsize=10)
-    heatmap(ax2, result.padding_weights, [f"t{i}" for i in pos],
-            [f"t{j}" + ("\n(pad)" if j >= pad_from else "") for j in pos], annotate=True)
+    heatmap(
+        ax2,
+        result.padding_weights,
+        [f"t{i}" for i in pos],
+        [f"t{j}" + ("\n(pad)" if j >= pad_from else "") for j in pos],
+        annotate=True,
+    )
     ax2.set_title(f"padding mask (t{pad_from}..t{pos[-1]} are padding)", fontsize=10)
     for ax in (ax1, ax2):
         ax.set_xlabel("key position (looked at)")
         ax.set_ylabel("query position (looking)")
     fig.colorbar(im, ax=[ax1, ax2], label="attention weight", shrink=0.9)
-    fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d_k']}, "
-                 f"seed {result.config['seed']})")
+    fig.suptitle(
+        f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d_k']}, seed {result.config['seed']})"
+    )
     images = save_figure(fig, out / PNG, formats, keep=keep)
-    rows = [[name, i, j, w]
-            for name, mat in (("causal", result.causal_weights), ("padding", result.padding_weights))
-            for i, row in enumerate(mat) for j, w in enumerate(row)]
+    rows = [
+        [name, i, j, w]
+        for name, mat in (("causal", result.causal_weights), ("padding", result.padding_weights))
+        for i, row in enumerate(mat)
+        for j, w in enumerate(row)
+    ]
     csv = write_csv(out / CSV, rows, header=["mask", "query", "key", "weight"])
     return [*images, csv]

@@ -6,6 +6,7 @@ import base64
 import html
 import io
 
+
 def outcomes_html(outcomes) -> str:
     """The checks as an HTML table: ID, regenerated, published, tolerance, kind, verdict."""
     rows = []
@@ -14,8 +15,11 @@ def outcomes_html(outcomes) -> str:
         regenerated = "" if o.as_json()["regenerated"] is None else o.regenerated
         status = o.status if not o.note or o.status == "pass" else f"{o.status}: {o.note}"
         cells = [o.check.id, regenerated, o.published, o.tolerance, o.kind]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
-                    + f"<td style='color:{colour.get(o.status, '#6e7781')}'>{html.escape(status)}</td></tr>")
+        rows.append(
+            "<tr>"
+            + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+            + f"<td style='color:{colour.get(o.status, '#6e7781')}'>{html.escape(status)}</td></tr>"
+        )
     head = "".join(f"<th>{h}</th>" for h in ("check", "regenerated", "published", "tolerance", "kind", "verdict"))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-
-from typing import Mapping
-
 
 
 def _vec(values) -> str:
@@ -22,21 +20,39 @@ def tables(result, outcomes: Mapping) -> list:
     table = check_table(
         f"W9 4.3  self-attention sees a set: output for '{w}' (d = {cfg['d_model']}, seed {cfg['seed']})",
         [
-            (f"output for '{w}' in '{a}'", _vec(result.output_a), _vec(o["w9-order.dog_bites_man"].published),
-             verdict(o["w9-order.dog_bites_man"])),
-            (f"output for '{w}' in '{b}'", _vec(result.output_b), _vec(o["w9-order.man_bites_dog"].published),
-             verdict(o["w9-order.man_bites_dog"])),
-            ("identical without position information (atol 1e-6)",
-             f"{result.identical} (max diff {result.max_diff:.1e})", str(o["w9-order.identical"].published),
-             verdict(o["w9-order.identical"])),
-            ("  with a position vector added to each token", f"{_vec(result.output_a_positions)} vs "
-             f"{_vec(result.output_b_positions)}", "", None),
-            ("identical with position vectors", f"{result.identical_with_positions} (max diff "
-             f"{result.max_diff_positions:.3f})", str(o["w9-order.identical_with_positions"].published),
-             verdict(o["w9-order.identical_with_positions"])),
+            (
+                f"output for '{w}' in '{a}'",
+                _vec(result.output_a),
+                _vec(o["w9-order.dog_bites_man"].published),
+                verdict(o["w9-order.dog_bites_man"]),
+            ),
+            (
+                f"output for '{w}' in '{b}'",
+                _vec(result.output_b),
+                _vec(o["w9-order.man_bites_dog"].published),
+                verdict(o["w9-order.man_bites_dog"]),
+            ),
+            (
+                "identical without position information (atol 1e-6)",
+                f"{result.identical} (max diff {result.max_diff:.1e})",
+                str(o["w9-order.identical"].published),
+                verdict(o["w9-order.identical"]),
+            ),
+            (
+                "  with a position vector added to each token",
+                f"{_vec(result.output_a_positions)} vs {_vec(result.output_b_positions)}",
+                "",
+                None,
+            ),
+            (
+                "identical with position vectors",
+                f"{result.identical_with_positions} (max diff {result.max_diff_positions:.3f})",
+                str(o["w9-order.identical_with_positions"].published),
+                verdict(o["w9-order.identical_with_positions"]),
+            ),
         ],
         caption="without positions the two sentences are indistinguishable; a distinct vector per position "
-                "tells them apart (positional encoding, Week 10)" + not_text_caption(o.values()),
+        "tells them apart (positional encoding, Week 10)" + not_text_caption(o.values()),
     )
     return [table]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from attn_cli.core.device import cuda_summary
 from attn_cli.render.figure_files import figure_markdown
@@ -20,12 +21,14 @@ from attn_cli.render.manifest import Section
 from attn_cli.render.table import Table, md_escape, styled
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
-KIND_LEGEND = ("status: pass = a measured value within tolerance; rule = a qualitative claim that holds; "
-               "identity = true by construction or arithmetic, shown and not counted")
+KIND_LEGEND = (
+    "status: pass = a measured value within tolerance; rule = a qualitative claim that holds; "
+    "identity = true by construction or arithmetic, shown and not counted"
+)
 
 
 def status_text(outcome) -> str:
-    """"pass" (measured), "rule" (a rule that passed), "identity" (shown, not evidence),
+    """ "pass" (measured), "rule" (a rule that passed), "identity" (shown, not evidence),
     "FAIL", "n/a" (settings not the text's) or "skipped"."""
     if outcome.status == "pass":
         return {"measured": "pass", "rule": "rule", "identity": "identity"}[outcome.kind]
@@ -67,12 +70,19 @@ def catalogue_rows(artifacts: Iterable, registry=None) -> list[dict]:
     rows = []
     for a in artifacts:
         exp = registry.experiment_of(a.id) if registry is not None else None
-        rows.append({
-            "id": a.id, "source": a.source, "section": a.section, "title": a.title,
-            "subcommand": a.command, "files": list(a.files), "new": a.new,
-            "experiment": exp.name if exp else None,
-            "checks": len(registry.checks_of(a.id)) if registry is not None else None,
-        })
+        rows.append(
+            {
+                "id": a.id,
+                "source": a.source,
+                "section": a.section,
+                "title": a.title,
+                "subcommand": a.command,
+                "files": list(a.files),
+                "new": a.new,
+                "experiment": exp.name if exp else None,
+                "checks": len(registry.checks_of(a.id)) if registry is not None else None,
+            }
+        )
     return rows
 
 
@@ -100,12 +110,23 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
             title += " [no experiment]"
         checks = "" if r["checks"] is None else str(r["checks"])
         if wide:
-            table.add_row(r["id"], r["source"], r["section"], title, f"attn {r['subcommand']}",
-                          "\n".join(r["files"]) or "(table only)", checks)
+            table.add_row(
+                r["id"],
+                r["source"],
+                r["section"],
+                title,
+                f"attn {r['subcommand']}",
+                "\n".join(r["files"]) or "(table only)",
+                checks,
+            )
         else:
             files = [("\n-> " + ", ".join(r["files"]), "dim")] if r["files"] else []
-            table.add_row(styled((r["id"], "bold"), "\n" + title, *files), f"{r['source']} {r['section']}",
-                          r["subcommand"], checks)
+            table.add_row(
+                styled((r["id"], "bold"), "\n" + title, *files),
+                f"{r['source']} {r['section']}",
+                r["subcommand"],
+                checks,
+            )
     return table
 
 
@@ -149,9 +170,16 @@ def _check_cells(o, wide: bool, reasons: dict[str, int]) -> list:
     margin = o.margin()
     limit = 16 if wide else 10
     style = STATUS_STYLE["identity" if status == "identity" else o.status]
-    verdict = "" if status == "identity" else {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}[o.status]
-    return [_short(o.check.published, limit), _short(_first(o.regenerated), limit), rule,
-            "" if margin is None else f"{margin['margin']:.3f}", styled((status, style), verdict=verdict)]
+    verdict = (
+        "" if status == "identity" else {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}[o.status]
+    )
+    return [
+        _short(o.check.published, limit),
+        _short(_first(o.regenerated), limit),
+        rule,
+        "" if margin is None else f"{margin['margin']:.3f}",
+        styled((status, style), verdict=verdict),
+    ]
 
 
 def _verify_caption(outcomes: Sequence, reasons: dict[str, int]):
@@ -174,7 +202,7 @@ def split_id(cid: str, artifact: str) -> tuple[str, str]:
     """(heading, name): the ID's last part after its artifact, under the rest of it."""
     if not cid.startswith(artifact + "."):
         return artifact, cid
-    parts = re.split(r"\.(?!\d)|(?<!\d)\.", cid[len(artifact) + 1:])  # "0.5" is one part
+    parts = re.split(r"\.(?!\d)|(?<!\d)\.", cid[len(artifact) + 1 :])  # "0.5" is one part
     return ".".join([artifact, *parts[:-1]]), parts[-1]
 
 
@@ -212,8 +240,10 @@ def tightest(outcomes: Sequence, n: int = 5) -> Table:
     """The ``n`` judged checks with the smallest margin: the ones nearest to failing."""
     margins = [(o, o.margin()) for o in outcomes]
     judged = sorted(((o, m) for o, m in margins if m is not None), key=lambda pair: pair[1]["margin"])[:n]
-    table = Table(title=f"the {n} tightest checks (margin: 1 exact, 0 at the edge, below 0 failing)",
-                  terminal={"box": "SIMPLE_HEAD", "padding": (0, 1), "pad_edge": False})
+    table = Table(
+        title=f"the {n} tightest checks (margin: 1 exact, 0 at the edge, below 0 failing)",
+        terminal={"box": "SIMPLE_HEAD", "padding": (0, 1), "pad_edge": False},
+    )
     table.add_column("ID", no_wrap=True)
     for header in ("regenerated", "published", "margin"):
         table.add_column(header, justify="right", no_wrap=True)
@@ -232,14 +262,23 @@ def checks_markdown(outcomes: Sequence) -> str:
         if o.status in ("fail", "n/a") and o.note:
             status += f" ({md_escape(o.note)})"
         margin = o.margin()
-        cells = [md_escape(c) for c in (o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80),
-                                         o.check.tolerance_text(), "" if margin is None else f"{margin['margin']:.3f}")]
+        cells = [
+            md_escape(c)
+            for c in (
+                o.check.id,
+                fmt_value(o.check.published, 80),
+                fmt_value(o.regenerated, 80),
+                o.check.tolerance_text(),
+                "" if margin is None else f"{margin['margin']:.3f}",
+            )
+        ]
         lines.append("| " + " | ".join(cells + [status]) + " |")
     return "\n".join(lines)
 
 
-def index_markdown(*, catalogue: Sequence, sections: Sequence[Section], manifest: dict, summary: str | None,
-                   coverage_line: str | None) -> str:
+def index_markdown(
+    *, catalogue: Sequence, sections: Sequence[Section], manifest: dict, summary: str | None, coverage_line: str | None
+) -> str:
     """``index.md``: an overview, the catalogue with each ID's files, then one section per
     experiment with its tables, its figures (relative links) and its checks against the texts.
 
@@ -257,8 +296,10 @@ def _overview(manifest: dict, summary: str | None, coverage_line: str | None) ->
     if numerics:
         where += f", numerics {numerics['mode']} with {numerics['isa']} kernels"
     lines = [
-        "# attn: every table and figure of the two texts", "",
-        "W9 = \"Deep Learning, Week 9: embeddings and attention\"; D2L = \"10.3 Multi-Head and Cross-Attention\".", "",
+        "# attn: every table and figure of the two texts",
+        "",
+        'W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head and Cross-Attention".',
+        "",
         f"Generated by `{manifest['command']}` in {manifest['timing']['seconds']:.1f} s with attn {v['attn']}, "
         f"torch {v['torch']}, Python {v['python']}, NumPy {v['numpy']} ({where})."
         + (f" GPU: {cuda_summary(numerics['cuda'])}." if "cuda" in numerics else ""),
@@ -266,8 +307,11 @@ def _overview(manifest: dict, summary: str | None, coverage_line: str | None) ->
     for name, engines in manifest.get("engines", {}).items():
         lines += ["", f"`{name}` engines: {engines}."]
     if manifest.get("quick"):
-        lines += ["", f"> **Quick run**: {manifest.get('quick_note') or 'reduced sizes, nothing judged'}. "
-                      "Every check below is listed as not judged (skipped, quick)."]
+        lines += [
+            "",
+            f"> **Quick run**: {manifest.get('quick_note') or 'reduced sizes, nothing judged'}. "
+            "Every check below is listed as not judged (skipped, quick).",
+        ]
     if summary:
         lines += ["", f"**Checks against the texts: {summary}.**"]
     if coverage_line:
@@ -281,8 +325,10 @@ def _catalogue_rows(catalogue: Sequence, entries: dict) -> list[str]:
     for a in catalogue:
         entry = entries.get(a.id)
         if entry is None:
-            lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title}: **not regenerated** (no experiment "
-                         f"module) | `attn {a.command}` | |")
+            lines.append(
+                f"| {a.id} | {a.source} | {a.section} | {a.title}: **not regenerated** (no experiment "
+                f"module) | `attn {a.command}` | |"
+            )
             continue
         links = ", ".join(f"[{f}]({f})" for f in entry["files"])
         if entry.get("not_written"):
@@ -297,8 +343,12 @@ def _catalogue_rows(catalogue: Sequence, entries: dict) -> list[str]:
 
 def _section_markdown(s: Section, quick: bool) -> list[str]:
     where = _where(s.artifacts)
-    lines = ["", f"## `attn {s.command}`{f' ({where})' if where else ''}: {', '.join(s.ids)}", "",
-             f"{s.seconds:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s.data) + "."]
+    lines = [
+        "",
+        f"## `attn {s.command}`{f' ({where})' if where else ''}: {', '.join(s.ids)}",
+        "",
+        f"{s.seconds:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s.data) + ".",
+    ]
     if s.error:
         return lines + ["", f"**Failed:** {md_escape(s.error, cell=False)}"]
     if s.markdown:
@@ -306,8 +356,12 @@ def _section_markdown(s: Section, quick: bool) -> list[str]:
     for fig in figure_markdown(s.figures):
         lines += ["", fig]
     if s.outcomes:
-        lines += ["", "Published values, not judged (quick run):" if quick else
-                  "Checks against the published values:", "", checks_markdown(s.outcomes)]
+        lines += [
+            "",
+            "Published values, not judged (quick run):" if quick else "Checks against the published values:",
+            "",
+            checks_markdown(s.outcomes),
+        ]
     return lines
 
 

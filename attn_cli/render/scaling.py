@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-
-from typing import Mapping
 
 from attn_cli.render.console import beside
 from attn_cli.render.table import Cell, Table, styled
@@ -27,53 +26,87 @@ def tables(result, outcomes: Mapping) -> list:
     o = outcomes
 
     d = result.config["d_model"]
-    formula = Table(title="W9 5.2  self-attention builds an n x n score matrix per head",
-                    caption="each cell: regenerated, then the text's printed value")
+    formula = Table(
+        title="W9 5.2  self-attention builds an n x n score matrix per head",
+        caption="each cell: regenerated, then the text's printed value",
+    )
     for col in ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"):
         formula.add_column(col, justify="right")
     for r in result.formula:
+
         def sci(v):
             return f"{v:.2e}"
 
-        formula.add_row(str(r.n),
-                        _beside(sci(r.entries), o.get(f"w9-scaling.{r.n}.entries"), sci),
-                        _beside(r.memory, o.get(f"w9-scaling.{r.n}.memory"), sci),
-                        _beside(sci(r.operations), o.get(f"w9-scaling.{r.n}.operations"), sci))
+        formula.add_row(
+            str(r.n),
+            _beside(sci(r.entries), o.get(f"w9-scaling.{r.n}.entries"), sci),
+            _beside(r.memory, o.get(f"w9-scaling.{r.n}.memory"), sci),
+            _beside(sci(r.operations), o.get(f"w9-scaling.{r.n}.operations"), sci),
+        )
     out = [formula]
     if not result.measured_rows:
         out.append("doubling the length quadruples the cost (try --measure to time it)")
         return out
 
     where = result.device_name if result.device_name != "cpu" else f"cpu, {result.threads} threads"
-    measured = Table(title=f"measured: one-head attention forward on {where} "
-                           f"(q, k, v of shape (1, n, {d}); fastest of {result.config['repeats']} passes)",
-                     caption=f"peak memory: {result.peak_method}")
-    for col in ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved",
-                "peak memory (est.)" if "estimate" in result.peak_method else "peak memory",
-                "up-front estimate"):
+    measured = Table(
+        title=f"measured: one-head attention forward on {where} "
+        f"(q, k, v of shape (1, n, {d}); fastest of {result.config['repeats']} passes)",
+        caption=f"peak memory: {result.peak_method}",
+    )
+    for col in (
+        "n",
+        "scores (float32)",
+        "n² · d",
+        "time",
+        "median",
+        "× previous",
+        "achieved",
+        "peak memory (est.)" if "estimate" in result.peak_method else "peak memory",
+        "up-front estimate",
+    ):
         measured.add_column(col, justify="right")
     prev = None
     for r in result.measured_rows:
         ratio = f"{r.time_s / prev.time_s:.1f}x (n {r.n / prev.n:g}x)" if prev else "—"
-        measured.add_row(str(r.n), text_memory(4 * r.n * r.n), f"{r.operations:.2e}", f"{r.time_s * 1e3:.2f} ms",
-                         f"{r.median_s * 1e3:.2f} ms", ratio, f"{r.gflops:.1f} GFLOP/s",
-                         human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
+        measured.add_row(
+            str(r.n),
+            text_memory(4 * r.n * r.n),
+            f"{r.operations:.2e}",
+            f"{r.time_s * 1e3:.2f} ms",
+            f"{r.median_s * 1e3:.2f} ms",
+            ratio,
+            f"{r.gflops:.1f} GFLOP/s",
+            human_bytes(r.peak_bytes),
+            human_bytes(r.formula_bytes),
+        )
         prev = r
     out.append(measured)
     for line in getattr(result, "dropped", None) or []:
         out.append(styled(("left out", "yellow"), f" (does not fit): {line}"))
     if result.exponent is not None:
-        out.append(styled("fitted exponent: time ∝ n^", (f"{result.exponent:.2f}", "bold"),
-                          " (least squares on log-log; the formula says 2 once n is large enough for the n² d "
-                          "products to dominate)"))
-        busy = (result.load_average is not None and result.cpu_count
-                and result.load_average > result.cpu_count and result.device_name == "cpu")
+        out.append(
+            styled(
+                "fitted exponent: time ∝ n^",
+                (f"{result.exponent:.2f}", "bold"),
+                " (least squares on log-log; the formula says 2 once n is large enough for the n² d "
+                "products to dominate)",
+            )
+        )
+        busy = (
+            result.load_average is not None
+            and result.cpu_count
+            and result.load_average > result.cpu_count
+            and result.device_name == "cpu"
+        )
         why = []
         if result.exponent < 1.6:
             why.append("at small n fixed per-call overheads dominate (try larger --lengths)")
         if busy:
-            why.append(f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
-                       "cores), so timings are noisy")
+            why.append(
+                f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
+                "cores), so timings are noisy"
+            )
         if why:
             out.append(styled(("note", "yellow"), f": {'; '.join(why)}."))
     return out
@@ -120,8 +153,9 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
         ax.grid(True, which="major", alpha=0.3)
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
     images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
-    csv = write_csv(out / CSV, [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops]
-                                for r in rows],
-                    header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d",
-                            "gflops"])
+    csv = write_csv(
+        out / CSV,
+        [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops] for r in rows],
+        header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"],
+    )
     return [*images, csv]

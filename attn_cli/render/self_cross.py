@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from attn_cli.render.table import Table
-
 
 
 def _shape(s) -> str:
@@ -27,8 +26,9 @@ def tables(result, outcomes: Mapping) -> list:
     table.add_row(w9, "self: output", pub("w9-self-cross.self.output"), _shape(result.w9_self_output))
     table.add_row(w9, "self: weights", pub("w9-self-cross.self.weights"), _shape(result.w9_self_weights))
     table.add_row(w9, "cross: output", pub("w9-self-cross.cross.output"), _shape(result.w9_cross_output))
-    table.add_row(w9, "cross: weights", pub("w9-self-cross.cross.weights"), _shape(result.w9_cross_weights),
-                  end_section=True)
+    table.add_row(
+        w9, "cross: weights", pub("w9-self-cross.cross.weights"), _shape(result.w9_cross_weights), end_section=True
+    )
     d2l = "D2L 10.3.3"
     table.add_row(d2l, "self: output", pub("d2l-self-cross.self"), _shape(result.d2l_self_output))
     table.add_row(d2l, "self: weights (B, h, n_q, n_k)", "", _shape(result.d2l_self_weights))
@@ -37,11 +37,13 @@ def tables(result, outcomes: Mapping) -> list:
     # an output has its queries' shape: the inputs' shapes are read off the regenerated outputs
     encoder_out, decoder_in = _shape(result.w9_self_output), _shape(result.w9_cross_output)
     x, a = _shape(result.d2l_self_output), _shape(result.d2l_cross_output)
-    notes = (f"W9: nn.MultiheadAttention(8, 2, batch_first=True); self: Q, K, V = encoder_out {encoder_out}; "
-             f"cross: Q = decoder_in {decoder_in}, K, V = encoder_out.\n"
-             f"D2L: MultiHeadAttention(100, 5, dropout 0.5); self: X {x} with valid_lens [3, 2]; "
-             f"cross: 4 queries from A {a}, 9 keys and values from B (2, 9, 100).\n"
-             "The output has the queries' length; keys and values only have to match each other.")
+    notes = (
+        f"W9: nn.MultiheadAttention(8, 2, batch_first=True); self: Q, K, V = encoder_out {encoder_out}; "
+        f"cross: Q = decoder_in {decoder_in}, K, V = encoder_out.\n"
+        f"D2L: MultiHeadAttention(100, 5, dropout 0.5); self: X {x} with valid_lens [3, 2]; "
+        f"cross: 4 queries from A {a}, 9 keys and values from B (2, 9, 100).\n"
+        "The output has the queries' length; keys and values only have to match each other."
+    )
     return [table, notes]
 
 

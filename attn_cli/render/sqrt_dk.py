@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from typing import Mapping
-
+from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
-from attn_cli.published.catalogue import BY_ID
 from attn_cli.render.console import beside
 from attn_cli.render.table import Cell, Table, styled
 
@@ -39,10 +38,12 @@ def tables(result, outcomes: Mapping) -> list:
     o = outcomes
 
     cfg = result.config
-    table = Table(title=f"W9 3.3  why divide by √d_k  ({cfg['trials']} trials, {cfg['n_keys']} keys, "
-                        f"seed {cfg['seed']}, {cfg['device']})",
-                  caption="each cell: regenerated, = when within half a unit of the text's last printed digit, "
-                          "then the text's value")
+    table = Table(
+        title=f"W9 3.3  why divide by √d_k  ({cfg['trials']} trials, {cfg['n_keys']} keys, "
+        f"seed {cfg['seed']}, {cfg['device']})",
+        caption="each cell: regenerated, = when within half a unit of the text's last printed digit, "
+        "then the text's value",
+    )
     table.add_column("d_k", justify="right")
     for _, header, _ in COLUMNS:
         table.add_column(header, justify="right")
@@ -52,13 +53,18 @@ def tables(result, outcomes: Mapping) -> list:
     out = [table]
     shown = [o[f"w9-sqrt-dk.{r.d_k}.std"] for r in result.rows if f"w9-sqrt-dk.{r.d_k}.std" in o]
     if any(x.status == "n/a" for x in shown):
-        out.append(styled(
-            ("~ not the text's draws", "yellow"),
-            f": the text's numbers come from seed 0, {TEXT_TRIALS} trials, {TEXT_N_KEYS} keys and d_k "
-            f"{' '.join(map(str, TEXT_DIMS))} drawn in that order; with other settings (e.g. --quick) the "
-            "values differ statistically and the published checks do not apply."))
-    out.append("a dot product of d independent terms has variance d: without the division the softmax "
-               "saturates (one weight near 1) and its gradient vanishes; scaled, both stay put.")
+        out.append(
+            styled(
+                ("~ not the text's draws", "yellow"),
+                f": the text's numbers come from seed 0, {TEXT_TRIALS} trials, {TEXT_N_KEYS} keys and d_k "
+                f"{' '.join(map(str, TEXT_DIMS))} drawn in that order; with other settings (e.g. --quick) the "
+                "values differ statistically and the published checks do not apply.",
+            )
+        )
+    out.append(
+        "a dot product of d independent terms has variance d: without the division the softmax "
+        "saturates (one weight near 1) and its gradient vanishes; scaled, both stay put."
+    )
     return out
 
 
@@ -68,13 +74,14 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
 
     dims = [r.d_k for r in result.rows]
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
-    panels = ((ax1, "max_weight", "mean largest softmax weight"),
-              (ax2, "grad", "mean softmax gradient norm  ‖∂w₀/∂s‖"))
+    panels = ((ax1, "max_weight", "mean largest softmax weight"), (ax2, "grad", "mean softmax gradient norm  ‖∂w₀/∂s‖"))
     for ax, key, ylabel in panels:
-        ax.plot(dims, [getattr(r, f"{key}_unscaled") for r in result.rows], "o-", color="tab:red",
-                label="unscaled  q·k")
-        ax.plot(dims, [getattr(r, f"{key}_scaled") for r in result.rows], "s-", color="tab:blue",
-                label="scaled  q·k / √d_k")
+        ax.plot(
+            dims, [getattr(r, f"{key}_unscaled") for r in result.rows], "o-", color="tab:red", label="unscaled  q·k"
+        )
+        ax.plot(
+            dims, [getattr(r, f"{key}_scaled") for r in result.rows], "s-", color="tab:blue", label="scaled  q·k / √d_k"
+        )
         ax.set_xscale("log", base=2)
         ax.set_xticks(dims, labels=[str(d) for d in dims])
         ax.minorticks_off()
@@ -87,11 +94,32 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
     ax1.text(dims[0], 1 / n_keys, f" uniform 1/{n_keys}", va="bottom", color="gray", fontsize=8)
     ax1.set_ylim(0, 1.05)
     ax2.set_ylim(bottom=0)
-    fig.suptitle(f"W9 3.3: softmax saturation without 1/√d_k ({result.config['trials']} trials, "
-                 f"{n_keys} keys)")
+    fig.suptitle(f"W9 3.3: softmax saturation without 1/√d_k ({result.config['trials']} trials, {n_keys} keys)")
     images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
-    csv = write_csv(out / CSV, [[r.d_k, r.std, r.std_scaled, r.max_weight_unscaled, r.max_weight_scaled,
-                                  r.grad_unscaled, r.grad_scaled, r.text_draws] for r in result.rows],
-                    header=["d_k", "std", "std_scaled", "max_weight_unscaled", "max_weight_scaled",
-                            "grad_unscaled", "grad_scaled", "text_draws"])
+    csv = write_csv(
+        out / CSV,
+        [
+            [
+                r.d_k,
+                r.std,
+                r.std_scaled,
+                r.max_weight_unscaled,
+                r.max_weight_scaled,
+                r.grad_unscaled,
+                r.grad_scaled,
+                r.text_draws,
+            ]
+            for r in result.rows
+        ],
+        header=[
+            "d_k",
+            "std",
+            "std_scaled",
+            "max_weight_unscaled",
+            "max_weight_scaled",
+            "grad_unscaled",
+            "grad_scaled",
+            "text_draws",
+        ],
+    )
     return [*images, csv]

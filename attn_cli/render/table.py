@@ -10,12 +10,21 @@ from __future__ import annotations
 import csv
 import html
 import io
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence, Union
+from typing import Any
 
 # style -> HTML class; the keys are rich styles, the only ones a span may carry
-STYLES = {"green": "pass", "bold green": "pass", "red": "fail", "bold red": "fail", "yellow": "skip",
-          "dim": "dim", "bold": "strong", "": ""}
+STYLES = {
+    "green": "pass",
+    "bold green": "pass",
+    "red": "fail",
+    "bold red": "fail",
+    "yellow": "skip",
+    "dim": "dim",
+    "bold": "strong",
+    "": "",
+}
 VERDICTS = ("pass", "fail", "skip")
 
 
@@ -39,7 +48,7 @@ class Text:
         return "".join(text for text, _ in self.spans)
 
 
-Cell = Union[str, Text]
+Cell = str | Text
 
 
 def styled(*parts: str | tuple[str, str], verdict: str = "") -> Text:
@@ -85,7 +94,7 @@ class Table:
             self.section_ends.add(len(self.rows) - 1)
 
 
-Block = Union[Table, Text, str]
+Block = Table | Text | str
 
 
 # --------------------------------------------------------------------------- rich
@@ -110,11 +119,23 @@ def to_rich(block: Block):
     layout = dict(block.terminal)
     if "box" in layout:
         layout["box"] = getattr(box, layout["box"])
-    table = RichTable(title=RichText(block.title) if block.title else None, caption=_rich_text(block.caption) if plain(block.caption) else None,
-                      title_justify="left", caption_justify="left", **layout)
+    table = RichTable(
+        title=RichText(block.title) if block.title else None,
+        caption=_rich_text(block.caption) if plain(block.caption) else None,
+        title_justify="left",
+        caption_justify="left",
+        **layout,
+    )
     for c in block.columns:
-        table.add_column(RichText(c.header), justify=c.justify, no_wrap=c.no_wrap, style=c.style or None,
-                         max_width=c.max_width, ratio=c.ratio, overflow=c.overflow)
+        table.add_column(
+            RichText(c.header),
+            justify=c.justify,
+            no_wrap=c.no_wrap,
+            style=c.style or None,
+            max_width=c.max_width,
+            ratio=c.ratio,
+            overflow=c.overflow,
+        )
     for i, row in enumerate(block.rows):
         table.add_row(*(_rich_text(c) for c in row), end_section=i in block.section_ends)
     return table
@@ -173,8 +194,10 @@ def esc(value: Any) -> str:
 def _html_spans(cell: Cell) -> str:
     if not isinstance(cell, Text):
         return esc(cell)
-    return "".join(f'<span class="{STYLES[style]}">{esc(text)}</span>' if STYLES[style] else esc(text)
-                   for text, style in cell.spans)
+    return "".join(
+        f'<span class="{STYLES[style]}">{esc(text)}</span>' if STYLES[style] else esc(text)
+        for text, style in cell.spans
+    )
 
 
 def table_html(table: Table) -> str:
@@ -200,8 +223,11 @@ def table_html(table: Table) -> str:
 
 def to_html(blocks: Sequence[Block]) -> str:
     """Blocks as HTML: a table each, a paragraph each (every text escaped)."""
-    out = [table_html(b) if isinstance(b, Table) else f'<p class="note">{_html_spans(b)}</p>'.replace("\n", "<br>")
-           for b in blocks if isinstance(b, Table) or plain(b).strip()]
+    out = [
+        table_html(b) if isinstance(b, Table) else f'<p class="note">{_html_spans(b)}</p>'.replace("\n", "<br>")
+        for b in blocks
+        if isinstance(b, Table) or plain(b).strip()
+    ]
     return "\n".join(out)
 
 

@@ -14,11 +14,11 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from attn_cli.store import typed
-from attn_cli.store import private
+from attn_cli.store import private, typed
 from attn_cli.store.keys import digest
 
 KEY_FILE = private.KEY_FILE  # the per-user HMAC key, in the cache folder: hmac.key
@@ -27,10 +27,11 @@ ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.json")  # an entry's file name: the SHA-
 GROUP = re.compile(r"[a-z][a-z0-9_]*")  # an entry's folder: the experiment's name
 # A Result entry's size bound, where no spec gives one: the largest at the texts' settings
 # (exercises) measured 32 KB, so 16 MiB is generous, and still bounds what is read
-RESULT_MAX_BYTES = 16 * 2 ** 20
+RESULT_MAX_BYTES = 16 * 2**20
 _MAC_CONTEXT = b"attn cache entry v1\0"
 _HEAD, _MID, _TAIL = b'{"hmac": "', b'", "entry": ', b"}\n"
 _MAC_HEX = 64
+
 
 class Unavailable(Exception):
     """The cache folder or its key cannot be used (not private, unwritable, a key that is not
@@ -56,16 +57,16 @@ def cache_path(root: str | os.PathLike, name: str, key: dict) -> Path:
 class Cache:
     """The opened per-user cache: a descriptor of the proven private folder and the HMAC key.
 
-        with Cache.open(root) as store:
-            payload = store.load("sqrt_dk", key, max_bytes)   # None: no entry; Refused: not usable
-            store.store("sqrt_dk", key, payload)
+    with Cache.open(root) as store:
+        payload = store.load("sqrt_dk", key, max_bytes)   # None: no entry; Refused: not usable
+        store.store("sqrt_dk", key, payload)
     """
 
     def __init__(self, root: Path, fd: int, secret: bytes | None):
         self.root, self._fd, self._secret = root, fd, secret
 
     @classmethod
-    def open(cls, root: str | os.PathLike, create: bool = True) -> "Cache":
+    def open(cls, root: str | os.PathLike, create: bool = True) -> Cache:
         """The cache at ``root`` (created 0700, tagged, with its key, when ``create``); raises
         :class:`Unavailable` with the reason when it cannot be had or trusted."""
         root = Path(root)
@@ -81,7 +82,7 @@ class Cache:
             os.close(self._fd)
             self._fd = -1
 
-    def __enter__(self) -> "Cache":
+    def __enter__(self) -> Cache:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -138,8 +139,9 @@ class Cache:
                 os.close(sub)
         except (OSError, Refused) as exc:
             # no path in the message: it may end in a Result's notes, which are shared
-            raise Unavailable(f"cannot write {name}/{entry_file(key)[:12]}...: "
-                              f"{getattr(exc, 'strerror', None) or exc}") from None
+            raise Unavailable(
+                f"cannot write {name}/{entry_file(key)[:12]}...: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
 
     def _mac(self, body: bytes) -> str:
         return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).hexdigest()
@@ -147,10 +149,10 @@ class Cache:
     def _verified(self, data: bytes) -> bytes:
         """The entry's bytes once its HMAC holds (checked before anything parses them)."""
         start = len(_HEAD) + _MAC_HEX + len(_MID)
-        if not (data.startswith(_HEAD) and data[len(_HEAD) + _MAC_HEX:start] == _MID and data.endswith(_TAIL)):
+        if not (data.startswith(_HEAD) and data[len(_HEAD) + _MAC_HEX : start] == _MID and data.endswith(_TAIL)):
             raise Refused("it carries no HMAC where an entry has one: edited, or not written by attn")
-        body = data[start:-len(_TAIL)]
-        if not hmac.compare_digest(data[len(_HEAD):len(_HEAD) + _MAC_HEX], self._mac(body).encode()):
+        body = data[start : -len(_TAIL)]
+        if not hmac.compare_digest(data[len(_HEAD) : len(_HEAD) + _MAC_HEX], self._mac(body).encode()):
             raise Refused("its HMAC does not match: edited, or written by another cache")
         return body
 
@@ -244,8 +246,11 @@ class Cache:
                 continue
             try:
                 with os.scandir(sub) as files:
-                    items = [(f.name, f.stat(follow_symlinks=False).st_size) for f in files
-                             if ENTRY_FILE.fullmatch(f.name) and f.is_file(follow_symlinks=False)]
+                    items = [
+                        (f.name, f.stat(follow_symlinks=False).st_size)
+                        for f in files
+                        if ENTRY_FILE.fullmatch(f.name) and f.is_file(follow_symlinks=False)
+                    ]
             finally:
                 os.close(sub)
             found[name] = sorted(items) if names else [size for _, size in items]
@@ -317,10 +322,16 @@ def _key(fd: int, root: Path, create: bool) -> bytes | None:
             data = os.read(kfd, KEY_BYTES + 1) if stat.S_ISREG(st.st_mode) else b""
         finally:
             os.close(kfd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != 0o600
-                or len(data) != KEY_BYTES):
-            raise Unavailable(f"its key {root / KEY_FILE} is not trusted (it must be a regular file of "
-                              f"this user, mode 0600, of {KEY_BYTES} bytes)")
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or stat.S_IMODE(st.st_mode) != 0o600
+            or len(data) != KEY_BYTES
+        ):
+            raise Unavailable(
+                f"its key {root / KEY_FILE} is not trusted (it must be a regular file of "
+                f"this user, mode 0600, of {KEY_BYTES} bytes)"
+            )
         return data
     raise Unavailable(f"its key {root / KEY_FILE} vanished while it was made")  # pragma: no cover
 

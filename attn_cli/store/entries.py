@@ -7,15 +7,16 @@ a type, every value checked (:func:`attn_cli.store.typed.revive`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from attn_cli.store import typed
-from attn_cli.store.typed import InvalidEntry
 from attn_cli.store.cache import RESULT_MAX_BYTES, Cache, Refused, cache_path
+from attn_cli.store.typed import InvalidEntry
 
-def load_result(store: Cache, name: str, key: dict, result_type: type,
-                max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
+
+def load_result(store: Cache, name: str, key: dict, result_type: type, max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
     """A Result stored by :func:`store_result` for ``key``, rebuilt as ``result_type``; None when
     there is none.  Raises :class:`Refused` (the reason) for an entry that cannot be trusted or
     does not read back: the caller recomputes it with a note.  The entry is JSON read into
@@ -64,8 +65,9 @@ class Pieces:
         """``key``'s entry relative to the cache folder, for notes: ``copy_task/<sha256>.json``."""
         return cache_path("", self.name, key)
 
-    def load(self, key: dict, max_bytes: int, piece_type: type,
-             check: Callable[[Any, dict], None] | None = None) -> Any | None:
+    def load(
+        self, key: dict, max_bytes: int, piece_type: type, check: Callable[[Any, dict], None] | None = None
+    ) -> Any | None:
         """The piece stored for ``key``, rebuilt as ``piece_type`` (:func:`revive`) and passed
         through ``check(piece, key)`` (what the key implies: shapes, ranges); None when there is
         none, or with ``reuse`` False.  Raises :class:`Refused` or :class:`InvalidEntry`

@@ -6,12 +6,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 # the sources that compute an experiment's values (not how they are drawn or printed)
-RESULT_CODE_GLOBS = ("experiments/**/*.py", "core/**/*.py", "core/**/*.c", "core/**/*.h",
-                     "published/**/*.py", "store/cache.py")  # core/numerics.py among core/
+RESULT_CODE_GLOBS = (
+    "experiments/**/*.py",
+    "core/**/*.py",
+    "core/**/*.c",
+    "core/**/*.h",
+    "published/**/*.py",
+    "store/cache.py",
+)  # core/numerics.py among core/
 
 _CODE_DIGEST: dict[tuple, str] = {}
 
@@ -74,8 +81,7 @@ def cache_key(fields: dict, globs: Iterable[str], numerics: dict) -> dict:
     its driver and precision settings too), the versions of attn and torch, and the code."""
     from attn_cli import __version__
 
-    key = {**fields, "numerics": numerics, "attn": __version__, "torch": torch_version(),
-           "code": code_digest(globs)}
+    key = {**fields, "numerics": numerics, "attn": __version__, "torch": torch_version(), "code": code_digest(globs)}
     return json.loads(json.dumps(key))  # as it reads back from the file (tuples become lists)
 
 

@@ -10,10 +10,18 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Optional
 
-__all__ = ["NotPrivate", "is_tagged", "missing_home", "open_cache_dir", "open_private_dir", "read_regular",
-           "shared_reason", "user_cache_root", "write_atomic"]
+__all__ = [
+    "NotPrivate",
+    "is_tagged",
+    "missing_home",
+    "open_cache_dir",
+    "open_private_dir",
+    "read_regular",
+    "shared_reason",
+    "user_cache_root",
+    "write_atomic",
+]
 
 MAX_SYMLINKS = 40  # as the kernel's own limit on links in one lookup
 
@@ -43,18 +51,21 @@ def user_cache_root(override: str | os.PathLike | None = None) -> Path:
     return Path(os.path.normpath(platformdirs.user_cache_dir("attn")))
 
 
-def missing_home(path: str | os.PathLike) -> Optional[str]:
+def missing_home(path: str | os.PathLike) -> str | None:
     """Why ``path`` must not be created: it lies in a home folder that does not exist (``HOME=
     /nonexistent``; attn never makes a home folder); None otherwise."""
     home = os.path.expanduser("~")
     inside = os.path.commonpath([os.path.abspath(home), os.path.abspath(path)]) == os.path.abspath(home)
     if inside and not os.path.isdir(home):
-        return (f"the home folder {home} does not exist and attn does not create it "
-                "(set ATTN_CACHE_DIR or --cache-dir to keep a cache)")
+        return (
+            f"the home folder {home} does not exist and attn does not create it "
+            "(set ATTN_CACHE_DIR or --cache-dir to keep a cache)"
+        )
     return None
 
 
 # --------------------------------------------------------------------------- the walk
+
 
 def _who(uid: int) -> str:
     return "root" if uid == 0 else f"uid {uid}"
@@ -66,8 +77,9 @@ def _check_component(where: str, st: os.stat_result) -> None:
     if st.st_uid not in (me, 0):
         raise NotPrivate(f"{where} is owned by {_who(st.st_uid)}, not by this user ({_who(me)}) or root")
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
-        raise NotPrivate(f"{where} is writable by group or others without the sticky bit "
-                         f"(mode {stat.S_IMODE(st.st_mode):o})")
+        raise NotPrivate(
+            f"{where} is writable by group or others without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})"
+        )
 
 
 def _check_final(where: str, fd: int) -> None:
@@ -81,8 +93,10 @@ def _check_final(where: str, fd: int) -> None:
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise NotPrivate(f"{where} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})")
     if stat.S_IMODE(st.st_mode) & 0o077:
-        raise NotPrivate(f"{where} is readable by group or others (mode {stat.S_IMODE(st.st_mode):o}); "
-                         "attn leaves it as it is: use a private folder (chmod 700) or a new name")
+        raise NotPrivate(
+            f"{where} is readable by group or others (mode {stat.S_IMODE(st.st_mode):o}); "
+            "attn leaves it as it is: use a private folder (chmod 700) or a new name"
+        )
 
 
 def _open_root() -> int:
@@ -95,7 +109,7 @@ def _open_root() -> int:
     return fd
 
 
-def _step(parent: int, where: str, name: str, create: bool) -> tuple[Optional[int], Optional[str]]:
+def _step(parent: int, where: str, name: str, create: bool) -> tuple[int | None, str | None]:
     """Open ``name`` in the proven folder ``parent``: (fd, None), or (None, link target) for a
     symlink of ours or root's.  Creates a missing folder (0700) when ``create``."""
     for _ in range(2):
@@ -188,7 +202,7 @@ def open_private_dir(path: str | os.PathLike, create: bool = True) -> int:
     return rd
 
 
-def shared_reason(path: str | os.PathLike) -> Optional[str]:
+def shared_reason(path: str | os.PathLike) -> str | None:
     """Why someone other than us or root could change what ``path`` holds, or None.
 
     Its existing components are walked as :func:`open_private_dir` walks them (nothing is
@@ -218,8 +232,10 @@ def shared_reason(path: str | os.PathLike) -> Optional[str]:
 TAG_FILE = "CACHEDIR.TAG"
 # the Cache Directory Tagging signature (https://bford.info/cachedir/): backup tools skip the folder
 TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
-TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
-       b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
+TAG = (
+    TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
+    b"# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
 KEY_FILE, KEY_BYTES = "hmac.key", 32  # the cache's HMAC key (attn_cli.store.cache), as an earlier attn left it
 
 
@@ -238,11 +254,14 @@ def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
             names = set(os.listdir(fd))
             earlier = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _a_key(fd)
             if not earlier:
-                raise NotPrivate(f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn "
-                                 "and holds other files)")
+                raise NotPrivate(
+                    f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn and holds other files)"
+                )
             if not create:
-                raise NotPrivate(f"{root} has no {TAG_FILE} naming attn yet" + (
-                    " (an earlier attn's cache: the next command that caches adopts it)" if names else ""))
+                raise NotPrivate(
+                    f"{root} has no {TAG_FILE} naming attn yet"
+                    + (" (an earlier attn's cache: the next command that caches adopts it)" if names else "")
+                )
             try:
                 write_atomic(fd, TAG_FILE, TAG, mode=0o600)
             except OSError as exc:
@@ -269,11 +288,16 @@ def _a_key(fd: int) -> bool:
         st = os.stat(KEY_FILE, dir_fd=fd, follow_symlinks=False)
     except OSError:
         return False
-    return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o600
-            and st.st_size == KEY_BYTES)
+    return (
+        stat.S_ISREG(st.st_mode)
+        and st.st_uid == os.geteuid()
+        and stat.S_IMODE(st.st_mode) == 0o600
+        and st.st_size == KEY_BYTES
+    )
 
 
 # --------------------------------------------------------------------------- files in it
+
 
 def _plain_name(name: str) -> None:
     if not name or "/" in name or name in (".", ".."):
@@ -328,7 +352,7 @@ def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) -
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fchmod(fd, io.file_mode() if mode is None else mode)
             os.fsync(fd)
         finally:

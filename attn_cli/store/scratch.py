@@ -10,13 +10,12 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Optional
 
 from attn_cli.store import private
 
 # --------------------------------------------------------------------------- scratch
 
-_scratch: Optional[Path] = None
+_scratch: Path | None = None
 _scratch_owner = 0  # the process that made it (a forked child inherits the name, not the folder)
 _scratch_lock = threading.Lock()
 
@@ -64,7 +63,7 @@ def remove_own_scratch() -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _reset_scratch_for_tests() -> Optional[Path]:
+def _reset_scratch_for_tests() -> Path | None:
     """Forget this process's scratch folder (the next call makes a fresh one); returns it."""
     global _scratch
     with _scratch_lock:

@@ -18,7 +18,8 @@ import json
 import re
 import types
 import typing
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
@@ -66,7 +67,7 @@ def parse_json(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
 _DATACLASS: dict[type, type] = {}  # generated Struct -> its dataclass
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _struct(tp: type) -> type:
     """A Struct with ``tp``'s fields; one with a default (or not an init field, which ``asdict``
     writes too) may be absent."""
@@ -88,7 +89,7 @@ def _spec(tp: Any) -> Any:
         return _struct(tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        return typing.Union[tuple(_spec(a) for a in args)]
+        return typing.Union[tuple(_spec(a) for a in args)]  # noqa: UP007 (built from a tuple)
     if origin in (list, tuple, dict) and args:
         return origin[tuple(a if a is Ellipsis else _spec(a) for a in args)]
     return tp
@@ -98,8 +99,13 @@ def _rebuild(value: Any) -> Any:
     """Structs back into their dataclasses (init fields only), through lists, tuples and dicts."""
     if isinstance(value, msgspec.Struct):
         tp = _DATACLASS[type(value)]
-        return tp(**{f.name: _rebuild(getattr(value, f.name)) for f in dataclasses.fields(tp)
-                     if f.init and getattr(value, f.name) is not msgspec.UNSET})
+        return tp(
+            **{
+                f.name: _rebuild(getattr(value, f.name))
+                for f in dataclasses.fields(tp)
+                if f.init and getattr(value, f.name) is not msgspec.UNSET
+            }
+        )
     if isinstance(value, (list, tuple)):
         return type(value)(_rebuild(v) for v in value)
     if isinstance(value, dict):
@@ -107,10 +113,13 @@ def _rebuild(value: Any) -> Any:
     return value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _required(tp: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(tp)
-                     if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    return frozenset(
+        f.name
+        for f in dataclasses.fields(tp)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
 
 
 def _finite(data: Any, path: str = "", depth: int = 0) -> None:
@@ -149,8 +158,9 @@ def revive(tp: Any, data: Any) -> Any:
 
 
 def _kind(data: Any) -> str:
-    return {type(None): "null", bool: "bool", int: "int", float: "float", str: "str", list: "list",
-            dict: "object"}.get(type(data), type(data).__name__)
+    return {type(None): "null", bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(
+        type(data), type(data).__name__
+    )
 
 
 def check(ok: bool, path: str, reason: str) -> None:
@@ -191,6 +201,9 @@ def check_range(values: Iterable[Any], low: float, high: float, path: str) -> No
         if isinstance(v, (list, tuple)):
             check_range(v, low, high, f"{path}[{i}]")
             continue
-        check(isinstance(v, (int, float)) and not isinstance(v, bool), f"{path}[{i}]",
-              f"expected a number, got {_kind(v)}")
+        check(
+            isinstance(v, (int, float)) and not isinstance(v, bool),
+            f"{path}[{i}]",
+            f"expected a number, got {_kind(v)}",
+        )
         check(low <= v <= high, f"{path}[{i}]", f"{v} is outside [{low}, {high}]")

@@ -31,8 +31,9 @@ def cache_root(common: Common) -> str | None:
             pass
     except (cache.Unavailable, RuntimeError, KeyError) as exc:  # Path.home(): RuntimeError, KeyError
         source = "" if common.cache_dir is not None or not os.environ.get("ATTN_CACHE_DIR") else ", from ATTN_CACHE_DIR"
-        message = (f"warning: the cache cannot be used ({exc}{source}); running without cache"
-                   + (f", nothing is kept in {root}" if root is not None else ""))
+        message = f"warning: the cache cannot be used ({exc}{source}); running without cache" + (
+            f", nothing is kept in {root}" if root is not None else ""
+        )
         if root is None:
             click.echo(message, err=True)
         else:  # one line for this folder, whatever else would keep files there (the C kernel)
@@ -89,8 +90,12 @@ def _state(root) -> tuple[dict, Cache | None]:
     from attn_cli.store import cache
 
     kind = _kind(root)
-    info: dict = {"location": str(root), "exists": kind == "folder", "private": False,
-                  "reason": {"folder": None, "missing": "not created yet"}.get(kind, f"{root} is not a folder ({kind})")}
+    info: dict = {
+        "location": str(root),
+        "exists": kind == "folder",
+        "private": False,
+        "reason": {"folder": None, "missing": "not created yet"}.get(kind, f"{root} is not a folder ({kind})"),
+    }
     if kind != "folder":
         return info, None
     try:
@@ -126,8 +131,9 @@ def _clear(root, dry_run: bool) -> dict:
     if special or (store is None and info["reason"] != "not created yet"):
         if store is not None:
             store.close()
-        raise click.ClickException(f"{special or info['reason']}: nothing removed (attn clears only its own "
-                                   "cache folder)")
+        raise click.ClickException(
+            f"{special or info['reason']}: nothing removed (attn clears only its own cache folder)"
+        )
     info["dry_run"] = dry_run
     if store is None:
         return {**_counted(info, {}, "removed"), "key": False, "kept": []}
@@ -146,10 +152,14 @@ def _show_lines(info: dict) -> list[str]:
     state = "private" if info["private"] else f"not usable: {info['reason']}"
     rows = info["experiments"]
     width = max([len(name) for name in rows] + [5])
-    return [f"cache: {info['location']} ({state})",
-            *(f"  {name:<{width}}  {_count(row['entries']):>12}  {human_bytes(row['bytes']):>9}"
-              for name, row in rows.items()),
-            f"  {'total':<{width}}  {_count(info['entries']):>12}  {human_bytes(info['bytes']):>9}"]
+    return [
+        f"cache: {info['location']} ({state})",
+        *(
+            f"  {name:<{width}}  {_count(row['entries']):>12}  {human_bytes(row['bytes']):>9}"
+            for name, row in rows.items()
+        ),
+        f"  {'total':<{width}}  {_count(info['entries']):>12}  {human_bytes(info['bytes']):>9}",
+    ]
 
 
 def _clear_lines(info: dict) -> list[str]:
@@ -159,17 +169,22 @@ def _clear_lines(info: dict) -> list[str]:
         return [f"nothing to remove: {info['location']} does not exist"]
     verb = "would remove" if info["dry_run"] else "removed"
     key = " and the key" if info["key"] else ""
-    lines = [f"{verb} {_count(info['entries'])} ({human_bytes(info['bytes'])}){key} from {info['location']}",
-             *(f"  {name}: {_count(row['entries'])}, {human_bytes(row['bytes'])}" for name, row in info["removed"].items())]
+    lines = [
+        f"{verb} {_count(info['entries'])} ({human_bytes(info['bytes'])}){key} from {info['location']}",
+        *(f"  {name}: {_count(row['entries'])}, {human_bytes(row['bytes'])}" for name, row in info["removed"].items()),
+    ]
     if info["kept"]:
         kept = info["kept"]
-        lines.append(f"kept {len(kept)} file(s) whose HMAC does not prove them attn's: "
-                     + ", ".join(kept[:5]) + (" ..." if len(kept) > 5 else ""))
+        lines.append(
+            f"kept {len(kept)} file(s) whose HMAC does not prove them attn's: "
+            + ", ".join(kept[:5])
+            + (" ..." if len(kept) > 5 else "")
+        )
     return lines
 
 
 def _kind(path) -> str:
-    """"folder", "missing", or what else ``path`` is (followed through symlinks)."""
+    """ "folder", "missing", or what else ``path`` is (followed through symlinks)."""
     import stat
 
     try:

@@ -16,17 +16,30 @@ import sys
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.options import (Common, JudgedCommand, cache_dir_option, common_options, format_option,
-                                  scheduler_option, validate_out_file)
+from attn_cli.cli.options import (
+    Common,
+    JudgedCommand,
+    cache_dir_option,
+    common_options,
+    format_option,
+    scheduler_option,
+    validate_out_file,
+)
 from attn_cli.cli.types import IntRange, MultiValueOption
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
 
 def seed_count_option(f):
     """``--seeds N``: how many seeds judge each trained cell (verify, all; see :func:`seed_count`)."""
-    return click.option("--seeds", "n_seeds", type=IntRange(1, MAX_SEEDS), default=None, metavar="N",
-                        help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
-                             f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]")(f)
+    return click.option(
+        "--seeds",
+        "n_seeds",
+        type=IntRange(1, MAX_SEEDS),
+        default=None,
+        metavar="N",
+        help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
+        f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]",
+    )(f)
 
 
 @click.command(cls=JudgedCommand, name="list")
@@ -55,20 +68,34 @@ def list_(as_json: bool):
 
 
 @click.command(cls=JudgedCommand, name="verify")
-@click.option("--only", cls=MultiValueOption, metavar="ID...",
-              help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
-                   "(w9-sqrt-dk.1024), or a source (w9, d2l).")
+@click.option(
+    "--only",
+    cls=MultiValueOption,
+    metavar="ID...",
+    help="Check only these: catalogue IDs (see `attn list`), check IDs or their prefixes "
+    "(w9-sqrt-dk.1024), or a source (w9, d2l).",
+)
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
-@click.option("--junit", callback=validate_out_file, metavar="FILE",
-              help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.")
-@click.option("--diff", "before", type=click.Path(exists=True), metavar="BEFORE",
-              help="Compare with an earlier run (a verify.json, report folder or manifest) as `attn diff` does.")
+@click.option(
+    "--junit",
+    callback=validate_out_file,
+    metavar="FILE",
+    help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.",
+)
+@click.option(
+    "--diff",
+    "before",
+    type=click.Path(exists=True),
+    metavar="BEFORE",
+    help="Compare with an earlier run (a verify.json, report folder or manifest) as `attn diff` does.",
+)
 @common_options
 @cache_dir_option
 @scheduler_option
 @seed_count_option
-def verify(only: tuple[str, ...], no_cache: bool, junit: str | None, before: str | None, n_seeds: int | None,
-           common: Common):
+def verify(
+    only: tuple[str, ...], no_cache: bool, junit: str | None, before: str | None, n_seeds: int | None, common: Common
+):
     """Regenerate every published value and compare it with the text.
 
     Each experiment runs once at its default configuration (the texts' settings), with
@@ -103,19 +130,28 @@ def verify(only: tuple[str, ...], no_cache: bool, junit: str | None, before: str
         attn verify --only w9-copy-task --seeds 16
         attn verify --out report/ --junit report/junit.xml
     """
-    from attn_cli import regenerate, experiment_registry
+    from attn_cli import experiment_registry, regenerate
     from attn_cli.cli.commands import execute
     from attn_cli.cli.commands.cache import cache_root
     from attn_cli.render import console
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
     with _usage_errors():
-        checked = regenerate.verify(only, seed=common.seed, device=common.device, quick=common.quick,
-                                    **seed_count(n_seeds, common),
-                                    numerics=common.numerics, cache_root=cache_root(common), use_cache=not no_cache,
-                                    scheduler=common.scheduler, scheduler_from=common.scheduler_from,
-                                    worker_wait=common.worker_wait,
-                                    out=common.out if given_out else None, progress=execute.run_plan)
+        checked = regenerate.verify(
+            only,
+            seed=common.seed,
+            device=common.device,
+            quick=common.quick,
+            **seed_count(n_seeds, common),
+            numerics=common.numerics,
+            cache_root=cache_root(common),
+            use_cache=not no_cache,
+            scheduler=common.scheduler,
+            scheduler_from=common.scheduler_from,
+            worker_wait=common.worker_wait,
+            out=common.out if given_out else None,
+            progress=execute.run_plan,
+        )
     if checked.files:
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
     if junit:
@@ -164,11 +200,21 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
 
 
 @click.command(cls=JudgedCommand, name="all")
-@click.option("--only", cls=MultiValueOption, metavar="ID...",
-              help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).")
-@click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`).")
-@click.option("--junit", callback=validate_out_file, metavar="FILE",
-              help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.")
+@click.option(
+    "--only",
+    cls=MultiValueOption,
+    metavar="ID...",
+    help="Run only the experiments that regenerate these catalogue IDs (or a source: w9, d2l).",
+)
+@click.option(
+    "--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`)."
+)
+@click.option(
+    "--junit",
+    callback=validate_out_file,
+    metavar="FILE",
+    help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.",
+)
 @common_options
 @format_option(no_figures=False)
 @cache_dir_option
@@ -200,20 +246,29 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
         attn all --only w9-masks d2l-crossattn-map
         attn all --quick --junit junit.xml --out report/
     """
-    from attn_cli import regenerate, experiment_registry
+    from attn_cli import experiment_registry, regenerate
     from attn_cli.cli.commands import execute
     from attn_cli.cli.commands.cache import cache_root
     from attn_cli.render import console
 
     out = common.out
     with _usage_errors():
-        done = regenerate.regenerate_all(out, only, seed=common.seed, device=common.device, quick=common.quick,
-                                         **seed_count(n_seeds, common),
-                                         numerics=common.numerics, formats=common.formats,
-                                         cache_root=cache_root(common), use_cache=not no_cache,
-                                         scheduler=common.scheduler, scheduler_from=common.scheduler_from,
-                                         worker_wait=common.worker_wait,
-                                         progress=execute.run_plan)
+        done = regenerate.regenerate_all(
+            out,
+            only,
+            seed=common.seed,
+            device=common.device,
+            quick=common.quick,
+            **seed_count(n_seeds, common),
+            numerics=common.numerics,
+            formats=common.formats,
+            cache_root=cache_root(common),
+            use_cache=not no_cache,
+            scheduler=common.scheduler,
+            scheduler_from=common.scheduler_from,
+            worker_wait=common.worker_wait,
+            progress=execute.run_plan,
+        )
 
     for text in done.not_written:
         console.note(text)
@@ -226,9 +281,13 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
         console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False, markup=False)
     failed = done.failed
     if failed:
-        console.stderr.print(f"{len(failed)} check(s) failed against the texts: "
-                             + ", ".join(o.check.id for o in failed[:5]) + (", ..." if len(failed) > 5 else ""),
-                             style="red", highlight=False)
+        console.stderr.print(
+            f"{len(failed)} check(s) failed against the texts: "
+            + ", ".join(o.check.id for o in failed[:5])
+            + (", ..." if len(failed) > 5 else ""),
+            style="red",
+            highlight=False,
+        )
     if done.exit_code:
         sys.exit(done.exit_code)
 
@@ -242,8 +301,12 @@ def _show_all(done, out, as_json: bool) -> None:
         if done.quick_line:
             console.stderr.print(done.quick_line, style="yellow", highlight=False)
         return
-    console.stdout.print(f"wrote {len(done.files)} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
-                         f"in {done.manifest['timing']['seconds']:.1f} s", highlight=False, markup=False)
+    console.stdout.print(
+        f"wrote {len(done.files)} files to {out}/ (report: {out / 'index.html'}, {out / 'index.md'}) "
+        f"in {done.manifest['timing']['seconds']:.1f} s",
+        highlight=False,
+        markup=False,
+    )
     if done.summary:
         console.stdout.print(f"checks against the texts: {done.summary}", highlight=False)
     if done.quick_line:

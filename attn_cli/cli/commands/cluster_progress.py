@@ -61,9 +61,16 @@ def cluster_bar(specs, address: str, enabled: bool = True):
     from attn_cli.render.console import stderr
 
     counts = RunCounts(len(specs))
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=stderr,
-                        transient=True)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=stderr,
+        transient=True,
+    )
     task = progress.add_task(f"runs on {address[:60]}", total=len(specs), counts=counts.line())
 
     def update(event) -> None:

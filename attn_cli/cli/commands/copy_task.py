@@ -13,8 +13,15 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.cli.commands.execute import Job
-from attn_cli.cli.options import Common, JudgedCommand, cache_dir_option, common_options, format_option, scheduler_option
-from attn_cli.cli.types import AliasedOption, FiniteFloatRange, IntRange, MultiValueOption, SEEDS
+from attn_cli.cli.options import (
+    Common,
+    JudgedCommand,
+    cache_dir_option,
+    common_options,
+    format_option,
+    scheduler_option,
+)
+from attn_cli.cli.types import SEEDS, AliasedOption, FiniteFloatRange, IntRange, MultiValueOption
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
@@ -30,13 +37,22 @@ def _bars(specs, enabled: bool = True):
 
     from attn_cli.render.console import stderr
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                        TextColumn("step {task.completed:>5.0f}/{task.total:.0f}"),
-                        TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[status]}"),
-                        TimeElapsedColumn(), console=stderr, transient=True)
-    tasks = [progress.add_task(f"{s.model:<9} L{s.length:<3} seed {s.seed}", total=s.steps, start=False,
-                               loss="  -   ", status="")
-             for s in specs]
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("step {task.completed:>5.0f}/{task.total:.0f}"),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    )
+    tasks = [
+        progress.add_task(
+            f"{s.model:<9} L{s.length:<3} seed {s.seed}", total=s.steps, start=False, loss="  -   ", status=""
+        )
+        for s in specs
+    ]
     started: set[int] = set()
 
     def update(event) -> None:  # a ProgressEvent about one training run (event.item)
@@ -44,43 +60,90 @@ def _bars(specs, enabled: bool = True):
         if event.item not in started:
             progress.start_task(task)
             started.add(event.item)
-        progress.update(task, completed=event.item_done, total=event.item_total, loss=f"{event.value:.4f}",
-                        status="" if event.status == "running" else event.status)
+        progress.update(
+            task,
+            completed=event.item_done,
+            total=event.item_total,
+            loss=f"{event.value:.4f}",
+            status="" if event.status == "running" else event.status,
+        )
 
     with progress:
         yield update
 
 
 @click.command(cls=JudgedCommand, name="copy-task")
-@click.option("--lengths", cls=MultiValueOption, type=IntRange(min=1), metavar="L...",
-              help="Sequence lengths to copy  [default: 4 8 16 32, the text's]")
-@click.option("--steps", type=IntRange(1, MAX_STEPS), default=None,
-              help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]")
-@click.option("--hidden-size", cls=AliasedOption, aliases=("--hidden",), type=IntRange(min=1),
-              default=None, help="GRU hidden size (nn.GRU's hidden_size; not an attention width)  [default: 32]")
+@click.option(
+    "--lengths",
+    cls=MultiValueOption,
+    type=IntRange(min=1),
+    metavar="L...",
+    help="Sequence lengths to copy  [default: 4 8 16 32, the text's]",
+)
+@click.option(
+    "--steps",
+    type=IntRange(1, MAX_STEPS),
+    default=None,
+    help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]",
+)
+@click.option(
+    "--hidden-size",
+    cls=AliasedOption,
+    aliases=("--hidden",),
+    type=IntRange(min=1),
+    default=None,
+    help="GRU hidden size (nn.GRU's hidden_size; not an attention width)  [default: 32]",
+)
 @click.option("--batch-size", type=IntRange(min=1), default=None, help="Training batch  [default: 64]")
-@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=None,
-              help="Adam learning rate, at most 10  [default: 0.003]")
-@click.option("--eval-size", type=IntRange(min=1), default=None,
-              help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
-@click.option("--seeds", cls=MultiValueOption, type=SEEDS, metavar="K...",
-              help="Several seeds (instead of --seed), listed or as inclusive ranges (0-63): each cell "
-                   "becomes mean ± std over them, every run listed  [default: --seed alone]")
-@click.option("--model", type=click.Choice(("attention", "plain", "both")), default="both", show_default=True,
-              help="attention (W9 2.3), plain (the Week 8 encoder-decoder) or both side by side.")
-@click.option("--engine", type=click.Choice(("exact", "fast")), default="exact", show_default=True,
-              help="exact: bit-identical to the text's program on CPU; fast: other kernels, "
-                   "statistically equivalent numbers.")
-@click.option("--jobs", type=IntRange(1, MAX_JOBS), default=None,
-              help=f"Worker processes across lengths, seeds and models, at most {MAX_JOBS}  "
-                   "[default: the CPU count; one with --device cuda]")
+@click.option(
+    "--lr",
+    type=FiniteFloatRange(min=0, min_open=True, max=10),
+    default=None,
+    help="Adam learning rate, at most 10  [default: 0.003]",
+)
+@click.option(
+    "--eval-size",
+    type=IntRange(min=1),
+    default=None,
+    help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]",
+)
+@click.option(
+    "--seeds",
+    cls=MultiValueOption,
+    type=SEEDS,
+    metavar="K...",
+    help="Several seeds (instead of --seed), listed or as inclusive ranges (0-63): each cell "
+    "becomes mean ± std over them, every run listed  [default: --seed alone]",
+)
+@click.option(
+    "--model",
+    type=click.Choice(("attention", "plain", "both")),
+    default="both",
+    show_default=True,
+    help="attention (W9 2.3), plain (the Week 8 encoder-decoder) or both side by side.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(("exact", "fast")),
+    default="exact",
+    show_default=True,
+    help="exact: bit-identical to the text's program on CPU; fast: other kernels, statistically equivalent numbers.",
+)
+@click.option(
+    "--jobs",
+    type=IntRange(1, MAX_JOBS),
+    default=None,
+    help=f"Worker processes across lengths, seeds and models, at most {MAX_JOBS}  "
+    "[default: the CPU count; one with --device cuda]",
+)
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) the runs in the cache (see `attn cache`).")
 @common_options
 @format_option
 @cache_dir_option
 @scheduler_option
-def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache,
-              common: Common) -> Job:
+def copy_task(
+    lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache, common: Common
+) -> Job:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
 
     A GRU encoder-decoder copies a random digit sequence; with attention (the W9 2.3
@@ -108,22 +171,32 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
     from attn_cli.render import copy_task as render
 
     if seeds and click.get_current_context().get_parameter_source("seed") is not ParameterSource.DEFAULT:
-        raise click.UsageError("--seed and --seeds both given: --seeds lists every seed to train "
-                               "(put the --seed value in the list)")
-    overrides = dict(seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs,
-                     use_cache=not no_cache)
+        raise click.UsageError(
+            "--seed and --seeds both given: --seeds lists every seed to train (put the --seed value in the list)"
+        )
+    overrides = dict(
+        seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs, use_cache=not no_cache
+    )
     seeds = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
     lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
-    for name, value in (("lengths", lengths), ("seeds", seeds), ("steps", steps),
-                        ("hidden_size", hidden_size), ("batch_size", batch_size), ("lr", lr), ("eval_size", eval_size)):
+    for name, value in (
+        ("lengths", lengths),
+        ("seeds", seeds),
+        ("steps", steps),
+        ("hidden_size", hidden_size),
+        ("batch_size", batch_size),
+        ("lr", lr),
+        ("eval_size", eval_size),
+    ):
         if value not in (None, ()):
             overrides[name] = value
     config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
-        config = dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from,
-                                                                 common.worker_wait))
+        config = dataclasses.replace(
+            config, **plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait)
+        )
 
     # the pipeline refuses a bad configuration (validate; preflight: fast engine, memory) before
     # any display or file, then opens the per-user cache (each finished run stored at once), the bars
@@ -133,8 +206,16 @@ def copy_task(lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, mod
     def display(config):
         return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
 
-    return Job(exp, render, config, common, display=display,
-            cache_root=lambda: cache_root(common), use_cache=not no_cache, threads=None)
+    return Job(
+        exp,
+        render,
+        config,
+        common,
+        display=display,
+        cache_root=lambda: cache_root(common),
+        use_cache=not no_cache,
+        threads=None,
+    )
 
 
 COMMANDS = [copy_task]

@@ -13,20 +13,40 @@ from attn_cli.cli.commands.execute import Job, config_of
 from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
 from attn_cli.cli.types import AliasedOption, FiniteFloatRange, IntRange, MultiValueOption
 
-
 # --------------------------------------------------------------------------- copy-both
 
+
 @click.command(cls=JudgedCommand, name="copy-both")
-@click.option("--samples", type=IntRange(min=1), default=10_000, show_default=True,
-              help="Examples N (the text: 10000).")
-@click.option("--d-v", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=16,
-              show_default=True, help="Value width d_v: of each value vector V1, V2 (the text's d: 16).")
-@click.option("--weights", cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0),
-              default=(0.5, 0.7, 0.9, 1.0), show_default=True, metavar="A...",
-              help="First weight a of the single head, (a, 1 - a); each in [0, 1].")
-@click.option("--two-head-weights", cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0),
-              default=(1.0, 0.88), show_default=True, metavar="A...",
-              help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].")
+@click.option(
+    "--samples", type=IntRange(min=1), default=10_000, show_default=True, help="Examples N (the text: 10000)."
+)
+@click.option(
+    "--d-v",
+    cls=AliasedOption,
+    aliases=("--dim",),
+    type=IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Value width d_v: of each value vector V1, V2 (the text's d: 16).",
+)
+@click.option(
+    "--weights",
+    cls=MultiValueOption,
+    type=FiniteFloatRange(0.0, 1.0),
+    default=(0.5, 0.7, 0.9, 1.0),
+    show_default=True,
+    metavar="A...",
+    help="First weight a of the single head, (a, 1 - a); each in [0, 1].",
+)
+@click.option(
+    "--two-head-weights",
+    cls=MultiValueOption,
+    type=FiniteFloatRange(0.0, 1.0),
+    default=(1.0, 0.88),
+    show_default=True,
+    metavar="A...",
+    help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].",
+)
 @common_options
 @format_option
 def copy_both(samples, d_v, weights, two_head_weights, common: Common):
@@ -44,12 +64,14 @@ def copy_both(samples, d_v, weights, two_head_weights, common: Common):
     from attn_cli.experiments import copy_both as experiment
     from attn_cli.render import copy_both as render
 
-    config = config_of(experiment, common, samples=samples, d_v=d_v, weights=tuple(weights),
-                     two_head_weights=tuple(two_head_weights))
+    config = config_of(
+        experiment, common, samples=samples, d_v=d_v, weights=tuple(weights), two_head_weights=tuple(two_head_weights)
+    )
     return Job(experiment, render, config, common)
 
 
 # --------------------------------------------------------------------------- heatmap
+
 
 def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> Job | None:
     from attn_cli.experiments import crossattn as experiment
@@ -59,12 +81,23 @@ def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, co
     return Job(experiment, render, config, common)
 
 
-_d_model_option = click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(1, 1 << 20),
-                               default=32, show_default=True,
-                               help="Model width d_model: of the random letter embeddings (the text: 32).")
-_heads_option = click.option("--heads", type=IntRange(min=1), default=None, metavar="N",
-                             help="Also pass the embeddings through a fresh N-head layer with random "
-                                  "projections and draw one panel per head (exercise 11); N divides --d-model.")
+_d_model_option = click.option(
+    "--d-model",
+    cls=AliasedOption,
+    aliases=("--dim",),
+    type=IntRange(1, 1 << 20),
+    default=32,
+    show_default=True,
+    help="Model width d_model: of the random letter embeddings (the text: 32).",
+)
+_heads_option = click.option(
+    "--heads",
+    type=IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Also pass the embeddings through a fresh N-head layer with random "
+    "projections and draw one panel per head (exercise 11); N divides --d-model.",
+)
 
 
 @click.command(cls=JudgedCommand, name="heatmap")
@@ -113,16 +146,41 @@ def crossattn_map(d_model, heads, common: Common):
 
 # --------------------------------------------------------------------------- heads
 
+
 @click.command(cls=JudgedCommand, name="heads")
-@click.option("--d-model", type=IntRange(1, 8192), default=64, show_default=True,
-              help="Model width d_model of W9's nn.MultiheadAttention parameter table (and of the layout figure).")
-@click.option("--d2l-d-model", cls=AliasedOption, aliases=("--num-hiddens",), type=IntRange(1, 8192),
-              default=256, show_default=True,
-              help="Model width of D2L's MultiHeadAttention parameter table (D2L's num_hiddens; bias off).")
-@click.option("--heads", cls=MultiValueOption, aliases=("--num-heads",), type=IntRange(min=1),
-              default=(1, 2, 4, 8), show_default=True, metavar="H...", help="Head counts h of both parameter tables.")
-@click.option("--layout-heads", type=IntRange(min=1), default=4, show_default=True,
-              help="Heads drawn in the layout figure heads_layout.png (divides --d-model).")
+@click.option(
+    "--d-model",
+    type=IntRange(1, 8192),
+    default=64,
+    show_default=True,
+    help="Model width d_model of W9's nn.MultiheadAttention parameter table (and of the layout figure).",
+)
+@click.option(
+    "--d2l-d-model",
+    cls=AliasedOption,
+    aliases=("--num-hiddens",),
+    type=IntRange(1, 8192),
+    default=256,
+    show_default=True,
+    help="Model width of D2L's MultiHeadAttention parameter table (D2L's num_hiddens; bias off).",
+)
+@click.option(
+    "--heads",
+    cls=MultiValueOption,
+    aliases=("--num-heads",),
+    type=IntRange(min=1),
+    default=(1, 2, 4, 8),
+    show_default=True,
+    metavar="H...",
+    help="Head counts h of both parameter tables.",
+)
+@click.option(
+    "--layout-heads",
+    type=IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Heads drawn in the layout figure heads_layout.png (divides --d-model).",
+)
 @common_options
 @format_option
 def heads(d_model, d2l_d_model, heads, layout_heads, common: Common):
@@ -140,12 +198,14 @@ def heads(d_model, d2l_d_model, heads, layout_heads, common: Common):
     from attn_cli.experiments import heads as experiment
     from attn_cli.render import heads as render
 
-    config = config_of(experiment, common, d_model=d_model, d2l_d_model=d2l_d_model,
-                     heads=tuple(heads), layout_heads=layout_heads)
+    config = config_of(
+        experiment, common, d_model=d_model, d2l_d_model=d2l_d_model, heads=tuple(heads), layout_heads=layout_heads
+    )
     return Job(experiment, render, config, common)
 
 
 # --------------------------------------------------------------------------- self-cross
+
 
 @click.command(cls=JudgedCommand, name="self-cross")
 @common_options

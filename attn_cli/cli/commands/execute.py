@@ -2,7 +2,8 @@
 (:func:`attn_cli.pipeline.run`: checked, run, compared once, figures written), print.
 
 A single command (``attn sqrt-dk``, ``attn copy-task``, ...) returns a :class:`Job`, which the
-``attn`` group runs with :func:`execute`, with a rich progress display on stderr fed by the experiments' ``Progress`` events; ``attn all`` and
+``attn`` group runs with :func:`execute`, with a rich progress display on stderr fed by the
+experiments' ``Progress`` events; ``attn all`` and
 ``attn verify`` (:mod:`attn_cli.regenerate`) run under :func:`run_plan`: the same runner, the
 same thread settings.
 """
@@ -10,9 +11,10 @@ same thread settings.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -35,8 +37,14 @@ def bar(description: str | None):
 
     from attn_cli.render.console import stderr
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=stderr, transient=True) as shown:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as shown:
         task = shown.add_task(description, total=None)
 
         def update(event) -> None:
@@ -89,9 +97,18 @@ def execute(job: Job):
     if display is None and job.progress is not None:
         display = lambda _config: bar(job.progress)  # noqa: E731
     try:
-        run = pipeline.run(exp, job.config, out=common.out, formats=common.formats, progress=job.report,
-                           display=display, cache_root=job.cache_root, use_cache=job.use_cache,
-                           threads=job.threads, numerics=common.numerics)
+        run = pipeline.run(
+            exp,
+            job.config,
+            out=common.out,
+            formats=common.formats,
+            progress=job.report,
+            display=display,
+            cache_root=job.cache_root,
+            use_cache=job.use_cache,
+            threads=job.threads,
+            numerics=common.numerics,
+        )
     except BadConfig as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt as exc:  # the CLI prints the last line and the exit status
@@ -119,8 +136,15 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
     from attn_cli.render.console import stderr
 
     plan = list(plan)
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=stderr, transient=True)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    )
     task = progress.add_task(f"attn {verb}", total=len(plan))
     inner = {"task": None}
 
@@ -132,8 +156,12 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
             try:
                 if inner["task"] is None:
                     inner["task"] = progress.add_task("", total=event.total)
-                progress.update(inner["task"], completed=event.done, total=event.total,
-                                description=f"  {exp.name}" + (f": {event.label}" if event.label else ""))
+                progress.update(
+                    inner["task"],
+                    completed=event.done,
+                    total=event.total,
+                    description=f"  {exp.name}" + (f": {event.label}" if event.label else ""),
+                )
             except Exception:  # a progress display never stops a run
                 pass
 
@@ -154,7 +182,8 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
 
     progress.start()
     try:
-        return pipeline.run_experiments(plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache,
-                                    numerics=numerics)
+        return pipeline.run_experiments(
+            plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache, numerics=numerics
+        )
     finally:
         progress.stop()

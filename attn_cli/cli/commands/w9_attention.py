@@ -15,11 +15,22 @@ from attn_cli.cli.types import IntRange, MultiValueOption
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")
-@click.option("--d-k", cls=MultiValueOption, aliases=("--dims",), type=IntRange(min=1),
-              default=(4, 16, 64, 256, 1024), show_default=True, metavar="D_K...",
-              help="Query/key widths d_k, drawn in this order.")
-@click.option("--trials", type=IntRange(min=1), default=None,
-              help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]")
+@click.option(
+    "--d-k",
+    cls=MultiValueOption,
+    aliases=("--dims",),
+    type=IntRange(min=1),
+    default=(4, 16, 64, 256, 1024),
+    show_default=True,
+    metavar="D_K...",
+    help="Query/key widths d_k, drawn in this order.",
+)
+@click.option(
+    "--trials",
+    type=IntRange(min=1),
+    default=None,
+    help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]",
+)
 @common_options
 @format_option
 def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> Job | None:
@@ -64,16 +75,33 @@ def masks(common: Common) -> Job | None:
 
 
 @click.command(cls=JudgedCommand, name="scaling")
-@click.option("--lengths", cls=MultiValueOption, type=IntRange(min=1), default=None, metavar="N...",
-              help="Sequence lengths n  [default: 512 2048 8192 32768 131072 for the table; with --measure "
-                   "and no --lengths, sizes that run in seconds are measured]")
-@click.option("--d-model", type=IntRange(min=1), default=512, show_default=True,
-              help="Width d in n^2 d (and the head width of --measure).")
-@click.option("--measure", is_flag=True,
-              help="Also time real attention forward passes on --device, fit the exponent, draw a log-log PNG.")
-@click.option("--repeats", type=IntRange(1, 1000), default=None,
-              help="Timed passes per n for --measure (the fastest is kept), at most 1000  "
-                   "[default: 3; 2 with --quick]")
+@click.option(
+    "--lengths",
+    cls=MultiValueOption,
+    type=IntRange(min=1),
+    default=None,
+    metavar="N...",
+    help="Sequence lengths n  [default: 512 2048 8192 32768 131072 for the table; with --measure "
+    "and no --lengths, sizes that run in seconds are measured]",
+)
+@click.option(
+    "--d-model",
+    type=IntRange(min=1),
+    default=512,
+    show_default=True,
+    help="Width d in n^2 d (and the head width of --measure).",
+)
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="Also time real attention forward passes on --device, fit the exponent, draw a log-log PNG.",
+)
+@click.option(
+    "--repeats",
+    type=IntRange(1, 1000),
+    default=None,
+    help="Timed passes per n for --measure (the fastest is kept), at most 1000  [default: 3; 2 with --quick]",
+)
 @common_options
 @format_option
 def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int | None, common: Common) -> Job | None:

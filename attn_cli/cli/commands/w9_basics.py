@@ -16,13 +16,32 @@ from attn_cli.cli.types import AliasedOption, IntRange
 from attn_cli.published.settings import TEXT
 
 
-@click.command(cls=JudgedCommand, name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
-@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=6,
-              show_default=True, help="Model width d of the contextual vectors (W9 1.3).")
-@click.option("--vocab-size", type=IntRange(min=1), default=TEXT["w9-onehot"]["vocab_size"], show_default=True,
-              help="Vocabulary size V of the parameter count (W9 1.1).")
-@click.option("--embed-dim", type=IntRange(min=1), default=300, show_default=True,
-              help="Embedding width d of the parameter count (W9 1.1).")
+@click.command(
+    cls=JudgedCommand, name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3)."
+)
+@click.option(
+    "--d-model",
+    cls=AliasedOption,
+    aliases=("--dim",),
+    type=IntRange(min=1),
+    default=6,
+    show_default=True,
+    help="Model width d of the contextual vectors (W9 1.3).",
+)
+@click.option(
+    "--vocab-size",
+    type=IntRange(min=1),
+    default=TEXT["w9-onehot"]["vocab_size"],
+    show_default=True,
+    help="Vocabulary size V of the parameter count (W9 1.1).",
+)
+@click.option(
+    "--embed-dim",
+    type=IntRange(min=1),
+    default=300,
+    show_default=True,
+    help="Embedding width d of the parameter count (W9 1.1).",
+)
 @common_options
 @format_option
 def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) -> Job | None:
@@ -46,12 +65,26 @@ def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) ->
 
 @click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
 @click.argument("words", nargs=-1, metavar="[A B C]")
-@click.option("--nearest", "nearest_word", default="bank", show_default=True, metavar="WORD",
-              help="List the words nearest to WORD.")
-@click.option("--top", type=IntRange(min=1), default=8, show_default=True,
-              help="How many nearest words to list for --nearest.")
-@click.option("--rank", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=8,
-              show_default=True, help="SVD rank: dimensions kept (the text's k).")
+@click.option(
+    "--nearest",
+    "nearest_word",
+    default="bank",
+    show_default=True,
+    metavar="WORD",
+    help="List the words nearest to WORD.",
+)
+@click.option(
+    "--top", type=IntRange(min=1), default=8, show_default=True, help="How many nearest words to list for --nearest."
+)
+@click.option(
+    "--rank",
+    cls=AliasedOption,
+    aliases=("--dim",),
+    type=IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="SVD rank: dimensions kept (the text's k).",
+)
 @common_options
 def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, common: Common) -> Job | None:
     """Word vectors from counting (PPMI + SVD); analogies A - B + C (W9 1.2).
@@ -70,15 +103,18 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
     from attn_cli.experiments import analogy as exp
 
     if len(words) not in (0, 3):
-        raise click.BadParameter(f"give three words A B C (for A - B + C), or none; got {len(words)}",
-                                 param_hint="'[A B C]'")
+        raise click.BadParameter(
+            f"give three words A B C (for A - B + C), or none; got {len(words)}", param_hint="'[A B C]'"
+        )
     from attn_cli.render import analogy as render
     from attn_cli.render.console import note
 
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
     query = tuple(words) if words else exp.Config.query
-    return Job(exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, rank=rank), common)
+    return Job(
+        exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, rank=rank), common
+    )
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -107,8 +143,15 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> Job | Non
 
 
 @click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
-@click.option("--d-model", cls=AliasedOption, aliases=("--dim",), type=IntRange(min=1), default=6,
-              show_default=True, help="Model width d of the word vectors.")
+@click.option(
+    "--d-model",
+    cls=AliasedOption,
+    aliases=("--dim",),
+    type=IntRange(min=1),
+    default=6,
+    show_default=True,
+    help="Model width d of the word vectors.",
+)
 @common_options
 def order(d_model: int, common: Common) -> Job | None:
     """Self-attention cannot tell the order (W9 4.3).

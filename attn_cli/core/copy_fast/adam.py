@@ -22,8 +22,8 @@ class Adam:
     def step(self, grad: torch.Tensor) -> None:
         b1, b2 = self.betas
         self.step_count += 1
-        bc1 = 1 - b1 ** self.step_count
-        bc2_sqrt = math.sqrt(1 - b2 ** self.step_count)
+        bc1 = 1 - b1**self.step_count
+        bc2_sqrt = math.sqrt(1 - b2**self.step_count)
         self.m.lerp_(grad, 1 - b1)
         self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
         denom = (self.v.sqrt() / bc2_sqrt).add_(self.eps)

@@ -41,8 +41,16 @@ def scatter_onehot(grad_rows: torch.Tensor, tokens: torch.Tensor, V: int) -> tor
     return torch.bmm(onehot.to(grad_rows.dtype).transpose(1, 2), rows)  # (M, V, G)
 
 
-def gru_backward(dh: torch.Tensor, h_prev: torch.Tensor, rz: torch.Tensor, n: torch.Tensor,
-                  ghn: torch.Tensor, whh: torch.Tensor, H: int, dgi: torch.Tensor):
+def gru_backward(
+    dh: torch.Tensor,
+    h_prev: torch.Tensor,
+    rz: torch.Tensor,
+    n: torch.Tensor,
+    ghn: torch.Tensor,
+    whh: torch.Tensor,
+    H: int,
+    dgi: torch.Tensor,
+):
     """Backward of :func:`gru`.
 
     dh (M, B, h) gradient w.r.t. the new state; whh (M, G, h).  Writes the gradient w.r.t.
@@ -53,17 +61,18 @@ def gru_backward(dh: torch.Tensor, h_prev: torch.Tensor, rz: torch.Tensor, n: to
     dn = dh - dhz  # (M, B, h) = dh (1 - z)
     dpre_n = torch.addcmul(dn, dn * n, n, value=-1.0)  # (M, B, h) = dn (1 - n^2)
     torch.mul(dpre_n, ghn, out=dgi[..., :H])  # d r
-    torch.mul(dh, h_prev - n, out=dgi[..., H:2 * H])  # d z
-    dgi[..., :2 * H].mul_(torch.addcmul(rz, rz, rz, value=-1.0))  # through the sigmoids
-    dgi[..., 2 * H:].copy_(dpre_n)
+    torch.mul(dh, h_prev - n, out=dgi[..., H : 2 * H])  # d z
+    dgi[..., : 2 * H].mul_(torch.addcmul(rz, rz, rz, value=-1.0))  # through the sigmoids
+    dgi[..., 2 * H :].copy_(dpre_n)
     dgh = dgi.clone()  # (M, B, G)
-    dgh[..., 2 * H:].mul_(rz[..., :H])  # the n gate sees r * (W_hn h + b_hn)
+    dgh[..., 2 * H :].mul_(rz[..., :H])  # the n gate sees r * (W_hn h + b_hn)
     dh_prev = torch.baddbmm(dhz, dgh, whh)  # (M, B, h)
     return dgh, dh_prev
 
 
-def loss_and_grads(w: Weights, g: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str,
-                   hidden: int) -> torch.Tensor:
+def loss_and_grads(
+    w: Weights, g: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hidden: int
+) -> torch.Tensor:
     """One teacher-forced forward and backward for all M runs.
 
     src, tgt_in (M, B, T) tokens; writes d loss_m / d params_m into ``g`` (one row per run)
@@ -145,8 +154,11 @@ def loss_and_grads(w: Weights, g: Weights, src: torch.Tensor, tgt_in: torch.Tens
         g.d_wih[..., E:].copy_(torch.bmm(dgi_rows.transpose(1, 2), c_prev))  # (M, G, h)
         # gradient into the encoder states through every attention (keys and values)
         A = torch.cat(dec.weights + dss, 1)  # (M B, 2(T+1), T): weights, then d scores
-        Q = torch.stack([dcs[t].reshape(MB, H) for t in range(T + 1)]
-                        + [q.reshape(MB, H) * (1.0 / math.sqrt(H)) for q in dec.queries], 1)  # (M B, 2(T+1), h)
+        Q = torch.stack(
+            [dcs[t].reshape(MB, H) for t in range(T + 1)]
+            + [q.reshape(MB, H) * (1.0 / math.sqrt(H)) for q in dec.queries],
+            1,
+        )  # (M B, 2(T+1), h)
         d_states = torch.bmm(A.transpose(1, 2), Q).view(M, B, T, H)  # (M, B, T, h)
     else:
         d_states = None

@@ -26,8 +26,6 @@ def gather(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return table.reshape(M * V, G)[tokens + offsets]  # (T, M, B, G)
 
 
-
-
 def gru(gi: torch.Tensor, h: torch.Tensor, whh_t: torch.Tensor, bhh: torch.Tensor, H: int):
     """One GRU update (PyTorch's equations).
 
@@ -36,13 +34,11 @@ def gru(gi: torch.Tensor, h: torch.Tensor, whh_t: torch.Tensor, bhh: torch.Tenso
     ghn (M, B, h) = W_hn h + b_hn.
     """
     gh = torch.baddbmm(bhh, h, whh_t)  # (M, B, G)
-    rz = torch.sigmoid(gi[..., :2 * H] + gh[..., :2 * H])  # (M, B, 2h): reset, update gates
-    ghn = gh[..., 2 * H:]  # (M, B, h)
-    n = torch.tanh(torch.addcmul(gi[..., 2 * H:], rz[..., :H], ghn))  # (M, B, h) candidate
+    rz = torch.sigmoid(gi[..., : 2 * H] + gh[..., : 2 * H])  # (M, B, 2h): reset, update gates
+    ghn = gh[..., 2 * H :]  # (M, B, h)
+    n = torch.tanh(torch.addcmul(gi[..., 2 * H :], rz[..., :H], ghn))  # (M, B, h) candidate
     h_new = torch.lerp(n, h, rz[..., H:])  # (1 - z) n + z h
     return h_new, rz, n, ghn
-
-
 
 
 class Encoded:
@@ -85,8 +81,7 @@ def attend(h: torch.Tensor, keys_t: torch.Tensor, values: torch.Tensor):
 class Decoded:
     """Teacher-forced decoder pass: logits and what its backward needs."""
 
-    def __init__(self, w: Weights, enc: Encoded, tgt_t: torch.Tensor, H: int, attention: bool,
-                 keep: bool):
+    def __init__(self, w: Weights, enc: Encoded, tgt_t: torch.Tensor, H: int, attention: bool, keep: bool):
         T, M, B = tgt_t.shape
         E = EMBED
         self.attention = attention

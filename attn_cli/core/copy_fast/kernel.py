@@ -12,21 +12,20 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Optional
 
 import torch
 
-from attn_cli.store import private, scratch
 from attn_cli.core.copy_fast import kernel_build as build
 from attn_cli.core.copy_fast.layout import ROLES, param_layout
+from attn_cli.store import private, scratch
 
 _lock = threading.Lock()
-_lib: Optional[ctypes.CDLL] = None
+_lib: ctypes.CDLL | None = None
 _tried = False
-_error: Optional[str] = None
+_error: str | None = None
 _warned = False
 _warned_place = False
-_loaded: tuple[Optional[Path], Optional[str]] = (None, None)  # see loaded()
+_loaded: tuple[Path | None, str | None] = (None, None)  # see loaded()
 _isa = ""  # the variant of _lib (see kernel_isa())
 _variants: dict[str, ctypes.CDLL] = {}  # load_variant's libraries
 
@@ -63,7 +62,7 @@ def _install(dir_fd: int, name: str, data: bytes) -> None:
     private.write_atomic(dir_fd, name + ".sha256", (hashlib.sha256(data).hexdigest() + "\n").encode())
 
 
-def _verified(dir_fd: int, name: str) -> Optional[bytes]:
+def _verified(dir_fd: int, name: str) -> bytes | None:
     """The cached library's bytes when they match the SHA-256 recorded beside it, else None.
 
     Both are read through the folder's descriptor as regular files of ours (a symlink, FIFO
@@ -90,12 +89,15 @@ def _dlopen(data: bytes) -> ctypes.CDLL:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             try:
                 import fcntl
 
-                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK
-                            | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+                fcntl.fcntl(
+                    fd,
+                    fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE,
+                )
             except (ImportError, AttributeError, OSError):
                 pass  # no sealing (old kernel): the memfd is still reachable by this user only
             lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
@@ -112,22 +114,22 @@ def _dlopen(data: bytes) -> ctypes.CDLL:
 
 def _bind(data: bytes) -> ctypes.CDLL:
     lib = _dlopen(data)
-    i, l, d, p = ctypes.c_int, ctypes.c_long, ctypes.c_double, ctypes.c_void_p
-    lib.param_count.argtypes, lib.param_count.restype = [i, i], l
+    i, n, d, p = ctypes.c_int, ctypes.c_long, ctypes.c_double, ctypes.c_void_p
+    lib.param_count.argtypes, lib.param_count.restype = [i, i], n
     lib.role_sizes.argtypes, lib.role_sizes.restype = [i, i, p], None
     lib.loss_and_grad.argtypes = [p, p, p, i, i, i, i, p]
     lib.loss_and_grad.restype = d
-    lib.train_steps.argtypes = [p, p, p, p, l, p, i, i, i, i, i, d, d, p, p]
+    lib.train_steps.argtypes = [p, p, p, p, n, p, i, i, i, i, i, d, d, p, p]
     lib.train_steps.restype = i
-    lib.train_steps_in.argtypes = [p, p, p, p, l, p, i, i, i, i, i, d, d, p, p, p]  # + the work space
+    lib.train_steps_in.argtypes = [p, p, p, p, n, p, i, i, i, i, i, d, d, p, p, p]  # + the work space
     lib.train_steps_in.restype = i
     lib.kernel_isa.argtypes, lib.kernel_isa.restype = [], ctypes.c_char_p
-    lib.work_floats.argtypes, lib.work_floats.restype = [i, i, i, i], l
-    lib.expf_pair.argtypes, lib.expf_pair.restype = [p, p, p, l], None
+    lib.work_floats.argtypes, lib.work_floats.restype = [i, i, i, i], n
+    lib.expf_pair.argtypes, lib.expf_pair.restype = [p, p, p, n], None
     return lib
 
 
-def _load_or_build(cc: str, which: str) -> tuple[ctypes.CDLL, tuple[Optional[Path], str]]:
+def _load_or_build(cc: str, which: str) -> tuple[ctypes.CDLL, tuple[Path | None, str]]:
     """The verified cached library, else a fresh build (installed for next time).
 
     The folder is opened once and proven private; the library's bytes are read through its
@@ -155,7 +157,7 @@ def _load_or_build(cc: str, which: str) -> tuple[ctypes.CDLL, tuple[Optional[Pat
         os.close(dir_fd)
 
 
-def load() -> Optional[ctypes.CDLL]:
+def load() -> ctypes.CDLL | None:
     """The compiled kernel (built on first use), or None where it cannot be built or loaded.
 
     On None, :func:`load_error` says why and one warning has gone to stderr: the fast
@@ -191,8 +193,10 @@ def offsets(lib: ctypes.CDLL, model: str, hidden: int) -> torch.Tensor:
     lib.role_sizes(hidden, int(model == "attention"), have.data_ptr())
     want = [lay.numel_of(role) for role in ROLES]
     if have.tolist() != want:
-        raise RuntimeError(f"the C kernel's parameter layout ({dict(zip(ROLES, have.tolist()))}) differs "
-                           f"from the {model} model's ({dict(zip(ROLES, want))})")
+        raise RuntimeError(
+            f"the C kernel's parameter layout ({dict(zip(ROLES, have.tolist()))}) differs "
+            f"from the {model} model's ({dict(zip(ROLES, want))})"
+        )
     return torch.tensor([lay.offset_of(role) for role in ROLES] + [lay.size], dtype=torch.int64)
 
 
@@ -201,11 +205,14 @@ def _warn_place(folder: Path, reason: str) -> None:
     if not _warned_place:
         _warned_place = True
         # the per-user cache folder's own warning (see attn_cli.cli.commands.cache) covers this one
-        scratch.warn_unusable(folder.parent, f"warning: the copy-task C kernel is not kept in {folder} ({reason}); "
-                                             "it is built in a private folder of this run")
+        scratch.warn_unusable(
+            folder.parent,
+            f"warning: the copy-task C kernel is not kept in {folder} ({reason}); "
+            "it is built in a private folder of this run",
+        )
 
 
-def loaded() -> tuple[Optional[Path], Optional[str]]:
+def loaded() -> tuple[Path | None, str | None]:
     """After :func:`load`: the cached library it loaded (None: a fresh build) and the SHA-256
     of the bytes it loaded (None: nothing loaded)."""
     return _loaded
@@ -215,8 +222,9 @@ def _warn(reason: str) -> None:
     global _warned
     if not _warned:
         _warned = True
-        sys.stderr.write(f"warning: the copy-task C kernel is not available ({reason}); "
-                         "the fast engine uses PyTorch ops\n")
+        sys.stderr.write(
+            f"warning: the copy-task C kernel is not available ({reason}); the fast engine uses PyTorch ops\n"
+        )
         sys.stderr.flush()
 
 
@@ -243,7 +251,7 @@ def backend() -> str:
     return "kernel" if _lib is not None else "torch"
 
 
-def load_error() -> Optional[str]:
+def load_error() -> str | None:
     """Why :func:`load` returned None (after it was called)."""
     return _error
 

@@ -10,10 +10,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Optional
 
 from attn_cli.core import numerics
 from attn_cli.errors import AttnError
@@ -22,29 +21,50 @@ from attn_cli.store import private, scratch
 SOURCES = ("kernel.c", "kernel_math.h")  # package data beside this module; the first is compiled
 
 
-@lru_cache(maxsize=None)
+@cache
 def c_sources() -> dict[str, str]:
     """The kernel's C files by name, read from the installed package (editable or not)."""
     folder = resources.files(__package__)
     return {name: folder.joinpath(name).read_text(encoding="utf-8") for name in SOURCES}
 
 
-BASE_FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-ffp-contract=off",
-              "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC", "-std=c11"]
+BASE_FLAGS = [
+    "-O2",
+    "-ftree-vectorize",
+    "-fvect-cost-model=dynamic",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-shared",
+    "-fPIC",
+    "-std=c11",
+]
 ISA_VAR = "ATTN_KERNEL_ISA"  # avx2 | avx512 | auto (default): the variant to build and run
 ISA_CHOICES = ("avx2", "avx512", "auto")
 # per variant: its flags, and the flags for compilers without that -march level (GCC < 11, clang < 12)
 VARIANT_FLAGS = {
-    "avx512": (["-march=x86-64-v4", "-mprefer-vector-width=512"],
-               ["-mavx2", "-mfma", "-mavx512f", "-mavx512cd", "-mavx512bw", "-mavx512dq", "-mavx512vl",
-                "-mprefer-vector-width=512"]),
+    "avx512": (
+        ["-march=x86-64-v4", "-mprefer-vector-width=512"],
+        [
+            "-mavx2",
+            "-mfma",
+            "-mavx512f",
+            "-mavx512cd",
+            "-mavx512bw",
+            "-mavx512dq",
+            "-mavx512vl",
+            "-mprefer-vector-width=512",
+        ],
+    ),
     "avx2": (["-march=x86-64-v3"], ["-mavx2", "-mfma"]),  # what the portable mode pins torch to
     "native": (["-march=native"], ["-march=native"]),
     "baseline": ([], []),
 }
 # the CPU flags a variant's code may use (x86-64-v4: AVX-512 F, CD, BW, DQ, VL)
-VARIANT_NEEDS = {"avx512": frozenset({"avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}),
-                 "avx2": frozenset({"avx2", "fma"})}
+VARIANT_NEEDS = {
+    "avx512": frozenset({"avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}),
+    "avx2": frozenset({"avx2", "fma"}),
+}
 PORTABLE_ISA = VARIANT_FLAGS["avx2"][0]  # kept for callers of the single-variant era
 PORTABLE_ISA_FALLBACK = VARIANT_FLAGS["avx2"][1]
 
@@ -58,7 +78,8 @@ MAX_LIBRARY_BYTES = 64 << 20  # the library is ~100 KB: a planted huge file is n
 
 # --------------------------------------------------------------------------- what it is built from
 
-def _compiler() -> Optional[str]:
+
+def _compiler() -> str | None:
     for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if name and shutil.which(name):
             return name
@@ -84,11 +105,10 @@ def accepts(cc: str, flags: tuple[str, ...]) -> bool:
     return _accepts(cc, tuple(flags))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _accepts(cc: str, flags: tuple[str, ...]) -> bool:
     try:
-        proc = subprocess.run([cc, *flags, "-fsyntax-only", "-x", "c", os.devnull],
-                              capture_output=True, timeout=30)
+        proc = subprocess.run([cc, *flags, "-fsyntax-only", "-x", "c", os.devnull], capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0
@@ -100,8 +120,9 @@ def _compile(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     the driver and the cc1 and as it started -- gets SIGTERM (SIGKILL after 5 s) and is waited
     for before the exception goes on: no compile is left running and the build folder is
     removed after it.  (``subprocess.run`` would kill the driver only.)"""
-    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         out, err = proc.communicate()
     except BaseException:
@@ -119,8 +140,12 @@ def _compile(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def variant(mode: Optional[str] = None, machine: Optional[str] = None, flags: Optional[frozenset] = None,
-            request: Optional[str] = None) -> str:
+def variant(
+    mode: str | None = None,
+    machine: str | None = None,
+    flags: frozenset | None = None,
+    request: str | None = None,
+) -> str:
     """The kernel variant to build and run: ``avx512``, ``avx2``, ``native`` or ``baseline``.
 
     ``request`` (default: ``$ATTN_KERNEL_ISA``): ``avx2`` or ``avx512`` forces that variant,
@@ -137,8 +162,9 @@ def variant(mode: Optional[str] = None, machine: Optional[str] = None, flags: Op
     if want != "auto":
         missing = sorted(VARIANT_NEEDS[want] - have) if x86 else ["x86-64"]
         if missing:
-            raise KernelIsaError(f"{ISA_VAR}={want}: this CPU cannot run the {want} kernel "
-                                 f"(it lacks {', '.join(missing)})")
+            raise KernelIsaError(
+                f"{ISA_VAR}={want}: this CPU cannot run the {want} kernel (it lacks {', '.join(missing)})"
+            )
         return want
     if (mode or numerics.current_mode()) == "native":
         return "native"
@@ -149,8 +175,13 @@ def variant(mode: Optional[str] = None, machine: Optional[str] = None, flags: Op
     return "baseline"
 
 
-def isa_flags(cc: str, mode: Optional[str] = None, machine: Optional[str] = None,
-              flags: Optional[frozenset] = None, which: Optional[str] = None) -> list[str]:
+def isa_flags(
+    cc: str,
+    mode: str | None = None,
+    machine: str | None = None,
+    flags: frozenset | None = None,
+    which: str | None = None,
+) -> list[str]:
     """The target-ISA flags of variant ``which`` (default: :func:`variant` of ``mode`` on this
     CPU, or on the one described); the fallback spelling where ``cc`` lacks the -march level."""
     which = which or variant(mode, machine, flags)
@@ -158,16 +189,23 @@ def isa_flags(cc: str, mode: Optional[str] = None, machine: Optional[str] = None
     return list(first) if accepts(cc, tuple(first)) else list(fallback)
 
 
-def compile_flags(cc: str, mode: Optional[str] = None, which: Optional[str] = None) -> list[str]:
+def compile_flags(cc: str, mode: str | None = None, which: str | None = None) -> list[str]:
     """Every flag of the build of variant ``which`` (default: this process's, see :func:`variant`)."""
     return BASE_FLAGS + isa_flags(cc, mode or numerics.current_mode(), which=which)
 
 
-def build_key(cc: str, mode: Optional[str] = None, which: Optional[str] = None) -> str:
+def build_key(cc: str, mode: str | None = None, which: str | None = None) -> str:
     mode = mode or numerics.current_mode()
     which = which or variant(mode)
-    parts = [*c_sources().values(), which, " ".join(compile_flags(cc, mode, which)), cc, compiler_version(cc),
-             platform.machine(), cpu_features()]
+    parts = [
+        *c_sources().values(),
+        which,
+        " ".join(compile_flags(cc, mode, which)),
+        cc,
+        compiler_version(cc),
+        platform.machine(),
+        cpu_features(),
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -177,7 +215,8 @@ def sha256_of(path: Path) -> str:
 
 # --------------------------------------------------------------------------- build and load
 
-def _build(cc: str, into: Path, which: Optional[str] = None) -> bytes:
+
+def _build(cc: str, into: Path, which: str | None = None) -> bytes:
     """Compile variant ``which`` (default: this process's) in the private folder ``into``; the
     library's bytes (read through the folder's descriptor). Raises RuntimeError with the
     compiler's message."""
@@ -197,7 +236,7 @@ def _build(cc: str, into: Path, which: Optional[str] = None) -> bytes:
     return data
 
 
-def _build_fresh(cc: str, which: Optional[str] = None) -> bytes:
+def _build_fresh(cc: str, which: str | None = None) -> bytes:
     """A fresh build in a new ``mkdtemp`` folder inside this process's scratch folder."""
     with tempfile.TemporaryDirectory(prefix="build_", dir=scratch.scratch_dir()) as tmp:  # 0700
         return _build(cc, Path(tmp), which)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -26,17 +26,17 @@ GLOBAL_RNG_LOCK = threading.Lock()
 
 # the model's parameter name -> its role in the step (both models: same names)
 ROLE_OF = {
-    "emb.weight": "emb",              # (V, E) token embedding, shared by encoder and decoder
+    "emb.weight": "emb",  # (V, E) token embedding, shared by encoder and decoder
     "encoder.weight_ih_l0": "e_wih",  # (G, E) encoder GRU, input weights
     "encoder.weight_hh_l0": "e_whh",  # (G, h) encoder GRU, recurrent weights
-    "encoder.bias_ih_l0": "e_bih",    # (G,)
-    "encoder.bias_hh_l0": "e_bhh",    # (G,)
-    "cell.weight_ih": "d_wih",        # (G, E [+ h]) decoder cell, input [emb; context] or emb
-    "cell.weight_hh": "d_whh",        # (G, h)
-    "cell.bias_ih": "d_bih",          # (G,)
-    "cell.bias_hh": "d_bhh",          # (G,)
-    "out.weight": "o_w",              # (V, 2h or h) readout from [state; context] or state
-    "out.bias": "o_b",                # (V,)
+    "encoder.bias_ih_l0": "e_bih",  # (G,)
+    "encoder.bias_hh_l0": "e_bhh",  # (G,)
+    "cell.weight_ih": "d_wih",  # (G, E [+ h]) decoder cell, input [emb; context] or emb
+    "cell.weight_hh": "d_whh",  # (G, h)
+    "cell.bias_ih": "d_bih",  # (G,)
+    "cell.bias_hh": "d_bhh",  # (G,)
+    "out.weight": "o_w",  # (V, 2h or h) readout from [state; context] or state
+    "out.bias": "o_b",  # (V,)
 }
 ROLES = tuple(ROLE_OF.values())  # the order of the offsets handed to the C kernel
 
@@ -57,7 +57,7 @@ class Layout:
         return math.prod(self.shapes[self.roles.index(role)])
 
 
-@lru_cache(maxsize=None)
+@cache
 def param_layout(model: str, hidden: int) -> Layout:
     """The layout of ``build_model(model, hidden)``'s parameters.
 
@@ -93,6 +93,6 @@ class Weights:
         M = flat.shape[0]
         self.views = []
         for role, shape, offset in zip(lay.roles, lay.shapes, lay.offsets):
-            view = flat[:, offset:offset + math.prod(shape)].view(M, *shape)  # (M, *shape)
+            view = flat[:, offset : offset + math.prod(shape)].view(M, *shape)  # (M, *shape)
             self.views.append(view)
             setattr(self, role, view)

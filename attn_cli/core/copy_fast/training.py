@@ -13,9 +13,9 @@ import ctypes
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -24,15 +24,15 @@ from attn_cli.core.copy_fast.adam import Adam, clip_per_run
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.evaluate import evaluate
 from attn_cli.core.copy_fast.layout import GLOBAL_RNG_LOCK, Weights, param_layout
-from attn_cli.core.device import prepare_device
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
+from attn_cli.core.device import prepare_device
 from attn_cli.core.numerics import effective_isa
 
 PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 
 # progress(spec_index, step_done, total_steps, loss)
-RunStepCallback = Optional[Callable[[int, int, int, float], None]]
+RunStepCallback = Callable[[int, int, int, float], None] | None
 
 
 @dataclass
@@ -76,10 +76,8 @@ def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
     att = model == "attention"
     c = h if att else 0
     r = 2 * h if att else h
-    fwd = B * T * (2 * E * G + 2 * h * G + 2 * (E + c) * G + 2 * h * G + 2 * r * V
-                   + (8 * T * h if att else 0))
+    fwd = B * T * (2 * E * G + 2 * h * G + 2 * (E + c) * G + 2 * h * G + 2 * r * V + (8 * T * h if att else 0))
     return 3.0 * fwd
-
 
 
 def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
@@ -116,9 +114,13 @@ def draw_batch(gens: Sequence[torch.Generator], batch_size: int, length: int, de
     return src.to(device), tgt_in.to(device)
 
 
-def train_group(specs: Sequence[RunSpec], device: str = "cpu",
-                progress: Optional[Callable[[int, int, int, float], None]] = None,
-                stop: Optional[threading.Event] = None, inits=None) -> list[RunOutcome]:
+def train_group(
+    specs: Sequence[RunSpec],
+    device: str = "cpu",
+    progress: Callable[[int, int, int, float], None] | None = None,
+    stop: threading.Event | None = None,
+    inits=None,
+) -> list[RunOutcome]:
     """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device.
 
     ``inits``: their :func:`init_run` results, if already made.
@@ -149,8 +151,13 @@ def train_group(specs: Sequence[RunSpec], device: str = "cpu",
     return _evaluate_outcomes(specs, flat, gens, final, device, start, cpu)
 
 
-def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int, float], None]] = None,
-                 stop: Optional[threading.Event] = None, init=None) -> list[RunOutcome]:
+def train_kernel(
+    spec: RunSpec,
+    lib,
+    progress: Callable[[int, int, int, float], None] | None = None,
+    stop: threading.Event | None = None,
+    init=None,
+) -> list[RunOutcome]:
     """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call.
 
     ``init``: its :func:`init_run` result, if already made.
@@ -170,9 +177,24 @@ def train_kernel(spec: RunSpec, lib, progress: Optional[Callable[[int, int, int,
         # n successive draws of the program's batch(B): one randint gives the same numbers
         src = torch.randint(0, 10, (n * B, T), generator=gen)  # (n B, T)
         losses = torch.empty(n, dtype=torch.float32)  # (n,)
-        rc = lib.train_steps_in(params.data_ptr(), grad.data_ptr(), m1.data_ptr(), m2.data_ptr(), done,
-                                src.data_ptr(), n, B, T, H, att, float(spec.lr), float(spec.clip),
-                                losses.data_ptr(), off.data_ptr(), work.data_ptr())
+        rc = lib.train_steps_in(
+            params.data_ptr(),
+            grad.data_ptr(),
+            m1.data_ptr(),
+            m2.data_ptr(),
+            done,
+            src.data_ptr(),
+            n,
+            B,
+            T,
+            H,
+            att,
+            float(spec.lr),
+            float(spec.clip),
+            losses.data_ptr(),
+            off.data_ptr(),
+            work.data_ptr(),
+        )
         if rc != 0:
             raise MemoryError(f"copy-task kernel could not allocate its work space (length {T})")
         done += n
@@ -200,12 +222,22 @@ def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[Run
     cpu_share = (time.thread_time() - cpu) / len(specs)
     outcomes = []
     for i, spec in enumerate(specs):
-        outcomes.append(RunOutcome(
-            spec=spec, teacher_forced=forced[i], free_running=free[i], exact=exact[i],
-            seconds=seconds, final_loss=final[i],
-            example_src=src[i, 0].tolist() if example is not None else [],
-            example_weights=example[i].tolist() if example is not None else [],
-            engine="fast", cpu_seconds=cpu_share, diagonal=diagonal[i], isa=isa))
+        outcomes.append(
+            RunOutcome(
+                spec=spec,
+                teacher_forced=forced[i],
+                free_running=free[i],
+                exact=exact[i],
+                seconds=seconds,
+                final_loss=final[i],
+                example_src=src[i, 0].tolist() if example is not None else [],
+                example_weights=example[i].tolist() if example is not None else [],
+                engine="fast",
+                cpu_seconds=cpu_share,
+                diagonal=diagonal[i],
+                isa=isa,
+            )
+        )
     return outcomes
 
 
@@ -220,9 +252,15 @@ def available_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallback = None, *,
-             threads: Optional[int] = None, backend: str = "auto",
-             stop: Optional[threading.Event] = None) -> list[RunOutcome]:
+def run_fast(
+    specs: list[RunSpec],
+    device: str = "cpu",
+    progress: RunStepCallback = None,
+    *,
+    threads: int | None = None,
+    backend: str = "auto",
+    stop: threading.Event | None = None,
+) -> list[RunOutcome]:
     """Train and evaluate every spec with the fast engine; outcomes in the order of ``specs``.
 
     backend: ``"kernel"`` (the C kernel, CPU only, one run per task), ``"torch"`` (PyTorch
@@ -243,7 +281,7 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallbac
         raise ValueError("threads must be at least 1")
 
     lock, stop = threading.Lock(), stop or threading.Event()
-    outcomes: list[Optional[RunOutcome]] = [None] * len(specs)
+    outcomes: list[RunOutcome | None] = [None] * len(specs)
     # initial weights and data generators made here, in order, before any thread starts
     inits = {i: init_run(specs[i]) for task in tasks for i in task.indices}
 
@@ -273,7 +311,7 @@ def run_fast(specs: list[RunSpec], device: str = "cpu", progress: RunStepCallbac
     return outcomes  # type: ignore[return-value]
 
 
-def _library(backend: str, on_cpu: bool) -> Optional[ctypes.CDLL]:
+def _library(backend: str, on_cpu: bool) -> ctypes.CDLL | None:
     """The C kernel where ``backend`` wants it and it loads; None for the PyTorch path."""
     if backend not in ("auto", "kernel", "torch"):
         raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
@@ -294,8 +332,13 @@ def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[_Group]:
     threads finish together."""
     groups = group_specs(specs)
     tasks = [_Group([i], [s]) for g in groups for i, s in zip(g.indices, g.specs)] if one_per_run else groups
-    tasks.sort(key=lambda g: -len(g.specs) * g.specs[0].steps * step_flops(
-        g.specs[0].model, g.specs[0].length, g.specs[0].hidden, g.specs[0].batch_size))
+    tasks.sort(
+        key=lambda g: (
+            -len(g.specs)
+            * g.specs[0].steps
+            * step_flops(g.specs[0].model, g.specs[0].length, g.specs[0].hidden, g.specs[0].batch_size)
+        )
+    )
     return tasks
 
 

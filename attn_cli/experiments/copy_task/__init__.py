@@ -9,17 +9,42 @@ import time
 
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
-from attn_cli.experiments.copy_task.cache import (CACHE_FORMAT, CACHE_SUBDIR, CODE_GLOBS, cache_key, cache_path,
-                                                  code_digest, load_cached, max_entry_bytes, store_cached)
-from attn_cli.store.cache import Unavailable
-from attn_cli.store.keys import torch_version
-from attn_cli.store.entries import Pieces
-from attn_cli.experiments.copy_task.config import (ENGINES, LOCAL_FIELDS, METRICS, MODEL_CHOICES, TEXT_LENGTHS, Config,
-                                                   check_memory, estimate_bytes, run_peak_bytes, validate,
-                                                   verify_config)
-from attn_cli.experiments.copy_task.engines import EngineCallback, fast_engine, run_exact_engine, run_fast_engine, schedule
+from attn_cli.experiments.copy_task.cache import (
+    CACHE_FORMAT,
+    CACHE_SUBDIR,
+    CODE_GLOBS,
+    cache_key,
+    cache_path,
+    code_digest,
+    load_cached,
+    max_entry_bytes,
+    store_cached,
+)
+from attn_cli.experiments.copy_task.config import (
+    ENGINES,
+    LOCAL_FIELDS,
+    MODEL_CHOICES,
+    TEXT_LENGTHS,
+    Config,
+    check_memory,
+    estimate_bytes,
+    run_peak_bytes,
+    validate,
+    verify_config,
+)
+from attn_cli.experiments.copy_task.engines import (
+    EngineCallback,
+    fast_engine,
+    run_exact_engine,
+    run_fast_engine,
+    schedule,
+)
 from attn_cli.experiments.copy_task.results import Result, assemble, diagonal_fraction
 from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
+from attn_cli.published.copy_task import METRICS
+from attn_cli.store.cache import Unavailable
+from attn_cli.store.entries import Pieces
+from attn_cli.store.keys import torch_version
 
 ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
 SLOW = True  # minutes of training at the text's settings
@@ -30,11 +55,38 @@ FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")  # the
 # beyond the texts, for several seeds per cell only: copy_task_seeds.png (+ .csv), the seed distribution
 # (attn_cli/render/copy_task_seeds.py); no catalogue entry lists it (the texts train one seed)
 
-__all__ = ["ARTIFACTS", "CACHE_FORMAT", "CACHE_SUBDIR", "CODE_GLOBS", "ENGINES", "LOCAL_FIELDS", "METRICS", "MODEL_CHOICES",
-           "TEXT_LENGTHS", "Config", "EngineCallback", "Result", "assemble", "cache_key", "cache_path", "check_memory",
-           "code_digest", "diagonal_fraction", "estimate_bytes", "fast_engine", "load_cached", "max_entry_bytes",
-           "preflight", "run", "run_peak_bytes", "schedule", "store_cached", "torch_version", "validate",
-           "verify_config"]
+__all__ = [
+    "ARTIFACTS",
+    "CACHE_FORMAT",
+    "CACHE_SUBDIR",
+    "CODE_GLOBS",
+    "ENGINES",
+    "LOCAL_FIELDS",
+    "METRICS",
+    "MODEL_CHOICES",
+    "TEXT_LENGTHS",
+    "Config",
+    "EngineCallback",
+    "Result",
+    "assemble",
+    "cache_key",
+    "cache_path",
+    "check_memory",
+    "code_digest",
+    "diagonal_fraction",
+    "estimate_bytes",
+    "fast_engine",
+    "load_cached",
+    "max_entry_bytes",
+    "preflight",
+    "run",
+    "run_peak_bytes",
+    "schedule",
+    "store_cached",
+    "torch_version",
+    "validate",
+    "verify_config",
+]
 
 
 def preflight(config: Config) -> None:
@@ -77,8 +129,10 @@ def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes
             try:
                 outcomes[i] = load_cached(store, keys[i])
             except ValueError as exc:
-                notes.append(f"cache entry {store.path(keys[i]).as_posix()} for the {spec.model} run at length "
-                             f"{spec.length}, seed {spec.seed} is unreadable ({exc}); recomputing it")
+                notes.append(
+                    f"cache entry {store.path(keys[i]).as_posix()} for the {spec.model} run at length "
+                    f"{spec.length}, seed {spec.seed} is unreadable ({exc}); recomputing it"
+                )
             if outcomes[i] is not None:
                 cached[i] = True
                 report(i, spec.steps, spec.steps, outcomes[i].final_loss, "cached")
@@ -88,8 +142,10 @@ def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes
     def done(index: int, outcome: RunOutcome) -> None:
         want = keys[index]["numerics"]["isa"]
         if config.device == "cpu" and outcome.isa and outcome.isa != want:
-            raise AttnError(f"the {outcome.spec.model} run at length {outcome.spec.length} ran on {outcome.isa} "
-                            f"kernels, not the {want} kernels of --numerics {keys[index]['numerics']['mode']}")
+            raise AttnError(
+                f"the {outcome.spec.model} run at length {outcome.spec.length} ran on {outcome.isa} "
+                f"kernels, not the {want} kernels of --numerics {keys[index]['numerics']['mode']}"
+            )
         outcomes[index] = outcome
         if writable[0]:
             try:
@@ -162,7 +218,17 @@ def _reporter(specs, progress: ProgressCallback) -> EngineCallback:
         if status in ("done", "cached"):
             finished.add(index)
         if progress is not None:
-            progress(ProgressEvent(len(finished), len(specs), f"run {index}: step {step}/{steps}, loss {loss:.3f}",
-                              item=index, item_done=step, item_total=steps, value=loss, status=status))
+            progress(
+                ProgressEvent(
+                    len(finished),
+                    len(specs),
+                    f"run {index}: step {step}/{steps}, loss {loss:.3f}",
+                    item=index,
+                    item_done=step,
+                    item_total=steps,
+                    value=loss,
+                    status=status,
+                )
+            )
 
     return report

@@ -14,10 +14,11 @@ import os
 from pathlib import Path
 
 from attn_cli.core import numerics
+from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
+from attn_cli.experiments.copy_task.config import ENGINES
+from attn_cli.published.copy_task import METRICS
 from attn_cli.store import cache as results_cache
 from attn_cli.store import entries, keys
-from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
-from attn_cli.experiments.copy_task.config import ENGINES, METRICS
 from attn_cli.store.typed import check, check_grid, check_len, check_range
 
 CACHE_SUBDIR = Path("copy_task")  # the entries' folder in the cache
@@ -76,8 +77,11 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
     plain model, none.  Raises InvalidEntry with the first value that does not fit."""
     spec = outcome.spec
     check(dataclasses.asdict(spec) == key["spec"], "spec", "not the run it is stored for")
-    check(outcome.engine == key["engine"] and outcome.engine in ENGINES, "engine",
-          f"{outcome.engine[:40]!r} is not the {key['engine']!r} engine it is stored for")
+    check(
+        outcome.engine == key["engine"] and outcome.engine in ENGINES,
+        "engine",
+        f"{outcome.engine[:40]!r} is not the {key['engine']!r} engine it is stored for",
+    )
     check(outcome.isa in ISAS or outcome.isa == key["numerics"]["isa"], "isa", f"unknown ISA {outcome.isa[:40]!r}")
     check(outcome.backend in BACKENDS, "backend", f"unknown backend {outcome.backend[:40]!r}")
     check(outcome.kernel_isa in KERNEL_ISAS, "kernel_isa", f"unknown kernel variant {outcome.kernel_isa[:40]!r}")

@@ -6,7 +6,6 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.clust
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
@@ -140,8 +139,11 @@ def _quiet_client_logs() -> None:
     its loggers their own levels); attn reports it as one Error line instead."""
     import logging
 
-    names = ["distributed", "distributed.client", *(n for n in logging.root.manager.loggerDict
-                                                    if n.startswith("distributed."))]
+    names = [
+        "distributed",
+        "distributed.client",
+        *(n for n in logging.root.manager.loggerDict if n.startswith("distributed.")),
+    ]
     for name in names:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
@@ -158,8 +160,11 @@ def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float 
     if not scheduler:
         return {}
     check_reachable(scheduler, source or "--scheduler")
-    return {"scheduler": scheduler, "scheduler_from": source or "--scheduler",
-            "worker_wait": WORKER_WAIT_S if worker_wait is None else worker_wait}
+    return {
+        "scheduler": scheduler,
+        "scheduler_from": source or "--scheduler",
+        "worker_wait": WORKER_WAIT_S if worker_wait is None else worker_wait,
+    }
 
 
 def run_cluster_engine(todo, config, report, done) -> None:
@@ -181,12 +186,21 @@ def run_cluster_engine(todo, config, report, done) -> None:
     try:
         for key, (index, spec) in tags.items():
             engine = config.engine_of(spec)
-            fut = client.submit(train_on_worker, dataclasses.asdict(spec), engine, mode, config.device, key,
-                                pure=False, retries=RETRIES, key=key)
+            fut = client.submit(
+                train_on_worker,
+                dataclasses.asdict(spec),
+                engine,
+                mode,
+                config.device,
+                key,
+                pure=False,
+                retries=RETRIES,
+                key=key,
+            )
             futures[fut] = (index, spec, engine)
         watch = _WorkerWatch(client, address, source, getattr(config, "worker_wait", WORKER_WAIT_S))
         watch.check(collected)  # a scheduler without workers is said at once
-        for fut in _finishing(client, futures, watch, lambda: collected):
+        for fut in _finishing(client, futures, watch, lambda: collected):  # noqa: B023 (the live count)
             index, spec, engine = futures.pop(fut)
             what = f"the {spec.model} run at length {spec.length}, seed {spec.seed}"
             try:
@@ -195,11 +209,14 @@ def run_cluster_engine(todo, config, report, done) -> None:
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 report(index, 0, spec.steps, float("nan"), "failed")
                 if "scheduler-connection-lost" in reason or client.status not in ("running", "connecting"):
-                    raise ClusterError(f"lost the Dask scheduler at {address} (from {source}) mid-sweep: "
-                                       f"the {collected} run(s) finished before are kept in the cache; "
-                                       "a rerun resumes from them") from None
-                raise ClusterError(f"{what} failed on the Dask cluster at {address}: "
-                                   f"{type(exc).__name__}: {reason}") from None
+                    raise ClusterError(
+                        f"lost the Dask scheduler at {address} (from {source}) mid-sweep: "
+                        f"the {collected} run(s) finished before are kept in the cache; "
+                        "a rerun resumes from them"
+                    ) from None
+                raise ClusterError(
+                    f"{what} failed on the Dask cluster at {address}: {type(exc).__name__}: {reason}"
+                ) from None
             outcome = _outcome(answer, cache_key(spec, engine, config.device), what, code)
             done(index, outcome)
             collected += 1
@@ -218,7 +235,7 @@ def run_cluster_engine(todo, config, report, done) -> None:
         client.close()
 
 
-def _finishing(client, futures: dict, watch: "_WorkerWatch", collected):
+def _finishing(client, futures: dict, watch: _WorkerWatch, collected):
     """The futures as they finish; while none does, the workers are watched every :data:`POLL_S`."""
     import time
 
@@ -261,16 +278,22 @@ class _WorkerWatch:
             return
         if self.since is None:
             self.since, self.said = now, now
-            _say(f"no Dask worker is connected to the scheduler at {self.address} (from {self.source}); "
-                 f"waiting up to {self.wait_s:g} s for one (--worker-wait)")
+            _say(
+                f"no Dask worker is connected to the scheduler at {self.address} (from {self.source}); "
+                f"waiting up to {self.wait_s:g} s for one (--worker-wait)"
+            )
         elif now - self.said >= SAY_EVERY_S:
             self.said = now
-            _say(f"still no Dask worker at {self.address} after {now - self.since:.0f} s "
-                 f"(giving up at {self.wait_s:g} s)")
+            _say(
+                f"still no Dask worker at {self.address} after {now - self.since:.0f} s "
+                f"(giving up at {self.wait_s:g} s)"
+            )
         if now - self.since >= self.wait_s:
-            raise ClusterError(f"no Dask worker connected to the scheduler at {self.address} (from {self.source}) "
-                               f"for {self.wait_s:g} s (--worker-wait): the {collected} run(s) finished before are "
-                               "kept in the cache; a rerun resumes from them")
+            raise ClusterError(
+                f"no Dask worker connected to the scheduler at {self.address} (from {self.source}) "
+                f"for {self.wait_s:g} s (--worker-wait): the {collected} run(s) finished before are "
+                "kept in the cache; a rerun resumes from them"
+            )
 
 
 def _say(line: str) -> None:
@@ -314,8 +337,10 @@ def _outcome(answer, key: dict, what: str, code: str) -> RunOutcome:
     if "refused" in answer:
         raise ClusterError(f"worker {worker} refused {what}: {str(answer['refused'])[:400]}")
     if answer.get("code") != code:
-        raise ClusterError(f"worker {worker} computes copy-task runs with other code than this attn "
-                           "(install the same attn-cli version on every worker)")
+        raise ClusterError(
+            f"worker {worker} computes copy-task runs with other code than this attn "
+            "(install the same attn-cli version on every worker)"
+        )
     try:
         outcome = revive(RunOutcome, answer.get("outcome"))
         check_outcome(outcome, key)
@@ -324,12 +349,14 @@ def _outcome(answer, key: dict, what: str, code: str) -> RunOutcome:
         raise ClusterError(f"{what}: worker {worker} sent an invalid outcome ({exc})") from None
     want = key["numerics"]["isa"]
     if key["device"] == "cpu" and outcome.isa and outcome.isa != want:
-        raise ClusterError(f"worker {worker} ran {what} on {outcome.isa} kernels, not the {want} kernels of "
-                           f"--numerics {key['numerics']['mode']}; refused (never mixed with this machine's runs)")
+        raise ClusterError(
+            f"worker {worker} ran {what} on {outcome.isa} kernels, not the {want} kernels of "
+            f"--numerics {key['numerics']['mode']}; refused (never mixed with this machine's runs)"
+        )
     return dataclasses.replace(outcome, ran_on={k: ran_on.get(k, "")[:FIELD_CHARS] for k in ("worker", "host", "cpu")})
 
 
-def _worker_name(place: Optional[dict]) -> str:
+def _worker_name(place: dict | None) -> str:
     if not isinstance(place, dict):
         return "(unknown)"
     return f"{str(place.get('worker', ''))[:FIELD_CHARS]} on {str(place.get('host', ''))[:FIELD_CHARS]}"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-from typing import Optional
 
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.experiments.copy_task.cache import code_digest
 
 FIELD_CHARS = 200  # at most this many characters of a worker's address, host name or CPU model
+
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
@@ -46,7 +46,7 @@ def where() -> dict[str, str]:
 TOPIC = "attn-copy-task-started"  # each attempt of a run says on this Dask event topic that it started
 
 
-def _announce(tag: Optional[str]) -> None:
+def _announce(tag: str | None) -> None:
     """Tell the client (:data:`TOPIC`) that the run ``tag`` starts on this worker: its progress
     bar counts running runs, and a run that starts again as a failed attempt.  Best effort."""
     if tag:
@@ -58,7 +58,7 @@ def _announce(tag: Optional[str]) -> None:
             pass
 
 
-PRELOADED_MODE: Optional[str] = None  # the numeric mode prepare_worker pinned in this process; None: not preloaded
+PRELOADED_MODE: str | None = None  # the numeric mode prepare_worker pinned in this process; None: not preloaded
 
 
 def prepare_worker(mode: str) -> None:
@@ -84,16 +84,18 @@ def prepare_worker(mode: str) -> None:
     PRELOADED_MODE = mode
 
 
-def _other_mode(mode: str) -> Optional[str]:
+def _other_mode(mode: str) -> str | None:
     """Why this worker, preloaded with one numeric mode, refuses a run asking for ``mode`` (None: it does not)."""
     if PRELOADED_MODE is None or mode == PRELOADED_MODE:
         return None
-    return (f"this worker was started with --preload attn_cli.dask_worker --attn-numerics {PRELOADED_MODE} "
-            f"(torch loads once per process, under that mode) and the run asks for --numerics {mode}: "
-            f"restart the worker with --attn-numerics {mode}, or run attn with --numerics {PRELOADED_MODE}")
+    return (
+        f"this worker was started with --preload attn_cli.dask_worker --attn-numerics {PRELOADED_MODE} "
+        f"(torch loads once per process, under that mode) and the run asks for --numerics {mode}: "
+        f"restart the worker with --attn-numerics {mode}, or run attn with --numerics {PRELOADED_MODE}"
+    )
 
 
-def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: Optional[str] = None) -> dict:
+def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: str | None = None) -> dict:
     """One copy-task run, as the local engines compute it, in this (worker) process.
 
     ``spec``: ``dataclasses.asdict`` of a RunSpec; ``engine``: "exact" or "fast"; ``mode``:

@@ -7,11 +7,10 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
-from typing import Optional
 
 from attn_cli.core.copy_spec import MODELS, RunSpec
 from attn_cli.errors import AttnError
-from attn_cli.published.copy_task import ATTENTION, METRICS  # METRICS: the text's three accuracies, measured
+from attn_cli.published.copy_task import ATTENTION
 
 TEXT_LENGTHS = tuple(ATTENTION)  # the lengths W9 2.3 prints (4 8 16 32)
 MODEL_CHOICES = ("attention", "plain", "both")
@@ -30,16 +29,16 @@ class Config:
     batch_size: int = 64  # training batch
     lr: float = 3e-3  # Adam learning rate
     eval_size: int = 1000  # one evaluation batch, drawn after training
-    jobs: Optional[int] = None  # worker processes; None: the CPU count (cuda: one, the GPU's)
+    jobs: int | None = None  # worker processes; None: the CPU count (cuda: one, the GPU's)
     engine: str = "exact"  # exact (bitwise the text's program) or fast (statistically equivalent)
     use_cache: bool = True  # False: recompute (and overwrite) cached runs (the cache: run()'s store)
-    extra_seed_engine: Optional[str] = None  # engine of every seed after the first; None: ``engine``
-    scheduler: Optional[str] = None  # a Dask scheduler's address: every run not cached trains there; never recorded
-    scheduler_from: Optional[str] = None  # where that address came from (--scheduler, ATTN_SCHEDULER): for errors
+    extra_seed_engine: str | None = None  # engine of every seed after the first; None: ``engine``
+    scheduler: str | None = None  # a Dask scheduler's address: every run not cached trains there; never recorded
+    scheduler_from: str | None = None  # where that address came from (--scheduler, ATTN_SCHEDULER): for errors
     worker_wait: float = 120.0  # seconds a cluster sweep waits without any worker before it gives up (--worker-wait)
 
     @classmethod
-    def quick(cls, **overrides) -> "Config":
+    def quick(cls, **overrides) -> Config:
         """All four lengths, but 30 steps and 100 evaluation sequences: seconds, not minutes."""
         return cls(**{"steps": 30, "eval_size": 100, **overrides})
 
@@ -53,9 +52,21 @@ class Config:
 
     def plan(self) -> list[RunSpec]:
         """Every run of this configuration, in display order (model, length, seed)."""
-        return [RunSpec(model=m, length=L, seed=s, steps=self.steps, hidden=self.hidden_size,
-                        batch_size=self.batch_size, lr=self.lr, eval_size=self.eval_size)
-                for m in self.model_list for L in self.lengths for s in self.seed_list]
+        return [
+            RunSpec(
+                model=m,
+                length=L,
+                seed=s,
+                steps=self.steps,
+                hidden=self.hidden_size,
+                batch_size=self.batch_size,
+                lr=self.lr,
+                eval_size=self.eval_size,
+            )
+            for m in self.model_list
+            for L in self.lengths
+            for s in self.seed_list
+        ]
 
     def engine_of(self, spec: RunSpec) -> str:
         """The engine that trains ``spec``: ``engine`` for the first seed, else ``extra_seed_engine``."""
@@ -80,7 +91,11 @@ class Config:
             return os.cpu_count() or 1
 
 
-LOCAL_FIELDS = ("scheduler", "scheduler_from", "worker_wait")  # this machine's set-up: never in a Result, its JSON or a report
+LOCAL_FIELDS = (
+    "scheduler",
+    "scheduler_from",
+    "worker_wait",
+)  # this machine's set-up: never in a Result, its JSON or a report
 
 
 def recorded(config: Config) -> dict:
@@ -162,10 +177,17 @@ def check_memory(config: Config) -> None:
     if not specs or config.scheduler:
         return
     worst = max(specs, key=run_peak_bytes)
-    what = (f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
-            f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)")
-    guard(estimate_bytes(config), what, config.device, processes=processes(config, specs),
-          workers=worker_processes(config))
+    what = (
+        f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
+        f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)"
+    )
+    guard(
+        estimate_bytes(config),
+        what,
+        config.device,
+        processes=processes(config, specs),
+        workers=worker_processes(config),
+    )
 
 
 def worker_processes(config: Config) -> int:

@@ -8,14 +8,14 @@ step, total, loss, "running")``, ``index`` being the run's place in ``Config.pla
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.config import Config
 
 # (run index in plan order, step, total steps, loss, status: "running" | "cached" | "done")
-EngineCallback = Optional[Callable[[int, int, int, float, str], None]]
+EngineCallback = Callable[[int, int, int, float, str], None] | None
 Done = Callable[[int, RunOutcome], None]
 Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
 
@@ -42,8 +42,9 @@ def fast_engine() -> Callable:
     except (ImportError, ValueError):
         found = None
     if found is None:
-        raise AttnError("--engine fast is not available in this build yet (attn_cli/core/copy_fast "
-                        "is missing); use --engine exact")
+        raise AttnError(
+            "--engine fast is not available in this build yet (attn_cli/core/copy_fast is missing); use --engine exact"
+        )
     return _run_fast
 
 
@@ -59,8 +60,10 @@ def _run_fast(*args, **kwargs):
 
 def _cost(spec: RunSpec) -> float:
     """Relative wall time of a run: steps x length (x PLAIN_COST for plain); longest first."""
-    return spec.steps * spec.length * (1.0 if spec.model == "attention" else PLAIN_COST) \
+    return (
+        spec.steps * spec.length * (1.0 if spec.model == "attention" else PLAIN_COST)
         + spec.eval_size * spec.length / 64
+    )
 
 
 def schedule(todo: Todo) -> Todo:
@@ -94,9 +97,11 @@ def run_exact_engine(todo: Todo, config: Config, report: EngineCallback, done: D
         from attn_cli.core.copy_train import train_and_evaluate
 
         for index, spec in todo:
+
             def progress(step, total, loss, _i=index):
                 if report:
                     report(_i, step, total, loss, "running")
+
             done(index, train_and_evaluate(spec, config.device, progress))
         return
     _run_pool(todo, config, workers, report, done)
@@ -114,7 +119,7 @@ class Worker:
     process and :func:`_work` finds it as ``Worker.current``; the parent never sets it.
     """
 
-    current: Optional["Worker"] = None
+    current: Worker | None = None
 
     def __init__(self, queue) -> None:
         self.queue = queue
@@ -168,9 +173,11 @@ def _outcome(fut, spec, pool):
             from attn_cli.errors import ConfigError
 
             raise ConfigError(MAIN_GUARD_MESSAGE) from None
-        raise AttnError(f"a copy-task worker died during the {spec.model} run at length "
-                        f"{spec.length}, seed {spec.seed} (out of memory? or, from a script, a missing "
-                        "if __name__ == '__main__' guard)") from None
+        raise AttnError(
+            f"a copy-task worker died during the {spec.model} run at length "
+            f"{spec.length}, seed {spec.seed} (out of memory? or, from a script, a missing "
+            "if __name__ == '__main__' guard)"
+        ) from None
     except AttnError:
         raise
     except Exception as exc:
@@ -196,8 +203,12 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
     alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
     from attn_cli.core import numerics
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=Worker.start,
-                               initargs=(progress_queue, alive, numerics.current_mode()))
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=Worker.start,
+        initargs=(progress_queue, alive, numerics.current_mode()),
+    )
     finished = False
     try:
         futures = {pool.submit(_work, index, spec, config.device): (index, spec) for index, spec in todo}
@@ -231,9 +242,11 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
 
 
 MAIN_GUARD_EXIT = 86  # a worker that found the script calling attn while the worker imported it
-MAIN_GUARD_MESSAGE = ("the script calls attn_cli at import time: the copy task's worker processes import the "
-                      "script again, and ran that call too. Put the calls under if __name__ == \"__main__\": "
-                      "(see the Python API docs, docs/api.md)")
+MAIN_GUARD_MESSAGE = (
+    "the script calls attn_cli at import time: the copy task's worker processes import the "
+    'script again, and ran that call too. Put the calls under if __name__ == "__main__": '
+    "(see the Python API docs, docs/api.md)"
+)
 
 
 def _exit_codes(pool) -> set:

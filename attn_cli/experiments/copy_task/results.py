@@ -7,10 +7,11 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from attn_cli.core.copy_spec import RunOutcome
-from attn_cli.experiments.copy_task.config import METRICS, Config, recorded
+from attn_cli.experiments.copy_task.config import Config, recorded
+from attn_cli.published.copy_task import METRICS
 
 
 @dataclass
@@ -69,13 +70,20 @@ class Result:
             for metric in METRICS:
                 cid = check_id(c["model"], c["length"], metric)
                 if cid in CHECK_IDS:
-                    out[cid] = SeedSample(value=rows[0][metric], values=[r[metric] for r in rows],
-                                          seeds=[r["seed"] for r in rows], engines=[r["engine"] for r in rows])
+                    out[cid] = SeedSample(
+                        value=rows[0][metric],
+                        values=[r[metric] for r in rows],
+                        seeds=[r["seed"] for r in rows],
+                        engines=[r["engine"] for r in rows],
+                    )
         att = [r for r in self.rows if r["model"] == "attention"]
         if att:
-            out[MAP_RULE_ID] = MapSample(lengths=[r["length"] for r in att], seeds=[r["seed"] for r in att],
-                                         diagonal=[r["diagonal"] for r in att],
-                                         free_running=[r["free_running"] for r in att])
+            out[MAP_RULE_ID] = MapSample(
+                lengths=[r["length"] for r in att],
+                seeds=[r["seed"] for r in att],
+                diagonal=[r["diagonal"] for r in att],
+                free_running=[r["free_running"] for r in att],
+            )
         return out
 
 
@@ -105,25 +113,61 @@ def _aggregate(config: Config, outcomes: list[RunOutcome]) -> tuple[list[dict], 
             cells.append(cell)
             first = group[0]
             if first.example_weights:
-                maps.append({"model": model, "length": length, "seed": first.spec.seed,
-                             "src": list(first.example_src), "weights": first.example_weights,
-                             "free_running": first.free_running,
-                             "diagonal": diagonal_fraction(first.example_weights),
-                             "diagonal_all": _stats([o.diagonal for o in group if o.diagonal is not None])["mean"]})
+                maps.append(
+                    {
+                        "model": model,
+                        "length": length,
+                        "seed": first.spec.seed,
+                        "src": list(first.example_src),
+                        "weights": first.example_weights,
+                        "free_running": first.free_running,
+                        "diagonal": diagonal_fraction(first.example_weights),
+                        "diagonal_all": _stats([o.diagonal for o in group if o.diagonal is not None])["mean"],
+                    }
+                )
     return cells, maps
 
 
-def assemble(config: Config, outcomes: list[RunOutcome], cached: Optional[list[bool]] = None,
-             seconds: float = 0.0, notes: Optional[list[str]] = None) -> Result:
+def assemble(
+    config: Config,
+    outcomes: list[RunOutcome],
+    cached: list[bool] | None = None,
+    seconds: float = 0.0,
+    notes: list[str] | None = None,
+) -> Result:
     """The Result of ``config`` from its runs' outcomes (in plan order)."""
     cached = cached or [False] * len(outcomes)
-    rows = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "engine": o.engine,
-             "teacher_forced": o.teacher_forced, "free_running": o.free_running, "exact": o.exact,
-             "diagonal": o.diagonal} for o in outcomes]
-    runs = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed, "seconds": o.seconds,
-             "cpu_seconds": o.cpu_seconds, "final_loss": o.final_loss, "engine": o.engine, "isa": o.isa,
-             "backend": o.backend, "kernel_isa": o.kernel_isa, "cached": c, **({"ran_on": o.ran_on} if o.ran_on else {})}
-            for o, c in zip(outcomes, cached)]
+    rows = [
+        {
+            "model": o.spec.model,
+            "length": o.spec.length,
+            "seed": o.spec.seed,
+            "engine": o.engine,
+            "teacher_forced": o.teacher_forced,
+            "free_running": o.free_running,
+            "exact": o.exact,
+            "diagonal": o.diagonal,
+        }
+        for o in outcomes
+    ]
+    runs = [
+        {
+            "model": o.spec.model,
+            "length": o.spec.length,
+            "seed": o.spec.seed,
+            "seconds": o.seconds,
+            "cpu_seconds": o.cpu_seconds,
+            "final_loss": o.final_loss,
+            "engine": o.engine,
+            "isa": o.isa,
+            "backend": o.backend,
+            "kernel_isa": o.kernel_isa,
+            "cached": c,
+            **({"ran_on": o.ran_on} if o.ran_on else {}),
+        }
+        for o, c in zip(outcomes, cached)
+    ]
     cells, maps = _aggregate(config, outcomes)
-    return Result(config=recorded(config), rows=rows, cells=cells, maps=maps, runs=runs,
-                  seconds=seconds, notes=list(notes or []))
+    return Result(
+        config=recorded(config), rows=rows, cells=cells, maps=maps, runs=runs, seconds=seconds, notes=list(notes or [])
+    )

@@ -10,10 +10,21 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments.progress import ProgressEvent, ProgressCallback
-from attn_cli.experiments.exercises import (ex01_readouts, ex02_noise, ex03_rank, ex04_key_noise, ex05_pruning,
-                                            ex06_timing, ex07_cross_cost, ex08_gqa, ex09_slices, ex10_permute,
-                                            ex11_projections, ex12_learned)
+from attn_cli.experiments.exercises import (
+    ex01_readouts,
+    ex02_noise,
+    ex03_rank,
+    ex04_key_noise,
+    ex05_pruning,
+    ex06_timing,
+    ex07_cross_cost,
+    ex08_gqa,
+    ex09_slices,
+    ex10_permute,
+    ex11_projections,
+    ex12_learned,
+)
+from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 
 ARTIFACTS = tuple(f"d2l-ex{i}" for i in range(1, 13))
 SLOW = False  # seconds at --quick, about 15 s at full size
@@ -24,23 +35,44 @@ FIGURES = ("exercise_2.png", "exercise_6.png", "exercise_11.png", "exercise_12.p
 NUMBERS = tuple(range(1, 13))
 
 # exercise number -> its module; each module's TITLE is the exercise's own heading
-MODULES = dict(zip(NUMBERS, (ex01_readouts, ex02_noise, ex03_rank, ex04_key_noise, ex05_pruning, ex06_timing,
-                             ex07_cross_cost, ex08_gqa, ex09_slices, ex10_permute, ex11_projections,
-                             ex12_learned)))
+MODULES = dict(
+    zip(
+        NUMBERS,
+        (
+            ex01_readouts,
+            ex02_noise,
+            ex03_rank,
+            ex04_key_noise,
+            ex05_pruning,
+            ex06_timing,
+            ex07_cross_cost,
+            ex08_gqa,
+            ex09_slices,
+            ex10_permute,
+            ex11_projections,
+            ex12_learned,
+        ),
+    )
+)
 TITLES: dict[int, str] = {n: m.TITLE for n, m in MODULES.items()}
 SEED_OFFSETS = (0, 1, 2)  # seeds drawn from: seed, and exercise 12's data streams seed + 1, seed + 2
 
 
 def _quick_sizes() -> dict[str, Any]:
     """Every exercise's ``Config.quick()`` sizes, by field name (seed and device apart)."""
-    return {f.name: getattr(m.Config.quick(), f.name) for m in MODULES.values()
-            for f in dataclasses.fields(m.Config) if f.name not in ("seed", "device")}
+    return {
+        f.name: getattr(m.Config.quick(), f.name)
+        for m in MODULES.values()
+        for f in dataclasses.fields(m.Config)
+        if f.name not in ("seed", "device")
+    }
 
 
 @dataclass(frozen=True)
 class Config:
     """The settings of all twelve exercises: each field is the same-named field of the
     exercises' own Configs (see there), handed to every exercise that has it."""
+
     seed: int = 0  # torch.manual_seed(seed) at the start of every exercise
     device: str = "cpu"  # data drawn on the CPU generator, then moved; ex6 times this device
     exercises: tuple[int, ...] = NUMBERS  # which exercises to run, in this order
@@ -54,7 +86,7 @@ class Config:
     train_steps: int = ex12_learned.Config.train_steps  # ex12
 
     @classmethod
-    def quick(cls, **overrides) -> "Config":
+    def quick(cls, **overrides) -> Config:
         return cls(**{**_quick_sizes(), **overrides})
 
 
@@ -84,8 +116,16 @@ class Result:
     seconds: dict = dataclasses.field(default_factory=dict)  # "ex1" -> wall seconds
     # wall-clock values (JSON: under "timing"): each exercise's seconds and ex6's timings and
     # everything fitted to them
-    TIMING: ClassVar[tuple[str, ...]] = ("seconds", "ex6.rows.*.seconds", "ex6.ratio", "ex6.slowest_h",
-                                         "ex6.fastest_h", "ex6.ns_per_entry", "ex6.fixed_seconds", "ex6.r_squared")
+    TIMING: ClassVar[tuple[str, ...]] = (
+        "seconds",
+        "ex6.rows.*.seconds",
+        "ex6.ratio",
+        "ex6.slowest_h",
+        "ex6.fastest_h",
+        "ex6.ns_per_entry",
+        "ex6.fixed_seconds",
+        "ex6.r_squared",
+    )
 
     def ran(self) -> list[int]:
         """The exercises that ran, in the order they were asked for."""
@@ -131,8 +171,11 @@ def validate_result(result: Result, config: Config) -> None:
     selected = parse_selection(config.exercises)
     for number, module in MODULES.items():
         got = getattr(result, f"ex{number}")
-        check((got is not None) == (number in selected), f"ex{number}",
-              "present but not selected" if got is not None else "selected but missing")
+        check(
+            (got is not None) == (number in selected),
+            f"ex{number}",
+            "present but not selected" if got is not None else "selected but missing",
+        )
         validate = getattr(module, "validate_result", None)
         if got is not None and validate is not None:
             try:
@@ -147,11 +190,13 @@ def estimate_bytes(config: Config) -> int:
     resamples (ex4: R x 8 x 8), the timed layer (ex6: (8, n, 256) inputs, (8, 64, n, n) scores
     at the most heads) and ex12's held-out batch."""
     n = config.timing_n
-    return 8 * max(8 * config.samples * 16,
-                   4 * config.mlp_points * config.mlp_hidden,
-                   8 * config.resamples * 64,
-                   (6 * 8 * n * 256 + 2 * 8 * 64 * n * n) // 2,
-                   8 * 4096 * 2 * 16)
+    return 8 * max(
+        8 * config.samples * 16,
+        4 * config.mlp_points * config.mlp_hidden,
+        8 * config.resamples * 64,
+        (6 * 8 * n * 256 + 2 * 8 * 64 * n * n) // 2,
+        8 * 4096 * 2 * 16,
+    )
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES, ExerciseConfig
 
 TITLE = "nonlinear readouts"
 CASES = (("gaussian", 0.5), ("gaussian", 0.7), ("sign", 0.5), ("sign", 0.7))  # (values, a)
@@ -17,6 +17,7 @@ LR = 1e-2  # Adam learning rate of the perceptron
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """Seeds the data's generator and, before each case, the perceptron's initialisation."""
+
     device: str = "cpu"  # data drawn on the CPU generator, then moved
     samples: int = SAMPLES  # N training and N held-out examples
     mlp_hidden: int = 16  # hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)
@@ -74,8 +75,9 @@ def _mlp_readout(m_train, t_train, m_test, hidden: int, steps: int, device: str,
 
     from attn_cli.core.optim import adam
 
-    net = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                        nn.Linear(hidden, 2)).to(device)
+    net = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2)).to(
+        device
+    )
     opt = adam(list(net.parameters()), LR)  # torch.optim.Adam, without torch._dynamo
     x = m_train.reshape(-1, 1)[:points]  # (P, 1): every coordinate is one example
     y = t_train.reshape(2, -1).T[:points]  # (P, 2): (v1_j, v2_j)
@@ -104,10 +106,15 @@ def run(config: Config, progress=None) -> Result:
         t_train, t_test = torch.cat([train[0], train[1]], 1), torch.cat([test[0], test[1]], 1)  # (N, 2d)
         linear = readout_error(m_train.cpu(), t_train.cpu(), held_out=(m_test.cpu(), t_test.cpu()))
         torch.manual_seed(config.seed)  # the same perceptron initialisation for every case
-        pred = _mlp_readout(m_train, train, m_test, config.mlp_hidden, config.mlp_steps, device,
-                            config.mlp_points)
+        pred = _mlp_readout(m_train, train, m_test, config.mlp_hidden, config.mlp_steps, device, config.mlp_points)
         mlp = relative_error(pred, test)
         levels = len(torch.unique(torch.round(m_train * 1e6))) if values == "sign" else n * DIM
         rows.append(Row(values, a, linear, mlp, theory(values, a), int(levels)))
-    return Result(samples=n, d_v=DIM, hidden=config.mlp_hidden, steps=config.mlp_steps,
-               points=min(config.mlp_points, n * DIM), rows=rows)
+    return Result(
+        samples=n,
+        d_v=DIM,
+        hidden=config.mlp_hidden,
+        steps=config.mlp_steps,
+        points=min(config.mlp_points, n * DIM),
+        rows=rows,
+    )

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, ExerciseConfig, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES, ExerciseConfig
 
 TITLE = "nearly identical heads"
 SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
@@ -21,6 +21,7 @@ SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """torch.manual_seed(seed) before the text's draws."""
+
     device: str = "cpu"  # the draws are made on the CPU, then moved
     samples: int = SAMPLES  # N of the text's copy-both data
     QUICK = {"samples": QUICK_SAMPLES}
@@ -60,7 +61,7 @@ class Result:
 
 def error_variances(eps: float, sigma: float) -> tuple[float, float]:
     """(e_s, e_u): per-coordinate error variances of the best estimates of v1 + v2, v1 - v2."""
-    return 2 * sigma ** 2 / (1 + sigma ** 2), 2 * sigma ** 2 / (4 * eps ** 2 + sigma ** 2)
+    return 2 * sigma**2 / (1 + sigma**2), 2 * sigma**2 / (4 * eps**2 + sigma**2)
 
 
 def theory(eps: float, sigma: float) -> float:
@@ -97,13 +98,22 @@ def run(config: Config, progress=None) -> Result:
             a, b = 0.5 + eps, 0.5 - eps
             M2 = torch.cat([a * V1 + b * V2 + sigma * Z1, b * V1 + a * V2 + sigma * Z2], dim=1)  # (N, 2d)
             A = torch.tensor([[a, b], [b, a]], dtype=torch.float64)
-            points.append(Point(eps, readout_error(M2, target), theory(eps, sigma),
-                                torch.linalg.cond(A).item(), straight(eps, sigma)))
+            points.append(
+                Point(
+                    eps,
+                    readout_error(M2, target),
+                    theory(eps, sigma),
+                    torch.linalg.cond(A).item(),
+                    straight(eps, sigma),
+                )
+            )
         fit = [p for p in points if p.straight]
-        sweeps.append(Sweep(sigma, sigma / 2, loglog_slope([p.eps for p in fit], [p.error for p in fit]),
-                            len(fit), points))
-    return Result(samples=n, d_v=DIM,
-               eigenvalues="eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)", sweeps=sweeps)
+        sweeps.append(
+            Sweep(sigma, sigma / 2, loglog_slope([p.eps for p in fit], [p.error for p in fit]), len(fit), points)
+        )
+    return Result(
+        samples=n, d_v=DIM, eigenvalues="eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)", sweeps=sweeps
+    )
 
 
 def validate_result(result: Result, config: Config) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import ExerciseConfig, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import QUICK_SAMPLES, SAMPLES, ExerciseConfig
 
 TITLE = "what the bound counts"
 MIN_SAMPLES = 200  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
@@ -19,6 +19,7 @@ TEMPERATURE = 2.0  # logits ~ N(0, TEMPERATURE^2) before the softmax
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """Seeds the generator of the matrices and the samples."""
+
     samples: int = SAMPLES  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
     QUICK = {"samples": QUICK_SAMPLES}
 
@@ -81,8 +82,10 @@ def run(config: Config, progress=None) -> Result:
 
     gen = torch.Generator().manual_seed(config.seed)
     n = max(MIN_SAMPLES, config.samples // 5)
-    mats = [("softmax", torch.softmax(TEMPERATURE * torch.randn(h, k, generator=gen, dtype=torch.float64), -1))
-            for h, k in SHAPES]
+    mats = [
+        ("softmax", torch.softmax(TEMPERATURE * torch.randn(h, k, generator=gen, dtype=torch.float64), -1))
+        for h, k in SHAPES
+    ]
     base = torch.softmax(TEMPERATURE * torch.randn(2, 4, generator=gen, dtype=torch.float64), -1)
     mats.append(("duplicated heads", torch.cat([base, base], 0)))  # 4 heads, only 2 distinct
     mats.append(("uniform heads", torch.full((3, 4), 0.25, dtype=torch.float64)))  # every head the same
@@ -90,7 +93,5 @@ def run(config: Config, progress=None) -> Result:
     for kind, A in mats:
         h, k = A.shape
         rank = int(torch.linalg.matrix_rank(A).item())
-        rows.append(Row(kind, h, k, rank, 1 - rank / k, population_error(A), sampled_error(A, n, gen),
-                        A.min().item()))
-    return Result(value_dim=VALUE_DIM, samples=n, rows=rows,
-               max_gap=max(abs(r.population - r.bound) for r in rows))
+        rows.append(Row(kind, h, k, rank, 1 - rank / k, population_error(A), sampled_error(A, n, gen), A.min().item()))
+    return Result(value_dim=VALUE_DIM, samples=n, rows=rows, max_gap=max(abs(r.population - r.bound) for r in rows))

@@ -27,6 +27,7 @@ SETTINGS = (  # (name, anisotropic k_a, query)
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """Seeds the generator of the noise z and gamma; --quick keeps the 1000 resamples (ms)."""
+
     resamples: int = 1000  # resamples of the keys (the exercise's 1000)
 
 
@@ -92,9 +93,11 @@ def run(config: Config, progress=None) -> Result:
         for name, anisotropic, query in SETTINGS:
             o = _outputs(aniso if anisotropic else iso, query, c)
             dist = (o - target).norm(dim=-1)  # (R,)
-            rows.append(Row(name, query, anisotropic, c, dist.median().item(),
-                            (dist > THRESHOLD).double().mean().item()))
+            rows.append(
+                Row(name, query, anisotropic, c, dist.median().item(), (dist > THRESHOLD).double().mean().item())
+            )
     spread = (_outputs(aniso, "neg", SCALES[-1]) - _outputs(iso, "neg", SCALES[-1])).abs().max().item()
     limit = 0.5 * math.erfc(math.sqrt(2) / math.sqrt(2))  # Phi(-sqrt 2) = erfc(1) / 2
-    return Result(beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit,
-               neg_gamma_spread=spread, rows=rows)
+    return Result(
+        beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit, neg_gamma_spread=spread, rows=rows
+    )

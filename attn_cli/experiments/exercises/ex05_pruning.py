@@ -6,10 +6,10 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 from itertools import combinations
+from typing import ClassVar
 
-from attn_cli.experiments.exercises.common import DIM, ExerciseConfig, QUICK_SAMPLES, SAMPLES
+from attn_cli.experiments.exercises.common import DIM, QUICK_SAMPLES, SAMPLES, ExerciseConfig
 
 TITLE = "head pruning"
 HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
@@ -30,6 +30,7 @@ def greedy_evaluations(h: int) -> int:
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """torch.manual_seed(seed) before the text's draws (solved on the CPU)."""
+
     samples: int = SAMPLES  # N of the text's copy-both data
     QUICK = {"samples": QUICK_SAMPLES}
 
@@ -99,8 +100,9 @@ class _Pruner:
 
         if kept not in self.cache:
             self.calls += 1
-            self.cache[kept] = readout_error(torch.cat([self.mixtures[i] for i in kept], 1).double(),
-                                             self.target.double(), driver="gelsd")  # float64, SVD: rank-safe
+            self.cache[kept] = readout_error(
+                torch.cat([self.mixtures[i] for i in kept], 1).double(), self.target.double(), driver="gelsd"
+            )  # float64, SVD: rank-safe
         return self.cache[kept]
 
     def importances(self, kept: tuple[int, ...]) -> dict[int, float]:
@@ -115,8 +117,13 @@ class _Pruner:
             imp_now = self.importances(kept)
             least = min(kept, key=lambda i: (imp_now[i], i))
             done = stop and imp_now[least] >= TAU
-            steps.append({"kept": [i + 1 for i in kept], "importance": [imp_now[i] for i in kept],
-                          "removed": None if done else least + 1})
+            steps.append(
+                {
+                    "kept": [i + 1 for i in kept],
+                    "importance": [imp_now[i] for i in kept],
+                    "removed": None if done else least + 1,
+                }
+            )
             if done:
                 break
             order.append(least + 1)
@@ -134,8 +141,11 @@ def run(config: Config, progress=None) -> Result:
     p = _Pruner(mixtures, target)
     everything = tuple(range(len(HEADS)))
     full = p.error(everything)
-    subsets = [Subset([i + 1 for i in kept], [i + 1 for i in everything if i not in kept], p.error(kept))
-               for r in (len(HEADS) - 1, len(HEADS) - 2) for kept in combinations(everything, r)]
+    subsets = [
+        Subset([i + 1 for i in kept], [i + 1 for i in everything if i not in kept], p.error(kept))
+        for r in (len(HEADS) - 1, len(HEADS) - 2)
+        for kept in combinations(everything, r)
+    ]
     p.fresh()  # one-shot: every importance once (counted from a fresh cache), remove all below tau
     imp = p.importances(everything)
     one_shot_evals = p.calls
@@ -146,9 +156,21 @@ def run(config: Config, progress=None) -> Result:
     g_error = p.error(g_kept)  # already cached: the last round's base error
     to_one = p.greedy(everything, stop=False)[3]
     spread = float32_spread(torch.cat([mixtures[1], mixtures[2]], 1), target)
-    return Result(float32_spread=spread, heads=[list(hd) for hd in HEADS], tau=TAU, full_error=full, subsets=subsets,
-                  importance=[imp[i] for i in everything],
-                  one_shot_removed=[i + 1 for i in removed], one_shot_kept=[i + 1 for i in kept_one],
-                  one_shot_error=one_shot_error, one_shot_evaluations=one_shot_evals,
-                  greedy_removed=g_removed, greedy_kept=[i + 1 for i in g_kept], greedy_error=g_error,
-                  greedy_steps=g_steps, greedy_evaluations=g_evals, greedy_to_one=to_one)
+    return Result(
+        float32_spread=spread,
+        heads=[list(hd) for hd in HEADS],
+        tau=TAU,
+        full_error=full,
+        subsets=subsets,
+        importance=[imp[i] for i in everything],
+        one_shot_removed=[i + 1 for i in removed],
+        one_shot_kept=[i + 1 for i in kept_one],
+        one_shot_error=one_shot_error,
+        one_shot_evaluations=one_shot_evals,
+        greedy_removed=g_removed,
+        greedy_kept=[i + 1 for i in g_kept],
+        greedy_error=g_error,
+        greedy_steps=g_steps,
+        greedy_evaluations=g_evals,
+        greedy_to_one=to_one,
+    )

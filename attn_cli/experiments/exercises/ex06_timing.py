@@ -17,6 +17,7 @@ HEADS = (1, 2, 4, 8, 16, 32, 64)
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """torch.manual_seed(seed) before the input and the layers are drawn."""
+
     device: str = "cpu"  # the device timed
     timing_n: int = 512  # sequence length n (the exercise's 512)
     timing_repeats: int = 3  # timed calls per head count after one warm-up (median kept)
@@ -53,7 +54,7 @@ class Result:
         return fitted_seconds(self, score_entries)
 
 
-def fitted_seconds(result: "Result", score_entries: int) -> float:
+def fitted_seconds(result: Result, score_entries: int) -> float:
     """The fitted time t0 + t1 * entries for one row's score-entry count."""
     return result.fixed_seconds + result.ns_per_entry * 1e-9 * score_entries
 
@@ -70,8 +71,11 @@ def run(config: Config, progress=None) -> Result:
 
     n, device = config.timing_n, config.device
     # the largest h: scores, scaled scores and weights, each B h n^2 floats, plus activations
-    check_fits(4.0 * (3 * BATCH * max(HEADS) * n * n + 8 * BATCH * n * D_MODEL),
-               f"timing multi-head attention at n = {n}", device)
+    check_fits(
+        4.0 * (3 * BATCH * max(HEADS) * n * n + 8 * BATCH * n * D_MODEL),
+        f"timing multi-head attention at n = {n}",
+        device,
+    )
     torch.manual_seed(config.seed)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     X = torch.randn(BATCH, n, D_MODEL).to(device)  # (B, n, d)
@@ -87,14 +91,33 @@ def run(config: Config, progress=None) -> Result:
                 mha(X, X, X)
                 sync()
                 times.append(time.perf_counter() - start)
-            rows.append(Row(h, D_MODEL // h, statistics.median(times), BATCH * h * n * n,
-                            BATCH * (8 * n * D_MODEL ** 2 + 4 * n * n * D_MODEL)))
+            rows.append(
+                Row(
+                    h,
+                    D_MODEL // h,
+                    statistics.median(times),
+                    BATCH * h * n * n,
+                    BATCH * (8 * n * D_MODEL**2 + 4 * n * n * D_MODEL),
+                )
+            )
     secs = [r.seconds for r in rows]
     t0, t1, r2 = fit_line([r.score_entries for r in rows], secs)
     slow, fast = max(rows, key=lambda r: r.seconds), min(rows, key=lambda r: r.seconds)
-    return Result(n=n, d=D_MODEL, batch=BATCH, repeats=config.timing_repeats, device=device,
-               threads=torch.get_num_threads(), rows=rows, ratio=slow.seconds / fast.seconds,
-               slowest_h=slow.h, fastest_h=fast.h, ns_per_entry=t1 * 1e9, fixed_seconds=t0, r_squared=r2)
+    return Result(
+        n=n,
+        d=D_MODEL,
+        batch=BATCH,
+        repeats=config.timing_repeats,
+        device=device,
+        threads=torch.get_num_threads(),
+        rows=rows,
+        ratio=slow.seconds / fast.seconds,
+        slowest_h=slow.h,
+        fastest_h=fast.h,
+        ns_per_entry=t1 * 1e9,
+        fixed_seconds=t0,
+        r_squared=r2,
+    )
 
 
 def validate_result(result: Result, config: Config) -> None:

@@ -77,7 +77,7 @@ def run(config: Config, progress=None) -> Result:
     for n, m in SHAPES:
         A, B = torch.empty(1, n, d, device="meta"), torch.empty(1, m, d, device="meta")
         parts = terms(n, m, d)
-        rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=count_flops(lambda: mha(A, B, B))))
+        rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=count_flops(lambda A=A, B=B: mha(A, B, B))))
     x = torch.empty(1, 1, d, device="meta")  # the new decoder token
     B = torch.empty(1, SOURCE, d, device="meta")
     K, V = mha.W_k(B), mha.W_v(B)  # cached once: (1, m, d)
@@ -88,6 +88,15 @@ def run(config: Config, progress=None) -> Result:
     recompute, cached = per_token(SOURCE, d)
     recompute_counted = count_flops(lambda: mha(x, B, B))
     cached_counted = count_flops(cached_step)
-    return Result(d=d, m=SOURCE, heads=h, rows=rows, recompute_formula=recompute, cached_formula=cached,
-               recompute_counted=recompute_counted, cached_counted=cached_counted,
-               ratio=recompute / cached, ratio_counted=recompute_counted / cached_counted)
+    return Result(
+        d=d,
+        m=SOURCE,
+        heads=h,
+        rows=rows,
+        recompute_formula=recompute,
+        cached_formula=cached,
+        recompute_counted=recompute_counted,
+        cached_counted=cached_counted,
+        ratio=recompute / cached,
+        ratio_counted=recompute_counted / cached_counted,
+    )

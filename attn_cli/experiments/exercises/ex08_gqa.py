@@ -102,12 +102,23 @@ def run(config: Config, progress=None) -> Result:
         with torch.device("meta"):
             layer = grouped_attention(d, h, g)
         x = torch.empty(1, n, d, device="meta")
-        schemes.append(Scheme(
-            name, g, count_parameters(layer), 2 * d * d + 2 * d * g * p,
-            count_flops(lambda: layer(x)), 4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d,
-            2 * g * p * BYTES, 2 * g * p))
+        schemes.append(
+            Scheme(
+                name,
+                g,
+                count_parameters(layer),
+                2 * d * d + 2 * d * g * p,
+                count_flops(lambda layer=layer, x=x: layer(x)),
+                4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d,
+                2 * g * p * BYTES,
+                2 * g * p,
+            )
+        )
     gen = torch.Generator().manual_seed(config.seed)
-    shared = [SharedRow(q, _shared_value_error(q, SHARED_SAMPLES, gen), (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5)
-              for q in SHARED_WIDTHS]
-    return Result(d=d, h=h, p=p, tokens=n, schemes=schemes, shared_weights=[list(w) for w in SHARED_WEIGHTS],
-                  shared=shared)
+    shared = [
+        SharedRow(q, _shared_value_error(q, SHARED_SAMPLES, gen), (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5)
+        for q in SHARED_WIDTHS
+    ]
+    return Result(
+        d=d, h=h, p=p, tokens=n, schemes=schemes, shared_weights=[list(w) for w in SHARED_WEIGHTS], shared=shared
+    )

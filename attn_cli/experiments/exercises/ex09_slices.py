@@ -6,8 +6,8 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 from itertools import product
+from typing import ClassVar
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
 
@@ -39,8 +39,7 @@ class Result:
     cases: list[Case] = field(default_factory=list)
     rule_checked: int = 0  # valid_lens vectors (with h, B) compared with the rule
     rule_agrees: bool = False  # mask difference == tiling_detectable for every one
-    rule: str = ("undetectable iff h = 1 or all min(valid_len, n_k) in the batch are equal "
-                 "(2-D: all rows equal)")
+    rule: str = "undetectable iff h = 1 or all min(valid_len, n_k) in the batch are equal (2-D: all rows equal)"
 
 
 def _sliced(linear, rows: slice, x):
@@ -117,8 +116,11 @@ def run(config: Config, progress=None) -> Result:
             loop = loop_forward(mha, Q, K, V, lens)
             tiled = folded_forward(mha, Q, K, V, lens, tile=True)
             tiled_lens = lens.repeat(HEADS, *([1] * (lens.dim() - 1)))
-            masks = [f"b{s} h{i}: {_fmt(vl[s])} -> {_fmt(tiled_lens[s * HEADS + i].tolist())}"
-                     for s in range(b) for i in range(HEADS)]
+            masks = [
+                f"b{s} h{i}: {_fmt(vl[s])} -> {_fmt(tiled_lens[s * HEADS + i].tolist())}"
+                for s in range(b)
+                for i in range(HEADS)
+            ]
             cases.append(Case(vl, (loop - ref).abs().max().item(), (tiled - ref).abs().max().item(), masks))
     checked, agrees = 0, True
     for b in (1, 2, 3):

@@ -75,10 +75,18 @@ def run(config: Config, progress=None) -> Result:
         add("ΠB as keys only", mha(A, B[:, perm], B)[0], ref, False)
         lens = torch.tensor([VALID])
         ref_l, _ = mha(A, B, B, lens)
-        add(f"valid_lens {VALID}: permute within the first {VALID} and within the rest",
-            mha(A, B[:, within], B[:, within], lens)[0], ref_l, True)
-        add(f"valid_lens {VALID}: swap row 0 with row {M_SRC - 1} (masked)",
-            mha(A, B[:, crossing], B[:, crossing], lens)[0], ref_l, False)
+        add(
+            f"valid_lens {VALID}: permute within the first {VALID} and within the rest",
+            mha(A, B[:, within], B[:, within], lens)[0],
+            ref_l,
+            True,
+        )
+        add(
+            f"valid_lens {VALID}: swap row 0 with row {M_SRC - 1} (masked)",
+            mha(A, B[:, crossing], B[:, crossing], lens)[0],
+            ref_l,
+            False,
+        )
         # part 3: encoder (self-attention, no positions) then decoder cross-attention
         words = {w: torch.randn(1, 1, D_MODEL) for w in ("dog", "bites", "man")}
         encoder = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
@@ -91,9 +99,25 @@ def run(config: Config, progress=None) -> Result:
             memory, _ = encoder(x, x, x)  # (1, 3, d): permutation equivariant without positions
             return mha(decoder_queries, memory, memory)[0]  # (1, 3, d)
 
-        add("dog bites man vs man bites dog, no positions",
-            translate("dog bites man", False), translate("man bites dog", False), True)
-        add("dog bites man vs man bites dog, sinusoidal positions",
-            translate("dog bites man", True), translate("man bites dog", True), False)
-    return Result(d=D_MODEL, h=HEADS, n=N_Q, m=M_SRC, valid=VALID, tolerance=TOL, checks=checks,
-                all_as_expected=all(c.unchanged == c.expected_unchanged for c in checks))
+        add(
+            "dog bites man vs man bites dog, no positions",
+            translate("dog bites man", False),
+            translate("man bites dog", False),
+            True,
+        )
+        add(
+            "dog bites man vs man bites dog, sinusoidal positions",
+            translate("dog bites man", True),
+            translate("man bites dog", True),
+            False,
+        )
+    return Result(
+        d=D_MODEL,
+        h=HEADS,
+        n=N_Q,
+        m=M_SRC,
+        valid=VALID,
+        tolerance=TOL,
+        checks=checks,
+        all_as_expected=all(c.unchanged == c.expected_unchanged for c in checks),
+    )

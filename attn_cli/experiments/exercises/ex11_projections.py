@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.published.settings import TEXT
-
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.published.settings import TEXT
 
 TITLE = "random projections and readable maps"
 HEADS = 4
@@ -19,6 +18,7 @@ QUERY_WORD, KEY_WORD, DIM = (TEXT["d2l-crossattn-map"][k] for k in ("query_word"
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """The seed of the letter embeddings and the fresh layer (crossattn.Config.seed)."""
+
     device: str = "cpu"
 
 
@@ -52,21 +52,31 @@ def _props(name: str, W: list[list[float]], queries: str, keys: str) -> HeadProp
     def groups(word):
         return [[i for i, c in enumerate(word) if c == ch] for ch in sorted(set(word))]
 
-    same_rows = max((max(abs(a - b) for a, b in zip(W[g[0]], W[i])) for g in groups(queries) for i in g[1:]),
-                    default=0.0)
+    same_rows = max(
+        (max(abs(a - b) for a, b in zip(W[g[0]], W[i])) for g in groups(queries) for i in g[1:]), default=0.0
+    )
     same_cols = max((abs(row[g[0]] - row[j]) for row in W for g in groups(keys) for j in g[1:]), default=0.0)
     rows_with_match = [i for i, c in enumerate(queries) if c in keys]
     wins = sum(keys[max(range(len(keys)), key=lambda j: W[i][j])] == queries[i] for i in rows_with_match)
-    return HeadProps(name, max(abs(sum(r) - 1) for r in W), same_rows, same_cols,
-                     wins / max(1, len(rows_with_match)), sum(max(r) for r in W) / len(W),
-                     [classify_row(r)[0] for r in W])
+    return HeadProps(
+        name,
+        max(abs(sum(r) - 1) for r in W),
+        same_rows,
+        same_cols,
+        wins / max(1, len(rows_with_match)),
+        sum(max(r) for r in W) / len(W),
+        [classify_row(r)[0] for r in W],
+    )
 
 
 def run(config: Config, progress=None) -> Result:
     from attn_cli.experiments import crossattn
 
-    res = crossattn.run(crossattn.Config(seed=config.seed, device=config.device, query_word=QUERY_WORD,
-                                         key_word=KEY_WORD, d_model=DIM, heads=HEADS))
+    res = crossattn.run(
+        crossattn.Config(
+            seed=config.seed, device=config.device, query_word=QUERY_WORD, key_word=KEY_WORD, d_model=DIM, heads=HEADS
+        )
+    )
     props = [_props("plain", res.weights, QUERY_WORD, KEY_WORD)]
     props += [_props(f"head {i + 1}", W, QUERY_WORD, KEY_WORD) for i, W in enumerate(res.head_weights)]
     heads = props[1:]
@@ -77,10 +87,17 @@ def run(config: Config, progress=None) -> Result:
         "the matching letter gets the largest weight": all(p.match_wins == 1.0 for p in heads),
         "the plain map's regimes (sharp / split / diffuse)": all(p.regimes == props[0].regimes for p in heads),
     }
-    return Result(queries=list(QUERY_WORD), keys=list(KEY_WORD), d_model=DIM, heads=HEADS, plain=res.weights,
-                head_weights=res.head_weights, props=props,
-                hold_in_every_head=[k for k, v in checks.items() if v],
-                lost=[k for k, v in checks.items() if not v])
+    return Result(
+        queries=list(QUERY_WORD),
+        keys=list(KEY_WORD),
+        d_model=DIM,
+        heads=HEADS,
+        plain=res.weights,
+        head_weights=res.head_weights,
+        props=props,
+        hold_in_every_head=[k for k, v in checks.items() if v],
+        lost=[k for k, v in checks.items() if not v],
+    )
 
 
 def validate_result(result: Result, config: Config) -> None:

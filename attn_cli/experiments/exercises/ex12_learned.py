@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import ExerciseConfig, ONE_HEAD_ERROR
+from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR, ExerciseConfig
 
 TITLE = "learned copy-both heads"
 D_MODEL, VALUE_DIM = 16, 4
@@ -20,6 +20,7 @@ KINDS = ("one-hot", "soft", "duplicate")  # what classify() calls a head
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """The layer is seeded with seed, the data stream with seed + 1, the held-out set with seed + 2."""
+
     device: str = "cpu"
     train_steps: int = 300  # Adam steps (batches of BATCH) per head count
     QUICK = {"train_steps": 150}
@@ -83,13 +84,13 @@ def train(h: int, steps: int, seed: int, device: str) -> Run:
     test = make_batch(HELD_OUT, torch.Generator().manual_seed(seed + 2), device)
     with torch.no_grad():
         out, w0 = mha(*test[:3])
-        initial_error = relative_error(out[:, 0, :2 * VALUE_DIM], test[3])
+        initial_error = relative_error(out[:, 0, : 2 * VALUE_DIM], test[3])
     opt = adam(list(mha.parameters()), LR)  # torch.optim.Adam, without torch._dynamo
     curve, every = [], max(1, steps // 30)
     for step in range(steps):
         q, k, v, t = make_batch(BATCH, gen, device)
         out, _ = mha(q, k, v)  # (B, 1, 16)
-        pred = out[:, 0, :2 * VALUE_DIM]  # (B, 8)
+        pred = out[:, 0, : 2 * VALUE_DIM]  # (B, 8)
         loss = ((pred - t) ** 2).mean()
         opt.zero_grad()
         loss.backward()
@@ -98,7 +99,7 @@ def train(h: int, steps: int, seed: int, device: str) -> Run:
             curve.append([step + 1, relative_error(pred.detach(), t)])
     with torch.no_grad():
         out, w = mha(*test[:3])  # w: (B, h, 1, 2)
-        error = relative_error(out[:, 0, :2 * VALUE_DIM], test[3])
+        error = relative_error(out[:, 0, : 2 * VALUE_DIM], test[3])
     weights = w[0, :, 0].cpu().tolist()
     return Run(h, error, initial_error, weights, w0[0, :, 0].cpu().tolist(), classify(weights), curve)
 
