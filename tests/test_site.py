@@ -27,11 +27,11 @@ pytest.importorskip("mkdocs_click", reason="the docs extra is not installed: pip
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory, worker_id) -> Path:
+def site(tmp_path_factory) -> Path:
     """The folder holding ``run/`` (the build's ``attn all --quick``), ``site/`` and ``build.json``
     (the build's exit status and output); the first worker here builds, the others wait."""
     shared = tmp_path_factory.getbasetemp()
-    if worker_id != "master":
+    if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # this session's folder, shared by its workers
     folder = shared / "docs-site"
     with open(shared / "docs-site.lock", "w") as lock:
