@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 
-def causal_mask(n_q: int, n_k: int | None = None, device=None) -> Tensor:
+def causal_mask(n_q: int, n_k: int | None = None, device: torch.device | str | None = None) -> Tensor:
     """Keep-mask (True = allowed) letting query i see keys 0..i.  Shape (n_q, n_k)."""
     n_k = n_q if n_k is None else n_k
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()

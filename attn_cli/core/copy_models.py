@@ -6,12 +6,17 @@ Design notes: ``docs/design.md``, section ``attn_cli.core.copy_models``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import overload
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB
+
+StepOut = tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]  # logits (B, V), state (B, h), weights (B, T)
+Encoded = tuple[torch.Tensor, torch.Tensor]  # encoder states (B, T, h), initial decoder state (B, h)
 
 
 class AttnSeq2Seq(nn.Module):
@@ -51,7 +56,7 @@ class AttnSeq2Seq(nn.Module):
         context = torch.bmm(weights.unsqueeze(1), enc).squeeze(1)  # (B, h): weighted average of ALL states
         return context, weights
 
-    def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor):
+    def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
         """tok (B,), state (B, h), enc (B, T, h) -> logits (B, V), new state (B, h), readout weights (B, T)."""
         # same op order as the program (embedding first): it fixes the autograd graph's
         # sequence numbers, hence the order in which gradients are summed
@@ -61,7 +66,7 @@ class AttnSeq2Seq(nn.Module):
         context, weights = self.attend(state, enc)  # (B, h), attention after the update
         return self.out(torch.cat([state, context], 1)), state, weights  # (B, V), (B, h), (B, T)
 
-    def direct_step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor):
+    def direct_step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
         """:meth:`step` without the module calls: the same functions on the same parameters."""
         cell = self.cell
         x = F.embedding(tok, self.emb.weight)  # (B, E): nn.Embedding's forward, no padding or max norm
@@ -72,20 +77,18 @@ class AttnSeq2Seq(nn.Module):
         context, weights = self.attend(state, enc)  # (B, h)
         return F.linear(torch.cat([state, context], 1), self.out.weight, self.out.bias), state, weights
 
-    def decoder_step(self):
+    def decoder_step(self) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], StepOut]:
         """The step the decoder runs: :meth:`step` (the program's module calls) or :meth:`direct_step`."""
         return self.step if self.program_calls else self.direct_step
 
-    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def encode(self, src: torch.Tensor) -> Encoded:
         """src (B, T) -> encoder states (B, T, h), initial decoder state (B, h)."""
         enc, last = self.encoder(self.emb(src))  # (B, T, h), (1, B, h)
         if self.uses_attention and self.contiguous_states:
             enc = enc.contiguous()  # (B, T, h), same values
         return enc, last[0]
 
-    def forward(
-        self, src: torch.Tensor, tgt_in: torch.Tensor, encoded: tuple[torch.Tensor, torch.Tensor] | None = None
-    ) -> torch.Tensor:
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, encoded: Encoded | None = None) -> torch.Tensor:
         """Teacher forcing: src (B, T), tgt_in (B, T) = [BOS, src[:, :-1]] -> logits (B, T, V)."""
         enc, state = encoded if encoded is not None else self.encode(src)
         outs, step = [], self.decoder_step()
@@ -94,14 +97,22 @@ class AttnSeq2Seq(nn.Module):
             outs.append(o)
         return torch.stack(outs, 1)  # (B, T, V)
 
+    @overload
+    def generate(
+        self, src: torch.Tensor, length: int, encoded: Encoded | None = ..., record: None = ...
+    ) -> torch.Tensor: ...
+    @overload
+    def generate(
+        self, src: torch.Tensor, length: int, encoded: Encoded | None, record: int
+    ) -> tuple[torch.Tensor, list[torch.Tensor], float | None]: ...
     @torch.no_grad()
     def generate(
         self,
         src: torch.Tensor,
         length: int,
-        encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
+        encoded: Encoded | None = None,
         record: int | None = None,
-    ):
+    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor], float | None]:
         """Free running from BOS: src (B, T) -> tokens (B, length).
 
         With ``record=i``, also return the readout weights of sequence ``i``, one row per
@@ -145,11 +156,11 @@ class PlainSeq2Seq(AttnSeq2Seq):
         self.cell = nn.GRUCell(EMBED, hidden)
         self.out = nn.Linear(hidden, VOCAB)
 
-    def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor):
+    def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
         state = self.cell(self.emb(tok), state)  # (B, h)
         return self.out(state), state, None  # (B, V), (B, h), no weights
 
-    def direct_step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor):
+    def direct_step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
         cell = self.cell
         state = torch.gru_cell(
             F.embedding(tok, self.emb.weight), state, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh

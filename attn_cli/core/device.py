@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import MutableMapping
+from types import ModuleType
 
 from attn_cli.errors import AttnError
 
@@ -55,7 +56,7 @@ def cuda_fast(environ: MutableMapping[str, str] | None = None) -> bool:
     return environ.get(FAST_VAR, "").strip().lower() in ("1", "true", "yes")
 
 
-def _fp32_api(torch) -> dict:
+def _fp32_api(torch: ModuleType) -> dict:
     """The modules of torch's fp32_precision API that this torch has (empty before 2.9)."""
     found = {}
     for name, (path, attr) in FP32_SETTINGS.items():

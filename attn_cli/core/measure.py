@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -60,7 +61,7 @@ def readout_error(
     return relative_error(M_eval @ W, t_eval, squared)
 
 
-def fit_line(xs, ys) -> tuple[float, float, float]:
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
     """Least-squares ``y = intercept + slope * x``: returns (intercept, slope, R^2)."""
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
@@ -70,7 +71,7 @@ def fit_line(xs, ys) -> tuple[float, float, float]:
     return intercept, slope, 1 - ss_res / ss_tot
 
 
-def loglog_slope(xs, ys) -> float | None:
+def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Least-squares slope of log y on log x; None with fewer than two distinct x."""
     if len(set(xs)) < 2:
         return None
@@ -78,7 +79,13 @@ def loglog_slope(xs, ys) -> float | None:
 
 
 def attend_heads(
-    q: Tensor, k: Tensor, v: Tensor, num_heads: int, W_o, valid_lens: Tensor | None = None, kv_heads: int | None = None
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    num_heads: int,
+    W_o: Callable[[Tensor], Tensor],
+    valid_lens: Tensor | None = None,
+    kv_heads: int | None = None,
 ) -> Tensor:
     """Projected q (B, n_q, d), k and v (B, n_k, g p) -> W_o(merged heads) (B, n_q, d).
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
@@ -21,7 +21,7 @@ class AdamCalls(NamedTuple):
     step: Callable[[], None]
 
 
-def adam(params: list[torch.Tensor], lr: float, program_calls: bool = False) -> AdamCalls:
+def adam(params: Sequence[torch.Tensor], lr: float, program_calls: bool = False) -> AdamCalls:
     """``torch.optim.Adam(params, lr=lr)`` and its ``zero_grad`` and ``step``, without torch._dynamo.
 
     Adam's public methods are wrapped for ``torch.compile``: ``add_param_group`` (which the
@@ -40,7 +40,7 @@ def adam(params: list[torch.Tensor], lr: float, program_calls: bool = False) -> 
         return AdamCalls(opt, opt.zero_grad, opt.step)
     opt = torch.optim.Adam.__new__(torch.optim.Adam)
     # the constructor's self.add_param_group finds this instance attribute first
-    opt.add_param_group = types.MethodType(inspect.unwrap(torch.optim.Optimizer.add_param_group), opt)
+    opt.add_param_group = types.MethodType(inspect.unwrap(torch.optim.Optimizer.add_param_group), opt)  # type: ignore[method-assign]  # shadows on purpose
     try:
         torch.optim.Adam.__init__(opt, params, lr=lr)
     finally:

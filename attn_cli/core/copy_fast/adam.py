@@ -14,7 +14,7 @@ import torch
 class Adam:
     """torch.optim.Adam's update (defaults betas (0.9, 0.999), eps 1e-8), on (M, P) rows."""
 
-    def __init__(self, params: torch.Tensor, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(self, params: torch.Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         self.p, self.lr, self.betas, self.eps, self.step_count = params, lr, betas, eps, 0
         self.m = torch.zeros_like(params)  # (M, P)
         self.v = torch.zeros_like(params)  # (M, P)

@@ -50,7 +50,7 @@ def gru_backward(
     whh: torch.Tensor,
     H: int,
     dgi: torch.Tensor,
-):
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Backward of :func:`gru`.
 
     dh (M, B, h) gradient w.r.t. the new state; whh (M, G, h).  Writes the gradient w.r.t.
@@ -99,29 +99,33 @@ def loss_and_grads(
     g.o_b.copy_(dlogits.sum(1))  # (M, V)
     dreadin = torch.bmm(dlogits, w.o_w).view(M, T, B, -1)  # (M, T, B, r)
     dh_read = dreadin[..., :H]  # (M, T, B, h)
-    dc_read = dreadin[..., H:] if att else None  # (M, T, B, h)
 
     # decoder backward through time: states h_T .. h_0
     d_whh = w.d_whh  # (M, G, h)
-    wic = w.d_wih[..., E:] if att else None  # (M, G, h)
     dgi_dec = torch.empty(T, M, B, 3 * H, dtype=dlogits.dtype, device=src.device)  # (T, M, B, G)
-    dgh_dec = []
+    dgh_dec_steps: list[torch.Tensor] = []
     if att:
+        dc_read = dreadin[..., H:]  # (M, T, B, h)
+        wic = w.d_wih[..., E:]  # (M, G, h)
         MB = M * B
         values_s = dec.values * (1.0 / math.sqrt(H))  # (M B, T, h)
         keys_raw_t = dec.values.transpose(1, 2)  # (M B, h, T)
-        dcs, dss = [None] * (T + 1), [None] * (T + 1)
-    dh_next = dc_next = None
+        dcs: dict[int, torch.Tensor] = {}  # by step t
+        dss: dict[int, torch.Tensor] = {}
+    dh_next: torch.Tensor | None = None
+    dc_next: torch.Tensor | None = None
     for t in range(T, -1, -1):
         # gradient w.r.t. h_t and c_t (t >= 1 feed the readout; t < T feed step t+1)
         if t >= 1:
             dh = dh_read[:, t - 1] if dh_next is None else dh_read[:, t - 1] + dh_next
         else:
+            assert dh_next is not None  # set by step 1
             dh = dh_next
         if att:
             if t >= 1:
                 dc = dc_read[:, t - 1] if dc_next is None else dc_read[:, t - 1] + dc_next
             else:
+                assert dc_next is not None
                 dc = dc_next
             a = dec.weights[t]  # (M B, 1, T)
             da = torch.bmm(dc.reshape(MB, 1, H), keys_raw_t)  # (M B, 1, T) d weights
@@ -133,13 +137,13 @@ def loss_and_grads(
             break
         h_prev, rz, n, ghn = dec.tape[t - 1]
         dgh, dh_next = gru_backward(dh, h_prev, rz, n, ghn, d_whh, H, dgi_dec[t - 1])
-        dgh_dec.append(dgh)
+        dgh_dec_steps.append(dgh)
         if att:
             dc_next = torch.bmm(dgi_dec[t - 1], wic)  # (M, B, h) into c_{t-1}
     dh_enc_last = dh  # (M, B, h)
 
     # decoder weight gradients, summed over time in single bmm's
-    dgh_dec = torch.stack(dgh_dec[::-1], 1).view(M, T * B, 3 * H)  # (M, T B, G), steps 1..T
+    dgh_dec = torch.stack(dgh_dec_steps[::-1], 1).view(M, T * B, 3 * H)  # (M, T B, G), steps 1..T
     h_prev_dec = torch.stack(dec.queries[:-1], 1).view(M, T * B, H)  # (M, T B, h)
     g.d_whh.copy_(torch.bmm(dgh_dec.transpose(1, 2), h_prev_dec))  # (M, G, h)
     g.d_bhh.copy_(dgh_dec.sum(1))
@@ -153,7 +157,7 @@ def loss_and_grads(
         c_prev = torch.stack(dec.contexts[:-1], 1).view(M, T * B, H)  # (M, T B, h): c_0..c_{T-1}
         g.d_wih[..., E:].copy_(torch.bmm(dgi_rows.transpose(1, 2), c_prev))  # (M, G, h)
         # gradient into the encoder states through every attention (keys and values)
-        A = torch.cat(dec.weights + dss, 1)  # (M B, 2(T+1), T): weights, then d scores
+        A = torch.cat(dec.weights + [dss[t] for t in range(T + 1)], 1)  # (M B, 2(T+1), T): weights, then d scores
         Q = torch.stack(
             [dcs[t].reshape(MB, H) for t in range(T + 1)]
             + [q.reshape(MB, H) * (1.0 / math.sqrt(H)) for q in dec.queries],
@@ -165,14 +169,14 @@ def loss_and_grads(
 
     # encoder backward through time
     dgi_enc = torch.empty(T, M, B, 3 * H, dtype=dgi_dec.dtype, device=src.device)  # (T, M, B, G)
-    dgh_enc = []
+    dgh_enc_steps: list[torch.Tensor] = []
     dh_carry = dh_enc_last
     for t in range(T - 1, -1, -1):
         dh = dh_carry if d_states is None else d_states[:, :, t] + dh_carry
         h_prev, rz, n, ghn = enc.tape[t]
         dgh, dh_carry = gru_backward(dh, h_prev, rz, n, ghn, w.e_whh, H, dgi_enc[t])
-        dgh_enc.append(dgh)
-    dgh_enc = torch.stack(dgh_enc[::-1], 1).view(M, T * B, 3 * H)  # (M, T B, G)
+        dgh_enc_steps.append(dgh)
+    dgh_enc = torch.stack(dgh_enc_steps[::-1], 1).view(M, T * B, 3 * H)  # (M, T B, G)
     h_prev_enc = torch.stack([h for h, _, _, _ in enc.tape], 1).view(M, T * B, H)  # (M, T B, h)
     g.e_whh.copy_(torch.bmm(dgh_enc.transpose(1, 2), h_prev_enc))
     g.e_bhh.copy_(dgh_enc.sum(1))

@@ -10,7 +10,9 @@ from attn_cli.core.copy_spec import BOS, EMBED
 
 
 @torch.no_grad()
-def evaluate(w: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hidden: int):
+def evaluate(
+    w: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hidden: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """src, tgt_in (M, N, T) -> teacher-forced, free-running, exact accuracies (each (M,)),
     and the readout weights of free running on sequence 0 of each run (M, T, T) or None."""
     M, N, T = src.shape

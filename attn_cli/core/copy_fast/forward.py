@@ -26,7 +26,9 @@ def gather(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return table.reshape(M * V, G)[tokens + offsets]  # (T, M, B, G)
 
 
-def gru(gi: torch.Tensor, h: torch.Tensor, whh_t: torch.Tensor, bhh: torch.Tensor, H: int):
+def gru(
+    gi: torch.Tensor, h: torch.Tensor, whh_t: torch.Tensor, bhh: torch.Tensor, H: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """One GRU update (PyTorch's equations).
 
     gi (M, B, G) input projection incl. b_ih; h (M, B, h); whh_t (M, h, G); bhh (M, 1, G)
@@ -62,7 +64,7 @@ class Encoded:
         self.last = h  # (M, B, h)
 
 
-def attention_setup(enc_states: torch.Tensor, H: int):
+def attention_setup(enc_states: torch.Tensor, H: int) -> tuple[torch.Tensor, torch.Tensor]:
     """enc_states (M, B, T, h) -> keys (M B, h, T) pre-scaled by 1/sqrt(h), values (M B, T, h)."""
     M, B, T, _ = enc_states.shape
     values = enc_states.reshape(M * B, T, H)  # (M B, T, h)
@@ -70,7 +72,7 @@ def attention_setup(enc_states: torch.Tensor, H: int):
     return keys_t, values
 
 
-def attend(h: torch.Tensor, keys_t: torch.Tensor, values: torch.Tensor):
+def attend(h: torch.Tensor, keys_t: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """h (M, B, h) query -> weights (M B, 1, T), context (M, B, h)."""
     M, B, H = h.shape
     weights = torch.softmax(torch.bmm(h.reshape(M * B, 1, H), keys_t), dim=-1)  # (M B, 1, T)

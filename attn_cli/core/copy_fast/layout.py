@@ -15,6 +15,7 @@ import math
 import threading
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import torch
 
@@ -85,14 +86,27 @@ def param_layout(model: str, hidden: int) -> Layout:
     return Layout(tuple(roles), tuple(shapes), tuple(offsets), offset)
 
 
-class Weights:
+class RoleViews(NamedTuple):
+    """One (M, *shape) tensor per role, in :data:`ROLE_OF`'s order (M runs)."""
+
+    emb: torch.Tensor  # (M, V, E)
+    e_wih: torch.Tensor  # (M, G, E)
+    e_whh: torch.Tensor  # (M, G, h)
+    e_bih: torch.Tensor  # (M, G)
+    e_bhh: torch.Tensor  # (M, G)
+    d_wih: torch.Tensor  # (M, G, E [+ h])
+    d_whh: torch.Tensor  # (M, G, h)
+    d_bih: torch.Tensor  # (M, G)
+    d_bhh: torch.Tensor  # (M, G)
+    o_w: torch.Tensor  # (M, V, 2h or h)
+    o_b: torch.Tensor  # (M, V)
+
+
+class Weights(RoleViews):
     """Named (M, ...) views into a flat (M, P) buffer (parameters or gradients), one per role."""
 
-    def __init__(self, flat: torch.Tensor, lay: Layout):
-        self.flat = flat  # (M, P)
+    def __new__(cls, flat: torch.Tensor, lay: Layout) -> Weights:
         M = flat.shape[0]
-        self.views = []
-        for role, shape, offset in zip(lay.roles, lay.shapes, lay.offsets):
-            view = flat[:, offset : offset + math.prod(shape)].view(M, *shape)  # (M, *shape)
-            self.views.append(view)
-            setattr(self, role, view)
+        places = zip(lay.roles, lay.shapes, lay.offsets)
+        views = {role: flat[:, offset : offset + math.prod(shape)].view(M, *shape) for role, shape, offset in places}
+        return super().__new__(cls, **views)  # by role name: any order of the layout

@@ -106,7 +106,9 @@ def _init_run_locked(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
     return flat, gen
 
 
-def draw_batch(gens: Sequence[torch.Generator], batch_size: int, length: int, device: str):
+def draw_batch(
+    gens: Sequence[torch.Generator], batch_size: int, length: int, device: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One batch per run from its own stream -> src, tgt_in (M, B, T) on ``device``."""
     src = torch.stack([torch.randint(0, 10, (batch_size, length), generator=g) for g in gens])  # (M, B, T)
     bos = torch.full((len(gens), batch_size, 1), BOS, dtype=src.dtype)
@@ -119,7 +121,7 @@ def train_group(
     device: str = "cpu",
     progress: Callable[[int, int, int, float], None] | None = None,
     stop: threading.Event | None = None,
-    inits=None,
+    inits: Sequence[tuple[torch.Tensor, torch.Generator]] | None = None,
 ) -> list[RunOutcome]:
     """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device.
 
@@ -153,10 +155,10 @@ def train_group(
 
 def train_kernel(
     spec: RunSpec,
-    lib,
+    lib: ctypes.CDLL,
     progress: Callable[[int, int, int, float], None] | None = None,
     stop: threading.Event | None = None,
-    init=None,
+    init: tuple[torch.Tensor, torch.Generator] | None = None,
 ) -> list[RunOutcome]:
     """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call.
 
@@ -204,7 +206,15 @@ def train_kernel(
     return _evaluate_outcomes([spec], params.unsqueeze(0), [gen], [final], "cpu", start, cpu)
 
 
-def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[RunOutcome]:
+def _evaluate_outcomes(
+    specs: Sequence[RunSpec],
+    flat: torch.Tensor,
+    gens: Sequence[torch.Generator],
+    final: list[float],
+    device: str,
+    start: float,
+    cpu: float,
+) -> list[RunOutcome]:
     """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group.
 
     ``seconds`` is the group's wall time; ``cpu_seconds`` the CPU time of the thread that
@@ -214,9 +224,9 @@ def _evaluate_outcomes(specs, flat, gens, final, device, start, cpu) -> list[Run
     s0 = specs[0]
     w = Weights(flat, param_layout(s0.model, s0.hidden))
     src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)
-    forced, free, exact, example, diagonal = evaluate(w, src, tgt_in, s0.model, s0.hidden)
-    forced, free, exact = forced.tolist(), free.tolist(), exact.tolist()
-    diagonal = diagonal.tolist() if diagonal is not None else [None] * len(specs)
+    forced_t, free_t, exact_t, example, diagonal_t = evaluate(w, src, tgt_in, s0.model, s0.hidden)
+    forced, free, exact = forced_t.tolist(), free_t.tolist(), exact_t.tolist()
+    diagonal = diagonal_t.tolist() if diagonal_t is not None else [None] * len(specs)
     isa = effective_isa()
     seconds = time.perf_counter() - start
     cpu_share = (time.thread_time() - cpu) / len(specs)
@@ -286,7 +296,8 @@ def run_fast(
     inits = {i: init_run(specs[i]) for task in tasks for i in task.indices}
 
     def work(task: _Group) -> None:
-        def serialised(i, step, total, value):  # progress from one thread at a time
+        def serialised(i: int, step: int, total: int, value: float) -> None:  # progress from one thread at a time
+            assert progress is not None  # only reported to when given
             with lock:
                 progress(task.indices[i], step, total, value)
 
@@ -342,7 +353,7 @@ def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[_Group]:
     return tasks
 
 
-def _run_tasks(work: Callable, tasks: list, n_threads: int, stop: threading.Event) -> None:
+def _run_tasks(work: Callable[[_Group], None], tasks: list[_Group], n_threads: int, stop: threading.Event) -> None:
     """``work(task)`` for every task, on ``n_threads`` threads; on any error the others stop at
     their next chunk boundary and the error goes on."""
     if n_threads == 1:
