@@ -11,6 +11,7 @@ sequences and all seeds (:func:`map_rule`), never on the one sequence drawn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from attn_cli.published import seed_rule
 from attn_cli.published.settings import TEXT
@@ -107,7 +108,7 @@ class MapSample:
         return (", ".join(parts) or f"no length >= {MAP_MIN_LENGTH}") + f"; {n} seed{'s' if n != 1 else ''}"
 
 
-def map_rule(sample, published=None) -> bool:
+def map_rule(sample: MapSample | dict, published: Any = None) -> bool:
     """The near-diagonal claim (:data:`MAP_RULE`); False when no judged length was run."""
     if isinstance(sample, dict):
         sample = MapSample(**{k: v for k, v in sample.items() if k != "rule"})

@@ -44,9 +44,9 @@ def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None]
         d = abs(float(check.published) - iv.mean)
         return {"margin": 1 - d / (iv.half_width + SLACK), "needed_tolerance": d}
     if check.test == "abs" and check.tolerance:
-        d = _distance(regenerated, check.published)
-        if d is not None:
-            return {"margin": 1 - d / (check.tolerance + SLACK), "needed_tolerance": d}
+        dist = _distance(regenerated, check.published)
+        if dist is not None:
+            return {"margin": 1 - dist / (check.tolerance + SLACK), "needed_tolerance": dist}
     if check.test == "below" and check.tolerance and _distance(regenerated, 0) is not None:
         return {"margin": 1 - float(regenerated) / check.tolerance, "needed_tolerance": float(regenerated)}
     return {"margin": 1.0 if passed else -1.0, "needed_tolerance": 0.0 if passed else None}

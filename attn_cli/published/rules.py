@@ -7,12 +7,18 @@ quotes a tolerance that the checks no longer use.  Nothing here is a published v
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from attn_cli.published import seed_rule
+
+if TYPE_CHECKING:
+    from attn_cli.published.types import Check
 
 WHOLE_CATALOGUE = ("verify", "all")  # commands that judge every check
 
 
-def _checks_of(command: str) -> list:
+def _checks_of(command: str) -> list[Check]:
     from attn_cli.published import ARTIFACTS, all_checks
 
     if command in WHOLE_CATALOGUE:
@@ -21,7 +27,7 @@ def _checks_of(command: str) -> list:
     return [c for c in all_checks().values() if c.artifact in ids]
 
 
-def _span(values, sign: str = "±") -> str:
+def _span(values: Sequence[float], sign: str = "±") -> str:
     lo, hi = min(values), max(values)
     return f"{sign}{lo:g}" if lo == hi else f"{sign}{lo:g} to {sign}{hi:g}"
 
@@ -65,7 +71,7 @@ def judged_by(command: str) -> str:
     )
 
 
-def _how_judged(checks) -> list[str]:
+def _how_judged(checks: Sequence[Check]) -> list[str]:
     """One phrase per way these checks are judged: tolerances, equality, bounds, seeds, rules."""
     parts = []
     abs_tol = [c.tolerance or 0.0 for c in checks if c.test == "abs" and c.judge is None]
@@ -82,7 +88,7 @@ def _how_judged(checks) -> list[str]:
     return parts + _seeds_and_rules(checks)
 
 
-def _seeds_and_rules(checks) -> list[str]:
+def _seeds_and_rules(checks: Sequence[Check]) -> list[str]:
     """The phrases for trained values (the seed rule) and for qualitative claims (rules)."""
     parts = []
     if any(c.test == "seeds" or (c.judge is not None and c.test != "rule") for c in checks):

@@ -109,7 +109,7 @@ class SeedSample:
         )
 
 
-def seed_values(sample) -> list[float]:
+def seed_values(sample: SeedSample | dict | float) -> list[float]:
     """The per-seed values of a SeedSample, of one read back from JSON, or of a plain number."""
     if isinstance(sample, SeedSample):
         return sample.values or [sample.value]
@@ -118,6 +118,6 @@ def seed_values(sample) -> list[float]:
     return [sample]
 
 
-def judge(sample, published: float) -> bool:
+def judge(sample: SeedSample | dict | float, published: float) -> bool:
     """The rule: ``published`` inside the prediction interval of ``sample``'s seeds."""
     return interval(seed_values(sample)).contains(float(published))

@@ -12,7 +12,10 @@ Config defaults are these settings; ``tests/test_catalogue.py`` holds them to it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attn_cli.published.types import Check
 
 SQRT_DK_DIMS = (4, 16, 64, 256, 1024)  # the d_k the text prints, in the order it draws them
 SQRT_DK_TRIALS = 20000  # trials in the text
@@ -90,7 +93,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def at_text_settings(check, config: Mapping[str, Any] | None) -> bool:
+def at_text_settings(check: Check, config: Mapping[str, Any] | None) -> bool:
     """True when ``config`` has every setting ``check``'s published value depends on.
 
     ``config`` None (a value given without its configuration) is taken as the text's."""

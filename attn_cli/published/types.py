@@ -84,6 +84,7 @@ class Check:
         if self.test == "exact":
             return _normalise(regenerated) == _normalise(self.published)
         if self.test == "below":
+            assert self.tolerance is not None  # below() always sets the bound
             return isinstance(regenerated, (int, float)) and regenerated < self.tolerance
         return regenerated is True  # "rule"
 

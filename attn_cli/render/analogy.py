@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.analogy import Result
+    from attn_cli.render.console import CheckRow
+    from attn_cli.render.table import Cell
 
 
-def _ranked(words, scores) -> str:
+def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
     return ", ".join(f"{w} ({s:.3f})" for w, s in zip(words, scores))
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption
     from attn_cli.render.console import verdict as mark
 
     o = outcomes
 
-    def verdict(check_id):
+    def verdict(check_id: str) -> Cell:
         return mark(o[check_id])
 
-    def pub(check_id):
+    def pub(check_id: str) -> str:
         value = o[check_id].published
         return ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
 
     a, b = result.TIED
     gap_analogy = result.tie[f"analogy.{a}"] - result.tie[f"analogy.{b}"]
     gap_bank = result.tie[f"bank.{a}"] - result.tie[f"bank.{b}"]
-    rows = [
+    rows: list[CheckRow] = [
         (f"cosine {pair}", f"{value:.3f}", pub(f"w9-ppmi.{pair}"), verdict(f"w9-ppmi.{pair}"))
         for pair, value in result.similarities.items()
     ]
@@ -93,5 +99,7 @@ def tables(result, outcomes: Mapping) -> list:
     return out
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     return []  # a table only (the catalogue lists no figure for w9-ppmi)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from attn_cli.render.table import Block, Cell, Table, Text, styled, to_rich
+
+if TYPE_CHECKING:
+    from attn_cli.published.compare import Outcome
 
 
 class _Console(Console):
@@ -55,7 +58,10 @@ def beside(text: str, ok: bool, published: str, difference: str = "") -> Text:
     return styled(f"{text} ", sign, " ", (published, "dim"), verdict="pass" if ok else "fail")
 
 
-def check_table(title: str, rows, caption: str | None = None) -> Table:
+CheckRow = tuple[Cell, Cell, Cell, bool | Cell | None]  # check_table's row: quantity, regenerated, published, verdict
+
+
+def check_table(title: str, rows: Iterable[CheckRow], caption: str | None = None) -> Table:
     """Regenerated values beside the published ones.
 
     rows: ``(quantity, regenerated, published, verdict)``; verdict is a bool or None
@@ -71,7 +77,7 @@ def check_table(title: str, rows, caption: str | None = None) -> Table:
     return table
 
 
-def verdict(outcome) -> Cell:
+def verdict(outcome: Outcome | None) -> Cell:
     """The verdict cell of one Outcome (``attn_cli.published.compare``): ok / DIFF for a
     measured value or a rule, "identity" for an identity that holds (shown, not evidence),
     the status ("n/a", "skipped") otherwise, empty without an outcome."""
@@ -84,7 +90,7 @@ def verdict(outcome) -> Cell:
     return styled(outcome.status, verdict="skip" if outcome.status == "skipped" else "")
 
 
-def not_text_caption(outcomes) -> str:
+def not_text_caption(outcomes: Iterable[Outcome]) -> str:
     """ "; n/a: settings differ from the text's" when some outcome does not apply, else ""."""
     from attn_cli.published.compare import NOT_TEXT
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.render.table import Table
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.copy_both import Result
 
 PNG, CSV = "copy_both.png", "copy_both.csv"
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
 
-    def _published(check_id: str):  # the text's value where it applies (its data: N, d, seed)
+    def _published(check_id: str) -> Any:  # the text's value where it applies (its data: N, d, seed)
         outcome = o.get(check_id)
         return None if outcome is None or outcome.status == "n/a" else outcome.published
 
@@ -55,7 +59,9 @@ def tables(result, outcomes: Mapping) -> list:
     return [one, two]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 

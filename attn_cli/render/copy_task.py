@@ -10,8 +10,9 @@ check table: one verdict per cell).  Nothing here compares a value with a publis
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.compare import Outcome
@@ -21,6 +22,12 @@ from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.render.console import beside
 from attn_cli.render.table import Cell, Table, Text, styled
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.image import AxesImage
+
+    from attn_cli.experiments.copy_task.results import Result
 ACCURACY_PNG = BY_ID["w9-copy-task"].files[0]  # copy_task_accuracy.png
 ACCURACY_CSV = "copy_task_accuracy.csv"
 ROWS_JSON = "copy_task_runs.json"
@@ -57,7 +64,7 @@ def _not_judged_line(outcomes: Outcomes) -> Text:
     )
 
 
-def _published(outcomes: Outcomes, model: str, length: int, metric: str):
+def _published(outcomes: Outcomes, model: str, length: int, metric: str) -> Any:
     """The text's value of one cell (from its outcome), or None where the text prints none."""
     o = outcomes.get(check_id(model, length, metric))
     return None if o is None else o.published
@@ -83,7 +90,7 @@ def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
     return beside(text, outcome.status == "pass", f"{pub:.3f}", f"{stats['mean'] - pub:+.3f}")
 
 
-def tables(result, outcomes: Outcomes) -> list:
+def tables(result: Result, outcomes: Outcomes) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     seeds = tuple(result.config["seeds"]) or (result.config["seed"],)
     comparable = _cells_judged(outcomes)
@@ -113,7 +120,7 @@ def tables(result, outcomes: Outcomes) -> list:
     return out
 
 
-def _cells_table(result, outcomes: Outcomes, seeds: tuple, comparable: bool) -> Table:
+def _cells_table(result: Result, outcomes: Outcomes, seeds: tuple, comparable: bool) -> Table:
     """One row per length and model, one column per metric; each cell marked by its check."""
     cfg = result.config
     several = len(seeds) > 1
@@ -139,6 +146,7 @@ def _cells_table(result, outcomes: Outcomes, seeds: tuple, comparable: bool) -> 
     for length in cfg["lengths"]:
         for i, model in enumerate(models):
             cell = result.cell(model, length)
+            assert cell is not None  # every model ran every length
             table.add_row(
                 str(length) if i == 0 else "",
                 MODEL_LABELS[model],
@@ -148,7 +156,7 @@ def _cells_table(result, outcomes: Outcomes, seeds: tuple, comparable: bool) -> 
     return table
 
 
-def _map_line(result, rule: Outcome | None, n_seeds: int) -> Text:
+def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> Text:
     """The near-diagonal line: the measured fractions, the rule and its outcome."""
     parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
     status = rule.status if rule is not None else None  # the check's verdict, as the check table shows it
@@ -170,7 +178,7 @@ def _map_line(result, rule: Outcome | None, n_seeds: int) -> Text:
     )
 
 
-def _runs_table(result) -> Table:
+def _runs_table(result: Result) -> Table:
     table = Table(title="runs (one per model, length and seed)")
     for name in (
         "model",
@@ -202,7 +210,9 @@ def _runs_table(result) -> Table:
     return table
 
 
-def figures(result, out: Path, formats, outcomes: Outcomes, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Outcomes, keep: list | None = None
+) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside;
     for several seeds per cell also their distribution (:mod:`attn_cli.render.copy_task_seeds`)."""
     from attn_cli.render import copy_task_seeds
@@ -256,7 +266,9 @@ def figures(result, out: Path, formats, outcomes: Outcomes, keep: list | None = 
     return paths
 
 
-def _accuracy_figure(result, outcomes: Outcomes, path: Path, formats, keep: list | None = None) -> list[Path]:
+def _accuracy_figure(
+    result: Result, outcomes: Outcomes, path: Path, formats: Sequence[str], keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure
 
@@ -341,7 +353,7 @@ def _map_title(length: int, diagonal: float, diagonal_all: float, free_running: 
 MAP_TITLE_SIZE = 9
 
 
-def _map_base(length: int):
+def _map_base(length: int) -> tuple[Figure, Axes, AxesImage]:
     """(figure, axes, image): the length's attention map as far as it goes without its numbers
     (the figure, the ticks, the axis labels, the colour bar), in the order it was always built."""
     from attn_cli.render.figures import heatmap_frame, new_figure
@@ -359,7 +371,7 @@ def _map_base(length: int):
     return fig, ax, im
 
 
-def _map_figure(m: dict, path: Path, formats, keep: list | None = None) -> list[Path]:
+def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
     """One length's attention map: the readout weights of one sequence, a value in every cell
     up to length 8."""
     from attn_cli.render.figures import fill_heatmap

@@ -5,12 +5,18 @@ Design notes: ``docs/design.md``, section ``attn_cli.render.copy_task_seeds``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.published.copy_task import METRICS, check_id
 from attn_cli.published.seed_rule import LEVEL, interval
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+
+    from attn_cli.experiments.copy_task.results import Result
 
 SEEDS_PNG = "copy_task_seeds.png"
 SEEDS_CSV = "copy_task_seeds.csv"
@@ -99,7 +105,9 @@ def csv_rows(entries: list[dict]) -> list[list]:
     return rows
 
 
-def figures(result: Any, out: Path, formats, outcomes: Mapping[str, Any], keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping[str, Any], keep: list | None = None
+) -> list[Path]:
     """Write the PNG (in each of ``formats``) and its CSV for a multi-seed run; nothing for one seed."""
     from attn_cli.render.files import write_csv
 
@@ -132,7 +140,7 @@ def _jitter(i: int, n: int, width: float) -> float:
     return 0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width
 
 
-def _cell(ax, e: dict, x: float, step: float, colour: str) -> None:
+def _cell(ax: Axes, e: dict, x: float, step: float, colour: str) -> None:
     """One cell's seeds at ``x``: the interval as a band, its mean as a line, each seed a dot,
     and the published value a diamond."""
     iv, n = e["interval"], len(e["values"])
@@ -176,7 +184,7 @@ def _engines(cfg: dict) -> str:
     return f"{cfg['engine']} engine for the first seed, {extra} for the others"
 
 
-def _figure(entries: list[dict], cfg: dict, path: Path, formats, keep: list | None = None) -> list[Path]:
+def _figure(entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -201,7 +209,7 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats, keep: list | No
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("accuracy")
     n_seeds = max(len(e["values"]) for e in entries)
-    handles = [Patch(color=COLOURS[m], alpha=0.5, label=LABELS[m]) for m in models]
+    handles: list[Artist] = [Patch(color=COLOURS[m], alpha=0.5, label=LABELS[m]) for m in models]
     judged = any(e["status"] in ("pass", "fail") for e in entries)
     handles += [
         Line2D([], [], marker="o", color="gray", linestyle="none", markersize=4, label="one seed"),

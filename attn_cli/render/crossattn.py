@@ -5,10 +5,15 @@ from __future__ import annotations
 import hashlib
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attn_cli.render.table import Table, styled
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.crossattn import Result
+    from attn_cli.published.compare import Outcome
 
 _SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _REGIME_STYLE = {"sharp": "bold green", "split": "yellow", "diffuse": "red"}
@@ -25,7 +30,7 @@ def safe_name(word: str, limit: int = 40) -> str:
     return f"{cleaned}-{hashlib.sha1(word.encode('utf-8')).hexdigest()[:8]}"
 
 
-def stem(result) -> str:
+def stem(result: Result) -> str:
     cfg = result.config
     name = f"heatmap_{safe_name(cfg['query_word'])}_{safe_name(cfg['key_word'])}"
     return name + (f"_heads{cfg['heads']}" if cfg["heads"] else "")
@@ -40,7 +45,7 @@ def label(ch: str) -> str:
     return ch
 
 
-def tables(result, outcomes: Mapping, width: int | None = None) -> list:
+def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
     """The weights (in %, when the key word fits the console; otherwise each row's peaks),
     the regime of every row, and the summary of the three regimes.  ``outcomes``: check ID
     -> Outcome (computed from ``result`` when not given)."""
@@ -58,7 +63,7 @@ def tables(result, outcomes: Mapping, width: int | None = None) -> list:
     return out
 
 
-def _weights_table(result, full: bool) -> Table:
+def _weights_table(result: Result, full: bool) -> Table:
     """Every weight in % (``full``), or each row's peaks where the key word is too wide."""
     cfg = result.config
     query, key = (repr(cfg[w]) for w in ("query_word", "key_word"))
@@ -90,7 +95,7 @@ def _weights_table(result, full: bool) -> Table:
     return weights
 
 
-def _regimes_table(result, rule) -> Table:
+def _regimes_table(result: Result, rule: Outcome) -> Table:
     """The three regimes: their meaning, the query letters found, the text's letters."""
     summary = Table(
         title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
@@ -110,7 +115,7 @@ def _regimes_table(result, rule) -> Table:
     return summary
 
 
-def _heads_table(result) -> Table:
+def _heads_table(result: Result) -> Table:
     heads = Table(
         title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer (random projections)"
     )
@@ -123,7 +128,9 @@ def _heads_table(result) -> Table:
     return heads
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure, plain_text
     from attn_cli.render.files import save_figure, write_csv
 

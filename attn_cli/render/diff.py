@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attn_cli.diff import Diff, regenerated
 from attn_cli.render.report import STATUS_STYLE, fmt_value, split_id
-from attn_cli.render.table import Block, Table, styled
+from attn_cli.render.table import Block, Table, Text, styled
 
 
 def _margin(c: dict | None) -> str:
@@ -21,7 +21,7 @@ def _value(c: dict | None) -> str:
     return text if len(text) <= 14 else f"{len(text)} chars"
 
 
-def _status(c: dict | None):
+def _status(c: dict | None) -> Text:
     status = "—" if c is None else c["status"]
     return styled((status, STATUS_STYLE.get(status, "")))
 

@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
+
+if TYPE_CHECKING:
+    from matplotlib.patches import Rectangle
+
+    from attn_cli.experiments.embeddings import Result
+    from attn_cli.render.table import Cell
 
 PNG, CSV = BY_ID["w9-contextual"].files
 
 
-def vec(values, decimals: int) -> str:
+def vec(values: Iterable[float], decimals: int) -> str:
     """A vector as the text prints it (numpy-style, rounded)."""
     return "[" + " ".join(f"{v:.{decimals}f}" for v in values) + "]"
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome from :func:`attn_cli.published.compare.compare`
     (computed from ``result`` when not given)."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
     o = outcomes
 
-    def row(quantity, regenerated, check_id, published=None):
+    def row(quantity: str, regenerated: str, check_id: str, published: str | None = None) -> tuple[str, str, str, Cell]:
         return (quantity, regenerated, published or repr(o[check_id].published), verdict(o[check_id]))
 
     cfg = result.config
@@ -55,7 +62,7 @@ def tables(result, outcomes: Mapping) -> list:
     )
     names = [" ".join(t) for t in result.tokens]
 
-    def pub(check_id, decimals=2):
+    def pub(check_id: str, decimals: int = 2) -> str:
         return vec(o[check_id].published, decimals)
 
     contextual = check_table(
@@ -93,7 +100,9 @@ def tables(result, outcomes: Mapping) -> list:
     return [onehot, contextual]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -121,7 +130,7 @@ def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = N
     return [*images, csv]
 
 
-def _outline(row: int, n: int):
+def _outline(row: int, n: int) -> Rectangle:
     from matplotlib.patches import Rectangle
 
     return Rectangle((-0.5, row - 0.5), n, 1, fill=False, edgecolor="crimson", linewidth=2)

@@ -4,9 +4,14 @@ with its raw numbers in a CSV of the same name."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attn_cli.render.files import DEFAULT_FORMATS
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.exercises import Result, ex02_noise, ex06_timing, ex11_projections, ex12_learned
 
 FILES = {  # exercise -> (png, csv): the names in the catalogue
     2: ("exercise_2.png", "exercise_2.csv"),
@@ -16,7 +21,9 @@ FILES = {  # exercise -> (png, csv): the names in the catalogue
 }
 
 
-def figures(result, out: Path, formats, outcomes, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     """``outcomes``: taken for the render contract (the exercises have no published value)."""
     paths: list[Path] = []
     for n, draw in ((2, _fig2), (6, _fig6), (11, _fig11), (12, _fig12)):
@@ -26,7 +33,9 @@ def figures(result, out: Path, formats, outcomes, keep: list | None = None) -> l
     return paths
 
 
-def _fig2(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
+def _fig2(
+    e: ex02_noise.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -68,7 +77,9 @@ def _fig2(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> li
     return paths
 
 
-def _fig6(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
+def _fig6(
+    e: ex06_timing.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -102,7 +113,9 @@ def _fig6(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> li
     ]
 
 
-def _fig11(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
+def _fig11(
+    e: ex11_projections.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -115,6 +128,7 @@ def _fig11(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> l
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("keys")
     axes[0].set_ylabel("queries")
+    assert im is not None  # maps holds the plain map at least
     fig.colorbar(im, ax=list(axes), shrink=0.8, label="attention weight")
     fig.suptitle(
         f"Ex. 11: '{''.join(e.queries)}' → '{''.join(e.keys)}' through a fresh {e.heads}-head layer (one colour scale)"
@@ -127,7 +141,9 @@ def _fig11(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> l
     ]
 
 
-def _fig12(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
+def _fig12(
+    e: ex12_learned.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -161,7 +177,7 @@ def _fig12(e, out: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> l
     ]
 
 
-def uniform_start(e) -> str:
+def uniform_start(e: ex12_learned.Result) -> str:
     """The uniform weights every head starts near, e.g. (0.5, 0.5)."""
     keys = len(e.runs[0].weights[0])
     return "(" + ", ".join([f"{1 / keys:g}"] * keys) + ")"

@@ -8,11 +8,39 @@ exercise's module.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 from attn_cli.render.exercise_figures import FILES, figures, uniform_start  # noqa: F401 (FILES, figures: the family's)
-from attn_cli.render.table import Table, Text, styled
+from attn_cli.render.table import Block, Cell, Table, Text, styled
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.exercises import (
+        Result,
+        ex01_readouts,
+        ex02_noise,
+        ex03_rank,
+        ex04_key_noise,
+        ex05_pruning,
+        ex06_timing,
+        ex07_cross_cost,
+        ex08_gqa,
+        ex09_slices,
+        ex10_permute,
+        ex11_projections,
+        ex12_learned,
+    )
 
 
-def _table(number: int, heading: str, columns=(), rows=(), left=(), caption: str | None = None, subtitle: str = ""):
+def _table(
+    number: int,
+    heading: str,
+    columns: Sequence[str] = (),
+    rows: Iterable[Sequence[Cell]] = (),
+    left: Sequence[str] = (),
+    caption: str | None = None,
+    subtitle: str = "",
+) -> Table:
     """A table titled with the exercise and its ``heading``: ``columns`` (right-justified except
     those in ``left``), then ``rows`` of text cells."""
     title = f"D2L 10.3.5 exercise {number}: {heading}" + (f"  ({subtitle})" if subtitle else "")
@@ -41,7 +69,7 @@ def _yes(ok: bool) -> Text:
     return styled(("yes", "green"), verdict="pass") if ok else styled(("no", "red"), verdict="fail")
 
 
-def _ex1(e, title) -> list:
+def _ex1(e: ex01_readouts.Result, title: str) -> list:
     t = _table(
         1,
         title,
@@ -74,8 +102,8 @@ def _ex1(e, title) -> list:
     ]
 
 
-def _ex2(e, title) -> list:
-    out = []
+def _ex2(e: ex02_noise.Result, title: str) -> list:
+    out: list[Block] = []
     for s in e.sweeps:
         slope = "n/a" if s.slope is None else f"{s.slope:.3f}"
         t = _table(
@@ -107,7 +135,7 @@ def _ex2(e, title) -> list:
     return out
 
 
-def _ex3(e, title) -> list:
+def _ex3(e: ex03_rank.Result, title: str) -> list:
     t = _table(
         3,
         title,
@@ -137,7 +165,7 @@ def _ex3(e, title) -> list:
     ]
 
 
-def _ex4(e, title) -> list:
+def _ex4(e: ex04_key_noise.Result, title: str) -> list:
     t = _table(
         4,
         title,
@@ -160,7 +188,7 @@ def _ex4(e, title) -> list:
     ]
 
 
-def _ex5(e, title) -> list:
+def _ex5(e: ex05_pruning.Result, title: str) -> list:
     heads = ", ".join(f"{i + 1}: ({a:g}, {b:g})" for i, (a, b) in enumerate(e.heads))
     t = _table(
         5,
@@ -213,7 +241,7 @@ def _ex5(e, title) -> list:
     ]
 
 
-def _ex6(e, title) -> list:
+def _ex6(e: ex06_timing.Result, title: str) -> list:
     t = _table(
         6,
         title,
@@ -244,7 +272,7 @@ def _ex6(e, title) -> list:
     ]
 
 
-def _ex7(e, title) -> list:
+def _ex7(e: ex07_cross_cost.Result, title: str) -> list:
     t = _table(
         7,
         title,
@@ -282,7 +310,7 @@ def _ex7(e, title) -> list:
     ]
 
 
-def _ex8(e, title) -> list:
+def _ex8(e: ex08_gqa.Result, title: str) -> list:
     t = _table(
         8,
         title,
@@ -323,7 +351,7 @@ def _ex8(e, title) -> list:
     ]
 
 
-def _ex9(e, title) -> list:
+def _ex9(e: ex09_slices.Result, title: str) -> list:
     t = _table(
         9,
         title,
@@ -370,7 +398,7 @@ def _ex9(e, title) -> list:
     ]
 
 
-def _ex10(e, title) -> list:
+def _ex10(e: ex10_permute.Result, title: str) -> list:
     t = _table(
         10,
         title,
@@ -394,7 +422,7 @@ def _ex10(e, title) -> list:
     ]
 
 
-def _ex11(e, title) -> list:
+def _ex11(e: ex11_projections.Result, title: str) -> list:
     t = _table(
         11,
         title,
@@ -428,7 +456,7 @@ def _ex11(e, title) -> list:
     ]
 
 
-def _ex12(e, title) -> list:
+def _ex12(e: ex12_learned.Result, title: str) -> list:
     t = _table(
         12,
         title,
@@ -452,7 +480,7 @@ def _ex12(e, title) -> list:
     ]
 
 
-RENDERERS = {
+RENDERERS: dict[int, Callable[[Any, str], list]] = {
     1: _ex1,
     2: _ex2,
     3: _ex3,
@@ -468,7 +496,7 @@ RENDERERS = {
 }
 
 
-def tables(result, outcomes) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """Every exercise that ran; ``outcomes`` is taken for the render contract (the exercises
     have no published value, so none is marked)."""
     out = []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from attn_cli.render.manifest import Section
 
 
-def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg")) -> list[tuple[str, list[str]]]:
+def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg")) -> list[tuple[str | None, list[str]]]:
     """One figure written in several formats, shown once: ``(shown, other formats)`` per figure,
     in the order written; ``shown`` is the first of ``prefer`` present (else the first file),
     ``other formats`` are linked beside it (a PDF cannot be shown inline)."""

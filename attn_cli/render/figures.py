@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.image import AxesImage
+
 FIGURE_KEYWORDS = ("figsize", "layout")  # what goes to the Figure; the rest to Figure.subplots
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
+def new_figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
     """``(figure, axes)`` as ``plt.subplots`` returns them, made with matplotlib's object API:
     no pyplot, so no backend is chosen or changed in the caller's process (a notebook keeps
     its own) and no figure is left open in pyplot's list.  matplotlib is imported here, late,
@@ -26,24 +34,26 @@ def plain_text(text: str) -> str:
 
 
 def heatmap(
-    ax,
-    weights,
-    row_labels,
-    col_labels,
+    ax: Axes,
+    weights: Any,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
     *,
-    vmin=0.0,
-    vmax=1.0,
-    cmap="Blues",
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    cmap: str = "Blues",
     annotate: bool = False,
     fmt: str = "{:.2f}",
-):
+) -> AxesImage:
     """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
     im = heatmap_frame(ax, len(row_labels), len(col_labels), vmin=vmin, vmax=vmax, cmap=cmap)
     fill_heatmap(ax, im, weights, row_labels, col_labels, annotate=annotate, fmt=fmt)
     return im
 
 
-def heatmap_frame(ax, n_rows: int, n_cols: int, *, vmin=0.0, vmax=1.0, cmap="Blues"):
+def heatmap_frame(
+    ax: Axes, n_rows: int, n_cols: int, *, vmin: float = 0.0, vmax: float = 1.0, cmap: str = "Blues"
+) -> AxesImage:
     """What a heatmap of this shape draws whatever its numbers: an image of zeros on the fixed
     colour scale, and a tick at every row and column (their labels come with the numbers,
     :func:`fill_heatmap`)."""
@@ -55,14 +65,23 @@ def heatmap_frame(ax, n_rows: int, n_cols: int, *, vmin=0.0, vmax=1.0, cmap="Blu
     return im
 
 
-def fill_heatmap(ax, im, weights, row_labels, col_labels, *, annotate: bool = False, fmt: str = "{:.2f}") -> None:
+def fill_heatmap(
+    ax: Axes,
+    im: AxesImage,
+    weights: Any,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    annotate: bool = False,
+    fmt: str = "{:.2f}",
+) -> None:
     """A :func:`heatmap_frame`'s numbers: the (rows, cols) weights, the tick labels and, with
     ``annotate``, each value written in its cell."""
     im.set_data(weights)
     ax.set_xticklabels([plain_text(c) for c in col_labels])
     ax.set_yticklabels([plain_text(r) for r in row_labels])
     if annotate:
-        vmin, vmax = im.norm.vmin, im.norm.vmax
+        vmin, vmax = im.get_clim()  # the norm's vmin, vmax
         # each value centred in its cell, inside the axes: left out of the layout (tight_layout
         # and the tight box would measure every text in it), the same pixels, less work
         for i, row in enumerate(weights):

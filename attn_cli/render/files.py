@@ -11,10 +11,13 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_cli import io as io_
 from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -43,14 +46,14 @@ DPI = 120  # every figure's PNG
 
 
 def save_figure(
-    fig,
+    fig: Figure,
     path: str | os.PathLike,
     formats: Iterable[str] = DEFAULT_FORMATS,
     *,
     dpi: int = DPI,
     metadata: dict[str, str] | None = None,
     tight_layout: dict | None = None,
-    keep: list | None = None,
+    keep: list[tuple[str, Figure]] | None = None,
 ) -> list[Path]:
     """Save a matplotlib figure once per format; the one place figures are saved.
 
@@ -80,7 +83,7 @@ def save_figure(
             fig.tight_layout(**tight_layout)
         with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
             for fmt in wanted:
-                extra = {
+                extra: Any = {  # keyword arguments of savefig, per format
                     "png": {"metadata": metadata} if metadata else {},
                     "svg": {"metadata": {"Date": None}},
                     "pdf": {"metadata": {"CreationDate": None}},
@@ -94,10 +97,10 @@ def save_figure(
     return written
 
 
-def _json_default(obj: Any):
+def _json_default(obj: Any) -> Any:
     import dataclasses
 
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
     if hasattr(obj, "tolist"):
         return obj.tolist()
@@ -127,7 +130,7 @@ def result_json(result: Any, outcomes: Any = None) -> Any:
 
     from attn_cli.core.numerics import stamp
 
-    obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
+    obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) and not isinstance(result, type) else result
     if outcomes is not None and hasattr(result, "published_beside"):
         obj.update(result.published_beside(outcomes))
     obj = stamp(obj)  # config.numerics

@@ -2,32 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.formula import Result
 
 
-def _list(values, decimals: int) -> str:
+def _list(values: Iterable[float], decimals: int) -> str:
     return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
 
 
-def _shape(shape) -> str:
+def _shape(shape: Iterable[int]) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
-def _sums(sums) -> str:
+def _sums(sums: list[float]) -> str:
     """Row sums as the text prints them (.tolist()), with a note where float32 rounding shows."""
     text = repr(sums)
     worst = max(abs(v - 1.0) for v in sums)
     return text if worst == 0 else f"{text} (float32 rounding: max |sum - 1| = {worst:.0e})"
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
     o = outcomes
 
-    def pub(check_id, decimals):
+    def pub(check_id: str, decimals: int) -> str:
         return _list(o[check_id].published, decimals)
 
     worked = check_table(
@@ -65,7 +69,7 @@ def tables(result, outcomes: Mapping) -> list:
     s = result.shapes
     cfg = result.config
 
-    def shapes_text(shapes):
+    def shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
         return (
             f"Q {_shape(shapes['Q'])} K {_shape(shapes['K'])} V {_shape(shapes['V'])} -> scores "
             f"{_shape(shapes['scores'])} -> output {_shape(shapes['output'])}"
@@ -111,5 +115,7 @@ def tables(result, outcomes: Mapping) -> list:
     return [worked, properties]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     return []  # tables only

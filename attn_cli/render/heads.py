@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attn_cli.render.files import DEFAULT_FORMATS
 from attn_cli.render.table import Cell, Table, styled
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.heads import Result
+    from attn_cli.published.compare import Outcome
 
 PNG = "heads_layout.png"
 
@@ -15,7 +20,7 @@ def _yes(b: bool) -> Cell:
     return "True" if b else styled(("False", "red"), verdict="fail")
 
 
-def _published(outcome) -> str:
+def _published(outcome: Outcome | None) -> str:
     """The text's value beside a regenerated one, where it applies (at the text's settings)."""
     if outcome is None or outcome.status == "n/a":
         return ""
@@ -23,7 +28,7 @@ def _published(outcome) -> str:
     return str(tuple(value)) if isinstance(value, list) else str(value)
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
     cfg = result.config
@@ -71,11 +76,15 @@ def tables(result, outcomes: Mapping) -> list:
     return [match, w9, shape, d2l, note]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     return draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG, formats, keep)
 
 
-def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS, keep: list | None = None) -> list[Path]:
+def draw_layout(
+    d: int, h: int, path: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
+) -> list[Path]:
     """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
@@ -93,13 +102,13 @@ def draw_layout(d: int, h: int, path: Path, formats=DEFAULT_FORMATS, keep: list 
     ax.set_ylim(-0.6, 10.2)
     ax.axis("off")
 
-    def box(x, y, w, hgt, text, color, fs=8):
+    def box(x: float, y: float, w: float, hgt: float, text: str, color: str, fs: float = 8) -> None:
         ax.add_patch(
             FancyBboxPatch((x - w / 2, y - hgt / 2), w, hgt, boxstyle="round,pad=0.04", fc=color, ec="black", lw=0.8)
         )
         ax.text(x, y, text, ha="center", va="center", fontsize=fs)
 
-    def arrow(x0, y0, x1, y1):
+    def arrow(x0: float, y0: float, x1: float, y1: float) -> None:
         ax.add_patch(
             FancyArrowPatch(
                 (x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=8, lw=0.7, color="dimgrey", shrinkA=0, shrinkB=0

@@ -8,10 +8,14 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.render.manifest import Section
 from attn_cli.render.table import esc, to_html
+
+if TYPE_CHECKING:
+    from attn_cli.published.compare import Outcome
+    from attn_cli.published.types import Artifact
 
 KINDS = ("measured", "rule", "identity")  # STYLE.md "Checks"
 VERDICT_CLASS = {"pass": "pass", "fail": "fail", "skipped": "skip"}
@@ -37,12 +41,13 @@ def anchor(artifact_id: str) -> str:
     return "id-" + re.sub(r"[^A-Za-z0-9_-]", "-", artifact_id)
 
 
-def _margin_cell(o) -> str:
+def _margin_cell(o: Outcome) -> str:
     """The margin as a number and a small bar: full at 1 (exact), empty at 0 (the edge), red below."""
     m = o.margin()
     if m is None:
         return "<td></td>"
     value = m["margin"]
+    assert value is not None  # a judged check's margin is a number (only needed_tolerance may be None)
     width = max(0.0, min(1.0, value)) * 100
     kind = "pass" if value >= 0 else "fail"
     return (
@@ -124,7 +129,15 @@ def index_html(
 TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
 
 
-def _header(title, manifest, outcomes, summary, coverage_line, sections, links) -> str:
+def _header(
+    title: str,
+    manifest: dict,
+    outcomes: Sequence[Outcome],
+    summary: str | None,
+    coverage_line: str | None,
+    sections: Sequence[Section],
+    links: Sequence[str],
+) -> str:
     parts = [
         f"<header><h1>{esc(title)}</h1>",
         '<p class="sub">W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head '
@@ -173,7 +186,7 @@ def _tile(kind: str, c: dict) -> str:
     )
 
 
-def _facts(manifest: dict, sections, links) -> list[tuple[str, str]]:
+def _facts(manifest: dict, sections: Sequence[Section], links: Sequence[str]) -> list[tuple[str, str]]:
     """The run's facts (escaped HTML): command, time, cache, machine, numerics, versions, files."""
     facts = [
         ("command", f"<code>{esc(manifest.get('command', ''))}</code>"),
@@ -202,7 +215,9 @@ def _facts(manifest: dict, sections, links) -> list[tuple[str, str]]:
     return facts
 
 
-def _contents(catalogue, by_artifact, section_of) -> str:
+def _contents(
+    catalogue: Sequence[Artifact], by_artifact: dict[str, list[Outcome]], section_of: dict[str, Section]
+) -> str:
     items = []
     for a in catalogue:
         outs = by_artifact.get(a.id, [])
@@ -232,7 +247,7 @@ def _contents(catalogue, by_artifact, section_of) -> str:
 
 
 def _artifact(
-    a, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool
+    a: Artifact, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool
 ) -> str:
     files = ((manifest.get("artifacts") or {}).get(a.id) or {}).get("files") or []
     new = ' <span class="new">new</span>' if a.new else ""
@@ -270,7 +285,7 @@ def _data_files(section: Section | None, files: Sequence[str]) -> list[str]:
     return data
 
 
-def _tables_and_figures(a, section: Section, files: Sequence[str], shown_tables: set[str]) -> list[str]:
+def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], shown_tables: set[str]) -> list[str]:
     """The section's tables (once per run: a later artifact of the same run links to the first)
     and this artifact's own figures, each shown once with its other formats linked."""
     from attn_cli.render.figure_files import figure_views

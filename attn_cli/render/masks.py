@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.render.console import beside, check_table, verdict
-from attn_cli.render.table import Table, styled
+from attn_cli.render.console import CheckRow, beside, check_table, verdict
+from attn_cli.render.table import Cell, Table, styled
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.masks import Result
 
 PNG, CSV = BY_ID["w9-masks"].files
 
@@ -16,7 +20,7 @@ def _fmt(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".") if v else "0"
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
     comparable = all(x.status != "n/a" for x in o.values())
@@ -32,7 +36,7 @@ def tables(result, outcomes: Mapping) -> list:
         weights.add_column(f"key {j}", justify="right")
     weights.add_column("row sum", justify="right")
     for i, row in enumerate(result.causal_weights_rounded):
-        cells = []
+        cells: list[Cell] = []
         for j, v in enumerate(row):
             pub = causal[i][j] if comparable and i < len(causal) and j < len(causal[i]) else None
             if pub is None:
@@ -47,9 +51,9 @@ def tables(result, outcomes: Mapping) -> list:
             cells.append(repr(s))
         weights.add_row(str(i), *cells)
 
-    checks_rows = []
+    checks_rows: list[CheckRow] = []
 
-    def add(check_id, quantity, value, regenerated_text, published_text=None):
+    def add(check_id: str, quantity: str, value: Any, regenerated_text: str, published_text: str | None = None) -> None:
         outcome = o[check_id]
         published_text = published_text or repr(outcome.published)
         if comparable:
@@ -102,7 +106,9 @@ def tables(result, outcomes: Mapping) -> list:
     return [weights, checks]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 

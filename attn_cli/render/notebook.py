@@ -5,9 +5,16 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from attn_cli.published.compare import Outcome
 
 
-def outcomes_html(outcomes) -> str:
+def outcomes_html(outcomes: Iterable[Outcome]) -> str:
     """The checks as an HTML table: ID, regenerated, published, tolerance, kind, verdict."""
     rows = []
     colour = {"pass": "#1a7f37", "fail": "#cf222e"}
@@ -24,7 +31,7 @@ def outcomes_html(outcomes) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def png64(fig) -> str:
+def png64(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")

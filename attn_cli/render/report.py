@@ -13,12 +13,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.device import cuda_summary
 from attn_cli.render.figure_files import figure_markdown
 from attn_cli.render.manifest import Section
-from attn_cli.render.table import Table, md_escape, styled
+from attn_cli.render.table import Cell, Table, md_escape, styled
+
+if TYPE_CHECKING:
+    from attn_cli.experiment_registry import Registry
+    from attn_cli.published.compare import Outcome
+    from attn_cli.published.types import Artifact
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
 KIND_LEGEND = (
@@ -27,7 +32,7 @@ KIND_LEGEND = (
 )
 
 
-def status_text(outcome) -> str:
+def status_text(outcome: Outcome) -> str:
     """ "pass" (measured), "rule" (a rule that passed), "identity" (shown, not evidence),
     "FAIL", "n/a" (settings not the text's) or "skipped"."""
     if outcome.status == "pass":
@@ -66,7 +71,7 @@ def _fmt(value: Any) -> str:
 # --------------------------------------------------------------------------- attn list
 
 
-def catalogue_rows(artifacts: Iterable, registry=None) -> list[dict]:
+def catalogue_rows(artifacts: Iterable[Artifact], registry: Registry | None = None) -> list[dict]:
     rows = []
     for a in artifacts:
         exp = registry.experiment_of(a.id) if registry is not None else None
@@ -161,7 +166,7 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
     return table
 
 
-def _check_cells(o, wide: bool, reasons: dict[str, int]) -> list:
+def _check_cells(o: Outcome, wide: bool, reasons: dict[str, int]) -> list[Cell]:
     """published, regenerated, rule (with its footnote number), margin and status of one check."""
     status = (o.note if wide else "skipped") if o.status == "skipped" else status_text(o)
     rule = _rule_text(o)
@@ -182,7 +187,7 @@ def _check_cells(o, wide: bool, reasons: dict[str, int]) -> list:
     ]
 
 
-def _verify_caption(outcomes: Sequence, reasons: dict[str, int]):
+def _verify_caption(outcomes: Sequence[Outcome], reasons: dict[str, int]) -> Cell:
     """The legend, each reason by its number, each skip's note and each failure."""
     caption: list = [(KIND_LEGEND + "\n", "dim")] if any(o.status == "pass" for o in outcomes) else []
     caption += [(f"[{number}] {reason}\n", "dim") for reason, number in reasons.items()]
@@ -194,7 +199,7 @@ def _verify_caption(outcomes: Sequence, reasons: dict[str, int]):
     return styled(*caption[:-1], _rstrip(caption[-1])) if caption else ""
 
 
-def _rstrip(part):
+def _rstrip(part: str | tuple[str, str]) -> str | tuple[str, str]:
     return part.rstrip() if isinstance(part, str) else (part[0].rstrip(), part[1])
 
 
@@ -228,7 +233,7 @@ def _shape(value: Any) -> str:
     return str(len(value)) if isinstance(value, (list, tuple)) else "1"
 
 
-def _rule_text(o) -> str:
+def _rule_text(o: Outcome) -> str:
     """The tolerance, or for a value judged over seeds its interval: mean ± half-width."""
     if o.check.test == "seeds" and o.status in ("pass", "fail") and hasattr(o.regenerated, "interval"):
         iv = o.regenerated.interval()

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attn_cli.render.console import beside
-from attn_cli.render.table import Cell, Table, styled
+from attn_cli.render.table import Block, Cell, Table, styled
 from attn_cli.units import human_bytes, text_memory
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.scaling import Result
+    from attn_cli.published.compare import Outcome
 
 PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
 
-def _beside(text: str, outcome, fmt) -> Cell:
+def _beside(text: str, outcome: Outcome | None, fmt: Callable[[float], str]) -> Cell:
     """The regenerated cell, then (for a length the text prints, at its settings) = or ≠
     and the text's value: these cells are identities (arithmetic), shown beside the text."""
     if outcome is None or outcome.status not in ("pass", "fail"):
         return text
     published = outcome.check.meta.get("printed") or fmt(outcome.published)
-    return beside(text, outcome.ok, published)
+    return beside(text, outcome.status == "pass", published)
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
 
@@ -32,18 +37,18 @@ def tables(result, outcomes: Mapping) -> list:
     )
     for col in ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"):
         formula.add_column(col, justify="right")
-    for r in result.formula:
+    for f in result.formula:
 
-        def sci(v):
+        def sci(v: float) -> str:
             return f"{v:.2e}"
 
         formula.add_row(
-            str(r.n),
-            _beside(sci(r.entries), o.get(f"w9-scaling.{r.n}.entries"), sci),
-            _beside(r.memory, o.get(f"w9-scaling.{r.n}.memory"), sci),
-            _beside(sci(r.operations), o.get(f"w9-scaling.{r.n}.operations"), sci),
+            str(f.n),
+            _beside(sci(f.entries), o.get(f"w9-scaling.{f.n}.entries"), sci),
+            _beside(f.memory, o.get(f"w9-scaling.{f.n}.memory"), sci),
+            _beside(sci(f.operations), o.get(f"w9-scaling.{f.n}.operations"), sci),
         )
-    out = [formula]
+    out: list[Block] = [formula]
     if not result.measured_rows:
         out.append("doubling the length quadruples the cost (try --measure to time it)")
         return out
@@ -112,7 +117,9 @@ def tables(result, outcomes: Mapping) -> list:
     return out
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     """The measured log-log plot (only when --measure ran)."""
     if not result.measured_rows:
         return []

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attn_cli.render.table import Table
 
+if TYPE_CHECKING:
+    from attn_cli.experiments.self_cross import Result
 
-def _shape(s) -> str:
+
+def _shape(s: Iterable[int]) -> str:
     return str(tuple(s))
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
 
-    def pub(check_id):
+    def pub(check_id: str) -> str:
         return _shape(o[check_id].published)
 
     table = Table(title="self- and cross-attention shapes (seed 0)")
@@ -47,5 +51,7 @@ def tables(result, outcomes: Mapping) -> list:
     return [table, notes]
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     return []

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.render.console import beside
-from attn_cli.render.table import Cell, Table, styled
+from attn_cli.render.table import Block, Cell, Table, styled
 
+if TYPE_CHECKING:
+    from attn_cli.experiments.sqrt_dk import Result
+    from attn_cli.published.compare import Outcome
 COLUMNS = (  # (field, header, format)
     ("std", "std(q·k)", "{:.2f}"),
     ("std_scaled", "std(q·k/√d_k)", "{:.2f}"),
@@ -23,17 +27,17 @@ COLUMNS = (  # (field, header, format)
 PNG, CSV = BY_ID["w9-sqrt-dk-plot"].files[0], "sqrt_dk.csv"
 
 
-def _cell(outcome, value: float, fmt: str) -> Cell:
+def _cell(outcome: Outcome | None, value: float, fmt: str) -> Cell:
     text = fmt.format(value)
     if outcome is None:
         return text
     pub = fmt.format(outcome.published)
     if outcome.status not in ("pass", "fail"):
         return styled(f"{text} ", (f"(text ~{pub})", "dim"))
-    return beside(text, outcome.ok, pub, f"diff {value - outcome.published:+.1e}")
+    return beside(text, outcome.status == "pass", pub, f"diff {value - outcome.published:+.1e}")
 
 
-def tables(result, outcomes: Mapping) -> list:
+def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
 
@@ -50,7 +54,7 @@ def tables(result, outcomes: Mapping) -> list:
     for r in result.rows:
         cells = [_cell(o.get(f"w9-sqrt-dk.{r.d_k}.{f}"), getattr(r, f), fmt) for f, _, fmt in COLUMNS]
         table.add_row(str(r.d_k), *cells)
-    out = [table]
+    out: list[Block] = [table]
     shown = [o[f"w9-sqrt-dk.{r.d_k}.std"] for r in result.rows if f"w9-sqrt-dk.{r.d_k}.std" in o]
     if any(x.status == "n/a" for x in shown):
         out.append(
@@ -68,7 +72,9 @@ def tables(result, outcomes: Mapping) -> list:
     return out
 
 
-def figures(result, out: Path, formats, outcomes: Mapping, keep: list | None = None) -> list[Path]:
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 

@@ -12,7 +12,12 @@ import html
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod, OverflowMethod
+    from rich.table import Table as RichTable
+    from rich.text import Text as RichText
 
 # style -> HTML class; the keys are rich styles, the only ones a span may carry
 STYLES = {
@@ -63,12 +68,12 @@ def plain(cell: Cell) -> str:
 @dataclass(frozen=True)
 class Column:
     header: str
-    justify: str = "left"  # left | right | center
+    justify: JustifyMethod = "left"  # left | right | center
     no_wrap: bool = False
     style: str = ""
     max_width: int | None = None
     ratio: int | None = None
-    overflow: str = "ellipsis"
+    overflow: OverflowMethod = "ellipsis"
 
 
 @dataclass
@@ -100,7 +105,7 @@ Block = Table | Text | str
 # --------------------------------------------------------------------------- rich
 
 
-def _rich_text(cell: Cell):
+def _rich_text(cell: Cell) -> RichText:
     from rich.text import Text as RichText
 
     if isinstance(cell, Text):
@@ -108,7 +113,7 @@ def _rich_text(cell: Cell):
     return RichText(str(cell))
 
 
-def to_rich(block: Block):
+def to_rich(block: Block) -> RichTable | RichText:
     """A rich renderable of one block (for the terminal and the notebook's plain text)."""
     from rich import box
     from rich.table import Table as RichTable
