@@ -1,6 +1,7 @@
 """The pipeline's layer rules (issue 15, item 1), read from the source with ``ast``:
 
-* render/ imports nothing from attn_cli.experiments and never compares: every render
+* render/ imports nothing from attn_cli.experiments at run time (a Result class named under
+  ``if TYPE_CHECKING:`` is a type for mypy, never executed) and never compares: every render
   function receives the outcomes (``tables(result, outcomes)``, ``figures(result, out,
   formats, outcomes)``);
 * ``compare_result`` (a Result against its published values) is called in one place in
@@ -33,11 +34,26 @@ def _modules(folder: str) -> list[Path]:
     return found
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The nodes inside ``if TYPE_CHECKING:`` blocks: read by type checkers, never run."""
+    return {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+
+
 def experiment_imports(source: str) -> list[str]:
-    """What ``source`` imports from attn_cli.experiments (``import``, ``from ... import``,
-    or a module name handed to importlib as a string)."""
+    """What ``source`` imports from attn_cli.experiments at run time (``import``, ``from ...
+    import``, or a module name handed to importlib as a string)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    skip = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name == EXPERIMENTS or a.name.startswith(EXPERIMENTS + ".")]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -79,7 +95,13 @@ PLANTED_IMPORTS = [
     "from attn_cli import experiments\n",
     "def f():\n    from attn_cli.experiments import masks\n",
     "import importlib\nm = importlib.import_module('attn_cli.experiments.heads')\n",
+    "if TYPE_CHECKING:\n    pass\nelse:\n    from attn_cli.experiments.masks import Result\n",  # the else runs
 ]
+
+
+def test_a_type_only_import_is_not_a_run_time_import():
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from attn_cli.experiments.masks import Result\n"
+    assert experiment_imports(source) == []
 
 
 @pytest.mark.parametrize("planted", PLANTED_IMPORTS)
