@@ -3,6 +3,8 @@
 Design notes: ``docs/design.md``, section ``attn_cli``.
 """
 
+from typing import Any
+
 __version__ = "0.2.0"
 
 __all__ = [
@@ -36,7 +38,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in __all__:
         import importlib
 
@@ -46,5 +48,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'attn_cli' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])

@@ -14,6 +14,7 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,7 @@ def _token(value: Any) -> str:
 
 
 @contextlib.contextmanager
-def _out_folder(out):
+def _out_folder(out: str | Path | None) -> Iterator[str]:
     """``--out``: the caller's folder, or a private temporary one that nothing is written to."""
     if out is not None:
         yield str(out)
@@ -122,7 +123,7 @@ def _out_folder(out):
 
 
 @contextlib.contextmanager
-def _callers_state():
+def _callers_state() -> Iterator[None]:
     """The API leaves the caller's process as it found it: ``os.environ`` (the numeric mode's
     pins are set while attn computes, then removed) and torch's intra-op thread count.  A
     worker process that is importing the caller's script (a script without an ``if __name__
@@ -151,7 +152,7 @@ def _callers_state():
 
 
 @contextlib.contextmanager
-def _config_errors():
+def _config_errors() -> Iterator[None]:
     """What the command line refuses with exit 2 (a click usage error: one bad value, an unknown
     option, a cross-option check) raised as :class:`attn_cli.ConfigError`, whose message is
     what the CLI prints after ``Error:``: a notebook never sees click's exceptions or SystemExit."""
@@ -167,7 +168,7 @@ def _config_errors():
         raise ConfigError(f"nothing to run (exit {exc.exit_code})") from None
 
 
-def _checked_text(values) -> None:
+def _checked_text(values: Iterable[object]) -> None:
     """A string the command line would refuse as not UTF-8 is refused here with its message."""
     from attn_cli.cli import check_utf8_words
 

@@ -7,14 +7,20 @@ from __future__ import annotations
 import html
 import json
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from attn_cli.api import _callers_state, _checked_text, _command, _config_errors, command_line
 from attn_cli.render.notebook import outcomes_html
+
+if TYPE_CHECKING:
+    from attn_cli.cli.options import Common
+
+T = TypeVar("T")
 
 # --------------------------------------------------------------------------- verify
 
@@ -77,7 +83,7 @@ def verify(*only: str, **options: Any) -> Verification:
     )
 
 
-def _parsed(command: str, folder: str, only, options: dict):
+def _parsed(command: str, folder: str, only: Iterable[str], options: dict) -> tuple[Common, dict[str, Any]]:
     """The command's own parsing of these options (same checks, same errors): its Common and params."""
     from attn_cli.cli.options import Common
 
@@ -103,7 +109,7 @@ def _parsed(command: str, folder: str, only, options: dict):
     return common, p
 
 
-def _library_options(common, p: dict) -> dict:
+def _library_options(common: Common, p: dict) -> dict:
     """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line."""
     from attn_cli.cli.commands.cache import cache_root
     from attn_cli.cli.commands.catalogue import seed_count
@@ -122,7 +128,7 @@ def _library_options(common, p: dict) -> dict:
     )
 
 
-def _translated(call):
+def _translated(call: Callable[[], T]) -> T:
     """The library's errors as the command reports them (usage errors, exit 2 on the command line)."""
     from attn_cli import experiment_registry
 

@@ -20,7 +20,7 @@ from attn_cli.core.numerics import DEFAULT_MODE, MODE_VAR, MODES
     show_envvar=True,
     help="The numeric mode of every run on this worker (attn's --numerics): pinned before torch loads.",
 )
-def dask_setup(worker, attn_numerics: str) -> None:
+def dask_setup(worker: object, attn_numerics: str) -> None:
     """Pin the numeric mode, one intra-op thread, torch and the training code loaded."""
     from attn_cli.experiments.copy_task.cluster_worker import prepare_worker
 

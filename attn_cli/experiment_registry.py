@@ -8,13 +8,16 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import SEED_MAX, SEED_MIN, AttnError, SeedOutOfRange
+
+if TYPE_CHECKING:
+    from attn_cli.published.types import Artifact
 
 RENDER_PACKAGE = "attn_cli.render"
 CONTRACT = ("SLOW", "CACHED", "ENGINES", "FIGURES")  # what every experiment module declares
@@ -79,7 +82,7 @@ class Experiment:
     def recorded_config(self, config: Any) -> Any:
         """``config`` as plain data to record (a cache key, a manifest): without the cluster's
         address, which says nothing about the numbers."""
-        if not dataclasses.is_dataclass(config):
+        if not dataclasses.is_dataclass(config) or isinstance(config, type):
             return config
         local = self._declared("LOCAL_FIELDS", ())  # this machine's set-up (the copy task's cluster)
         return {k: v for k, v in dataclasses.asdict(config).items() if k not in local}
@@ -169,7 +172,7 @@ class Experiment:
         return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes, keep) or [])]
 
 
-def check_seed_range(seeds) -> None:
+def check_seed_range(seeds: Iterable[int]) -> None:
     """Raise :class:`SeedOutOfRange` for the first seed torch would refuse."""
     for seed in seeds:
         if not SEED_MIN <= seed <= SEED_MAX:
@@ -224,7 +227,7 @@ def discover() -> list[Experiment]:
     return sorted((Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in modules), key=lambda e: e.name)
 
 
-def catalogue():
+def catalogue() -> tuple[Artifact, ...]:
     """The catalogue of artifacts (a function, so tests can substitute one)."""
     from attn_cli.published.catalogue import ARTIFACTS
 

@@ -8,16 +8,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import AttnError, BadConfig, WriteFailed
 from attn_cli.experiment_registry import Experiment, Registry, ranges
 from attn_cli.published.compare import Outcome
-from attn_cli.published.types import MISSING
+from attn_cli.published.types import MISSING, Check
+
+if TYPE_CHECKING:
+    from attn_cli.store.cache import Cache
+    from attn_cli.store.entries import Pieces
 
 # config -> a block that yields the progress callback
 Display = Callable[[Any], AbstractContextManager[Callable | None]]
@@ -175,7 +179,7 @@ def run_experiments(
 
 
 @contextlib.contextmanager
-def intra_op_threads(threads: int | None):
+def intra_op_threads(threads: int | None) -> Iterator[None]:
     if threads is None:
         yield
         return
@@ -189,7 +193,7 @@ def intra_op_threads(threads: int | None):
         torch.set_num_threads(saved)
 
 
-def _cache_key(exp: Experiment, config: Any, cache_root, numerics: str | None = None) -> dict | None:
+def _cache_key(exp: Experiment, config: Any, cache_root: str | Path | None, numerics: str | None = None) -> dict | None:
     if cache_root is None or not exp.cached or not dataclasses.is_dataclass(config):
         return None
     from attn_cli.core.numerics import key
@@ -202,7 +206,7 @@ def _cache_key(exp: Experiment, config: Any, cache_root, numerics: str | None = 
     )
 
 
-def _pieces(exp: Experiment, store, use_cache: bool):
+def _pieces(exp: Experiment, store: Cache | None, use_cache: bool) -> Pieces | None:
     """The opened cache as ``exp``'s pieces (:class:`attn_cli.store.entries.Pieces`), for an experiment
     that declares ``CACHES_PIECES`` (the copy task's training runs, each stored as it finishes,
     so an interrupted or distributed sweep keeps them); None for the others, or without cache."""
@@ -213,7 +217,7 @@ def _pieces(exp: Experiment, store, use_cache: bool):
     return Pieces(store, exp.name, reuse=use_cache)
 
 
-def cache_of(root, notes: list[str]):
+def cache_of(root: str | Path | None, notes: list[str]) -> AbstractContextManager[Cache | None]:
     """The opened cache at ``root`` for a block (None: none); see :func:`attn_cli.store.cache.opened`."""
     if not root:
         return contextlib.nullcontext()
@@ -222,7 +226,7 @@ def cache_of(root, notes: list[str]):
     return cache.opened(root, notes)
 
 
-def _load(exp: Experiment, config: Any, store, key: dict, notes: list[str]):
+def _load(exp: Experiment, config: Any, store: Cache, key: dict, notes: list[str]) -> Any:
     """The cached Result (:func:`attn_cli.store.entries.revive`: every value its declared type), or None:
     none stored, or one refused with a note (it is then recomputed).  The Result must record the
     config it is stored for, and pass the experiment's ``validate_result(result, config)`` (sizes
@@ -245,7 +249,7 @@ def _load(exp: Experiment, config: Any, store, key: dict, notes: list[str]):
         return None
 
 
-def _store(exp: Experiment, store, key: dict, result: Any, notes: list[str]) -> None:
+def _store(exp: Experiment, store: Cache, key: dict, result: Any, notes: list[str]) -> None:
     from attn_cli.store import cache, entries
 
     try:
@@ -257,7 +261,7 @@ def _store(exp: Experiment, store, key: dict, result: Any, notes: list[str]) -> 
 # --------------------------------------------------------------------------- comparing
 
 
-def compare(selected_checks: Iterable, registry: Registry, runs: Iterable[Run]) -> list[Outcome]:
+def compare(selected_checks: Iterable[Check], registry: Registry, runs: Iterable[Run]) -> list[Outcome]:
     """Every selected check against the value its experiment measured
     (:func:`attn_cli.published.compare.judge`, with the run's configuration)."""
     from attn_cli.published.compare import judge

@@ -9,7 +9,10 @@ Design notes: ``docs/design.md``, section ``attn_cli.plan``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attn_cli.experiment_registry import Experiment
 
 QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
 QUICK_NOTE = (
@@ -21,14 +24,14 @@ Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is n
 
 
 def judged(
-    experiments: Iterable,
+    experiments: Iterable[Experiment],
     *,
     seed: int,
     device: str,
     use_cache: bool = True,
     quick: bool = False,
     seeds: int | None = None,
-    **cluster,
+    **cluster: Any,
 ) -> Plan:
     """Each experiment at the configuration its checks are judged at (see the module);
     ``seeds``: how many seeds judge a trained value (None: the seed rule's default)."""
@@ -36,7 +39,7 @@ def judged(
 
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
         raise ValueError(f"the seed rule takes 1 to {MAX_SEEDS} seeds, not {seeds}")
-    plan = []
+    plan: Plan = []
     for exp in experiments:
         reduced = quick and exp.slow
         plan.append(
@@ -57,7 +60,7 @@ def judged(
     return plan
 
 
-def smoke(experiments: Iterable, *, seed: int, device: str, use_cache: bool = True, **cluster) -> Plan:
+def smoke(experiments: Iterable[Experiment], *, seed: int, device: str, use_cache: bool = True, **cluster: Any) -> Plan:
     """Each experiment at ``Config.quick()``, nothing judged (``attn all --quick``); one with a
     fast engine uses it (the quickest smoke run)."""
     return [

@@ -49,7 +49,7 @@ class Unreadable(ValueError):
 class Loaded:
     header: dict | None  # None: an old bare list
     checks: list[dict]
-    path: Path
+    path: Path | str  # the file read, or a label (verify --diff: "this run")
 
 
 def load(path: str | Path) -> Loaded:

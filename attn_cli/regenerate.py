@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from attn_cli import experiment_registry, pipeline
-from attn_cli.plan import QUICK_NOTE
+from attn_cli.experiment_registry import Experiment, Registry
+from attn_cli.plan import QUICK_NOTE, Plan
+
+if TYPE_CHECKING:
+    from attn_cli.published.compare import Outcome
+    from attn_cli.published.types import Check
 
 RunPlan = Callable[..., list]  # (plan, verb, *, on_done, cache_root, use_cache, numerics) -> list[pipeline.Run]
 
@@ -128,7 +134,7 @@ def verify(
 
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
-    needed = ordered(registry, {registry.experiment_of(c.artifact) for c in selected} - {None})
+    needed = ordered(registry, {e for c in selected if (e := registry.experiment_of(c.artifact)) is not None})
     plan = judged(
         needed,
         seed=seed,
@@ -210,7 +216,7 @@ def regenerate_all(
     sections = []
     judged_now: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
 
-    def write(run) -> None:
+    def write(run: pipeline.Run) -> None:
         mine = pipeline.compare(
             [c for c in registry.checks.values() if experiment_name(registry, c) == run.name], registry, [run]
         )
@@ -262,9 +268,9 @@ def regenerate_all(
 
 
 def _all_plan(
-    registry,
-    artifact_ids,
-    only,
+    registry: Registry,
+    artifact_ids: Iterable[str],
+    only: Sequence[str],
     *,
     seed: int,
     device: str,
@@ -274,7 +280,7 @@ def _all_plan(
     scheduler: str | None,
     scheduler_from: str | None,
     worker_wait: float | None,
-) -> list:
+) -> Plan:
     """What ``attn all`` runs: the selected experiments, at ``Config.quick()`` (judging nothing)
     or at the configurations their checks are judged at; every seed checked before any work."""
     from attn_cli.plan import judged, smoke
@@ -285,7 +291,7 @@ def _all_plan(
         from attn_cli.errors import BadConfig
 
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
-    make_plan = smoke if quick else judged
+    make_plan: Callable[..., Plan] = smoke if quick else judged
     plan = make_plan(
         experiments,
         seed=seed,
@@ -343,19 +349,24 @@ def _header(command: str, where: dict, device: str, seed: int, seeds: int | None
     )
 
 
-def _run(plan, verb: str, progress: RunPlan | None, **keywords) -> list:
+def _run(plan: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> list[pipeline.Run]:
     if progress is not None:
         return progress(plan, verb, **keywords)
     return pipeline.run_experiments(plan, **keywords)
 
 
-def check_plan_seeds(plan) -> None:
+def check_plan_seeds(plan: Plan) -> None:
     """Every seed the plan will hand to torch, checked before any work (:class:`experiment_registry.SeedOutOfRange`)."""
     for exp, config, _ in plan:
         experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
 
 
-def cluster(scheduler: str | None, scheduler_from: str | None, experiments, worker_wait: float | None = None) -> dict:
+def cluster(
+    scheduler: str | None,
+    scheduler_from: str | None,
+    experiments: Iterable[Experiment],
+    worker_wait: float | None = None,
+) -> dict:
     """The Dask scheduler (--scheduler) as plan keywords, checked to answer before any work;
     empty without one, or when no experiment of the plan trains (only the copy task does)."""
     if not scheduler or not any(exp.slow for exp in experiments):
@@ -365,7 +376,7 @@ def cluster(scheduler: str | None, scheduler_from: str | None, experiments, work
     return plan_keywords(scheduler, scheduler_from, worker_wait)
 
 
-def ordered(registry, experiments) -> list:
+def ordered(registry: Registry, experiments: Iterable[Experiment]) -> list[Experiment]:
     """Experiments in catalogue order of their first artifact (W9 1.1 first)."""
     position = {aid: i for i, aid in enumerate(registry.artifacts)}
     return sorted(
@@ -374,12 +385,12 @@ def ordered(registry, experiments) -> list:
     )
 
 
-def experiment_name(registry, check) -> str | None:
+def experiment_name(registry: Registry, check: Check) -> str | None:
     exp = registry.experiment_of(check.artifact)
     return exp.name if exp else None
 
 
-def command_of(registry, exp) -> str:
+def command_of(registry: Registry, exp: Experiment) -> str:
     """The command(s) that regenerate an experiment's catalogue IDs, e.g. ``"masks"``."""
     commands: list[str] = []
     for aid in exp.artifacts:
@@ -389,7 +400,7 @@ def command_of(registry, exp) -> str:
     return ", ".join(commands) or exp.name
 
 
-def quick_line(outcomes, registry, plan) -> str:
+def quick_line(outcomes: Sequence[Outcome], registry: Registry, plan: Plan) -> str:
     """What ``attn all --quick`` judged: nothing; how many checks it shows, the trained ones named."""
     trained = [exp.name for exp, _, _ in plan if exp.slow]
     n_trained = sum(experiment_name(registry, o.check) in trained for o in outcomes)

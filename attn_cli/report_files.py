@@ -5,14 +5,24 @@ and ``verify.html`` for ``attn verify``)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import WriteFailed
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
 from attn_cli.render.table import to_markdown
 
+if TYPE_CHECKING:
+    from attn_cli.experiment_registry import Registry
+    from attn_cli.pipeline import Coverage, Run
+    from attn_cli.published.compare import Outcome
+    from attn_cli.regenerate import VerifyReport
 
-def write_section(run, registry, out: Path, formats, command: str, outcomes=()) -> Section:
+
+def write_section(
+    run: Run, registry: Registry, out: Path, formats: Sequence[str], command: str, outcomes: Sequence[Outcome] = ()
+) -> Section:
     """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
     ``outcomes``: its checks' outcomes (:func:`attn_cli.pipeline.compare`), the verdicts its
     tables mark and its section lists: one verdict per cell."""
@@ -54,7 +64,15 @@ def write_section(run, registry, out: Path, formats, command: str, outcomes=()) 
 
 
 def write_verify_page(
-    registry, artifact_ids, report, out: Path, *, quick: bool, seed: int, device: str, cov
+    registry: Registry,
+    artifact_ids: Iterable[str],
+    report: VerifyReport,
+    out: Path,
+    *,
+    quick: bool,
+    seed: int,
+    device: str,
+    cov: Coverage,
 ) -> list[Path]:
     """``verify.json`` (the header and the --json records) and ``verify.html`` (the checks as a
     page) in ``out``; the paths written.  Their own names: an ``attn all`` report in the same
@@ -87,7 +105,7 @@ def write_verify_page(
     return [out / "verify.html", out / "verify.json"]
 
 
-def write_junit(path: Path, outcomes, runs, registry) -> Path:
+def write_junit(path: Path, outcomes: Iterable[Outcome], runs: Sequence[Run], registry: Registry) -> Path:
     """The checks as JUnit XML (:mod:`attn_cli.render.junit`) at ``path``, written atomically."""
     from attn_cli.render import files
     from attn_cli.render.junit import check_seconds, junit_xml
@@ -98,17 +116,17 @@ def write_junit(path: Path, outcomes, runs, registry) -> Path:
 
 
 def manifest_of(
-    sections,
+    sections: Sequence[Section],
     *,
     quick: bool,
     seed: int,
     device: str,
     where: dict,
     seconds: float,
-    line,
-    cov,
-    runs_done,
-    outcomes=(),
+    line: str | None,
+    cov: Coverage,
+    runs_done: Iterable[Run],
+    outcomes: Sequence[Outcome] = (),
     quick_note: str | None = None,
 ) -> dict:
     """``manifest.json`` of ``attn all`` (:func:`attn_cli.render.manifest.manifest`); ``where``:
@@ -141,7 +159,7 @@ def _relative(path: Path, out: Path) -> str:
         return str(path)
 
 
-def _cached(result) -> tuple[int, int] | None:
+def _cached(result: Any) -> tuple[int, int] | None:
     """(runs taken from the cache, runs) of an experiment that caches its own runs (its Result
     has ``cached_runs()``: the copy task); None for the others."""
     return result.cached_runs() if hasattr(result, "cached_runs") else None

@@ -10,9 +10,14 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)  # raised as Terminated; SIGINT stays KeyboardInterrupt
-WORDS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
+WORDS: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
 PARENT_GONE = 128 + signal.SIGHUP  # a worker's exit status when attn is gone (as if hung up)
 
 
@@ -27,7 +32,7 @@ class Terminated(KeyboardInterrupt):
 _stopping = False
 
 
-def _raise(signum: int, frame) -> None:
+def _raise(signum: int, frame: FrameType | None) -> None:
     """The handler: raise once; a second SIGTERM while the first one's cleanup runs is ignored,
     so that the cleanup (stopping the workers, removing temp files) finishes."""
     global _stopping
@@ -90,7 +95,7 @@ def terminal_signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def exit_with_parent(reader) -> None:
+def exit_with_parent(reader: Connection) -> None:
     """In a worker: end this process as soon as ``reader`` reaches end of file, that is when
     every write end is closed -- attn exited, was killed (SIGKILL included) or closed it.
 

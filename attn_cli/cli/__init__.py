@@ -11,6 +11,8 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections.abc import Iterable
+from typing import Any, NoReturn
 
 import click
 
@@ -20,7 +22,7 @@ from attn_cli.cli.commands.execute import Job, execute
 from attn_cli.errors import AttnError
 
 
-def check_utf8_words(args) -> None:
+def check_utf8_words(args: Iterable[str]) -> None:
     """A command-line word that is not valid UTF-8 (Python keeps its bytes as surrogate
     escapes) is a usage error naming it, before anything converts or prints it."""
     for word in args:
@@ -46,11 +48,11 @@ _ENVIRONMENT_ERRNOS = {
 
 
 class AttnGroup(click.Group):
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         check_utf8_words(args)  # before any option converts (or prints) a word
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: click.Context) -> Any:
         from attn_cli.core.memory import out_of_memory
 
         try:
@@ -79,7 +81,7 @@ class AttnGroup(click.Group):
         except (KeyboardInterrupt, click.Abort) as exc:  # Ctrl-C, SIGTERM, SIGHUP (signals.Terminated)
             _interrupted(exc)
 
-    def format_commands(self, ctx, formatter):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List every command with its whole one-line summary (wrapped, never cut with '...')."""
         rows = [
             (name, cmd.get_short_help_str(limit=200)) for name, cmd in sorted(self.commands.items()) if not cmd.hidden
@@ -89,7 +91,7 @@ class AttnGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-def _interrupted(exc: BaseException) -> None:
+def _interrupted(exc: BaseException) -> NoReturn:
     """Ctrl-C, SIGTERM or SIGHUP: one line on stderr (``Error: interrupted``, ``terminated``,
     ``hung up``), exit 128 + the signal; workers are stopped and atomic writes have left no
     partial file (see :mod:`attn_cli.signals`)."""
@@ -99,7 +101,7 @@ def _interrupted(exc: BaseException) -> None:
 
 @click.group(cls=AttnGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="attn")
-def cli():
+def cli() -> None:
     """Regenerate every table and figure of two texts on attention, and check each number.
 
     \b
@@ -112,7 +114,7 @@ def cli():
 
 
 @cli.result_callback()
-def _run(value, **_params) -> None:
+def _run(value: object, **_params: object) -> None:
     """A run command returns its :class:`~attn_cli.cli.commands.execute.Job`; the command line runs
     it here, printing and writing (the Python API runs the same Job without printing)."""
     if isinstance(value, Job):
@@ -146,7 +148,7 @@ def main() -> None:
         sys.exit(1)
     for stream in (sys.stdout, sys.stderr):  # a character the terminal cannot show prints as \xe9
         if stream is not None:
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # a TextIOWrapper
     signals.install()  # SIGTERM and SIGHUP unwind like Ctrl-C
     try:
         cli(prog_name="attn")

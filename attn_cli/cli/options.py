@@ -10,8 +10,10 @@ import errno
 import functools
 import os
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -27,7 +29,7 @@ from attn_cli.core.numerics import MODES as NUMERIC_MODES
 # unsigned 64-bit integer.  A command that draws from seed + k (attn verify's extra
 # copy-task seeds, exercise 12's data streams) is checked for every seed it will use, before
 # any work: :func:`check_seeds`.
-def check_seeds(seeds, param_hint: str = "'--seed'") -> None:
+def check_seeds(seeds: Iterable[int], param_hint: str = "'--seed'") -> None:
     """A usage error (exit 2) naming the first seed outside [SEED_MIN, SEED_MAX]."""
     from attn_cli.experiment_registry import SeedOutOfRange, check_seed_range
 
@@ -42,10 +44,11 @@ class JudgedCommand(click.Command):
     derived from the published checks (:func:`attn_cli.published.rules.judged_by`), after
     the command's own description; computed only when help is shown."""
 
-    def format_help_text(self, ctx, formatter) -> None:
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_help_text(ctx, formatter)
         from attn_cli.published.rules import judged_by
 
+        assert self.name is not None  # every attn command is named
         text = judged_by(self.name)
         if text:
             formatter.write_paragraph()
@@ -68,7 +71,7 @@ class Common:
     worker_wait: float = 120.0  # --worker-wait: seconds a cluster sweep waits without any worker
 
 
-def _resolve_device(ctx, param, value):
+def _resolve_device(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The device, prepared before any CUDA work (deterministic, no TF32 unless ATTN_CUDA_FAST=1)."""
     from attn_cli.core.device import prepare_device, resolve_device
     from attn_cli.errors import AttnError
@@ -81,7 +84,7 @@ def _resolve_device(ctx, param, value):
     return device
 
 
-def _apply_numerics(ctx, param, value):
+def _apply_numerics(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """Pin (or unpin) the CPU kernels before anything imports torch (an eager option)."""
     from attn_cli.core import numerics
 
@@ -94,7 +97,7 @@ def _apply_numerics(ctx, param, value):
     return value
 
 
-def validate_out_file(ctx, param, value) -> Path | None:
+def validate_out_file(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     """Check a file to write (``--junit FILE``) before any work: a name, no control
     characters, not a folder, and a folder for it that this process can write."""
     if value is None:
@@ -114,7 +117,7 @@ def validate_out_file(ctx, param, value) -> Path | None:
     return Path(value)
 
 
-def validate_out_dir(ctx, param, value) -> Path:
+def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> Path:
     """Check --out without creating it: a usage error later on the line must leave nothing
     behind, so the folder is made by the first file written into it (:mod:`attn_cli.io`).
     The folder, or its nearest existing parent, must be a folder this process can write."""
@@ -149,7 +152,7 @@ def validate_out_dir(ctx, param, value) -> Path:
     return path
 
 
-def common_options(func):
+def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add --device, --seed, --out, --json, --quick; pass them as ``common: Common``."""
 
     @click.option(
@@ -192,7 +195,9 @@ def common_options(func):
         "are deterministic with no TF32; ATTN_CUDA_FAST=1 trades that for speed (recorded).",
     )
     @functools.wraps(func)
-    def wrapper(*args, device, seed, out, as_json, quick, numerics, **kwargs):
+    def wrapper(
+        *args: Any, device: str, seed: int, out: Path, as_json: bool, quick: bool, numerics: str, **kwargs: Any
+    ) -> Any:
         common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick, numerics=numerics)
         return func(*args, common=common, **kwargs)
 
@@ -202,7 +207,7 @@ def common_options(func):
 FIGURE_FORMATS = ("png", "svg", "pdf")  # as attn_cli.render.files.FIGURE_FORMATS (no matplotlib here)
 
 
-def format_option(func=None, *, no_figures: bool = True):
+def format_option(func: Callable[..., Any] | None = None, *, no_figures: bool = True) -> Callable[..., Any]:
     """Add ``--format png|svg|pdf`` (several after one flag; default png) to a command that
     draws figures, and ``--no-figures`` (tables and data files only: no figure is drawn, and
     the copy task does not even import matplotlib); sets ``common.formats`` (empty with
@@ -217,7 +222,7 @@ def format_option(func=None, *, no_figures: bool = True):
     if func is None:
         return functools.partial(format_option, no_figures=no_figures)
 
-    def wrapper(*args, formats, common: Common, **kwargs):
+    def wrapper(*args: Any, formats: tuple[str, ...], common: Common, **kwargs: Any) -> Any:
         if kwargs.pop("no_figures", False):
             ctx = click.get_current_context()
             if ctx.get_parameter_source("formats") not in (ParameterSource.DEFAULT, None):
@@ -248,7 +253,7 @@ def format_option(func=None, *, no_figures: bool = True):
     )(wrapper)
 
 
-def _cache_dir(ctx, param, value):
+def _cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     """A folder name that can exist: not empty, no control characters, within the system's
     limits (a folder that exists but cannot be used is a warning later, not an error)."""
     if value is None:
@@ -274,13 +279,13 @@ CACHE_DIR = click.option(
 )
 
 
-def cache_dir_option(func):
+def cache_dir_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--cache-dir DIR`` to a command that caches; sets ``common.cache_dir``. Place it
     below ``@common_options``."""
 
     @CACHE_DIR
     @functools.wraps(func)
-    def wrapper(*args, cache_dir, common: Common, **kwargs):
+    def wrapper(*args: Any, cache_dir: Path | None, common: Common, **kwargs: Any) -> Any:
         return func(*args, common=dataclasses.replace(common, cache_dir=cache_dir), **kwargs)
 
     return wrapper
@@ -294,7 +299,7 @@ SCHEDULER_ADDRESS = re.compile(
 )
 
 
-def _scheduler_address(ctx, param, value):
+def _scheduler_address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A Dask scheduler address, e.g. ``tcp://10.0.0.5:8786`` (checked for reachability when
     the command starts, by :func:`attn_cli.experiments.copy_task.cluster.check_reachable`)."""
     if value is None:
@@ -317,7 +322,7 @@ def _scheduler_address(ctx, param, value):
     return value
 
 
-def scheduler_option(func):
+def scheduler_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--scheduler ADDRESS`` (or ``ATTN_SCHEDULER``) to a command that trains: every
     copy-task run goes to that Dask scheduler's workers; sets ``common.scheduler`` and
     ``common.scheduler_from``. Place it below ``@common_options``."""
@@ -343,7 +348,7 @@ def scheduler_option(func):
         "every 10 s) before giving up, keeping the finished runs.",
     )
     @functools.wraps(func)
-    def wrapper(*args, scheduler, worker_wait, common: Common, **kwargs):
+    def wrapper(*args: Any, scheduler: str | None, worker_wait: float, common: Common, **kwargs: Any) -> Any:
         source = None
         if scheduler:
             env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT

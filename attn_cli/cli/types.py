@@ -5,17 +5,21 @@ more values after one flag (``--lengths 4 8 16 32``) or answer to an old name.""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from attn_cli.errors import SEED_MAX, SEED_MIN  # torch's seed range
+
+if TYPE_CHECKING:
+    from click.parser import _ParsingState
 
 
 class IntRange(click.IntRange):
     """click's ``IntRange`` whose refusal of what is not an integer says so: ``'1e3' is not an
     integer`` (click's own reads "is not a valid integer range")."""
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if not isinstance(value, int):
             try:
                 int(value)
@@ -37,7 +41,7 @@ class SeedsType(click.ParamType):
     name = "seeds"
     _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
         if isinstance(value, tuple):
             return value
         if isinstance(value, int) and not isinstance(value, bool):
@@ -62,7 +66,7 @@ class FiniteFloatRange(click.FloatRange):
     """A ``FloatRange`` that also refuses NaN and infinity (a plain range lets NaN through:
     every comparison with NaN is false)."""
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         import math
 
         rv = super().convert(value, param, ctx)
@@ -75,14 +79,16 @@ class EnvChoice(click.Choice):
     """A ``Choice`` whose value may come from an environment variable: a bad value from there
     is reported under the variable's name (``ATTN_NUMERICS=fastest: ...``), not the option's."""
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter as exc:
             raise from_environment(ctx, param, value, exc.message) or exc from None
 
 
-def from_environment(ctx, param, value, message: str) -> click.UsageError | None:
+def from_environment(
+    ctx: click.Context | None, param: click.Parameter | None, value: Any, message: str
+) -> click.UsageError | None:
     """The usage error naming ``param``'s environment variable when ``value`` came from it."""
     from click.core import ParameterSource
 
@@ -119,11 +125,11 @@ class AliasedOption(click.Option):
     a renamed flag does not break a user's command line (or a :func:`attn_cli.run` call).
     """
 
-    def __init__(self, *args, aliases: tuple[str, ...] = (), **kwargs):
+    def __init__(self, *args: Any, aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
         self.aliases = tuple(aliases)
         super().__init__(*args, **kwargs)
 
-    def add_to_parser(self, parser, ctx) -> None:
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:  # parser: click's private _OptionParser
         shown = self.opts
         self.opts = [*shown, *self.aliases]  # the parser registers every name; nothing else sees the aliases
         try:
@@ -133,7 +139,7 @@ class AliasedOption(click.Option):
         _unsuggested(parser).update(self.aliases)
 
 
-def _unsuggested(parser) -> set[str]:
+def _unsuggested(parser: Any) -> set[str]:
     """The names a mistyped option is not told about ("Did you mean ...?"): the hidden aliases.
     click suggests from every name its parser knows; its one long-option matcher is wrapped
     once per parser to suggest from the others."""
@@ -142,7 +148,7 @@ def _unsuggested(parser) -> set[str]:
         hidden = parser._attn_unsuggested = set()
         match = parser._match_long_opt
 
-        def match_long_opt(opt, explicit_value, state):
+        def match_long_opt(opt: str, explicit_value: str | None, state: _ParsingState) -> None:
             try:
                 return match(opt, explicit_value, state)
             except click.NoSuchOption as exc:
@@ -161,11 +167,11 @@ class MultiValueOption(AliasedOption):
     value is converted and validated by the option's ``type``.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["multiple"] = True
         super().__init__(*args, **kwargs)
 
-    def add_to_parser(self, parser, ctx) -> None:
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
         super().add_to_parser(parser, ctx)
         for name in (*self.opts, *self.aliases):
             opt = parser._long_opt.get(name) or parser._short_opt.get(name)
@@ -173,7 +179,7 @@ class MultiValueOption(AliasedOption):
                 continue
             original = opt.process
 
-            def process(value, state, _original=original, _name=name):
+            def process(value: Any, state: _ParsingState, _original: Any = original, _name: str = name) -> None:
                 if isinstance(value, str) and not _looks_like_value(value):
                     raise click.BadOptionUsage(_name, f"expected a value after {_name}, got the option {value}")
                 _original(value, state)

@@ -85,7 +85,7 @@ class Cache:
     def __enter__(self) -> Cache:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ entries
@@ -133,6 +133,7 @@ class Cache:
         data = _HEAD + self._mac(body).encode() + _MID + body + _TAIL
         try:
             sub = self._group(name, create=True)
+            assert sub is not None  # create=True: made, or Refused
             try:
                 private.write_atomic(sub, entry_file(key), data, mode=0o600)
             finally:
@@ -144,6 +145,7 @@ class Cache:
             ) from None
 
     def _mac(self, body: bytes) -> str:
+        assert self._secret is not None  # callers return or raise first when there is no key
         return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).hexdigest()
 
     def _verified(self, data: bytes) -> bytes:

@@ -165,6 +165,7 @@ def _walk(path: str | os.PathLike, create: bool) -> tuple[int, str]:
             where = "/" + "/".join([*done, name])
             child, target = _step(fd, where, name, create)
             if child is None:
+                assert target is not None  # (None, target): a symlink
                 links += 1
                 if links > MAX_SYMLINKS:
                     raise NotPrivate(f"too many symlinks on the way to {os.fspath(path)}")

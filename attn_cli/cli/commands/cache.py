@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -47,7 +48,7 @@ def cache_root(common: Common) -> str | None:
 @CACHE_DIR
 @click.option("--dry-run", is_flag=True, help="With clear: list what would be removed, remove nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout instead of the text.")
-def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
+def cache_(action: str, cache_dir: Path | None, dry_run: bool, as_json: bool) -> None:
     """The per-user cache: its location, entries and size; `attn cache clear` empties it.
 
     The cache keeps the copy task's finished training runs and the Results of the slower
@@ -85,7 +86,7 @@ def cache_(action: str, cache_dir, dry_run: bool, as_json: bool) -> None:
         click.echo("\n".join(_clear_lines(info) if action == "clear" else _show_lines(info)))
 
 
-def _state(root) -> tuple[dict, Cache | None]:
+def _state(root: Path) -> tuple[dict, Cache | None]:
     """What ``root`` is, and the cache opened there without creating anything (None: none)."""
     from attn_cli.store import cache
 
@@ -114,7 +115,7 @@ def _counted(info: dict, per: dict, key: str) -> dict:
     return info
 
 
-def _show(root) -> dict:
+def _show(root: Path) -> dict:
     info, store = _state(root)
     if store is None:
         return _counted(info, {}, "experiments")
@@ -122,7 +123,7 @@ def _show(root) -> dict:
         return _counted(info, store.summary(), "experiments")
 
 
-def _clear(root, dry_run: bool) -> dict:
+def _clear(root: Path, dry_run: bool) -> dict:
     """Clear attn's cache at ``root``; a ClickException (nothing removed) for anything else."""
     from attn_cli.store import cache
 
@@ -183,7 +184,7 @@ def _clear_lines(info: dict) -> list[str]:
     return lines
 
 
-def _kind(path) -> str:
+def _kind(path: Path) -> str:
     """ "folder", "missing", or what else ``path`` is (followed through symlinks)."""
     import stat
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -28,8 +30,13 @@ from attn_cli.cli.options import (
 from attn_cli.cli.types import IntRange, MultiValueOption
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-def seed_count_option(f):
+    from attn_cli.regenerate import AllReport, VerifyReport
+
+
+def seed_count_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--seeds N``: how many seeds judge each trained cell (verify, all; see :func:`seed_count`)."""
     return click.option(
         "--seeds",
@@ -44,7 +51,7 @@ def seed_count_option(f):
 
 @click.command(cls=JudgedCommand, name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as a JSON list instead of the table.")
-def list_(as_json: bool):
+def list_(as_json: bool) -> None:
     """Every table and figure of the two texts, and the command that regenerates it.
 
     Columns: catalogue ID, source text, section, title, subcommand, the files it writes into
@@ -94,8 +101,8 @@ def list_(as_json: bool):
 @scheduler_option
 @seed_count_option
 def verify(
-    only: tuple[str, ...], no_cache: bool, junit: str | None, before: str | None, n_seeds: int | None, common: Common
-):
+    only: tuple[str, ...], no_cache: bool, junit: Path | None, before: str | None, n_seeds: int | None, common: Common
+) -> None:
     """Regenerate every published value and compare it with the text.
 
     Each experiment runs once at its default configuration (the texts' settings), with
@@ -164,7 +171,7 @@ def verify(
         sys.exit(1)
 
 
-def _show_verify(checked, as_json: bool) -> None:
+def _show_verify(checked: VerifyReport, as_json: bool) -> None:
     """The record (JSON) or the check table, the 5 tightest checks and the summary lines."""
     from attn_cli.render import console, report
     from attn_cli.render.table import to_rich
@@ -220,7 +227,7 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
 @cache_dir_option
 @scheduler_option
 @seed_count_option
-def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int | None, common: Common):
+def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int | None, common: Common) -> None:
     """Run every experiment and write every table and figure, with a report, into --out.
 
     For each experiment: its tables as Markdown (<name>.md) and its result as JSON
@@ -292,7 +299,7 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: str | None, n_seeds: int 
         sys.exit(done.exit_code)
 
 
-def _show_all(done, out, as_json: bool) -> None:
+def _show_all(done: AllReport, out: Path, as_json: bool) -> None:
     """The manifest (JSON) or what was written, the verdicts, the coverage and the context lines."""
     from attn_cli.render import console
 
@@ -317,7 +324,7 @@ def _show_all(done, out, as_json: bool) -> None:
 
 
 @contextlib.contextmanager
-def _usage_errors():
+def _usage_errors() -> Iterator[None]:
     """An unknown --only ID or a seed out of range as the option's usage error (exit 2)."""
     from attn_cli import experiment_registry
 
@@ -342,7 +349,7 @@ def seed_count(n_seeds: int | None, common: Common) -> dict:
 COMMANDS = [list_, all_, verify]
 
 
-def _json_default(obj):
+def _json_default(obj: Any) -> Any:
     from attn_cli.render.files import _json_default as default
 
     return default(obj)

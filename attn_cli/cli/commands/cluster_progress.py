@@ -13,7 +13,12 @@ run that starts again, its worker killed or its task retried, counts one failed 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Sized
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.progress import ProgressEvent
 
 
 class RunCounts:
@@ -27,7 +32,7 @@ class RunCounts:
         self._started: set[int] = set()
         self._lock = threading.Lock()  # events come from the client's event loop and the main thread
 
-    def update(self, event) -> None:
+    def update(self, event: ProgressEvent) -> None:
         item, status = event.item, event.status
         if item is None:
             return
@@ -50,7 +55,7 @@ class RunCounts:
 
 
 @contextmanager
-def cluster_bar(specs, address: str, enabled: bool = True):
+def cluster_bar(specs: Sized, address: str, enabled: bool = True) -> Iterator[Callable[[ProgressEvent], None] | None]:
     """One rich bar on stderr for the runs ``specs`` on the cluster at ``address``; yields
     the experiment's ``progress`` callback (None when not ``enabled``)."""
     if not enabled:
@@ -73,7 +78,7 @@ def cluster_bar(specs, address: str, enabled: bool = True):
     )
     task = progress.add_task(f"runs on {address[:60]}", total=len(specs), counts=counts.line())
 
-    def update(event) -> None:
+    def update(event: ProgressEvent) -> None:
         counts.update(event)
         progress.update(task, completed=len(counts.done), counts=counts.line())
 

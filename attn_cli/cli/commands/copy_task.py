@@ -7,7 +7,9 @@ imported only inside the command body.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -23,12 +25,17 @@ from attn_cli.cli.options import (
 )
 from attn_cli.cli.types import SEEDS, AliasedOption, FiniteFloatRange, IntRange, MultiValueOption
 
+if TYPE_CHECKING:
+    from attn_cli.core.copy_spec import RunSpec
+    from attn_cli.experiments.copy_task import Config
+    from attn_cli.experiments.progress import ProgressEvent
+
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
 
 
 @contextmanager
-def _bars(specs, enabled: bool = True):
+def _bars(specs: Sequence[RunSpec], enabled: bool = True) -> Iterator[Callable[[ProgressEvent], None] | None]:
     """One rich progress bar per run on stderr; yields the experiment's ``progress`` callback."""
     if not enabled:
         yield None
@@ -55,7 +62,8 @@ def _bars(specs, enabled: bool = True):
     ]
     started: set[int] = set()
 
-    def update(event) -> None:  # a ProgressEvent about one training run (event.item)
+    def update(event: ProgressEvent) -> None:  # about one training run (event.item)
+        assert event.item is not None
         task = tasks[event.item]
         if event.item not in started:
             progress.start_task(task)
@@ -142,7 +150,18 @@ def _bars(specs, enabled: bool = True):
 @cache_dir_option
 @scheduler_option
 def copy_task(
-    lengths, steps, hidden_size, batch_size, lr, eval_size, seeds, model, engine, jobs, no_cache, common: Common
+    lengths: tuple[int, ...],
+    steps: int | None,
+    hidden_size: int | None,
+    batch_size: int | None,
+    lr: float | None,
+    eval_size: int | None,
+    seeds: tuple[tuple[int, ...], ...],
+    model: str,
+    engine: str,
+    jobs: int | None,
+    no_cache: bool,
+    common: Common,
 ) -> Job:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
 
@@ -174,14 +193,14 @@ def copy_task(
         raise click.UsageError(
             "--seed and --seeds both given: --seeds lists every seed to train (put the --seed value in the list)"
         )
-    overrides = dict(
+    overrides: dict[str, Any] = dict(
         seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs, use_cache=not no_cache
     )
-    seeds = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
-    lengths, seeds = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(seeds))  # repeats: once
+    flat = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
+    lengths, seed_list = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(flat))  # repeats: once
     for name, value in (
         ("lengths", lengths),
-        ("seeds", seeds),
+        ("seeds", seed_list),
         ("steps", steps),
         ("hidden_size", hidden_size),
         ("batch_size", batch_size),
@@ -203,7 +222,7 @@ def copy_task(
     # and the runs; after Ctrl-C, execute says what was kept (the module's INTERRUPTED)
     from attn_cli.cli.commands.cluster_progress import cluster_bar  # on a cluster: done, running, failed, ETA
 
-    def display(config):
+    def display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None] | None]:
         return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
 
     return Job(

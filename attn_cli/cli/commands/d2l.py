@@ -49,7 +49,9 @@ from attn_cli.cli.types import AliasedOption, FiniteFloatRange, IntRange, MultiV
 )
 @common_options
 @format_option
-def copy_both(samples, d_v, weights, two_head_weights, common: Common):
+def copy_both(
+    samples: int, d_v: int, weights: tuple[float, ...], two_head_weights: tuple[float, ...], common: Common
+) -> Job:
     """One head loses half the variance, two heads recover it (D2L 10.3.1, figure 10.3.1).
 
     Prints the relative error of the best linear readout of [v1; v2] from one attention
@@ -107,7 +109,7 @@ _heads_option = click.option(
 @_heads_option
 @common_options
 @format_option
-def heatmap(query_word, key_word, d_model, heads, common: Common):
+def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> Job | None:
     """Cross-attention map of the letters of QUERY_WORD against those of KEY_WORD.
 
     The recipe of D2L 10.3.3.3 for any two words: one random embedding per character of the
@@ -130,7 +132,7 @@ def heatmap(query_word, key_word, d_model, heads, common: Common):
 @_heads_option
 @common_options
 @format_option
-def crossattn_map(d_model, heads, common: Common):
+def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job | None:
     """The text's letter alignment: 'attention' queries 'translation' (D2L 10.3.3.3).
 
     The same as `attn heatmap attention translation`: i and o attend sharply, a, t and n
@@ -183,7 +185,7 @@ def crossattn_map(d_model, heads, common: Common):
 )
 @common_options
 @format_option
-def heads(d_model, d2l_d_model, heads, layout_heads, common: Common):
+def heads(d_model: int, d2l_d_model: int, heads: tuple[int, ...], layout_heads: int, common: Common) -> Job:
     """Multi-head attention: hand-written equals PyTorch; parameters do not grow with h.
 
     W9 5.1 (hand-written heads == nn.MultiheadAttention; 16640 parameters at d_model 64 for
@@ -209,7 +211,7 @@ def heads(d_model, d2l_d_model, heads, layout_heads, common: Common):
 
 @click.command(cls=JudgedCommand, name="self-cross")
 @common_options
-def self_cross(common: Common):
+def self_cross(common: Common) -> Job:
     """Self- and cross-attention shapes (W9 4.1, D2L 10.3.3).
 
     Self-attention returns the input's length; cross-attention returns the queries'

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from attn_cli.diff import Diff
 
 
 @click.command(name="diff")
@@ -13,7 +17,7 @@ import click
 @click.argument("after", type=click.Path(exists=True))
 @click.option("--all", "everything", is_flag=True, help="List the unchanged checks too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def diff(before: str, after: str, everything: bool, as_json: bool):
+def diff(before: str, after: str, everything: bool, as_json: bool) -> None:
     """Compare two runs: which values moved and which verdicts changed.
 
     BEFORE and AFTER are each a verify.json (attn verify --out), a report folder
@@ -42,7 +46,7 @@ def diff(before: str, after: str, everything: bool, as_json: bool):
     sys.exit(d.exit_code)
 
 
-def show(d, everything: bool, as_json: bool, stderr: bool = False) -> None:
+def show(d: Diff, everything: bool, as_json: bool, stderr: bool = False) -> None:
     """The comparison as JSON or as tables, on stdout (``stderr``: there, as a note beside
     another command's JSON)."""
     from attn_cli.render import console

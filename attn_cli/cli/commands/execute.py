@@ -11,24 +11,34 @@ same thread settings.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from attn_cli.cli.options import Common
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-def config_of(experiment, common: Common, **fields) -> Any:
+    from rich.progress import TaskID
+
+    from attn_cli.experiment_registry import Experiment
+    from attn_cli.experiments.progress import ProgressEvent
+    from attn_cli.pipeline import Run
+    from attn_cli.plan import Plan
+
+
+def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
     """The experiment's Config (``Config.quick`` with --quick) with --seed, --device and ``fields``."""
     make = experiment.Config.quick if common.quick else experiment.Config
     return make(seed=common.seed, device=common.device, **fields)
 
 
 @contextlib.contextmanager
-def bar(description: str | None):
+def bar(description: str | None) -> Iterator[Callable[[ProgressEvent], None] | None]:
     """A transient progress bar on stderr (None: none); yields the experiment's ``progress``."""
     if description is None:
         yield None
@@ -47,7 +57,7 @@ def bar(description: str | None):
     ) as shown:
         task = shown.add_task(description, total=None)
 
-        def update(event) -> None:
+        def update(event: ProgressEvent) -> None:
             shown.update(task, completed=event.done, total=event.total)
 
         yield update
@@ -69,19 +79,19 @@ class Job:
     progress: str | None = None
     display: Callable | None = None
     report: Callable | None = None
-    cache_root: str | None = None
+    cache_root: str | Callable[[], str | None] | None = None  # a callable: called after the checks
     use_cache: bool = True
     threads: int | None = 1
 
     @property
-    def exp(self):
+    def exp(self) -> Experiment:
         """The experiment, as the pipeline takes it."""
         from attn_cli.experiment_registry import Experiment
 
         return Experiment(self.experiment.__name__.rsplit(".", 1)[-1], self.experiment, render=self.render)
 
 
-def execute(job: Job):
+def execute(job: Job) -> Run:
     """Run ``job`` through the pipeline (:func:`attn_cli.pipeline.run`), writing its figures to
     --out; print its notes, its tables (or JSON) and the files written.  A Config the
     experiment's ``validate`` refuses is a usage error (exit 2), before any display or file.
@@ -125,7 +135,15 @@ def execute(job: Job):
     return run
 
 
-def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool = True, numerics: str | None = None):
+def run_plan(
+    plan: Plan,
+    verb: str,
+    *,
+    on_done: Callable[[Run], None] | None = None,
+    cache_root: str | Path | None = None,
+    use_cache: bool = True,
+    numerics: str | None = None,
+) -> list[Run]:
     """Run the plan under one rich progress display on stderr: a bar over the set, and a
     second line for the steps inside an experiment that reports them (the ``progress`` of
     :func:`attn_cli.regenerate.verify` and :func:`attn_cli.regenerate.regenerate_all`)."""
@@ -146,16 +164,17 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
         transient=True,
     )
     task = progress.add_task(f"attn {verb}", total=len(plan))
-    inner = {"task": None}
+    inner: dict[str, TaskID | None] = {"task": None}
 
-    def start(exp):
+    def start(exp: Experiment) -> Callable[[ProgressEvent], None]:
         unjudged = next(u for e, _, u in plan if e is exp)
         progress.update(task, description=f"attn {verb}: {exp.name}" + (f" ({unjudged})" if unjudged else ""))
 
-        def report(event) -> None:
+        def report(event: ProgressEvent) -> None:
             try:
                 if inner["task"] is None:
                     inner["task"] = progress.add_task("", total=event.total)
+                assert inner["task"] is not None
                 progress.update(
                     inner["task"],
                     completed=event.done,
@@ -167,7 +186,7 @@ def run_plan(plan, verb: str, *, on_done=None, cache_root=None, use_cache: bool 
 
         return report
 
-    def done(run):
+    def done(run: Run) -> None:
         if inner["task"] is not None:
             progress.remove_task(inner["task"])
             inner["task"] = None

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from attn_cli.cli.commands.execute import Job
 from attn_cli.cli.options import Common, JudgedCommand, check_seeds, common_options, format_option
 
+if TYPE_CHECKING:
+    from attn_cli.experiments.progress import ProgressEvent
 
-def _selection(ctx, param, value):
+
+def _selection(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[int, ...]:
     from attn_cli.errors import AttnError
     from attn_cli.experiments.exercises import parse_selection
 
@@ -51,16 +56,16 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | Non
 
     if list_:
         emit(None, render.listing(exp.TITLES), False)
-        return
+        return None
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
     from attn_cli.experiment_registry import seeds_used
 
-    kwargs = dict(seed=common.seed, device=common.device, exercises=numbers)
+    kwargs: dict[str, Any] = dict(seed=common.seed, device=common.device, exercises=numbers)
     config = exp.Config.quick(**kwargs) if common.quick else exp.Config(**kwargs)
     check_seeds(seeds_used(exp, config))
 
-    def progress(event) -> None:  # a ProgressEvent: label "N. title"
+    def progress(event: ProgressEvent) -> None:  # label "N. title"
         if not common.json:
             note(f"exercise {event.label} ...")
 

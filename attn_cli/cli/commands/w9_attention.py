@@ -7,6 +7,8 @@ matplotlib are imported only inside the command bodies.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from attn_cli.cli.commands.execute import Job, config_of
@@ -122,7 +124,7 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
     from attn_cli.experiments import scaling as exp
     from attn_cli.render import scaling as render
 
-    overrides = dict(d_model=d_model, measure=measure)
+    overrides: dict[str, Any] = dict(d_model=d_model, measure=measure)
     if lengths:
         overrides["lengths"] = tuple(lengths)
         overrides["measure_lengths"] = tuple(lengths)
