@@ -6,12 +6,16 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.analogy``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments.base import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ARTIFACTS = ("w9-ppmi",)
 FIGURES = ()
@@ -89,14 +93,14 @@ class Space:
     index: dict[str, int]
     E: Any  # numpy array
 
-    def vector(self, word: str):
+    def vector(self, word: str) -> np.ndarray:
         check_words(self.vocab, [word])
         return self.E[self.index[word]]
 
     def similarity(self, a: str, b: str) -> float:
         return float(self.vector(a) @ self.vector(b))
 
-    def ranked(self, v, n: int, skip=()) -> tuple[list[str], list[float]]:
+    def ranked(self, v: np.ndarray, n: int, skip: tuple[str, ...] = ()) -> tuple[list[str], list[float]]:
         """The n words nearest to v by dot product, skipping stop words and ``skip`` (the text's
         ``np.argsort(-(E @ v))``, so ties are broken as the text breaks them)."""
         import numpy as np
@@ -120,7 +124,7 @@ def vocabulary(config: Config = Config()) -> list[str]:
     return sorted({w for s in corpus(config) for w in s})
 
 
-def check_words(vocab: list[str], words) -> None:
+def check_words(vocab: list[str], words: Iterable[str]) -> None:
     """AttnError naming the unknown words and listing the vocabulary."""
     unknown = [w for w in words if w not in vocab]
     if unknown:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class QuickConfig:
@@ -13,7 +16,7 @@ class QuickConfig:
     QUICK: ClassVar[dict[str, Any]] = {}  # field -> its reduced value under --quick
 
     @classmethod
-    def quick(cls, **overrides):
+    def quick(cls, **overrides: Any) -> Self:
         return cls(**{**cls.QUICK, **overrides})
 
 

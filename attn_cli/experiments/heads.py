@@ -12,11 +12,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments.base import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
 
 ARTIFACTS = ("w9-heads", "d2l-mha-shape", "d2l-mha-params", "d2l-fig-10.3.2")
 FIGURES = ("heads_layout.png",)
@@ -89,7 +92,7 @@ def validate(config: Config) -> None:
             raise AttnError(f"{h} heads do not divide {name} {width} (head size = width / heads)")
 
 
-def handwritten_multihead(mha, x):
+def handwritten_multihead(mha: nn.MultiheadAttention, x: Tensor) -> Tensor:
     """W9 5.1 by hand: one projection each, slice per head, softmax, concatenate, W_O.
 
     mha: nn.MultiheadAttention(batch_first=True); x: (1, n, d).  Returns (n, d).

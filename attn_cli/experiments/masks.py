@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 ARTIFACTS = ("w9-masks",)
 FIGURES = ("masks.png",)
@@ -55,7 +58,7 @@ class Result(MeasuredResult):
     }
 
 
-def _round2(weights) -> list[list[float]]:
+def _round2(weights: Tensor) -> list[list[float]]:
     """Round as the text does (numpy float32 ``.round(2)``), then tidy the float repr."""
     return [[round(float(v), 2) for v in row] for row in weights.cpu().numpy().round(2)]
 
@@ -92,7 +95,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     pad_weights = masked_softmax(scores, ~is_pad[None, :])  # (n, n)
     text_pad = torch.softmax(scores.masked_fill(is_pad[None, :], float("-inf")), -1)
 
-    def attend(tokens, keep):  # self-attention without projections: softmax(x x^T / sqrt(d)) x
+    def attend(tokens: Tensor, keep: Tensor | None) -> Tensor:  # no projections: softmax(x x^T / sqrt(d)) x
         return scaled_dot_product_attention(tokens, tokens, tokens, mask=keep)[0]  # (n, d)
 
     past = slice(0, config.changed_from)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 ARTIFACTS = ("w9-order",)
 FIGURES = ()
@@ -83,7 +86,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     emb = {w: v.to(dev) for w, v in emb.items()}
     Wq, Wk, Wv, pos = Wq.to(dev), Wk.to(dev), Wv.to(dev), pos.to(dev)
 
-    def self_attention(x):  # x: (n, d) -> (n, d)
+    def self_attention(x: Tensor) -> Tensor:  # x: (n, d) -> (n, d)
         return scaled_dot_product_attention(x @ Wq, x @ Wk, x @ Wv)[0]
 
     sentence_a = list(config.words)

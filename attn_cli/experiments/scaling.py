@@ -8,14 +8,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 from attn_cli.published.settings import SCALING_D_MODEL as TEXT_D_MODEL  # the d in "n^2 * d operations"
 from attn_cli.published.w9_attention import SCALING
 from attn_cli.units import text_memory
+
+if TYPE_CHECKING:
+    from torch import Generator
 
 ARTIFACTS = ("w9-scaling",)
 FIGURES = ()
@@ -48,7 +51,7 @@ class Config:
     memory_fraction: float = 0.5  # refuse an n whose pass needs more than this share of free memory
 
     @classmethod
-    def quick(cls, **overrides) -> Config:
+    def quick(cls, **overrides: Any) -> Config:
         device = overrides.get("device", "cpu")
         return cls(**{"measure_lengths": QUICK_MEASURE_LENGTHS[device], "repeats": 2, **overrides})
 
@@ -112,7 +115,7 @@ class Result:
         return out
 
 
-def formula(lengths, d_model: int) -> list[FormulaRow]:
+def formula(lengths: Iterable[int], d_model: int) -> list[FormulaRow]:
     rows = []
     for n in lengths:
         entries = n * n
@@ -123,7 +126,7 @@ def formula(lengths, d_model: int) -> list[FormulaRow]:
     return rows
 
 
-def fit_exponent(ns, times) -> float | None:
+def fit_exponent(ns: Iterable[float], times: Iterable[float]) -> float | None:
     """Least-squares slope of log(time) against log(n); None with fewer than 2 distinct n."""
     pts = [(math.log(n), math.log(t)) for n, t in zip(ns, times) if t > 0]
     if len({x for x, _ in pts}) < 2:
@@ -170,7 +173,7 @@ def check_measurable(config: Config) -> list[tuple[int, str]]:
     return dropped
 
 
-def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None) -> MeasuredRow:
+def _measure_one(n: int, config: Config, gen: Generator, on_pass: Callable[[], None] | None) -> MeasuredRow:
     import statistics
     import time
 
@@ -182,7 +185,7 @@ def _measure_one(n: int, config: Config, gen, on_pass: Callable[[], None] | None
     d = config.d_model
     q, k, v = (torch.randn(1, n, d, generator=gen).to(config.device) for _ in range(3))  # (1, n, d) each
 
-    def sync():
+    def sync() -> None:
         if cuda:
             torch.cuda.synchronize()
 
@@ -253,7 +256,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     total = (len(config.measure_lengths) - len(dropped)) * config.repeats
     done = 0
 
-    def on_pass():
+    def on_pass() -> None:
         nonlocal done
         done += 1
         if progress is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.experiments.base import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
@@ -15,6 +15,9 @@ from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's 
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.published.settings import sqrt_dk_text_draws
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
 FIGURES = ("sqrt_dk.png",)
@@ -91,10 +94,10 @@ def curves_as_described(rows: list[Row]) -> bool:
     """
     rows = sorted(rows, key=lambda r: r.d_k)
 
-    def strictly(values, up):
+    def strictly(values: list[float], up: bool) -> bool:
         return all((b > a) if up else (b < a) for a, b in zip(values, values[1:]))
 
-    def span(values):
+    def span(values: list[float]) -> float:
         return max(values) - min(values)
 
     return (
@@ -110,13 +113,14 @@ def text_draws(config: Config) -> list[bool]:
     return sqrt_dk_text_draws(dataclasses.asdict(config))
 
 
-def _softmax_stats(logits):
+def _softmax_stats(logits: Tensor) -> tuple[float, float]:
     """(mean max weight, mean gradient norm of the first weight) for logits (trials, n_keys)."""
     import torch
 
     s = logits.detach().clone().requires_grad_()  # (trials, n_keys)
     w = torch.softmax(s, -1)  # (trials, n_keys)
     w[:, 0].sum().backward()  # how strongly does the first logit move the first weight?
+    assert s.grad is not None  # backward() filled it
     return w.max(-1).values.mean().item(), s.grad.norm(dim=-1).mean().item()
 
 

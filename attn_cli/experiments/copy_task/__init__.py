@@ -6,8 +6,9 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task``.
 from __future__ import annotations
 
 import time
+from typing import cast
 
-from attn_cli.core.copy_spec import RunOutcome
+from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import (
     CACHE_FORMAT,
@@ -33,7 +34,10 @@ from attn_cli.experiments.copy_task.config import (
     verify_config,
 )
 from attn_cli.experiments.copy_task.engines import (
+    Done,
     EngineCallback,
+    Report,
+    Todo,
     fast_engine,
     run_exact_engine,
     run_fast_engine,
@@ -133,9 +137,9 @@ def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes
                     f"cache entry {store.path(keys[i]).as_posix()} for the {spec.model} run at length "
                     f"{spec.length}, seed {spec.seed} is unreadable ({exc}); recomputing it"
                 )
-            if outcomes[i] is not None:
+            if (found := outcomes[i]) is not None:
                 cached[i] = True
-                report(i, spec.steps, spec.steps, outcomes[i].final_loss, "cached")
+                report(i, spec.steps, spec.steps, found.final_loss, "cached")
                 continue
         todo.append((i, spec))
 
@@ -147,7 +151,7 @@ def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes
                 f"kernels, not the {want} kernels of --numerics {keys[index]['numerics']['mode']}"
             )
         outcomes[index] = outcome
-        if writable[0]:
+        if writable[0] and store is not None:
             try:
                 store_cached(store, keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
             except Unavailable as exc:
@@ -168,16 +172,16 @@ def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes
             if mine:
                 (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, report, done)
 
-    return assemble(config, outcomes, cached, seconds=time.perf_counter() - start, notes=notes)
+    return assemble(config, cast(list[RunOutcome], outcomes), cached, seconds=time.perf_counter() - start, notes=notes)
 
 
-def _overlap(config: Config, exact) -> bool:
+def _overlap(config: Config, exact: Todo) -> bool:
     """Train the fast seeds beside the exact ones: only where the exact runs go to worker
     processes (an in-process exact run shares torch's thread setting: its bits must not)."""
     return config.device == "cpu" and min(config.worker_count(), len(exact)) > 1
 
 
-def _exact_beside_fast(exact, fast, config: Config, report: EngineCallback, done) -> None:
+def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: EngineCallback, done: Done) -> None:
     """The exact runs in their worker processes and, meanwhile, the fast ones in a thread of
     this process: the cores a short exact run leaves idle while the longest one trains do the
     fast seeds.  No number
@@ -187,11 +191,11 @@ def _exact_beside_fast(exact, fast, config: Config, report: EngineCallback, done
     lock, stop = threading.Lock(), threading.Event()
     failure: list[BaseException] = []
 
-    def locked(index, outcome):
+    def locked(index: int, outcome: RunOutcome) -> None:
         with lock:
             done(index, outcome)
 
-    def fast_thread():
+    def fast_thread() -> None:
         try:
             run_fast_engine(fast, config, report, locked, stop)  # one thread per core
         except BaseException as exc:  # handed to the main thread
@@ -210,7 +214,7 @@ def _exact_beside_fast(exact, fast, config: Config, report: EngineCallback, done
         raise failure[0]
 
 
-def _reporter(specs, progress: ProgressCallback) -> EngineCallback:
+def _reporter(specs: list[RunSpec], progress: ProgressCallback) -> Report:
     """The engines' ``(run, step, steps, loss, status)`` reports as ProgressEvents."""
     finished: set[int] = set()
 

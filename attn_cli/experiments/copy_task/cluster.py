@@ -6,12 +6,20 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.clust
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.copy_spec import RunOutcome
+from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_digest
 from attn_cli.experiments.copy_task.cluster_worker import FIELD_CHARS, TOPIC, train_on_worker
 from attn_cli.store.typed import InvalidEntry, revive
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+    from attn_cli.experiments.copy_task.config import Config
+    from attn_cli.experiments.copy_task.engines import Done, Report, Todo
 
 RETRIES = 2  # Dask retries of a run whose task raised (a killed worker's run is rescheduled by the scheduler)
 CONNECT_TIMEOUT_S = 10.0  # a scheduler whose handshake has not answered by then is named as not answering
@@ -48,7 +56,7 @@ def handshake_timeout() -> float:
     return value
 
 
-def connect(address: str, source: str = "--scheduler"):
+def connect(address: str, source: str = "--scheduler") -> Client:
     """A ``distributed.Client`` on ``address``, or a ClusterError naming the address and where it
     came from: nothing listening, or a port that does not complete Dask's handshake within
     :func:`handshake_timeout` (silent, HTTP, garbage: "is not a Dask scheduler")."""
@@ -87,7 +95,7 @@ def _identify(address: str, timeout: float) -> str | None:
 
     security = Security().get_connection_args("client")  # dask's configured TLS, as the Client uses it
 
-    async def ask():
+    async def ask() -> Any:
         comm = await dask_connect(address, timeout=timeout, **security)
         try:
             await comm.write({"op": "identity", "reply": True})
@@ -95,7 +103,7 @@ def _identify(address: str, timeout: float) -> str | None:
         finally:
             comm.abort()
 
-    def run():
+    def run() -> Any:
         return asyncio.run(asyncio.wait_for(ask(), timeout))
 
     with ThreadPoolExecutor(1) as pool:
@@ -167,13 +175,14 @@ def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float 
     }
 
 
-def run_cluster_engine(todo, config, report, done) -> None:
+def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
     """Every run of ``todo`` (``(index, spec)``, each with ``config.engine_of(spec)``) on the
     cluster at ``config.scheduler``; ``done(index, outcome)`` as each finishes."""
     from attn_cli.core import numerics
     from attn_cli.experiments.copy_task.engines import schedule
 
     address, source = config.scheduler, config.scheduler_from or "--scheduler"
+    assert address is not None  # only called with a scheduler
     todo = schedule(todo)  # longest first: the scheduler starts them in submission order
     # this process's mode, from the environment (the Config does not carry it: a field there would
     # change every cache key and JSON); each worker applies it before its torch loads
@@ -235,7 +244,7 @@ def run_cluster_engine(todo, config, report, done) -> None:
         client.close()
 
 
-def _finishing(client, futures: dict, watch: _WorkerWatch, collected):
+def _finishing(client: Client, futures: dict, watch: _WorkerWatch, collected: Callable[[], int]) -> Iterator[Future]:
     """The futures as they finish; while none does, the workers are watched every :data:`POLL_S`."""
     import time
 
@@ -258,7 +267,7 @@ class _WorkerWatch:
     """Says on stderr, at once and every :data:`SAY_EVERY_S`, that no worker is connected, and
     gives up with a ClusterError after ``wait_s`` seconds without one."""
 
-    def __init__(self, client, address: str, source: str, wait_s: float):
+    def __init__(self, client: Client, address: str, source: str, wait_s: float) -> None:
         self.client, self.address, self.source, self.wait_s = client, address, source, wait_s
         self.since: float | None = None
         self.said = 0.0
@@ -303,11 +312,11 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _listen(client, tags: dict, report) -> bool:
+def _listen(client: Client, tags: dict[str, tuple[int, RunSpec]], report: Report) -> bool:
     """Hear each run's start (:data:`TOPIC`) as ``report(index, 0, steps, nan, "started")``:
     a progress display counts running runs and restarted ones.  False where this Dask cannot."""
 
-    def heard(event) -> None:  # on the client's event loop: never raise there
+    def heard(event: tuple[float, Any]) -> None:  # on the client's event loop: never raise there
         try:
             _, message = event
             index, spec = tags[message["tag"]]
@@ -328,7 +337,7 @@ def _token() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _outcome(answer, key: dict, what: str, code: str) -> RunOutcome:
+def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:
     """A worker's answer as a RunOutcome checked like a cache entry, or a ClusterError naming the worker."""
     place = answer.get("where") if isinstance(answer, dict) else None
     worker = _worker_name(place)

@@ -7,6 +7,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from attn_cli.core.copy_spec import MODELS, RunSpec
 from attn_cli.errors import AttnError
@@ -38,7 +39,7 @@ class Config:
     worker_wait: float = 120.0  # seconds a cluster sweep waits without any worker before it gives up (--worker-wait)
 
     @classmethod
-    def quick(cls, **overrides) -> Config:
+    def quick(cls, **overrides: Any) -> Config:
         """All four lengths, but 30 steps and 100 evaluation sequences: seconds, not minutes."""
         return cls(**{"steps": 30, "eval_size": 100, **overrides})
 

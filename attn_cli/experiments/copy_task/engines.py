@@ -9,13 +9,22 @@ step, total, loss, "running")``, ``index`` being the run's place in ``Config.pla
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.config import Config
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import BaseContext
+    from multiprocessing.queues import Queue
+    from threading import Event
+
 # (run index in plan order, step, total steps, loss, status: "running" | "cached" | "done")
-EngineCallback = Callable[[int, int, int, float, str], None] | None
+Report = Callable[[int, int, int, float, str], None]
+EngineCallback = Report | None
 Done = Callable[[int, RunOutcome], None]
 Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
 
@@ -48,7 +57,7 @@ def fast_engine() -> Callable:
     return _run_fast
 
 
-def _run_fast(*args, **kwargs):
+def _run_fast(*args: Any, **kwargs: Any) -> Any:
     """:func:`attn_cli.core.copy_fast.run_fast`, imported on first use."""
     import importlib
 
@@ -72,13 +81,13 @@ def schedule(todo: Todo) -> Todo:
     return sorted(todo, key=lambda item: -_cost(item[1]))
 
 
-def run_fast_engine(todo: Todo, config: Config, report: EngineCallback, done: Done, stop=None) -> None:
+def run_fast_engine(todo: Todo, config: Config, report: EngineCallback, done: Done, stop: Event | None = None) -> None:
     """Run the fast engine on every run of ``todo`` at once (its threads: ``config.jobs``);
     ``stop`` (a threading.Event) ends it early from another thread."""
     run = fast_engine()
     specs = [spec for _, spec in todo]
 
-    def progress(spec_index, step, total, loss):
+    def progress(spec_index: int, step: int, total: int, loss: float) -> None:
         if report:
             report(todo[spec_index][0], step, total, loss, "running")
 
@@ -98,7 +107,7 @@ def run_exact_engine(todo: Todo, config: Config, report: EngineCallback, done: D
 
         for index, spec in todo:
 
-            def progress(step, total, loss, _i=index):
+            def progress(step: int, total: int, loss: float, _i: int = index) -> None:
                 if report:
                     report(_i, step, total, loss, "running")
 
@@ -121,11 +130,11 @@ class Worker:
 
     current: Worker | None = None
 
-    def __init__(self, queue) -> None:
+    def __init__(self, queue: Queue[tuple[int, int, int, float]]) -> None:
         self.queue = queue
 
     @classmethod
-    def start(cls, queue, parent, mode: str) -> None:
+    def start(cls, queue: Queue[tuple[int, int, int, float]], parent: Connection, mode: str) -> None:
         """The pool's initializer: the numeric ``mode`` applied here, before torch computes
         (the fork server may have started under another call's mode); 1 intra-op thread; a
         terminal's Ctrl-C or hang-up (sent to the whole process group) left to attn, which stops
@@ -161,7 +170,7 @@ def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
     return Worker.current.run(index, spec, device)
 
 
-def _outcome(fut, spec, pool):
+def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) -> RunOutcome:
     """A finished worker's outcome, or one error naming the run: a missing ``__main__`` guard
     (ConfigError), a dead worker, or the run's own failure."""
     from concurrent.futures.process import BrokenProcessPool
@@ -193,7 +202,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     try:
-        ctx = mp.get_context("forkserver")
+        ctx: BaseContext = mp.get_context("forkserver")
         # torch imported once in the fork server, then every worker starts from it already loaded
         ctx.set_forkserver_preload(list(WARM_MODULES))
     except ValueError:  # pragma: no cover - platforms without forkserver
@@ -214,7 +223,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
         futures = {pool.submit(_work, index, spec, config.device): (index, spec) for index, spec in todo}
         pending = set(futures)
 
-        def drain():
+        def drain() -> None:
             while True:
                 try:
                     index, step, total, loss = progress_queue.get_nowait()
@@ -249,13 +258,13 @@ MAIN_GUARD_MESSAGE = (
 )
 
 
-def _exit_codes(pool) -> set:
+def _exit_codes(pool: ProcessPoolExecutor) -> set[int]:
     """The exit codes of a broken pool's processes (what ProcessPoolExecutor keeps of them)."""
     processes = getattr(pool, "_processes", None) or {}
     return {p.exitcode for p in list(processes.values()) if p.exitcode is not None}
 
 
-def _start_helpers(ctx):
+def _start_helpers(ctx: BaseContext) -> BaseContext:
     """Start multiprocessing's resource tracker and fork server (if not running yet) with SIGHUP
     and SIGINT blocked, so they outlive a terminal's hang-up and Ctrl-C (both reach the whole
     process group) until attn has stopped the workers.  A tracker killed by a hang-up would be
@@ -310,7 +319,7 @@ def _stop_fork_server() -> None:
             time.sleep(0.01)
 
 
-def _terminate(pool) -> None:
+def _terminate(pool: ProcessPoolExecutor) -> None:
     processes = list(getattr(pool, "_processes", {}).values())  # no public API before 3.14
     for proc in processes:
         if proc.is_alive():

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.experiments.copy_task.config import Config, recorded
 from attn_cli.published.copy_task import METRICS
+
+if TYPE_CHECKING:
+    from attn_cli.published.compare import Outcome
 
 
 @dataclass
@@ -37,7 +41,7 @@ class Result:
         cached, n = self.cached_runs()
         return f"{n} training run{'s' if n != 1 else ''}: {cached} from cache, {n - cached} computed"
 
-    def cells_with_published(self, outcomes, verdicts: bool = False) -> list[dict]:
+    def cells_with_published(self, outcomes: Mapping[str, Outcome], verdicts: bool = False) -> list[dict]:
         """The cells with each metric's published value, from ``outcomes`` (check ID -> Outcome;
         None where the text prints none); ``verdicts``: also its check's status (pass, fail,
         skipped, n/a: the check table's verdict).  For the JSON and the figure's digest."""
@@ -52,7 +56,7 @@ class Result:
                     c[metric]["status"] = None if found is None else found.status
         return cells
 
-    def published_beside(self, outcomes) -> dict[str, Any]:
+    def published_beside(self, outcomes: Mapping[str, Outcome]) -> dict[str, Any]:
         """The JSON fields that carry the text's values beside the regenerated ones (the
         contract's optional hook, :func:`attn_cli.render.files.result_json`): each cell's
         metrics with ``published`` and ``status``."""

@@ -6,6 +6,7 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -24,6 +25,7 @@ from attn_cli.experiments.exercises import (
     ex11_projections,
     ex12_learned,
 )
+from attn_cli.experiments.exercises.common import ExerciseConfig
 from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 
 ARTIFACTS = tuple(f"d2l-ex{i}" for i in range(1, 13))
@@ -86,11 +88,11 @@ class Config:
     train_steps: int = ex12_learned.Config.train_steps  # ex12
 
     @classmethod
-    def quick(cls, **overrides) -> Config:
+    def quick(cls, **overrides: Any) -> Config:
         return cls(**{**_quick_sizes(), **overrides})
 
 
-def exercise_config(number: int, config: Config):
+def exercise_config(number: int, config: Config) -> ExerciseConfig:
     """Exercise ``number``'s own Config: the same-named fields of ``config``."""
     own = MODULES[number].Config
     return own(**{f.name: getattr(config, f.name) for f in dataclasses.fields(own)})
@@ -136,7 +138,7 @@ class Result:
         return {}  # no published numbers exist for the exercises
 
 
-def parse_selection(tokens) -> tuple[int, ...]:
+def parse_selection(tokens: Iterable[str | int]) -> tuple[int, ...]:
     """``("3", "1", "all")`` -> exercise numbers in the order given, duplicates dropped."""
     chosen: list[int] = []
     for token in tokens:

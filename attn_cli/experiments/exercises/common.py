@@ -7,8 +7,12 @@ settings (``published.settings.TEXT``), and ``--quick`` shrinks N to ``QUICK_SAM
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.published.settings import TEXT
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data
 DIM = TEXT["d2l-copy-both-one-head"]["d_v"]  # d of the text's copy-both data
@@ -22,8 +26,8 @@ class ExerciseConfig:
     ``quick()`` applies the subclass's ``QUICK`` sizes (then any overrides)."""
 
     seed: int = 0  # torch.manual_seed(seed) and/or a torch.Generator seeded with it
-    QUICK = {}  # field -> value under --quick (a class attribute, not a field)
+    QUICK: ClassVar[dict[str, Any]] = {}  # field -> value under --quick (a class attribute, not a field)
 
     @classmethod
-    def quick(cls, **overrides) -> ExerciseConfig:
+    def quick(cls, **overrides: Any) -> Self:
         return cls(**{**cls.QUICK, **overrides})

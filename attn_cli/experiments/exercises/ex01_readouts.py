@@ -6,8 +6,13 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Generator, Tensor
 
 TITLE = "nonlinear readouts"
 CASES = (("gaussian", 0.5), ("gaussian", 0.7), ("sign", 0.5), ("sign", 0.7))  # (values, a)
@@ -61,14 +66,16 @@ def levels(a: float) -> list[float]:
     return sorted({round(a * s1 + (1 - a) * s2, 12) + 0.0 for s1 in (-1, 1) for s2 in (-1, 1)})
 
 
-def _draw(values: str, n: int, gen):
+def _draw(values: str, n: int, gen: Generator) -> Tensor:
     import torch
 
     v = torch.randn(2, n, DIM, generator=gen)  # (2, N, d)
     return v.sign() if values == "sign" else v
 
 
-def _mlp_readout(m_train, t_train, m_test, hidden: int, steps: int, device: str, points: int):
+def _mlp_readout(
+    m_train: Tensor, t_train: Tensor, m_test: Tensor, hidden: int, steps: int, device: str, points: int
+) -> Tensor:
     """Per-coordinate perceptron: m_j -> (v1_j, v2_j); returns test predictions (N, 2d)."""
     import torch
     from torch import nn
@@ -91,7 +98,7 @@ def _mlp_readout(m_train, t_train, m_test, hidden: int, steps: int, device: str,
     return pred.reshape(2, *m_test.shape)  # (2, N, d)
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.measure import readout_error, relative_error

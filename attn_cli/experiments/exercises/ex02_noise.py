@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
 
 TITLE = "nearly identical heads"
 SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
@@ -80,7 +81,7 @@ def straight(eps: float, sigma: float) -> bool:
     return eps >= 4 * (sigma / 2) and e_u >= 4 * e_s
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.measure import loglog_slope, readout_error

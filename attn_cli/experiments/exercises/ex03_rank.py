@@ -6,8 +6,13 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Generator, Tensor
 
 TITLE = "what the bound counts"
 MIN_SAMPLES = 200  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
@@ -44,7 +49,7 @@ class Result:
     max_gap: float = 0.0  # max |population - (1 - rank/k)| over rows
 
 
-def _kron_eye(X):
+def _kron_eye(X: Tensor) -> Tensor:
     """X kron I_c (written out: (P, Q) -> (P c, Q c))."""
     import torch
 
@@ -53,7 +58,7 @@ def _kron_eye(X):
     return (X[:, None, :, None] * eye[None, :, None, :]).reshape(p * VALUE_DIM, q * VALUE_DIM)
 
 
-def population_error(A) -> float:
+def population_error(A: Tensor) -> float:
     """Best relative squared error of [v_1..v_k] from (A kron I_c) v, from the covariances."""
     import torch
 
@@ -65,7 +70,7 @@ def population_error(A) -> float:
     return 1.0 - (explained / (k * VALUE_DIM)).item()
 
 
-def sampled_error(A, n: int, gen) -> float:
+def sampled_error(A: Tensor, n: int, gen: Generator) -> float:
     import torch
 
     from attn_cli.core.measure import readout_error
@@ -77,7 +82,7 @@ def sampled_error(A, n: int, gen) -> float:
     return readout_error(M[0], T[0], driver="gelsd", held_out=(M[1], T[1]), squared=True)
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     gen = torch.Generator().manual_seed(config.seed)

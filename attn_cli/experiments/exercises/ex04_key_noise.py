@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 TITLE = "averages under key noise"
 M_KEYS, KEY_DIM = 4, 8
@@ -60,7 +65,7 @@ def score_noise(c: float, beta: float = BETA) -> float:
     return c * math.sqrt(2 * beta)
 
 
-def _outputs(keys, query: str, c: float):
+def _outputs(keys: Tensor, query: str, c: float) -> Tensor:
     """keys (R, m, D) -> outputs (R, 4)."""
     import torch
 
@@ -73,10 +78,10 @@ def _outputs(keys, query: str, c: float):
     else:
         queries = [-c * mu[2:].sum(0)]
     outs = [torch.softmax(keys @ q, dim=-1) @ values for q in queries]  # each (R, 4)
-    return sum(outs) / len(outs)
+    return cast("Tensor", sum(outs)) / len(outs)  # sum() of tensors: a tensor, not its start 0
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     r = config.resamples

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from attn_cli.experiments.exercises.common import DIM, QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 TITLE = "head pruning"
 HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
@@ -72,7 +76,7 @@ class Result:
         return one_shot_evaluations(h), greedy_evaluations(h)
 
 
-def float32_spread(M, target, repeats: int = 4) -> float:
+def float32_spread(M: Tensor, target: Tensor, repeats: int = 4) -> float:
     """max - min of the text's float32 gelsy readout_error over repeated identical solves."""
     from attn_cli.core.measure import readout_error
 
@@ -84,7 +88,7 @@ class _Pruner:
     """The readout error of any subset of heads (0-based), memoised; ``calls`` counts the
     evaluations since the last :meth:`fresh`."""
 
-    def __init__(self, mixtures: list, target) -> None:
+    def __init__(self, mixtures: list[Tensor], target: Tensor) -> None:
         self.mixtures, self.target = mixtures, target
         self.cache: dict[tuple[int, ...], float] = {}
         self.calls = 0
@@ -131,7 +135,7 @@ class _Pruner:
         return order, kept, steps, self.calls
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     torch.manual_seed(config.seed)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
 
 TITLE = "narrow heads"
 D_MODEL, BATCH = 256, 8
@@ -59,7 +60,7 @@ def fitted_seconds(result: Result, score_entries: int) -> float:
     return result.fixed_seconds + result.ns_per_entry * 1e-9 * score_entries
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import statistics
     import time
 

@@ -5,9 +5,15 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 TITLE = "cost of cross-attention"
 D_MODEL, SOURCE = 512, 1000  # the exercise's d and m
@@ -55,7 +61,7 @@ def per_token(m: int, d: int) -> tuple[int, int]:
     return 4 * d * d + 4 * m * d * d + 4 * m * d, 4 * d * d + 4 * m * d
 
 
-def count_flops(fn) -> int:
+def count_flops(fn: Callable[..., object]) -> int:
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
@@ -64,7 +70,7 @@ def count_flops(fn) -> int:
     return int(counter.get_total_flops())
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention
@@ -82,7 +88,7 @@ def run(config: Config, progress=None) -> Result:
     B = torch.empty(1, SOURCE, d, device="meta")
     K, V = mha.W_k(B), mha.W_v(B)  # cached once: (1, m, d)
 
-    def cached_step():
+    def cached_step() -> Tensor:
         return attend_heads(mha.W_q(x), K, V, h, mha.W_o)  # (1, 1, d)
 
     recompute, cached = per_token(SOURCE, d)

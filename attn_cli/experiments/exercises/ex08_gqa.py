@@ -6,8 +6,13 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Generator, Tensor, nn
 
 TITLE = "multi-query and grouped-query attention"
 D_MODEL, HEADS, GROUPS, BYTES = 4096, 32, 8, 2  # the exercise's d, h, g, 16-bit
@@ -54,14 +59,14 @@ class Result:
     value_dim: int = VALUE_DIM
 
 
-def grouped_attention(d: int, h: int, g: int):
+def grouped_attention(d: int, h: int, g: int) -> nn.Module:
     """An h-query-head layer whose keys and values have g heads (each shared by h / g)."""
     from torch import nn
 
     from attn_cli.core.measure import attend_heads
 
     class GroupedQueryAttention(nn.Module):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             p = d // h
             self.W_q = nn.Linear(d, d, bias=False)
@@ -69,13 +74,13 @@ def grouped_attention(d: int, h: int, g: int):
             self.W_v = nn.Linear(d, g * p, bias=False)
             self.W_o = nn.Linear(d, d, bias=False)
 
-        def forward(self, x):  # x: (B, n, d) self-attention
+        def forward(self, x: Tensor) -> Tensor:  # x: (B, n, d) self-attention
             return attend_heads(self.W_q(x), self.W_k(x), self.W_v(x), h, self.W_o, kv_heads=g)  # (B, n, d)
 
     return GroupedQueryAttention()
 
 
-def _shared_value_error(p: int, n: int, gen) -> float:
+def _shared_value_error(p: int, n: int, gen: Generator) -> float:
     """Two query heads (SHARED_WEIGHTS) sharing a random W_v (p x c)."""
     import torch
 
@@ -89,7 +94,7 @@ def _shared_value_error(p: int, n: int, gen) -> float:
     return readout_error(M, T, driver="gelsd")
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import count_parameters

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import product
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from attn_cli.core.attention import MultiHeadAttention
 
 TITLE = "heads as slices"
 D_MODEL, HEADS = 16, 4
@@ -42,19 +48,21 @@ class Result:
     rule: str = "undetectable iff h = 1 or all min(valid_len, n_k) in the batch are equal (2-D: all rows equal)"
 
 
-def _sliced(linear, rows: slice, x):
+def _sliced(linear: nn.Linear, rows: slice, x: Tensor) -> Tensor:
     """Output features ``rows`` of a linear layer (weight rows and, if any, bias entries)."""
     y = x @ linear.weight[rows].T
     return y if linear.bias is None else y + linear.bias[rows]
 
 
-def loop_forward(mha, queries, keys, values, valid_lens=None):
+def loop_forward(
+    mha: MultiHeadAttention, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None
+) -> Tensor:
     """Multi-head attention with an explicit loop over heads and sliced projections."""
     from attn_cli.core.attention import scaled_dot_product_attention
 
     h = mha.num_heads
     p = mha.W_q.out_features // h
-    out = 0
+    out: Tensor | int = 0
     for i in range(h):
         rows = slice(i * p, (i + 1) * p)  # head i's output features of W_q, W_k, W_v
         q = _sliced(mha.W_q, rows, queries)  # (B, n_q, p)
@@ -62,10 +70,18 @@ def loop_forward(mha, queries, keys, values, valid_lens=None):
         v = _sliced(mha.W_v, rows, values)  # (B, n_k, p)
         head, _ = scaled_dot_product_attention(q, k, v, valid_lens=valid_lens)  # (B, n_q, p)
         out = out + head @ mha.W_o.weight[:, rows].T  # (B, n_q, d): W_o's input features of head i
+    assert not isinstance(out, int)  # h >= 1 heads were added
     return out if mha.W_o.bias is None else out + mha.W_o.bias
 
 
-def folded_forward(mha, queries, keys, values, valid_lens=None, tile: bool = False):
+def folded_forward(
+    mha: MultiHeadAttention,
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    valid_lens: Tensor | None = None,
+    tile: bool = False,
+) -> Tensor:
     """The folded forward pass of MultiHeadAttention, with tiled valid_lens if ``tile``."""
     import torch
 
@@ -97,7 +113,7 @@ def _masks_differ(valid_lens: list, h: int, n_q: int, n_k: int) -> bool:
     return not torch.equal(valid_lens_mask(rep, n_q, n_k), valid_lens_mask(tiled, n_q, n_k))
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention
@@ -105,7 +121,7 @@ def run(config: Config, progress=None) -> Result:
     torch.manual_seed(config.seed)
     n_q, n_k = 3, 5
     mha = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
-    tests = [[3, 2], [4, 4], [5, 7], [2, 5, 1], [[1, 2, 3], [5, 4, 2]]]
+    tests: list[list[int] | list[list[int]]] = [[3, 2], [4, 4], [5, 7], [2, 5, 1], [[1, 2, 3], [5, 4, 2]]]
     cases = []
     with torch.no_grad():
         for vl in tests:
@@ -125,11 +141,11 @@ def run(config: Config, progress=None) -> Result:
     checked, agrees = 0, True
     for b in (1, 2, 3):
         for h in (1, 2, 3, 4):
-            for vl in product(range(n_k + 2), repeat=b):
+            for combo in product(range(n_k + 2), repeat=b):
                 checked += 1
-                agrees &= _masks_differ(list(vl), h, n_q, n_k) == tiling_detectable(list(vl), h, n_k)
+                agrees &= _masks_differ(list(combo), h, n_q, n_k) == tiling_detectable(list(combo), h, n_k)
     return Result(d=D_MODEL, h=HEADS, n_k=n_k, cases=cases, rule_checked=checked, rule_agrees=agrees)
 
 
-def _fmt(x) -> str:
+def _fmt(x: object) -> str:
     return str(x).replace(" ", "")

@@ -6,8 +6,13 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 TITLE = "permuting the source"
 D_MODEL, HEADS, N_Q, M_SRC, VALID = 16, 4, 5, 7, 4
@@ -39,7 +44,7 @@ class Result:
     all_as_expected: bool = False
 
 
-def sinusoidal(n: int, d: int):
+def sinusoidal(n: int, d: int) -> Tensor:
     import torch
 
     pos = torch.arange(n, dtype=torch.float32)[:, None]  # (n, 1)
@@ -49,7 +54,7 @@ def sinusoidal(n: int, d: int):
     return P  # (n, d)
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention
@@ -65,7 +70,7 @@ def run(config: Config, progress=None) -> Result:
     crossing[[0, M_SRC - 1]] = crossing[[M_SRC - 1, 0]]  # swaps a valid row with a masked one
     checks = []
 
-    def add(name, out, ref, expected):
+    def add(name: str, out: Tensor, ref: Tensor, expected: bool) -> None:
         diff = (out - ref).abs().max().item()
         checks.append(Check(name, diff, diff < TOL, expected))
 
@@ -92,7 +97,7 @@ def run(config: Config, progress=None) -> Result:
         encoder = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
         decoder_queries = torch.randn(1, 3, D_MODEL)
 
-        def translate(sentence: str, positions: bool):
+        def translate(sentence: str, positions: bool) -> Tensor:
             x = torch.cat([words[w] for w in sentence.split()], 1)  # (1, 3, d)
             if positions:
                 x = x + sinusoidal(3, D_MODEL)[None]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
 from attn_cli.published.settings import TEXT
 
 TITLE = "random projections and readable maps"
@@ -49,7 +50,7 @@ class Result:
 def _props(name: str, W: list[list[float]], queries: str, keys: str) -> HeadProps:
     from attn_cli.experiments.crossattn import classify_row
 
-    def groups(word):
+    def groups(word: str) -> list[list[int]]:
         return [[i for i, c in enumerate(word) if c == ch] for ch in sorted(set(word))]
 
     same_rows = max(
@@ -69,7 +70,7 @@ def _props(name: str, W: list[list[float]], queries: str, keys: str) -> HeadProp
     )
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.experiments import crossattn
 
     res = crossattn.run(

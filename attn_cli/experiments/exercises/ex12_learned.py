@@ -6,8 +6,13 @@ Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR, ExerciseConfig
+from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from torch import Generator, Tensor
 
 TITLE = "learned copy-both heads"
 D_MODEL, VALUE_DIM = 16, 4
@@ -59,7 +64,7 @@ def classify(weights: list[list[float]]) -> list[str]:
     return kinds
 
 
-def make_batch(n: int, gen, device: str):
+def make_batch(n: int, gen: Generator, device: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     import torch
 
     E = torch.eye(D_MODEL)
@@ -104,7 +109,7 @@ def train(h: int, steps: int, seed: int, device: str) -> Run:
     return Run(h, error, initial_error, weights, w0[0, :, 0].cpu().tolist(), classify(weights), curve)
 
 
-def run(config: Config, progress=None) -> Result:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     runs = [train(h, config.train_steps, config.seed, config.device) for h in HEAD_COUNTS]
     return Result(d=D_MODEL, steps=config.train_steps, batch=BATCH, lr=LR, runs=runs)
 
