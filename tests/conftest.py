@@ -86,6 +86,27 @@ def run_attn(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpr
     return subprocess.run([ATTN, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
 
 
+def session_folder(tmp_path_factory, name: str) -> Path:
+    """A folder shared by this session's xdist workers (the base temp's parent under xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@pytest.fixture(scope="session")
+def quick_report(tmp_path_factory) -> Path:
+    """One real ``attn all --quick --format svg png``, made by the first worker that asks for it
+    and read (never written) by the report's browser tests and the docs site's gallery."""
+    import fcntl
+
+    out = session_folder(tmp_path_factory, "quick-report")
+    with open(f"{out}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (out / "manifest.json").exists():
+            proc = run_attn("all", "--quick", "--format", "svg", "png", "--out", out, timeout=600)
+            assert proc.returncode == 0, proc.stderr
+    return out
+
+
 def run_json(*args: str, tmp_path: Path, timeout: float = 300):
     """Run ``attn ARGS... --quick --json --out tmp_path`` and parse stdout as JSON."""
     proc = run_attn(*args, "--json", "--out", str(tmp_path), timeout=timeout)

@@ -124,12 +124,9 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    """One real `attn all --quick --format svg png` into a temp folder (shared by the tests here)."""
-    out = tmp_path_factory.mktemp("report")
-    proc = run_attn("all", "--quick", "--format", "svg", "png", "--out", out, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return out
+def report(quick_report):
+    """The session's real `attn all --quick --format svg png` (conftest.quick_report)."""
+    return quick_report
 
 
 def _not_blank(png: bytes) -> None:
@@ -142,7 +139,7 @@ def _not_blank(png: bytes) -> None:
     assert (np.abs(pixels[..., :3] - pixels[0, 0, :3]).sum(axis=-1) > 0.1).mean() > 0.02, "almost one colour"
 
 
-def test_the_report_loads_offline_with_every_figure_and_id(browser, report):
+def test_the_report_loads_offline_with_every_figure_and_id(browser, report, tmp_path):
     from attn_cli.published.catalogue import ARTIFACTS
 
     browser.load((report / "index.html").as_uri())
@@ -166,7 +163,7 @@ def test_the_report_loads_offline_with_every_figure_and_id(browser, report):
         assert a.id in text
     shot = browser.screenshot()
     _not_blank(shot)
-    (report / "screenshot.png").write_bytes(shot)
+    (tmp_path / "screenshot.png").write_bytes(shot)  # kept for a look; the report folder is shared
 
 
 def test_the_report_fits_a_phone_and_prints_without_navigation(browser, report):

@@ -1,8 +1,8 @@
 """The docs site (mkdocs.yml, docs/hooks/site.py): ``mkdocs build --strict`` passes, the gallery
 shows every PNG ``attn all --quick`` writes, and the built pages load in headless Chromium.
 
-The site is built once per session (one build shared by the xdist workers, under a file lock);
-the build's own ``attn all --quick`` run is kept (ATTN_DOCS_RUN) for the gallery test.  Needs
+The site is built once per session (one build shared by the xdist workers, under a file lock)
+from the session's ``attn all --quick`` (ATTN_DOCS_RUN), which the gallery test reads.  Needs
 the docs extra (``pip install -e '.[test,docs]'``, as ``.ci/run`` does).
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from cdp import Browser, find_chromium
+from conftest import session_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,18 +28,16 @@ pytest.importorskip("mkdocs_click", reason="the docs extra is not installed: pip
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Path:
-    """The folder holding ``run/`` (the build's ``attn all --quick``), ``site/`` and ``build.json``
-    (the build's exit status and output); the first worker here builds, the others wait."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # this session's folder, shared by its workers
-    folder = shared / "docs-site"
-    with open(shared / "docs-site.lock", "w") as lock:
+def site(tmp_path_factory, quick_report) -> Path:
+    """The folder holding ``site/`` and ``build.json`` (the build's exit status and output), built
+    from the session's ``attn all --quick`` (conftest.quick_report); the first worker here builds,
+    the others wait."""
+    folder = session_folder(tmp_path_factory, "docs-site")
+    with open(f"{folder}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not (folder / "build.json").exists():
             folder.mkdir(exist_ok=True)
-            env = dict(os.environ, ATTN_DOCS_RUN=str(folder / "run"), NO_MKDOCS_2_WARNING="1")
+            env = dict(os.environ, ATTN_DOCS_RUN=str(quick_report), NO_MKDOCS_2_WARNING="1")
             if find_chromium() is None and not os.environ.get("ATTN_REQUIRE_BROWSER"):
                 env["ATTN_DOCS_NO_BROWSER"] = "1"  # as the browser test skips: no screenshot
             proc = subprocess.run(
@@ -97,9 +96,9 @@ def _gallery_images(built: Path) -> list[Path]:
     return [(page.parent / html.unescape(src)).resolve() for src in sources]
 
 
-def test_the_gallery_shows_every_figure_attn_all_quick_draws(site):
+def test_the_gallery_shows_every_figure_attn_all_quick_draws(site, quick_report):
     built = _built(site)
-    run = site / "run"
+    run = quick_report
     drawn = sorted(p.relative_to(run).as_posix() for p in run.rglob("*.png"))
     assert len(drawn) >= 15
     images = _gallery_images(built)
