@@ -51,10 +51,11 @@ def command_line(command: str, *args: Any, **options: Any) -> list[str]:
     list (``lengths=[4, 8]``); None leaves the default.  A name the command lacks becomes
     ``--that-name``, which click refuses as the CLI does.
 
-    >>> command_line("copy-task", lengths=[4, 8], steps=300, quick=True)
-    ['--lengths', '4', '--lengths', '8', '--steps', '300', '--quick']
-    >>> command_line("heatmap", "banana", "bandana", d_model=8)
-    ['--d-model', '8', '--', 'banana', 'bandana']
+    Examples:
+        >>> command_line("copy-task", lengths=[4, 8], steps=300, quick=True)
+        ['--lengths', '4', '--lengths', '8', '--steps', '300', '--quick']
+        >>> command_line("heatmap", "banana", "bandana", d_model=8)
+        ['--d-model', '8', '--', 'banana', 'bandana']
     """
     cmd = _command(command)
     by_name = _parameters_by_name(cmd)

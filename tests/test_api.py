@@ -267,6 +267,14 @@ def test_docs_api_md_examples_run():
     assert tried > 5 and failures == 0
 
 
+def test_the_api_docstring_examples_run():
+    """The examples in attn_cli.api's docstrings (shown on the docs site's API page), as doctests."""
+    import attn_cli.api
+
+    failures, tried = doctest.testmod(attn_cli.api)
+    assert tried >= 2 and failures == 0
+
+
 def test_repr_html_escapes_what_the_run_was_given():
     """Words from the caller reach the page as text, never as markup (tables, command line, captions)."""
     page = attn_cli.run("heatmap", "<b>x", "a&<i>", d_model=8)._repr_html_()

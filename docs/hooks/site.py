@@ -35,6 +35,7 @@ OUT_OF_DOCS = re.compile(r"\]\(\.\./([^)#\s]+)")  # a link from docs/ to a file 
 GALLERY = "gallery.md"
 HELP_MODULE = "attn_docs_help"  # the commands as mkdocs-click reads them (made in on_config)
 _appended: dict[str, str] = {}  # page -> Markdown added at its end
+SPHINX_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):<code>")
 
 
 def on_config(config):
@@ -70,6 +71,11 @@ def on_page_markdown(markdown, page, config, files):
     if "/" not in page.file.src_uri:  # links out of docs/ point at the copies made in on_files
         markdown = OUT_OF_DOCS.sub(lambda m: f"]({m[1]}" if (ROOT / m[1]).is_file() else m[0], markdown)
     return markdown + _appended.get(page.file.src_uri, "")
+
+
+def on_page_content(html, page, config, files):
+    """Docstrings name things with Sphinx roles (``:class:`X```): the page shows the name alone."""
+    return SPHINX_ROLE.sub("<code>", html)
 
 
 # --------------------------------------------------------------------------- commands
