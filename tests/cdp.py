@@ -177,3 +177,16 @@ class Browser:
             except OSError:
                 pass
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def assert_not_blank(png: bytes) -> None:
+    """A screenshot that shows something: a PNG neither blank nor almost one colour."""
+    import io
+
+    import numpy as np
+    from matplotlib import image
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = image.imread(io.BytesIO(png))
+    assert np.ptp(pixels.reshape(-1, pixels.shape[-1]), axis=0).max() > 0.3, "the screenshot looks blank"
+    assert (np.abs(pixels[..., :3] - pixels[0, 0, :3]).sum(axis=-1) > 0.1).mean() > 0.02, "almost one colour"

@@ -107,6 +107,21 @@ def quick_report(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (tests/cdp.py); a skip without it, a failure when ATTN_REQUIRE_BROWSER is set."""
+    from cdp import Browser, find_chromium
+
+    executable = find_chromium()
+    if executable is None:
+        if os.environ.get("ATTN_REQUIRE_BROWSER"):
+            pytest.fail("ATTN_REQUIRE_BROWSER is set but no chromium was found")
+        pytest.skip("no headless browser: install Debian's chromium (apt-get install chromium); .ci/run does")
+    b = Browser(executable)
+    yield b
+    b.close()
+
+
 def run_json(*args: str, tmp_path: Path, timeout: float = 300):
     """Run ``attn ARGS... --quick --json --out tmp_path`` and parse stdout as JSON."""
     proc = run_attn(*args, "--json", "--out", str(tmp_path), timeout=timeout)

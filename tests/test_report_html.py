@@ -6,12 +6,11 @@ ATTN_REQUIRE_BROWSER=1, so there a missing browser fails instead of skipping).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 
 import pytest
-from cdp import Browser, find_chromium
+from cdp import assert_not_blank
 from conftest import run_attn
 
 from attn_cli.published.compare import Outcome
@@ -112,31 +111,32 @@ def test_figure_views_pick_one_format_per_figure():
 
 
 @pytest.fixture(scope="module")
-def browser():
-    executable = find_chromium()
-    if executable is None:
-        if os.environ.get("ATTN_REQUIRE_BROWSER"):
-            pytest.fail("ATTN_REQUIRE_BROWSER is set but no chromium was found")
-        pytest.skip("no headless browser: install Debian's chromium (apt-get install chromium); .ci/run does")
-    b = Browser(executable)
-    yield b
-    b.close()
-
-
-@pytest.fixture(scope="module")
 def report(quick_report):
     """The session's real `attn all --quick --format svg png` (conftest.quick_report)."""
     return quick_report
 
 
-def _not_blank(png: bytes) -> None:
+def test_a_blank_or_one_colour_screenshot_is_refused():
+    import io
+
     import numpy as np
     from matplotlib import image
 
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    pixels = image.imread(io.BytesIO(png))
-    assert np.ptp(pixels.reshape(-1, pixels.shape[-1]), axis=0).max() > 0.3, "the screenshot looks blank"
-    assert (np.abs(pixels[..., :3] - pixels[0, 0, :3]).sum(axis=-1) > 0.1).mean() > 0.02, "almost one colour"
+    def png(pixels) -> bytes:
+        buffer = io.BytesIO()
+        image.imsave(buffer, pixels, format="png")
+        return buffer.getvalue()
+
+    for flat in (np.ones((40, 40, 3)), np.full((40, 40, 3), 0.5)):
+        with pytest.raises(AssertionError):
+            assert_not_blank(png(flat))
+    speck = np.ones((40, 40, 3))
+    speck[20, 20] = 0  # one dark pixel: contrast, but almost one colour
+    with pytest.raises(AssertionError, match="almost one colour"):
+        assert_not_blank(png(speck))
+    half = np.ones((40, 40, 3))
+    half[:, :20] = 0
+    assert_not_blank(png(half))
 
 
 def test_the_report_loads_offline_with_every_figure_and_id(browser, report, tmp_path):
@@ -162,7 +162,7 @@ def test_the_report_loads_offline_with_every_figure_and_id(browser, report, tmp_
         assert browser.evaluate(f"!!document.getElementById({json.dumps(html.anchor(a.id))})"), a.id
         assert a.id in text
     shot = browser.screenshot()
-    _not_blank(shot)
+    assert_not_blank(shot)
     (tmp_path / "screenshot.png").write_bytes(shot)  # kept for a look; the report folder is shared
 
 
@@ -221,5 +221,5 @@ def test_the_verify_page_draws_each_margin_as_a_bar(browser, tmp_path):
         margin = float(title.split()[1])
         assert fraction == pytest.approx(max(0, min(1, margin)), abs=0.05), title
     shot = browser.screenshot()
-    _not_blank(shot)
+    assert_not_blank(shot)
     (tmp_path / "verify.png").write_bytes(shot)
