@@ -87,10 +87,6 @@ class Experiment:
         local = self._declared("LOCAL_FIELDS", ())  # this machine's set-up (the copy task's cluster)
         return {k: v for k, v in dataclasses.asdict(config).items() if k not in local}
 
-    @property
-    def has_fast_engine(self) -> bool:
-        return "fast" in self.engines
-
     def config(
         self,
         *,
@@ -106,22 +102,18 @@ class Experiment:
         verify_seeds: int | None = None,
     ) -> Any:
         """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
-        one whose Config has ``use_cache`` gets it (False: its cached pieces are recomputed;
-        the pipeline hands it the cache itself); ``engine`` ("fast" or "exact") is set where
-        the experiment has engines.
-        ``verify``: the configuration ``attn verify`` judges (the module's
-        ``verify_config(config)`` where it has one: the copy task's seeds, ``verify_seeds`` of
-        them where given)."""
-        overrides: dict[str, Any] = {"seed": seed, "device": device}
-        overrides["use_cache"] = use_cache  # kept only where the Config has the field (the copy task)
-        if engine is not None and self.has_fast_engine:
+        each other option only where the Config has that field (``engine`` only where the
+        experiment has engines).  ``verify``: the configuration ``attn verify`` judges (the
+        module's ``verify_config(config)``: the copy task's seeds, ``verify_seeds`` of them)."""
+        overrides: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache}
+        if engine is not None and "fast" in self.engines:
             overrides["engine"] = engine
-        if scheduler:  # only an experiment whose Config has the field (the copy task) takes it
+        if scheduler:
             overrides.update(scheduler=scheduler, scheduler_from=scheduler_from)
             if worker_wait is not None:
                 overrides["worker_wait"] = worker_wait
         known = {f.name for f in dataclasses.fields(self.module.Config)}
-        overrides = {k: v for k, v in overrides.items() if k in known}  # analogy: numpy, no device
+        overrides = {k: v for k, v in overrides.items() if k in known}
         cls = self.module.Config
         config = cls.quick(**overrides) if quick else cls(**overrides)
         if verify and hasattr(self.module, "verify_config"):
@@ -153,12 +145,6 @@ class Experiment:
             return []
         tables = render.tables(result, outcomes)
         return list(tables) if isinstance(tables, (list, tuple)) else [tables]
-
-    def json(self, result: Any, outcomes: Mapping) -> Any:
-        """The Result as JSON data (:func:`attn_cli.render.files.result_json`), as every command prints it."""
-        from attn_cli.render.files import result_json
-
-        return result_json(result, outcomes)
 
     def figures(
         self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
@@ -193,38 +179,22 @@ def discover() -> list[Experiment]:
     """The experiments, by name: every experiment module, listed here (a new one is added here;
     a test names a module left out).  Imported only when the registry is asked for them, so a
     single command imports its own experiment alone."""
-    from attn_cli.experiments import (
-        analogy,
-        copy_both,
-        copy_task,
-        crossattn,
-        embeddings,
-        exercises,
-        formula,
-        heads,
-        masks,
-        order,
-        scaling,
-        self_cross,
-        sqrt_dk,
+    names = (
+        "analogy",
+        "copy_both",
+        "copy_task",
+        "crossattn",
+        "embeddings",
+        "exercises",
+        "formula",
+        "heads",
+        "masks",
+        "order",
+        "scaling",
+        "self_cross",
+        "sqrt_dk",
     )
-
-    modules = (
-        analogy,
-        copy_both,
-        copy_task,
-        crossattn,
-        embeddings,
-        exercises,
-        formula,
-        heads,
-        masks,
-        order,
-        scaling,
-        self_cross,
-        sqrt_dk,
-    )
-    return sorted((Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in modules), key=lambda e: e.name)
+    return [Experiment(name, importlib.import_module(f"attn_cli.experiments.{name}")) for name in sorted(names)]
 
 
 def catalogue() -> tuple[Artifact, ...]:
@@ -288,22 +258,16 @@ class Registry:
         """
         if not tokens:
             return list(self.artifacts), list(self.checks.values())
-        chosen_artifacts: list[str] = []
-        chosen_checks: dict[str, Any] = {}
+        chosen_artifacts: set[str] = set()
+        chosen_checks: set[str] = set()
         for token in tokens:
             arts, found = self._match(token)
             if not arts and not found:
                 raise UnknownId(token, self.known_ids())
-            for a in arts:
-                if a not in chosen_artifacts:
-                    chosen_artifacts.append(a)
-            for c in found:
-                chosen_checks.setdefault(c.id, c)
-        order = {cid: i for i, cid in enumerate(self.checks)}
-        checks_sorted = sorted(chosen_checks.values(), key=lambda c: order[c.id])
-        # catalogue order for the artifacts
-        arts_sorted = [a for a in self.known_ids() if a in chosen_artifacts]
-        return arts_sorted, checks_sorted
+            chosen_artifacts.update(arts)
+            chosen_checks.update(c.id for c in found)
+        artifacts = [a for a in self.known_ids() if a in chosen_artifacts]  # catalogue order
+        return artifacts, [c for cid, c in self.checks.items() if cid in chosen_checks]
 
     def _match(self, token: str) -> tuple[list[str], list]:
         if token in self.artifacts or token in self.uncatalogued:

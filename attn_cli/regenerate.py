@@ -135,16 +135,8 @@ def verify(
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {e for c in selected if (e := registry.experiment_of(c.artifact)) is not None})
-    plan = judged(
-        needed,
-        seed=seed,
-        device=device,
-        use_cache=use_cache,
-        quick=quick,
-        seeds=seeds,
-        **cluster(scheduler, scheduler_from, needed, worker_wait),
-    )
-    check_plan_seeds(plan)
+    options = _plan_options(needed, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
+    plan = check_plan_seeds(judged(needed, quick=quick, seeds=seeds, **options))
     started = time.perf_counter()
     done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     outcomes = pipeline.compare(selected, registry, done)
@@ -162,9 +154,7 @@ def verify(
     if out is not None:
         from attn_cli.report_files import write_verify_page
 
-        report.files = write_verify_page(
-            registry, artifact_ids, report, Path(out), quick=quick, seed=seed, device=device, cov=cov
-        )
+        report.files = write_verify_page(registry, artifact_ids, report, Path(out))
     return report
 
 
@@ -193,25 +183,21 @@ def regenerate_all(
     ``quick``, which trains one seed: :class:`attn_cli.errors.BadConfig`).  Raises as :func:`verify` does.
     """
     from attn_cli import records, report_files
+    from attn_cli.errors import BadConfig
+    from attn_cli.plan import judged, smoke
     from attn_cli.published.compare import summary
+    from attn_cli.render.manifest import manifest as manifest_json
 
     started = time.perf_counter()
     out = Path(out)
     registry = experiment_registry.Registry.load()
     artifact_ids, _ = registry.select(only)
-    plan = _all_plan(
-        registry,
-        artifact_ids,
-        only,
-        seed=seed,
-        device=device,
-        quick=quick,
-        use_cache=use_cache,
-        seeds=seeds,
-        scheduler=scheduler,
-        scheduler_from=scheduler_from,
-        worker_wait=worker_wait,
-    )
+    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
+    experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
+    if quick and seeds is not None:
+        raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
+    options = _plan_options(experiments, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
+    plan = check_plan_seeds(smoke(experiments, **options) if quick else judged(experiments, seeds=seeds, **options))
 
     sections = []
     judged_now: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
@@ -234,16 +220,18 @@ def regenerate_all(
     cov = pipeline.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
     line = None if quick else summary(outcomes)
     where = pipeline.where_it_ran(device, numerics)
-    manifest = report_files.manifest_of(
+    manifest = manifest_json(
         sections,
+        command="attn all" + (" --quick" if quick else ""),
         quick=quick,
         seed=seed,
         device=device,
-        where=where,
+        **where,
+        cache=pipeline.cache_lines(done),
         seconds=time.perf_counter() - started,
-        line=line,
-        cov=cov,
-        runs_done=done,
+        checks=line,
+        coverage=cov.line(),
+        missing=cov.no_experiment,
         outcomes=outcomes,
         quick_note=QUICK_NOTE if quick else None,
     )
@@ -265,43 +253,6 @@ def regenerate_all(
         where=where,
         files=[*written, *index],
     )
-
-
-def _all_plan(
-    registry: Registry,
-    artifact_ids: Iterable[str],
-    only: Sequence[str],
-    *,
-    seed: int,
-    device: str,
-    quick: bool,
-    use_cache: bool,
-    seeds: int | None,
-    scheduler: str | None,
-    scheduler_from: str | None,
-    worker_wait: float | None,
-) -> Plan:
-    """What ``attn all`` runs: the selected experiments, at ``Config.quick()`` (judging nothing)
-    or at the configurations their checks are judged at; every seed checked before any work."""
-    from attn_cli.plan import judged, smoke
-
-    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
-    experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    if quick and seeds is not None:
-        from attn_cli.errors import BadConfig
-
-        raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
-    make_plan: Callable[..., Plan] = smoke if quick else judged
-    plan = make_plan(
-        experiments,
-        seed=seed,
-        device=device,
-        use_cache=use_cache,
-        **({} if seeds is None else {"seeds": seeds}),
-        **cluster(scheduler, scheduler_from, experiments, worker_wait),
-    )
-    check_plan_seeds(plan)
-    return plan
 
 
 def _write_index(
@@ -355,25 +306,31 @@ def _run(plan: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> li
     return pipeline.run_experiments(plan, **keywords)
 
 
-def check_plan_seeds(plan: Plan) -> None:
+def check_plan_seeds(plan: Plan) -> Plan:
     """Every seed the plan will hand to torch, checked before any work (:class:`experiment_registry.SeedOutOfRange`)."""
     for exp, config, _ in plan:
         experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
+    return plan
 
 
-def cluster(
+def _plan_options(
+    experiments: Sequence[Experiment],
+    seed: int,
+    device: str,
+    use_cache: bool,
     scheduler: str | None,
     scheduler_from: str | None,
-    experiments: Iterable[Experiment],
-    worker_wait: float | None = None,
-) -> dict:
-    """The Dask scheduler (--scheduler) as plan keywords, checked to answer before any work;
-    empty without one, or when no experiment of the plan trains (only the copy task does)."""
-    if not scheduler or not any(exp.slow for exp in experiments):
-        return {}
-    from attn_cli.experiments.copy_task.cluster import plan_keywords
+    worker_wait: float | None,
+) -> dict[str, Any]:
+    """The keywords of :mod:`attn_cli.plan`'s functions; the Dask scheduler (--scheduler) among
+    them, checked to answer before any work, only when an experiment of the plan trains (only
+    the copy task does)."""
+    options: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache}
+    if scheduler and any(exp.slow for exp in experiments):
+        from attn_cli.experiments.copy_task.cluster import plan_keywords
 
-    return plan_keywords(scheduler, scheduler_from, worker_wait)
+        options.update(plan_keywords(scheduler, scheduler_from, worker_wait))
+    return options
 
 
 def ordered(registry: Registry, experiments: Iterable[Experiment]) -> list[Experiment]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attn_cli.errors import WriteFailed
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
@@ -15,7 +15,7 @@ from attn_cli.render.table import to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
-    from attn_cli.pipeline import Coverage, Run
+    from attn_cli.pipeline import Run
     from attn_cli.published.compare import Outcome
     from attn_cli.regenerate import VerifyReport
 
@@ -47,8 +47,8 @@ def write_section(
         t0 = time.perf_counter()
         section.tables = exp.tables(run.result, by_id)
         markdown = to_markdown(section.tables)
-        section.cached = _cached(run.result)
-        files.write_json(out / f"{exp.name}.json", exp.json(run.result, by_id))
+        section.cached = run.result.cached_runs() if hasattr(run.result, "cached_runs") else None  # the copy task
+        files.write_json(out / f"{exp.name}.json", files.result_json(run.result, by_id))
         written = [_relative(p, out) for p in exp.figures(run.result, out, formats, by_id)]
         section.figures = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
         section.data = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section.figures]
@@ -68,11 +68,6 @@ def write_verify_page(
     artifact_ids: Iterable[str],
     report: VerifyReport,
     out: Path,
-    *,
-    quick: bool,
-    seed: int,
-    device: str,
-    cov: Coverage,
 ) -> list[Path]:
     """``verify.json`` (the header and the --json records) and ``verify.html`` (the checks as a
     page) in ``out``; the paths written.  Their own names: an ``attn all`` report in the same
@@ -80,11 +75,12 @@ def write_verify_page(
     from attn_cli.render import files, html
 
     files.write_json(out / "verify.json", report.record)
+    head = report.header
     manifest = {
-        "command": "attn verify" + (" --quick" if quick else ""),
+        "command": head["command"],
         "quick": False,
-        "seed": seed,
-        "device": device,
+        "seed": head["seed"],
+        "device": head["device"],
         "timing": {"seconds": round(report.seconds, 3)},
         **report.where,
     }
@@ -97,7 +93,7 @@ def write_verify_page(
             manifest=manifest,
             outcomes=report.outcomes,
             summary=report.summary,
-            coverage_line=cov.line(),
+            coverage_line=report.coverage.line(),
             links=("verify.json",),
             title="attn verify: the texts' numbers, regenerated",
         ),
@@ -115,54 +111,12 @@ def write_junit(path: Path, outcomes: Iterable[Outcome], runs: Sequence[Run], re
     return Path(path)
 
 
-def manifest_of(
-    sections: Sequence[Section],
-    *,
-    quick: bool,
-    seed: int,
-    device: str,
-    where: dict,
-    seconds: float,
-    line: str | None,
-    cov: Coverage,
-    runs_done: Iterable[Run],
-    outcomes: Sequence[Outcome] = (),
-    quick_note: str | None = None,
-) -> dict:
-    """``manifest.json`` of ``attn all`` (:func:`attn_cli.render.manifest.manifest`); ``where``:
-    :func:`attn_cli.pipeline.where_it_ran`."""
-    from attn_cli import pipeline
-    from attn_cli.render.manifest import manifest
-
-    return manifest(
-        sections,
-        command="attn all" + (" --quick" if quick else ""),
-        quick=quick,
-        seed=seed,
-        device=device,
-        **where,
-        cache=pipeline.cache_lines(runs_done),
-        seconds=seconds,
-        checks=line,
-        coverage=cov.line(),
-        missing=cov.no_experiment,
-        outcomes=outcomes,
-        quick_note=quick_note,
-    )
-
-
 def _relative(path: Path, out: Path) -> str:
     path = Path(path)
     try:
         return path.resolve().relative_to(out.resolve()).as_posix()
     except ValueError:
         return str(path)
-
-
-def _cached(result: Any) -> tuple[int, int] | None:
-    """(runs taken from the cache, runs) of an experiment that caches its own runs (its Result
-    has ``cached_runs()``: the copy task); None for the others."""
-    return result.cached_runs() if hasattr(result, "cached_runs") else None
 
 
 def _beside(out: Path, figures: list[str]) -> list[str]:
