@@ -60,16 +60,6 @@ TITLES: dict[int, str] = {n: m.TITLE for n, m in MODULES.items()}
 SEED_OFFSETS = (0, 1, 2)  # seeds drawn from: seed, and exercise 12's data streams seed + 1, seed + 2
 
 
-def _quick_sizes() -> dict[str, Any]:
-    """Every exercise's ``Config.quick()`` sizes, by field name (seed and device apart)."""
-    return {
-        f.name: getattr(m.Config.quick(), f.name)
-        for m in MODULES.values()
-        for f in dataclasses.fields(m.Config)
-        if f.name not in ("seed", "device")
-    }
-
-
 @dataclass(frozen=True)
 class Config:
     """The settings of all twelve exercises: each field is the same-named field of the
@@ -89,7 +79,14 @@ class Config:
 
     @classmethod
     def quick(cls, **overrides: Any) -> Config:
-        return cls(**{**_quick_sizes(), **overrides})
+        """Every exercise's ``Config.quick()`` sizes, by field name (seed and device apart)."""
+        sizes = {
+            f.name: getattr(m.Config.quick(), f.name)
+            for m in MODULES.values()
+            for f in dataclasses.fields(m.Config)
+            if f.name not in ("seed", "device")
+        }
+        return cls(**{**sizes, **overrides})
 
 
 def exercise_config(number: int, config: Config) -> ExerciseConfig:

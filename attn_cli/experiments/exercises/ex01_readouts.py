@@ -50,20 +50,16 @@ class Result:
     points: int  # coordinates (m_j, v1_j, v2_j) the perceptron is trained on
     rows: list[Row] = field(default_factory=list)
 
-    def levels(self, a: float) -> list[float]:
-        """:func:`levels` (for the table's reading)."""
-        return levels(a)
+    @staticmethod
+    def levels(a: float) -> list[float]:
+        """The distinct values of a s1 + (1 - a) s2 for signs s1, s2 = +-1, ascending (for the table's reading)."""
+        return sorted({round(a * s1 + (1 - a) * s2, 12) + 0.0 for s1 in (-1, 1) for s2 in (-1, 1)})
 
 
 def theory(values: str, a: float) -> float:
     if values == "sign" and abs(a - 0.5) > 1e-12 and abs(a - 1.0) > 1e-12 and a > 0:
         return 0.0  # a v1 + (1 - a) v2 takes 4 distinct values: injective
     return ONE_HEAD_ERROR
-
-
-def levels(a: float) -> list[float]:
-    """The distinct values of a s1 + (1 - a) s2 for signs s1, s2 = +-1, ascending."""
-    return sorted({round(a * s1 + (1 - a) * s2, 12) + 0.0 for s1 in (-1, 1) for s2 in (-1, 1)})
 
 
 def _draw(values: str, n: int, gen: Generator) -> Tensor:

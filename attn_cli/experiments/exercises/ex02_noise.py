@@ -46,8 +46,9 @@ class Sweep:
     points: list[Point] = field(default_factory=list)
 
     def theory_curve(self) -> tuple[list[float], list[float]]:
-        """:func:`theory_curve` at this sweep's sigma (for the figure)."""
-        return theory_curve(self.sigma)
+        """(eps, theory) at this sweep's sigma on a fine log grid from 10^-5.5 to 10^-0.05, for the figure."""
+        eps = [10 ** (k / 20) for k in range(-110, 0)]
+        return eps, [theory(x, self.sigma) for x in eps]
 
 
 @dataclass
@@ -68,12 +69,6 @@ def error_variances(eps: float, sigma: float) -> tuple[float, float]:
 def theory(eps: float, sigma: float) -> float:
     e_s, e_u = error_variances(eps, sigma)
     return math.sqrt((e_s + e_u) / 4)
-
-
-def theory_curve(sigma: float) -> tuple[list[float], list[float]]:
-    """(eps, theory) on a fine log grid from 10^-5.5 to 10^-0.05, for the figure."""
-    eps = [10 ** (k / 20) for k in range(-110, 0)]
-    return eps, [theory(x, sigma) for x in eps]
 
 
 def straight(eps: float, sigma: float) -> bool:

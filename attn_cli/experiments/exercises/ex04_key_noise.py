@@ -56,13 +56,9 @@ class Result:
     rows: list[Row] = field(default_factory=list)
 
     def score_noise(self, c: float) -> float:
-        """:func:`score_noise` at this run's beta (for the table's reading)."""
-        return score_noise(c, self.beta)
-
-
-def score_noise(c: float, beta: float = BETA) -> float:
-    """Standard deviation c sqrt(2 beta) of the difference of two scores under isotropic noise."""
-    return c * math.sqrt(2 * beta)
+        """Standard deviation c sqrt(2 beta) of the difference of two scores under isotropic noise
+        (for the table's reading)."""
+        return c * math.sqrt(2 * self.beta)
 
 
 def _outputs(keys: Tensor, query: str, c: float) -> Tensor:

@@ -21,16 +21,6 @@ TAU = 0.01  # the exercise's tolerance
 WIDE_LAYER_HEADS = 96  # a wide layer's head count (GPT-3), for the evaluation counts quoted in the reading
 
 
-def one_shot_evaluations(h: int) -> int:
-    """Evaluations of one-shot pruning: the full set and each single removal, h + 1."""
-    return h + 1
-
-
-def greedy_evaluations(h: int) -> int:
-    """Evaluations of greedy pruning from h heads down to one: 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2."""
-    return h * (h + 1) // 2
-
-
 @dataclass(frozen=True)
 class Config(ExerciseConfig):
     """torch.manual_seed(seed) before the text's draws (solved on the CPU)."""
@@ -72,8 +62,9 @@ class Result:
 
     @staticmethod
     def evaluations_at(h: int) -> tuple[int, int]:
-        """(one-shot, greedy) evaluations to prune ``h`` heads (for the table's reading)."""
-        return one_shot_evaluations(h), greedy_evaluations(h)
+        """(one-shot, greedy) evaluations to prune ``h`` heads (for the table's reading): the full
+        set and each single removal, h + 1; greedy down to one, 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2."""
+        return h + 1, h * (h + 1) // 2
 
 
 def float32_spread(M: Tensor, target: Tensor, repeats: int = 4) -> float:

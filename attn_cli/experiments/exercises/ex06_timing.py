@@ -51,13 +51,8 @@ class Result:
     r_squared: float = 0.0  # of the fit time ~ t0 + t1 * entries
 
     def fitted_seconds(self, score_entries: int) -> float:
-        """:func:`fitted_seconds` of this run (for the table and the figure)."""
-        return fitted_seconds(self, score_entries)
-
-
-def fitted_seconds(result: Result, score_entries: int) -> float:
-    """The fitted time t0 + t1 * entries for one row's score-entry count."""
-    return result.fixed_seconds + result.ns_per_entry * 1e-9 * score_entries
+        """The fitted time t0 + t1 * entries for one row's score-entry count (for the table and the figure)."""
+        return self.fixed_seconds + self.ns_per_entry * 1e-9 * score_entries
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
