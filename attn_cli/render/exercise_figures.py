@@ -8,17 +8,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_cli.render.files import DEFAULT_FORMATS
+from attn_cli.render.figures import heatmap, new_figure
+from attn_cli.render.files import save_figure, write_csv
 
 if TYPE_CHECKING:
     from attn_cli.experiments.exercises import Result, ex02_noise, ex06_timing, ex11_projections, ex12_learned
 
-FILES = {  # exercise -> (png, csv): the names in the catalogue
-    2: ("exercise_2.png", "exercise_2.csv"),
-    6: ("exercise_6.png", "exercise_6.csv"),
-    11: ("exercise_11.png", "exercise_11.csv"),
-    12: ("exercise_12.png", "exercise_12.csv"),
-}
+# exercise -> (png, csv): the names in the catalogue
+FILES = {n: (f"exercise_{n}.png", f"exercise_{n}.csv") for n in (2, 6, 11, 12)}
 
 
 def figures(
@@ -33,12 +30,7 @@ def figures(
     return paths
 
 
-def _fig2(
-    e: ex02_noise.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
-) -> list[Path]:
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
+def _fig2(e: ex02_noise.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
     fig, ax = new_figure(figsize=(6.5, 4.5))
     colours = ("tab:blue", "tab:red")
     for s, colour in zip(e.sweeps, colours):
@@ -66,23 +58,17 @@ def _fig2(
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower left")
     png, csv = FILES[2]
-    paths = save_figure(fig, out / png, formats, keep=keep)
-    paths.append(
+    return [
+        *save_figure(fig, out / png, formats, keep=keep),
         write_csv(
             out / csv,
             [[s.sigma, p.eps, p.error, p.theory, p.condition, p.straight] for s in e.sweeps for p in s.points],
             header=["sigma", "eps", "error", "theory", "condition", "in_slope_fit"],
-        )
-    )
-    return paths
+        ),
+    ]
 
 
-def _fig6(
-    e: ex06_timing.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
-) -> list[Path]:
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
+def _fig6(e: ex06_timing.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
     fig, ax = new_figure(figsize=(6, 4))
     hs = [r.h for r in e.rows]
     ax.plot(hs, [r.seconds * 1e3 for r in e.rows], "o-", label="measured forward time")
@@ -113,12 +99,7 @@ def _fig6(
     ]
 
 
-def _fig11(
-    e: ex11_projections.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
-) -> list[Path]:
-    from attn_cli.render.figures import heatmap, new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
+def _fig11(e: ex11_projections.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
     maps = [("plain (no projections)", e.plain)] + [(f"head {i + 1}", w) for i, w in enumerate(e.head_weights)]
     vmax = max(max(max(row) for row in w) for _, w in maps)
     fig, axes = new_figure(1, len(maps), figsize=(3.2 * len(maps), 3.4))
@@ -141,12 +122,7 @@ def _fig11(
     ]
 
 
-def _fig12(
-    e: ex12_learned.Result, out: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
-) -> list[Path]:
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
+def _fig12(e: ex12_learned.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(11, 4))
     colours = {"one-hot": "tab:green", "soft": "tab:blue", "duplicate": "tab:orange"}
     for x, r in enumerate(e.runs):

@@ -15,21 +15,7 @@ from attn_cli.render.exercise_figures import FILES, figures, uniform_start  # no
 from attn_cli.render.table import Block, Cell, Table, Text, styled
 
 if TYPE_CHECKING:
-    from attn_cli.experiments.exercises import (
-        Result,
-        ex01_readouts,
-        ex02_noise,
-        ex03_rank,
-        ex04_key_noise,
-        ex05_pruning,
-        ex06_timing,
-        ex07_cross_cost,
-        ex08_gqa,
-        ex09_slices,
-        ex10_permute,
-        ex11_projections,
-        ex12_learned,
-    )
+    from attn_cli.experiments import exercises as ex
 
 
 def _table(
@@ -60,16 +46,11 @@ def _g(x: float, digits: int = 3) -> str:
     return f"{x:.{max(1, digits - 2)}e}"
 
 
-def _note(text: str) -> str:
-    """A reading below a table."""
-    return text
-
-
 def _yes(ok: bool) -> Text:
     return styled(("yes", "green"), verdict="pass") if ok else styled(("no", "red"), verdict="fail")
 
 
-def _ex1(e: ex01_readouts.Result, title: str) -> list:
+def _ex1(e: ex.ex01_readouts.Result, title: str) -> list:
     t = _table(
         1,
         title,
@@ -92,7 +73,7 @@ def _ex1(e: ex01_readouts.Result, title: str) -> list:
 
     return [
         t,
-        _note(
+        (
             f"Gaussian values: E[v1|m] is linear, so the MLP cannot beat √½. ±1 values at a = {flat.a:g}: "
             f"m_j ∈ {shown(flat.a)} and E[v1_j|m_j] = m_j, linear again. At a = {decoded.a:g} the "
             f"{decoded.distinct_levels} levels {shown(decoded.a)} identify (v1_j, v2_j): the MLP decodes "
@@ -102,7 +83,7 @@ def _ex1(e: ex01_readouts.Result, title: str) -> list:
     ]
 
 
-def _ex2(e: ex02_noise.Result, title: str) -> list:
+def _ex2(e: ex.ex02_noise.Result, title: str) -> list:
     out: list[Block] = []
     for s in e.sweeps:
         slope = "n/a" if s.slope is None else f"{s.slope:.3f}"
@@ -126,16 +107,14 @@ def _ex2(e: ex02_noise.Result, title: str) -> list:
         else ""
     )
     out.append(
-        _note(
-            "The noisy mixtures observe v1+v2 (signal 1) and v1-v2 (signal 2ε), each with noise σ√2: "
-            "the difference is recovered with error ∝ σ/ε (slope -1) until ε ≈ σ/2, below which the "
-            "second head adds nothing and the error returns to √½." + moved
-        )
+        "The noisy mixtures observe v1+v2 (signal 1) and v1-v2 (signal 2ε), each with noise σ√2: "
+        "the difference is recovered with error ∝ σ/ε (slope -1) until ε ≈ σ/2, below which the "
+        "second head adds nothing and the error returns to √½." + moved
     )
     return out
 
 
-def _ex3(e: ex03_rank.Result, title: str) -> list:
+def _ex3(e: ex.ex03_rank.Result, title: str) -> list:
     t = _table(
         3,
         title,
@@ -157,7 +136,7 @@ def _ex3(e: ex03_rank.Result, title: str) -> list:
         )
     return [
         t,
-        _note(
+        (
             "Squared relative error. Random softmax rows (all entries positive) reach rank min(h, k); "
             "duplicated or uniform heads lose rank and error. A layer of width d passes d numbers, so its "
             "'rank' is capped at d/c value slots however many heads it has."
@@ -165,7 +144,7 @@ def _ex3(e: ex03_rank.Result, title: str) -> list:
     ]
 
 
-def _ex4(e: ex04_key_noise.Result, title: str) -> list:
+def _ex4(e: ex.ex04_key_noise.Result, title: str) -> list:
     t = _table(
         4,
         title,
@@ -179,7 +158,7 @@ def _ex4(e: ex04_key_noise.Result, title: str) -> list:
     noise = ", ".join(f"{e.score_noise(c):.2f} at c = {c:g}" for c in dict.fromkeys(r.c for r in e.rows))
     return [
         t,
-        _note(
+        (
             "w_a/w_b = exp(cγ): one query swings to v_a or v_b with the sign of γ. Raising c hurts one "
             f"query even with isotropic keys: the noise on the two scores is c√(2β) ({noise}), so the tie "
             f"breaks at random. The part-4 query is immune to γ (max change {e.neg_gamma_spread:.1e}) "
@@ -188,7 +167,7 @@ def _ex4(e: ex04_key_noise.Result, title: str) -> list:
     ]
 
 
-def _ex5(e: ex05_pruning.Result, title: str) -> list:
+def _ex5(e: ex.ex05_pruning.Result, title: str) -> list:
     heads = ", ".join(f"{i + 1}: ({a:g}, {b:g})" for i, (a, b) in enumerate(e.heads))
     t = _table(
         5,
@@ -232,7 +211,7 @@ def _ex5(e: ex05_pruning.Result, title: str) -> list:
     return [
         t,
         p,
-        _note(
+        (
             f"Heads {pair} cover for each other, so each alone looks unimportant; one-shot removes "
             f"{'both' if len(e.one_shot_removed) == 2 else 'them'} and loses the second mixture. Greedy "
             f"re-measures after each removal and keeps one. At h = {wide}: one-shot "
@@ -241,7 +220,7 @@ def _ex5(e: ex05_pruning.Result, title: str) -> list:
     ]
 
 
-def _ex6(e: ex06_timing.Result, title: str) -> list:
+def _ex6(e: ex.ex06_timing.Result, title: str) -> list:
     t = _table(
         6,
         title,
@@ -262,7 +241,7 @@ def _ex6(e: ex06_timing.Result, title: str) -> list:
         )
     return [
         t,
-        _note(
+        (
             f"slowest/fastest = {e.ratio:.1f} (h = {e.slowest_h} vs h = {e.fastest_h}). The "
             "multiply-adds are constant; the score tensor (B·h·n² entries: scaling, softmax, memory "
             "traffic) grows with h and accounts for the trend. Narrow heads also lose patterns: with "
@@ -272,7 +251,7 @@ def _ex6(e: ex06_timing.Result, title: str) -> list:
     ]
 
 
-def _ex7(e: ex07_cross_cost.Result, title: str) -> list:
+def _ex7(e: ex.ex07_cross_cost.Result, title: str) -> list:
     t = _table(
         7,
         title,
@@ -303,14 +282,14 @@ def _ex7(e: ex07_cross_cost.Result, title: str) -> list:
     return [
         t,
         p,
-        _note(
+        (
             f"ratio {e.ratio_expression} = {e.ratio:.1f} (counted {e.ratio_counted:.1f}) for d = {e.d}, "
             f"m = {e.m}: caching turns the per-token cost from O(m d²) into O(m d)."
         ),
     ]
 
 
-def _ex8(e: ex08_gqa.Result, title: str) -> list:
+def _ex8(e: ex.ex08_gqa.Result, title: str) -> list:
     t = _table(
         8,
         title,
@@ -343,7 +322,7 @@ def _ex8(e: ex08_gqa.Result, title: str) -> list:
     return [
         t,
         p,
-        _note(
+        (
             "Only the K/V half of the projection term shrinks (by g/h); the n²d term stays. Shared "
             "keys and values still allow distinct mixtures (different queries, different weights), but "
             "each source token can pass at most g·p numbers to the output."
@@ -351,7 +330,7 @@ def _ex8(e: ex08_gqa.Result, title: str) -> list:
     ]
 
 
-def _ex9(e: ex09_slices.Result, title: str) -> list:
+def _ex9(e: ex.ex09_slices.Result, title: str) -> list:
     t = _table(
         9,
         title,
@@ -390,7 +369,7 @@ def _ex9(e: ex09_slices.Result, title: str) -> list:
     example = f", so {str(hidden[0]).replace(' ', '')} with {e.n_k} keys cannot be told apart" if hidden else ""
     return [
         t,
-        _note(
+        (
             "Head i of sequence b sits at folded index b·h + i; repeat_interleave gives it valid_lens[b], "
             "tiling gives valid_lens[(b·h + i) mod B]. Lengths at or beyond the number of keys all mean "
             f"'no mask'{example}."
@@ -398,7 +377,7 @@ def _ex9(e: ex09_slices.Result, title: str) -> list:
     ]
 
 
-def _ex10(e: ex10_permute.Result, title: str) -> list:
+def _ex10(e: ex.ex10_permute.Result, title: str) -> list:
     t = _table(
         10,
         title,
@@ -414,7 +393,7 @@ def _ex10(e: ex10_permute.Result, title: str) -> list:
     )
     return [
         t,
-        _note(
+        (
             f"With valid_lens {e.valid}, exactly the permutations that map the first {e.valid} rows onto "
             "themselves are invisible. Word order must enter through positions before (or inside) the "
             "encoder: cross-attention over an order-blind encoder cannot recover it."
@@ -422,7 +401,7 @@ def _ex10(e: ex10_permute.Result, title: str) -> list:
     ]
 
 
-def _ex11(e: ex11_projections.Result, title: str) -> list:
+def _ex11(e: ex.ex11_projections.Result, title: str) -> list:
     t = _table(
         11,
         title,
@@ -445,7 +424,7 @@ def _ex11(e: ex11_projections.Result, title: str) -> list:
         )
     return [
         t,
-        _note(
+        (
             "hold in every head: "
             + "; ".join(e.hold_in_every_head)
             + ". lost: "
@@ -456,7 +435,7 @@ def _ex11(e: ex11_projections.Result, title: str) -> list:
     ]
 
 
-def _ex12(e: ex12_learned.Result, title: str) -> list:
+def _ex12(e: ex.ex12_learned.Result, title: str) -> list:
     t = _table(
         12,
         title,
@@ -472,7 +451,7 @@ def _ex12(e: ex12_learned.Result, title: str) -> list:
     start = uniform_start(e)
     return [
         t,
-        _note(
+        (
             f"All heads start near {start}, where every pair's mixing matrix is nearly singular: early "
             f"gradients separate the values slowly, and heads that leave {start} on the same side stay "
             "near-duplicates. Two distinct heads suffice; the rest are redundant."
@@ -480,23 +459,12 @@ def _ex12(e: ex12_learned.Result, title: str) -> list:
     ]
 
 
-RENDERERS: dict[int, Callable[[Any, str], list]] = {
-    1: _ex1,
-    2: _ex2,
-    3: _ex3,
-    4: _ex4,
-    5: _ex5,
-    6: _ex6,
-    7: _ex7,
-    8: _ex8,
-    9: _ex9,
-    10: _ex10,
-    11: _ex11,
-    12: _ex12,
-}
+RENDERERS: dict[int, Callable[[Any, str], list]] = dict(
+    enumerate((_ex1, _ex2, _ex3, _ex4, _ex5, _ex6, _ex7, _ex8, _ex9, _ex10, _ex11, _ex12), start=1)
+)
 
 
-def tables(result: Result, outcomes: Mapping) -> list:
+def tables(result: ex.Result, outcomes: Mapping) -> list:
     """Every exercise that ran; ``outcomes`` is taken for the render contract (the exercises
     have no published value, so none is marked)."""
     out = []
