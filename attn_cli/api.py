@@ -265,9 +265,8 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     figures: list = []
     with _callers_state(), _config_errors(), _out_folder(out) as folder:
         shown = [a for a in argv if a != "--json"]
-        with cmd.make_context(
-            f"attn {command}", [*shown[: _split(shown)], "--out", folder, *shown[_split(shown) :]]
-        ) as ctx:
+        split = shown.index("--") if "--" in shown else len(shown)  # --out before the positional arguments
+        with cmd.make_context(f"attn {command}", [*shown[:split], "--out", folder, *shown[split:]]) as ctx:
             job = cmd.invoke(ctx)  # the command's options read and checked: its Job, not yet run
         if not isinstance(job, Job):
             raise ConfigError(f"attn {shlex.join([command, *argv])} runs no experiment")
@@ -296,11 +295,6 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
         _figures=figures,
         pipeline=done,
     )
-
-
-def _split(argv: list[str]) -> int:
-    """Where the options end (before ``--`` and the positional arguments)."""
-    return argv.index("--") if "--" in argv else len(argv)
 
 
 def _json_data(obj: Any) -> Any:

@@ -5,7 +5,6 @@ their results returned as values (:class:`Verification`, :class:`Report`, :class
 from __future__ import annotations
 
 import html
-import json
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from attn_cli.api import _callers_state, _checked_text, _command, _config_errors, command_line
+from attn_cli.api import _callers_state, _checked_text, _command, _config_errors, _json_data, command_line
 from attn_cli.render.notebook import outcomes_html
 
 if TYPE_CHECKING:
@@ -47,9 +46,8 @@ class Verification:
     def to_dict(self) -> dict:
         """What ``attn verify --json`` prints: the header and every check's record."""
         from attn_cli import records
-        from attn_cli.render.files import _json_default
 
-        return json.loads(json.dumps(records.record(self.outcomes, self.header), default=_json_default))
+        return _json_data(records.record(self.outcomes, self.header))
 
     def _repr_html_(self) -> str:
         return f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>" + outcomes_html(
@@ -175,7 +173,6 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     returns its manifest.
     """
     from attn_cli import regenerate
-    from attn_cli.render.files import _json_default
 
     with _callers_state(), _config_errors():
         common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
@@ -189,7 +186,7 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     ]
     return Report(
         out=Path(out),
-        manifest=json.loads(json.dumps(done.manifest, default=_json_default)),
+        manifest=_json_data(done.manifest),
         ok=done.exit_code == 0,
         notes="\n".join(notes),
     )

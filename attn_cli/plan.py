@@ -42,21 +42,16 @@ def judged(
     plan: Plan = []
     for exp in experiments:
         reduced = quick and exp.slow
-        plan.append(
-            (
-                exp,
-                exp.config(
-                    seed=seed,
-                    device=device,
-                    quick=reduced,
-                    use_cache=use_cache,
-                    verify=not reduced,
-                    verify_seeds=seeds,
-                    **cluster,
-                ),
-                QUICK if reduced else None,
-            )
+        config = exp.config(
+            seed=seed,
+            device=device,
+            quick=reduced,
+            use_cache=use_cache,
+            verify=not reduced,
+            verify_seeds=seeds,
+            **cluster,
         )
+        plan.append((exp, config, QUICK if reduced else None))
     return plan
 
 

@@ -13,15 +13,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli import io as io_
-from attn_cli.io import atomic_path  # noqa: F401  (re-exported: render modules use it)
+from attn_cli.io import atomic_path, write_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-
-def write_text(path: str | os.PathLike, text: str) -> Path:
-    return io_.write_text(path, text)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attn_cli.render.manifest import Section
 from attn_cli.render.table import esc, to_html
@@ -22,16 +22,11 @@ VERDICT_CLASS = {"pass": "pass", "fail": "fail", "skipped": "skip"}
 IMAGE_PREFERENCE = ("svg", "png")  # the page shows SVG where written, else PNG
 
 
-def check_kind(check: Any) -> str:
-    """measured | rule | identity (what a pass is evidence of: :class:`attn_cli.published.types.Check`)."""
-    return check.kind
-
-
 def kind_counts(outcomes: Sequence) -> dict[str, dict[str, int]]:
     """{kind: {"pass": n, "fail": n, "skipped": n}} for the kinds present, in KINDS order."""
     counts: dict[str, dict[str, int]] = {}
     for o in outcomes:
-        row = counts.setdefault(check_kind(o.check), {"pass": 0, "fail": 0, "skipped": 0})
+        row = counts.setdefault(o.check.kind, {"pass": 0, "fail": 0, "skipped": 0})
         status = "fail" if o.status == "n/a" else o.status  # a value that does not apply fails verify
         row[status] = row.get(status, 0) + 1
     return {k: counts[k] for k in KINDS if k in counts}
@@ -66,7 +61,7 @@ def checks_html(outcomes: Sequence) -> str:
         rows.append(
             f'<tr class="{VERDICT_CLASS[o.status]}"><td class="id">{esc(o.check.id)}</td>'
             f"<td>{esc(fmt_value(o.check.published, 80))}</td><td>{esc(fmt_value(o.regenerated, 80))}</td>"
-            f"<td>{esc(o.check.tolerance_text())}</td><td>{esc(check_kind(o.check))}</td>"
+            f"<td>{esc(o.check.tolerance_text())}</td><td>{esc(o.check.kind)}</td>"
             f'<td class="verdict {VERDICT_CLASS[o.status]}">{esc(verdict + note)}</td>{_margin_cell(o)}</tr>'
         )
     return (

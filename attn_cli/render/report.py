@@ -71,24 +71,21 @@ def _fmt(value: Any) -> str:
 # --------------------------------------------------------------------------- attn list
 
 
-def catalogue_rows(artifacts: Iterable[Artifact], registry: Registry | None = None) -> list[dict]:
-    rows = []
-    for a in artifacts:
-        exp = registry.experiment_of(a.id) if registry is not None else None
-        rows.append(
-            {
-                "id": a.id,
-                "source": a.source,
-                "section": a.section,
-                "title": a.title,
-                "subcommand": a.command,
-                "files": list(a.files),
-                "new": a.new,
-                "experiment": exp.name if exp else None,
-                "checks": len(registry.checks_of(a.id)) if registry is not None else None,
-            }
-        )
-    return rows
+def catalogue_rows(artifacts: Iterable[Artifact], registry: Registry) -> list[dict]:
+    return [
+        {
+            "id": a.id,
+            "source": a.source,
+            "section": a.section,
+            "title": a.title,
+            "subcommand": a.command,
+            "files": list(a.files),
+            "new": a.new,
+            "experiment": exp.name if (exp := registry.experiment_of(a.id)) else None,
+            "checks": len(registry.checks_of(a.id)),
+        }
+        for a in artifacts
+    ]
 
 
 def catalogue_json(rows: list[dict]) -> str:
@@ -113,7 +110,7 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
         title = r["title"] + (" (new)" if r["new"] else "")
         if r["experiment"] is None:
             title += " [no experiment]"
-        checks = "" if r["checks"] is None else str(r["checks"])
+        checks = str(r["checks"])
         if wide:
             table.add_row(
                 r["id"],
