@@ -25,8 +25,7 @@ KEY_FILE = private.KEY_FILE  # the per-user HMAC key, in the cache folder: hmac.
 KEY_BYTES = private.KEY_BYTES  # from secrets.token_bytes: 256 bits
 ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.json")  # an entry's file name: the SHA-256 of its key
 GROUP = re.compile(r"[a-z][a-z0-9_]*")  # an entry's folder: the experiment's name
-# A Result entry's size bound, where no spec gives one: the largest at the texts' settings
-# (exercises) measured 32 KB, so 16 MiB is generous, and still bounds what is read
+# a Result entry's size bound, where no spec gives one: generous, and still bounds what is read
 RESULT_MAX_BYTES = 16 * 2**20
 _MAC_CONTEXT = b"attn cache entry v1\0"
 _HEAD, _MID, _TAIL = b'{"hmac": "', b'", "entry": ', b"}\n"
@@ -94,8 +93,6 @@ class Cache:
         """The payload stored for ``key`` under ``name``; None when there is none.  Raises
         :class:`Refused` (with the reason) for an entry that cannot be trusted or read;
         ``max_bytes`` bounds the payload (from the run's spec, or :data:`RESULT_MAX_BYTES`)."""
-        from attn_cli.store import private
-
         if self._secret is None:
             return None
         sub = self._group(name, create=False)
@@ -124,8 +121,6 @@ class Cache:
     def store(self, name: str, key: dict, payload: Any) -> None:
         """Store a JSON payload for ``key`` under ``name`` (atomic, 0600, signed).  Raises
         :class:`Unavailable` when it cannot be written (disk full, folder gone)."""
-        from attn_cli.store import private
-
         if self._secret is None:  # opened without create, before any key existed
             raise Unavailable("the cache has no key yet")
         payload = json.loads(json.dumps(payload))  # exactly as it reads back
@@ -224,8 +219,6 @@ class Cache:
 
     def _signed(self, sub: int, fname: str) -> bool:
         """Whether ``fname`` in the group ``sub`` is a regular file of ours signed by this key."""
-        from attn_cli.store import private
-
         if self._secret is None:
             return False
         try:

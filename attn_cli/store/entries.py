@@ -6,14 +6,14 @@ a type, every value checked (:func:`attn_cli.store.typed.revive`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attn_cli.store import typed
 from attn_cli.store.cache import RESULT_MAX_BYTES, Cache, Refused, cache_path
-from attn_cli.store.typed import InvalidEntry
+from attn_cli.store.typed import InvalidEntry, revive  # revive: JSON read back as a type, every value checked
 
 
 def load_result(store: Cache, name: str, key: dict, result_type: type, max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
@@ -35,8 +35,6 @@ def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
     dataclass of plain values, as STYLE.md asks: a tuple may come back as a list), else
     nothing is stored and False is returned.  Raises :class:`Unavailable` when the cache
     cannot be written."""
-    import dataclasses
-
     try:
         text = json.dumps(dataclasses.asdict(result), sort_keys=True)
         payload = json.loads(text)
@@ -91,13 +89,4 @@ class Pieces:
     def store(self, key: dict, piece: Any) -> None:
         """Store a finished piece (a dataclass of plain values; atomic, signed).  Raises
         :class:`Unavailable` when the cache cannot be written."""
-        import dataclasses
-
         self.cache.store(self.name, key, dataclasses.asdict(piece))
-
-
-def revive(tp: Any, data: Any) -> Any:
-    """JSON data (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every value
-    checked against its type hint (:func:`attn_cli.store.typed.revive`: exact types, finite numbers,
-    fixed lengths, no unknown or missing fields); raises :class:`InvalidEntry` otherwise."""
-    return typed.revive(tp, data)

@@ -3,6 +3,7 @@ versions of attn and torch, and a digest of the code that computes it)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -23,15 +24,11 @@ RESULT_CODE_GLOBS = (
 _CODE_DIGEST: dict[tuple, str] = {}
 
 
-_TORCH_VERSION: list[str] = []
-
-
+@functools.cache
 def torch_version() -> str:
     """torch's version without importing torch (a cached rerun never needs it); read once per
     process (the copy task asks once per run)."""
-    if not _TORCH_VERSION:
-        _TORCH_VERSION.append(_installed_torch_version())
-    return _TORCH_VERSION[0]
+    return _installed_torch_version()
 
 
 _VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.MULTILINE)

@@ -19,7 +19,6 @@ from attn_cli.experiments.copy_task.cache import (
     code_digest,
     load_cached,
     max_entry_bytes,
-    store_cached,
 )
 from attn_cli.experiments.copy_task.config import (
     ENGINES,
@@ -35,7 +34,6 @@ from attn_cli.experiments.copy_task.config import (
 )
 from attn_cli.experiments.copy_task.engines import (
     Done,
-    EngineCallback,
     Report,
     Todo,
     fast_engine,
@@ -70,7 +68,6 @@ __all__ = [
     "MODEL_CHOICES",
     "TEXT_LENGTHS",
     "Config",
-    "EngineCallback",
     "Result",
     "assemble",
     "cache_key",
@@ -86,7 +83,6 @@ __all__ = [
     "run",
     "run_peak_bytes",
     "schedule",
-    "store_cached",
     "torch_version",
     "validate",
     "verify_config",
@@ -116,10 +112,7 @@ def run(config: Config, progress: ProgressCallback = None, store: Pieces | None 
     start = time.perf_counter()
     validate(config)
     preflight(config)  # a clear error now, before any work
-    return _run(config, progress, store, [], start)
-
-
-def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes: list[str], start: float) -> Result:
+    notes: list[str] = []
     specs = config.plan()
     report = _reporter(specs, progress)
     outcomes: list[RunOutcome | None] = [None] * len(specs)
@@ -153,7 +146,7 @@ def _run(config: Config, progress: ProgressCallback, store: Pieces | None, notes
         outcomes[index] = outcome
         if writable[0] and store is not None:
             try:
-                store_cached(store, keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
+                store.store(keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
             except Unavailable as exc:
                 writable[0] = False
                 notes.append(f"runs are no longer cached: {exc}")
@@ -181,11 +174,11 @@ def _overlap(config: Config, exact: Todo) -> bool:
     return config.device == "cpu" and min(config.worker_count(), len(exact)) > 1
 
 
-def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: EngineCallback, done: Done) -> None:
+def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: Report, done: Done) -> None:
     """The exact runs in their worker processes and, meanwhile, the fast ones in a thread of
     this process: the cores a short exact run leaves idle while the longest one trains do the
-    fast seeds.  No number
-    changes: each run is computed exactly as alone.  Any error or Ctrl-C stops both."""
+    fast seeds.  No number changes: each run is computed exactly as alone.  Any error or
+    Ctrl-C stops both."""
     import threading
 
     lock, stop = threading.Lock(), threading.Event()

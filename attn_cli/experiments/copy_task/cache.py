@@ -105,8 +105,3 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
         check_range(outcome.example_src, 0, BOS - 1, "example_src")  # digits: BOS is never a source token
         check(not outcome.example_weights, "example_weights", "the plain model has no attention map")
         check(outcome.diagonal is None, "diagonal", "the plain model has no attention map")
-
-
-def store_cached(store: entries.Pieces, key: dict, outcome: RunOutcome) -> None:
-    """Store a finished run (atomic, signed); raises :class:`attn_cli.store.cache.Unavailable`."""
-    store.store(key, outcome)

@@ -178,6 +178,8 @@ def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float 
 def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
     """Every run of ``todo`` (``(index, spec)``, each with ``config.engine_of(spec)``) on the
     cluster at ``config.scheduler``; ``done(index, outcome)`` as each finishes."""
+    import uuid
+
     from attn_cli.core import numerics
     from attn_cli.experiments.copy_task.engines import schedule
 
@@ -190,7 +192,10 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
     client = connect(address, source)
     futures: dict = {}
     finished, collected = False, 0
-    tags = {f"attn-copy-task-{config.engine_of(spec)}-{index}-{_token()}": (index, spec) for index, spec in todo}
+    tags = {
+        f"attn-copy-task-{config.engine_of(spec)}-{index}-{uuid.uuid4().hex[:12]}": (index, spec)
+        for index, spec in todo
+    }
     listening = _listen(client, tags, report)
     try:
         for key, (index, spec) in tags.items():
@@ -207,7 +212,7 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
                 key=key,
             )
             futures[fut] = (index, spec, engine)
-        watch = _WorkerWatch(client, address, source, getattr(config, "worker_wait", WORKER_WAIT_S))
+        watch = _WorkerWatch(client, address, source, config.worker_wait)
         watch.check(collected)  # a scheduler without workers is said at once
         for fut in _finishing(client, futures, watch, lambda: collected):  # noqa: B023 (the live count)
             index, spec, engine = futures.pop(fut)
@@ -329,12 +334,6 @@ def _listen(client: Client, tags: dict[str, tuple[int, RunSpec]], report: Report
     except Exception:  # an older distributed: the bar counts finished runs only
         return False
     return True
-
-
-def _token() -> str:
-    import uuid
-
-    return uuid.uuid4().hex[:12]
 
 
 def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:

@@ -92,11 +92,8 @@ class Config:
             return os.cpu_count() or 1
 
 
-LOCAL_FIELDS = (
-    "scheduler",
-    "scheduler_from",
-    "worker_wait",
-)  # this machine's set-up: never in a Result, its JSON or a report
+# this machine's set-up: never in a Result, its JSON or a report
+LOCAL_FIELDS = ("scheduler", "scheduler_from", "worker_wait")
 
 
 def recorded(config: Config) -> dict:
@@ -182,23 +179,9 @@ def check_memory(config: Config) -> None:
         f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
         f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)"
     )
-    guard(
-        estimate_bytes(config),
-        what,
-        config.device,
-        processes=processes(config, specs),
-        workers=worker_processes(config),
-    )
-
-
-def worker_processes(config: Config) -> int:
-    """Worker processes the exact engine starts (0: its runs train in this process)."""
-    exact = sum(config.engine_of(s) == "exact" for s in config.plan())
+    # the exact engine's pool workers (none: its runs train in this process); each process
+    # that computes has its own CUDA context on a GPU
+    exact = sum(config.engine_of(s) == "exact" for s in specs)
     workers = min(config.worker_count(), exact)
-    return workers if workers > 1 else 0
-
-
-def processes(config: Config, specs: list[RunSpec]) -> int:
-    """Processes that compute (each with its own CUDA context on a GPU): this one, plus the
-    exact engine's pool workers."""
-    return 1 + worker_processes(config)
+    workers = workers if workers > 1 else 0
+    guard(estimate_bytes(config), what, config.device, processes=1 + workers, workers=workers)

@@ -24,16 +24,13 @@ if TYPE_CHECKING:
 
 # (run index in plan order, step, total steps, loss, status: "running" | "cached" | "done")
 Report = Callable[[int, int, int, float, str], None]
-EngineCallback = Report | None
 Done = Callable[[int, RunOutcome], None]
 Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
 
-# what a process that trains runs imports once, before its first run: the local pool's fork server
+# what a process that trains imports once, before its first run: the local pool's fork server
 # and a Dask worker started with ``--preload attn_cli.dask_worker`` (:func:`.cluster_worker.prepare_worker`)
-# (torch and the training code; not torch._dynamo, which the exact engine's Adam no longer
-# imports: :func:`attn_cli.core.optim.adam`)
 WARM_MODULES = ("attn_cli.core.copy_train",)
-PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention bmm; measured 0.45-0.5)
+PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention bmm)
 
 
 def fast_engine() -> Callable:
@@ -59,11 +56,8 @@ def fast_engine() -> Callable:
 
 def _run_fast(*args: Any, **kwargs: Any) -> Any:
     """:func:`attn_cli.core.copy_fast.run_fast`, imported on first use."""
-    import importlib
+    from attn_cli.core.copy_fast import run_fast
 
-    run_fast = getattr(importlib.import_module("attn_cli.core.copy_fast"), "run_fast", None)
-    if run_fast is None:
-        raise AttnError("--engine fast is not available: attn_cli.core.copy_fast defines no run_fast")
     return run_fast(*args, **kwargs)
 
 
@@ -81,15 +75,14 @@ def schedule(todo: Todo) -> Todo:
     return sorted(todo, key=lambda item: -_cost(item[1]))
 
 
-def run_fast_engine(todo: Todo, config: Config, report: EngineCallback, done: Done, stop: Event | None = None) -> None:
+def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done, stop: Event | None = None) -> None:
     """Run the fast engine on every run of ``todo`` at once (its threads: ``config.jobs``);
     ``stop`` (a threading.Event) ends it early from another thread."""
     run = fast_engine()
     specs = [spec for _, spec in todo]
 
     def progress(spec_index: int, step: int, total: int, loss: float) -> None:
-        if report:
-            report(todo[spec_index][0], step, total, loss, "running")
+        report(todo[spec_index][0], step, total, loss, "running")
 
     outcomes = run(specs, config.device, progress, threads=config.jobs, stop=stop)  # None: one per core
     if len(outcomes) != len(specs):
@@ -98,7 +91,7 @@ def run_fast_engine(todo: Todo, config: Config, report: EngineCallback, done: Do
         done(index, outcome)
 
 
-def run_exact_engine(todo: Todo, config: Config, report: EngineCallback, done: Done) -> None:
+def run_exact_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
     """Run the exact engine: in this process for one run or one job, else a process pool."""
     todo = schedule(todo)
     workers = min(config.worker_count(), len(todo))
@@ -108,8 +101,7 @@ def run_exact_engine(todo: Todo, config: Config, report: EngineCallback, done: D
         for index, spec in todo:
 
             def progress(step: int, total: int, loss: float, _i: int = index) -> None:
-                if report:
-                    report(_i, step, total, loss, "running")
+                report(_i, step, total, loss, "running")
 
             done(index, train_and_evaluate(spec, config.device, progress))
         return
@@ -196,7 +188,7 @@ def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) 
         raise AttnError(f"the {spec.model} run at length {spec.length}, seed {spec.seed} failed: {why}") from None
 
 
-def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, done: Done) -> None:
+def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Done) -> None:
     import multiprocessing as mp
     import queue as queue_mod
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -229,8 +221,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: EngineCallback, 
                     index, step, total, loss = progress_queue.get_nowait()
                 except queue_mod.Empty:
                     return
-                if report:
-                    report(index, step, total, loss, "running")
+                report(index, step, total, loss, "running")
 
         while pending:
             ready, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)

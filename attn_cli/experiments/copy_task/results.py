@@ -41,10 +41,11 @@ class Result:
         cached, n = self.cached_runs()
         return f"{n} training run{'s' if n != 1 else ''}: {cached} from cache, {n - cached} computed"
 
-    def cells_with_published(self, outcomes: Mapping[str, Outcome], verdicts: bool = False) -> list[dict]:
-        """The cells with each metric's published value, from ``outcomes`` (check ID -> Outcome;
-        None where the text prints none); ``verdicts``: also its check's status (pass, fail,
-        skipped, n/a: the check table's verdict).  For the JSON and the figure's digest."""
+    def published_beside(self, outcomes: Mapping[str, Outcome]) -> dict[str, Any]:
+        """The JSON fields that carry the text's values beside the regenerated ones (the
+        contract's optional hook, :func:`attn_cli.render.files.result_json`): each cell's
+        metrics with ``published`` and ``status`` from ``outcomes`` (check ID -> Outcome;
+        None where the text prints none)."""
         from attn_cli.published.copy_task import check_id
 
         cells = copy.deepcopy(self.cells)
@@ -52,15 +53,8 @@ class Result:
             for metric in METRICS:
                 found = outcomes.get(check_id(c["model"], c["length"], metric))
                 c[metric]["published"] = None if found is None else found.published
-                if verdicts:
-                    c[metric]["status"] = None if found is None else found.status
-        return cells
-
-    def published_beside(self, outcomes: Mapping[str, Outcome]) -> dict[str, Any]:
-        """The JSON fields that carry the text's values beside the regenerated ones (the
-        contract's optional hook, :func:`attn_cli.render.files.result_json`): each cell's
-        metrics with ``published`` and ``status``."""
-        return {"cells": self.cells_with_published(outcomes, verdicts=True)}
+                c[metric]["status"] = None if found is None else found.status
+        return {"cells": cells}
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value: per published cell a SeedSample (the first seed's value,
