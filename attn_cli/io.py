@@ -2,9 +2,8 @@
 
 An interrupted run never leaves a truncated PNG, JSON or CSV behind, and a reader sees
 either the old file or the new one.  The final file gets the mode a plain ``open()`` would
-give under the current umask (0644 under umask 022), not ``mkstemp``'s 0600; folders get
-``0o777 & ~umask``.  Any ``OSError`` while writing (``No space left on device``,
-``Permission denied``, ``Read-only file system``) becomes :class:`attn_cli.errors.WriteFailed`,
+give under the current umask (0644 under umask 022), not ``mkstemp``'s 0600.  Any ``OSError``
+while writing (disk full, permission, read-only) becomes :class:`attn_cli.errors.WriteFailed`,
 one line naming the path and the reason, with the temp file removed.
 """
 
@@ -40,11 +39,6 @@ def current_umask() -> int:
 def file_mode() -> int:
     """What ``open(path, "w")`` would create: 0o666 less the umask."""
     return 0o666 & ~current_umask()
-
-
-def dir_mode() -> int:
-    """What ``mkdir`` would create: 0o777 less the umask."""
-    return 0o777 & ~current_umask()
 
 
 def failure(path: str | os.PathLike, exc: OSError) -> WriteFailed:

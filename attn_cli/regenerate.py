@@ -121,13 +121,13 @@ def verify(
 ) -> VerifyReport:
     """Regenerate the published values ``only`` selects (all without it) and judge them.
 
-        Each experiment a selected check needs runs once at the configuration its checks are
-        judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
-        ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
-        ``verify.html`` there.  ``seeds``: how many seeds judge each trained value (``--seed`` with
-        the exact engine, the next ones with the fast one; None: the seed rule's default).  Raises
-    :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only``
-        that names nothing and :class:`attn_cli.experiment_registry.SeedOutOfRange` before any work.
+    Each experiment a selected check needs runs once at the configuration its checks are
+    judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
+    ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
+    ``verify.html`` there.  ``seeds``: how many seeds judge each trained value (``--seed`` with
+    the exact engine, the next ones with the fast one; None: the seed rule's default).  Raises
+    :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only`` that names nothing
+    and :class:`attn_cli.experiment_registry.SeedOutOfRange` before any work.
     """
     from attn_cli.plan import judged
     from attn_cli.published.compare import summary

@@ -38,22 +38,21 @@ def write_section(
         seconds=run.seconds,
         error=run.error,
         config=exp.recorded_config(run.config),
+        outcomes=[o for o in outcomes if o.check.artifact in exp.artifacts],
     )
-    section.outcomes = [o for o in outcomes if o.check.artifact in section.ids]
     if run.error:
         return section
     by_id = {o.check.id: o for o in outcomes}
     try:
         t0 = time.perf_counter()
         section.tables = exp.tables(run.result, by_id)
-        markdown = to_markdown(section.tables)
+        section.markdown = to_markdown(section.tables)
         section.cached = run.result.cached_runs() if hasattr(run.result, "cached_runs") else None  # the copy task
         files.write_json(out / f"{exp.name}.json", files.result_json(run.result, by_id))
         written = [_relative(p, out) for p in exp.figures(run.result, out, formats, by_id)]
         section.figures = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
         section.data = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section.figures]
         section.data += [f for f in _beside(out, section.figures) if f not in section.data]
-        section.markdown = markdown
         files.write_text(out / f"{exp.name}.md", experiment_markdown(section))
         section.seconds += time.perf_counter() - t0
     except WriteFailed:  # disk full or read-only: stop here; files written so far are complete

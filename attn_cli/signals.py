@@ -83,11 +83,9 @@ def exit_code(exc: BaseException) -> int:
 def terminal_signals_blocked() -> Iterator[None]:
     """SIGHUP and SIGINT blocked in this thread meanwhile, so that the processes started inside
     inherit the block and leave a terminal's hang-up and Ctrl-C (sent to the whole process
-    group) to attn.  The fork server needs it for Ctrl-C too: it ignores SIGINT only once its
-    preload (torch: seconds) is imported, and a Ctrl-C before that printed its traceback; blocked,
-    the signal waits and is discarded when it sets SIGINT to ignored.  A signal that arrives
-    meanwhile is handled here right after (or by another thread's wake-up at once: the handler
-    always runs in the main thread)."""
+    group) to attn; the fork server, which ignores SIGINT only once torch is imported, then
+    discards an early Ctrl-C instead of printing a traceback.  A signal that arrives meanwhile
+    is handled here right after."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGINT})
     try:
         yield

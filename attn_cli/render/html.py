@@ -5,12 +5,11 @@ Design notes: ``docs/design.md``, section ``attn_cli.render.html``.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from attn_cli.render.manifest import Section
+from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
 from attn_cli.render.table import esc, to_html
 
 if TYPE_CHECKING:
@@ -272,7 +271,7 @@ def _artifact(
 
 def _data_files(section: Section | None, files: Sequence[str]) -> list[str]:
     """The artifact's files that are not figures, then its run's CSV and JSON that belong to it."""
-    data = [f for f in files if not any(fnmatch.fnmatch(f, f"*.{x}") for x in ("png", "svg", "pdf"))]
+    data = [f for f in files if not f.endswith(FIGURE_SUFFIXES)]
     if section is not None:
         data += [
             f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json") and _belongs(f, files)

@@ -36,14 +36,9 @@ class Section:
     cached: tuple[int, int] | None = None  # (runs from the cache, runs) of an experiment caching runs
 
 
-def _pattern(name: str) -> str:
-    """A catalogue file name with placeholders ("copy_task_attention_L{length}.png") as a glob."""
-    return re.sub(r"\{[^}]*\}", "*", name)
-
-
 def matches(written: str, catalogued: str) -> bool:
     """A written file is a catalogue file; a figure in any --format counts (masks.svg for masks.png)."""
-    pattern = _pattern(catalogued)
+    pattern = re.sub(r"\{[^}]*\}", "*", catalogued)  # placeholders ("attention_L{length}.png") as a glob
     if pattern.lower().endswith(FIGURE_SUFFIXES):
         stem, _ = pattern.rsplit(".", 1)
         return any(fnmatch.fnmatch(written, f"{stem}{suffix}") for suffix in FIGURE_SUFFIXES)
