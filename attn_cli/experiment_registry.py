@@ -62,13 +62,6 @@ class Experiment:
         return tuple(self._declared("ENGINES", ()))
 
     @property
-    def draws(self) -> bool:
-        """Whether it writes a figure: one of its catalogue artifacts names a PNG."""
-        from attn_cli.published.catalogue import BY_ID
-
-        return any(f.endswith(".png") for a in self.artifacts if a in BY_ID for f in BY_ID[a].files)
-
-    @property
     def caches_pieces(self) -> bool:
         """Its ``run(config, progress, store=)`` keeps pieces of its work in the per-user cache
         (:class:`attn_cli.store.entries.Pieces`: the copy task's training runs, each on its own)."""
@@ -112,9 +105,9 @@ class Experiment:
             overrides.update(scheduler=scheduler, scheduler_from=scheduler_from)
             if worker_wait is not None:
                 overrides["worker_wait"] = worker_wait
-        known = {f.name for f in dataclasses.fields(self.module.Config)}
-        overrides = {k: v for k, v in overrides.items() if k in known}
         cls = self.module.Config
+        known = {f.name for f in dataclasses.fields(cls)}
+        overrides = {k: v for k, v in overrides.items() if k in known}
         config = cls.quick(**overrides) if quick else cls(**overrides)
         if verify and hasattr(self.module, "verify_config"):
             config = self.module.verify_config(config, **({"seeds": verify_seeds} if verify_seeds else {}))
@@ -143,8 +136,7 @@ class Experiment:
         render = self.render_module()
         if render is None or not hasattr(render, "tables"):
             return []
-        tables = render.tables(result, outcomes)
-        return list(tables) if isinstance(tables, (list, tuple)) else [tables]
+        return list(render.tables(result, outcomes))
 
     def figures(
         self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
@@ -155,7 +147,7 @@ class Experiment:
         render = self.render_module()
         if render is None or not hasattr(render, "figures"):
             return []
-        return [Path(p) for p in (render.figures(result, Path(out), tuple(formats), outcomes, keep) or [])]
+        return [Path(p) for p in render.figures(result, Path(out), tuple(formats), outcomes, keep)]
 
 
 def check_seed_range(seeds: Iterable[int]) -> None:

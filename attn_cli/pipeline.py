@@ -150,13 +150,12 @@ def run_experiments(
     on_done: Callable[[Run], None] | None = None,
     cache_root: str | Path | None = None,
     use_cache: bool = True,
-    keep_going: bool = True,
-    threads: int | None = 1,
     numerics: str | None = None,
 ) -> list[Run]:
     """:func:`run` for each ``(experiment, config, unjudged)`` in turn, not judged (the caller
-    compares the selected checks: :func:`compare`) and writing no file; ``on_start(experiment)``
-    may return its progress callback, ``on_done(run)`` hears each finished run."""
+    compares the selected checks: :func:`compare`), writing no file and recording a failure in
+    its Run; ``on_start(experiment)`` may return its progress callback, ``on_done(run)`` hears
+    each finished run."""
     runs = []
     for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
@@ -168,8 +167,7 @@ def run_experiments(
             cache_root=cache_root,
             use_cache=use_cache,
             judged=False,
-            keep_going=keep_going,
-            threads=threads,
+            keep_going=True,
             numerics=numerics,
         )
         runs.append(run_)
