@@ -75,22 +75,11 @@ def figures(
 
     floor = 1e-9  # log axis: an exact zero would vanish
     fig, ax = new_figure(figsize=(6.4, 4.2))
-    ax.plot(
-        curve["a"],
-        [max(e, floor) for e in curve["one_head"]],
-        "o-",
-        ms=3,
-        color="tab:red",
-        label="one head: weights (a, 1-a)",
-    )
-    ax.plot(
-        curve["a"],
-        [max(e, floor) for e in curve["two_heads"]],
-        "s-",
-        ms=3,
-        color="tab:blue",
-        label="two heads: (a, 1-a) and (1-a, a)",
-    )
+    for key, style, colour, label in (
+        ("one_head", "o-", "tab:red", "one head: weights (a, 1-a)"),
+        ("two_heads", "s-", "tab:blue", "two heads: (a, 1-a) and (1-a, a)"),
+    ):
+        ax.plot(curve["a"], [max(e, floor) for e in curve[key]], style, ms=3, color=colour, label=label)
     ax.axhline(result.theory, color="black", ls="--", lw=1, label=f"theory: sqrt(1/2) = {result.theory:.3f}")
     ax.axvline(0.5, color="grey", ls=":", lw=1)
     ax.annotate(

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_cli.render.files import DEFAULT_FORMATS
 from attn_cli.render.table import Cell, Table, styled
 
 if TYPE_CHECKING:
@@ -79,18 +78,13 @@ def tables(result: Result, outcomes: Mapping) -> list:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    return draw_layout(result.layout["d"], result.layout["h"], Path(out) / PNG, formats, keep)
-
-
-def draw_layout(
-    d: int, h: int, path: Path, formats: Sequence[str] = DEFAULT_FORMATS, keep: list | None = None
-) -> list[Path]:
     """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure
 
+    d, h = result.layout["d"], result.layout["h"]
     p = d // h
     # columns drawn: every head up to 6, else the first three, an ellipsis and the last
     shown = list(range(h)) if h <= 6 else [0, 1, 2, None, h - 1]
@@ -150,4 +144,4 @@ def draw_layout(
     box(centre, out_y, 2.6, 0.7, f"$W_o$  ({d} × {d})\noutput (n, {d})", "#b6d7a8")
     arrow(centre, cat_y + 0.35, centre, out_y - 0.35)
     ax.set_title(f"Multi-head attention (D2L fig. 10.3.2): d = {d}, h = {h} heads of width {p}", fontsize=10)
-    return save_figure(fig, path, formats, keep=keep)
+    return save_figure(fig, Path(out) / PNG, formats, keep=keep)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,12 +17,12 @@ if TYPE_CHECKING:
 PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
 
-def _beside(text: str, outcome: Outcome | None, fmt: Callable[[float], str]) -> Cell:
+def _beside(text: str, outcome: Outcome | None) -> Cell:
     """The regenerated cell, then (for a length the text prints, at its settings) = or ≠
     and the text's value: these cells are identities (arithmetic), shown beside the text."""
     if outcome is None or outcome.status not in ("pass", "fail"):
         return text
-    published = outcome.check.meta.get("printed") or fmt(outcome.published)
+    published = outcome.check.meta.get("printed") or f"{outcome.published:.2e}"
     return beside(text, outcome.status == "pass", published)
 
 
@@ -38,15 +38,11 @@ def tables(result: Result, outcomes: Mapping) -> list:
     for col in ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"):
         formula.add_column(col, justify="right")
     for f in result.formula:
-
-        def sci(v: float) -> str:
-            return f"{v:.2e}"
-
         formula.add_row(
             str(f.n),
-            _beside(sci(f.entries), o.get(f"w9-scaling.{f.n}.entries"), sci),
-            _beside(f.memory, o.get(f"w9-scaling.{f.n}.memory"), sci),
-            _beside(sci(f.operations), o.get(f"w9-scaling.{f.n}.operations"), sci),
+            _beside(f"{f.entries:.2e}", o.get(f"w9-scaling.{f.n}.entries")),
+            _beside(f.memory, o.get(f"w9-scaling.{f.n}.memory")),
+            _beside(f"{f.operations:.2e}", o.get(f"w9-scaling.{f.n}.operations")),
         )
     out: list[Block] = [formula]
     if not result.measured_rows:
@@ -87,7 +83,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
         )
         prev = r
     out.append(measured)
-    for line in getattr(result, "dropped", None) or []:
+    for line in result.dropped:
         out.append(styled(("left out", "yellow"), f" (does not fit): {line}"))
     if result.exponent is not None:
         out.append(

@@ -102,30 +102,6 @@ def figures(
     ax2.set_ylim(bottom=0)
     fig.suptitle(f"W9 3.3: softmax saturation without 1/√d_k ({result.config['trials']} trials, {n_keys} keys)")
     images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
-    csv = write_csv(
-        out / CSV,
-        [
-            [
-                r.d_k,
-                r.std,
-                r.std_scaled,
-                r.max_weight_unscaled,
-                r.max_weight_scaled,
-                r.grad_unscaled,
-                r.grad_scaled,
-                r.text_draws,
-            ]
-            for r in result.rows
-        ],
-        header=[
-            "d_k",
-            "std",
-            "std_scaled",
-            "max_weight_unscaled",
-            "max_weight_scaled",
-            "grad_unscaled",
-            "grad_scaled",
-            "text_draws",
-        ],
-    )
+    fields = ("d_k", *(f for f, _, _ in COLUMNS), "text_draws")  # the CSV's header is the Result's field names
+    csv = write_csv(out / CSV, [[getattr(r, f) for f in fields] for r in result.rows], header=fields)
     return [*images, csv]
