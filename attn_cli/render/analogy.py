@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from attn_cli.experiments.analogy import Result
     from attn_cli.render.console import CheckRow
-    from attn_cli.render.table import Cell
 
 
 def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
@@ -18,56 +17,32 @@ def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
 
 def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    from attn_cli.render.console import check_table, not_text_caption
-    from attn_cli.render.console import verdict as mark
+    from attn_cli.render.console import check_table, not_text_caption, verdict
+    from attn_cli.render.table import Table
 
     o = outcomes
 
-    def verdict(check_id: str) -> Cell:
-        return mark(o[check_id])
-
-    def pub(check_id: str) -> str:
+    def checked(quantity: str, regenerated: str, check_id: str) -> CheckRow:
+        """A row with its check's published value (a list joined by commas) and verdict."""
         value = o[check_id].published
-        return ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
+        shown = ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
+        return (quantity, regenerated, shown, verdict(o[check_id]))
 
     a, b = result.TIED
     gap_analogy = result.tie[f"analogy.{a}"] - result.tie[f"analogy.{b}"]
     gap_bank = result.tie[f"bank.{a}"] - result.tie[f"bank.{b}"]
-    rows: list[CheckRow] = [
-        (f"cosine {pair}", f"{value:.3f}", pub(f"w9-ppmi.{pair}"), verdict(f"w9-ppmi.{pair}"))
-        for pair, value in result.similarities.items()
-    ]
+    rows = [checked(f"cosine {pair}", f"{value:.3f}", f"w9-ppmi.{pair}") for pair, value in result.similarities.items()]
     rows += [
-        (
-            "king - man + woman: top two (tied)",
-            ", ".join(result.analogy[:2]),
-            pub("w9-ppmi.analogy.top2"),
-            verdict("w9-ppmi.analogy.top2"),
-        ),
+        checked("king - man + woman: top two (tied)", ", ".join(result.analogy[:2]), "w9-ppmi.analogy.top2"),
         (
             f"  E.v of {a} / {b} (gap)",
             f"{result.tie[f'analogy.{a}']:.6f} / {result.tie[f'analogy.{b}']:.6f} ({gap_analogy:.1e})",
             "",
             None,
         ),
-        (
-            "king - man + woman: third",
-            result.analogy[2],
-            pub("w9-ppmi.analogy.third"),
-            verdict("w9-ppmi.analogy.third"),
-        ),
-        (
-            "nearest to bank: 1-7",
-            ", ".join(result.bank_nearest[:7]),
-            pub("w9-ppmi.bank_nearest.top7"),
-            verdict("w9-ppmi.bank_nearest.top7"),
-        ),
-        (
-            "nearest to bank: 8th (tie)",
-            result.bank_nearest[7],
-            pub("w9-ppmi.bank_nearest.8th"),
-            verdict("w9-ppmi.bank_nearest.8th"),
-        ),
+        checked("king - man + woman: third", result.analogy[2], "w9-ppmi.analogy.third"),
+        checked("nearest to bank: 1-7", ", ".join(result.bank_nearest[:7]), "w9-ppmi.bank_nearest.top7"),
+        checked("nearest to bank: 8th (tie)", result.bank_nearest[7], "w9-ppmi.bank_nearest.8th"),
         (
             f"  cosine bank~{a} / bank~{b} (gap)",
             f"{result.tie[f'bank.{a}']:.6f} / {result.tie[f'bank.{b}']:.6f} ({gap_bank:.1e})",
@@ -87,16 +62,13 @@ def tables(result: Result, outcomes: Mapping) -> list:
             "signs are arbitrary but leave cosines unchanged." + not_text_caption(o.values())
         ),
     )
-    from attn_cli.render.table import Table
-
     x, y, z = result.query
     asked = Table(title="the query (score E.v; stop words and the query's own words skipped)")
     asked.add_column("query")
     asked.add_column("nearest words (score)")
     asked.add_row(f"{x} - {y} + {z}", _ranked(result.query_answer, result.query_similarities))
     asked.add_row(f"nearest to {result.nearest_word}", _ranked(result.nearest, result.nearest_similarities))
-    out = [published, asked]
-    return out
+    return [published, asked]
 
 
 def figures(

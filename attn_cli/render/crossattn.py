@@ -48,7 +48,7 @@ def label(ch: str) -> str:
 def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
     """The weights (in %, when the key word fits the console; otherwise each row's peaks),
     the regime of every row, and the summary of the three regimes.  ``outcomes``: check ID
-    -> Outcome (computed from ``result`` when not given)."""
+    -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import stdout
 
     width = stdout.width if width is None else width

@@ -2,38 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.published.catalogue import BY_ID
 
 if TYPE_CHECKING:
-    from matplotlib.patches import Rectangle
-
     from attn_cli.experiments.embeddings import Result
-    from attn_cli.render.table import Cell
+    from attn_cli.render.console import CheckRow
 
 PNG, CSV = BY_ID["w9-contextual"].files
 
 
-def vec(values: Iterable[float], decimals: int) -> str:
+def vec(values: Iterable[float], decimals: int = 2) -> str:
     """A vector as the text prints it (numpy-style, rounded)."""
     return "[" + " ".join(f"{v:.{decimals}f}" for v in values) + "]"
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome from :func:`attn_cli.published.compare.compare`
-    (computed from ``result`` when not given)."""
+    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
     o = outcomes
 
-    def row(quantity: str, regenerated: str, check_id: str, published: str | None = None) -> tuple[str, str, str, Cell]:
-        return (quantity, regenerated, published or repr(o[check_id].published), verdict(o[check_id]))
+    def row(quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = repr) -> CheckRow:
+        """A row with its check's published value (``show`` formats it) and verdict."""
+        return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
 
     cfg = result.config
-    onehot_ids = [k for k in o if k.startswith("w9-onehot.")]
     onehot = check_table(
         "W9 1.1  one-hot vectors know nothing; an embedding is a lookup table",
         [
@@ -48,50 +45,36 @@ def tables(result: Result, outcomes: Mapping) -> list:
                 f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table",
                 f"{result.parameters:,}",
                 "w9-onehot.parameters",
-                f"{o['w9-onehot.parameters'].published:,}",
+                "{:,}".format,
             ),
-            row(
-                "dimensions of a one-hot vector",
-                f"{cfg['vocab_size']:,}",
-                "w9-onehot.onehot_dims",
-                f"{o['w9-onehot.onehot_dims'].published:,}",
-            ),
+            row("dimensions of a one-hot vector", f"{cfg['vocab_size']:,}", "w9-onehot.onehot_dims", "{:,}".format),
         ],
         caption="every pair of one-hot vectors is orthogonal: no notion of similarity"
-        + not_text_caption([o[k] for k in onehot_ids]),
+        + not_text_caption([o[k] for k in o if k.startswith("w9-onehot.")]),
     )
     names = [" ".join(t) for t in result.tokens]
-
-    def pub(check_id: str, decimals: int = 2) -> str:
-        return vec(o[check_id].published, decimals)
-
     contextual = check_table(
         f"W9 1.3  contextual vectors for '{result.WORD}' (one untrained self-attention layer, d = {cfg['d_model']}, "
         f"seed {cfg['seed']})",
         [
-            row(
-                f"static embedding of '{result.WORD}'",
-                vec(result.static_bank, 2),
-                "w9-contextual.static_bank",
-                pub("w9-contextual.static_bank"),
-            ),
+            row(f"static embedding of '{result.WORD}'", vec(result.static_bank), "w9-contextual.static_bank", vec),
             row(
                 f"output for '{result.WORD}' in '{names[0]}'",
-                vec(result.bank_outputs[0], 2),
+                vec(result.bank_outputs[0]),
                 "w9-contextual.river_bank",
-                pub("w9-contextual.river_bank"),
+                vec,
             ),
             row(
                 f"output for '{result.WORD}' in '{names[1]}'",
-                vec(result.bank_outputs[1], 2),
+                vec(result.bank_outputs[1]),
                 "w9-contextual.money_bank",
-                pub("w9-contextual.money_bank"),
+                vec,
             ),
             row(
                 "distance between the two contextual vectors",
                 f"{result.distance:.3f}",
                 "w9-contextual.distance",
-                f"{o['w9-contextual.distance'].published:.3f}",
+                "{:.3f}".format,
             ),
         ],
         caption="same word, same input vector: the output depends on the neighbours (0 apart for a static "
@@ -103,6 +86,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
+    from matplotlib.patches import Rectangle
+
     from attn_cli.render.figures import heatmap, new_figure
     from attn_cli.render.files import save_figure, write_csv
 
@@ -112,8 +97,8 @@ def figures(
         ax.set_title(f'"{" ".join(tokens)}"')
         ax.set_xlabel("key (looked at)")
         ax.set_ylabel("query (looking)")
-        row = tokens.index(result.WORD)
-        ax.add_patch(_outline(row, len(tokens)))
+        row = tokens.index(result.WORD)  # outlined
+        ax.add_patch(Rectangle((-0.5, row - 0.5), len(tokens), 1, fill=False, edgecolor="crimson", linewidth=2))
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.85)
     fig.suptitle(
         f"W9 1.3: attention weights of one untrained layer; the '{result.WORD}' row (outlined) "
@@ -128,9 +113,3 @@ def figures(
     ]
     csv = write_csv(Path(out) / CSV, rows, header=("sentence", "query", "key", "weight"))
     return [*images, csv]
-
-
-def _outline(row: int, n: int) -> Rectangle:
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((-0.5, row - 0.5), n, 1, fill=False, edgecolor="crimson", linewidth=2)

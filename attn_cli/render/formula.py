@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from attn_cli.experiments.formula import Result
+    from attn_cli.render.console import CheckRow
 
 
-def _list(values: Iterable[float], decimals: int) -> str:
-    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
+def _list(values: Iterable[float]) -> str:
+    return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
 
 
 def _shape(shape: Iterable[int]) -> str:
@@ -25,89 +26,59 @@ def _sums(sums: list[float]) -> str:
     return text if worst == 0 else f"{text} (float32 rounding: max |sum - 1| = {worst:.0e})"
 
 
+def _shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
+    return (
+        f"Q {_shape(shapes['Q'])} K {_shape(shapes['K'])} V {_shape(shapes['V'])} -> scores "
+        f"{_shape(shapes['scores'])} -> output {_shape(shapes['output'])}"
+    )
+
+
 def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
     o = outcomes
 
-    def pub(check_id: str, decimals: int) -> str:
-        return _list(o[check_id].published, decimals)
+    def checked(quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = repr) -> CheckRow:
+        """A row with its check's published value (``show`` formats it) and verdict."""
+        return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
 
     worked = check_table(
         "W9 3.1  worked example: q = [1, 0]; keys [1, 0], [0, 1], [1, 1]; values 10, 20, 30; d_k = 2",
         [
-            (
-                "scores q.k / sqrt(2)",
-                _list(result.scores, 3),
-                pub("w9-worked.scores", 3),
-                verdict(o["w9-worked.scores"]),
-            ),
-            ("softmax weights", _list(result.weights, 3), pub("w9-worked.weights", 3), verdict(o["w9-worked.weights"])),
+            checked("scores q.k / sqrt(2)", _list(result.scores), "w9-worked.scores", _list),
+            checked("softmax weights", _list(result.weights), "w9-worked.weights", _list),
             (
                 "  closed form e^s/(2e^s+1), 1/(2e^s+1)",
-                _list(result.closed_form, 3),
+                _list(result.closed_form),
                 f"max diff {result.closed_form_max_diff:.0e}",
                 None,
             ),
-            (
-                "sum of the weights",
-                f"{result.weights_sum:.3f}",
-                repr(o["w9-worked.weights_sum"].published),
-                verdict(o["w9-worked.weights_sum"]),
-            ),
-            (
-                "output = weights @ V",
-                f"{result.output:.2f}",
-                repr(o["w9-worked.output"].published),
-                verdict(o["w9-worked.output"]),
-            ),
+            checked("sum of the weights", f"{result.weights_sum:.3f}", "w9-worked.weights_sum"),
+            checked("output = weights @ V", f"{result.output:.2f}", "w9-worked.output"),
         ],
         caption="core scaled_dot_product_attention in float64; keys 1 and 3 match the query equally, "
         "key 2 (orthogonal) gets less but not zero",
     )
-    s = result.shapes
     cfg = result.config
-
-    def shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
-        return (
-            f"Q {_shape(shapes['Q'])} K {_shape(shapes['K'])} V {_shape(shapes['V'])} -> scores "
-            f"{_shape(shapes['scores'])} -> output {_shape(shapes['output'])}"
-        )
-
     properties = check_table(
         f"W9 3.2  properties of attention on random Q, K, V (seed {cfg['seed']}, device {cfg['device']})",
         [
-            (
-                "shapes",
-                shapes_text(s),
-                shapes_text(o["w9-properties.shapes"].published),
-                verdict(o["w9-properties.shapes"]),
-            ),
-            (
+            checked("shapes", _shapes_text(result.shapes), "w9-properties.shapes", _shapes_text),
+            checked(
                 "matches F.scaled_dot_product_attention (atol 1e-6)",
                 f"{result.matches_sdpa} (max diff {result.sdpa_max_diff:.1e})",
-                str(o["w9-properties.matches_sdpa"].published),
-                verdict(o["w9-properties.matches_sdpa"]),
+                "w9-properties.matches_sdpa",
+                str,
             ),
             ("  core attention equals the text's explicit formula", f"max diff {result.core_max_diff:.1e}", "", None),
-            (
-                "each row of weights sums to 1",
-                _sums(result.row_sums),
-                repr(o["w9-properties.row_sums"].published),
-                verdict(o["w9-properties.row_sums"]),
-            ),
-            (
-                "weights are non-negative",
-                str(result.non_negative),
-                str(o["w9-properties.non_negative"].published),
-                verdict(o["w9-properties.non_negative"]),
-            ),
-            (
+            checked("each row of weights sums to 1", _sums(result.row_sums), "w9-properties.row_sums"),
+            checked("weights are non-negative", str(result.non_negative), "w9-properties.non_negative", str),
+            checked(
                 "every output within the range of its value column (convex combination)",
                 str(result.convex),
-                str(o["w9-properties.convex"].published),
-                verdict(o["w9-properties.convex"]),
+                "w9-properties.convex",
+                str,
             ),
         ],
         caption=not_text_caption(o.values())[2:] or None,
