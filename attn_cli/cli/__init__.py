@@ -9,6 +9,7 @@ inside the command bodies, so ``attn --help`` stays fast.  Domain errors
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import sys
 from collections.abc import Iterable
@@ -155,18 +156,6 @@ def main() -> None:
     except KeyboardInterrupt as exc:  # a signal outside a command (while starting up)
         _interrupted(exc)
     finally:
-        _exit_without_collecting()
-
-
-def _exit_without_collecting() -> None:
-    """Move every object to the collector's permanent generation on the way out.
-
-    A Python process that imported torch spends a noticeable part of its exit in the cyclic
-    garbage collector's last passes over torch's objects (benchmarks/RESULTS.md).  Nothing attn
-    needs happens there: every file is written atomically
-    and closed before, the atexit handlers (worker pools, temp folders) still run, and stdout and
-    stderr are still flushed; only cyclic garbage left at exit is not finalised, which the
-    operating system reclaims."""
-    import gc
-
-    gc.freeze()
+        # skip the collector's last passes over torch's objects at exit: every file is already
+        # written and closed, atexit handlers still run and the streams are still flushed
+        gc.freeze()

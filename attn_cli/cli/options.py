@@ -10,7 +10,7 @@ import errno
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,21 +22,6 @@ from attn_cli.cli.types import SEED, EnvChoice, FiniteFloatRange, MultiValueOpti
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.core.numerics import MODES as NUMERIC_MODES
-
-
-# Every seed ends in torch.manual_seed or torch.Generator.manual_seed (no command seeds numpy,
-# whose default_rng would refuse a negative seed), which accept exactly a signed or an
-# unsigned 64-bit integer.  A command that draws from seed + k (attn verify's extra
-# copy-task seeds, exercise 12's data streams) is checked for every seed it will use, before
-# any work: :func:`check_seeds`.
-def check_seeds(seeds: Iterable[int], param_hint: str = "'--seed'") -> None:
-    """A usage error (exit 2) naming the first seed outside [SEED_MIN, SEED_MAX]."""
-    from attn_cli.experiment_registry import SeedOutOfRange, check_seed_range
-
-    try:
-        check_seed_range(seeds)
-    except SeedOutOfRange as exc:
-        raise click.BadParameter(str(exc), param_hint=param_hint) from None
 
 
 class JudgedCommand(click.Command):
@@ -326,7 +311,6 @@ def scheduler_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--scheduler ADDRESS`` (or ``ATTN_SCHEDULER``) to a command that trains: every
     copy-task run goes to that Dask scheduler's workers; sets ``common.scheduler`` and
     ``common.scheduler_from``. Place it below ``@common_options``."""
-    from click.core import ParameterSource
 
     @click.option(
         "--scheduler",

@@ -44,9 +44,7 @@ class SeedsType(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
         if isinstance(value, tuple):
             return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return (SEED.convert(value, param, ctx),)
-        match = self._RANGE.match(str(value))
+        match = self._RANGE.match(str(value))  # an int never matches: one seed
         if not match:
             return (SEED.convert(value, param, ctx),)
         first, last = (SEED.convert(v, param, ctx) for v in match.groups())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -36,17 +36,15 @@ if TYPE_CHECKING:
     from attn_cli.regenerate import AllReport, VerifyReport
 
 
-def seed_count_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--seeds N``: how many seeds judge each trained cell (verify, all; see :func:`seed_count`)."""
-    return click.option(
-        "--seeds",
-        "n_seeds",
-        type=IntRange(1, MAX_SEEDS),
-        default=None,
-        metavar="N",
-        help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
-        f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]",
-    )(f)
+seed_count_option = click.option(  # verify, all; see seed_count
+    "--seeds",
+    "n_seeds",
+    type=IntRange(1, MAX_SEEDS),
+    default=None,
+    metavar="N",
+    help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
+    f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]",
+)
 
 
 @click.command(cls=JudgedCommand, name="list")
@@ -137,34 +135,17 @@ def verify(
         attn verify --only w9-copy-task --seeds 16
         attn verify --out report/ --junit report/junit.xml
     """
-    from attn_cli import experiment_registry, regenerate
-    from attn_cli.cli.commands import execute
-    from attn_cli.cli.commands.cache import cache_root
+    from attn_cli import regenerate
     from attn_cli.render import console
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
     with _usage_errors():
         checked = regenerate.verify(
-            only,
-            seed=common.seed,
-            device=common.device,
-            quick=common.quick,
-            **seed_count(n_seeds, common),
-            numerics=common.numerics,
-            cache_root=cache_root(common),
-            use_cache=not no_cache,
-            scheduler=common.scheduler,
-            scheduler_from=common.scheduler_from,
-            worker_wait=common.worker_wait,
-            out=common.out if given_out else None,
-            progress=execute.run_plan,
+            only, **_library_keywords(common, n_seeds, no_cache), out=common.out if given_out else None
         )
     if checked.files:
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
-    if junit:
-        from attn_cli.report_files import write_junit
-
-        console.note(f"wrote {write_junit(junit, checked.outcomes, checked.runs, experiment_registry.Registry.load())}")
+    _write_junit(junit, checked)
     _show_verify(checked, common.json)
     moved = _diff_with(before, checked.record, common.json) if before is not None else 0
     if checked.exit_code or moved:
@@ -174,6 +155,7 @@ def verify(
 def _show_verify(checked: VerifyReport, as_json: bool) -> None:
     """The record (JSON) or the check table, the 5 tightest checks and the summary lines."""
     from attn_cli.render import console, report
+    from attn_cli.render.files import _json_default
     from attn_cli.render.table import to_rich
 
     outcomes, cov = checked.outcomes, checked.coverage
@@ -253,36 +235,18 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int
         attn all --only w9-masks d2l-crossattn-map
         attn all --quick --junit junit.xml --out report/
     """
-    from attn_cli import experiment_registry, regenerate
-    from attn_cli.cli.commands import execute
-    from attn_cli.cli.commands.cache import cache_root
+    from attn_cli import regenerate
     from attn_cli.render import console
 
     out = common.out
     with _usage_errors():
         done = regenerate.regenerate_all(
-            out,
-            only,
-            seed=common.seed,
-            device=common.device,
-            quick=common.quick,
-            **seed_count(n_seeds, common),
-            numerics=common.numerics,
-            formats=common.formats,
-            cache_root=cache_root(common),
-            use_cache=not no_cache,
-            scheduler=common.scheduler,
-            scheduler_from=common.scheduler_from,
-            worker_wait=common.worker_wait,
-            progress=execute.run_plan,
+            out, only, **_library_keywords(common, n_seeds, no_cache), formats=common.formats
         )
 
     for text in done.not_written:
         console.note(text)
-    if junit:
-        from attn_cli.report_files import write_junit
-
-        console.note(f"wrote {write_junit(junit, done.outcomes, done.runs, experiment_registry.Registry.load())}")
+    _write_junit(junit, done)
     _show_all(done, out, common.json)
     for s in done.errors:
         console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False, markup=False)
@@ -302,6 +266,7 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int
 def _show_all(done: AllReport, out: Path, as_json: bool) -> None:
     """The manifest (JSON) or what was written, the verdicts, the coverage and the context lines."""
     from attn_cli.render import console
+    from attn_cli.render.files import _json_default
 
     if as_json:
         print(json.dumps(done.manifest, indent=2, default=_json_default))
@@ -336,6 +301,36 @@ def _usage_errors() -> Iterator[None]:
         raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
 
+def _library_keywords(common: Common, n_seeds: int | None, no_cache: bool) -> dict[str, Any]:
+    """The keywords :func:`attn_cli.regenerate.verify` and ``regenerate_all`` share, from the options."""
+    from attn_cli.cli.commands import execute  # its run_plan looked up now: tests replace it
+    from attn_cli.cli.commands.cache import cache_root
+
+    return dict(
+        seed=common.seed,
+        device=common.device,
+        quick=common.quick,
+        **seed_count(n_seeds, common),
+        numerics=common.numerics,
+        cache_root=cache_root(common),
+        use_cache=not no_cache,
+        scheduler=common.scheduler,
+        scheduler_from=common.scheduler_from,
+        worker_wait=common.worker_wait,
+        progress=execute.run_plan,
+    )
+
+
+def _write_junit(junit: Path | None, checked: VerifyReport | AllReport) -> None:
+    """``--junit FILE``: the checks as JUnit XML."""
+    if junit:
+        from attn_cli import experiment_registry
+        from attn_cli.render import console
+        from attn_cli.report_files import write_junit
+
+        console.note(f"wrote {write_junit(junit, checked.outcomes, checked.runs, experiment_registry.Registry.load())}")
+
+
 def seed_count(n_seeds: int | None, common: Common) -> dict:
     """``--seeds N`` as keywords of the library functions; a usage error with --quick, which
     judges nothing trained."""
@@ -347,9 +342,3 @@ def seed_count(n_seeds: int | None, common: Common) -> dict:
 
 
 COMMANDS = [list_, all_, verify]
-
-
-def _json_default(obj: Any) -> Any:
-    from attn_cli.render.files import _json_default as default
-
-    return default(obj)

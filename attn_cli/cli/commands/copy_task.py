@@ -1,9 +1,5 @@
-"""W9 2.3: ``attn copy-task``, the copy task with and without attention.
-
-A thin command: parse, build :class:`attn_cli.experiments.copy_task.Config`, run it under a
-rich progress display (one bar per run, on stderr), render.  torch and matplotlib are
-imported only inside the command body.
-"""
+"""W9 2.3: ``attn copy-task``, the copy task with and without attention, under a progress
+display on stderr (one bar per run, or one over the runs of a Dask cluster)."""
 
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.commands.execute import Job
+from attn_cli.cli.commands.execute import Job, config_of
 from attn_cli.cli.options import (
     Common,
     JudgedCommand,
@@ -35,11 +31,8 @@ MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
 
 
 @contextmanager
-def _bars(specs: Sequence[RunSpec], enabled: bool = True) -> Iterator[Callable[[ProgressEvent], None] | None]:
+def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]:
     """One rich progress bar per run on stderr; yields the experiment's ``progress`` callback."""
-    if not enabled:
-        yield None
-        return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from attn_cli.render.console import stderr
@@ -186,6 +179,7 @@ def copy_task(
     import dataclasses
 
     from attn_cli.cli.commands.cache import cache_root
+    from attn_cli.cli.commands.cluster_progress import cluster_bar
     from attn_cli.experiments import copy_task as exp
     from attn_cli.render import copy_task as render
 
@@ -193,34 +187,19 @@ def copy_task(
         raise click.UsageError(
             "--seed and --seeds both given: --seeds lists every seed to train (put the --seed value in the list)"
         )
-    overrides: dict[str, Any] = dict(
-        seed=common.seed, device=common.device, model=model, engine=engine, jobs=jobs, use_cache=not no_cache
-    )
     flat = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
-    lengths, seed_list = tuple(dict.fromkeys(lengths)), tuple(dict.fromkeys(flat))  # repeats: once
-    for name, value in (
-        ("lengths", lengths),
-        ("seeds", seed_list),
-        ("steps", steps),
-        ("hidden_size", hidden_size),
-        ("batch_size", batch_size),
-        ("lr", lr),
-        ("eval_size", eval_size),
-    ):
-        if value not in (None, ()):
-            overrides[name] = value
-    config = exp.Config.quick(**overrides) if common.quick else exp.Config(**overrides)
+    given: dict[str, Any] = dict(
+        steps=steps, hidden_size=hidden_size, batch_size=batch_size, lr=lr, eval_size=eval_size
+    )
+    given.update(lengths=tuple(dict.fromkeys(lengths)), seeds=tuple(dict.fromkeys(flat)))  # repeats: once
+    fields = {name: value for name, value in given.items() if value not in (None, ())}
+    config = config_of(exp, common, model=model, engine=engine, jobs=jobs, use_cache=not no_cache, **fields)
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
         config = dataclasses.replace(
             config, **plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait)
         )
-
-    # the pipeline refuses a bad configuration (validate; preflight: fast engine, memory) before
-    # any display or file, then opens the per-user cache (each finished run stored at once), the bars
-    # and the runs; after Ctrl-C, execute says what was kept (the module's INTERRUPTED)
-    from attn_cli.cli.commands.cluster_progress import cluster_bar  # on a cluster: done, running, failed, ETA
 
     def display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None] | None]:
         return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())

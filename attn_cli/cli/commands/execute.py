@@ -1,11 +1,8 @@
 """The one path every command takes: build the Config, run it through the pipeline
 (:func:`attn_cli.pipeline.run`: checked, run, compared once, figures written), print.
 
-A single command (``attn sqrt-dk``, ``attn copy-task``, ...) returns a :class:`Job`, which the
-``attn`` group runs with :func:`execute`, with a rich progress display on stderr fed by the
-experiments' ``Progress`` events; ``attn all`` and
-``attn verify`` (:mod:`attn_cli.regenerate`) run under :func:`run_plan`: the same runner, the
-same thread settings.
+A single command returns a :class:`Job`, which the ``attn`` group runs with :func:`execute`;
+``attn all`` and ``attn verify`` run under :func:`run_plan`. Both show progress on stderr.
 """
 
 from __future__ import annotations
@@ -38,11 +35,8 @@ def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
 
 
 @contextlib.contextmanager
-def bar(description: str | None) -> Iterator[Callable[[ProgressEvent], None] | None]:
-    """A transient progress bar on stderr (None: none); yields the experiment's ``progress``."""
-    if description is None:
-        yield None
-        return
+def bar(description: str) -> Iterator[Callable[[ProgressEvent], None]]:
+    """A transient progress bar on stderr; yields the experiment's ``progress``."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from attn_cli.render.console import stderr
@@ -102,10 +96,10 @@ def execute(job: Job) -> Run:
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
 
-    exp, common = job.exp, job.common
+    exp, common, description = job.exp, job.common, job.progress
     display = job.display
-    if display is None and job.progress is not None:
-        display = lambda _config: bar(job.progress)  # noqa: E731
+    if display is None and description is not None:
+        display = lambda _config: bar(description)  # noqa: E731
     try:
         run = pipeline.run(
             exp,
@@ -153,7 +147,6 @@ def run_plan(
     from attn_cli import pipeline
     from attn_cli.render.console import stderr
 
-    plan = list(plan)
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -164,19 +157,19 @@ def run_plan(
         transient=True,
     )
     task = progress.add_task(f"attn {verb}", total=len(plan))
-    inner: dict[str, TaskID | None] = {"task": None}
+    inner: TaskID | None = None  # the steps inside the running experiment, while it reports them
 
     def start(exp: Experiment) -> Callable[[ProgressEvent], None]:
         unjudged = next(u for e, _, u in plan if e is exp)
         progress.update(task, description=f"attn {verb}: {exp.name}" + (f" ({unjudged})" if unjudged else ""))
 
         def report(event: ProgressEvent) -> None:
+            nonlocal inner
             try:
-                if inner["task"] is None:
-                    inner["task"] = progress.add_task("", total=event.total)
-                assert inner["task"] is not None
+                if inner is None:
+                    inner = progress.add_task("", total=event.total)
                 progress.update(
-                    inner["task"],
+                    inner,
                     completed=event.done,
                     total=event.total,
                     description=f"  {exp.name}" + (f": {event.label}" if event.label else ""),
@@ -187,9 +180,10 @@ def run_plan(
         return report
 
     def done(run: Run) -> None:
-        if inner["task"] is not None:
-            progress.remove_task(inner["task"])
-            inner["task"] = None
+        nonlocal inner
+        if inner is not None:
+            progress.remove_task(inner)
+            inner = None
         if on_done:
             on_done(run)
         progress.advance(task)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from attn_cli.cli.commands.execute import Job
-from attn_cli.cli.options import Common, JudgedCommand, check_seeds, common_options, format_option
+from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
 
 if TYPE_CHECKING:
     from attn_cli.experiments.progress import ProgressEvent
@@ -59,11 +59,13 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | Non
         return None
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
-    from attn_cli.experiment_registry import seeds_used
+    from attn_cli.experiment_registry import SeedOutOfRange, check_seed_range, seeds_used
 
-    kwargs: dict[str, Any] = dict(seed=common.seed, device=common.device, exercises=numbers)
-    config = exp.Config.quick(**kwargs) if common.quick else exp.Config(**kwargs)
-    check_seeds(seeds_used(exp, config))
+    config = config_of(exp, common, exercises=numbers)
+    try:  # every seed the exercises draw from (seed + k), before any work
+        check_seed_range(seeds_used(exp, config))
+    except SeedOutOfRange as exc:
+        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
     def progress(event: ProgressEvent) -> None:  # label "N. title"
         if not common.json:
