@@ -142,12 +142,10 @@ def figures(
     panels += [(f"head {h + 1}", w) for h, w in enumerate(result.head_weights)]
 
     rows = [[f"{q}"] + [repr(w) for w in row] for q, row in zip(result.queries, result.weights)]
-    write_csv(out / f"{base}.csv", rows, header=["query \\ key", *result.keys])
-    paths = [out / f"{base}.csv"]
+    paths = [write_csv(out / f"{base}.csv", rows, header=["query \\ key", *result.keys])]
     if result.head_weights:
         head_rows = [[h + 1, q, *row] for h, hw in enumerate(result.head_weights) for q, row in zip(result.queries, hw)]
-        write_csv(out / f"{base}_per_head.csv", head_rows, header=["head", "query \\ key", *result.keys])
-        paths.append(out / f"{base}_per_head.csv")
+        paths.append(write_csv(out / f"{base}_per_head.csv", head_rows, header=["head", "query \\ key", *result.keys]))
 
     n_q, n_k = len(queries), len(keys)
     cell = 0.32  # inches per cell: the text's 4 x 3.5 for 9 x 11

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import ExerciseConfig
 from attn_cli.experiments.progress import ProgressCallback
@@ -74,7 +74,7 @@ def _outputs(keys: Tensor, query: str, c: float) -> Tensor:
     else:
         queries = [-c * mu[2:].sum(0)]
     outs = [torch.softmax(keys @ q, dim=-1) @ values for q in queries]  # each (R, 4)
-    return cast("Tensor", sum(outs)) / len(outs)  # sum() of tensors: a tensor, not its start 0
+    return torch.stack(outs).mean(0)  # (R, 4): the average over the queries
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
