@@ -35,8 +35,6 @@ def write_csv(path: str | os.PathLike, rows: Iterable[Iterable[Any]], header: It
 
 FIGURE_FORMATS = ("png", "svg", "pdf")  # what --format offers; png is the default
 DEFAULT_FORMATS = ("png",)
-
-
 DPI = 120  # every figure's PNG
 
 
@@ -50,16 +48,14 @@ def save_figure(
     tight_layout: dict | None = None,
     keep: list[tuple[str, Figure]] | None = None,
 ) -> list[Path]:
-    """Save a matplotlib figure once per format; the one place figures are saved.
+    """Save a matplotlib figure once per format, atomically; the one place figures are saved.
 
-    ``path`` names the figure (``masks.png``); each format replaces its suffix (``masks.svg``,
-    ``masks.pdf``). Each file is written to a temp file in the same folder, then renamed
-    (atomic). Vector formats keep text as text (SVG ``<text>``, PDF TrueType fonts), so a
-    slide or a paper can restyle it; SVG and PDF carry no date, so their bytes are
-    reproducible. ``metadata`` (PNG text chunks) goes into the PNG only. ``tight_layout``:
-    ``fig.tight_layout(**tight_layout)`` first (``{}``: its defaults), at the dpi it is saved
-    at. Returns the paths written, in the order of ``formats``; no format: no file. ``keep``:
-    ``(file name, figure)`` is appended there, laid out as saved (the Python API's figures).
+    ``path`` names the figure (``masks.png``); each format replaces its suffix. Vector formats
+    keep text as text, so a slide or a paper can restyle it, and carry no date, so their bytes
+    are reproducible. ``metadata`` (PNG text chunks) goes into the PNG only. ``tight_layout``:
+    ``fig.tight_layout(**tight_layout)`` first, at the dpi it is saved at. Returns the paths
+    written, in the order of ``formats``. ``keep``: ``(file name, figure)`` is appended there
+    (the Python API's figures).
     """
     import matplotlib
 
@@ -108,18 +104,14 @@ def _json_default(obj: Any) -> Any:
 
 
 def result_json(result: Any, outcomes: Any = None) -> Any:
-    """A result as a JSON-ready dict, its wall-clock values moved under one ``timing`` key, the
-    numeric mode and CPU kernels recorded in its ``config`` (:func:`attn_cli.core.numerics.stamp`).
-    The JSON of every command and of ``attn all``'s ``<name>.json``.
+    """A result as a JSON-ready dict (the JSON of every command and of ``attn all``'s
+    ``<name>.json``), the numeric mode and CPU kernels recorded in its ``config``.
 
     ``outcomes`` (check ID -> Outcome): where the Result has ``published_beside(outcomes)``
-    (the copy task), the fields it returns replace the dumped ones (its cells with the text's
-    values and verdicts beside the regenerated ones).
-
-    A Result class names its timing fields in ``TIMING`` (dotted paths, ``*`` for every item
-    of a list: ``"runs.*.seconds"``); they leave their places and reappear, in the same
-    structure, under ``timing``.  Everything else is then the same, byte for byte, for two
-    runs with the same seed.
+    (the copy task), the fields it returns replace the dumped ones.  The fields a Result class
+    names in ``TIMING`` (dotted paths, ``*`` for every item of a list: ``"runs.*.seconds"``)
+    move, in the same structure, under ``timing``, so that everything else is the same, byte
+    for byte, for two runs with the same seed.
     """
     import dataclasses
 
