@@ -96,18 +96,8 @@ def index_html(
         _header(title, manifest, outcomes, summary, coverage_line, sections, links),
         _contents(catalogue, by_artifact, section_of),
     ]
-    shown_tables: set[str] = set()
-    for a in catalogue:
-        body.append(
-            _artifact(
-                a,
-                section_of.get(a.id),
-                manifest,
-                by_artifact.get(a.id, []),
-                shown_tables,
-                quick=bool(manifest.get("quick")),
-            )
-        )
+    shown_tables: set[str] = set()  # sections whose tables are shown (with their first artifact)
+    body += [_artifact(a, section_of.get(a.id), manifest, by_artifact.get(a.id, []), shown_tables) for a in catalogue]
     body.append(f"<footer>Written by <code>{esc(manifest.get('command', 'attn'))}</code>.</footer>")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -240,9 +230,7 @@ def _contents(
     return f'<nav aria-label="contents"><h2>Contents</h2>{legend}<ol>{"".join(items)}</ol></nav>'
 
 
-def _artifact(
-    a: Artifact, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str], *, quick: bool
-) -> str:
+def _artifact(a: Artifact, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str]) -> str:
     files = ((manifest.get("artifacts") or {}).get(a.id) or {}).get("files") or []
     new = ' <span class="new">new</span>' if a.new else ""
     took = "" if section is None else " · " + esc(f"{section.seconds:.1f} s")
@@ -259,7 +247,7 @@ def _artifact(
         parts.append(
             f"<details><summary>{len(outcomes)} published values (not judged in a quick run)"
             f"</summary>{checks_html(outcomes)}</details>"
-            if quick
+            if manifest.get("quick")
             else checks_html(outcomes)
         )
     data = _data_files(section, files)
