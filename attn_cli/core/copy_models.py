@@ -28,18 +28,14 @@ class AttnSeq2Seq(nn.Module):
     """
 
     uses_attention = True
-    # The GRU returns its states as a (T, B, h) buffer seen as (B, T, h); the program passes
-    # that strided view to every bmm.  One copy into a contiguous (B, T, h) tensor per batch
-    # computes the same floats (checked bit for bit) about 10% faster; False keeps the
-    # program's layout (the benchmark's baseline).
+    # The GRU returns its states as a (T, B, h) buffer seen as (B, T, h), a strided view the
+    # program passes to every bmm; one contiguous copy per batch computes the same floats
+    # (checked bit for bit), faster.  False keeps the program's layout.
     contiguous_states = True
-    # The program calls its modules at every decoder step (self.emb(tok), self.cell(...),
-    # self.out(...)), each through nn.Module.__call__ (hooks, then forward's checks).  With
-    # program_calls False the decoder calls the same functions on the same parameters
-    # directly (F.embedding, torch.gru_cell, F.linear, as those forwards do with these
-    # modules' settings): the same ops in the same order, hence the same autograd graph and
-    # the same bits (tested), without the per-call overhead.  True: the program's calls (the
-    # benchmark's stand-in for the program).
+    # False: the decoder calls the functions behind the program's module calls (F.embedding,
+    # torch.gru_cell, F.linear) on the same parameters directly: the same ops in the same
+    # order, hence the same bits (tested), without nn.Module.__call__'s overhead per step.
+    # True: the program's module calls.
     program_calls = False
 
     def __init__(self, hidden: int):

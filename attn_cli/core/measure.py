@@ -33,12 +33,10 @@ def least_squares(M: Tensor, target: Tensor, driver: str | None = REPRODUCIBLE_D
     """W minimising ||M W - target||: ``torch.linalg.lstsq`` on the CPU; on CUDA, which only
     has the full-rank 'gels', the pseudo-inverse.
 
-    The text calls ``lstsq`` with its default driver, LAPACK 'gelsy' on the CPU (``driver=None``).
-    In this MKL build float32 'gelsy' returns different last digits on every call with the same
-    data (measured: 6 different solutions in 6 calls on a random 4096 x 64 system, one thread,
-    one process), and where a problem is rank deficient it picks a rank erratically (D2L
-    10.3.1 at a = 0.5: rank 11 to 16, error 0.71 to 0.85).  So the default is 'gelsd' (SVD):
-    the same least-squares answer, the same bits on every call."""
+    The text calls ``lstsq`` with its default driver, LAPACK 'gelsy' on the CPU (``driver=None``),
+    whose float32 answer in this MKL build changes its last digits from call to call and, on a
+    rank-deficient problem, its rank.  So the default is 'gelsd' (SVD): the same least-squares
+    answer, the same bits on every call."""
     if M.device.type == "cpu":
         return torch.linalg.lstsq(M, target, driver=driver).solution  # (k, t)
     return torch.linalg.pinv(M) @ target

@@ -13,17 +13,11 @@ from pathlib import Path
 from attn_cli.errors import MemoryRefused
 from attn_cli.units import human_bytes
 
-# Measured on x86-64 Linux, Python 3.11, torch 2.13.0+cpu (2 cores):
-# - a Python process that imports torch maps 638 MB (VmSize; 14 MB before the import), and
-#   torch._dynamo (which torch.optim.Adam's public methods import; the exact engine steps
-#   Adam without them) brings it to 713 MB, kept as the estimate's upper bound;
+# upper bounds measured on x86-64 Linux: the address space (VmSize) of a process that imports
+# torch (with torch._dynamo);
 TORCH_VM_BYTES = 713 * 2**20
-# - a copy-task worker pool (forkserver, torch and torch._dynamo preloaded in the server, as it
-#   was then: an upper bound now that the server loads no torch._dynamo;
-#   exact runs at lengths 32 and 16, 200 steps, sampled from /proc/PID/smaps_rollup): the
-#   fork server holds 290 MB of its own (RSS 290 MB, USS 276 MB); each worker has an RSS of
-#   261-273 MB, but all except 32-45 MB of it (USS) is shared with the fork server.  So a
-#   pool costs the server once, and each worker its largest USS (a length-32 run included).
+# a copy-task worker pool: the fork server's own memory, once, and each worker's largest USS
+# (all but this of a worker is shared with the fork server)
 FORKSERVER_BYTES = 290 * 2**20
 WORKER_BYTES = 45 * 2**20
 
@@ -196,9 +190,7 @@ def out_of_memory(exc: BaseException) -> str | None:
     ``RuntimeError: ... DefaultCPUAllocator: can't allocate memory`` / CUDA out of memory),
     naming the bound that ran out; None for any other exception."""
     text = str(exc)
-    if isinstance(exc, MemoryError):
-        pass
-    elif not ("can't allocate memory" in text or "out of memory" in text.lower()):
+    if not isinstance(exc, MemoryError) and not ("can't allocate memory" in text or "out of memory" in text.lower()):
         return None
     if "CUDA" in text or "cuda" in text:
         return "out of memory on the GPU; use smaller sizes or --device cpu"

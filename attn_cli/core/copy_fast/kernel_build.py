@@ -65,8 +65,6 @@ VARIANT_NEEDS = {
     "avx512": frozenset({"avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}),
     "avx2": frozenset({"avx2", "fma"}),
 }
-PORTABLE_ISA = VARIANT_FLAGS["avx2"][0]  # kept for callers of the single-variant era
-PORTABLE_ISA_FALLBACK = VARIANT_FLAGS["avx2"][1]
 
 
 class KernelIsaError(AttnError):
@@ -100,13 +98,9 @@ def cpu_features() -> str:
     return " ".join(sorted(numerics.cpu_flags())) or f"{platform.machine()} {platform.processor()}"
 
 
+@cache
 def accepts(cc: str, flags: tuple[str, ...]) -> bool:
     """Whether the compiler ``cc`` takes ``flags`` (a syntax-only run on an empty file)."""
-    return _accepts(cc, tuple(flags))
-
-
-@cache
-def _accepts(cc: str, flags: tuple[str, ...]) -> bool:
     try:
         proc = subprocess.run([cc, *flags, "-fsyntax-only", "-x", "c", os.devnull], capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):

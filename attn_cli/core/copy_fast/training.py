@@ -43,17 +43,13 @@ class _Group:
     specs: list[RunSpec]
 
 
-def group_key(spec: RunSpec) -> RunSpec:
-    """Runs with equal keys can be stacked: everything but the seed."""
-    return replace(spec, seed=0)
-
-
 def group_specs(specs: Sequence[RunSpec]) -> list[_Group]:
+    """The runs stacked into groups equal but for the seed."""
     groups: dict[RunSpec, _Group] = {}
     for i, spec in enumerate(specs):
         if spec.model not in ("attention", "plain"):
             raise ValueError(f"unknown model {spec.model!r}; choose from attention, plain")
-        g = groups.setdefault(group_key(spec), _Group([], []))
+        g = groups.setdefault(replace(spec, seed=0), _Group([], []))
         g.indices.append(i)
         g.specs.append(spec)
     return list(groups.values())
@@ -86,22 +82,16 @@ def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
     Same as the exact engine: manual_seed, then build_model; the data generator continues
     the global stream from there.  The global RNG state is restored afterwards.
     """
-    with _RNG_LOCK:  # the global RNG is process-wide: never two of these at once
-        return _init_run_locked(spec)
-
-
-_RNG_LOCK = GLOBAL_RNG_LOCK  # param_layout saves and restores the global RNG under it too
-
-
-def _init_run_locked(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
-    saved = torch.get_rng_state()
-    try:
-        torch.manual_seed(spec.seed)
-        net = build_model(spec.model, spec.hidden)
-        gen = torch.Generator()
-        gen.set_state(torch.get_rng_state())
-    finally:
-        torch.set_rng_state(saved)
+    # the global RNG is process-wide: never two of these at once (param_layout takes the lock too)
+    with GLOBAL_RNG_LOCK:
+        saved = torch.get_rng_state()
+        try:
+            torch.manual_seed(spec.seed)
+            net = build_model(spec.model, spec.hidden)
+            gen = torch.Generator()
+            gen.set_state(torch.get_rng_state())
+        finally:
+            torch.set_rng_state(saved)
     flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])  # (P,)
     return flat, gen
 

@@ -179,9 +179,12 @@ def check_memory(config: Config) -> None:
         f"copy-task at length {worst.length} (hidden {worst.hidden}, batch {worst.batch_size}, "
         f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)"
     )
-    # the exact engine's pool workers (none: its runs train in this process); each process
-    # that computes has its own CUDA context on a GPU
-    exact = sum(config.engine_of(s) == "exact" for s in specs)
-    workers = min(config.worker_count(), exact)
-    workers = workers if workers > 1 else 0
-    guard(estimate_bytes(config), what, config.device, processes=1 + workers, workers=workers)
+    n = processes(config, specs)
+    guard(estimate_bytes(config), what, config.device, processes=n, workers=n - 1)
+
+
+def processes(config: Config, specs: list[RunSpec]) -> int:
+    """Processes that compute (each with its own CUDA context on a GPU): this one, plus the
+    exact engine's pool workers (none where its runs train in this process)."""
+    workers = min(config.worker_count(), sum(config.engine_of(s) == "exact" for s in specs))
+    return 1 + (workers if workers > 1 else 0)
