@@ -6,7 +6,6 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.scaling``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -128,12 +127,10 @@ def formula(lengths: Iterable[int], d_model: int) -> list[FormulaRow]:
 
 def fit_exponent(ns: Iterable[float], times: Iterable[float]) -> float | None:
     """Least-squares slope of log(time) against log(n); None with fewer than 2 distinct n."""
-    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, times) if t > 0]
-    if len({x for x, _ in pts}) < 2:
-        return None
-    mx = sum(x for x, _ in pts) / len(pts)
-    my = sum(y for _, y in pts) / len(pts)
-    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    from attn_cli.core.measure import loglog_slope
+
+    pts = [(n, t) for n, t in zip(ns, times) if t > 0]
+    return loglog_slope([n for n, _ in pts], [t for _, t in pts])
 
 
 def estimate_bytes(config: Config) -> int:

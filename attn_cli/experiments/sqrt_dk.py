@@ -37,16 +37,6 @@ class Config(QuickConfig):
 
     QUICK: ClassVar[dict[str, Any]] = {"trials": QUICK_TRIALS}  # 10x fewer trials
 
-    def peak_bytes(self) -> int:
-        """Estimated peak memory of one d_k step (float32).
-
-        q and k for the largest d_k (trials * (n_keys + 1) * d_k floats), plus about
-        twelve (trials, n_keys) tensors: scores, scaled scores, their clones, softmax
-        weights, gradients and temporaries.
-        """
-        d_max = max(self.d_k)
-        return 4 * self.trials * ((self.n_keys + 1) * d_max + 12 * self.n_keys)
-
 
 @dataclass
 class Row:
@@ -134,8 +124,13 @@ def validate_result(result: Result, config: Config) -> None:
 
 
 def estimate_bytes(config: Config) -> int:
-    """The peak of one d_k step: :meth:`Config.peak_bytes`."""
-    return config.peak_bytes()
+    """Estimated peak memory of one d_k step (float32).
+
+    q and k for the largest d_k (trials * (n_keys + 1) * d_k floats), plus about
+    twelve (trials, n_keys) tensors: scores, scaled scores, their clones, softmax
+    weights, gradients and temporaries.
+    """
+    return 4 * config.trials * ((config.n_keys + 1) * max(config.d_k) + 12 * config.n_keys)
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:

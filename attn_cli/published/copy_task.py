@@ -42,8 +42,7 @@ TEXT_SETTING = TEXT["w9-copy-task"]
 
 # The map rule.  It is judged where attention is needed: at lengths from 16 on, where W9's plain
 # encoder-decoder fails (free-running 0.30 at 16, 0.15 at 32); at length 4 the plain model copies
-# (0.997) and a trained attention model need not look at the copied position at all (measured:
-# its readout attention peaks there for 42-81% of steps, depending on the seed).
+# (0.997) and a trained attention model need not look at the copied position at all.
 MAP_MIN_LENGTH = 16
 MAP_MARGIN = 0.05  # a step may be copied right without its attention peaking there: 5% of steps at most
 MAP_MAJORITY = 0.5  # and the peak is on the copied position for most steps (chance: 1/length)

@@ -163,5 +163,3 @@ def _scaling_checks() -> list[Check]:
 
 
 CHECKS: tuple[Check, ...] = tuple(_sqrt_dk_checks() + _masks_checks() + _scaling_checks())
-
-BY_CHECK_ID = {c.id: c for c in CHECKS}
