@@ -1,5 +1,5 @@
 """Click commands, one module per family; each module exposes ``COMMANDS``, and
-:mod:`attn_cli.cli` names the modules.
-
-Keep heavy imports (torch, matplotlib, experiments) inside the command functions.
+:mod:`attn_cli.cli` names the modules.  A run command parses its options and returns a
+:class:`~attn_cli.cli.commands.execute.Job`; heavy imports (torch, matplotlib, experiments)
+stay inside the command functions, so ``attn --help`` stays fast.
 """

@@ -46,6 +46,13 @@ seed_count_option = click.option(  # verify, all; see seed_count
     f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]",
 )
 
+junit_option = click.option(  # verify, all; see _write_junit
+    "--junit",
+    callback=validate_out_file,
+    metavar="FILE",
+    help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.",
+)
+
 
 @click.command(cls=JudgedCommand, name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as a JSON list instead of the table.")
@@ -81,12 +88,7 @@ def list_(as_json: bool) -> None:
     "(w9-sqrt-dk.1024), or a source (w9, d2l).",
 )
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
-@click.option(
-    "--junit",
-    callback=validate_out_file,
-    metavar="FILE",
-    help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.",
-)
+@junit_option
 @click.option(
     "--diff",
     "before",
@@ -198,12 +200,7 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
 @click.option(
     "--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`)."
 )
-@click.option(
-    "--junit",
-    callback=validate_out_file,
-    metavar="FILE",
-    help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.",
-)
+@junit_option
 @common_options
 @format_option(no_figures=False)
 @cache_dir_option

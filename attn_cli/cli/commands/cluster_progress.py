@@ -1,13 +1,9 @@
 """The progress display of copy-task runs on a Dask cluster (``--scheduler``): one bar over
-the sweep that counts done, running and failed runs across the cluster, with an ETA.
+the sweep that counts done, running and failed runs, with an ETA.
 
-:class:`RunCounts` does the counting from the copy task's ``Progress`` events (no terminal
-needed: it is what the tests check); :func:`cluster_bar` shows it with rich on stderr.
-
-The events (:mod:`attn_cli.experiments.copy_task`): ``cached`` and ``done`` finish a run;
-``started`` is one attempt of a run beginning on a worker (announced by the worker itself), so a
-run that starts again, its worker killed or its task retried, counts one failed attempt;
-``failed`` is a run that failed for good (the sweep then stops with one ``Error:`` line).
+The copy task's events: ``cached`` and ``done`` finish a run; ``started`` is one attempt of a
+run beginning on a worker, so a run that starts again (its worker killed, its task retried)
+counts one failed attempt; ``failed`` is a run that failed for good.
 """
 
 from __future__ import annotations

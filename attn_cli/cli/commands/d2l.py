@@ -1,9 +1,4 @@
-"""D2L 10.3 commands (copy-both, heatmap, crossattn-map, heads) and W9 4.1 (self-cross).
-
-Each command parses and validates its flags, builds the experiment's ``Config``, runs it,
-writes the figures and prints the table (or JSON).  torch and matplotlib are imported only
-inside the command bodies.
-"""
+"""D2L 10.3 commands (copy-both, heatmap, crossattn-map, heads) and W9 4.1 (self-cross)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""W9 chapters 3.3, 4.2 and 5.2: ``sqrt-dk``, ``masks`` and ``scaling``.
-
-Thin commands: parse, build the experiment's Config, one run -> render call
-(:func:`attn_cli.cli.commands.execute.execute`). torch and
-matplotlib are imported only inside the command bodies.
-"""
+"""W9 chapters 3.3, 4.2 and 5.2: ``sqrt-dk``, ``masks`` and ``scaling``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """W9 chapters 1, 3.1, 3.2 and 4.3: ``embeddings``, ``analogy``, ``formula`` and ``order``.
 
-Thin commands: parse, build the experiment's Config, one run -> render call
-(:func:`attn_cli.cli.commands.execute.execute`).  torch and matplotlib
-are imported only inside the command bodies.  All four are instant, so ``--quick`` runs
-the same configuration as the default.
+All four are instant, so ``--quick`` runs the same configuration as the default.
 """
 
 from __future__ import annotations
