@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import html
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,8 +18,6 @@ from attn_cli.render.notebook import outcomes_html
 
 if TYPE_CHECKING:
     from attn_cli.cli.options import Common
-
-T = TypeVar("T")
 
 # --------------------------------------------------------------------------- verify
 
@@ -64,13 +62,15 @@ def verify(*only: str, **options: Any) -> Verification:
     cache; :func:`attn_cli.regenerate.verify`), without the progress display.  Writes no file.
     """
     from attn_cli import regenerate
+    from attn_cli.cli.commands.catalogue import _usage_errors
     from attn_cli.errors import ConfigError
 
     if options.get("out") is not None:
         raise ConfigError("verify() writes no file; regenerate_all(out) writes the report")
     with _callers_state(), _config_errors(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
         common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
-        checked = _translated(lambda: regenerate.verify(p["only"], **_library_options(common, p)))
+        with _usage_errors():
+            checked = regenerate.verify(p["only"], **_library_options(common, p))
     return Verification(
         outcomes=checked.outcomes,
         summary=checked.summary,
@@ -108,34 +108,11 @@ def _parsed(command: str, folder: str, only: Iterable[str], options: dict) -> tu
 
 
 def _library_options(common: Common, p: dict) -> dict:
-    """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line."""
-    from attn_cli.cli.commands.cache import cache_root
-    from attn_cli.cli.commands.catalogue import seed_count
+    """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line, as the
+    command builds them, without its progress display."""
+    from attn_cli.cli.commands.catalogue import _library_keywords
 
-    return dict(
-        seed=common.seed,
-        device=common.device,
-        quick=common.quick,
-        numerics=common.numerics,
-        cache_root=cache_root(common),
-        use_cache=not p["no_cache"],
-        scheduler=common.scheduler,
-        scheduler_from=common.scheduler_from,
-        worker_wait=common.worker_wait,
-        **seed_count(p.get("n_seeds"), common),
-    )
-
-
-def _translated(call: Callable[[], T]) -> T:
-    """The library's errors as the command reports them (usage errors, exit 2 on the command line)."""
-    from attn_cli import experiment_registry
-
-    try:
-        return call()
-    except experiment_registry.UnknownId as exc:
-        raise click.BadParameter(str(exc), param_hint="'--only'") from None
-    except experiment_registry.SeedOutOfRange as exc:
-        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
+    return {**_library_keywords(common, p.get("n_seeds"), p["no_cache"]), "progress": None}
 
 
 # --------------------------------------------------------------------------- all
@@ -173,12 +150,12 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     returns its manifest.
     """
     from attn_cli import regenerate
+    from attn_cli.cli.commands.catalogue import _usage_errors
 
     with _callers_state(), _config_errors():
         common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
-        done = _translated(
-            lambda: regenerate.regenerate_all(out, p["only"], formats=common.formats, **_library_options(common, p))
-        )
+        with _usage_errors():
+            done = regenerate.regenerate_all(out, p["only"], formats=common.formats, **_library_options(common, p))
     notes = [
         *done.not_written,
         *([done.quick_line] if done.quick_line else []),
