@@ -2,9 +2,8 @@
 
 ``verify.json`` and ``attn verify --json`` are ``{"header": ..., "checks": [...]}``;
 ``manifest.json`` of ``attn all`` carries the same header, and the checks as ``records``
-(its ``checks`` is the summary line). :func:`load` reads
-any of them, a report folder, and the bare list that earlier versions wrote (which has no
-header).
+(its ``checks`` is the summary line). :func:`load` reads any of them, a report folder, and
+the bare list that earlier versions wrote (which has no header).
 """
 
 from __future__ import annotations
@@ -27,9 +26,7 @@ def header(*, command: str, where: dict, device: str, seed: int, seeds: int | No
         "format": FORMAT,
         "command": command,
         "timing": {"date": date},  # wall clock: under timing
-        "versions": where["versions"],
-        "machine": where["machine"],
-        "numerics": where["numerics"],
+        **where,  # versions, machine, numerics
         "device": device,
         "seed": seed,
         "seeds": seeds,
