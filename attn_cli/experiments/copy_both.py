@@ -123,45 +123,39 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     threads = torch.get_num_threads()
     if config.device == "cpu":
-        # each solve is a small (10000 x 32) problem: threads only add contention (10x slower
-        # measured on a shared 2-core machine); the numbers do not depend on it
+        # each solve is a small (10000 x 32) problem: threads only add contention; the numbers
+        # do not depend on them
         torch.set_num_threads(1)
     try:
-        return _run(config, n, d)
+        torch.manual_seed(config.seed)
+        V1, V2 = torch.randn(n, d), torch.randn(n, d)  # (N, d) each, in the text's order
+        V1, V2 = V1.to(config.device), V2.to(config.device)
+        target = torch.cat([V1, V2], dim=1)  # (N, 2d)
+
+        from attn_cli.core.measure import readout_error  # gelsd: the same bits on every call
+
+        def one(a: float) -> float:
+            return readout_error(a * V1 + (1 - a) * V2, target)  # M: (N, d)
+
+        def two(a: float) -> float:
+            M2 = torch.cat([a * V1 + (1 - a) * V2, (1 - a) * V1 + a * V2], dim=1)  # (N, 2d)
+            return readout_error(M2, target)
+
+        one_head = [{"a": a, "b": 1 - a, "error": one(a)} for a in config.weights]
+        two_heads = [{"a": a, "b": 1 - a, "error": two(a)} for a in config.two_head_weights]
+        grid = [i / (config.curve_points - 1) for i in range(config.curve_points)] if config.curve_points > 1 else [0.5]
+        curve = {
+            "a": grid,
+            "one_head": [one(a) for a in grid],
+            "two_heads": [two(a) for a in grid],
+            "driver": "gelsd",
+        }
+        return Result(
+            config=asdict(config),
+            one_head=one_head,
+            two_heads=two_heads,
+            curve=curve,
+            solver="torch.linalg.lstsq (driver gelsd)" if config.device == "cpu" else "torch.linalg.pinv",
+        )
     finally:
         torch.set_num_threads(threads)
-
-
-def _run(config: Config, n: int, d: int) -> Result:
-    import torch
-
-    torch.manual_seed(config.seed)
-    V1, V2 = torch.randn(n, d), torch.randn(n, d)  # (N, d) each, in the text's order
-    V1, V2 = V1.to(config.device), V2.to(config.device)
-    target = torch.cat([V1, V2], dim=1)  # (N, 2d)
-
-    from attn_cli.core.measure import readout_error  # gelsd: the same bits on every call
-
-    def one(a: float, driver: str | None = "gelsd") -> float:
-        return readout_error(a * V1 + (1 - a) * V2, target, driver)  # M: (N, d)
-
-    def two(a: float, driver: str | None = "gelsd") -> float:
-        M2 = torch.cat([a * V1 + (1 - a) * V2, (1 - a) * V1 + a * V2], dim=1)  # (N, 2d)
-        return readout_error(M2, target, driver)
-
-    one_head = [{"a": a, "b": 1 - a, "error": one(a)} for a in config.weights]
-    two_heads = [{"a": a, "b": 1 - a, "error": two(a)} for a in config.two_head_weights]
-    grid = [i / (config.curve_points - 1) for i in range(config.curve_points)] if config.curve_points > 1 else [0.5]
-    curve = {
-        "a": grid,
-        "one_head": [one(a, "gelsd") for a in grid],
-        "two_heads": [two(a, "gelsd") for a in grid],
-        "driver": "gelsd",
-    }
-    return Result(
-        config=asdict(config),
-        one_head=one_head,
-        two_heads=two_heads,
-        curve=curve,
-        solver="torch.linalg.lstsq (driver gelsd)" if config.device == "cpu" else "torch.linalg.pinv",
-    )

@@ -76,14 +76,11 @@ def estimate_bytes(config: Config) -> int:
 
 
 def validate(config: Config) -> None:
-    for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model)):
+    widths = (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model))
+    for name, width in widths:
         if not 1 <= width <= MAX_WIDTH:
             raise AttnError(f"{name} must be between 1 and {MAX_WIDTH}, got {width}")
-    checks = [
-        (h, name, width)
-        for h in config.heads
-        for name, width in (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model))
-    ]
+    checks = [(h, name, width) for h in config.heads for name, width in widths]
     checks.append((config.layout_heads, "--d-model", config.d_model))
     for h, name, width in checks:
         if h < 1:

@@ -23,11 +23,8 @@ from attn_cli.render.console import beside
 from attn_cli.render.table import Cell, Table, Text, styled
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-    from matplotlib.image import AxesImage
-
     from attn_cli.experiments.copy_task.results import Result
+
 ACCURACY_PNG = BY_ID["w9-copy-task"].files[0]  # copy_task_accuracy.png
 ACCURACY_CSV = "copy_task_accuracy.csv"
 ROWS_JSON = "copy_task_runs.json"
@@ -43,15 +40,15 @@ TOLERANCE_NOTE = (
 Outcomes = Mapping[str, Outcome]  # check ID -> Outcome
 
 
-def _cells_judged(outcomes: Outcomes) -> bool:
-    """Every published cell has a verdict (pass or fail), the one the check table shows."""
-    return all(o.status in ("pass", "fail") for o in outcomes.values() if o.check.artifact == "w9-copy-task")
+def _cell_outcomes(outcomes: Outcomes) -> dict[str, Outcome]:
+    """The outcomes of the table's published cells (not the map rule's)."""
+    return {cid: o for cid, o in outcomes.items() if o.check.artifact == "w9-copy-task"}
 
 
 def _not_judged_line(outcomes: Outcomes) -> Text:
     """Why the published cells are shown in brackets: not the text's settings, or the
     outcomes' own reason (a --quick run: "skipped (quick)")."""
-    cells = [o for o in outcomes.values() if o.check.artifact == "w9-copy-task"]
+    cells = _cell_outcomes(outcomes).values()
     if any(o.status == "n/a" for o in cells):
         text = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in TEXT_SETTING.items())
         return styled(
@@ -72,7 +69,7 @@ def _published(outcomes: Outcomes, model: str, length: int, metric: str) -> Any:
 
 def _published_points(outcomes: Outcomes, model: str, metric: str) -> list[tuple[int, float]]:
     """(length, published value) of every cell of ``model`` and ``metric`` the text prints."""
-    cells = [(cell_of(cid), o.published) for cid, o in outcomes.items() if o.check.artifact == "w9-copy-task"]
+    cells = [(cell_of(cid), o.published) for cid, o in _cell_outcomes(outcomes).items()]
     return sorted((length, value) for (m, length, x), value in cells if (m, x) == (model, metric))
 
 
@@ -93,7 +90,8 @@ def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
 def tables(result: Result, outcomes: Outcomes) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     seeds = tuple(result.config["seeds"]) or (result.config["seed"],)
-    comparable = _cells_judged(outcomes)
+    # every published cell has a verdict (pass or fail), the one the check table shows
+    comparable = all(o.status in ("pass", "fail") for o in _cell_outcomes(outcomes).values())
     out: list = [_cells_table(result, outcomes, seeds, comparable)]
     if len(seeds) > 1:
         out.append(_runs_table(result))
@@ -218,9 +216,8 @@ def figures(
     from attn_cli.render import copy_task_seeds
     from attn_cli.render.files import split_timing, write_csv, write_json
 
-    o = outcomes
     out = Path(out)
-    paths = _accuracy_figure(result, o, out / ACCURACY_PNG, formats, keep) if formats else []
+    paths = _accuracy_figure(result, outcomes, out / ACCURACY_PNG, formats, keep) if formats else []
     paths.append(
         write_csv(
             out / ACCURACY_CSV,
@@ -230,7 +227,7 @@ def figures(
                     c["length"],
                     c["n"],
                     *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
-                    _published(o, c["model"], c["length"], "free_running"),
+                    _published(outcomes, c["model"], c["length"], "free_running"),
                 ]
                 for c in result.cells
             ],
@@ -262,7 +259,7 @@ def figures(
                 header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))],
             )
         )
-    paths += copy_task_seeds.figures(result, out, formats, o, keep)  # several seeds per cell: their distribution
+    paths += copy_task_seeds.figures(result, out, formats, outcomes, keep)  # several seeds per cell: their distribution
     return paths
 
 
@@ -339,8 +336,7 @@ def _tick_step(length: int) -> int:
 
 
 def _map_title(length: int, diagonal: float, diagonal_all: float, free_running: float, seed: int) -> str:
-    # a narrow map (lengths below 16) takes its title on three lines: on two it is wider than
-    # the figure, which left blank margins beside the map and cost a second drawing to save
+    # a narrow map (lengths below 16) takes its title on three lines: on two it is wider than the figure
     wrap = "\n" if _map_size(length) < 8 else " "
     return (
         f"W9 2.3 attention, length {length}: readout weights, free running\n"
@@ -350,14 +346,13 @@ def _map_title(length: int, diagonal: float, diagonal_all: float, free_running: 
     )
 
 
-MAP_TITLE_SIZE = 9
+def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
+    """One length's attention map: the readout weights of one sequence, a value in every cell
+    up to length 8."""
+    from attn_cli.render.figures import fill_heatmap, heatmap_frame, new_figure
+    from attn_cli.render.files import save_figure
 
-
-def _map_base(length: int) -> tuple[Figure, Axes, AxesImage]:
-    """(figure, axes, image): the length's attention map as far as it goes without its numbers
-    (the figure, the ticks, the axis labels, the colour bar), in the order it was always built."""
-    from attn_cli.render.figures import heatmap_frame, new_figure
-
+    length = m["length"]
     size = _map_size(length)
     fig, ax = new_figure(figsize=(size + 1.2, size))
     im = heatmap_frame(ax, length, length)
@@ -368,20 +363,7 @@ def _map_base(length: int) -> tuple[Figure, Axes, AxesImage]:
     ax.set_xlabel("input position (the digit there)")
     ax.set_ylabel("decoder step (the digit it should write)")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
-    return fig, ax, im
-
-
-def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
-    """One length's attention map: the readout weights of one sequence, a value in every cell
-    up to length 8."""
-    from attn_cli.render.figures import fill_heatmap
-    from attn_cli.render.files import save_figure
-
-    length = m["length"]
-    labels = [str(d) for d in m["src"]][:: _tick_step(length)]
-    fig, ax, im = _map_base(length)
+    labels = [str(d) for d in m["src"]][::step]
     fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
-    ax.set_title(
-        _map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"]), fontsize=MAP_TITLE_SIZE
-    )
+    ax.set_title(_map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"]), fontsize=9)
     return save_figure(fig, path, formats, keep=keep, tight_layout={})

@@ -116,21 +116,7 @@ def figures(
     out = Path(out)
     png = out / SEEDS_PNG
     entries = samples(result, outcomes)
-    cfg = {
-        k: result.config.get(k)
-        for k in (
-            "steps",
-            "hidden_size",
-            "batch_size",
-            "lr",
-            "eval_size",
-            "device",
-            "engine",
-            "extra_seed_engine",
-            "lengths",
-        )
-    }
-    paths = _figure(entries, cfg, png, formats, keep) if formats else []
+    paths = _figure(entries, result.config, png, formats, keep) if formats else []
     paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
     return paths
 
