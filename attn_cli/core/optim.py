@@ -27,8 +27,7 @@ def adam(params: Sequence[torch.Tensor], lr: float, program_calls: bool = False)
     Adam's public methods are wrapped for ``torch.compile``: ``add_param_group`` (which the
     constructor calls) and ``zero_grad`` by ``torch._disable_dynamo``, ``step`` by
     ``_use_grad_for_differentiable`` and a profiler hook.  Each wrapper imports
-    ``torch._dynamo`` (with sympy: more than a second of a worker's start)
-    and does nothing else an eager run sees.  So this drives the same Adam through the
+    ``torch._dynamo`` and does nothing else an eager run sees.  So this drives the same Adam through the
     functions under those wrappers (``inspect.unwrap``): the same code, the same float
     operations in the same order (tested bit for bit against the public calls), the
     gradient mode the step wrapper sets (``defaults["differentiable"]``, False).  With

@@ -62,10 +62,9 @@ class Layout:
 def param_layout(model: str, hidden: int) -> Layout:
     """The layout of ``build_model(model, hidden)``'s parameters.
 
-    The model is built on the CPU (at hidden 32: ~10k floats, well under a millisecond) with
-    torch's global RNG saved and restored, so no draw of anyone else changes.  Not on the meta
-    device: there, the first ``normal_`` of the embedding runs through ``torch._refs``, whose
-    first call imports ``torch._dynamo`` and sympy (more CPU than importing torch).
+    The model is built on the CPU with torch's global RNG saved and restored, so no draw of
+    anyone else changes.  Not on the meta device: there, the embedding's first ``normal_``
+    imports ``torch._dynamo`` and sympy.
     """
     with GLOBAL_RNG_LOCK:
         saved = torch.get_rng_state()
