@@ -238,7 +238,7 @@ def regenerate_all(
     record = records.record(outcomes, _header("attn all", where, device, seed, seeds, quick))
     manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
-    index = _write_index(out, manifest, shown, sections, outcomes, line, cov.line())
+    index = _write_index(out, manifest, shown, sections, outcomes)
     written = [out / f for s in sections for f in (*s.figures, *s.data)]
     return AllReport(
         out=out,
@@ -255,12 +255,11 @@ def regenerate_all(
     )
 
 
-def _write_index(
-    out: Path, manifest: dict, shown: list, sections: list, outcomes: list, line: str | None, coverage_line: str
-) -> list[Path]:
+def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list) -> list[Path]:
     """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
     from attn_cli.render import files, html, report
 
+    line, coverage_line = manifest["checks"], manifest["coverage"]  # the summary and coverage lines
     files.write_json(out / "manifest.json", manifest)
     files.write_text(
         out / "index.md",
