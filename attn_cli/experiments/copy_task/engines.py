@@ -111,55 +111,46 @@ def run_exact_engine(todo: Todo, config: Config, report: Report, done: Done) -> 
 # --------------------------------------------------------------------------- the worker pool
 
 
-class Worker:
-    """One worker process's state: the queue its runs report their steps to.
+# ProcessPoolExecutor gives a task no handle on its process other than module state, and a
+# multiprocessing queue reaches a process only when it starts (as the initializer's argument),
+# never as a task's argument.  So the initializer keeps the queue its runs report their steps
+# to here, once per worker process; the parent never sets it.
+_queue: Queue[tuple[int, int, int, float]] | None = None
 
-    ProcessPoolExecutor gives a task no handle on its process other than module state, and
-    a multiprocessing queue reaches a process only when it starts (as the initializer's
-    argument), never as a task's argument.  So the initializer builds this object once per
-    process and :func:`_work` finds it as ``Worker.current``; the parent never sets it.
-    """
 
-    current: Worker | None = None
+def _start_worker(queue: Queue[tuple[int, int, int, float]], parent: Connection, mode: str) -> None:
+    """The pool's initializer: the numeric ``mode`` applied here, before torch computes
+    (the fork server may have started under another call's mode); 1 intra-op thread; a
+    terminal's Ctrl-C or hang-up (sent to the whole process group) left to attn, which stops
+    us (SIGTERM); gone with attn."""
+    global _queue
+    import signal
 
-    def __init__(self, queue: Queue[tuple[int, int, int, float]]) -> None:
-        self.queue = queue
+    from attn_cli.core import numerics
 
-    @classmethod
-    def start(cls, queue: Queue[tuple[int, int, int, float]], parent: Connection, mode: str) -> None:
-        """The pool's initializer: the numeric ``mode`` applied here, before torch computes
-        (the fork server may have started under another call's mode); 1 intra-op thread; a
-        terminal's Ctrl-C or hang-up (sent to the whole process group) left to attn, which stops
-        us (SIGTERM); gone with attn."""
-        import signal
+    numerics.apply(mode)
+    import torch
 
-        from attn_cli.core import numerics
+    from attn_cli.signals import exit_with_parent
 
-        numerics.apply(mode)
-        import torch
-
-        from attn_cli.signals import exit_with_parent
-
-        exit_with_parent(parent)  # ``parent``: the read end of a pipe only attn writes to
-        for signum in (signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_IGN)
-        torch.set_num_threads(1)
-        cls.current = cls(queue)
-
-    def run(self, index: int, spec: RunSpec, device: str) -> RunOutcome:
-        from attn_cli.core.copy_train import train_and_evaluate
-
-        def report(step: int, total: int, loss: float) -> None:
-            self.queue.put((index, step, total, loss))
-
-        return train_and_evaluate(spec, device, report)
+    exit_with_parent(parent)  # ``parent``: the read end of a pipe only attn writes to
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    torch.set_num_threads(1)
+    _queue = queue
 
 
 def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
     """A pool task: one run in this worker process."""
-    if Worker.current is None:  # pragma: no cover - only a pool started by _run_pool calls this
+    queue = _queue
+    if queue is None:  # pragma: no cover - only a pool started by _run_pool calls this
         raise RuntimeError("a copy-task worker task ran outside a worker process")
-    return Worker.current.run(index, spec, device)
+    from attn_cli.core.copy_train import train_and_evaluate
+
+    def report(step: int, total: int, loss: float) -> None:
+        queue.put((index, step, total, loss))
+
+    return train_and_evaluate(spec, device, report)
 
 
 def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) -> RunOutcome:
@@ -207,7 +198,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=ctx,
-        initializer=Worker.start,
+        initializer=_start_worker,
         initargs=(progress_queue, alive, numerics.current_mode()),
     )
     finished = False
