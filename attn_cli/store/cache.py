@@ -69,7 +69,12 @@ class Cache:
         """The cache at ``root`` (created 0700, tagged, with its key, when ``create``); raises
         :class:`Unavailable` with the reason when it cannot be had or trusted."""
         root = Path(root)
-        fd = open_root(root, create)
+        try:
+            fd = private.open_cache_dir(root, create)  # private, tagged as attn's
+        except private.NotPrivate as exc:
+            raise Unavailable(str(exc)) from None  # names the component and why
+        except OSError as exc:
+            raise Unavailable(f"{root}: {exc.strerror or exc}") from None
         try:
             return cls(root, fd, _key(fd, root, create))
         except BaseException:
@@ -267,17 +272,6 @@ class Cleared:
 TAG_FILE = private.TAG_FILE  # attn's CACHEDIR.TAG
 TAG_SIGNATURE = private.TAG_SIGNATURE
 CLEAR_MAX_BYTES = 4 * RESULT_MAX_BYTES  # an entry larger than this is not read to prove it ours: kept
-
-
-def open_root(root: Path, create: bool = True) -> int:
-    """A descriptor of attn's cache folder ``root`` (:func:`attn_cli.store.private.open_cache_dir`:
-    private, tagged as attn's); raises :class:`Unavailable` with the reason."""
-    try:
-        return private.open_cache_dir(root, create)
-    except private.NotPrivate as exc:
-        raise Unavailable(str(exc)) from None  # names the component and why
-    except OSError as exc:
-        raise Unavailable(f"{root}: {exc.strerror or exc}") from None
 
 
 def special_folder(path: Path) -> str | None:
