@@ -154,7 +154,17 @@ def verify(
     if out is not None:
         from attn_cli.report_files import write_verify_page
 
-        report.files = write_verify_page(registry, artifact_ids, report, Path(out))
+        report.files = write_verify_page(
+            registry,
+            artifact_ids,
+            Path(out),
+            record=report.record,
+            outcomes=report.outcomes,
+            summary=report.summary,
+            coverage_line=report.coverage.line(),
+            seconds=report.seconds,
+            where=report.where,
+        )
     return report
 
 

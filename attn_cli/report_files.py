@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
     from attn_cli.pipeline import Run
     from attn_cli.published.compare import Outcome
-    from attn_cli.regenerate import VerifyReport
 
 
 def write_section(
@@ -65,23 +64,29 @@ def write_section(
 def write_verify_page(
     registry: Registry,
     artifact_ids: Iterable[str],
-    report: VerifyReport,
     out: Path,
+    *,
+    record: dict,
+    outcomes: Sequence[Outcome],
+    summary: str,
+    coverage_line: str,
+    seconds: float,
+    where: dict,
 ) -> list[Path]:
-    """``verify.json`` (the header and the --json records) and ``verify.html`` (the checks as a
-    page) in ``out``; the paths written.  Their own names: an ``attn all`` report in the same
-    folder (index.html) is left alone.  ``report``: :class:`attn_cli.regenerate.VerifyReport`."""
+    """``verify.json`` (``record``: the header and the --json records) and ``verify.html`` (the
+    checks as a page) in ``out``; the paths written.  Their own names: an ``attn all`` report in
+    the same folder (index.html) is left alone."""
     from attn_cli.render import files, html
 
-    files.write_json(out / "verify.json", report.record)
-    head = report.header
+    files.write_json(out / "verify.json", record)
+    head = record["header"]
     manifest = {
         "command": head["command"],
         "quick": False,
         "seed": head["seed"],
         "device": head["device"],
-        "timing": {"seconds": round(report.seconds, 3)},
-        **report.where,
+        "timing": {"seconds": round(seconds, 3)},
+        **where,
     }
     shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
     files.write_text(
@@ -90,9 +95,9 @@ def write_verify_page(
             catalogue=shown,
             sections=[],
             manifest=manifest,
-            outcomes=report.outcomes,
-            summary=report.summary,
-            coverage_line=report.coverage.line(),
+            outcomes=outcomes,
+            summary=summary,
+            coverage_line=coverage_line,
             links=("verify.json",),
             title="attn verify: the texts' numbers, regenerated",
         ),
