@@ -202,10 +202,10 @@ def regenerate_all(
     out = Path(out)
     registry = experiment_registry.Registry.load()
     artifact_ids, _ = registry.select(only)
-    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
-    experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     if quick and seeds is not None:
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
+    wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
+    experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     options = _plan_options(experiments, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
     plan = check_plan_seeds(smoke(experiments, **options) if quick else judged(experiments, seeds=seeds, **options))
 
@@ -223,10 +223,7 @@ def regenerate_all(
 
     done = _run(plan, "all", progress, on_done=write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
 
-    ran = {r.name for r in done}
-    selected = [c for c in registry.checks.values() if not only or experiment_name(registry, c) in ran]
-    rest = {o.check.id: o for o in pipeline.compare([c for c in selected if c.id not in judged_now], registry, done)}
-    outcomes = [judged_now.get(c.id) or rest[c.id] for c in selected]  # not regenerated: judged here
+    outcomes = _all_outcomes(registry, only, done, judged_now)
     cov = pipeline.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
     line = None if quick else summary(outcomes)
     where = pipeline.where_it_ran(device, numerics)
@@ -263,6 +260,15 @@ def regenerate_all(
         where=where,
         files=[*written, *index],
     )
+
+
+def _all_outcomes(registry: Registry, only: Sequence[str], done: list[pipeline.Run], judged_now: dict) -> list:
+    """Every selected check's verdict: the one judged as its experiment finished, or judged here
+    (a check whose experiment did not run: not regenerated)."""
+    ran = {r.name for r in done}
+    selected = [c for c in registry.checks.values() if not only or experiment_name(registry, c) in ran]
+    rest = {o.check.id: o for o in pipeline.compare([c for c in selected if c.id not in judged_now], registry, done)}
+    return [judged_now.get(c.id) or rest[c.id] for c in selected]
 
 
 def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list) -> list[Path]:
