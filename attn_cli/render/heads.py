@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.render.table import Cell, Table, styled
 
@@ -79,8 +79,6 @@ def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
     """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure
 
@@ -89,59 +87,74 @@ def figures(
     # columns drawn: every head up to 6, else the first three, an ellipsis and the last
     shown = list(range(h)) if h <= 6 else [0, 1, 2, None, h - 1]
     ncol = len(shown)
-    col_w, gap = 2.3, 0.35
-    width = ncol * col_w + (ncol - 1) * gap
+    width = ncol * _COL_W + (ncol - 1) * _GAP
     fig, ax = new_figure(figsize=(max(7.0, 0.75 * width + 2.5), 7.0))
     ax.set_xlim(-0.4, width + 2.0)
     ax.set_ylim(-0.6, 10.2)
     ax.axis("off")
 
-    def box(x: float, y: float, w: float, hgt: float, text: str, color: str, fs: float = 8) -> None:
-        ax.add_patch(
-            FancyBboxPatch((x - w / 2, y - hgt / 2), w, hgt, boxstyle="round,pad=0.04", fc=color, ec="black", lw=0.8)
-        )
-        ax.text(x, y, text, ha="center", va="center", fontsize=fs)
-
-    def arrow(x0: float, y0: float, x1: float, y1: float) -> None:
-        ax.add_patch(
-            FancyArrowPatch(
-                (x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=8, lw=0.7, color="dimgrey", shrinkA=0, shrinkB=0
-            )
-        )
-
     # inputs
     centre = width / 2
-    in_y = 0.0
     inputs = {"queries": centre - 0.3 * width, "keys": centre, "values": centre + 0.3 * width}
     for name, x in inputs.items():
-        box(x, in_y, 1.9, 0.55, f"{name}  (n, d={d})", "#eeeeee")
-
-    proj_y, att_y, cat_y, out_y = 3.0, 5.2, 7.3, 9.2
+        _box(ax, x, _IN_Y, 1.9, 0.55, f"{name}  (n, d={d})", "#eeeeee")
     for c, head in enumerate(shown):
-        x0 = c * (col_w + gap)
-        x = x0 + col_w / 2
-        if head is None:
-            ax.text(x, (proj_y + att_y) / 2, "· · ·", ha="center", va="center", fontsize=16)
-            continue
-        i = head + 1
-        for k, (name, color) in enumerate((("q", "#cfe2f3"), ("k", "#d9ead3"), ("v", "#fff2cc"))):
-            bx = x0 + (k + 0.5) * col_w / 3
-            box(bx, proj_y, col_w / 3 - 0.08, 0.95, f"$W^{{({name})}}_{{{i}}}$\n{d}→{p}", color, fs=7)
-            src = inputs[{"q": "queries", "k": "keys", "v": "values"}[name]]
-            arrow(src, in_y + 0.3, bx, proj_y - 0.5)
-            arrow(bx, proj_y + 0.5, x, att_y - 0.4)
-        box(x, att_y, col_w - 0.1, 0.8, f"head {i}\nscaled dot-product\nattention", "#f4cccc", fs=7)
-        arrow(x, att_y + 0.4, x, cat_y - 0.35)
+        _draw_head(ax, c * (_COL_W + _GAP), head, d, p, inputs)
     notes = (
-        (proj_y, f"per-head\nprojections\n(p = d/h = {p})"),
-        (att_y, "one distribution\nper head\nand query"),
-        (cat_y, "width d again"),
-        (out_y, "output projection\nmixes the heads"),
+        (_PROJ_Y, f"per-head\nprojections\n(p = d/h = {p})"),
+        (_ATT_Y, "one distribution\nper head\nand query"),
+        (_CAT_Y, "width d again"),
+        (_OUT_Y, "output projection\nmixes the heads"),
     )
     for y, text in notes:
         ax.text(width + 0.25, y, text, fontsize=7, ha="left", va="center", color="dimgrey")
-    box(centre, cat_y, width, 0.7, f"concatenate the {h} head outputs:  h · p = {h} · {p} = {d}", "#d9d2e9")
-    box(centre, out_y, 2.6, 0.7, f"$W_o$  ({d} × {d})\noutput (n, {d})", "#b6d7a8")
-    arrow(centre, cat_y + 0.35, centre, out_y - 0.35)
+    _box(ax, centre, _CAT_Y, width, 0.7, f"concatenate the {h} head outputs:  h · p = {h} · {p} = {d}", "#d9d2e9")
+    _box(ax, centre, _OUT_Y, 2.6, 0.7, f"$W_o$  ({d} × {d})\noutput (n, {d})", "#b6d7a8")
+    _arrow(ax, centre, _CAT_Y + 0.35, centre, _OUT_Y - 0.35)
     ax.set_title(f"Multi-head attention (D2L fig. 10.3.2): d = {d}, h = {h} heads of width {p}", fontsize=10)
     return save_figure(fig, Path(out) / PNG, formats, keep=keep)
+
+
+# the layout of figure 10.3.2: a head column's width and the gap between columns, and the
+# heights of the inputs, projections, attention, concatenation and output rows
+_COL_W, _GAP = 2.3, 0.35
+_IN_Y, _PROJ_Y, _ATT_Y, _CAT_Y, _OUT_Y = 0.0, 3.0, 5.2, 7.3, 9.2
+
+
+def _draw_head(ax: Any, x0: float, head: int | None, d: int, p: int, inputs: dict[str, float]) -> None:
+    """One head's column from its left edge ``x0``: the q, k, v projections (arrows from the
+    inputs) into its attention, and on to the concatenation; ``None``: an ellipsis."""
+    x = x0 + _COL_W / 2
+    if head is None:
+        ax.text(x, (_PROJ_Y + _ATT_Y) / 2, "· · ·", ha="center", va="center", fontsize=16)
+        return
+    i = head + 1
+    for k, (name, color) in enumerate((("q", "#cfe2f3"), ("k", "#d9ead3"), ("v", "#fff2cc"))):
+        bx = x0 + (k + 0.5) * _COL_W / 3
+        _box(ax, bx, _PROJ_Y, _COL_W / 3 - 0.08, 0.95, f"$W^{{({name})}}_{{{i}}}$\n{d}→{p}", color, fs=7)
+        src = inputs[{"q": "queries", "k": "keys", "v": "values"}[name]]
+        _arrow(ax, src, _IN_Y + 0.3, bx, _PROJ_Y - 0.5)
+        _arrow(ax, bx, _PROJ_Y + 0.5, x, _ATT_Y - 0.4)
+    _box(ax, x, _ATT_Y, _COL_W - 0.1, 0.8, f"head {i}\nscaled dot-product\nattention", "#f4cccc", fs=7)
+    _arrow(ax, x, _ATT_Y + 0.4, x, _CAT_Y - 0.35)
+
+
+def _box(ax: Any, x: float, y: float, w: float, hgt: float, text: str, color: str, fs: float = 8) -> None:
+    """A rounded box of width ``w`` and height ``hgt`` centred on (x, y), with its text."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(
+        FancyBboxPatch((x - w / 2, y - hgt / 2), w, hgt, boxstyle="round,pad=0.04", fc=color, ec="black", lw=0.8)
+    )
+    ax.text(x, y, text, ha="center", va="center", fontsize=fs)
+
+
+def _arrow(ax: Any, x0: float, y0: float, x1: float, y1: float) -> None:
+    """A thin grey arrow from (x0, y0) to (x1, y1)."""
+    from matplotlib.patches import FancyArrowPatch
+
+    ax.add_patch(
+        FancyArrowPatch(
+            (x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=8, lw=0.7, color="dimgrey", shrinkA=0, shrinkB=0
+        )
+    )

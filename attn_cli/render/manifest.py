@@ -90,26 +90,36 @@ def manifest(
         "coverage": coverage,
         "artifacts": _artifacts(sections),
         "missing": missing,
-        "experiments": {
-            s.name: {
-                "artifacts": s.ids,
-                "command": s.command,
-                "config": s.config,
-                "files": s.data + s.figures,
-                "error": s.error,
-            }
-            for s in sections
-        },
+        "experiments": _experiments(sections),
     }
-    # a trained value judged over seeds: the seed rule's interval (mean ± half-width, n); none in a quick run
-    intervals = {
+    intervals = _intervals(outcomes)
+    if intervals:
+        record["intervals"] = intervals
+    return record
+
+
+def _experiments(sections: Sequence[Section]) -> dict[str, dict]:
+    """Experiment -> the catalogue IDs it regenerates, its command, configuration, files and error."""
+    return {
+        s.name: {
+            "artifacts": s.ids,
+            "command": s.command,
+            "config": s.config,
+            "files": s.data + s.figures,
+            "error": s.error,
+        }
+        for s in sections
+    }
+
+
+def _intervals(outcomes: Sequence) -> dict[str, Any]:
+    """A trained value judged over seeds: check ID -> the seed rule's interval (mean ± half-width,
+    n); none in a quick run."""
+    return {
         o.check.id: o.regenerated.interval().record()
         for o in outcomes
         if o.status in ("pass", "fail") and callable(getattr(o.regenerated, "interval", None))
     }
-    if intervals:
-        record["intervals"] = intervals
-    return record
 
 
 def _artifacts(sections: Sequence[Section]) -> dict[str, dict]:

@@ -22,10 +22,13 @@ def _fmt(v: float) -> str:
 
 def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    o = outcomes
-    comparable = all(x.status != "n/a" for x in o.values())
+    comparable = all(x.status != "n/a" for x in outcomes.values())
+    return [_weights_table(result, outcomes, comparable), _checks_table(result, outcomes, comparable)]
+
+
+def _weights_table(result: Result, o: Mapping, comparable: bool) -> Table:
+    """The causal weights and row sums, each beside the text's where the settings are the text's."""
     causal, sums = o["w9-masks.causal_weights"].published, o["w9-masks.row_sums"].published
-    n = len(result.positions)
     weights = Table(
         title=f"W9 4.2  causal attention weights (row = position looking, column = position "
         f"looked at; seed {result.config['seed']})",
@@ -50,7 +53,13 @@ def tables(result: Result, outcomes: Mapping) -> list:
         else:
             cells.append(repr(s))
         weights.add_row(str(i), *cells)
+    return weights
 
+
+def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
+    """Row sums, the causal mask keeping the past, the padding weight, the core softmax."""
+    n = len(result.positions)
+    sums = o["w9-masks.row_sums"].published
     checks_rows: list[CheckRow] = []
 
     def add(check_id: str, quantity: str, regenerated_text: str, published_text: str | None = None) -> None:
@@ -97,8 +106,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
         )
     )
     caption = None if comparable else "not the text's settings (seed 0, n 5, d 4): published values do not apply"
-    checks = check_table("W9 4.2  mask checks", checks_rows, caption=caption)
-    return [weights, checks]
+    return check_table("W9 4.2  mask checks", checks_rows, caption=caption)
 
 
 def figures(

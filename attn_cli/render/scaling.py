@@ -28,8 +28,20 @@ def _beside(text: str, outcome: Outcome | None) -> Cell:
 
 def tables(result: Result, outcomes: Mapping) -> list:
     """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    o = outcomes
+    out: list[Block] = [_formula_table(result, outcomes)]
+    if not result.measured_rows:
+        out.append("doubling the length quadruples the cost (try --measure to time it)")
+        return out
+    out.append(_measured_table(result))
+    for line in result.dropped:
+        out.append(styled(("left out", "yellow"), f" (does not fit): {line}"))
+    if result.exponent is not None:
+        out.extend(_exponent_notes(result, result.exponent))
+    return out
 
+
+def _formula_table(result: Result, o: Mapping) -> Table:
+    """Score entries, memory and operations per length, each beside the text's value."""
     d = result.config["d_model"]
     formula = Table(
         title="W9 5.2  self-attention builds an n x n score matrix per head",
@@ -44,11 +56,12 @@ def tables(result: Result, outcomes: Mapping) -> list:
             _beside(f.memory, o.get(f"w9-scaling.{f.n}.memory")),
             _beside(f"{f.operations:.2e}", o.get(f"w9-scaling.{f.n}.operations")),
         )
-    out: list[Block] = [formula]
-    if not result.measured_rows:
-        out.append("doubling the length quadruples the cost (try --measure to time it)")
-        return out
+    return formula
 
+
+def _measured_table(result: Result) -> Table:
+    """The timed forward passes (--measure): time, ratio to the previous length, memory."""
+    d = result.config["d_model"]
     where = result.device_name if result.device_name != "cpu" else f"cpu, {result.threads} threads"
     measured = Table(
         title=f"measured: one-head attention forward on {where} "
@@ -82,34 +95,34 @@ def tables(result: Result, outcomes: Mapping) -> list:
             human_bytes(r.formula_bytes),
         )
         prev = r
-    out.append(measured)
-    for line in result.dropped:
-        out.append(styled(("left out", "yellow"), f" (does not fit): {line}"))
-    if result.exponent is not None:
-        out.append(
-            styled(
-                "fitted exponent: time ∝ n^",
-                (f"{result.exponent:.2f}", "bold"),
-                " (least squares on log-log; the formula says 2 once n is large enough for the n² d "
-                "products to dominate)",
-            )
+    return measured
+
+
+def _exponent_notes(result: Result, exponent: float) -> list[Block]:
+    """The fitted exponent, then a note on why it may fall short of 2 (overheads, a busy CPU)."""
+    out: list[Block] = [
+        styled(
+            "fitted exponent: time ∝ n^",
+            (f"{exponent:.2f}", "bold"),
+            " (least squares on log-log; the formula says 2 once n is large enough for the n² d products to dominate)",
         )
-        busy = (
-            result.load_average is not None
-            and result.cpu_count
-            and result.load_average > result.cpu_count
-            and result.device_name == "cpu"
+    ]
+    busy = (
+        result.load_average is not None
+        and result.cpu_count
+        and result.load_average > result.cpu_count
+        and result.device_name == "cpu"
+    )
+    why = []
+    if exponent < 1.6:
+        why.append("at small n fixed per-call overheads dominate (try larger --lengths)")
+    if busy:
+        why.append(
+            f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
+            "cores), so timings are noisy"
         )
-        why = []
-        if result.exponent < 1.6:
-            why.append("at small n fixed per-call overheads dominate (try larger --lengths)")
-        if busy:
-            why.append(
-                f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
-                "cores), so timings are noisy"
-            )
-        if why:
-            out.append(styled(("note", "yellow"), f": {'; '.join(why)}."))
+    if why:
+        out.append(styled(("note", "yellow"), f": {'; '.join(why)}."))
     return out
 
 
