@@ -123,14 +123,7 @@ def run(
                     run.result = exp.run(config, progress=report, store=_pieces(exp, store, use_cache))
                 if store is not None and key:
                     _store(exp, store, key, run.result, run.notes)
-        run.notes += list(getattr(run.result, "notes", None) or [])
-        run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
-        if judged:
-            from attn_cli.published.compare import compare_result
-
-            run.outcomes = compare_result(run.result, exp.artifacts)
-        if out is not None:
-            run.files = exp.figures(run.result, Path(out), formats, run.outcomes, keep)
+        _judge_and_draw(run, judged, out, formats, keep)
     except WriteFailed:  # a full or read-only disk stops the whole run, not one experiment
         raise
     except Exception as exc:
@@ -141,6 +134,18 @@ def run(
         run.error = out_of_memory(exc) or f"{type(exc).__name__}: {exc}"
     run.seconds = time.perf_counter() - start
     return run
+
+
+def _judge_and_draw(run: Run, judged: bool, out: str | Path | None, formats: Sequence[str], keep: list | None) -> None:
+    """The Result's notes and measured values, its outcomes when ``judged``, its figures when ``out``."""
+    run.notes += list(getattr(run.result, "notes", None) or [])
+    run.measured = dict(run.result.measured()) if hasattr(run.result, "measured") else {}
+    if judged:
+        from attn_cli.published.compare import compare_result
+
+        run.outcomes = compare_result(run.result, run.experiment.artifacts)
+    if out is not None:
+        run.files = run.experiment.figures(run.result, Path(out), formats, run.outcomes, keep)
 
 
 def run_experiments(

@@ -57,6 +57,22 @@ class VerifyReport:
         """The closing lines: cached work reused, then the numeric mode."""
         return [*pipeline.cache_lines(self.runs), pipeline.numerics_line(self.where["numerics"])]
 
+    def write(self, registry: Registry, artifact_ids: list[str], out: Path) -> None:
+        """Write ``verify.json`` and ``verify.html`` into ``out``; they become :attr:`files`."""
+        from attn_cli.report_files import write_verify_page
+
+        self.files = write_verify_page(
+            registry,
+            artifact_ids,
+            out,
+            record=self.record,
+            outcomes=self.outcomes,
+            summary=self.summary,
+            coverage_line=self.coverage.line(),
+            seconds=self.seconds,
+            where=self.where,
+        )
+
 
 @dataclass
 class AllReport:
@@ -152,19 +168,7 @@ def verify(
         header=_header("attn verify", where, device, seed, seeds, quick),
     )
     if out is not None:
-        from attn_cli.report_files import write_verify_page
-
-        report.files = write_verify_page(
-            registry,
-            artifact_ids,
-            Path(out),
-            record=report.record,
-            outcomes=report.outcomes,
-            summary=report.summary,
-            coverage_line=report.coverage.line(),
-            seconds=report.seconds,
-            where=report.where,
-        )
+        report.write(registry, artifact_ids, Path(out))
     return report
 
 
@@ -192,11 +196,8 @@ def regenerate_all(
     section, and the rest still run and are written.  ``seeds`` as in :func:`verify` (not with
     ``quick``, which trains one seed: :class:`attn_cli.errors.BadConfig`).  Raises as :func:`verify` does.
     """
-    from attn_cli import records, report_files
     from attn_cli.errors import BadConfig
     from attn_cli.plan import judged, smoke
-    from attn_cli.published.compare import summary
-    from attn_cli.render.manifest import manifest as manifest_json
 
     started = time.perf_counter()
     out = Path(out)
@@ -208,58 +209,88 @@ def regenerate_all(
     experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     options = _plan_options(experiments, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
     plan = check_plan_seeds(smoke(experiments, **options) if quick else judged(experiments, seeds=seeds, **options))
+    job = _AllRun(registry, out, formats, only, artifact_ids, quick, seed, seeds, device, numerics, started)
+    done = _run(plan, "all", progress, on_done=job.write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
+    return job.report(plan, done)
 
-    sections = []
-    judged_now: dict = {}  # check ID -> Outcome: the one verdict its tables, report and manifest show
 
-    def write(run: pipeline.Run) -> None:
+@dataclass
+class _AllRun:
+    """``attn all`` under way: what it was asked, and the sections written into ``out`` as each
+    experiment finished, with the one verdict per check their tables, the report and the manifest show."""
+
+    registry: Registry
+    out: Path
+    formats: Sequence[str]
+    only: Sequence[str]
+    artifact_ids: list[str]
+    quick: bool
+    seed: int
+    seeds: int | None
+    device: str
+    numerics: str | None
+    started: float  # time.perf_counter() when attn all began
+    sections: list = field(default_factory=list)  # report_files.Section per experiment, as it finished
+    judged: dict = field(default_factory=dict)  # check ID -> Outcome, judged as its experiment finished
+
+    def write(self, run: pipeline.Run) -> None:
+        """``on_done``: judge a finished run's checks, then write its section (tables, JSON, figures)."""
+        from attn_cli import report_files
+
+        registry = self.registry
         mine = pipeline.compare(
             [c for c in registry.checks.values() if experiment_name(registry, c) == run.name], registry, [run]
         )
-        judged_now.update((o.check.id, o) for o in mine)
-        sections.append(
-            report_files.write_section(run, registry, out, formats, command_of(registry, run.experiment), mine)
+        self.judged.update((o.check.id, o) for o in mine)
+        command = command_of(registry, run.experiment)
+        self.sections.append(report_files.write_section(run, registry, self.out, self.formats, command, mine))
+
+    def report(self, plan: Plan, done: list[pipeline.Run]) -> AllReport:
+        """Every selected check's verdict, then ``manifest.json``, ``index.md`` and ``index.html``."""
+        from attn_cli import records
+        from attn_cli.published.compare import summary
+        from attn_cli.render.manifest import manifest as manifest_json
+
+        registry, only, quick, device = self.registry, self.only, self.quick, self.device
+        outcomes = _all_outcomes(registry, only, done, self.judged)
+        cov = pipeline.coverage(
+            registry, list(registry.artifacts) if not only else self.artifact_ids, everything=not only
         )
-
-    done = _run(plan, "all", progress, on_done=write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
-
-    outcomes = _all_outcomes(registry, only, done, judged_now)
-    cov = pipeline.coverage(registry, list(registry.artifacts) if not only else artifact_ids, everything=not only)
-    line = None if quick else summary(outcomes)
-    where = pipeline.where_it_ran(device, numerics)
-    manifest = manifest_json(
-        sections,
-        command="attn all" + (" --quick" if quick else ""),
-        quick=quick,
-        seed=seed,
-        device=device,
-        **where,
-        cache=pipeline.cache_lines(done),
-        seconds=time.perf_counter() - started,
-        checks=line,
-        coverage=cov.line(),
-        missing=cov.no_experiment,
-        outcomes=outcomes,
-        quick_note=QUICK_NOTE if quick else None,
-    )
-    record = records.record(outcomes, _header("attn all", where, device, seed, seeds, quick))
-    manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
-    shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
-    index = _write_index(out, manifest, shown, sections, outcomes)
-    written = [out / f for s in sections for f in (*s.figures, *s.data)]
-    return AllReport(
-        out=out,
-        quick=quick,
-        runs=done,
-        sections=sections,
-        outcomes=outcomes,
-        coverage=cov,
-        summary=line,
-        quick_line=quick_line(outcomes, registry, plan) if quick else None,
-        manifest=manifest,
-        where=where,
-        files=[*written, *index],
-    )
+        line = None if quick else summary(outcomes)
+        where = pipeline.where_it_ran(device, self.numerics)
+        manifest = manifest_json(
+            self.sections,
+            command="attn all" + (" --quick" if quick else ""),
+            quick=quick,
+            seed=self.seed,
+            device=device,
+            **where,
+            cache=pipeline.cache_lines(done),
+            seconds=time.perf_counter() - self.started,
+            checks=line,
+            coverage=cov.line(),
+            missing=cov.no_experiment,
+            outcomes=outcomes,
+            quick_note=QUICK_NOTE if quick else None,
+        )
+        record = records.record(outcomes, _header("attn all", where, device, self.seed, self.seeds, quick))
+        manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
+        shown = [registry.artifacts[a] for a in self.artifact_ids if a in registry.artifacts]
+        index = _write_index(self.out, manifest, shown, self.sections, outcomes)
+        written = [self.out / f for s in self.sections for f in (*s.figures, *s.data)]
+        return AllReport(
+            out=self.out,
+            quick=quick,
+            runs=done,
+            sections=self.sections,
+            outcomes=outcomes,
+            coverage=cov,
+            summary=line,
+            quick_line=quick_line(outcomes, registry, plan) if quick else None,
+            manifest=manifest,
+            where=where,
+            files=[*written, *index],
+        )
 
 
 def _all_outcomes(registry: Registry, only: Sequence[str], done: list[pipeline.Run], judged_now: dict) -> list:
@@ -275,26 +306,12 @@ def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcome
     """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
     from attn_cli.render import files, html, report
 
-    line, coverage_line = manifest["checks"], manifest["coverage"]  # the summary and coverage lines
+    both: dict[str, Any] = dict(catalogue=shown, sections=sections, manifest=manifest)  # what both pages show
+    both.update(summary=manifest["checks"], coverage_line=manifest["coverage"])  # the summary and coverage lines
     files.write_json(out / "manifest.json", manifest)
-    files.write_text(
-        out / "index.md",
-        report.index_markdown(
-            catalogue=shown, sections=sections, manifest=manifest, summary=line, coverage_line=coverage_line
-        ),
-    )
-    files.write_text(
-        out / "index.html",
-        html.index_html(
-            catalogue=shown,
-            sections=sections,
-            manifest=manifest,
-            outcomes=outcomes,
-            summary=line,
-            coverage_line=coverage_line,
-            links=("manifest.json", "index.md"),
-        ),
-    )
+    files.write_text(out / "index.md", report.index_markdown(**both))
+    page = html.index_html(**both, outcomes=outcomes, links=("manifest.json", "index.md"))
+    files.write_text(out / "index.html", page)
     return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 

@@ -176,10 +176,7 @@ def copy_task(
         attn copy-task --lengths 16 --seeds 0-4 --model attention
         attn copy-task --quick --json --out /tmp/copy
     """
-    import dataclasses
-
     from attn_cli.cli.commands.cache import cache_root
-    from attn_cli.cli.commands.cluster_progress import cluster_bar
     from attn_cli.experiments import copy_task as exp
     from attn_cli.render import copy_task as render
 
@@ -187,33 +184,49 @@ def copy_task(
         raise click.UsageError(
             "--seed and --seeds both given: --seeds lists every seed to train (put the --seed value in the list)"
         )
-    flat = tuple(seed for group in seeds for seed in group)  # a range (0-63) is a group of seeds
     given: dict[str, Any] = dict(
         steps=steps, hidden_size=hidden_size, batch_size=batch_size, lr=lr, eval_size=eval_size
     )
-    given.update(lengths=tuple(dict.fromkeys(lengths)), seeds=tuple(dict.fromkeys(flat)))  # repeats: once
-    fields = {name: value for name, value in given.items() if value not in (None, ())}
+    fields = _config_fields(given, lengths, seeds)
     config = config_of(exp, common, model=model, engine=engine, jobs=jobs, use_cache=not no_cache, **fields)
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
-        from attn_cli.experiments.copy_task.cluster import plan_keywords
-
-        config = dataclasses.replace(
-            config, **plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait)
-        )
-
-    def display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None] | None]:
-        return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
-
+        config = _on_cluster(config, common)
     return Job(
         exp,
         render,
         config,
         common,
-        display=display,
+        display=_display,
         cache_root=lambda: cache_root(common),
         use_cache=not no_cache,
         threads=None,
     )
+
+
+def _config_fields(
+    given: dict[str, Any], lengths: tuple[int, ...], seeds: tuple[tuple[int, ...], ...]
+) -> dict[str, Any]:
+    """The Config fields the options give: ``given``, then the lengths and the seeds (a range,
+    0-63, is a group of seeds), each once, in order; an option not given is left out."""
+    flat = tuple(seed for group in seeds for seed in group)
+    given = {**given, "lengths": tuple(dict.fromkeys(lengths)), "seeds": tuple(dict.fromkeys(flat))}
+    return {name: value for name, value in given.items() if value not in (None, ())}
+
+
+def _on_cluster(config: Config, common: Common) -> Config:
+    """``config`` with --scheduler's Dask cluster (:func:`attn_cli.experiments.copy_task.cluster.plan_keywords`)."""
+    import dataclasses
+
+    from attn_cli.experiments.copy_task.cluster import plan_keywords
+
+    return dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait))
+
+
+def _display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None] | None]:
+    """The copy task's progress: one bar over the runs of a Dask cluster, else one bar per run."""
+    from attn_cli.cli.commands.cluster_progress import cluster_bar
+
+    return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
 
 
 COMMANDS = [copy_task]

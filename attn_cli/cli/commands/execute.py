@@ -20,7 +20,8 @@ from attn_cli.cli.options import Common
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from rich.progress import TaskID
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
     from attn_cli.experiment_registry import Experiment
     from attn_cli.experiments.progress import ProgressEvent
@@ -141,21 +142,9 @@ def run_plan(
     """Run the plan under one rich progress display on stderr: a bar over the set, and a
     second line for the steps inside an experiment that reports them (the ``progress`` of
     :func:`attn_cli.regenerate.verify` and :func:`attn_cli.regenerate.regenerate_all`)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-    from rich.text import Text
-
     from attn_cli import pipeline
-    from attn_cli.render.console import stderr
 
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stderr,
-        transient=True,
-    )
+    progress = _plan_progress()
     task = progress.add_task(f"attn {verb}", total=len(plan))
     inner: TaskID | None = None  # the steps inside the running experiment, while it reports them
 
@@ -187,11 +176,7 @@ def run_plan(
         if on_done:
             on_done(run)
         progress.advance(task)
-        mark = "[red]failed[/]" if run.error else "[green]done[/]"
-        line = Text.from_markup(f"{mark} {run.name} ({run.seconds:.1f} s)")
-        progress.console.print(line + Text(f": {run.error}") if run.error else line, highlight=False)  # data: no markup
-        for note in run.notes:  # the cache's and the Result's
-            progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False, markup=False)
+        _print_finished(progress.console, run)
 
     progress.start()
     try:
@@ -200,3 +185,31 @@ def run_plan(
         )
     finally:
         progress.stop()
+
+
+def _plan_progress() -> Progress:
+    """The display of :func:`run_plan` on stderr, not started: spinner, description, bar, count, time."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attn_cli.render.console import stderr
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    )
+
+
+def _print_finished(console: Console, run: Run) -> None:
+    """An experiment of the plan finished: done or failed (with the error), then its notes."""
+    from rich.text import Text
+
+    mark = "[red]failed[/]" if run.error else "[green]done[/]"
+    line = Text.from_markup(f"{mark} {run.name} ({run.seconds:.1f} s)")
+    console.print(line + Text(f": {run.error}") if run.error else line, highlight=False)  # data: no markup
+    for note in run.notes:  # the cache's and the Result's
+        console.print(f"  {run.name}: {note}", style="yellow", highlight=False, markup=False)
