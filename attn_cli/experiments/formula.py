@@ -8,10 +8,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.experiments.base import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    import torch
 
 ARTIFACTS = ("w9-worked", "w9-properties")
 FIGURES = ()
@@ -72,22 +75,12 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (n_q * d_k + n_k * (d_k + d_v) + 6 * n_q * n_k + 4 * n_q * d_v)
 
 
-def run(config: Config, progress: ProgressCallback = None) -> Result:
+def _worked_example(dev: torch.device) -> dict[str, Any]:
+    """3.1: the worked example, float64; the Result's 3.1 fields."""
     import torch
-    import torch.nn.functional as F
 
     from attn_cli.core.attention import scaled_dot_product_attention
-    from attn_cli.core.memory import guard
 
-    guard(
-        estimate_bytes(config),
-        f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} --d-v {config.d_v}",
-        config.device,
-    )
-
-    dev = torch.device(config.device)
-
-    # --- 3.1: the worked example, float64
     Q = torch.tensor(WORKED_Q, dtype=torch.float64, device=dev)  # (1, 2)
     K = torch.tensor(WORKED_K, dtype=torch.float64, device=dev)  # (3, 2)
     V = torch.tensor(WORKED_V, dtype=torch.float64, device=dev)  # (3, 1)
@@ -97,8 +90,23 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     s = 1 / math.sqrt(2)
     closed = [math.exp(s) / (2 * math.exp(s) + 1), 1 / (2 * math.exp(s) + 1), math.exp(s) / (2 * math.exp(s) + 1)]
     weights = w[0].cpu().tolist()
+    return {
+        "scores": scores[0].cpu().tolist(),
+        "weights": weights,
+        "weights_sum": w.sum().item(),
+        "output": out.item(),
+        "closed_form": closed,
+        "closed_form_max_diff": max(abs(a - b) for a, b in zip(weights, closed)),
+    }
 
-    # --- 3.2: random Q, K, V
+
+def _random_properties(config: Config, dev: torch.device) -> dict[str, Any]:
+    """3.2: random Q, K, V drawn on the CPU; the Result's 3.2 fields."""
+    import torch
+    import torch.nn.functional as F
+
+    from attn_cli.core.attention import scaled_dot_product_attention
+
     torch.manual_seed(config.seed)
     Qr, Kr, Vr = (
         torch.randn(config.n_q, config.d_k),
@@ -112,26 +120,35 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     o_text = w_text @ Vr
     o_sdpa = F.scaled_dot_product_attention(Qr, Kr, Vr)
     inside = ((o_r >= Vr.min(0).values - 1e-6) & (o_r <= Vr.max(0).values + 1e-6)).all()
-
-    return Result(
-        config=dataclasses.asdict(config),
-        scores=scores[0].cpu().tolist(),
-        weights=weights,
-        weights_sum=w.sum().item(),
-        output=out.item(),
-        closed_form=closed,
-        closed_form_max_diff=max(abs(a - b) for a, b in zip(weights, closed)),
-        shapes={
+    return {
+        "shapes": {
             "Q": list(Qr.shape),
             "K": list(Kr.shape),
             "V": list(Vr.shape),
             "scores": list(s_r.shape),
             "output": list(o_r.shape),
         },
-        matches_sdpa=bool(torch.allclose(o_r, o_sdpa, atol=1e-6)),
-        sdpa_max_diff=(o_r - o_sdpa).abs().max().item(),
-        core_max_diff=max((o_r - o_text).abs().max().item(), (w_r - w_text).abs().max().item()),
-        row_sums=w_r.sum(-1).cpu().tolist(),
-        non_negative=bool((w_r >= 0).all()),
-        convex=bool(inside),
+        "matches_sdpa": bool(torch.allclose(o_r, o_sdpa, atol=1e-6)),
+        "sdpa_max_diff": (o_r - o_sdpa).abs().max().item(),
+        "core_max_diff": max((o_r - o_text).abs().max().item(), (w_r - w_text).abs().max().item()),
+        "row_sums": w_r.sum(-1).cpu().tolist(),
+        "non_negative": bool((w_r >= 0).all()),
+        "convex": bool(inside),
+    }
+
+
+def run(config: Config, progress: ProgressCallback = None) -> Result:
+    import torch
+
+    from attn_cli.core.memory import guard
+
+    guard(
+        estimate_bytes(config),
+        f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} --d-v {config.d_v}",
+        config.device,
     )
+
+    dev = torch.device(config.device)
+    worked = _worked_example(dev)
+    properties = _random_properties(config, dev)
+    return Result(config=dataclasses.asdict(config), **worked, **properties)

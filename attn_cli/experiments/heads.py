@@ -110,11 +110,93 @@ def handwritten_multihead(mha: nn.MultiheadAttention, x: Tensor) -> Tensor:
     return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
 
 
-def run(config: Config, progress: ProgressCallback = None) -> Result:
+def _w9_block(config: Config) -> tuple[bool, float, list[dict]]:
+    """W9 5.1: the text's block, draws in its order; then its parameter table at d_model."""
     import torch
     from torch import nn
 
+    from attn_cli.core.attention import count_parameters
+
+    dev = config.device
+    torch.manual_seed(config.seed)
+    d, h, n = 8, 2, 5
+    mha = nn.MultiheadAttention(d, h, batch_first=True)
+    x = torch.randn(1, n, d)
+    mha, x = mha.to(dev), x.to(dev)
+    mine = handwritten_multihead(mha, x)
+    theirs = mha(x, x, x)[0][0]
+    matches = bool(torch.allclose(mine, theirs, atol=1e-5))
+    max_diff = float((mine - theirs).abs().max())
+
+    dm = config.d_model
+    w9_params = [
+        {
+            "heads": heads,
+            "params": count_parameters(nn.MultiheadAttention(dm, heads)),
+            "formula": 4 * dm * dm + 4 * dm,
+            "head_size": dm // heads,
+        }
+        for heads in config.heads
+    ]
+    return matches, max_diff, w9_params
+
+
+def _d2l_shape_check(config: Config) -> tuple[list[int], list[int], float]:
+    """D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected):
+    the output's shape, the weights' shape, and the largest weight beyond valid_lens."""
+    import torch
+
+    from attn_cli.core.attention import MultiHeadAttention
+
+    dev = config.device
+    torch.manual_seed(config.seed)
+    num_hiddens, num_heads = 100, 5
+    attention = MultiHeadAttention(num_hiddens, num_heads, 0.5).to(dev)
+    batch_size, num_queries, num_kvpairs = 2, 4, 6
+    valid_lens = torch.tensor([3, 2], device=dev)
+    X = torch.ones((batch_size, num_queries, num_hiddens), device=dev)
+    Y = torch.ones((batch_size, num_kvpairs, num_hiddens), device=dev)
+    out, weights = attention(X, Y, Y, valid_lens)  # (2, 4, 100), (2, 5, 4, 6)
+    beyond = torch.arange(num_kvpairs, device=dev)[None, :] >= valid_lens[:, None]  # (B, n_k)
+    masked_weight = float(weights.masked_select(beyond[:, None, None, :].expand_as(weights)).abs().max())
+    return list(out.shape), list(weights.shape), masked_weight
+
+
+def _d2l_param_table(config: Config) -> list[dict]:
+    """D2L parameter table: concrete layers, materialised by a forward pass as in the text."""
+    import torch
+
     from attn_cli.core.attention import MultiHeadAttention, count_parameters
+
+    dev = config.device
+    d2l_params = []
+    nh = config.d2l_d_model
+    X = torch.ones((2, 10, nh), device=dev)
+    for heads in config.heads:
+        layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(dev)
+        layer(X, X, X, None)
+        d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
+    return d2l_params
+
+
+def _layout(config: Config) -> dict:
+    """Figure 10.3.2: the layout drawn for (d_model, layout_heads), and the concrete layer it stands for."""
+    from attn_cli.core.attention import MultiHeadAttention, count_parameters
+
+    d, h = config.d_model, config.layout_heads
+    p = d // h
+    return {
+        "d": d,
+        "h": h,
+        "p": p,
+        "params_drawn": 3 * h * d * p + (h * p) * d,  # h heads x (W_q, W_k, W_v: d -> p) + W_o
+        "params_layer": count_parameters(MultiHeadAttention(d, h)),
+    }
+
+
+def run(config: Config, progress: ProgressCallback = None) -> Result:
+    import torch
+
     from attn_cli.core.memory import guard
 
     validate(config)
@@ -123,70 +205,20 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}",
         config.device,
     )
-    dev = config.device
 
     with torch.no_grad():
-        # W9 5.1: the text's block, draws in its order
-        torch.manual_seed(config.seed)
-        d, h, n = 8, 2, 5
-        mha = nn.MultiheadAttention(d, h, batch_first=True)
-        x = torch.randn(1, n, d)
-        mha, x = mha.to(dev), x.to(dev)
-        mine = handwritten_multihead(mha, x)
-        theirs = mha(x, x, x)[0][0]
-        matches = bool(torch.allclose(mine, theirs, atol=1e-5))
-        max_diff = float((mine - theirs).abs().max())
-
-        dm = config.d_model
-        w9_params = [
-            {
-                "heads": heads,
-                "params": count_parameters(nn.MultiheadAttention(dm, heads)),
-                "formula": 4 * dm * dm + 4 * dm,
-                "head_size": dm // heads,
-            }
-            for heads in config.heads
-        ]
-
-        # D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected)
-        torch.manual_seed(config.seed)
-        num_hiddens, num_heads = 100, 5
-        attention = MultiHeadAttention(num_hiddens, num_heads, 0.5).to(dev)
-        batch_size, num_queries, num_kvpairs = 2, 4, 6
-        valid_lens = torch.tensor([3, 2], device=dev)
-        X = torch.ones((batch_size, num_queries, num_hiddens), device=dev)
-        Y = torch.ones((batch_size, num_kvpairs, num_hiddens), device=dev)
-        out, weights = attention(X, Y, Y, valid_lens)  # (2, 4, 100), (2, 5, 4, 6)
-        beyond = torch.arange(num_kvpairs, device=dev)[None, :] >= valid_lens[:, None]  # (B, n_k)
-        masked_weight = float(weights.masked_select(beyond[:, None, None, :].expand_as(weights)).abs().max())
-
-        # D2L parameter table: concrete layers, materialised by a forward pass as in the text
-        d2l_params = []
-        nh = config.d2l_d_model
-        X = torch.ones((2, 10, nh), device=dev)
-        for heads in config.heads:
-            layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(dev)
-            layer(X, X, X, None)
-            d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
-
-        # figure 10.3.2: the layout drawn for (d_model, layout_heads), and the concrete layer it stands for
-        d, h = config.d_model, config.layout_heads
-        p = d // h
-        layout = {
-            "d": d,
-            "h": h,
-            "p": p,
-            "params_drawn": 3 * h * d * p + (h * p) * d,  # h heads x (W_q, W_k, W_v: d -> p) + W_o
-            "params_layer": count_parameters(MultiHeadAttention(d, h)),
-        }
+        matches, max_diff, w9_params = _w9_block(config)
+        mha_shape, mha_weights_shape, masked_weight = _d2l_shape_check(config)
+        d2l_params = _d2l_param_table(config)
+        layout = _layout(config)
 
     return Result(
         config=asdict(config),
         handwritten_matches=matches,
         handwritten_max_diff=max_diff,
         w9_params=w9_params,
-        mha_shape=list(out.shape),
-        mha_weights_shape=list(weights.shape),
+        mha_shape=mha_shape,
+        mha_weights_shape=mha_weights_shape,
         mha_masked_weight=masked_weight,
         d2l_params=d2l_params,
         layout=layout,

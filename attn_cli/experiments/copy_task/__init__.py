@@ -115,11 +115,20 @@ def run(config: Config, progress: ProgressCallback = None, store: Pieces | None 
     notes: list[str] = []
     specs = config.plan()
     report = _reporter(specs, progress)
+    keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in specs]
+    outcomes, cached, todo = _reuse_cached(specs, keys, config, store, report, notes)
+    done = _finisher(specs, keys, config, store, report, outcomes, notes)
+    _train(todo, config, report, done)
+    return assemble(config, cast(list[RunOutcome], outcomes), cached, seconds=time.perf_counter() - start, notes=notes)
+
+
+def _reuse_cached(
+    specs: list[RunSpec], keys: list[dict], config: Config, store: Pieces | None, report: Report, notes: list[str]
+) -> tuple[list[RunOutcome | None], list[bool], Todo]:
+    """Each run's cached outcome where ``store`` has one and reuse is on (reported as "cached"),
+    which runs were cached, and the runs still to train; an unreadable entry adds a note."""
     outcomes: list[RunOutcome | None] = [None] * len(specs)
     cached = [False] * len(specs)
-    keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in specs]
-    writable = [store is not None]  # until a write fails: then one note, and no more writes
-
     todo = []
     for i, spec in enumerate(specs):
         if store is not None and store.reuse and config.use_cache:
@@ -135,6 +144,21 @@ def run(config: Config, progress: ProgressCallback = None, store: Pieces | None 
                 report(i, spec.steps, spec.steps, found.final_loss, "cached")
                 continue
         todo.append((i, spec))
+    return outcomes, cached, todo
+
+
+def _finisher(
+    specs: list[RunSpec],
+    keys: list[dict],
+    config: Config,
+    store: Pieces | None,
+    report: Report,
+    outcomes: list[RunOutcome | None],
+    notes: list[str],
+) -> Done:
+    """``done(index, outcome)``: refuse an outcome computed on other CPU kernels than its key's,
+    keep it in ``outcomes``, store it at once (Ctrl-C keeps it), and report it as "done"."""
+    writable = [store is not None]  # until a write fails: then one note, and no more writes
 
     def done(index: int, outcome: RunOutcome) -> None:
         want = keys[index]["numerics"]["isa"]
@@ -152,6 +176,11 @@ def run(config: Config, progress: ProgressCallback = None, store: Pieces | None 
                 notes.append(f"runs are no longer cached: {exc}")
         report(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
 
+    return done
+
+
+def _train(todo: Todo, config: Config, report: Report, done: Done) -> None:
+    """Every run of ``todo`` on its engine: the Dask cluster, exact beside fast, or one after the other."""
     exact = [(i, spec) for i, spec in todo if config.engine_of(spec) == "exact"]
     fast = [(i, spec) for i, spec in todo if config.engine_of(spec) == "fast"]
     if config.scheduler and todo:  # every run not cached, of either engine, on the Dask cluster
@@ -164,8 +193,6 @@ def run(config: Config, progress: ProgressCallback = None, store: Pieces | None 
         for engine, mine in (("exact", exact), ("fast", fast)):
             if mine:
                 (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, report, done)
-
-    return assemble(config, cast(list[RunOutcome], outcomes), cached, seconds=time.perf_counter() - start, notes=notes)
 
 
 def _overlap(config: Config, exact: Todo) -> bool:

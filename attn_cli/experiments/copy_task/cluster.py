@@ -191,62 +191,85 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
     mode, code = numerics.current_mode(), code_digest()
     client = connect(address, source)
     futures: dict = {}
-    finished, collected = False, 0
+    finished = False
     tags = {
         f"attn-copy-task-{config.engine_of(spec)}-{index}-{uuid.uuid4().hex[:12]}": (index, spec)
         for index, spec in todo
     }
     listening = _listen(client, tags, report)
     try:
-        for key, (index, spec) in tags.items():
-            engine = config.engine_of(spec)
-            fut = client.submit(
-                train_on_worker,
-                dataclasses.asdict(spec),
-                engine,
-                mode,
-                config.device,
-                key,
-                pure=False,
-                retries=RETRIES,
-                key=key,
-            )
-            futures[fut] = (index, spec, engine)
-        watch = _WorkerWatch(client, address, source, config.worker_wait)
-        watch.check(collected)  # a scheduler without workers is said at once
-        for fut in _finishing(client, futures, watch, lambda: collected):  # noqa: B023 (the live count)
-            index, spec, engine = futures.pop(fut)
-            what = f"the {spec.model} run at length {spec.length}, seed {spec.seed}"
-            try:
-                answer = fut.result()
-            except Exception as exc:  # the task raised RETRIES + 1 times, its workers died, or the scheduler went
-                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                report(index, 0, spec.steps, float("nan"), "failed")
-                if "scheduler-connection-lost" in reason or client.status not in ("running", "connecting"):
-                    raise ClusterError(
-                        f"lost the Dask scheduler at {address} (from {source}) mid-sweep: "
-                        f"the {collected} run(s) finished before are kept in the cache; "
-                        "a rerun resumes from them"
-                    ) from None
-                raise ClusterError(
-                    f"{what} failed on the Dask cluster at {address}: {type(exc).__name__}: {reason}"
-                ) from None
-            outcome = _outcome(answer, cache_key(spec, engine, config.device), what, code)
-            done(index, outcome)
-            collected += 1
+        _submit(client, tags, config, mode, futures)
+        _collect(client, futures, config, report, done, code)
         finished = True
     finally:
-        if not finished and futures:  # an error or Ctrl-C: the cluster stops computing runs nobody collects
-            try:
-                client.cancel(list(futures))
-            except Exception:  # the scheduler may be gone already
-                pass
-        if listening:
-            try:
-                client.unsubscribe_topic(TOPIC)
-            except Exception:
-                pass
-        client.close()
+        _release(client, futures if not finished else {}, listening)
+
+
+def _submit(client: Client, tags: dict[str, tuple[int, RunSpec]], config: Config, mode: str, futures: dict) -> None:
+    """Each tagged run as a task (keyed by its tag, retried :data:`RETRIES` times), into
+    ``futures`` (future -> ``(index, spec, engine)``) as it is submitted."""
+    for key, (index, spec) in tags.items():
+        engine = config.engine_of(spec)
+        fut = client.submit(
+            train_on_worker,
+            dataclasses.asdict(spec),
+            engine,
+            mode,
+            config.device,
+            key,
+            pure=False,
+            retries=RETRIES,
+            key=key,
+        )
+        futures[fut] = (index, spec, engine)
+
+
+def _collect(client: Client, futures: dict, config: Config, report: Report, done: Done, code: str) -> None:
+    """Each run's answer as it finishes, checked and handed to ``done`` (and popped from
+    ``futures``); the workers watched meanwhile.  A failed run is a ClusterError."""
+    address, source = config.scheduler or "", config.scheduler_from or "--scheduler"
+    collected = 0
+    watch = _WorkerWatch(client, address, source, config.worker_wait)
+    watch.check(collected)  # a scheduler without workers is said at once
+    for fut in _finishing(client, futures, watch, lambda: collected):  # noqa: B023 (the live count)
+        index, spec, engine = futures.pop(fut)
+        what = f"the {spec.model} run at length {spec.length}, seed {spec.seed}"
+        try:
+            answer = fut.result()
+        except Exception as exc:  # the task raised RETRIES + 1 times, its workers died, or the scheduler went
+            report(index, 0, spec.steps, float("nan"), "failed")
+            raise _failed(exc, client, address, source, what, collected) from None
+        outcome = _outcome(answer, cache_key(spec, engine, config.device), what, code)
+        done(index, outcome)
+        collected += 1
+
+
+def _failed(exc: Exception, client: Client, address: str, source: str, what: str, collected: int) -> ClusterError:
+    """The ClusterError for a run whose future raised: the scheduler lost mid-sweep, or the run's own failure."""
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "scheduler-connection-lost" in reason or client.status not in ("running", "connecting"):
+        return ClusterError(
+            f"lost the Dask scheduler at {address} (from {source}) mid-sweep: "
+            f"the {collected} run(s) finished before are kept in the cache; "
+            "a rerun resumes from them"
+        )
+    return ClusterError(f"{what} failed on the Dask cluster at {address}: {type(exc).__name__}: {reason}")
+
+
+def _release(client: Client, uncollected: dict, listening: bool) -> None:
+    """Cancel the runs nobody will collect (after an error or Ctrl-C: the cluster stops computing
+    them), stop listening to run starts, and close the client."""
+    if uncollected:
+        try:
+            client.cancel(list(uncollected))
+        except Exception:  # the scheduler may be gone already
+            pass
+    if listening:
+        try:
+            client.unsubscribe_topic(TOPIC)
+        except Exception:
+            pass
+    client.close()
 
 
 def _finishing(client: Client, futures: dict, watch: _WorkerWatch, collected: Callable[[], int]) -> Iterator[Future]:

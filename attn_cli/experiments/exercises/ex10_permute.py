@@ -14,6 +14,8 @@ from attn_cli.experiments.progress import ProgressCallback
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from attn_cli.core.attention import MultiHeadAttention
+
 TITLE = "permuting the source"
 D_MODEL, HEADS, N_Q, M_SRC, VALID = 16, 4, 5, 7, 4
 TOL = 1e-5
@@ -54,6 +56,89 @@ def sinusoidal(n: int, d: int) -> Tensor:
     return P  # (n, d)
 
 
+def _check(name: str, out: Tensor, ref: Tensor, expected: bool) -> Check:
+    diff = (out - ref).abs().max().item()
+    return Check(name, diff, diff < TOL, expected)
+
+
+def _permutations() -> tuple[Tensor, Tensor, Tensor]:
+    """A permutation of the source that is not the identity, one within the first VALID rows and
+    within the rest (keeps {0..l-1}), and the swap of a valid row with a masked one."""
+    import torch
+
+    perm = torch.randperm(M_SRC)
+    while torch.equal(perm, torch.arange(M_SRC)):
+        perm = torch.randperm(M_SRC)
+    within = torch.cat([torch.randperm(VALID), VALID + torch.randperm(M_SRC - VALID)])  # keeps {0..l-1}
+    crossing = torch.arange(M_SRC)
+    crossing[[0, M_SRC - 1]] = crossing[[M_SRC - 1, 0]]  # swaps a valid row with a masked one
+    return perm, within, crossing
+
+
+def _source_checks(mha: MultiHeadAttention, A: Tensor, B: Tensor, perms: tuple[Tensor, Tensor, Tensor]) -> list[Check]:
+    """Parts 1 and 2: permuting the keys and values, the keys only, and under valid_lens."""
+    import torch
+
+    perm, within, crossing = perms
+    ref, _ = mha(A, B, B)
+    checks = [
+        _check("ΠB as keys and values", mha(A, B[:, perm], B[:, perm])[0], ref, True),
+        _check("ΠB as keys only", mha(A, B[:, perm], B)[0], ref, False),
+    ]
+    lens = torch.tensor([VALID])
+    ref_l, _ = mha(A, B, B, lens)
+    checks.append(
+        _check(
+            f"valid_lens {VALID}: permute within the first {VALID} and within the rest",
+            mha(A, B[:, within], B[:, within], lens)[0],
+            ref_l,
+            True,
+        )
+    )
+    checks.append(
+        _check(
+            f"valid_lens {VALID}: swap row 0 with row {M_SRC - 1} (masked)",
+            mha(A, B[:, crossing], B[:, crossing], lens)[0],
+            ref_l,
+            False,
+        )
+    )
+    return checks
+
+
+def _word_order_checks(mha: MultiHeadAttention) -> list[Check]:
+    """Part 3: encoder (self-attention, no positions) then decoder cross-attention."""
+    import torch
+
+    from attn_cli.core.attention import MultiHeadAttention
+
+    words = {w: torch.randn(1, 1, D_MODEL) for w in ("dog", "bites", "man")}
+    encoder = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
+    decoder_queries = torch.randn(1, 3, D_MODEL)
+
+    def translate(sentence: str, positions: bool) -> Tensor:
+        x = torch.cat([words[w] for w in sentence.split()], 1)  # (1, 3, d)
+        if positions:
+            x = x + sinusoidal(3, D_MODEL)[None]
+        memory, _ = encoder(x, x, x)  # (1, 3, d): permutation equivariant without positions
+        return mha(decoder_queries, memory, memory)[0]  # (1, 3, d)
+
+    return [
+        _check(
+            "dog bites man vs man bites dog, no positions",
+            translate("dog bites man", False),
+            translate("man bites dog", False),
+            True,
+        ),
+        _check(
+            "dog bites man vs man bites dog, sinusoidal positions",
+            translate("dog bites man", True),
+            translate("man bites dog", True),
+            False,
+        ),
+    ]
+
+
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
@@ -62,60 +147,10 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     torch.manual_seed(config.seed)
     mha = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
     A, B = torch.randn(1, N_Q, D_MODEL), torch.randn(1, M_SRC, D_MODEL)
-    perm = torch.randperm(M_SRC)
-    while torch.equal(perm, torch.arange(M_SRC)):
-        perm = torch.randperm(M_SRC)
-    within = torch.cat([torch.randperm(VALID), VALID + torch.randperm(M_SRC - VALID)])  # keeps {0..l-1}
-    crossing = torch.arange(M_SRC)
-    crossing[[0, M_SRC - 1]] = crossing[[M_SRC - 1, 0]]  # swaps a valid row with a masked one
-    checks = []
-
-    def add(name: str, out: Tensor, ref: Tensor, expected: bool) -> None:
-        diff = (out - ref).abs().max().item()
-        checks.append(Check(name, diff, diff < TOL, expected))
-
+    perms = _permutations()
     with torch.no_grad():
-        ref, _ = mha(A, B, B)
-        add("ΠB as keys and values", mha(A, B[:, perm], B[:, perm])[0], ref, True)
-        add("ΠB as keys only", mha(A, B[:, perm], B)[0], ref, False)
-        lens = torch.tensor([VALID])
-        ref_l, _ = mha(A, B, B, lens)
-        add(
-            f"valid_lens {VALID}: permute within the first {VALID} and within the rest",
-            mha(A, B[:, within], B[:, within], lens)[0],
-            ref_l,
-            True,
-        )
-        add(
-            f"valid_lens {VALID}: swap row 0 with row {M_SRC - 1} (masked)",
-            mha(A, B[:, crossing], B[:, crossing], lens)[0],
-            ref_l,
-            False,
-        )
-        # part 3: encoder (self-attention, no positions) then decoder cross-attention
-        words = {w: torch.randn(1, 1, D_MODEL) for w in ("dog", "bites", "man")}
-        encoder = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
-        decoder_queries = torch.randn(1, 3, D_MODEL)
-
-        def translate(sentence: str, positions: bool) -> Tensor:
-            x = torch.cat([words[w] for w in sentence.split()], 1)  # (1, 3, d)
-            if positions:
-                x = x + sinusoidal(3, D_MODEL)[None]
-            memory, _ = encoder(x, x, x)  # (1, 3, d): permutation equivariant without positions
-            return mha(decoder_queries, memory, memory)[0]  # (1, 3, d)
-
-        add(
-            "dog bites man vs man bites dog, no positions",
-            translate("dog bites man", False),
-            translate("man bites dog", False),
-            True,
-        )
-        add(
-            "dog bites man vs man bites dog, sinusoidal positions",
-            translate("dog bites man", True),
-            translate("man bites dog", True),
-            False,
-        )
+        checks = _source_checks(mha, A, B, perms)
+        checks += _word_order_checks(mha)
     return Result(
         d=D_MODEL,
         h=HEADS,
