@@ -62,14 +62,14 @@ def verify(*only: str, **options: Any) -> Verification:
     cache; :func:`attn_cli.regenerate.verify`), without the progress display.  Writes no file.
     """
     from attn_cli import regenerate
-    from attn_cli.cli.commands.catalogue import _usage_errors
+    from attn_cli.cli.commands.catalogue import usage_errors
     from attn_cli.errors import ConfigError
 
     if options.get("out") is not None:
         raise ConfigError("verify() writes no file; regenerate_all(out) writes the report")
     with _callers_state(), _config_errors(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
         common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
-        with _usage_errors():
+        with usage_errors():
             checked = regenerate.verify(p["only"], **_library_options(common, p))
     return Verification(
         outcomes=checked.outcomes,
@@ -110,9 +110,9 @@ def _parsed(command: str, folder: str, only: Iterable[str], options: dict) -> tu
 def _library_options(common: Common, p: dict) -> dict:
     """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line, as the
     command builds them, without its progress display."""
-    from attn_cli.cli.commands.catalogue import _library_keywords
+    from attn_cli.cli.commands.catalogue import library_keywords
 
-    return {**_library_keywords(common, p.get("n_seeds"), p["no_cache"]), "progress": None}
+    return {**library_keywords(common, p.get("n_seeds"), p["no_cache"]), "progress": None}
 
 
 # --------------------------------------------------------------------------- all
@@ -150,11 +150,11 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     returns its manifest.
     """
     from attn_cli import regenerate
-    from attn_cli.cli.commands.catalogue import _usage_errors
+    from attn_cli.cli.commands.catalogue import usage_errors
 
     with _callers_state(), _config_errors():
         common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
-        with _usage_errors():
+        with usage_errors():
             done = regenerate.regenerate_all(out, p["only"], formats=common.formats, **_library_options(common, p))
     notes = [
         *done.not_written,

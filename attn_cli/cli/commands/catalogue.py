@@ -141,9 +141,9 @@ def verify(
     from attn_cli.render import console
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
-    with _usage_errors():
+    with usage_errors():
         checked = regenerate.verify(
-            only, **_library_keywords(common, n_seeds, no_cache), out=common.out if given_out else None
+            only, **library_keywords(common, n_seeds, no_cache), out=common.out if given_out else None
         )
     if checked.files:
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
@@ -236,9 +236,9 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int
     from attn_cli.render import console
 
     out = common.out
-    with _usage_errors():
+    with usage_errors():
         done = regenerate.regenerate_all(
-            out, only, **_library_keywords(common, n_seeds, no_cache), formats=common.formats
+            out, only, **library_keywords(common, n_seeds, no_cache), formats=common.formats
         )
 
     for text in done.not_written:
@@ -286,7 +286,7 @@ def _show_all(done: AllReport, out: Path, as_json: bool) -> None:
 
 
 @contextlib.contextmanager
-def _usage_errors() -> Iterator[None]:
+def usage_errors() -> Iterator[None]:
     """An unknown --only ID or a seed out of range as the option's usage error (exit 2)."""
     from attn_cli import experiment_registry
 
@@ -298,7 +298,7 @@ def _usage_errors() -> Iterator[None]:
         raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
 
-def _library_keywords(common: Common, n_seeds: int | None, no_cache: bool) -> dict[str, Any]:
+def library_keywords(common: Common, n_seeds: int | None, no_cache: bool) -> dict[str, Any]:
     """The keywords :func:`attn_cli.regenerate.verify` and ``regenerate_all`` share, from the options."""
     from attn_cli.cli.commands import execute  # its run_plan looked up now: tests replace it
     from attn_cli.cli.commands.cache import cache_root
