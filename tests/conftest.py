@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import json
 import os
 import shutil
@@ -167,7 +168,8 @@ def kernel_isolated(monkeypatch, tmp_path):
     from attn_cli.store import scratch
 
     os.chmod(tmp_path, 0o700)
-    saved = (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded)
+    saved = kernel._state
+    kernel._state = dataclasses.replace(saved)  # the test's own copy
     monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
     folder = scratch._reset_scratch_for_tests()
     yield tmp_path
@@ -175,7 +177,7 @@ def kernel_isolated(monkeypatch, tmp_path):
     if made is not None:
         shutil.rmtree(made, ignore_errors=True)
     scratch._scratch = folder
-    (kernel._lib, kernel._tried, kernel._error, kernel._warned, kernel._warned_place, kernel._loaded) = saved
+    kernel._state = saved
 
 
 def run_copy_task(config, cache_root, progress=None, reuse: bool = True):

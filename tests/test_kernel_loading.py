@@ -3,6 +3,7 @@ and any failure falls back to PyTorch ops with one warning."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -47,6 +48,10 @@ def _chosen() -> Path:
     fd, folder = kernel._open_kernel_folder()
     os.close(fd)
     return folder
+
+
+def _sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _so_name() -> str:
@@ -128,8 +133,8 @@ def test_a_planted_library_is_never_loaded(fresh):
     lib = kernel.load()
     assert lib is not None and lib.param_count(1, 32) > 0, kernel.load_error()
     assert not marker.exists()
-    assert kernel_build.sha256_of(so) == (folder / (so.name + ".sha256")).read_text().strip()
-    assert kernel.loaded() == (None, kernel_build.sha256_of(so))  # a fresh build
+    assert _sha256_of(so) == (folder / (so.name + ".sha256")).read_text().strip()
+    assert kernel.loaded() == (None, _sha256_of(so))  # a fresh build
     # and the planted fixed fallback of old is ignored as well
     assert _chosen() != Path(tempfile.gettempdir()) / "attn_cli_kernels"
 
@@ -144,10 +149,10 @@ def test_a_symlinked_library_with_a_matching_record_is_never_loaded(fresh):
     _plant(elsewhere, marker)
     so = folder / _so_name()
     so.symlink_to(elsewhere)
-    (folder / (so.name + ".sha256")).write_text(kernel_build.sha256_of(elsewhere))
+    (folder / (so.name + ".sha256")).write_text(_sha256_of(elsewhere))
     lib = kernel.load()
     assert lib is not None and lib.param_count(1, 32) > 0 and not marker.exists()
-    assert not so.is_symlink() and kernel.loaded()[1] == kernel_build.sha256_of(so) != kernel_build.sha256_of(elsewhere)
+    assert not so.is_symlink() and kernel.loaded()[1] == _sha256_of(so) != _sha256_of(elsewhere)
 
 
 @needs_cc
@@ -156,7 +161,7 @@ def test_a_verified_library_is_loaded_from_the_cache(fresh):
     kernel._reset_for_tests()
     lib = kernel.load()
     so = kernel.cache_folder() / _so_name()
-    assert lib is not None and kernel.loaded() == (so, kernel_build.sha256_of(so))
+    assert lib is not None and kernel.loaded() == (so, _sha256_of(so))
     assert lib._name.startswith("/proc/self/fd/") or Path(lib._name).parent.parent == private_scratch()
 
 
@@ -165,7 +170,7 @@ def test_a_corrupt_library_with_a_matching_record_is_rebuilt(fresh):
     folder = _chosen()
     so = folder / _so_name()
     so.write_bytes(b"\x7fELF not really")
-    (folder / (so.name + ".sha256")).write_text(kernel_build.sha256_of(so))
+    (folder / (so.name + ".sha256")).write_text(_sha256_of(so))
     lib = kernel.load()  # CDLL raises OSError on the corrupt bytes: rebuilt, loaded
     assert lib is not None and lib.param_count(1, 32) > 0
     assert kernel.load_error() is None and kernel.loaded()[0] is None

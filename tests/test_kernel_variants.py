@@ -235,30 +235,14 @@ def test_a_bad_attn_kernel_isa_is_an_error_naming_the_variable(request_, flags, 
 def test_load_refuses_a_bad_attn_kernel_isa_before_building(monkeypatch):
     monkeypatch.setenv(kernel_build.ISA_VAR, "sse9")
     monkeypatch.setattr(kernel_build, "_compiler", lambda: pytest.fail("nothing is built"))
-    saved = (
-        kernel._lib,
-        kernel._tried,
-        kernel._error,
-        kernel._warned,
-        kernel._warned_place,
-        kernel._loaded,
-        kernel._isa,
-    )
+    saved = kernel._state
     kernel._reset_for_tests()
     try:
         with pytest.raises(kernel_build.KernelIsaError, match="ATTN_KERNEL_ISA='sse9'"):
             kernel.load()
-        assert not kernel._tried  # a fixed variable is honoured by the next call
+        assert not kernel._state.tried  # a fixed variable is honoured by the next call
     finally:
-        (
-            kernel._lib,
-            kernel._tried,
-            kernel._error,
-            kernel._warned,
-            kernel._warned_place,
-            kernel._loaded,
-            kernel._isa,
-        ) = saved
+        kernel._state = saved
 
 
 def test_the_build_key_covers_the_variant(monkeypatch):

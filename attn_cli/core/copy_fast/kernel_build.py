@@ -3,6 +3,7 @@ flags, the build key and the compile itself (loading and verifying: :mod:`.kerne
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -28,33 +29,15 @@ def c_sources() -> dict[str, str]:
     return {name: folder.joinpath(name).read_text(encoding="utf-8") for name in SOURCES}
 
 
-BASE_FLAGS = [
-    "-O2",
-    "-ftree-vectorize",
-    "-fvect-cost-model=dynamic",
-    "-ffp-contract=off",
-    "-fno-math-errno",
-    "-fno-trapping-math",
-    "-shared",
-    "-fPIC",
-    "-std=c11",
-]
+BASE_FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-ffp-contract=off", "-fno-math-errno"]
+BASE_FLAGS += ["-fno-trapping-math", "-shared", "-fPIC", "-std=c11"]
 ISA_VAR = "ATTN_KERNEL_ISA"  # avx2 | avx512 | auto (default): the variant to build and run
 ISA_CHOICES = ("avx2", "avx512", "auto")
 # per variant: its flags, and the flags for compilers without that -march level (GCC < 11, clang < 12)
 VARIANT_FLAGS = {
     "avx512": (
         ["-march=x86-64-v4", "-mprefer-vector-width=512"],
-        [
-            "-mavx2",
-            "-mfma",
-            "-mavx512f",
-            "-mavx512cd",
-            "-mavx512bw",
-            "-mavx512dq",
-            "-mavx512vl",
-            "-mprefer-vector-width=512",
-        ],
+        "-mavx2 -mfma -mavx512f -mavx512cd -mavx512bw -mavx512dq -mavx512vl -mprefer-vector-width=512".split(),
     ),
     "avx2": (["-march=x86-64-v3"], ["-mavx2", "-mfma"]),  # what the portable mode pins torch to
     "native": (["-march=native"], ["-march=native"]),
@@ -72,9 +55,6 @@ class KernelIsaError(AttnError):
 
 
 MAX_LIBRARY_BYTES = 64 << 20  # the library is ~100 KB: a planted huge file is never read whole
-
-
-# --------------------------------------------------------------------------- what it is built from
 
 
 def _compiler() -> str | None:
@@ -109,27 +89,22 @@ def accepts(cc: str, flags: tuple[str, ...]) -> bool:
 
 
 def _compile(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """Run the compiler in a process group of its own and wait for it.  If attn is stopped
-    meanwhile (Ctrl-C, SIGTERM, SIGHUP reach this thread as an exception), the whole group --
-    the driver and the cc1 and as it started -- gets SIGTERM (SIGKILL after 5 s) and is waited
-    for before the exception goes on: no compile is left running and the build folder is
-    removed after it.  (``subprocess.run`` would kill the driver only.)"""
+    """Run the compiler in a process group of its own; if attn is stopped meanwhile, the whole
+    group (driver, cc1, as) gets SIGTERM (SIGKILL after 5 s) and is waited for before the
+    exception goes on.  (``subprocess.run`` would kill the driver only.)"""
     proc = subprocess.Popen(
         args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         out, err = proc.communicate()
     except BaseException:
-        for signum, timeout in ((signal.SIGTERM, 5), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
+            os.killpg(proc.pid, signal.SIGTERM)
             try:
-                os.killpg(proc.pid, signum)
-            except ProcessLookupError:  # the group is gone already
-                break
-            try:
-                proc.communicate(timeout=timeout)
-                break
+                proc.communicate(timeout=5)
             except subprocess.TimeoutExpired:
-                continue
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
         raise
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
@@ -142,10 +117,9 @@ def variant(
 ) -> str:
     """The kernel variant to build and run: ``avx512``, ``avx2``, ``native`` or ``baseline``.
 
-    ``request`` (default: ``$ATTN_KERNEL_ISA``): ``avx2`` or ``avx512`` forces that variant,
-    ``auto`` (or unset) takes the widest this CPU runs (``native`` in the native numeric
-    mode).  Raises :class:`KernelIsaError` for any other value, or for a forced variant this
-    CPU (or the one described by ``machine`` and ``flags``) cannot run.
+    ``request`` (default: ``$ATTN_KERNEL_ISA``): ``avx2``/``avx512`` force that variant, ``auto``
+    (or unset) takes the widest this CPU (or the one described) runs, ``native`` in native mode.
+    Raises :class:`KernelIsaError` for any other value, or a forced variant the CPU cannot run.
     """
     raw = os.environ.get(ISA_VAR, "") if request is None else request
     want = raw.strip().lower() or "auto"
@@ -203,17 +177,9 @@ def build_key(cc: str, mode: str | None = None, which: str | None = None) -> str
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-# --------------------------------------------------------------------------- build and load
-
-
 def _build(cc: str, into: Path, which: str | None = None) -> bytes:
-    """Compile variant ``which`` (default: this process's) in the private folder ``into``; the
-    library's bytes (read through the folder's descriptor). Raises RuntimeError with the
-    compiler's message."""
+    """Compile variant ``which`` (default: this process's) in the private folder ``into``: the
+    library's bytes, read through the folder's descriptor.  RuntimeError with cc's message."""
     for name, text in c_sources().items():
         (into / name).write_text(text)
     # relative names and cwd: the library's bytes do not depend on the folder's name

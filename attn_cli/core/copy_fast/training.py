@@ -1,10 +1,7 @@
 """The runs of the fast engine: initial weights, data streams, training, the thread pool.
 
-Initial weights: ``torch.manual_seed(seed)`` then :func:`attn_cli.core.copy_models.build_model`,
-exactly as the exact engine.  Data: the same ``randint`` stream, drawn from a CPU generator
-that continues the global one right after the model was built (the global RNG itself is
-left as it was found).  Each run records the backend that trained it ("kernel" or "torch")
-and, with the kernel, its variant (``kernel_isa``: "avx512", "avx2", ...).
+Weights and data as the exact engine's: ``torch.manual_seed(seed)``, ``build_model``, then the
+same ``randint`` stream from a CPU generator that continues the global one (left as found).
 """
 
 from __future__ import annotations
@@ -77,11 +74,7 @@ def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
 
 
 def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
-    """Seed K's initial weights as one flat (P,) row, and the generator of its data stream.
-
-    Same as the exact engine: manual_seed, then build_model; the data generator continues
-    the global stream from there.  The global RNG state is restored afterwards.
-    """
+    """Seed K's initial weights as one flat (P,) row, and the generator of its data stream."""
     # the global RNG is process-wide: never two of these at once (param_layout takes the lock too)
     with GLOBAL_RNG_LOCK:
         saved = torch.get_rng_state()
@@ -114,9 +107,7 @@ def train_group(
     inits: Sequence[tuple[torch.Tensor, torch.Generator]] | None = None,
 ) -> list[RunOutcome]:
     """Train the stacked runs ``specs`` (equal but for the seed) with PyTorch ops; any device.
-
-    ``inits``: their :func:`init_run` results, if already made.
-    """
+    ``inits``: their :func:`init_run` results, if already made."""
     start, cpu = time.perf_counter(), time.thread_time()
     s0 = specs[0]
     inits = inits or [init_run(s) for s in specs]
@@ -151,9 +142,7 @@ def train_kernel(
     init: tuple[torch.Tensor, torch.Generator] | None = None,
 ) -> list[RunOutcome]:
     """Train one run with the C kernel (CPU), PROGRESS_EVERY steps per call.
-
-    ``init``: its :func:`init_run` result, if already made.
-    """
+    ``init``: its :func:`init_run` result, if already made."""
     start, cpu = time.perf_counter(), time.thread_time()
     flat, gen = init or init_run(spec)
     params = flat.to(torch.float32).contiguous()  # (P,)
@@ -161,6 +150,8 @@ def train_kernel(
     B, T, H, att = spec.batch_size, spec.length, spec.hidden, int(spec.model == "attention")
     off = kernel.offsets(lib, spec.model, H)  # (roles + 1,) where each parameter lives
     work = torch.empty(lib.work_floats(B, T, H, att), dtype=torch.float32)  # kept across calls: no page faults
+    state = [t.data_ptr() for t in (params, grad, m1, m2)]
+    sizes = (B, T, H, att, float(spec.lr), float(spec.clip))
     done, final = 0, float("nan")
     while done < spec.steps:
         if stop is not None and stop.is_set():
@@ -169,24 +160,8 @@ def train_kernel(
         # n successive draws of the program's batch(B): one randint gives the same numbers
         src = torch.randint(0, 10, (n * B, T), generator=gen)  # (n B, T)
         losses = torch.empty(n, dtype=torch.float32)  # (n,)
-        rc = lib.train_steps_in(
-            params.data_ptr(),
-            grad.data_ptr(),
-            m1.data_ptr(),
-            m2.data_ptr(),
-            done,
-            src.data_ptr(),
-            n,
-            B,
-            T,
-            H,
-            att,
-            float(spec.lr),
-            float(spec.clip),
-            losses.data_ptr(),
-            off.data_ptr(),
-            work.data_ptr(),
-        )
+        ptrs = (losses.data_ptr(), off.data_ptr(), work.data_ptr())
+        rc = lib.train_steps_in(*state, done, src.data_ptr(), n, *sizes, *ptrs)
         if rc != 0:
             raise MemoryError(f"copy-task kernel could not allocate its work space (length {T})")
         done += n
@@ -205,12 +180,8 @@ def _evaluate_outcomes(
     start: float,
     cpu: float,
 ) -> list[RunOutcome]:
-    """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group.
-
-    ``seconds`` is the group's wall time; ``cpu_seconds`` the CPU time of the thread that
-    trained it (the kernel and torch's single intra-op thread run there), split evenly
-    over the stacked runs.
-    """
+    """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group:
+    ``seconds`` its wall time, ``cpu_seconds`` its thread's CPU time split over its runs."""
     s0 = specs[0]
     w = Weights(flat, param_layout(s0.model, s0.hidden))
     src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)
@@ -220,25 +191,23 @@ def _evaluate_outcomes(
     isa = effective_isa()
     seconds = time.perf_counter() - start
     cpu_share = (time.thread_time() - cpu) / len(specs)
-    outcomes = []
-    for i, spec in enumerate(specs):
-        outcomes.append(
-            RunOutcome(
-                spec=spec,
-                teacher_forced=forced[i],
-                free_running=free[i],
-                exact=exact[i],
-                seconds=seconds,
-                final_loss=final[i],
-                example_src=src[i, 0].tolist() if example is not None else [],
-                example_weights=example[i].tolist() if example is not None else [],
-                engine="fast",
-                cpu_seconds=cpu_share,
-                diagonal=diagonal[i],
-                isa=isa,
-            )
+    return [
+        RunOutcome(
+            spec=spec,
+            teacher_forced=forced[i],
+            free_running=free[i],
+            exact=exact[i],
+            seconds=seconds,
+            final_loss=final[i],
+            example_src=src[i, 0].tolist() if example is not None else [],
+            example_weights=example[i].tolist() if example is not None else [],
+            engine="fast",
+            cpu_seconds=cpu_share,
+            diagonal=diagonal[i],
+            isa=isa,
         )
-    return outcomes
+        for i, spec in enumerate(specs)
+    ]
 
 
 class _Stopped(Exception):
@@ -263,14 +232,11 @@ def run_fast(
 ) -> list[RunOutcome]:
     """Train and evaluate every spec with the fast engine; outcomes in the order of ``specs``.
 
-    backend: ``"kernel"`` (the C kernel, CPU only, one run per task), ``"torch"`` (PyTorch
-    ops, runs equal but for the seed stacked into one computation, any device) or
-    ``"auto"`` (the kernel on CPU where it builds, else torch).
-    threads: tasks trained at once on CPU (default: one per available core, at most one per
-    task); each task uses one core.  ``seconds`` of an outcome is the wall time of its task.
-    ``progress(spec_index, step, steps, loss)`` is called every PROGRESS_EVERY steps, from
-    worker threads but never two calls at once.  ``stop``: set it (from another thread) to
-    end the runs at their next chunk boundary.
+    backend: ``"kernel"`` (the C kernel, CPU only, one run per task), ``"torch"`` (PyTorch ops,
+    runs equal but for the seed stacked, any device) or ``"auto"`` (the kernel where it builds).
+    threads: tasks trained at once on CPU, one core each (default: one per available core).
+    ``progress(spec_index, step, steps, loss)``: every PROGRESS_EVERY steps, never two calls at
+    once.  ``stop``: set it (from another thread) to end the runs at their next chunk boundary.
     """
     on_cpu = torch.device(device).type == "cpu"
     lib = _library(backend, on_cpu)
@@ -316,11 +282,9 @@ def _library(backend: str, on_cpu: bool) -> ctypes.CDLL | None:
     """The C kernel where ``backend`` wants it and it loads; None for the PyTorch path."""
     if backend not in ("auto", "kernel", "torch"):
         raise ValueError(f"unknown backend {backend!r}; choose from auto, kernel, torch")
-    if not on_cpu:
-        if backend == "kernel":
-            raise ValueError("the C kernel runs on CPU only; use backend='torch' on other devices")
-        return None
-    if backend == "torch":
+    if not on_cpu and backend == "kernel":
+        raise ValueError("the C kernel runs on CPU only; use backend='torch' on other devices")
+    if not on_cpu or backend == "torch":
         return None
     lib = kernel.load()
     if lib is None and backend == "kernel":
@@ -333,14 +297,12 @@ def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[_Group]:
     threads finish together."""
     groups = group_specs(specs)
     tasks = [_Group([i], [s]) for g in groups for i, s in zip(g.indices, g.specs)] if one_per_run else groups
-    tasks.sort(
-        key=lambda g: (
-            -len(g.specs)
-            * g.specs[0].steps
-            * step_flops(g.specs[0].model, g.specs[0].length, g.specs[0].hidden, g.specs[0].batch_size)
-        )
-    )
-    return tasks
+    return sorted(tasks, key=_minus_work)
+
+
+def _minus_work(task: _Group) -> float:
+    s = task.specs[0]
+    return -len(task.specs) * s.steps * step_flops(s.model, s.length, s.hidden, s.batch_size)
 
 
 def _run_tasks(work: Callable[[_Group], None], tasks: list[_Group], n_threads: int, stop: threading.Event) -> None:
