@@ -57,20 +57,13 @@ def cluster_bar(specs: Sized, address: str, enabled: bool = True) -> Iterator[Ca
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from attn_cli.render.console import stderr
+    from attn_cli.cli.commands.execute import progress_display
 
     counts = RunCounts(len(specs))
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[counts]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=stderr,
-        transient=True,
+    progress = progress_display(
+        TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()
     )
     task = progress.add_task(f"runs on {address[:60]}", total=len(specs), counts=counts.line())
 

@@ -3,14 +3,16 @@ display on stderr (one bar per run, or one over the runs of a Dask cluster)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.commands import option
+from attn_cli.cli.commands.execute import Job, config_of, progress_display
 from attn_cli.cli.options import (
     Common,
     JudgedCommand,
@@ -19,7 +21,7 @@ from attn_cli.cli.options import (
     format_option,
     scheduler_option,
 )
-from attn_cli.cli.types import SEEDS, AliasedOption, FiniteFloatRange, IntRange, MultiValueOption
+from attn_cli.cli.types import SEEDS, FiniteFloatRange, IntRange, MultiValueOption
 
 if TYPE_CHECKING:
     from attn_cli.core.copy_spec import RunSpec
@@ -33,19 +35,13 @@ MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
 @contextmanager
 def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]:
     """One rich progress bar per run on stderr; yields the experiment's ``progress`` callback."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import TextColumn, TimeElapsedColumn
 
-    from attn_cli.render.console import stderr
-
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
+    progress = progress_display(
         TextColumn("step {task.completed:>5.0f}/{task.total:.0f}"),
         TextColumn("loss {task.fields[loss]}"),
         TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
-        console=stderr,
-        transient=True,
     )
     tasks = [
         progress.add_task(
@@ -53,16 +49,12 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
         )
         for s in specs
     ]
-    started: set[int] = set()
 
     def update(event: ProgressEvent) -> None:  # about one training run (event.item)
         assert event.item is not None
-        task = tasks[event.item]
-        if event.item not in started:
-            progress.start_task(task)
-            started.add(event.item)
+        progress.start_task(tasks[event.item])  # once: a started task stays as it is
         progress.update(
-            task,
+            tasks[event.item],
             completed=event.item_done,
             total=event.item_total,
             loss=f"{event.value:.4f}",
@@ -74,41 +66,30 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
 
 
 @click.command(cls=JudgedCommand, name="copy-task")
-@click.option(
-    "--lengths",
-    cls=MultiValueOption,
-    type=IntRange(min=1),
-    metavar="L...",
-    help="Sequence lengths to copy  [default: 4 8 16 32, the text's]",
+@option(
+    "--lengths", cls=MultiValueOption, metavar="L...", help="Sequence lengths to copy  [default: 4 8 16 32, the text's]"
 )
-@click.option(
+@option(
     "--steps",
     type=IntRange(1, MAX_STEPS),
     default=None,
     help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]",
 )
-@click.option(
+@option(
     "--hidden-size",
-    cls=AliasedOption,
     aliases=("--hidden",),
-    type=IntRange(min=1),
     default=None,
     help="GRU hidden size (nn.GRU's hidden_size; not an attention width)  [default: 32]",
 )
-@click.option("--batch-size", type=IntRange(min=1), default=None, help="Training batch  [default: 64]")
-@click.option(
+@option("--batch-size", default=None, help="Training batch  [default: 64]")
+@option(
     "--lr",
     type=FiniteFloatRange(min=0, min_open=True, max=10),
     default=None,
     help="Adam learning rate, at most 10  [default: 0.003]",
 )
-@click.option(
-    "--eval-size",
-    type=IntRange(min=1),
-    default=None,
-    help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]",
-)
-@click.option(
+@option("--eval-size", default=None, help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
+@option(
     "--seeds",
     cls=MultiValueOption,
     type=SEEDS,
@@ -116,21 +97,19 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
     help="Several seeds (instead of --seed), listed or as inclusive ranges (0-63): each cell "
     "becomes mean ± std over them, every run listed  [default: --seed alone]",
 )
-@click.option(
+@option(
     "--model",
     type=click.Choice(("attention", "plain", "both")),
     default="both",
-    show_default=True,
     help="attention (W9 2.3), plain (the Week 8 encoder-decoder) or both side by side.",
 )
-@click.option(
+@option(
     "--engine",
     type=click.Choice(("exact", "fast")),
     default="exact",
-    show_default=True,
     help="exact: bit-identical to the text's program on CPU; fast: other kernels, statistically equivalent numbers.",
 )
-@click.option(
+@option(
     "--jobs",
     type=IntRange(1, MAX_JOBS),
     default=None,
@@ -144,17 +123,13 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
 @scheduler_option
 def copy_task(
     lengths: tuple[int, ...],
-    steps: int | None,
-    hidden_size: int | None,
-    batch_size: int | None,
-    lr: float | None,
-    eval_size: int | None,
     seeds: tuple[tuple[int, ...], ...],
     model: str,
     engine: str,
     jobs: int | None,
     no_cache: bool,
     common: Common,
+    **given: float | None,  # steps, hidden_size, batch_size, lr, eval_size: Config fields, None when not given
 ) -> Job:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
 
@@ -184,13 +159,15 @@ def copy_task(
         raise click.UsageError(
             "--seed and --seeds both given: --seeds lists every seed to train (put the --seed value in the list)"
         )
-    given: dict[str, Any] = dict(
-        steps=steps, hidden_size=hidden_size, batch_size=batch_size, lr=lr, eval_size=eval_size
-    )
-    fields = _config_fields(given, lengths, seeds)
+    flat = tuple(seed for group in seeds for seed in group)  # a range, 0-63, is a group of seeds
+    given |= {"lengths": tuple(dict.fromkeys(lengths)), "seeds": tuple(dict.fromkeys(flat))}
+    fields = {name: value for name, value in given.items() if value not in (None, ())}
     config = config_of(exp, common, model=model, engine=engine, jobs=jobs, use_cache=not no_cache, **fields)
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
-        config = _on_cluster(config, common)
+        from attn_cli.experiments.copy_task.cluster import plan_keywords
+
+        where = plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait)
+        config = dataclasses.replace(config, **where)
     return Job(
         exp,
         render,
@@ -201,25 +178,6 @@ def copy_task(
         use_cache=not no_cache,
         threads=None,
     )
-
-
-def _config_fields(
-    given: dict[str, Any], lengths: tuple[int, ...], seeds: tuple[tuple[int, ...], ...]
-) -> dict[str, Any]:
-    """The Config fields the options give: ``given``, then the lengths and the seeds (a range,
-    0-63, is a group of seeds), each once, in order; an option not given is left out."""
-    flat = tuple(seed for group in seeds for seed in group)
-    given = {**given, "lengths": tuple(dict.fromkeys(lengths)), "seeds": tuple(dict.fromkeys(flat))}
-    return {name: value for name, value in given.items() if value not in (None, ())}
-
-
-def _on_cluster(config: Config, common: Common) -> Config:
-    """``config`` with --scheduler's Dask cluster (:func:`attn_cli.experiments.copy_task.cluster.plan_keywords`)."""
-    import dataclasses
-
-    from attn_cli.experiments.copy_task.cluster import plan_keywords
-
-    return dataclasses.replace(config, **plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait))
 
 
 def _display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None] | None]:

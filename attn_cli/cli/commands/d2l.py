@@ -4,41 +4,30 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.commands import option
+from attn_cli.cli.commands.execute import Job, job
 from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
-from attn_cli.cli.types import AliasedOption, FiniteFloatRange, IntRange, MultiValueOption
-
-# --------------------------------------------------------------------------- copy-both
+from attn_cli.cli.types import FiniteFloatRange, IntRange, MultiValueOption
 
 
 @click.command(cls=JudgedCommand, name="copy-both")
-@click.option(
-    "--samples", type=IntRange(min=1), default=10_000, show_default=True, help="Examples N (the text: 10000)."
+@option("--samples", default=10_000, help="Examples N (the text: 10000).")
+@option(
+    "--d-v", aliases=("--dim",), default=16, help="Value width d_v: of each value vector V1, V2 (the text's d: 16)."
 )
-@click.option(
-    "--d-v",
-    cls=AliasedOption,
-    aliases=("--dim",),
-    type=IntRange(min=1),
-    default=16,
-    show_default=True,
-    help="Value width d_v: of each value vector V1, V2 (the text's d: 16).",
-)
-@click.option(
+@option(
     "--weights",
     cls=MultiValueOption,
     type=FiniteFloatRange(0.0, 1.0),
     default=(0.5, 0.7, 0.9, 1.0),
-    show_default=True,
     metavar="A...",
     help="First weight a of the single head, (a, 1 - a); each in [0, 1].",
 )
-@click.option(
+@option(
     "--two-head-weights",
     cls=MultiValueOption,
     type=FiniteFloatRange(0.0, 1.0),
     default=(1.0, 0.88),
-    show_default=True,
     metavar="A...",
     help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].",
 )
@@ -58,38 +47,20 @@ def copy_both(
         attn copy-both
         attn copy-both --weights 0.5 0.6 --samples 20000 --d-v 8
     """
-    from attn_cli.experiments import copy_both as experiment
-    from attn_cli.render import copy_both as render
-
-    config = config_of(
-        experiment, common, samples=samples, d_v=d_v, weights=tuple(weights), two_head_weights=tuple(two_head_weights)
+    return job(
+        "copy_both", common, samples=samples, d_v=d_v, weights=tuple(weights), two_head_weights=tuple(two_head_weights)
     )
-    return Job(experiment, render, config, common)
 
 
-# --------------------------------------------------------------------------- heatmap
-
-
-def _heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> Job | None:
-    from attn_cli.experiments import crossattn as experiment
-    from attn_cli.render import crossattn as render
-
-    config = config_of(experiment, common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
-    return Job(experiment, render, config, common)
-
-
-_d_model_option = click.option(
+_d_model_option = option(
     "--d-model",
-    cls=AliasedOption,
     aliases=("--dim",),
     type=IntRange(1, 1 << 20),
     default=32,
-    show_default=True,
     help="Model width d_model: of the random letter embeddings (the text: 32).",
 )
-_heads_option = click.option(
+_heads_option = option(
     "--heads",
-    type=IntRange(min=1),
     default=None,
     metavar="N",
     help="Also pass the embeddings through a fresh N-head layer with random "
@@ -119,7 +90,7 @@ def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, com
         attn heatmap banana bandana --d-model 64
         attn heatmap attention translation --heads 4
     """
-    return _heatmap(query_word, key_word, d_model, heads, common)
+    return job("crossattn", common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand, name="crossattn-map")
@@ -138,46 +109,32 @@ def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job | None
         attn crossattn-map
         attn crossattn-map --heads 4      # exercise 11: a fresh 4-head layer
     """
-    return _heatmap("attention", "translation", d_model, heads, common)
-
-
-# --------------------------------------------------------------------------- heads
+    return job("crossattn", common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand, name="heads")
-@click.option(
+@option(
     "--d-model",
     type=IntRange(1, 8192),
     default=64,
-    show_default=True,
     help="Model width d_model of W9's nn.MultiheadAttention parameter table (and of the layout figure).",
 )
-@click.option(
+@option(
     "--d2l-d-model",
-    cls=AliasedOption,
     aliases=("--num-hiddens",),
     type=IntRange(1, 8192),
     default=256,
-    show_default=True,
     help="Model width of D2L's MultiHeadAttention parameter table (D2L's num_hiddens; bias off).",
 )
-@click.option(
+@option(
     "--heads",
     cls=MultiValueOption,
     aliases=("--num-heads",),
-    type=IntRange(min=1),
     default=(1, 2, 4, 8),
-    show_default=True,
     metavar="H...",
     help="Head counts h of both parameter tables.",
 )
-@click.option(
-    "--layout-heads",
-    type=IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Heads drawn in the layout figure heads_layout.png (divides --d-model).",
-)
+@option("--layout-heads", default=4, help="Heads drawn in the layout figure heads_layout.png (divides --d-model).")
 @common_options
 @format_option
 def heads(d_model: int, d2l_d_model: int, heads: tuple[int, ...], layout_heads: int, common: Common) -> Job:
@@ -192,16 +149,7 @@ def heads(d_model: int, d2l_d_model: int, heads: tuple[int, ...], layout_heads: 
         attn heads
         attn heads --d-model 512 --heads 1 8 64 --layout-heads 8
     """
-    from attn_cli.experiments import heads as experiment
-    from attn_cli.render import heads as render
-
-    config = config_of(
-        experiment, common, d_model=d_model, d2l_d_model=d2l_d_model, heads=tuple(heads), layout_heads=layout_heads
-    )
-    return Job(experiment, render, config, common)
-
-
-# --------------------------------------------------------------------------- self-cross
+    return job("heads", common, d_model=d_model, d2l_d_model=d2l_d_model, heads=tuple(heads), layout_heads=layout_heads)
 
 
 @click.command(cls=JudgedCommand, name="self-cross")
@@ -216,10 +164,7 @@ def self_cross(common: Common) -> Job:
     Example:
         attn self-cross
     """
-    from attn_cli.experiments import self_cross as experiment
-    from attn_cli.render import self_cross as render
-
-    return Job(experiment, render, config_of(experiment, common), common)
+    return job("self_cross", common)
 
 
 COMMANDS = [copy_both, heatmap, crossattn_map, heads, self_cross]

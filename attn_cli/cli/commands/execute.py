@@ -8,6 +8,7 @@ A single command returns a :class:`Job`, which the ``attn`` group runs with :fun
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from rich.console import Console
-    from rich.progress import Progress, TaskID
+    from rich.progress import Progress, ProgressColumn, TaskID
 
     from attn_cli.experiment_registry import Experiment
     from attn_cli.experiments.progress import ProgressEvent
@@ -35,21 +36,30 @@ def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
     return make(seed=common.seed, device=common.device, **fields)
 
 
-@contextlib.contextmanager
-def bar(description: str) -> Iterator[Callable[[ProgressEvent], None]]:
-    """A transient progress bar on stderr; yields the experiment's ``progress``."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+def job(name: str, common: Common, **fields: Any) -> Job:
+    """The Job of ``attn_cli.experiments.<name>``, drawn by ``attn_cli.render.<name>``, at ``fields``."""
+    experiment = importlib.import_module(f"attn_cli.experiments.{name}")
+    render = importlib.import_module(f"attn_cli.render.{name}")
+    return Job(experiment, render, config_of(experiment, common, **fields), common)
+
+
+def progress_display(*columns: ProgressColumn, spinner: bool = False) -> Progress:
+    """A transient rich progress display on stderr, not started: (a spinner,) the description, a
+    bar, then ``columns``."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
     from attn_cli.render.console import stderr
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=stderr,
-        transient=True,
-    ) as shown:
+    first = (SpinnerColumn(),) if spinner else ()
+    return Progress(*first, TextColumn("{task.description}"), BarColumn(), *columns, console=stderr, transient=True)
+
+
+@contextlib.contextmanager
+def bar(description: str) -> Iterator[Callable[[ProgressEvent], None]]:
+    """A transient progress bar on stderr; yields the experiment's ``progress``."""
+    from rich.progress import TextColumn, TimeElapsedColumn
+
+    with progress_display(TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as shown:
         task = shown.add_task(description, total=None)
 
         def update(event: ProgressEvent) -> None:
@@ -142,9 +152,11 @@ def run_plan(
     """Run the plan under one rich progress display on stderr: a bar over the set, and a
     second line for the steps inside an experiment that reports them (the ``progress`` of
     :func:`attn_cli.regenerate.verify` and :func:`attn_cli.regenerate.regenerate_all`)."""
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+
     from attn_cli import pipeline
 
-    progress = _plan_progress()
+    progress = progress_display(MofNCompleteColumn(), TimeElapsedColumn(), spinner=True)
     task = progress.add_task(f"attn {verb}", total=len(plan))
     inner: TaskID | None = None  # the steps inside the running experiment, while it reports them
 
@@ -185,23 +197,6 @@ def run_plan(
         )
     finally:
         progress.stop()
-
-
-def _plan_progress() -> Progress:
-    """The display of :func:`run_plan` on stderr, not started: spinner, description, bar, count, time."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from attn_cli.render.console import stderr
-
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stderr,
-        transient=True,
-    )
 
 
 def _print_finished(console: Console, run: Run) -> None:

@@ -6,27 +6,23 @@ from typing import Any
 
 import click
 
-from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.commands import option
+from attn_cli.cli.commands.execute import Job, config_of, job
 from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
 from attn_cli.cli.types import IntRange, MultiValueOption
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")
-@click.option(
+@option(
     "--d-k",
     cls=MultiValueOption,
     aliases=("--dims",),
-    type=IntRange(min=1),
     default=(4, 16, 64, 256, 1024),
-    show_default=True,
     metavar="D_K...",
     help="Query/key widths d_k, drawn in this order.",
 )
-@click.option(
-    "--trials",
-    type=IntRange(min=1),
-    default=None,
-    help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]",
+@option(
+    "--trials", default=None, help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]"
 )
 @common_options
 @format_option
@@ -65,35 +61,25 @@ def masks(common: Common) -> Job | None:
     Example:
         attn masks
     """
-    from attn_cli.experiments import masks as exp
-    from attn_cli.render import masks as render
-
-    return Job(exp, render, config_of(exp, common), common)
+    return job("masks", common)
 
 
 @click.command(cls=JudgedCommand, name="scaling")
-@click.option(
+@option(
     "--lengths",
     cls=MultiValueOption,
-    type=IntRange(min=1),
     default=None,
     metavar="N...",
     help="Sequence lengths n  [default: 512 2048 8192 32768 131072 for the table; with --measure "
     "and no --lengths, sizes that run in seconds are measured]",
 )
-@click.option(
-    "--d-model",
-    type=IntRange(min=1),
-    default=512,
-    show_default=True,
-    help="Width d in n^2 d (and the head width of --measure).",
-)
+@option("--d-model", default=512, help="Width d in n^2 d (and the head width of --measure).")
 @click.option(
     "--measure",
     is_flag=True,
     help="Also time real attention forward passes on --device, fit the exponent, draw a log-log PNG.",
 )
-@click.option(
+@option(
     "--repeats",
     type=IntRange(1, 1000),
     default=None,

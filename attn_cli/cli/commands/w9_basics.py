@@ -7,38 +7,20 @@ from __future__ import annotations
 
 import click
 
-from attn_cli.cli.commands.execute import Job, config_of
+from attn_cli.cli.commands import option
+from attn_cli.cli.commands.execute import Job, job
 from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
-from attn_cli.cli.types import AliasedOption, IntRange
 from attn_cli.published.settings import TEXT
 
 
 @click.command(
     cls=JudgedCommand, name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3)."
 )
-@click.option(
-    "--d-model",
-    cls=AliasedOption,
-    aliases=("--dim",),
-    type=IntRange(min=1),
-    default=6,
-    show_default=True,
-    help="Model width d of the contextual vectors (W9 1.3).",
+@option("--d-model", aliases=("--dim",), default=6, help="Model width d of the contextual vectors (W9 1.3).")
+@option(
+    "--vocab-size", default=TEXT["w9-onehot"]["vocab_size"], help="Vocabulary size V of the parameter count (W9 1.1)."
 )
-@click.option(
-    "--vocab-size",
-    type=IntRange(min=1),
-    default=TEXT["w9-onehot"]["vocab_size"],
-    show_default=True,
-    help="Vocabulary size V of the parameter count (W9 1.1).",
-)
-@click.option(
-    "--embed-dim",
-    type=IntRange(min=1),
-    default=300,
-    show_default=True,
-    help="Embedding width d of the parameter count (W9 1.1).",
-)
+@option("--embed-dim", default=300, help="Embedding width d of the parameter count (W9 1.1).")
 @common_options
 @format_option
 def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) -> Job | None:
@@ -54,10 +36,7 @@ def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) ->
         attn embeddings
         attn embeddings --vocab-size 30000 --embed-dim 512 --json
     """
-    from attn_cli.experiments import embeddings as exp
-    from attn_cli.render import embeddings as render
-
-    return Job(exp, render, config_of(exp, common, d_model=d_model, vocab_size=vocab_size, embed_dim=embed_dim), common)
+    return job("embeddings", common, d_model=d_model, vocab_size=vocab_size, embed_dim=embed_dim)
 
 
 @click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -70,18 +49,8 @@ def embeddings(d_model: int, vocab_size: int, embed_dim: int, common: Common) ->
     metavar="WORD",
     help="List the words nearest to WORD.",
 )
-@click.option(
-    "--top", type=IntRange(min=1), default=8, show_default=True, help="How many nearest words to list for --nearest."
-)
-@click.option(
-    "--rank",
-    cls=AliasedOption,
-    aliases=("--dim",),
-    type=IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="SVD rank: dimensions kept (the text's k).",
-)
+@option("--top", default=8, help="How many nearest words to list for --nearest.")
+@option("--rank", aliases=("--dim",), default=8, help="SVD rank: dimensions kept (the text's k).")
 @common_options
 def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, common: Common) -> Job | None:
     """Word vectors from counting (PPMI + SVD); analogies A - B + C (W9 1.2).
@@ -97,28 +66,23 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
         attn analogy
         attn analogy prince boy girl --nearest money
     """
-    from attn_cli.experiments import analogy as exp
-
     if len(words) not in (0, 3):
         raise click.BadParameter(
             f"give three words A B C (for A - B + C), or none; got {len(words)}", param_hint="'[A B C]'"
         )
-    from attn_cli.render import analogy as render
     from attn_cli.render.console import note
 
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
-    query = tuple(words) if words else exp.Config.query
-    return Job(
-        exp, render, config_of(exp, common, query=query, nearest_word=nearest_word, nearest_top=top, rank=rank), common
-    )
+    query = {"query": tuple(words)} if words else {}
+    return job("analogy", common, **query, nearest_word=nearest_word, nearest_top=top, rank=rank)
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
-@click.option("--n-q", type=IntRange(min=1), default=3, show_default=True, help="Queries (W9 3.2).")
-@click.option("--n-k", type=IntRange(min=1), default=5, show_default=True, help="Keys and values (W9 3.2).")
-@click.option("--d-k", type=IntRange(min=1), default=4, show_default=True, help="Query/key width (W9 3.2).")
-@click.option("--d-v", type=IntRange(min=1), default=6, show_default=True, help="Value width (W9 3.2).")
+@option("--n-q", default=3, help="Queries (W9 3.2).")
+@option("--n-k", default=5, help="Keys and values (W9 3.2).")
+@option("--d-k", default=4, help="Query/key width (W9 3.2).")
+@option("--d-v", default=6, help="Value width (W9 3.2).")
 @common_options
 def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> Job | None:
     """Scaled dot-product attention by hand, and its properties (W9 3.1, 3.2).
@@ -133,22 +97,11 @@ def formula(n_q: int, n_k: int, d_k: int, d_v: int, common: Common) -> Job | Non
         attn formula
         attn formula --n-k 50 --d-k 64 --device auto
     """
-    from attn_cli.experiments import formula as exp
-    from attn_cli.render import formula as render
-
-    return Job(exp, render, config_of(exp, common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v), common)
+    return job("formula", common, n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v)
 
 
 @click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
-@click.option(
-    "--d-model",
-    cls=AliasedOption,
-    aliases=("--dim",),
-    type=IntRange(min=1),
-    default=6,
-    show_default=True,
-    help="Model width d of the word vectors.",
-)
+@option("--d-model", aliases=("--dim",), default=6, help="Model width d of the word vectors.")
 @common_options
 def order(d_model: int, common: Common) -> Job | None:
     """Self-attention cannot tell the order (W9 4.3).
@@ -162,10 +115,7 @@ def order(d_model: int, common: Common) -> Job | None:
         attn order
         attn order --d-model 16 --seed 1
     """
-    from attn_cli.experiments import order as exp
-    from attn_cli.render import order as render
-
-    return Job(exp, render, config_of(exp, common, d_model=d_model), common)
+    return job("order", common, d_model=d_model)
 
 
 COMMANDS = [embeddings, analogy, formula, order]
