@@ -70,10 +70,13 @@ def test_cuda_is_deterministic_without_tf32_by_default(torch_state):
     assert torch.backends.cudnn.conv.fp32_precision == "ieee"
     assert torch.backends.cudnn.rnn.fp32_precision == "ieee"  # the exact engine's GRU: no TF32
     assert settings == dev.precision(False) and not settings["fast"]
-    read_back = dev.applied_precision()
-    assert {k: settings[k] for k in read_back if k != "cublas_workspace"} == {
-        k: v for k, v in read_back.items() if k != "cublas_workspace"
+    read_back = {  # what torch in this process is set to now
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        **{name: module.fp32_precision for name, module in dev._fp32_api(torch).items()},
     }
+    assert {k: settings[k] for k in read_back} == read_back
 
 
 def test_the_fast_switch_turns_speed_back_on_and_says_so(torch_state, monkeypatch):

@@ -73,15 +73,12 @@ def precision(fast: bool | None = None) -> dict:
     recorded in cache keys and JSON configs.  No torch import: the fp32 API is named as
     ``fp32_precision`` values (torch >= 2.9) or ``allow_tf32`` flags (older)."""
     fast = cuda_fast() if fast is None else fast
-    fp32 = "tf32" if fast else "ieee"
     return {
         "deterministic": not fast,
         "cublas_workspace": None if fast else CUBLAS_DETERMINISTIC,
         "cudnn_deterministic": not fast,
         "cudnn_benchmark": False,
-        "matmul": fp32,
-        "cudnn_conv": fp32,
-        "cudnn_rnn": fp32,
+        **dict.fromkeys(FP32_SETTINGS, "tf32" if fast else "ieee"),  # matmul, cudnn_conv, cudnn_rnn
         "fast": fast,
     }
 
@@ -111,26 +108,6 @@ def prepare_device(device: str, fast: bool | None = None, environ: MutableMappin
     return settings
 
 
-def applied_precision() -> dict:
-    """What torch in this process is set to now (the keys of :func:`precision`, read back)."""
-    import torch
-
-    api = _fp32_api(torch)
-    if len(api) == len(FP32_SETTINGS):
-        fp32 = {name: module.fp32_precision for name, module in api.items()}
-    else:
-        matmul = "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
-        cudnn = "tf32" if torch.backends.cudnn.allow_tf32 else "ieee"
-        fp32 = {"matmul": matmul, "cudnn_conv": cudnn, "cudnn_rnn": cudnn}
-    return {
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "cublas_workspace": os.environ.get(CUBLAS_VAR),
-        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
-        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-        **fp32,
-    }
-
-
 def driver_version() -> str:
     """The NVIDIA driver's version from ``nvidia-smi``; "unknown" where it cannot be read."""
     import shutil
@@ -158,20 +135,15 @@ def gpu_identity(index: int = 0) -> dict:
     (``gpu`` "none" where CUDA is not available: a key can still be made, never a run)."""
     import torch
 
+    cuda = str(torch.version.cuda)
     if not torch.cuda.is_available():
-        return {
-            "gpu": "none",
-            "capability": "unknown",
-            "cuda": str(torch.version.cuda),
-            "cudnn": "none",
-            "driver": "unknown",
-        }
+        return {"gpu": "none", "capability": "unknown", "cuda": cuda, "cudnn": "none", "driver": "unknown"}
     major, minor = torch.cuda.get_device_capability(index)
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {
         "gpu": torch.cuda.get_device_name(index),
         "capability": f"{major}.{minor}",
-        "cuda": str(torch.version.cuda),
+        "cuda": cuda,
         "cudnn": str(cudnn) if cudnn else "none",
         "driver": driver_version(),
     }

@@ -45,40 +45,28 @@ def portable_pins(machine: str | None = None, flags: frozenset[str] | None = Non
     flags = cpu_flags() if flags is None else flags
     if not is_x86_64(machine):
         return {"ATEN_CPU_CAPABILITY": "default"}  # ARM and others: the plain vectorised kernels
-    if {"avx2", "fma"} <= flags:
-        return {
-            "ATEN_CPU_CAPABILITY": "avx2",
-            "MKL_CBWR": "AVX2",
-            "MKL_NUM_THREADS": "1",
-            "ONEDNN_MAX_CPU_ISA": "AVX2",
-            "DNNL_MAX_CPU_ISA": "AVX2",
-        }
+    aten, mkl, onednn = ("avx2", "AVX2", "AVX2") if {"avx2", "fma"} <= flags else ("default", "COMPATIBLE", "SSE41")
     return {
-        "ATEN_CPU_CAPABILITY": "default",
-        "MKL_CBWR": "COMPATIBLE",
+        "ATEN_CPU_CAPABILITY": aten,
+        "MKL_CBWR": mkl,
         "MKL_NUM_THREADS": "1",
-        "ONEDNN_MAX_CPU_ISA": "SSE41",
-        "DNNL_MAX_CPU_ISA": "SSE41",
+        "ONEDNN_MAX_CPU_ISA": onednn,
+        "DNNL_MAX_CPU_ISA": onednn,
     }
 
 
-def native_capability(machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
-    """The capability torch picks on this x86-64 CPU with nothing pinned (its own test: AVX512
-    needs AVX-512 F, BW, VL and DQ; AVX2 needs AVX2 and FMA); None on other architectures."""
+def expected_capability(mode: str, machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
+    """ATen's capability name under ``mode`` (as ``torch.backends.cpu.get_cpu_capability()``
+    reports it); None where it cannot be told from the CPU's flags (native mode off x86-64).
+    Native: torch's own test (AVX512 needs AVX-512 F, BW, VL and DQ; AVX2 needs AVX2 and FMA)."""
+    if mode != "native":
+        return portable_pins(machine, flags)["ATEN_CPU_CAPABILITY"].upper()
     if not is_x86_64(machine):
         return None
     flags = cpu_flags() if flags is None else flags
     if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "fma"} <= flags:
         return "AVX512"
     return "AVX2" if {"avx2", "fma"} <= flags else "DEFAULT"
-
-
-def expected_capability(mode: str, machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
-    """ATen's capability name under ``mode`` (as ``torch.backends.cpu.get_cpu_capability()``
-    reports it); None where it cannot be told from the CPU's flags (native mode off x86-64)."""
-    if mode == "native":
-        return native_capability(machine, flags)
-    return portable_pins(machine, flags)["ATEN_CPU_CAPABILITY"].upper()
 
 
 def pin_environment(mode: str, environ: MutableMapping[str, str] | None = None) -> None:
@@ -97,21 +85,16 @@ def pin_environment(mode: str, environ: MutableMapping[str, str] | None = None) 
 
 
 def apply(mode: str) -> None:
-    """Make this process (and its children) compute under ``mode``.
-
-    Call it before torch runs any operator.  Raises NumericsError when torch in this
-    process already committed to other kernels.
-    """
+    """Make this process (and its children) compute under ``mode``; call it before torch runs any
+    operator.  Raises NumericsError when torch in this process already committed to other kernels."""
     saved = {name: os.environ.get(name) for name in (*PIN_VARS, "MKL_NUM_THREADS", MODE_VAR)}
     pin_environment(mode)
     if "torch" in sys.modules:  # already imported: its capability may be fixed already
         have, want = effective_isa(), expected_capability(mode)
         if want is not None and have != want:
-            for name, value in saved.items():  # refused: the environment as it was
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+            for name in saved:  # refused: the environment as it was
+                os.environ.pop(name, None)
+            os.environ.update({name: value for name, value in saved.items() if value is not None})
             raise NumericsError(
                 f"--numerics {mode} needs {want} kernels, but torch in this process already runs {have} "
                 "kernels (the choice is made once per process); run attn in a new process"
@@ -120,9 +103,7 @@ def apply(mode: str) -> None:
 
 def current_mode() -> str:
     """The mode this process was put in (``native`` when nothing pinned it), read back from the
-    environment :func:`apply` set.  For code that cannot be handed the mode: a child process
-    (copy-task workers, the Dask workers' payload), the C kernel's compile flags, and the
-    defaults of :func:`describe` and :func:`key` when no ``mode`` is passed."""
+    environment :func:`apply` set: for child processes, the C kernel's flags, and defaults."""
     mode = os.environ.get(MODE_VAR, "")
     return mode if mode in MODES else "native"
 
@@ -138,16 +119,13 @@ def effective_isa() -> str:
 
 
 def describe(device: str = "cpu", mode: str | None = None) -> dict:
-    """The numeric mode and effective ISA, as recorded in cache keys, JSON configs and reports;
-    on cuda also the GPU and its precision settings under ``cuda``
-    (:func:`attn_cli.core.device.describe_cuda`).  ``mode``: the one the command applied
-    (``Common.numerics``); None: this process's (:func:`current_mode`).  Where torch is not
-    imported yet (every result came from the cache), the portable mode's pinned ISA, as
-    :func:`key` records it: importing torch only to name kernels nothing ran on would cost a
-    cached rerun a second."""
+    """The numeric mode and effective ISA, as recorded in JSON configs and reports; on cuda also
+    the GPU and its precision settings under ``cuda`` (:func:`attn_cli.core.device.describe_cuda`).
+    ``mode``: the one the command applied (``Common.numerics``); None: this process's.  Where
+    torch is not imported yet (every result came from the cache), the portable mode's pinned
+    ISA, as :func:`key` records it: no torch import only to name kernels nothing ran on."""
     mode = mode or current_mode()
-    isa = expected_capability(mode) if mode == "portable" and "torch" not in sys.modules else None
-    return _with_cuda({"mode": mode, "isa": isa if isa is not None else effective_isa()}, device)
+    return _record(mode, device, pinned=mode == "portable" and "torch" not in sys.modules)
 
 
 def stamp(obj: dict) -> dict:
@@ -164,16 +142,15 @@ def stamp(obj: dict) -> dict:
 def key(device: str = "cpu", mode: str | None = None) -> dict:
     """The numeric mode and ISA for a cache key: in portable mode the pinned ISA (no torch
     import: a cached rerun stays fast; each run checks the ISA it really ran with), in native
-    mode the host's, from torch; on cuda also the GPU's identity and precision settings (a
-    CPU key is unchanged).  ``mode``: as for :func:`describe`."""
+    mode the host's, from torch; on cuda also as :func:`describe` (a CPU key is unchanged)."""
     mode = mode or current_mode()
-    isa = expected_capability(mode) if mode == "portable" else None
-    return _with_cuda({"mode": mode, "isa": isa if isa is not None else effective_isa()}, device)
+    return _record(mode, device, pinned=mode == "portable")
 
 
-def _with_cuda(record: dict, device: str) -> dict:
+def _record(mode: str, device: str, pinned: bool) -> dict:
     from attn_cli.core import device as devices
 
+    record: dict = {"mode": mode, "isa": expected_capability(mode) if pinned else effective_isa()}
     if devices.is_cuda(device):
         record["cuda"] = devices.describe_cuda()
     return record
