@@ -1,6 +1,6 @@
 """D2L 10.3.5 exercises: the measurable part of each of the twelve, one module per exercise.
 
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises``.
+Design notes: ``docs/exercises.md``, a section per module (this package's first).
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Exercise 1, nonlinear readouts: can a perceptron beat the linear readout of one mixture?
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex01_readouts``.
-"""
+"""Exercise 1, nonlinear readouts: can a perceptron beat the linear readout of one mixture?"""
 
 from __future__ import annotations
 
@@ -113,11 +110,4 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         mlp = relative_error(pred, test)
         levels = len(torch.unique(torch.round(m_train * 1e6))) if values == "sign" else n * DIM
         rows.append(Row(values, a, linear, mlp, theory(values, a), int(levels)))
-    return Result(
-        samples=n,
-        d_v=DIM,
-        hidden=config.mlp_hidden,
-        steps=config.mlp_steps,
-        points=min(config.mlp_points, n * DIM),
-        rows=rows,
-    )
+    return Result(n, DIM, config.mlp_hidden, config.mlp_steps, min(config.mlp_points, n * DIM), rows)

@@ -1,7 +1,4 @@
-"""Exercise 2, nearly identical heads: how noise breaks the inversion of the mixing matrix.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex02_noise``.
-"""
+"""Exercise 2, nearly identical heads: how noise breaks the inversion of the mixing matrix."""
 
 from __future__ import annotations
 
@@ -57,7 +54,7 @@ class Result:
 
     samples: int
     d_v: int  # width of the values V1, V2 (copy-both's d_v)
-    eigenvalues: str  # the formula, for the table
+    eigenvalues: str = "eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)"  # for the table
     sweeps: list[Sweep] = field(default_factory=list)
 
 
@@ -94,22 +91,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             a, b = 0.5 + eps, 0.5 - eps
             M2 = torch.cat([a * V1 + b * V2 + sigma * Z1, b * V1 + a * V2 + sigma * Z2], dim=1)  # (N, 2d)
             A = torch.tensor([[a, b], [b, a]], dtype=torch.float64)
-            points.append(
-                Point(
-                    eps,
-                    readout_error(M2, target),
-                    theory(eps, sigma),
-                    torch.linalg.cond(A).item(),
-                    straight(eps, sigma),
-                )
-            )
+            error, condition = readout_error(M2, target), torch.linalg.cond(A).item()
+            points.append(Point(eps, error, theory(eps, sigma), condition, straight(eps, sigma)))
         fit = [p for p in points if p.straight]
         sweeps.append(
             Sweep(sigma, sigma / 2, loglog_slope([p.eps for p in fit], [p.error for p in fit]), len(fit), points)
         )
-    return Result(
-        samples=n, d_v=DIM, eigenvalues="eigenvalues 1 on (1,1)/√2 and 2ε on (1,-1)/√2; κ(A) = 1/(2ε)", sweeps=sweeps
-    )
+    return Result(n, DIM, sweeps=sweeps)
 
 
 def validate_result(result: Result, config: Config) -> None:

@@ -1,7 +1,4 @@
-"""Exercise 3, what the bound counts: the best relative squared error is 1 - rank(A) / k.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex03_rank``.
-"""
+"""Exercise 3, what the bound counts: the best relative squared error is 1 - rank(A) / k."""
 
 from __future__ import annotations
 

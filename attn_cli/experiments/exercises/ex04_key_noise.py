@@ -1,7 +1,4 @@
-"""Exercise 4, averages under key noise (after CS224N A4 1(c), 1(d)).
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex04_key_noise``.
-"""
+"""Exercise 4, averages under key noise (after CS224N A4 1(c), 1(d))."""
 
 from __future__ import annotations
 
@@ -56,8 +53,7 @@ class Result:
     rows: list[Row] = field(default_factory=list)
 
     def score_noise(self, c: float) -> float:
-        """Standard deviation c sqrt(2 beta) of the difference of two scores under isotropic noise
-        (for the table's reading)."""
+        """Standard deviation c sqrt(2 beta) of the difference of two isotropic-noise scores (for the reading)."""
         return c * math.sqrt(2 * self.beta)
 
 
@@ -99,6 +95,4 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             )
     spread = (_outputs(aniso, "neg", SCALES[-1]) - _outputs(iso, "neg", SCALES[-1])).abs().max().item()
     limit = 0.5 * math.erfc(math.sqrt(2) / math.sqrt(2))  # Phi(-sqrt 2) = erfc(1) / 2
-    return Result(
-        beta=BETA, resamples=r, threshold=THRESHOLD, two_query_limit=limit, neg_gamma_spread=spread, rows=rows
-    )
+    return Result(BETA, r, THRESHOLD, limit, spread, rows)

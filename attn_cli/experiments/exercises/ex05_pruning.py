@@ -1,10 +1,9 @@
-"""Exercise 5, head pruning: importance is not additive.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex05_pruning``.
-"""
+"""Exercise 5, head pruning: importance is not additive."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar
@@ -75,81 +74,65 @@ def float32_spread(M: Tensor, target: Tensor, repeats: int = 4) -> float:
     return max(errors) - min(errors)
 
 
-class _Pruner:
-    """The readout error of any subset of heads (0-based), memoised; ``calls`` counts the
-    evaluations since the last :meth:`fresh`."""
+Error = Callable[[tuple[int, ...]], float]  # the readout error of a subset of heads (0-based)
 
-    def __init__(self, mixtures: list[Tensor], target: Tensor) -> None:
-        self.mixtures, self.target = mixtures, target
-        self.cache: dict[tuple[int, ...], float] = {}
-        self.calls = 0
 
-    def fresh(self) -> None:
-        self.cache.clear()
-        self.calls = 0
+def _importances(error: Error, kept: tuple[int, ...]) -> dict[int, float]:
+    base = error(kept)
+    return {i: error(tuple(j for j in kept if j != i)) - base for i in kept}
 
-    def error(self, kept: tuple[int, ...]) -> float:
-        import torch
 
-        from attn_cli.core.measure import readout_error
-
-        if kept not in self.cache:
-            self.calls += 1
-            self.cache[kept] = readout_error(
-                torch.cat([self.mixtures[i] for i in kept], 1).double(), self.target.double(), driver="gelsd"
-            )  # float64, SVD: rank-safe
-        return self.cache[kept]
-
-    def importances(self, kept: tuple[int, ...]) -> dict[int, float]:
-        base = self.error(kept)
-        return {i: self.error(tuple(j for j in kept if j != i)) - base for i in kept}
-
-    def greedy(self, everything: tuple[int, ...], stop: bool) -> tuple[list[int], tuple[int, ...], list[dict], int]:
-        """Greedy pruning from a fresh cache; returns removed, kept, steps, evaluations."""
-        self.fresh()
-        kept, order, steps = everything, [], []
-        while len(kept) > 1:
-            imp_now = self.importances(kept)
-            least = min(kept, key=lambda i: (imp_now[i], i))
-            done = stop and imp_now[least] >= TAU
-            steps.append(
-                {
-                    "kept": [i + 1 for i in kept],
-                    "importance": [imp_now[i] for i in kept],
-                    "removed": None if done else least + 1,
-                }
-            )
-            if done:
-                break
-            order.append(least + 1)
-            kept = tuple(i for i in kept if i != least)
-        return order, kept, steps, self.calls
+def _greedy(error: Error, everything: tuple[int, ...], stop: bool) -> tuple[list[int], tuple[int, ...], list[dict]]:
+    """Greedy pruning (stopping at TAU if ``stop``); returns removed (1-based), kept, steps."""
+    kept, order, steps = everything, [], []
+    while len(kept) > 1:
+        imp_now = _importances(error, kept)
+        least = min(kept, key=lambda i: (imp_now[i], i))
+        done = stop and imp_now[least] >= TAU
+        removed = None if done else least + 1
+        steps.append({"kept": [i + 1 for i in kept], "importance": [imp_now[i] for i in kept], "removed": removed})
+        if done:
+            break
+        order.append(least + 1)
+        kept = tuple(i for i in kept if i != least)
+    return order, kept, steps
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
+    from attn_cli.core.measure import readout_error
+
     torch.manual_seed(config.seed)
     V1, V2 = torch.randn(config.samples, DIM), torch.randn(config.samples, DIM)  # the text's draws, on the CPU
     target = torch.cat([V1, V2], 1)  # (N, 2d)
     mixtures = [a * V1 + b * V2 for a, b in HEADS]  # h x (N, d)
-    p = _Pruner(mixtures, target)
+
+    @functools.cache  # cache_info().misses counts the evaluations since the last cache_clear()
+    def error(kept: tuple[int, ...]) -> float:
+        M = torch.cat([mixtures[i] for i in kept], 1)
+        return readout_error(M.double(), target.double(), driver="gelsd")  # float64, SVD: rank-safe
+
     everything = tuple(range(len(HEADS)))
-    full = p.error(everything)
+    full = error(everything)
     subsets = [
-        Subset([i + 1 for i in kept], [i + 1 for i in everything if i not in kept], p.error(kept))
+        Subset([i + 1 for i in kept], [i + 1 for i in everything if i not in kept], error(kept))
         for r in (len(HEADS) - 1, len(HEADS) - 2)
         for kept in combinations(everything, r)
     ]
-    p.fresh()  # one-shot: every importance once (counted from a fresh cache), remove all below tau
-    imp = p.importances(everything)
-    one_shot_evals = p.calls
+    error.cache_clear()  # one-shot: every importance once (counted from a fresh cache), remove all below tau
+    imp = _importances(error, everything)
+    one_shot_evals = error.cache_info().misses
     removed = [i for i in everything if imp[i] < TAU]
     kept_one = tuple(i for i in everything if i not in removed)
-    one_shot_error = p.error(kept_one) if kept_one else float("nan")
-    g_removed, g_kept, g_steps, g_evals = p.greedy(everything, stop=True)
-    g_error = p.error(g_kept)  # already cached: the last round's base error
-    to_one = p.greedy(everything, stop=False)[3]
+    one_shot_error = error(kept_one) if kept_one else float("nan")
+    error.cache_clear()
+    g_removed, g_kept, g_steps = _greedy(error, everything, stop=True)
+    g_evals = error.cache_info().misses
+    g_error = error(g_kept)  # already cached: the last round's base error
+    error.cache_clear()
+    _greedy(error, everything, stop=False)
+    to_one = error.cache_info().misses
     spread = float32_spread(torch.cat([mixtures[1], mixtures[2]], 1), target)
     return Result(
         float32_spread=spread,

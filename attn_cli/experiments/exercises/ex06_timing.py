@@ -1,7 +1,4 @@
-"""Exercise 6, narrow heads: forward time of MultiHeadAttention against the head count.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex06_timing``.
-"""
+"""Exercise 6, narrow heads: forward time of MultiHeadAttention against the head count."""
 
 from __future__ import annotations
 
@@ -67,14 +64,12 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     n, device = config.timing_n, config.device
     # the largest h: scores, scaled scores and weights, each B h n^2 floats, plus activations
-    check_fits(
-        4.0 * (3 * BATCH * max(HEADS) * n * n + 8 * BATCH * n * D_MODEL),
-        f"timing multi-head attention at n = {n}",
-        device,
-    )
+    need = 4.0 * (3 * BATCH * max(HEADS) * n * n + 8 * BATCH * n * D_MODEL)
+    check_fits(need, f"timing multi-head attention at n = {n}", device)
     torch.manual_seed(config.seed)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     X = torch.randn(BATCH, n, D_MODEL).to(device)  # (B, n, d)
+    flops = BATCH * (8 * n * D_MODEL**2 + 4 * n * n * D_MODEL)  # the same for every h
     rows = []
     with torch.no_grad():
         for h in HEADS:
@@ -87,17 +82,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
                 mha(X, X, X)
                 sync()
                 times.append(time.perf_counter() - start)
-            rows.append(
-                Row(
-                    h,
-                    D_MODEL // h,
-                    statistics.median(times),
-                    BATCH * h * n * n,
-                    BATCH * (8 * n * D_MODEL**2 + 4 * n * n * D_MODEL),
-                )
-            )
-    secs = [r.seconds for r in rows]
-    t0, t1, r2 = fit_line([r.score_entries for r in rows], secs)
+            rows.append(Row(h, D_MODEL // h, statistics.median(times), BATCH * h * n * n, flops))
+    t0, t1, r2 = fit_line([r.score_entries for r in rows], [r.seconds for r in rows])
     slow, fast = max(rows, key=lambda r: r.seconds), min(rows, key=lambda r: r.seconds)
     return Result(
         n=n,

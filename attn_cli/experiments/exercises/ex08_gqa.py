@@ -1,7 +1,4 @@
-"""Exercise 8, multi-query and grouped-query attention: parameters, FLOPs, KV cache.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex08_gqa``.
-"""
+"""Exercise 8, multi-query and grouped-query attention: parameters, FLOPs, KV cache."""
 
 from __future__ import annotations
 
@@ -107,23 +104,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         with torch.device("meta"):
             layer = grouped_attention(d, h, g)
         x = torch.empty(1, n, d, device="meta")
-        schemes.append(
-            Scheme(
-                name,
-                g,
-                count_parameters(layer),
-                2 * d * d + 2 * d * g * p,
-                count_flops(lambda layer=layer, x=x: layer(x)),
-                4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d,
-                2 * g * p * BYTES,
-                2 * g * p,
-            )
-        )
+        params, params_formula = count_parameters(layer), 2 * d * d + 2 * d * g * p
+        flops = count_flops(lambda layer=layer, x=x: layer(x))
+        flops_formula = 4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d
+        schemes.append(Scheme(name, g, params, params_formula, flops, flops_formula, 2 * g * p * BYTES, 2 * g * p))
     gen = torch.Generator().manual_seed(config.seed)
     shared = [
         SharedRow(q, _shared_value_error(q, SHARED_SAMPLES, gen), (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5)
         for q in SHARED_WIDTHS
     ]
-    return Result(
-        d=d, h=h, p=p, tokens=n, schemes=schemes, shared_weights=[list(w) for w in SHARED_WEIGHTS], shared=shared
-    )
+    return Result(d, h, p, n, schemes, [list(w) for w in SHARED_WEIGHTS], shared)

@@ -1,7 +1,4 @@
-"""Exercise 10, permuting the source of cross-attention.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex10_permute``.
-"""
+"""Exercise 10, permuting the source of cross-attention."""
 
 from __future__ import annotations
 
@@ -87,22 +84,11 @@ def _source_checks(mha: MultiHeadAttention, A: Tensor, B: Tensor, perms: tuple[T
     ]
     lens = torch.tensor([VALID])
     ref_l, _ = mha(A, B, B, lens)
-    checks.append(
-        _check(
-            f"valid_lens {VALID}: permute within the first {VALID} and within the rest",
-            mha(A, B[:, within], B[:, within], lens)[0],
-            ref_l,
-            True,
-        )
-    )
-    checks.append(
-        _check(
-            f"valid_lens {VALID}: swap row 0 with row {M_SRC - 1} (masked)",
-            mha(A, B[:, crossing], B[:, crossing], lens)[0],
-            ref_l,
-            False,
-        )
-    )
+    for name, rows, expected in (
+        (f"permute within the first {VALID} and within the rest", within, True),
+        (f"swap row 0 with row {M_SRC - 1} (masked)", crossing, False),
+    ):
+        checks.append(_check(f"valid_lens {VALID}: {name}", mha(A, B[:, rows], B[:, rows], lens)[0], ref_l, expected))
     return checks
 
 
@@ -123,19 +109,10 @@ def _word_order_checks(mha: MultiHeadAttention) -> list[Check]:
         memory, _ = encoder(x, x, x)  # (1, 3, d): permutation equivariant without positions
         return mha(decoder_queries, memory, memory)[0]  # (1, 3, d)
 
+    s1, s2 = "dog bites man", "man bites dog"
     return [
-        _check(
-            "dog bites man vs man bites dog, no positions",
-            translate("dog bites man", False),
-            translate("man bites dog", False),
-            True,
-        ),
-        _check(
-            "dog bites man vs man bites dog, sinusoidal positions",
-            translate("dog bites man", True),
-            translate("man bites dog", True),
-            False,
-        ),
+        _check(f"{s1} vs {s2}, {name}", translate(s1, pos), translate(s2, pos), not pos)
+        for name, pos in (("no positions", False), ("sinusoidal positions", True))
     ]
 
 
@@ -151,13 +128,5 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     with torch.no_grad():
         checks = _source_checks(mha, A, B, perms)
         checks += _word_order_checks(mha)
-    return Result(
-        d=D_MODEL,
-        h=HEADS,
-        n=N_Q,
-        m=M_SRC,
-        valid=VALID,
-        tolerance=TOL,
-        checks=checks,
-        all_as_expected=all(c.unchanged == c.expected_unchanged for c in checks),
-    )
+    as_expected = all(c.unchanged == c.expected_unchanged for c in checks)
+    return Result(D_MODEL, HEADS, N_Q, M_SRC, VALID, TOL, checks, as_expected)

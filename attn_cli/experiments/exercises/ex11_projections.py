@@ -1,7 +1,4 @@
-"""Exercise 11, random projections and readable maps.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex11_projections``.
-"""
+"""Exercise 11, random projections and readable maps."""
 
 from __future__ import annotations
 
@@ -88,17 +85,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         "the matching letter gets the largest weight": all(p.match_wins == 1.0 for p in heads),
         "the plain map's regimes (sharp / split / diffuse)": all(p.regimes == props[0].regimes for p in heads),
     }
-    return Result(
-        queries=list(QUERY_WORD),
-        keys=list(KEY_WORD),
-        d_model=DIM,
-        heads=HEADS,
-        plain=res.weights,
-        head_weights=res.head_weights,
-        props=props,
-        hold_in_every_head=[k for k, v in checks.items() if v],
-        lost=[k for k, v in checks.items() if not v],
-    )
+    held, lost = [k for k, v in checks.items() if v], [k for k, v in checks.items() if not v]
+    return Result(list(QUERY_WORD), list(KEY_WORD), DIM, HEADS, res.weights, res.head_weights, props, held, lost)
 
 
 def validate_result(result: Result, config: Config) -> None:

@@ -1,7 +1,4 @@
-"""Exercise 12, learned copy-both heads: train MultiHeadAttention(16 hidden) for h = 1, 2, 4, 8.
-
-Design notes: ``docs/exercises.md``, section ``attn_cli.experiments.exercises.ex12_learned``.
-"""
+"""Exercise 12, learned copy-both heads: train MultiHeadAttention(16 hidden) for h = 1, 2, 4, 8."""
 
 from __future__ import annotations
 
