@@ -39,15 +39,10 @@ def free_bytes() -> int:
 
 
 def _read_int(path: Path) -> int | None:
+    """The number in a cgroup file; None where it is missing, "max" or unlimited."""
     try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    if text == "max":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
+        value = int(path.read_text().strip())
+    except (OSError, ValueError):
         return None
     return None if value >= UNLIMITED else value
 
@@ -125,14 +120,12 @@ def bounds(device: str = "cpu") -> list[tuple[int, str]]:
 
         free, _total = torch.cuda.mem_get_info()
         return [(int(free), f"free on {device}")]
-    found = [(free_bytes(), "free on cpu")]
-    room = cgroup_headroom()
-    if room is not None:
-        found.append((room, "left under the cgroup's memory limit"))
-    room = address_space_headroom()
-    if room is not None:
-        found.append((room, "left under the address-space limit (ulimit -v)"))
-    return found
+    free = free_bytes()
+    limits = [
+        (cgroup_headroom(), "left under the cgroup's memory limit"),
+        (address_space_headroom(), "left under the address-space limit (ulimit -v)"),
+    ]
+    return [(free, "free on cpu")] + [(room, what) for room, what in limits if room is not None]
 
 
 def available_bytes(device: str = "cpu") -> int:
@@ -166,11 +159,9 @@ def guard(
 ) -> None:
     """The one up-front check every experiment makes before allocating anything.
 
-    ``nbytes`` is the experiment's own estimate of the largest tensors it holds at once
-    (its module's ``estimate_bytes(config)``); ``workers`` worker processes add their
-    measured cost (:func:`pool_bytes`).  Draws are made on the CPU, then moved, so the CPU
-    is always checked; another device is checked as well, on cuda with one CUDA context
-    (:data:`CUDA_CONTEXT_BYTES`) per process that uses it (``processes``).
+    ``nbytes``: the experiment's ``estimate_bytes(config)``, plus :func:`pool_bytes` of its
+    ``workers``.  Draws are made on the CPU, then moved, so the CPU is always checked; another
+    device as well, on cuda with one CUDA context per process that uses it (``processes``).
     """
     if workers > 0:
         what = f"{what}, in {workers} worker process(es) (about {human_bytes(pool_bytes(workers))} before any tensor)"
