@@ -5,16 +5,13 @@ Design notes: ``docs/design.md``, section ``attn_cli.published``.
 
 from __future__ import annotations
 
-import importlib
-
-from attn_cli.published.catalogue import ARTIFACTS, BY_ID, families
+from attn_cli.published.catalogue import ARTIFACTS, BY_ID, family_modules
 from attn_cli.published.types import Artifact, Check
 
 
 def all_checks() -> dict[str, Check]:
     checks: dict[str, Check] = {}
-    for family in families():
-        module = importlib.import_module(f"{__name__}.{family}")
+    for module in family_modules():
         for check in module.CHECKS:
             if check.id in checks:
                 raise ValueError(f"duplicate check id {check.id}")

@@ -1,133 +1,74 @@
-"""The catalogue: every table and figure of the two texts (``../shared/ARTIFACTS.md``).
-
-``files`` are the names each command writes into ``--out`` for that artifact; commands
-must use exactly these names.
-
-The entries below are in the texts' order.  A check family (a module of this package) may
-also declare ``CATALOGUE``, the entries of its own experiment beside its ``CHECKS``, so that
-a new experiment's published side is one file: each is placed after the last entry of its
-source listed here (:func:`placed`).
+"""The catalogue: every table and figure of the two texts (``../shared/ARTIFACTS.md``), in the
+texts' order.  ``files`` are the names each command writes into ``--out`` for that artifact;
+commands must use exactly these names.  A check family (a module of this package) may declare
+``CATALOGUE``, its experiment's entries beside its ``CHECKS``: each is placed after the last
+entry of its source listed here (:func:`placed`).
 """
 
 import importlib
 import pkgutil
+from types import ModuleType
 
 from attn_cli.published.types import Artifact
 
 # modules of this package that are not check families (they define no CHECKS)
 NOT_FAMILIES = frozenset({"types", "catalogue", "settings", "compare", "seed_rule", "rules", "margins"})
 
-ARTIFACTS: tuple[Artifact, ...] = (
+_ROWS = (  # id, source, section, title, command
     # W9: embeddings and attention
-    Artifact("w9-onehot", "W9", "1.1", "one-hot vectors and the embedding table", "embeddings"),
-    Artifact("w9-ppmi", "W9", "1.2", "PPMI + SVD static embeddings, analogy, nearest to bank", "analogy"),
-    Artifact(
-        "w9-contextual",
-        "W9",
-        "1.3",
-        "contextual vectors for 'bank'",
-        "embeddings",
-        ("embeddings_bank_attention.png", "embeddings_bank_attention.csv"),
-    ),
-    Artifact(
-        "w9-copy-task",
-        "W9",
-        "2.3",
-        "copy task with attention vs plain encoder-decoder",
-        "copy-task",
-        ("copy_task_accuracy.png",),
-    ),
-    Artifact(
-        "w9-copy-task-map",
-        "W9",
-        "2.3",
-        "trained attention map on one sequence",
-        "copy-task",
-        ("copy_task_attention_L{length}.png",),
-        new=True,
-    ),
-    Artifact("w9-worked", "W9", "3.1", "worked example of scaled dot-product attention", "formula"),
-    Artifact("w9-properties", "W9", "3.2", "shapes and properties of attention", "formula"),
-    Artifact("w9-sqrt-dk", "W9", "3.3", "why divide by sqrt(d_k)", "sqrt-dk"),
-    Artifact(
-        "w9-sqrt-dk-plot",
-        "W9",
-        "3.3",
-        "max weight and gradient norm against d_k",
-        "sqrt-dk",
-        ("sqrt_dk.png",),
-        new=True,
-    ),
-    Artifact("w9-self-cross", "W9", "4.1", "self- and cross-attention shapes (nn.MultiheadAttention)", "self-cross"),
-    Artifact("w9-masks", "W9", "4.2", "causal and padding masks", "masks", ("masks.png", "masks.csv")),
-    Artifact("w9-order", "W9", "4.3", "self-attention cannot tell the order", "order"),
-    Artifact("w9-heads", "W9", "5.1", "hand-written multi-head vs nn.MultiheadAttention; parameters", "heads"),
-    Artifact("w9-scaling", "W9", "5.2", "quadratic cost of the score matrix", "scaling"),
+    ("w9-onehot", "W9", "1.1", "one-hot vectors and the embedding table", "embeddings"),
+    ("w9-ppmi", "W9", "1.2", "PPMI + SVD static embeddings, analogy, nearest to bank", "analogy"),
+    ("w9-contextual", "W9", "1.3", "contextual vectors for 'bank'", "embeddings"),
+    ("w9-copy-task", "W9", "2.3", "copy task with attention vs plain encoder-decoder", "copy-task"),
+    ("w9-copy-task-map", "W9", "2.3", "trained attention map on one sequence", "copy-task"),
+    ("w9-worked", "W9", "3.1", "worked example of scaled dot-product attention", "formula"),
+    ("w9-properties", "W9", "3.2", "shapes and properties of attention", "formula"),
+    ("w9-sqrt-dk", "W9", "3.3", "why divide by sqrt(d_k)", "sqrt-dk"),
+    ("w9-sqrt-dk-plot", "W9", "3.3", "max weight and gradient norm against d_k", "sqrt-dk"),
+    ("w9-self-cross", "W9", "4.1", "self- and cross-attention shapes (nn.MultiheadAttention)", "self-cross"),
+    ("w9-masks", "W9", "4.2", "causal and padding masks", "masks"),
+    ("w9-order", "W9", "4.3", "self-attention cannot tell the order", "order"),
+    ("w9-heads", "W9", "5.1", "hand-written multi-head vs nn.MultiheadAttention; parameters", "heads"),
+    ("w9-scaling", "W9", "5.2", "quadratic cost of the score matrix", "scaling"),
     # D2L 10.3
-    Artifact("d2l-copy-both-one-head", "D2L", "10.3.1", "one head loses half the variance", "copy-both"),
-    Artifact("d2l-copy-both-two-heads", "D2L", "10.3.1", "two heads recover both values", "copy-both"),
-    Artifact(
-        "d2l-fig-10.3.1",
-        "D2L",
-        "10.3.1",
-        "relative error vs first head's weight",
-        "copy-both",
-        ("copy_both.png", "copy_both.csv"),
-    ),
-    Artifact("d2l-mha-shape", "D2L", "10.3.2.3", "MultiHeadAttention output shape with valid_lens", "heads"),
-    Artifact("d2l-mha-params", "D2L", "10.3.2.3", "parameters independent of the head count", "heads"),
-    Artifact("d2l-fig-10.3.2", "D2L", "10.3.2", "multi-head layout diagram", "heads", ("heads_layout.png",)),
-    Artifact("d2l-self-cross", "D2L", "10.3.3", "self- and cross-attention shapes (MultiHeadAttention)", "self-cross"),
-    Artifact(
-        "d2l-crossattn-map",
-        "D2L",
-        "10.3.3.3",
-        "letter alignment of 'attention' vs 'translation'",
-        "crossattn-map",
-        ("heatmap_attention_translation.png", "heatmap_attention_translation.csv"),
-    ),
+    ("d2l-copy-both-one-head", "D2L", "10.3.1", "one head loses half the variance", "copy-both"),
+    ("d2l-copy-both-two-heads", "D2L", "10.3.1", "two heads recover both values", "copy-both"),
+    ("d2l-fig-10.3.1", "D2L", "10.3.1", "relative error vs first head's weight", "copy-both"),
+    ("d2l-mha-shape", "D2L", "10.3.2.3", "MultiHeadAttention output shape with valid_lens", "heads"),
+    ("d2l-mha-params", "D2L", "10.3.2.3", "parameters independent of the head count", "heads"),
+    ("d2l-fig-10.3.2", "D2L", "10.3.2", "multi-head layout diagram", "heads"),
+    ("d2l-self-cross", "D2L", "10.3.3", "self- and cross-attention shapes (MultiHeadAttention)", "self-cross"),
+    ("d2l-crossattn-map", "D2L", "10.3.3.3", "letter alignment of 'attention' vs 'translation'", "crossattn-map"),
     # D2L 10.3.5 exercises: no published numbers; `attn exercise N` (attn_cli/experiments/exercises/)
-    Artifact("d2l-ex1", "D2L", "10.3.5 ex1", "nonlinear readouts: MLP vs linear readout error", "exercise"),
-    Artifact(
-        "d2l-ex2",
-        "D2L",
-        "10.3.5 ex2",
-        "nearly identical heads: error vs epsilon under noise, log-log",
-        "exercise",
-        ("exercise_2.png", "exercise_2.csv"),
-    ),
-    Artifact("d2l-ex3", "D2L", "10.3.5 ex3", "what the bound counts: error = 1 - rank(A)/k", "exercise"),
-    Artifact("d2l-ex4", "D2L", "10.3.5 ex4", "averages under key noise: median error, failure fraction", "exercise"),
-    Artifact("d2l-ex5", "D2L", "10.3.5 ex5", "head pruning: one-shot vs greedy", "exercise"),
-    Artifact(
-        "d2l-ex6",
-        "D2L",
-        "10.3.5 ex6",
-        "narrow heads: forward time against h",
-        "exercise",
-        ("exercise_6.png", "exercise_6.csv"),
-    ),
-    Artifact("d2l-ex7", "D2L", "10.3.5 ex7", "cost of cross-attention: FLOPs, cached keys/values", "exercise"),
-    Artifact("d2l-ex8", "D2L", "10.3.5 ex8", "MQA and GQA: parameters, FLOPs, KV-cache bytes", "exercise"),
-    Artifact("d2l-ex9", "D2L", "10.3.5 ex9", "heads as slices; tiled vs repeated valid_lens", "exercise"),
-    Artifact("d2l-ex10", "D2L", "10.3.5 ex10", "permuting the source of cross-attention", "exercise"),
-    Artifact(
-        "d2l-ex11",
-        "D2L",
-        "10.3.5 ex11",
-        "per-head maps through random projections",
-        "exercise",
-        ("exercise_11.png", "exercise_11.csv"),
-    ),
-    Artifact(
-        "d2l-ex12",
-        "D2L",
-        "10.3.5 ex12",
-        "learned copy-both heads, h = 1, 2, 4, 8",
-        "exercise",
-        ("exercise_12.png", "exercise_12.csv"),
-    ),
+    ("d2l-ex1", "D2L", "10.3.5 ex1", "nonlinear readouts: MLP vs linear readout error", "exercise"),
+    ("d2l-ex2", "D2L", "10.3.5 ex2", "nearly identical heads: error vs epsilon under noise, log-log", "exercise"),
+    ("d2l-ex3", "D2L", "10.3.5 ex3", "what the bound counts: error = 1 - rank(A)/k", "exercise"),
+    ("d2l-ex4", "D2L", "10.3.5 ex4", "averages under key noise: median error, failure fraction", "exercise"),
+    ("d2l-ex5", "D2L", "10.3.5 ex5", "head pruning: one-shot vs greedy", "exercise"),
+    ("d2l-ex6", "D2L", "10.3.5 ex6", "narrow heads: forward time against h", "exercise"),
+    ("d2l-ex7", "D2L", "10.3.5 ex7", "cost of cross-attention: FLOPs, cached keys/values", "exercise"),
+    ("d2l-ex8", "D2L", "10.3.5 ex8", "MQA and GQA: parameters, FLOPs, KV-cache bytes", "exercise"),
+    ("d2l-ex9", "D2L", "10.3.5 ex9", "heads as slices; tiled vs repeated valid_lens", "exercise"),
+    ("d2l-ex10", "D2L", "10.3.5 ex10", "permuting the source of cross-attention", "exercise"),
+    ("d2l-ex11", "D2L", "10.3.5 ex11", "per-head maps through random projections", "exercise"),
+    ("d2l-ex12", "D2L", "10.3.5 ex12", "learned copy-both heads, h = 1, 2, 4, 8", "exercise"),
 )
+FILES = {  # what the command writes into --out for the artifact
+    "w9-contextual": ("embeddings_bank_attention.png", "embeddings_bank_attention.csv"),
+    "w9-copy-task": ("copy_task_accuracy.png",),
+    "w9-copy-task-map": ("copy_task_attention_L{length}.png",),
+    "w9-sqrt-dk-plot": ("sqrt_dk.png",),
+    "w9-masks": ("masks.png", "masks.csv"),
+    "d2l-fig-10.3.1": ("copy_both.png", "copy_both.csv"),
+    "d2l-fig-10.3.2": ("heads_layout.png",),
+    "d2l-crossattn-map": ("heatmap_attention_translation.png", "heatmap_attention_translation.csv"),
+    "d2l-ex2": ("exercise_2.png", "exercise_2.csv"),
+    "d2l-ex6": ("exercise_6.png", "exercise_6.csv"),
+    "d2l-ex11": ("exercise_11.png", "exercise_11.csv"),
+    "d2l-ex12": ("exercise_12.png", "exercise_12.csv"),
+}
+NEW = frozenset({"w9-copy-task-map", "w9-sqrt-dk-plot"})  # figures the texts do not draw, added beside a table
+ARTIFACTS: tuple[Artifact, ...] = tuple(Artifact(*row, FILES.get(row[0], ()), row[0] in NEW) for row in _ROWS)
 
 
 def families() -> list[str]:
@@ -137,12 +78,14 @@ def families() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in NOT_FAMILIES)
 
 
+def family_modules() -> list[ModuleType]:
+    """The check families' modules, in :func:`families` order."""
+    return [importlib.import_module(f"attn_cli.published.{family}") for family in families()]
+
+
 def family_entries() -> tuple[Artifact, ...]:
     """The catalogue entries the check families declare (``CATALOGUE``), in family order."""
-    found: list[Artifact] = []
-    for family in families():
-        found.extend(getattr(importlib.import_module(f"attn_cli.published.{family}"), "CATALOGUE", ()))
-    return tuple(found)
+    return tuple(entry for module in family_modules() for entry in getattr(module, "CATALOGUE", ()))
 
 
 def placed(listed: tuple[Artifact, ...], added: tuple[Artifact, ...]) -> tuple[Artifact, ...]:

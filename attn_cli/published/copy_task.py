@@ -115,9 +115,9 @@ def map_rule(sample: MapSample | dict, published: Any = None) -> bool:
     return bool(judged) and all(diag >= max(MAP_MAJORITY, acc - MAP_MARGIN) for diag, acc in judged.values())
 
 
-def _seeds(id: str, value: float, reason: str) -> Check:
+def _seeds(model: str, length: int, metric: str, value: float, reason: str) -> Check:
     return Check(
-        id=id,
+        id=check_id(model, length, metric),
         artifact="w9-copy-task",
         published=value,
         test="seeds",
@@ -127,28 +127,24 @@ def _seeds(id: str, value: float, reason: str) -> Check:
     )
 
 
-def _checks() -> list[Check]:
-    checks = []
-    for length, values in ATTENTION.items():
-        for metric, value in zip(METRICS, values):
-            checks.append(_seeds(check_id("attention", length, metric), value, REASON))
-    for length, value in PLAIN_FREE_RUNNING.items():
-        checks.append(
-            _seeds(check_id("plain", length, "free_running"), value, REASON + "; Week 8's value as W9 quotes it")
-        )
-    checks.append(
-        Check(
-            id=MAP_RULE_ID,
-            artifact="w9-copy-task-map",
-            test="rule",
-            kind="rule",
-            judge=map_rule,
-            published="the trained model's attention (output step x input position) is near-diagonal",
-            reason="rule: " + MAP_RULE,
-        )
-    )
-    return checks
-
-
-CHECKS: tuple[Check, ...] = tuple(_checks())
+CHECKS: tuple[Check, ...] = (
+    *(
+        _seeds("attention", L, metric, value, REASON)
+        for L, row in ATTENTION.items()
+        for metric, value in zip(METRICS, row)
+    ),
+    *(
+        _seeds("plain", L, "free_running", value, REASON + "; Week 8's value as W9 quotes it")
+        for L, value in PLAIN_FREE_RUNNING.items()
+    ),
+    Check(
+        id=MAP_RULE_ID,
+        artifact="w9-copy-task-map",
+        test="rule",
+        kind="rule",
+        judge=map_rule,
+        published="the trained model's attention (output step x input position) is near-diagonal",
+        reason="rule: " + MAP_RULE,
+    ),
+)
 CHECK_IDS = frozenset(c.id for c in CHECKS)

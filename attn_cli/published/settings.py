@@ -77,14 +77,9 @@ def text_settings(artifact_id: str) -> dict[str, Any]:
 
 
 def _family_settings() -> dict[str, dict[str, Any]]:
-    import importlib
+    from attn_cli.published.catalogue import family_modules
 
-    from attn_cli.published.catalogue import families
-
-    found: dict[str, dict[str, Any]] = {}
-    for family in families():
-        found.update(getattr(importlib.import_module(f"attn_cli.published.{family}"), "TEXT_SETTINGS", {}))
-    return found
+    return {k: v for module in family_modules() for k, v in getattr(module, "TEXT_SETTINGS", {}).items()}
 
 
 def _same(a: Any, b: Any) -> bool:

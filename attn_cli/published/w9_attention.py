@@ -38,6 +38,11 @@ SCALING = {
 }
 
 
+_DIGITS_3SIG = "printed with 3 significant digits (%.2e): half a unit of the last one"
+_MEMORY = "printed with one decimal in MB or GB (1e6, 1e9 bytes): half a unit of that decimal, in bytes"
+_DRAWS = "exact only with the text's draws: seed 0, 20000 trials, 10 keys, d_k 4 16 64 256 1024 in that order"
+
+
 def _half_unit_3sig(value: float) -> float:
     """Half a unit of the last digit of a number printed as ``%.2e``."""
     mantissa, exponent = f"{value:.2e}".split("e")
@@ -51,115 +56,72 @@ def _memory_bytes(printed: str) -> tuple[float, float]:
     return float(value) * scale, 0.05 * scale
 
 
-def _sqrt_dk_checks() -> list[Check]:
-    checks = []
-    for d_k, values in SQRT_DK.items():
-        for name, value, tol in zip(SQRT_DK_FIELDS, values, SQRT_DK_TOL):
-            checks.append(
-                num(
-                    f"w9-sqrt-dk.{d_k}.{name}",
-                    "w9-sqrt-dk",
-                    value,
-                    tol,
-                    f"printed to {'2' if tol == 0.005 else '4'} decimals (±{tol:g}); exact only "
-                    "with the text's draws: seed 0, 20000 trials, 10 keys, d_k 4 16 64 256 1024 "
-                    "in that order",
-                )
-            )
-    checks.append(
-        rule(
-            "w9-sqrt-dk-plot.curves",
-            "w9-sqrt-dk-plot",
-            "unscaled, the largest weight climbs (0.49 to 0.97) and the gradient norm falls "
-            "(0.073 to 0.007) as d_k grows; scaled, they stay at about 0.32 and 0.088",
-            "the figure's curves, checked by sqrt_dk.curves_as_described: unscaled curves strictly "
-            "monotone in d_k; scaled max weight within 0.03 and gradient within 0.001 across d_k",
-        )
-    )
-    return checks
-
-
-def _masks_checks() -> list[Check]:
-    return [
-        num("w9-masks.causal_weights", "w9-masks", MASKS_CAUSAL, 0.005, "printed with numpy .round(2) (±0.005)"),
-        # identity: softmax rows sum to 1 by construction; the tolerance admits float32 rounding
-        num(
-            "w9-masks.row_sums",
-            "w9-masks",
-            MASKS_ROW_SUMS,
-            2e-7,
-            "float32 sums printed in full: each is 1 to within a few units of float32 rounding "
-            "(2**-23 ~ 1.2e-7); which rows land exactly on 1.0 depends on the summation order of the build",
-            kind="identity",
-        ),
-        # rules: the causal mask's claim, and its failing case (no mask: the future leaks)
-        exact(
-            "w9-masks.past_unchanged",
-            "w9-masks",
-            True,
-            "printed True: outputs at 0, 1, 2 unchanged when tokens 3, 4 change (causal mask)",
-            kind="rule",
-        ),
-        exact(
-            "w9-masks.changes_without_mask", "w9-masks", True, "printed True: without the mask they change", kind="rule"
-        ),
-        # the package's masked_softmax ends with masked_fill(~mask, 0.0): its padding weight is 0
-        # whatever the scores (identity); the text's own recipe, softmax(masked_fill(pad, -inf)),
-        # is the measured counterpart (exp(-inf) must come out exactly 0 in this build)
-        exact(
-            "w9-masks.padding_weight",
-            "w9-masks",
-            0.0,
-            "printed 0.0: the package's masked_softmax sets masked weights to 0 with masked_fill",
-            kind="identity",
-        ),
-        exact(
-            "w9-masks.padding_weight.text_recipe",
-            "w9-masks",
-            0.0,
-            "printed 0.0: the text's softmax(scores.masked_fill(pad, -inf)); exp(-inf) is exactly 0",
-        ),
-    ]
-
-
 def _scaling_checks() -> list[Check]:
+    """Identities, all three: n^2, 4 n^2 bytes and n^2 d are arithmetic on the lengths."""
     checks = []
     for n, (entries, memory, ops) in SCALING.items():
-        tol = _half_unit_3sig(entries)
-        # identities, all three: n^2, 4 n^2 bytes and n^2 d are arithmetic on the lengths
-        checks.append(
-            num(
-                f"w9-scaling.{n}.entries",
-                "w9-scaling",
-                entries,
-                tol,
-                "printed with 3 significant digits (%.2e): half a unit of the last one",
-                kind="identity",
-            )
-        )
         mem_bytes, mem_tol = _memory_bytes(memory)
-        c = num(
-            f"w9-scaling.{n}.memory",
-            "w9-scaling",
-            mem_bytes,
-            mem_tol,
-            "printed with one decimal in MB or GB (1e6, 1e9 bytes): half a unit of that decimal, in bytes",
-            kind="identity",
+        rows = (
+            ("entries", entries, _half_unit_3sig(entries), _DIGITS_3SIG),
+            ("memory", mem_bytes, mem_tol, _MEMORY),
+            ("operations", ops, _half_unit_3sig(ops), f"{_DIGITS_3SIG}; d = 512"),
         )
-        c.meta["printed"] = memory
-        checks.append(c)
-        tol = _half_unit_3sig(ops)
-        checks.append(
-            num(
-                f"w9-scaling.{n}.operations",
-                "w9-scaling",
-                ops,
-                tol,
-                "printed with 3 significant digits (%.2e): half a unit of the last one; d = 512",
-                kind="identity",
-            )
-        )
+        for what, value, tol, reason in rows:
+            checks.append(num(f"w9-scaling.{n}.{what}", "w9-scaling", value, tol, reason, kind="identity"))
+            if what == "memory":
+                checks[-1].meta["printed"] = memory
     return checks
 
 
-CHECKS: tuple[Check, ...] = tuple(_sqrt_dk_checks() + _masks_checks() + _scaling_checks())
+CHECKS: tuple[Check, ...] = (
+    *(
+        num(f"w9-sqrt-dk.{d_k}.{name}", "w9-sqrt-dk", value, tol, f"printed to {digits} decimals (±{tol:g}); {_DRAWS}")
+        for d_k, values in SQRT_DK.items()
+        for name, value, tol, digits in zip(SQRT_DK_FIELDS, values, SQRT_DK_TOL, (2, 2, 2, 2, 4, 4))
+    ),
+    rule(
+        "w9-sqrt-dk-plot.curves",
+        "w9-sqrt-dk-plot",
+        "unscaled, the largest weight climbs (0.49 to 0.97) and the gradient norm falls "
+        "(0.073 to 0.007) as d_k grows; scaled, they stay at about 0.32 and 0.088",
+        "the figure's curves, checked by sqrt_dk.curves_as_described: unscaled curves strictly "
+        "monotone in d_k; scaled max weight within 0.03 and gradient within 0.001 across d_k",
+    ),
+    num("w9-masks.causal_weights", "w9-masks", MASKS_CAUSAL, 0.005, "printed with numpy .round(2) (±0.005)"),
+    # identity: softmax rows sum to 1 by construction; the tolerance admits float32 rounding
+    num(
+        "w9-masks.row_sums",
+        "w9-masks",
+        MASKS_ROW_SUMS,
+        2e-7,
+        "float32 sums printed in full: each is 1 to within a few units of float32 rounding "
+        "(2**-23 ~ 1.2e-7); which rows land exactly on 1.0 depends on the summation order of the build",
+        kind="identity",
+    ),
+    # rules: the causal mask's claim, and its failing case (no mask: the future leaks)
+    exact(
+        "w9-masks.past_unchanged",
+        "w9-masks",
+        True,
+        "printed True: outputs at 0, 1, 2 unchanged when tokens 3, 4 change (causal mask)",
+        kind="rule",
+    ),
+    exact("w9-masks.changes_without_mask", "w9-masks", True, "printed True: without the mask they change", kind="rule"),
+    # the package's masked_softmax ends with masked_fill(~mask, 0.0): its padding weight is 0
+    # whatever the scores (identity); the text's own recipe, softmax(masked_fill(pad, -inf)),
+    # is the measured counterpart (exp(-inf) must come out exactly 0 in this build)
+    exact(
+        "w9-masks.padding_weight",
+        "w9-masks",
+        0.0,
+        "printed 0.0: the package's masked_softmax sets masked weights to 0 with masked_fill",
+        kind="identity",
+    ),
+    exact(
+        "w9-masks.padding_weight.text_recipe",
+        "w9-masks",
+        0.0,
+        "printed 0.0: the text's softmax(scores.masked_fill(pad, -inf)); exp(-inf) is exactly 0",
+    ),
+    *_scaling_checks(),
+)

@@ -12,6 +12,14 @@ _ID = "identity"  # kind: true by construction or arithmetic, shown and never co
 
 _R2 = "printed to 2 decimals (numpy .round(2))"
 _R3 = "printed to 3 decimals (round(x, 3))"
+_R3_NP = "printed to 3 decimals (.round(3))"
+_KING_SIMILARITY = {"prince": 1.0, "queen": 0.997, "woman": 0.374, "bread": 0.316}  # W9 1.2
+_BANK_VECTORS = {  # W9 1.3, seed 0: E in vocab order, then Wq, Wk, Wv
+    "static_bank": [-0.89, -1.51, 0.37, 1.46, 0.94, 0.77],
+    "river_bank": [0.12, 0.04, 0.07, -0.15, 0.2, 1.09],
+    "money_bank": [0.22, 1.62, -0.44, 0.97, 0.03, -0.92],
+}
+_DOG_OUTPUT = [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924]  # W9 4.3: the same for both orders
 _TIE = (
     "queen and princess have identical co-occurrence rows, so their vectors are equal in "
     "exact arithmetic and their order is decided by rounding noise (~1e-16, varies with the "
@@ -28,10 +36,7 @@ CHECKS: tuple[Check, ...] = (
     exact("w9-onehot.parameters", "w9-onehot", 15_000_000, "integer count V * d", kind=_ID),
     exact("w9-onehot.onehot_dims", "w9-onehot", 50_000, "integer count V (the setting echoed back)", kind=_ID),
     # W9 1.2: PPMI + SVD static embeddings (deterministic: no random draws)
-    num("w9-ppmi.king~prince", "w9-ppmi", 1.0, 0.0005, _R3),
-    num("w9-ppmi.king~queen", "w9-ppmi", 0.997, 0.0005, _R3),
-    num("w9-ppmi.king~woman", "w9-ppmi", 0.374, 0.0005, _R3),
-    num("w9-ppmi.king~bread", "w9-ppmi", 0.316, 0.0005, _R3),
+    *(num(f"w9-ppmi.king~{word}", "w9-ppmi", value, 0.0005, _R3) for word, value in _KING_SIMILARITY.items()),
     rule("w9-ppmi.analogy.top2", "w9-ppmi", "queen, princess", _TIE),
     exact(
         "w9-ppmi.analogy.third",
@@ -47,16 +52,14 @@ CHECKS: tuple[Check, ...] = (
     ),
     rule("w9-ppmi.bank_nearest.8th", "w9-ppmi", "queen", _TIE),
     # W9 1.3: contextual 'bank' vectors (seed 0: E in vocab order, then Wq, Wk, Wv)
-    num("w9-contextual.static_bank", "w9-contextual", [-0.89, -1.51, 0.37, 1.46, 0.94, 0.77], 0.005, _R2),
-    num("w9-contextual.river_bank", "w9-contextual", [0.12, 0.04, 0.07, -0.15, 0.2, 1.09], 0.005, _R2),
-    num("w9-contextual.money_bank", "w9-contextual", [0.22, 1.62, -0.44, 0.97, 0.03, -0.92], 0.005, _R2),
+    *(num(f"w9-contextual.{name}", "w9-contextual", vector, 0.005, _R2) for name, vector in _BANK_VECTORS.items()),
     num("w9-contextual.distance", "w9-contextual", 2.841, 0.0005, _R3),
     # W9 3.1: the worked example
-    num("w9-worked.scores", "w9-worked", [0.707, 0.0, 0.707], 0.0005, "printed to 3 decimals (.round(3))"),
-    num("w9-worked.weights", "w9-worked", [0.401, 0.198, 0.401], 0.0005, "printed to 3 decimals (.round(3))"),
+    num("w9-worked.scores", "w9-worked", [0.707, 0.0, 0.707], 0.0005, _R3_NP),
+    num("w9-worked.weights", "w9-worked", [0.401, 0.198, 0.401], 0.0005, _R3_NP),
     # identities: softmax weights sum to 1 by construction; keys 1 and 3 score alike, so their
     # weights are equal and the output is 20 for any weights that sum to 1 (values 10, 20, 30)
-    num("w9-worked.weights_sum", "w9-worked", 1.0, 0.0005, "printed to 3 decimals (.round(3))", kind=_ID),
+    num("w9-worked.weights_sum", "w9-worked", 1.0, 0.0005, _R3_NP, kind=_ID),
     num("w9-worked.output", "w9-worked", 20.0, 0.005, "printed to 2 decimals (.round(2))", kind=_ID),
     # W9 3.2: shapes and properties (seed 0: Q, K, V drawn in that order)
     exact(
@@ -84,20 +87,7 @@ CHECKS: tuple[Check, ...] = (
     exact("w9-properties.non_negative", "w9-properties", True, "boolean verdict", kind=_ID),
     exact("w9-properties.convex", "w9-properties", True, "boolean verdict (1e-6 slack, as the text)", kind=_ID),
     # W9 4.3: self-attention cannot tell the order (seed 0: emb, Wq, Wk, Wv, then pos)
-    num(
-        "w9-order.dog_bites_man",
-        "w9-order",
-        [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924],
-        0.0005,
-        "printed to 3 decimals (.round(3))",
-    ),
-    num(
-        "w9-order.man_bites_dog",
-        "w9-order",
-        [-0.72, 0.958, 1.767, 0.24, 1.691, 0.924],
-        0.0005,
-        "printed to 3 decimals (.round(3))",
-    ),
+    *(num(f"w9-order.{s}", "w9-order", _DOG_OUTPUT, 0.0005, _R3_NP) for s in ("dog_bites_man", "man_bites_dog")),
     # rules: the section's claim (attention sees a set) and its failing case (positions added)
     exact("w9-order.identical", "w9-order", True, "torch.allclose(atol=1e-6) verdict", kind="rule"),
     exact("w9-order.identical_with_positions", "w9-order", False, "torch.allclose(atol=1e-6) verdict", kind="rule"),
