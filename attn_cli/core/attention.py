@@ -22,13 +22,10 @@ def valid_lens_mask(valid_lens: Tensor, n_q: int, n_k: int) -> Tensor:
 
     valid_lens: (B,) per sequence or (B, n_q) per query.  Returns (B, n_q, n_k).
     """
-    positions = torch.arange(n_k, device=valid_lens.device)  # (n_k,)
-    if valid_lens.dim() == 1:
-        lens = valid_lens[:, None].expand(-1, n_q)  # (B, n_q)
-    elif valid_lens.dim() == 2:
-        lens = valid_lens
-    else:
+    if valid_lens.dim() not in (1, 2):
         raise ValueError(f"valid_lens must be 1-D or 2-D, got shape {tuple(valid_lens.shape)}")
+    positions = torch.arange(n_k, device=valid_lens.device)  # (n_k,)
+    lens = valid_lens[:, None].expand(-1, n_q) if valid_lens.dim() == 1 else valid_lens  # (B, n_q)
     return positions[None, None, :] < lens[:, :, None]  # (B, n_q, n_k)
 
 

@@ -1,12 +1,4 @@
-"""Small measurements shared by experiments: readout error, line fits, folded heads.
-
-* :func:`relative_error` and :func:`readout_error` -- the text's ``readout_error`` (best
-  linear readout of a target from mixtures, relative error), optionally scored on held-out
-  data and squared;
-* :func:`fit_line` and :func:`loglog_slope` -- least-squares lines (slope, intercept, R^2);
-* :func:`attend_heads` -- split projected queries, keys and values into heads, attend,
-  merge and apply W_o: the folded multi-head computation, with grouped keys and values.
-"""
+"""Small measurements shared by experiments: readout error, line fits, folded heads."""
 
 from __future__ import annotations
 
@@ -26,35 +18,25 @@ def relative_error(pred: Tensor, target: Tensor, squared: bool = False) -> float
     return ((pred - target).norm() / target.norm()).item()
 
 
-REPRODUCIBLE_DRIVER = "gelsd"
-
-
-def least_squares(M: Tensor, target: Tensor, driver: str | None = REPRODUCIBLE_DRIVER) -> Tensor:
-    """W minimising ||M W - target||: ``torch.linalg.lstsq`` on the CPU; on CUDA, which only
-    has the full-rank 'gels', the pseudo-inverse.
-
-    The text calls ``lstsq`` with its default driver, LAPACK 'gelsy' on the CPU (``driver=None``),
-    whose float32 answer in this MKL build changes its last digits from call to call and, on a
-    rank-deficient problem, its rank.  So the default is 'gelsd' (SVD): the same least-squares
-    answer, the same bits on every call."""
-    if M.device.type == "cpu":
-        return torch.linalg.lstsq(M, target, driver=driver).solution  # (k, t)
-    return torch.linalg.pinv(M) @ target
-
-
 def readout_error(
     M: Tensor,
     target: Tensor,
-    driver: str | None = REPRODUCIBLE_DRIVER,
+    driver: str | None = "gelsd",
     held_out: tuple[Tensor, Tensor] | None = None,
     squared: bool = False,
 ) -> float:
-    """Relative error of the best linear readout of ``target`` (N, t) from ``M`` (N, k).
+    """The text's ``readout_error``: relative error of the best linear readout of ``target`` (N, t)
+    from ``M`` (N, k), fitted on ``(M, target)`` and scored there or on ``held_out``.
 
-    The readout is fitted on ``(M, target)`` and scored there, or on ``held_out``
-    ``(M_test, target_test)`` when given.
+    The readout is ``torch.linalg.lstsq`` on the CPU (on CUDA, which only has the full-rank
+    'gels', the pseudo-inverse).  The text's default driver, 'gelsy' (``driver=None``), changes
+    its float32 answer's last digits (and, rank-deficient, its rank) from call to call in this MKL
+    build; 'gelsd' (SVD) gives the same answer, the same bits on every call.
     """
-    W = least_squares(M, target, driver)
+    if M.device.type == "cpu":
+        W = torch.linalg.lstsq(M, target, driver=driver).solution  # (k, t)
+    else:
+        W = torch.linalg.pinv(M) @ target
     M_eval, t_eval = held_out if held_out is not None else (M, target)
     return relative_error(M_eval @ W, t_eval, squared)
 
