@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from attn_cli import experiment_registry, pipeline
 from attn_cli.experiment_registry import Experiment, Registry
 from attn_cli.plan import QUICK_NOTE, Plan
+from attn_cli.report_files import catalogued
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
@@ -24,24 +25,11 @@ RunPlan = Callable[..., list]  # (plan, verb, *, on_done, cache_root, use_cache,
 
 
 @dataclass
-class VerifyReport:
-    """``attn verify``: every selected check with its verdict, and where it was computed."""
-
+class _Report:
     runs: list  # pipeline.Run per experiment, in the plan's order
     outcomes: list  # Outcome per selected check, in the checks' order
     coverage: pipeline.Coverage
-    summary: str  # "85 measured and 10 rules passed; 33 identities shown"
     where: dict  # versions, machine, numerics (pipeline.where_it_ran)
-    seconds: float  # the runs and the comparison
-    header: dict = field(default_factory=dict)  # records.header: what verify.json says of the run
-    files: list[Path] = field(default_factory=list)  # verify.html and verify.json, when out was given
-
-    @functools.cached_property
-    def record(self) -> dict:
-        """``verify.json``: the header and every check's record (built once)."""
-        from attn_cli import records
-
-        return records.record(self.outcomes, self.header)
 
     @property
     def failed(self) -> list:
@@ -57,37 +45,34 @@ class VerifyReport:
         """The closing lines: cached work reused, then the numeric mode."""
         return [*pipeline.cache_lines(self.runs), pipeline.numerics_line(self.where["numerics"])]
 
-    def write(self, registry: Registry, artifact_ids: list[str], out: Path) -> None:
-        """Write ``verify.json`` and ``verify.html`` into ``out``; they become :attr:`files`."""
-        from attn_cli.report_files import write_verify_page
 
-        self.files = write_verify_page(
-            registry,
-            artifact_ids,
-            out,
-            record=self.record,
-            outcomes=self.outcomes,
-            summary=self.summary,
-            coverage_line=self.coverage.line(),
-            seconds=self.seconds,
-            where=self.where,
-        )
+@dataclass
+class VerifyReport(_Report):
+    """``attn verify``: every selected check with its verdict, and where it was computed."""
+
+    summary: str  # "85 measured and 10 rules passed; 33 identities shown"
+    seconds: float  # the runs and the comparison
+    header: dict = field(default_factory=dict)  # records.header: what verify.json says of the run
+    files: list[Path] = field(default_factory=list)  # verify.html and verify.json, when out was given
+
+    @functools.cached_property
+    def record(self) -> dict:
+        """``verify.json``: the header and every check's record (built once)."""
+        from attn_cli import records
+
+        return records.record(self.outcomes, self.header)
 
 
 @dataclass
-class AllReport:
+class AllReport(_Report):
     """``attn all``: the sections written, the checks judged once, the manifest and the files."""
 
     out: Path
     quick: bool  # a smoke run: nothing judged
-    runs: list  # pipeline.Run per experiment, in the plan's order
     sections: list  # report_files.Section per experiment
-    outcomes: list  # Outcome per check of the experiments that ran (every check without --only)
-    coverage: pipeline.Coverage
     summary: str | None  # the verdicts per kind; None with --quick
     quick_line: str | None  # what --quick judged (nothing); None without it
     manifest: dict  # manifest.json
-    where: dict  # versions, machine, numerics (pipeline.where_it_ran)
     files: list[Path] = field(default_factory=list)  # every file written, the three report files last
 
     @property
@@ -98,7 +83,7 @@ class AllReport:
     @property
     def failed(self) -> list:
         """The checks that failed (none with --quick, which judges nothing)."""
-        return [] if self.quick else [o for o in self.outcomes if o.status == "fail"]
+        return [] if self.quick else super().failed
 
     @property
     def exit_code(self) -> int:
@@ -113,10 +98,6 @@ class AllReport:
             for aid, entry in self.manifest["artifacts"].items()
             if entry.get("not_written")
         ]
-
-    @property
-    def context_lines(self) -> list[str]:
-        return [*pipeline.cache_lines(self.runs), pipeline.numerics_line(self.where["numerics"])]
 
 
 def verify(
@@ -137,13 +118,11 @@ def verify(
 ) -> VerifyReport:
     """Regenerate the published values ``only`` selects (all without it) and judge them.
 
-    Each experiment a selected check needs runs once at the configuration its checks are
-    judged at (:func:`attn_cli.plan.judged`: the copy task's seeds; with ``quick`` the slow
-    ones at ``Config.quick()``, their checks skipped).  ``out``: also write ``verify.json`` and
-    ``verify.html`` there.  ``seeds``: how many seeds judge each trained value (``--seed`` with
-    the exact engine, the next ones with the fast one; None: the seed rule's default).  Raises
-    :class:`attn_cli.experiment_registry.UnknownId` for a token of ``only`` that names nothing
-    and :class:`attn_cli.experiment_registry.SeedOutOfRange` before any work.
+    Each experiment a selected check needs runs once at the configuration its checks are judged
+    at (:func:`attn_cli.plan.judged`).  ``out``: also write ``verify.json`` and ``verify.html``
+    there.  ``seeds``: how many seeds judge each trained value (None: the seed rule's default).
+    Raises :class:`~attn_cli.experiment_registry.UnknownId` or
+    :class:`~attn_cli.experiment_registry.SeedOutOfRange` before any work.
     """
     from attn_cli.plan import judged
     from attn_cli.published.compare import summary
@@ -168,7 +147,9 @@ def verify(
         header=_header("attn verify", where, device, seed, seeds, quick),
     )
     if out is not None:
-        report.write(registry, artifact_ids, Path(out))
+        from attn_cli.report_files import write_verify_page
+
+        report.files = write_verify_page(registry, artifact_ids, Path(out), report)
     return report
 
 
@@ -192,9 +173,9 @@ def regenerate_all(
     """Run the experiments ``only`` selects (every one without it) and write into ``out`` each
     one's tables, JSON and figures as it finishes, then ``manifest.json``, ``index.md`` and
     ``index.html``.  Every check is judged once, as :func:`verify` judges it (``quick``: a smoke
-    run at ``Config.quick()`` that judges nothing).  An experiment that fails is recorded in its
-    section, and the rest still run and are written.  ``seeds`` as in :func:`verify` (not with
-    ``quick``, which trains one seed: :class:`attn_cli.errors.BadConfig`).  Raises as :func:`verify` does.
+    run that judges nothing).  An experiment that fails is recorded in its section; the rest
+    still run.  Raises as :func:`verify` does, and :class:`~attn_cli.errors.BadConfig` for
+    ``seeds`` with ``quick``.
     """
     from attn_cli.errors import BadConfig
     from attn_cli.plan import judged, smoke
@@ -216,8 +197,7 @@ def regenerate_all(
 
 @dataclass
 class _AllRun:
-    """``attn all`` under way: what it was asked, and the sections written into ``out`` as each
-    experiment finished, with the one verdict per check their tables, the report and the manifest show."""
+    """``attn all`` under way: what it was asked, and the sections written as each experiment finished."""
 
     registry: Registry
     out: Path
@@ -235,7 +215,7 @@ class _AllRun:
 
     def write(self, run: pipeline.Run) -> None:
         """``on_done``: judge a finished run's checks, then write its section (tables, JSON, figures)."""
-        from attn_cli import report_files
+        from attn_cli.report_files import write_section
 
         registry = self.registry
         mine = pipeline.compare(
@@ -243,7 +223,7 @@ class _AllRun:
         )
         self.judged.update((o.check.id, o) for o in mine)
         command = command_of(registry, run.experiment)
-        self.sections.append(report_files.write_section(run, registry, self.out, self.formats, command, mine))
+        self.sections.append(write_section(run, registry, self.out, self.formats, command, mine))
 
     def report(self, plan: Plan, done: list[pipeline.Run]) -> AllReport:
         """Every selected check's verdict, then ``manifest.json``, ``index.md`` and ``index.html``."""
@@ -275,8 +255,7 @@ class _AllRun:
         )
         record = records.record(outcomes, _header("attn all", where, device, self.seed, self.seeds, quick))
         manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
-        shown = [registry.artifacts[a] for a in self.artifact_ids if a in registry.artifacts]
-        index = _write_index(self.out, manifest, shown, self.sections, outcomes)
+        index = _write_index(self.out, manifest, catalogued(registry, self.artifact_ids), self.sections, outcomes)
         written = [self.out / f for s in self.sections for f in (*s.figures, *s.data)]
         return AllReport(
             out=self.out,
@@ -355,8 +334,7 @@ def _plan_options(
     worker_wait: float | None,
 ) -> dict[str, Any]:
     """The keywords of :mod:`attn_cli.plan`'s functions; the Dask scheduler (--scheduler) among
-    them, checked to answer before any work, only when an experiment of the plan trains (only
-    the copy task does)."""
+    them, checked before any work, only when an experiment of the plan trains."""
     options: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache}
     if scheduler and any(exp.slow for exp in experiments):
         from attn_cli.experiments.copy_task.cluster import plan_keywords
@@ -381,11 +359,10 @@ def experiment_name(registry: Registry, check: Check) -> str | None:
 
 def command_of(registry: Registry, exp: Experiment) -> str:
     """The command(s) that regenerate an experiment's catalogue IDs, e.g. ``"masks"``."""
-    commands: list[str] = []
-    for aid in exp.artifacts:
-        c = registry.artifacts[aid].command if aid in registry.artifacts else exp.name.replace("_", "-")
-        if c not in commands:
-            commands.append(c)
+    default = exp.name.replace("_", "-")
+    commands = dict.fromkeys(
+        registry.artifacts[a].command if a in registry.artifacts else default for a in exp.artifacts
+    )
     return ", ".join(commands) or exp.name
 
 

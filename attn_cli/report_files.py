@@ -1,6 +1,4 @@
-"""The files of ``attn all`` and ``attn verify``: one :class:`Section` per experiment run,
-then ``manifest.json``, ``index.md`` and ``index.html`` from the sections (``verify.json``
-and ``verify.html`` for ``attn verify``)."""
+"""The files of ``attn all`` (one :class:`Section` per experiment run) and ``attn verify``."""
 
 from __future__ import annotations
 
@@ -17,14 +15,15 @@ if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
     from attn_cli.pipeline import Run
     from attn_cli.published.compare import Outcome
+    from attn_cli.published.types import Artifact
+    from attn_cli.regenerate import VerifyReport
 
 
 def write_section(
     run: Run, registry: Registry, out: Path, formats: Sequence[str], command: str, outcomes: Sequence[Outcome] = ()
 ) -> Section:
     """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
-    ``outcomes``: its checks' outcomes (:func:`attn_cli.pipeline.compare`), the verdicts its
-    tables mark and its section lists: one verdict per cell."""
+    ``outcomes``: its checks' outcomes, the verdicts its tables mark."""
     from attn_cli.render import files
     from attn_cli.render.figure_files import experiment_markdown
 
@@ -61,48 +60,30 @@ def write_section(
     return section
 
 
-def write_verify_page(
-    registry: Registry,
-    artifact_ids: Iterable[str],
-    out: Path,
-    *,
-    record: dict,
-    outcomes: Sequence[Outcome],
-    summary: str,
-    coverage_line: str,
-    seconds: float,
-    where: dict,
-) -> list[Path]:
-    """``verify.json`` (``record``: the header and the --json records) and ``verify.html`` (the
-    checks as a page) in ``out``; the paths written.  Their own names: an ``attn all`` report in
-    the same folder (index.html) is left alone."""
+def write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyReport) -> list[Path]:
+    """``verify.json`` (the --json record) and ``verify.html`` (the checks as a page) in ``out``:
+    their own names, so an ``attn all`` report in the same folder is left alone."""
     from attn_cli.render import files, html
 
-    files.write_json(out / "verify.json", record)
-    head = record["header"]
-    manifest = {
-        "command": head["command"],
-        "quick": False,
-        "seed": head["seed"],
-        "device": head["device"],
-        "timing": {"seconds": round(seconds, 3)},
-        **where,
-    }
-    shown = [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
-    files.write_text(
-        out / "verify.html",
-        html.index_html(
-            catalogue=shown,
-            sections=[],
-            manifest=manifest,
-            outcomes=outcomes,
-            summary=summary,
-            coverage_line=coverage_line,
-            links=("verify.json",),
-            title="attn verify: the texts' numbers, regenerated",
-        ),
+    files.write_json(out / "verify.json", report.record)
+    manifest = {**report.header, "quick": False, "timing": {"seconds": round(report.seconds, 3)}}  # the page's facts
+    page = html.index_html(
+        catalogue=catalogued(registry, artifact_ids),
+        sections=[],
+        manifest=manifest,
+        outcomes=report.outcomes,
+        summary=report.summary,
+        coverage_line=report.coverage.line(),
+        links=("verify.json",),
+        title="attn verify: the texts' numbers, regenerated",
     )
+    files.write_text(out / "verify.html", page)
     return [out / "verify.html", out / "verify.json"]
+
+
+def catalogued(registry: Registry, artifact_ids: Iterable[str]) -> list[Artifact]:
+    """The catalogue entries of these IDs (those the catalogue has), in the given order."""
+    return [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
 
 
 def write_junit(path: Path, outcomes: Iterable[Outcome], runs: Sequence[Run], registry: Registry) -> Path:
@@ -125,11 +106,5 @@ def _relative(path: Path, out: Path) -> str:
 
 def _beside(out: Path, figures: list[str]) -> list[str]:
     """Raw-number files written beside each figure (same stem, another suffix)."""
-    found = []
-    for fig in figures:
-        stem = Path(fig).with_suffix("")
-        for suffix in (".csv", ".json"):
-            name = stem.with_suffix(suffix).as_posix()
-            if (out / stem).with_suffix(suffix).exists() and name not in found:
-                found.append(name)
-    return found
+    near = (Path(fig).with_suffix("").with_suffix(suffix) for fig in figures for suffix in (".csv", ".json"))
+    return list(dict.fromkeys(p.as_posix() for p in near if (out / p).exists()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from importlib import resources
 from typing import TYPE_CHECKING
 
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 KINDS = ("measured", "rule", "identity")  # STYLE.md "Checks"
 VERDICT_CLASS = {"pass": "pass", "fail": "fail", "skipped": "skip"}
 IMAGE_PREFERENCE = ("svg", "png")  # the page shows SVG where written, else PNG
+TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
 
 
 def kind_counts(outcomes: Sequence) -> dict[str, dict[str, int]]:
@@ -26,13 +28,16 @@ def kind_counts(outcomes: Sequence) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for o in outcomes:
         row = counts.setdefault(o.check.kind, {"pass": 0, "fail": 0, "skipped": 0})
-        status = "fail" if o.status == "n/a" else o.status  # a value that does not apply fails verify
-        row[status] = row.get(status, 0) + 1
+        row["fail" if o.status == "n/a" else o.status] += 1  # a value that does not apply fails verify
     return {k: counts[k] for k in KINDS if k in counts}
 
 
 def anchor(artifact_id: str) -> str:
     return "id-" + re.sub(r"[^A-Za-z0-9_-]", "-", artifact_id)
+
+
+def _links(names: Sequence[str], sep: str = ", ") -> str:
+    return sep.join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in names)
 
 
 def _margin_cell(o: Outcome) -> str:
@@ -84,10 +89,8 @@ def index_html(
     links: Sequence[str] = (),
     title: str = "attn: every table and figure of the two texts",
 ) -> str:
-    """The page. ``sections`` as for ``index_markdown`` (each may carry ``tables``, the
-    experiment's table blocks, and ``cached``: (runs from cache, runs)); ``outcomes`` every
-    check's outcome; ``manifest`` as ``manifest.json`` (``machine``, ``versions``, and where
-    present ``numerics``: mode and CPU kernels); ``links``: files of the run linked at the top."""
+    """The page: ``sections`` and ``manifest`` as for ``index_markdown``, every check's outcome, and
+    ``links``, files of the run linked at the top."""
     by_artifact: dict[str, list] = {}
     for o in outcomes:
         by_artifact.setdefault(o.check.artifact, []).append(o)
@@ -99,18 +102,16 @@ def index_html(
     shown_tables: set[str] = set()  # sections whose tables are shown (with their first artifact)
     body += [_artifact(a, section_of.get(a.id), manifest, by_artifact.get(a.id, []), shown_tables) for a in catalogue]
     body.append(f"<footer>Written by <code>{esc(manifest.get('command', 'attn'))}</code>.</footer>")
+    css = resources.files("attn_cli.render").joinpath("report.css").read_text("utf-8")  # package data
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'self\'; '
         "style-src 'unsafe-inline'; img-src 'self'\">\n"
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{esc(title)}</title>\n<style>\n{css}</style>\n</head>\n<body>\n<main>\n"
         + "\n".join(body)
         + "\n</main>\n</body>\n</html>\n"
     )
-
-
-TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
 
 
 def _header(
@@ -195,7 +196,7 @@ def _facts(manifest: dict, sections: Sequence[Section], links: Sequence[str]) ->
     facts.append(("versions", esc(", ".join(f"{k} {val}" for k, val in manifest.get("versions", {}).items()))))
     facts += [(f"{name} engine", esc(engine)) for name, engine in (manifest.get("engines") or {}).items()]
     if links:
-        facts.append(("files", ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links)))
+        facts.append(("files", _links(links)))
     return facts
 
 
@@ -204,19 +205,9 @@ def _contents(
 ) -> str:
     items = []
     for a in catalogue:
-        outs = by_artifact.get(a.id, [])
-        state = (
-            "fail"
-            if any(o.status in ("fail", "n/a") for o in outs)
-            else "pass"
-            if any(o.status == "pass" for o in outs)
-            else "skip"
-            if outs
-            else "none"
-        )
-        s = section_of.get(a.id)
-        if s is not None and s.error:
-            state = "fail"
+        statuses = {o.status for o in by_artifact.get(a.id, [])}
+        failed = statuses & {"fail", "n/a"} or (a.id in section_of and section_of[a.id].error)
+        state = "fail" if failed else "pass" if "pass" in statuses else "skip" if statuses else "none"
         items.append(
             f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
             f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>'
@@ -252,7 +243,7 @@ def _artifact(a: Artifact, section: Section | None, manifest: dict, outcomes: li
         )
     data = _data_files(section, files)
     if data:
-        parts.append('<p class="data">Data: ' + ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in data) + "</p>")
+        parts.append(f'<p class="data">Data: {_links(data)}</p>')
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -285,11 +276,8 @@ def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], sho
     own = [f for f in section.figures if f in files]
     for shown, others in figure_views(own, IMAGE_PREFERENCE):
         image = f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>' if shown else ""
-        links = [shown] * bool(shown) + others
         parts.append(
-            f"<figure>{image}<figcaption>"
-            + " · ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in links)
-            + "</figcaption></figure>"
+            f"<figure>{image}<figcaption>{_links([shown] * bool(shown) + others, ' · ')}</figcaption></figure>"
         )
     return parts
 
@@ -298,72 +286,3 @@ def _belongs(name: str, files: Sequence[str]) -> bool:
     """A raw-number file written beside one of this artifact's figures (same stem)."""
     stem = name.rsplit(".", 1)[0]
     return any(f.rsplit(".", 1)[0] == stem for f in files)
-
-
-CSS = """
-:root{--fg:#1d2330;--muted:#5b6475;--line:#dde1e8;--bg:#f6f7f9;--card:#fff;--pass:#17803d;--pass-bg:#e6f4ea;
---fail:#b42318;--fail-bg:#fdecea;--skip:#8a6100;--skip-bg:#fff6dc;--accent:#2f5fb3}
-*{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,
-"Helvetica Neue",Arial,sans-serif}
-main{max-width:1100px;margin:0 auto;padding:24px 20px 48px}
-h1{font-size:1.6rem;margin:0 0 4px}h2{font-size:1.15rem;margin:0 0 6px}
-a{color:var(--accent)}code{font:0.9em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
-background:#eef1f5;padding:1px 4px;border-radius:4px}
-.sub,.meta,.note,.where,.data,figcaption,footer{color:var(--muted)}
-.summary,.artifact,nav{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;
-margin:16px 0}
-.tiles{display:flex;flex-wrap:wrap;gap:12px;margin:4px 0 12px}
-.tile{flex:1 1 180px;border-radius:8px;padding:10px 14px;border:1px solid var(--line)}
-.tile .n{display:block;font-size:1.8rem;font-weight:700;line-height:1.1}
-.tile .k{display:block;font-weight:600}.tile .d{display:block;font-size:.85rem;color:var(--muted)}
-.tile.pass{background:var(--pass-bg);border-color:#b7dfc3}.tile.pass .n{color:var(--pass)}
-.tile.fail{background:var(--fail-bg);border-color:#f4b4ad}.tile.fail .n{color:var(--fail)}
-.tile.skip{background:var(--skip-bg);border-color:#f0d68a}.tile.skip .n{color:var(--skip)}
-.banner{border-radius:8px;padding:10px 14px;margin:8px 0}
-.banner.fail{background:var(--fail-bg);border:1px solid #f4b4ad}
-.banner.skip{background:var(--skip-bg);border:1px solid #f0d68a}
-.banner ul{margin:6px 0 0;padding-left:20px}
-.line{margin:6px 0}
-.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:10px 0 0;font-size:.9rem}
-.facts dt{color:var(--muted)}.facts dd{margin:0;overflow-wrap:anywhere}
-nav ol{columns:3 220px;margin:0;padding-left:0;list-style:none}nav li{break-inside:avoid;padding:1px 0}
-nav a{text-decoration:none}
-.dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:7px;background:#c3c8d1}
-li.pass .dot,.legend .pass .dot{background:var(--pass)}li.fail .dot,.legend .fail .dot{background:var(--fail)}
-li.skip .dot,.legend .skip .dot{background:#d9a521}.legend{font-size:.85rem;color:var(--muted);margin:0 0 8px}
-.legend>span{margin-right:14px;white-space:nowrap}
-.aid{font:600 .85em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#eef1f5;border-radius:5px;
-padding:2px 6px;margin-right:4px}
-.new{font-size:.7rem;font-weight:600;text-transform:uppercase;background:#e8eefb;color:var(--accent);
-border-radius:4px;padding:1px 5px;vertical-align:middle}
-.scroll{overflow-x:auto;margin:10px 0}
-table{border-collapse:collapse;font-size:.85rem;min-width:50%}
-caption{text-align:left;font-weight:600;padding:0 0 4px}
-th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:left;vertical-align:top}
-th{background:#f0f2f5;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.pass,td.verdict.pass{color:var(--pass);font-weight:600}
-td.fail,td.verdict.fail{color:var(--fail);font-weight:700}
-td.skip,td.verdict.skip{color:var(--skip)}
-span.pass{color:var(--pass)}span.fail{color:var(--fail)}span.skip{color:var(--skip)}span.dim{color:var(--muted)}
-span.strong{font-weight:700}
-.bar{display:inline-block;width:48px;height:8px;border:1px solid var(--line);border-radius:4px;vertical-align:middle;
-background:#fff;overflow:hidden}.bar span{display:block;height:100%;background:var(--pass)}
-.bar.fail{border-color:var(--fail);background:var(--fail-bg)}td.margin{white-space:nowrap}
-tr.fail td{background:var(--fail-bg)}
-td.id{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.8rem;white-space:nowrap}
-figure{margin:12px 0}figure img{display:block;max-width:100%;height:auto;border:1px solid var(--line);
-border-radius:6px;background:#fff}
-figcaption{font-size:.85rem;margin-top:4px}
-details summary{cursor:pointer;color:var(--muted);margin:8px 0}
-pre{overflow-x:auto;background:#f0f2f5;padding:8px;border-radius:6px;font-size:.8rem}
-@media (max-width:640px){main{padding:12px 8px}.summary,.artifact,nav{padding:12px;border-radius:8px}
-h1{font-size:1.3rem}.tile{flex-basis:100%}.facts{grid-template-columns:1fr}.facts dt{margin-top:6px}
-table{font-size:.8rem}}
-@media print{body{background:#fff;font-size:11pt}main{max-width:none;padding:0}nav{display:none}
-.summary,.artifact{border:none;padding:0;margin:0 0 14pt}.artifact{break-before:auto}
-figure,table,.tile{break-inside:avoid}h2{break-after:avoid}figure img{max-height:16cm;border:none}
-.scroll{overflow:visible}a{color:inherit;text-decoration:none}details>*{display:block}
-.artifact a[href]:not([href^="#"])::after{content:" (" attr(href) ")";font-size:.8em;color:var(--muted)}
-figure a[href]::after{content:none}}
-"""

@@ -1,18 +1,12 @@
-"""What ``attn list``, ``attn verify`` and ``attn all`` print and write.
-
-* :func:`catalogue_table` / :func:`catalogue_json`: the catalogue (``attn list``);
-* :func:`verify_table`: the checks against the texts (``attn verify``);
-* :func:`index_markdown`: ``index.md``, every table and every figure of an ``attn all`` run,
-  figures linked relatively so the folder can be moved or opened in any Markdown viewer.
-
-Tables are :mod:`attn_cli.render.table` values; no click here.
-"""
+"""What ``attn list`` (:func:`catalogue_table`) and ``attn verify`` (:func:`verify_table`) print, and
+``attn all``'s ``index.md`` (:func:`index_markdown`, figures linked relatively)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Iterable, Sequence
+from os.path import commonprefix
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.device import cuda_summary
@@ -136,11 +130,8 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
 
 
 def verify_table(outcomes: Sequence, title: str = "Regenerated against published", width: int = 200) -> Table:
-    """One line per check: ID | published ("text" below 120 columns) | regenerated | rule
-    (tolerance or the seeds' interval) | margin | status; each rule's reason and each failure or skip in the caption.
-
-    Below 120 columns the checks sit under a heading (their ID but its last part) and are
-    named by that part, so that every number keeps its room: nothing is cut."""
+    """One line per check; each rule's reason and each failure or skip in the caption. Below 120
+    columns the checks sit under a heading (their ID but its last part), so no number is cut."""
     wide = width >= 120
     table = Table(title=title, terminal={"box": "SIMPLE_HEAD", "padding": (0, 1 if wide else 0), "pad_edge": False})
     table.add_column("ID", no_wrap=wide, overflow="fold")  # narrow: a long heading folds, never a name
@@ -164,7 +155,6 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
 
 
 def _check_cells(o: Outcome, wide: bool, reasons: dict[str, int]) -> list[Cell]:
-    """published, regenerated, rule (with its footnote number), margin and status of one check."""
     status = (o.note if wide else "skipped") if o.status == "skipped" else status_text(o)
     rule = _rule_text(o)
     if o.check.reason:
@@ -193,11 +183,10 @@ def _verify_caption(outcomes: Sequence[Outcome], reasons: dict[str, int]) -> Cel
     for o in outcomes:
         if o.status in ("fail", "n/a"):
             caption += [("FAIL ", "bold red"), f"{o.check.id}: {o.note}\n"]
-    return styled(*caption[:-1], _rstrip(caption[-1])) if caption else ""
-
-
-def _rstrip(part: str | tuple[str, str]) -> str | tuple[str, str]:
-    return part.rstrip() if isinstance(part, str) else (part[0].rstrip(), part[1])
+    if not caption:
+        return ""
+    last = caption[-1]
+    return styled(*caption[:-1], last.rstrip() if isinstance(last, str) else (last[0].rstrip(), last[1]))
 
 
 def split_id(cid: str, artifact: str) -> tuple[str, str]:
@@ -214,8 +203,7 @@ def _first(value: Any) -> Any:
 
 
 def _short(value: Any, limit: int = 16) -> str:
-    """A value for one line: a number or a short word in full, a longer list or text by its
-    size (the record and the report hold it whole)."""
+    """A number or a short word in full, a longer list or text by its size."""
     text = fmt_value(value, 1000)
     if len(text) <= limit or isinstance(value, (int, float)):
         return text
@@ -282,10 +270,7 @@ def index_markdown(
     *, catalogue: Sequence, sections: Sequence[Section], manifest: dict, summary: str | None, coverage_line: str | None
 ) -> str:
     """``index.md``: an overview, the catalogue with each ID's files, then one section per
-    experiment with its tables, its figures (relative links) and its checks against the texts.
-
-    ``sections``: :class:`attn_cli.render.manifest.Section`, one per experiment.
-    """
+    experiment with its tables, figures and checks."""
     lines = _overview(manifest, summary, coverage_line) + _catalogue_rows(catalogue, manifest["artifacts"])
     for s in sections:
         lines += _section_markdown(s, quick=bool(manifest.get("quick")))
@@ -326,21 +311,22 @@ def _catalogue_rows(catalogue: Sequence, entries: dict) -> list[str]:
     lines = ["", "| ID | source | section | title | command | files |", "| --- | --- | --- | --- | --- | --- |"]
     for a in catalogue:
         entry = entries.get(a.id)
-        if entry is None:
-            lines.append(
-                f"| {a.id} | {a.source} | {a.section} | {a.title}: **not regenerated** (no experiment "
-                f"module) | `attn {a.command}` | |"
-            )
-            continue
-        links = ", ".join(f"[{f}]({f})" for f in entry["files"])
-        if entry.get("not_written"):
+        title = a.title if entry else f"{a.title}: **not regenerated** (no experiment module)"
+        links = _md_links(entry["files"]) if entry else ""
+        if entry and entry.get("not_written"):
             links += " (not written: " + ", ".join(entry["not_written"]) + ")"
-        lines.append(f"| {a.id} | {a.source} | {a.section} | {a.title} | `attn {a.command}` | {links} |")
-    for aid, entry in entries.items():
-        if entry.get("catalogued") is False:
-            links = ", ".join(f"[{f}]({f})" for f in entry["files"])
-            lines.append(f"| {aid} | | | (not in the catalogue) | `attn {entry['command']}` | {links} |")
+        cell = f" {links} " if entry else " "  # no experiment: an empty cell
+        lines.append(f"| {a.id} | {a.source} | {a.section} | {title} | `attn {a.command}` |{cell}|")
+    lines += [
+        f"| {aid} | | | (not in the catalogue) | `attn {entry['command']}` | {_md_links(entry['files'])} |"
+        for aid, entry in entries.items()
+        if entry.get("catalogued") is False
+    ]
     return lines
+
+
+def _md_links(names: Sequence[str]) -> str:
+    return ", ".join(f"[{f}]({f})" for f in names)
 
 
 def _section_markdown(s: Section, quick: bool) -> list[str]:
@@ -349,7 +335,7 @@ def _section_markdown(s: Section, quick: bool) -> list[str]:
         "",
         f"## `attn {s.command}`{f' ({where})' if where else ''}: {', '.join(s.ids)}",
         "",
-        f"{s.seconds:.1f} s. Data: " + ", ".join(f"[{f}]({f})" for f in s.data) + ".",
+        f"{s.seconds:.1f} s. Data: {_md_links(s.data)}.",
     ]
     if s.error:
         return lines + ["", f"**Failed:** {md_escape(s.error, cell=False)}"]
@@ -377,13 +363,8 @@ def _where(artifacts: Sequence) -> str:
             sections.append(a.section)
     parts = []
     for source, sections in by_source.items():
-        if len(sections) > 3:
-            common = []
-            for words in zip(*(sec.split() for sec in sections)):
-                if len(set(words)) > 1:
-                    break
-                common.append(words[0])
-            if common:
-                sections = [" ".join(common)]
+        common = commonprefix([sec.split() for sec in sections]) if len(sections) > 3 else []
+        if common:
+            sections = [" ".join(common)]
         parts.append(f"{source} {', '.join(sections)}")
     return "; ".join(parts)
