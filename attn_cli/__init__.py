@@ -23,19 +23,12 @@ __all__ = [
     "ConfigError",  # a configuration refused before any work (a ValueError)
 ]
 
-_CATALOGUE = "attn_cli.api_catalogue"  # verify, regenerate_all, artifacts and what they return
-_WHERE = {
-    "Outcome": "attn_cli.published.compare",
-    "Check": "attn_cli.published.types",
-    "verify": _CATALOGUE,
-    "regenerate_all": _CATALOGUE,
-    "artifacts": _CATALOGUE,
-    "Verification": _CATALOGUE,
-    "Report": _CATALOGUE,
-    "Entry": _CATALOGUE,
-    "AttnError": "attn_cli.errors",
-    "ConfigError": "attn_cli.errors",
-}
+# the module of each name, imported when first asked for (attn_cli.api for the others)
+_WHERE = {"Outcome": "attn_cli.published.compare", "Check": "attn_cli.published.types"}
+_WHERE |= dict.fromkeys(["AttnError", "ConfigError"], "attn_cli.errors")
+_WHERE |= dict.fromkeys(
+    ["verify", "regenerate_all", "artifacts", "Verification", "Report", "Entry"], "attn_cli.api_catalogue"
+)
 
 
 def __getattr__(name: str) -> Any:

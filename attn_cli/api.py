@@ -14,7 +14,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,17 +27,10 @@ from attn_cli.render import notebook, table
 NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "cache": None, "diff": None}
 
 
-# --------------------------------------------------------------------------- the command line
-
-
-def _commands() -> dict[str, click.Command]:
+def _command(name: str) -> click.Command:
     from attn_cli.cli import all_commands
 
-    return all_commands()
-
-
-def _command(name: str) -> click.Command:
-    commands = _commands()
+    commands = all_commands()
     if name not in commands:
         raise click.UsageError(f"No such command {name!r}; commands: {', '.join(sorted(commands))}.")
     return commands[name]
@@ -105,31 +98,14 @@ def _many(value: Any) -> bool:
 
 
 def _token(value: Any) -> str:
-    if isinstance(value, float):
-        return repr(value)  # round-trips exactly
-    return str(value)
-
-
-@contextlib.contextmanager
-def _out_folder(out: str | Path | None) -> Iterator[str]:
-    """``--out``: the caller's folder, or a private temporary one that nothing is written to."""
-    if out is not None:
-        yield str(out)
-        return
-    with tempfile.TemporaryDirectory(prefix="attn-api-") as tmp:
-        yield tmp
-
-
-# --------------------------------------------------------------------------- the caller's process
+    return repr(value) if isinstance(value, float) else str(value)  # a float's repr round-trips exactly
 
 
 @contextlib.contextmanager
 def _callers_state() -> Iterator[None]:
-    """The API leaves the caller's process as it found it: ``os.environ`` (the numeric mode's
-    pins are set while attn computes, then removed) and torch's intra-op thread count.  A
-    worker process that is importing the caller's script (a script without an ``if __name__
-    == "__main__":`` guard) leaves at once with :data:`MAIN_GUARD_EXIT`, silently: the command
-    in the script's own process then raises one :class:`attn_cli.errors.ConfigError`."""
+    """The caller's ``os.environ`` (the numeric mode's pins) and torch's thread count, restored after
+    the block.  A worker process importing the caller's script (no ``if __name__ == "__main__":``
+    guard) leaves at once with :data:`MAIN_GUARD_EXIT`; the script's own process raises a ConfigError."""
     import multiprocessing
 
     from attn_cli.experiments.copy_task.engines import MAIN_GUARD_EXIT
@@ -154,9 +130,8 @@ def _callers_state() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _config_errors() -> Iterator[None]:
-    """What the command line refuses with exit 2 (a click usage error: one bad value, an unknown
-    option, a cross-option check) raised as :class:`attn_cli.ConfigError`, whose message is
-    what the CLI prints after ``Error:``: a notebook never sees click's exceptions or SystemExit."""
+    """What the command line refuses with exit 2 raised as :class:`attn_cli.ConfigError`, with the
+    message the CLI prints after ``Error:``: a notebook never sees click's exceptions or SystemExit."""
     from attn_cli.errors import BadConfig, ConfigError
 
     try:
@@ -167,16 +142,6 @@ def _config_errors() -> Iterator[None]:
         raise ConfigError(str(exc)) from None
     except click.exceptions.Exit as exc:  # --help, --version: nothing to run
         raise ConfigError(f"nothing to run (exit {exc.exit_code})") from None
-
-
-def _checked_text(values: Iterable[object]) -> None:
-    """A string the command line would refuse as not UTF-8 is refused here with its message."""
-    from attn_cli.cli import check_utf8_words
-
-    check_utf8_words([str(v) for v in values])
-
-
-# --------------------------------------------------------------------------- run
 
 
 @dataclass
@@ -251,6 +216,7 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     for a failure at run time (exit 1 on the command line).
     """
     from attn_cli import pipeline
+    from attn_cli.cli import check_utf8_words
     from attn_cli.cli.commands.execute import Job
     from attn_cli.errors import ConfigError
 
@@ -260,10 +226,12 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     with _config_errors():
         cmd = _command(command)
         argv = command_line(command, *args, **options)
-        _checked_text([command, *argv])  # numbered as on the command line: attn COMMAND ARGV
+        check_utf8_words([command, *argv])  # as on the command line: attn COMMAND ARGV
     started = time.perf_counter()
     figures: list = []
-    with _callers_state(), _config_errors(), _out_folder(out) as folder:
+    # the caller's folder, or a private temporary one that nothing is written to
+    folder_of = contextlib.nullcontext(str(out)) if out is not None else tempfile.TemporaryDirectory(prefix="attn-api-")
+    with _callers_state(), _config_errors(), folder_of as folder:
         shown = [a for a in argv if a != "--json"]
         split = shown.index("--") if "--" in shown else len(shown)  # --out before the positional arguments
         with cmd.make_context(f"attn {command}", [*shown[:split], "--out", folder, *shown[split:]]) as ctx:

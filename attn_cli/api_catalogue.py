@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from attn_cli.api import _callers_state, _checked_text, _command, _config_errors, _json_data, command_line
+from attn_cli.api import _callers_state, _command, _config_errors, _json_data, command_line
 from attn_cli.render.notebook import outcomes_html
 
 if TYPE_CHECKING:
     from attn_cli.cli.options import Common
-
-# --------------------------------------------------------------------------- verify
 
 
 @dataclass
@@ -56,21 +54,19 @@ class Verification:
 def verify(*only: str, **options: Any) -> Verification:
     """``attn verify [--only ID...]``: regenerate the selected published values and judge them.
 
-    ``options``: those of ``attn verify`` (``quick``, ``seed``, ``device``, ``no_cache``,
-    ``cache_dir``, ``numerics``), parsed by the ``verify`` command itself (same checks, same
-    errors); the experiments run as there (each once, the copy task's seeds, the per-user
-    cache; :func:`attn_cli.regenerate.verify`), without the progress display.  Writes no file.
+    ``options``: those of ``attn verify`` (``quick``, ``seed``, ``device``, ``no_cache``, ``cache_dir``,
+    ``numerics``), parsed and run as the command does, without the progress display; writes no file.
     """
     from attn_cli import regenerate
     from attn_cli.cli.commands.catalogue import usage_errors
     from attn_cli.errors import ConfigError
 
-    if options.get("out") is not None:
+    if options.pop("out", None) is not None:
         raise ConfigError("verify() writes no file; regenerate_all(out) writes the report")
     with _callers_state(), _config_errors(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
-        common, p = _parsed("verify", folder, only, {k: v for k, v in options.items() if k != "out"})
+        common, only, keywords = _parsed("verify", folder, only, options)
         with usage_errors():
-            checked = regenerate.verify(p["only"], **_library_options(common, p))
+            checked = regenerate.verify(only, **keywords)
     return Verification(
         outcomes=checked.outcomes,
         summary=checked.summary,
@@ -81,13 +77,16 @@ def verify(*only: str, **options: Any) -> Verification:
     )
 
 
-def _parsed(command: str, folder: str, only: Iterable[str], options: dict) -> tuple[Common, dict[str, Any]]:
-    """The command's own parsing of these options (same checks, same errors): its Common and params."""
+def _parsed(command: str, folder: str, only: Iterable[str], options: dict) -> tuple[Common, Any, dict[str, Any]]:
+    """The command's own parsing of these options (same checks, same errors): its Common, its
+    ``--only`` and the keywords of :mod:`attn_cli.regenerate`'s functions, without a progress display."""
+    from attn_cli.cli import check_utf8_words
+    from attn_cli.cli.commands.catalogue import library_keywords
     from attn_cli.cli.options import Common
 
     cmd = _command(command)
     argv = command_line(command, only=list(only) or None, **options)
-    _checked_text([command, *argv])
+    check_utf8_words([command, *argv])
     with cmd.make_context(f"attn {command}", [*argv, "--out", folder]) as ctx:
         p = ctx.params
         from_env = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
@@ -104,18 +103,7 @@ def _parsed(command: str, folder: str, only: Iterable[str], options: dict) -> tu
         scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None,
         worker_wait=p.get("worker_wait", 120.0),
     )
-    return common, p
-
-
-def _library_options(common: Common, p: dict) -> dict:
-    """The keywords of :mod:`attn_cli.regenerate`'s functions for a parsed command line, as the
-    command builds them, without its progress display."""
-    from attn_cli.cli.commands.catalogue import library_keywords
-
-    return {**library_keywords(common, p.get("n_seeds"), p["no_cache"]), "progress": None}
-
-
-# --------------------------------------------------------------------------- all
+    return common, p["only"], {**library_keywords(common, p.get("n_seeds"), p["no_cache"]), "progress": None}
 
 
 @dataclass
@@ -144,18 +132,17 @@ class Report:
 def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     """``attn all --out OUT [--only ID...]``: every table, figure and the report, written into ``out``.
 
-    ``options``: those of ``attn all`` (``quick``, ``seed``, ``device``, ``no_cache``,
-    ``cache_dir``, ``format``, ``numerics``), parsed by the ``all`` command itself (same
-    checks, same errors), then :func:`attn_cli.regenerate.regenerate_all` (same files);
-    returns its manifest.
+    ``options``: those of ``attn all`` (``quick``, ``seed``, ``device``, ``no_cache``, ``cache_dir``,
+    ``format``, ``numerics``), parsed and run as the command does (same files); returns its manifest.
     """
     from attn_cli import regenerate
     from attn_cli.cli.commands.catalogue import usage_errors
 
+    options.pop("json", None)
     with _callers_state(), _config_errors():
-        common, p = _parsed("all", str(out), only, {k: v for k, v in options.items() if k != "json"})
+        common, only, keywords = _parsed("all", str(out), only, options)
         with usage_errors():
-            done = regenerate.regenerate_all(out, p["only"], formats=common.formats, **_library_options(common, p))
+            done = regenerate.regenerate_all(out, only, formats=common.formats, **keywords)
     notes = [
         *done.not_written,
         *([done.quick_line] if done.quick_line else []),
@@ -167,9 +154,6 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
         ok=done.exit_code == 0,
         notes="\n".join(notes),
     )
-
-
-# --------------------------------------------------------------------------- list
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,6 @@ RENDER_PACKAGE = "attn_cli.render"
 CONTRACT = ("SLOW", "CACHED", "ENGINES", "FIGURES")  # what every experiment module declares
 
 
-# --------------------------------------------------------------------------- discovery
-
-
 @dataclass(frozen=True)
 class Experiment:
     """One module of :mod:`attn_cli.experiments` that follows the contract."""
@@ -63,8 +60,7 @@ class Experiment:
 
     @property
     def caches_pieces(self) -> bool:
-        """Its ``run(config, progress, store=)`` keeps pieces of its work in the per-user cache
-        (:class:`attn_cli.store.entries.Pieces`: the copy task's training runs, each on its own)."""
+        """Its ``run(config, progress, store=)`` caches pieces of its work (the copy task's runs)."""
         return bool(self._declared("CACHES_PIECES", False))
 
     @property
@@ -73,11 +69,11 @@ class Experiment:
         return self._declared("INTERRUPTED")
 
     def recorded_config(self, config: Any) -> Any:
-        """``config`` as plain data to record (a cache key, a manifest): without the cluster's
-        address, which says nothing about the numbers."""
+        """``config`` as plain data to record (a cache key, a manifest), without this machine's set-up
+        (``LOCAL_FIELDS``: the copy task's cluster), which says nothing about the numbers."""
         if not dataclasses.is_dataclass(config) or isinstance(config, type):
             return config
-        local = self._declared("LOCAL_FIELDS", ())  # this machine's set-up (the copy task's cluster)
+        local = self._declared("LOCAL_FIELDS", ())
         return {k: v for k, v in dataclasses.asdict(config).items() if k not in local}
 
     def config(
@@ -94,10 +90,8 @@ class Experiment:
         worker_wait: float | None = None,
         verify_seeds: int | None = None,
     ) -> Any:
-        """Its default Config (the text's settings), or ``Config.quick()``, with seed and device;
-        each other option only where the Config has that field (``engine`` only where the
-        experiment has engines).  ``verify``: the configuration ``attn verify`` judges (the
-        module's ``verify_config(config)``: the copy task's seeds, ``verify_seeds`` of them)."""
+        """Its default Config (or ``Config.quick()``) with seed and device, each other option only
+        where the Config has that field; ``verify``: the module's ``verify_config`` (``verify_seeds``)."""
         overrides: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache}
         if engine is not None and "fast" in self.engines:
             overrides["engine"] = engine
@@ -114,12 +108,8 @@ class Experiment:
         return config
 
     def run(self, config: Any, progress: Callable | None = None, store: Any = None) -> Any:
-        """``module.run(config, progress)``; ``progress`` hears :class:`~attn_cli.experiments.progress.ProgressEvent`.
-        ``store``: the opened cache's :class:`attn_cli.store.entries.Pieces`, for a module that
-        declares ``CACHES_PIECES`` (None: no cache)."""
-        if self.caches_pieces:
-            return self.module.run(config, progress=progress, store=store)
-        return self.module.run(config, progress=progress)
+        """``module.run(config, progress)``, with ``store`` (the cache's Pieces) where it ``caches_pieces``."""
+        return self.module.run(config, progress=progress, **({"store": store} if self.caches_pieces else {}))
 
     def render_module(self) -> ModuleType | None:
         if self.render is not None:
@@ -132,22 +122,17 @@ class Experiment:
             raise
 
     def tables(self, result: Any, outcomes: Mapping) -> list:
-        """Its render module's tables; ``outcomes`` (check ID -> Outcome): the verdicts they mark."""
-        render = self.render_module()
-        if render is None or not hasattr(render, "tables"):
-            return []
-        return list(render.tables(result, outcomes))
+        """Its render module's tables, marked with ``outcomes`` (check ID -> Outcome)."""
+        tables = getattr(self.render_module(), "tables", None)
+        return list(tables(result, outcomes)) if tables else []
 
     def figures(
         self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
     ) -> list[Path]:
-        """Its figures in each of ``formats`` (png, svg, pdf) and the numbers beside them, drawn
-        and saved here; ``outcomes``: the published values and verdicts they show; ``keep``:
-        each Figure is appended there with its file name."""
-        render = self.render_module()
-        if render is None or not hasattr(render, "figures"):
-            return []
-        return [Path(p) for p in render.figures(result, Path(out), tuple(formats), outcomes, keep)]
+        """Its figures in each of ``formats`` and the numbers beside them, saved into ``out``; ``keep``
+        receives each Figure with its file name."""
+        figures = getattr(self.render_module(), "figures", None)
+        return [Path(p) for p in figures(result, Path(out), tuple(formats), outcomes, keep)] if figures else []
 
 
 def check_seed_range(seeds: Iterable[int]) -> None:
@@ -158,20 +143,16 @@ def check_seed_range(seeds: Iterable[int]) -> None:
 
 
 def seeds_used(module: ModuleType, config: Any) -> list[int]:
-    """Every seed a run of experiment ``module`` at ``config`` hands to torch: each of its
-    seeds (``config.seed_list`` where it trains several: the copy task, whose verify
-    configuration adds the next seeds), plus each offset the module declares in
-    ``SEED_OFFSETS`` (default ``(0,)``; exercise 12 also draws from seed + 1 and seed + 2)."""
+    """Every seed a run at ``config`` hands to torch: each of its seeds (``config.seed_list`` where it
+    trains several) plus each offset in the module's ``SEED_OFFSETS`` (default ``(0,)``)."""
     seeds = getattr(config, "seed_list", None) or (config.seed,)
     offsets = getattr(module, "SEED_OFFSETS", (0,))
     return list(dict.fromkeys(seed + k for seed in seeds for k in offsets))
 
 
 def discover() -> list[Experiment]:
-    """The experiments, by name: every experiment module, imported here by name so that readers
-    and mypy can follow the list (a new one is added here; a test names a module left out).
-    Imported only when the registry is asked for them, so a single command imports its own
-    experiment alone."""
+    """The experiments, by name: imported here by name so that readers and mypy follow the list (a
+    test names a module left out), and only when asked, so a single command imports its own alone."""
     from attn_cli.experiments import (
         analogy,
         copy_both,
@@ -189,8 +170,7 @@ def discover() -> list[Experiment]:
     )
 
     modules = [analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula, heads, masks, order]
-    modules += [scaling, self_cross, sqrt_dk]
-    return [Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in sorted(modules, key=lambda m: m.__name__)]
+    return [Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in [*modules, scaling, self_cross, sqrt_dk]]
 
 
 def catalogue() -> tuple[Artifact, ...]:
@@ -229,13 +209,7 @@ class Registry:
                 if aid in claimed:
                     raise AttnError(f"{aid!r} is claimed by both {claimed[aid].name} and {exp.name}")
                 claimed[aid] = exp
-        return cls(
-            artifacts=artifacts,
-            checks=checks(),
-            experiments=experiments,
-            by_artifact=by_artifact,
-            uncatalogued=uncatalogued,
-        )
+        return cls(artifacts, checks(), experiments, by_artifact, uncatalogued)
 
     def checks_of(self, artifact_id: str) -> list:
         return [c for c in self.checks.values() if c.artifact == artifact_id]
@@ -247,11 +221,8 @@ class Registry:
         return list(self.artifacts) + list(self.uncatalogued)
 
     def select(self, tokens: Sequence[str]) -> tuple[list[str], list]:
-        """Catalogue IDs and checks picked by ``--only``: catalogue IDs, check IDs, dotted
-        prefixes of check IDs (``w9-sqrt-dk.1024``) or a source (``w9``, ``d2l``).
-
-        Raises :class:`UnknownId` for a token that matches nothing.
-        """
+        """Catalogue IDs and checks picked by ``--only``: catalogue IDs, check IDs, dotted prefixes of
+        check IDs (``w9-sqrt-dk.1024``) or a source (``w9``, ``d2l``); :class:`UnknownId` for no match."""
         if not tokens:
             return list(self.artifacts), list(self.checks.values())
         chosen_artifacts: set[str] = set()
@@ -277,8 +248,6 @@ class Registry:
 
 class UnknownId(AttnError):
     def __init__(self, token: str, known: list[str]):
-        self.token = token
-        self.known = known
         super().__init__(
             f"unknown ID {token!r}; known IDs: {ranges(known)} "
             "(or a check ID or its prefix, e.g. w9-sqrt-dk.1024; or w9, d2l)"

@@ -60,11 +60,8 @@ class Run:
 
 
 def check(exp: Experiment, config: Any) -> None:
-    """The experiment's checks of ``config``, before any work, display or file: its
-    ``validate(config)`` (cross-option rules: an :class:`~attn_cli.errors.AttnError` becomes
-    :class:`~attn_cli.errors.BadConfig`, a usage error on the command line), then its
-    ``preflight(config)`` (what is refused at run time: a missing engine, the memory
-    estimate; its errors pass unchanged).  Both hooks are optional."""
+    """The experiment's optional hooks, before any work: ``validate(config)`` (an AttnError becomes
+    :class:`~attn_cli.errors.BadConfig`, a usage error), then ``preflight(config)`` (errors pass unchanged)."""
     validate = getattr(exp.module, "validate", None)
     if validate is not None:
         try:
@@ -95,17 +92,12 @@ def run(
     numerics: str | None = None,
     keep: list | None = None,
 ) -> Run:
-    """Run one experiment, compare it once, write its figures (the path of every command).
+    """Check ``config``, run the experiment (via the per-user cache ``cache_root``, a callable called
+    after the checks), compare it once when ``judged``, write its figures into ``out``.
 
-    ``config`` is checked first. ``cache_root``: the per-user cache (a callable is called after
-    the checks, so a refused command makes no folder); a ``CACHED`` experiment keeps its Result
-    there, a ``CACHES_PIECES`` one gets the opened cache as ``store``; an untrusted entry is
-    recomputed with a note. ``display(config)`` opens a progress block yielding ``progress``.
-    ``judged``: compare with the published values (else the caller does). ``out``: write the
-    figures there in ``formats``. ``keep_going`` records an experiment's error in
-    ``Run.error``; a failed write and KeyboardInterrupt always propagate. ``threads``: torch's
-    intra-op threads while it runs (one by default: the texts' tensors are small; see
-    benchmarks/RESULTS.md). ``numerics``: the mode the command applied, in the cache key.
+    ``display(config)`` opens a progress block yielding ``progress``; ``keep_going`` records an
+    error in ``Run.error`` (a failed write and KeyboardInterrupt propagate); ``threads``: torch's
+    intra-op threads while it runs; ``numerics``: the mode the command applied, in the cache key.
     """
     run = Run(exp, config, unjudged)
     start = time.perf_counter()
@@ -124,10 +116,8 @@ def run(
                 if store is not None and key:
                     _store(exp, store, key, run.result, run.notes)
         _judge_and_draw(run, judged, out, formats, keep)
-    except WriteFailed:  # a full or read-only disk stops the whole run, not one experiment
-        raise
     except Exception as exc:
-        if not keep_going:
+        if not keep_going or isinstance(exc, WriteFailed):  # a full disk stops every experiment
             raise
         from attn_cli.core.memory import out_of_memory
 
@@ -157,10 +147,8 @@ def run_experiments(
     use_cache: bool = True,
     numerics: str | None = None,
 ) -> list[Run]:
-    """:func:`run` for each ``(experiment, config, unjudged)`` in turn, not judged (the caller
-    compares the selected checks: :func:`compare`), writing no file and recording a failure in
-    its Run; ``on_start(experiment)`` may return its progress callback, ``on_done(run)`` hears
-    each finished run."""
+    """:func:`run` for each ``(experiment, config, unjudged)``, unjudged (see :func:`compare`), no file
+    written, a failure kept in its Run; ``on_start(exp)`` may return a progress callback."""
     runs = []
     for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
@@ -210,9 +198,7 @@ def _cache_key(exp: Experiment, config: Any, cache_root: str | Path | None, nume
 
 
 def _pieces(exp: Experiment, store: Cache | None, use_cache: bool) -> Pieces | None:
-    """The opened cache as ``exp``'s pieces (:class:`attn_cli.store.entries.Pieces`), for an experiment
-    that declares ``CACHES_PIECES`` (the copy task's training runs, each stored as it finishes,
-    so an interrupted or distributed sweep keeps them); None for the others, or without cache."""
+    """The opened cache as the pieces of an experiment that declares ``CACHES_PIECES``, else None."""
     if store is None or not exp.caches_pieces:
         return None
     from attn_cli.store.entries import Pieces
@@ -221,7 +207,7 @@ def _pieces(exp: Experiment, store: Cache | None, use_cache: bool) -> Pieces | N
 
 
 def cache_of(root: str | Path | None, notes: list[str]) -> AbstractContextManager[Cache | None]:
-    """The opened cache at ``root`` for a block (None: none); see :func:`attn_cli.store.cache.opened`."""
+    """The opened cache at ``root`` for a block (None: none)."""
     if not root:
         return contextlib.nullcontext()
     from attn_cli.store import cache
@@ -230,10 +216,8 @@ def cache_of(root: str | Path | None, notes: list[str]) -> AbstractContextManage
 
 
 def _load(exp: Experiment, config: Any, store: Cache, key: dict, notes: list[str]) -> Any:
-    """The cached Result (:func:`attn_cli.store.entries.revive`: every value its declared type), or None:
-    none stored, or one refused with a note (it is then recomputed).  The Result must record the
-    config it is stored for, and pass the experiment's ``validate_result(result, config)`` (sizes
-    and ranges that follow from the config), when it has one."""
+    """The cached Result, or None: none stored, or one refused with a note (then recomputed); it must
+    record the config it is stored for and pass the experiment's ``validate_result``, if any."""
     from attn_cli.store import cache, entries
 
     try:
@@ -261,12 +245,8 @@ def _store(exp: Experiment, store: Cache, key: dict, result: Any, notes: list[st
         notes.append(f"not cached: {exc}")
 
 
-# --------------------------------------------------------------------------- comparing
-
-
 def compare(selected_checks: Iterable[Check], registry: Registry, runs: Iterable[Run]) -> list[Outcome]:
-    """Every selected check against the value its experiment measured
-    (:func:`attn_cli.published.compare.judge`, with the run's configuration)."""
+    """Every selected check judged against the value its experiment's run measured."""
     from attn_cli.published.compare import judge
 
     by_name = {r.name: r for r in runs}
@@ -320,8 +300,7 @@ class Coverage:
 
 
 def coverage(registry: Registry, artifact_ids: Iterable[str], *, everything: bool = False) -> Coverage:
-    """Coverage of the selected catalogue IDs; ``everything`` (no --only) also lists the IDs
-    experiments regenerate that the catalogue does not name."""
+    """Coverage of the selected IDs; ``everything`` (no --only) adds those the catalogue lacks."""
     ids = list(artifact_ids)
     return Coverage(
         artifacts=ids,
@@ -338,41 +317,29 @@ def cache_lines(runs: Iterable[Run]) -> list[str]:
     ]
 
 
-# --------------------------------------------------------------------------- where it ran
-
-
 def where_it_ran(device: str = "cpu", numerics: str | None = None) -> dict[str, Any]:
-    """``{"versions", "machine", "numerics"}``: what every report records about where its numbers
-    were computed (``attn all``'s manifest, ``attn verify``'s page, the numerics line), built
-    here only.  ``numerics``: the mode the command applied; None: this process's."""
-    from attn_cli.core import numerics as modes
-
-    return {"versions": versions(), "machine": machine(device), "numerics": modes.describe(device, numerics)}
-
-
-def numerics_line(numerics: dict) -> str:
-    """The closing line of ``attn all`` and ``attn verify``: the mode and the CPU kernels (and the
-    GPU), from :func:`where_it_ran`'s ``numerics``."""
-    from attn_cli.core.device import cuda_summary
-
-    gpu = f"; GPU {cuda_summary(numerics['cuda'])}" if "cuda" in numerics else ""
-    return f"numerics: {numerics['mode']} ({numerics['isa']} CPU kernels){gpu}"
-
-
-def versions() -> dict[str, str]:
+    """``{"versions", "machine", "numerics"}``: where a report's numbers were computed, built here
+    only; ``numerics``: the mode the command applied (None: this process's)."""
     import platform
 
     import numpy
     import torch
 
     from attn_cli import __version__
+    from attn_cli.core import numerics as modes
 
-    return {
-        "attn": __version__,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-    }
+    versions = dict(
+        attn=__version__, torch=torch.__version__, python=platform.python_version(), numpy=numpy.__version__
+    )
+    return {"versions": versions, "machine": machine(device), "numerics": modes.describe(device, numerics)}
+
+
+def numerics_line(numerics: dict) -> str:
+    """The closing line of ``attn all`` and ``attn verify``: the mode, the CPU kernels, the GPU."""
+    from attn_cli.core.device import cuda_summary
+
+    gpu = f"; GPU {cuda_summary(numerics['cuda'])}" if "cuda" in numerics else ""
+    return f"numerics: {numerics['mode']} ({numerics['isa']} CPU kernels){gpu}"
 
 
 def machine(device: str = "cpu") -> dict[str, Any]:
@@ -381,16 +348,10 @@ def machine(device: str = "cpu") -> dict[str, Any]:
     import platform
 
     cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    info: dict[str, Any] = {
-        "cpu": cpu,
-        "cores": f"{os.cpu_count()} logical cores",
-        "platform": platform.platform(terse=True),
-    }
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    info: dict[str, Any] = {"cpu": cpu, "cores": f"{os.cpu_count()} logical cores"}
+    info["platform"] = platform.platform(terse=True)
     if device == "cuda":
         import torch
 

@@ -1,7 +1,5 @@
-"""What ``attn verify`` and ``attn all`` run: one ``(experiment, config, unjudged)`` per
-experiment, built here and nowhere else, so that both commands judge every check the same
-way and request the same cached runs (the copy task's cache keys come from its Config; the per-user cache
-itself is the pipeline's, never part of a Config or a key).
+"""What ``attn verify`` and ``attn all`` run: one ``(experiment, config, unjudged)`` per experiment,
+built here only, so both commands judge every check the same way and request the same cached runs.
 
 Design notes: ``docs/design.md``, section ``attn_cli.plan``.
 """
@@ -33,8 +31,8 @@ def judged(
     seeds: int | None = None,
     **cluster: Any,
 ) -> Plan:
-    """Each experiment at the configuration its checks are judged at (see the module);
-    ``seeds``: how many seeds judge a trained value (None: the seed rule's default)."""
+    """Each experiment at the configuration its checks are judged at; ``seeds``: how many seeds judge
+    a trained value (None: the seed rule's default)."""
     from attn_cli.published.seed_rule import MAX_SEEDS
 
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
@@ -56,8 +54,7 @@ def judged(
 
 
 def smoke(experiments: Iterable[Experiment], *, seed: int, device: str, use_cache: bool = True, **cluster: Any) -> Plan:
-    """Each experiment at ``Config.quick()``, nothing judged (``attn all --quick``); one with a
-    fast engine uses it (the quickest smoke run)."""
+    """Each experiment at ``Config.quick()`` with its fast engine if any, nothing judged (``attn all --quick``)."""
     return [
         (exp, exp.config(seed=seed, device=device, quick=True, use_cache=use_cache, engine="fast", **cluster), QUICK)
         for exp in experiments

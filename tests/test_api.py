@@ -59,7 +59,9 @@ def test_to_dict_equals_the_cli_json(command, tmp_path):
 
 def test_every_command_is_covered():
     """Each command that makes one run is in the catalogue's list above (else to_dict is untested)."""
-    commands = set(api._commands()) - set(api.NOT_A_RUN)
+    from attn_cli.cli import all_commands
+
+    commands = set(all_commands()) - set(api.NOT_A_RUN)
     assert commands <= set(_catalogue_commands()), commands - set(_catalogue_commands())
 
 

@@ -1,9 +1,6 @@
-"""The ``attn`` command group.
-
-Each module in :mod:`attn_cli.cli.commands` lists its click commands in ``COMMANDS``; the group
-adds those of the modules named below.  Command modules import torch and matplotlib only
-inside the command bodies, so ``attn --help`` stays fast.  Domain errors
-(:class:`attn_cli.errors.AttnError`) become a one-line ``Error: ...`` here, in one place.
+"""The ``attn`` command group: the ``COMMANDS`` of the modules named below (which import torch and
+matplotlib only inside their commands, so ``attn --help`` stays fast); failures at run time
+(:class:`attn_cli.errors.AttnError`, a full disk, ...) become one ``Error: ...`` line here, in one place.
 """
 
 from __future__ import annotations
@@ -24,8 +21,7 @@ from attn_cli.errors import AttnError
 
 
 def check_utf8_words(args: Iterable[str]) -> None:
-    """A command-line word that is not valid UTF-8 (Python keeps its bytes as surrogate
-    escapes) is a usage error naming it, before anything converts or prints it."""
+    """A command-line word that is not valid UTF-8 (kept as surrogate escapes) is a usage error."""
     for word in args:
         try:
             word.encode("utf-8")
@@ -34,8 +30,8 @@ def check_utf8_words(args: Iterable[str]) -> None:
             raise click.UsageError(f"the argument {shown} is not valid UTF-8 text") from None
 
 
-# an OSError that reaches the CLI with one of these is a condition of the machine (a full or
-# read-only disk, a folder the user may not write), reported in one line, never a traceback
+# an OSError with one of these is a condition of the machine (a full or read-only disk, a folder
+# the user may not write), reported in one line, never a traceback
 _ENVIRONMENT_ERRNOS = {
     errno.ENOSPC,
     errno.EDQUOT,
@@ -93,9 +89,7 @@ class AttnGroup(click.Group):
 
 
 def _interrupted(exc: BaseException) -> NoReturn:
-    """Ctrl-C, SIGTERM or SIGHUP: one line on stderr (``Error: interrupted``, ``terminated``,
-    ``hung up``), exit 128 + the signal; workers are stopped and atomic writes have left no
-    partial file (see :mod:`attn_cli.signals`)."""
+    """Ctrl-C, SIGTERM or SIGHUP: one line on stderr (``Error: interrupted``), exit 128 + the signal."""
     click.echo(f"\nError: {signals.describe(exc)}", err=True)
     sys.exit(signals.exit_code(exc))
 
@@ -116,8 +110,8 @@ def cli() -> None:
 
 @cli.result_callback()
 def _run(value: object, **_params: object) -> None:
-    """A run command returns its :class:`~attn_cli.cli.commands.execute.Job`; the command line runs
-    it here, printing and writing (the Python API runs the same Job without printing)."""
+    """A run command returns its :class:`~attn_cli.cli.commands.execute.Job`, run here (the Python
+    API runs the same Job without printing)."""
     if isinstance(value, Job):
         execute(value)
 
@@ -136,8 +130,7 @@ READER_GONE = 141  # the exit status when stdout's reader left (128 + SIGPIPE, a
 
 
 def _silence_stdout() -> None:
-    """fd 1 pointed at /dev/null, so that the interpreter's last flush says nothing more:
-    Python's recipe for a stdout that failed (its signal docs)."""
+    """fd 1 pointed at /dev/null, so that the last flush says nothing (Python's signal docs)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
@@ -156,6 +149,4 @@ def main() -> None:
     except KeyboardInterrupt as exc:  # a signal outside a command (while starting up)
         _interrupted(exc)
     finally:
-        # skip the collector's last passes over torch's objects at exit: every file is already
-        # written and closed, atexit handlers still run and the streams are still flushed
-        gc.freeze()
+        gc.freeze()  # skip the collector's last passes over torch's objects at exit (atexit still runs)

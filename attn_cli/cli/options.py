@@ -25,9 +25,8 @@ from attn_cli.core.numerics import MODES as NUMERIC_MODES
 
 
 class JudgedCommand(click.Command):
-    """A command whose help states how `attn verify` judges what it regenerates, in words
-    derived from the published checks (:func:`attn_cli.published.rules.judged_by`), after
-    the command's own description; computed only when help is shown."""
+    """A command whose help ends with how `attn verify` judges what it regenerates
+    (:func:`attn_cli.published.rules.judged_by`), computed only when help is shown."""
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_help_text(ctx, formatter)
@@ -64,7 +63,7 @@ def _resolve_device(ctx: click.Context, param: click.Parameter, value: str) -> s
     try:
         device = resolve_device(value)
     except AttnError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+        raise click.BadParameter(str(exc)) from None
     prepare_device(device)
     return device
 
@@ -76,9 +75,7 @@ def _apply_numerics(ctx: click.Context, param: click.Parameter, value: str) -> s
     try:
         numerics.apply(value)
     except numerics.NumericsError as exc:
-        raise from_environment(ctx, param, value, str(exc)) or click.BadParameter(
-            str(exc), ctx=ctx, param=param
-        ) from None
+        raise from_environment(ctx, param, value, str(exc)) or click.BadParameter(str(exc)) from None
     return value
 
 
@@ -89,25 +86,22 @@ def validate_out_file(ctx: click.Context, param: click.Parameter, value: str | N
         return None
     name = os.path.basename(value)
     if not value.strip() or not name.strip():
-        raise click.BadParameter("give a file name (e.g. junit.xml)", ctx=ctx, param=param)
+        raise click.BadParameter("give a file name (e.g. junit.xml)")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise click.BadParameter("the file name holds a control character", ctx=ctx, param=param)
+        raise click.BadParameter("the file name holds a control character")
     if len(name.encode("utf-8", "surrogateescape")) > 255:
-        raise click.BadParameter(f"the file name is {len(name)} characters long (255 at most)", ctx=ctx, param=param)
+        raise click.BadParameter(f"the file name is {len(name)} characters long (255 at most)")
     if os.path.isdir(value):
-        raise click.BadParameter(
-            f"{value!r} is a folder; give a file in it (e.g. {value}/junit.xml)", ctx=ctx, param=param
-        )
+        raise click.BadParameter(f"{value!r} is a folder; give a file in it (e.g. {value}/junit.xml)")
     validate_out_dir(ctx, param, os.path.dirname(value) or ".")
     return Path(value)
 
 
 def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> Path:
-    """Check --out without creating it: a usage error later on the line must leave nothing
-    behind, so the folder is made by the first file written into it (:mod:`attn_cli.io`).
-    The folder, or its nearest existing parent, must be a folder this process can write."""
+    """Check --out without creating it (a later usage error leaves nothing behind; the first file
+    written makes it): the folder, or its nearest existing parent, must be writable."""
     if not value:
-        raise click.BadParameter("an empty folder name; give a folder (--out . for this one)", ctx=ctx, param=param)
+        raise click.BadParameter("an empty folder name; give a folder (--out . for this one)")
     path = Path(value)
     existing = path
     while True:
@@ -120,12 +114,12 @@ def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> 
                     if exc.errno == errno.ELOOP
                     else f"a dangling symlink (to {os.readlink(existing)!r}, which does not exist)"
                 )
-                raise click.BadParameter(f"{str(existing)!r} is {what}", ctx=ctx, param=param) from None
+                raise click.BadParameter(f"{str(existing)!r} is {what}") from None
         if existing.exists() or existing.parent == existing:
             break
         existing = existing.parent
     if not existing.is_dir():
-        raise click.BadParameter(f"{str(existing)!r} exists and is not a directory", ctx=ctx, param=param)
+        raise click.BadParameter(f"{str(existing)!r} exists and is not a directory")
     import tempfile  # here, not at the top: it imports shutil, bz2, lzma, random (attn --help)
 
     try:  # a real probe: os.access says yes to root even on a read-only file system
@@ -133,7 +127,7 @@ def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> 
             pass
     except OSError as exc:
         verb = "is not writable" if existing == path else f"cannot be created in {str(existing)!r}"
-        raise click.BadParameter(f"{str(path)!r} {verb}: {exc.strerror}", ctx=ctx, param=param) from None
+        raise click.BadParameter(f"{str(path)!r} {verb}: {exc.strerror}") from None
     return path
 
 
@@ -193,17 +187,8 @@ FIGURE_FORMATS = ("png", "svg", "pdf")  # as attn_cli.render.files.FIGURE_FORMAT
 
 
 def format_option(func: Callable[..., Any] | None = None, *, no_figures: bool = True) -> Callable[..., Any]:
-    """Add ``--format png|svg|pdf`` (several after one flag; default png) to a command that
-    draws figures, and ``--no-figures`` (tables and data files only: no figure is drawn, and
-    the copy task does not even import matplotlib); sets ``common.formats`` (empty with
-    ``--no-figures``). Place it below ``@common_options``::
-
-        @common_options
-        @format_option
-        def masks(..., common: Common): ...
-
-    ``no_figures=False`` leaves ``--no-figures`` out (``attn all``: its report shows the figures).
-    """
+    """Add ``--format png|svg|pdf...`` and ``--no-figures`` (unless ``no_figures=False``: ``attn all``)
+    below ``@common_options``; sets ``common.formats`` (empty with ``--no-figures``)."""
     if func is None:
         return functools.partial(format_option, no_figures=no_figures)
 
@@ -239,19 +224,16 @@ def format_option(func: Callable[..., Any] | None = None, *, no_figures: bool = 
 
 
 def _cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
-    """A folder name that can exist: not empty, no control characters, within the system's
-    limits (a folder that exists but cannot be used is a warning later, not an error)."""
+    """A folder name that can exist (one that cannot be used is a warning later, not an error)."""
     if value is None:
         return None
     if not value.strip():
-        raise click.BadParameter("is empty; give a folder, or leave the option out", ctx=ctx, param=param)
+        raise click.BadParameter("is empty; give a folder, or leave the option out")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise click.BadParameter("contains control characters", ctx=ctx, param=param)
+        raise click.BadParameter("contains control characters")
     raw = os.fsencode(value)
     if len(raw) >= 4096 or any(len(part) > 255 for part in raw.split(b"/")):
-        raise click.BadParameter(
-            "is longer than a path (4095 bytes) or a name in it (255) can be", ctx=ctx, param=param
-        )
+        raise click.BadParameter("is longer than a path (4095 bytes) or a name in it (255) can be")
     return Path(value)
 
 
@@ -265,8 +247,7 @@ CACHE_DIR = click.option(
 
 
 def cache_dir_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--cache-dir DIR`` to a command that caches; sets ``common.cache_dir``. Place it
-    below ``@common_options``."""
+    """Add ``--cache-dir DIR`` below ``@common_options``; sets ``common.cache_dir``."""
 
     @CACHE_DIR
     @functools.wraps(func)
@@ -285,17 +266,13 @@ SCHEDULER_ADDRESS = re.compile(
 
 
 def _scheduler_address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A Dask scheduler address, e.g. ``tcp://10.0.0.5:8786`` (checked for reachability when
-    the command starts, by :func:`attn_cli.experiments.copy_task.cluster.check_reachable`)."""
+    """A Dask scheduler address, e.g. ``tcp://10.0.0.5:8786`` (reachability is checked when the command starts)."""
     if value is None:
         return None
     value = value.strip()
     if not SCHEDULER_ADDRESS.fullmatch(value):
-        raise from_environment(
-            ctx, param, value, "not a scheduler address (e.g. tcp://10.0.0.5:8786)"
-        ) or click.BadParameter(
-            f"{value!r} is not a scheduler address (e.g. tcp://10.0.0.5:8786)", ctx=ctx, param=param
-        )
+        message = "not a scheduler address (e.g. tcp://10.0.0.5:8786)"
+        raise from_environment(ctx, param, value, message) or click.BadParameter(f"{value!r} is {message}")
     scheme, sep, _ = value.partition("://")
     if sep and scheme not in SCHEDULER_SCHEMES:
         message = (
@@ -303,14 +280,13 @@ def _scheduler_address(ctx: click.Context, param: click.Parameter, value: str | 
             + ", ".join(f"{s}://" for s in SCHEDULER_SCHEMES)
             + " (or host:port, which is tcp)"
         )
-        raise from_environment(ctx, param, value, message) or click.BadParameter(message, ctx=ctx, param=param)
+        raise from_environment(ctx, param, value, message) or click.BadParameter(message)
     return value
 
 
 def scheduler_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--scheduler ADDRESS`` (or ``ATTN_SCHEDULER``) to a command that trains: every
-    copy-task run goes to that Dask scheduler's workers; sets ``common.scheduler`` and
-    ``common.scheduler_from``. Place it below ``@common_options``."""
+    """Add ``--scheduler ADDRESS`` (or ``ATTN_SCHEDULER``) and ``--worker-wait`` below
+    ``@common_options``; sets ``common.scheduler``, ``common.scheduler_from`` and ``common.worker_wait``."""
 
     @click.option(
         "--scheduler",

@@ -1,6 +1,5 @@
 """The option types and option classes of attn's commands: integers and seeds that say what is
-wrong, finite floats, values from the environment named as such, and options that take one or
-more values after one flag (``--lengths 4 8 16 32``) or answer to an old name."""
+wrong, finite floats, values from the environment, options that take several values or old names."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ if TYPE_CHECKING:
 
 
 class IntRange(click.IntRange):
-    """click's ``IntRange`` whose refusal of what is not an integer says so: ``'1e3' is not an
-    integer`` (click's own reads "is not a valid integer range")."""
+    """click's ``IntRange``, refusing ``'1e3'`` as "not an integer" (click says "not a valid integer range")."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if not isinstance(value, int):
@@ -35,8 +33,7 @@ MAX_SEEDS = 100_000  # seeds one --seeds may list (a range of more is a typo: ea
 
 
 class SeedsType(click.ParamType):
-    """One ``--seeds`` value: a seed (``7``) or an inclusive range (``0-63``: 64 seeds), each
-    seed in torch's range; converts to a tuple of seeds (the command flattens them)."""
+    """One ``--seeds`` value, a seed (``7``) or an inclusive range (``0-63``), as a tuple of seeds."""
 
     name = "seeds"
     _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
@@ -61,8 +58,7 @@ SEEDS = SeedsType()
 
 
 class FiniteFloatRange(click.FloatRange):
-    """A ``FloatRange`` that also refuses NaN and infinity (a plain range lets NaN through:
-    every comparison with NaN is false)."""
+    """A ``FloatRange`` that also refuses NaN (which a plain range lets through) and infinity."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         import math
@@ -74,8 +70,7 @@ class FiniteFloatRange(click.FloatRange):
 
 
 class EnvChoice(click.Choice):
-    """A ``Choice`` whose value may come from an environment variable: a bad value from there
-    is reported under the variable's name (``ATTN_NUMERICS=fastest: ...``), not the option's."""
+    """A ``Choice`` whose bad value from an environment variable is reported under the variable's name."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
@@ -101,10 +96,7 @@ def from_environment(
 
 
 def _looks_like_value(token: str) -> bool:
-    """A following token belongs to a multi-value option unless it is another option.
-
-    Negative numbers ("-5") count as values so that range checks report them clearly.
-    """
+    """A following token belongs to a multi-value option unless it is another option (not "-5")."""
     if not token.startswith("-") or token == "-":
         return True
     try:
@@ -115,13 +107,8 @@ def _looks_like_value(token: str) -> bool:
 
 
 class AliasedOption(click.Option):
-    """An option that still answers to its old names, hidden: ``aliases=("--dim",)``.
-
-    An alias is parsed exactly as the option's own name (same parameter, type and
-    callback), but is not shown in ``--help``, offered by shell completion or named in
-    error messages, which all read ``opts``; only the parser sees ``aliases``.  Kept so that
-    a renamed flag does not break a user's command line (or a :func:`attn_cli.run` call).
-    """
+    """An option that still answers to its old names, hidden: ``aliases=("--dim",)``. Only the
+    parser sees them: ``--help``, completion and error messages read ``opts``."""
 
     def __init__(self, *args: Any, aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
         self.aliases = tuple(aliases)
@@ -138,9 +125,8 @@ class AliasedOption(click.Option):
 
 
 def _unsuggested(parser: Any) -> set[str]:
-    """The names a mistyped option is not told about ("Did you mean ...?"): the hidden aliases.
-    click suggests from every name its parser knows; its one long-option matcher is wrapped
-    once per parser to suggest from the others."""
+    """The hidden aliases, which "Did you mean ...?" never suggests: the parser's long-option
+    matcher is wrapped once to suggest from the other names."""
     hidden = getattr(parser, "_attn_unsuggested", None)
     if hidden is None:
         hidden = parser._attn_unsuggested = set()
@@ -159,11 +145,8 @@ def _unsuggested(parser: Any) -> set[str]:
 
 
 class MultiValueOption(AliasedOption):
-    """An option taking one or more values after a single flag: ``--lengths 4 8 16 32``.
-
-    Declared with ``multiple=True`` (so ``--lengths 4 --lengths 8`` also works); each
-    value is converted and validated by the option's ``type``.
-    """
+    """An option taking one or more values after a single flag: ``--lengths 4 8 16 32`` (or
+    ``--lengths 4 --lengths 8``), each converted by the option's ``type``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["multiple"] = True
