@@ -112,10 +112,7 @@ def effective_isa() -> str:
     """The CPU kernels torch actually dispatches to here, e.g. ``AVX2`` or ``AVX512`` (imports torch)."""
     import torch
 
-    try:
-        return str(torch.backends.cpu.get_cpu_capability())
-    except AttributeError:  # pragma: no cover - torch < 2.0
-        return "unknown"
+    return str(torch.backends.cpu.get_cpu_capability())
 
 
 def describe(device: str = "cpu", mode: str | None = None) -> dict:

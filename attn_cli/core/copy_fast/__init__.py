@@ -8,13 +8,11 @@ from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.evaluate import evaluate
 from attn_cli.core.copy_fast.layout import ROLES, Layout, Weights, param_layout
 from attn_cli.core.copy_fast.training import (
-    RunStepCallback,
     available_cpus,
     draw_batch,
     init_run,
     run_fast,
     step_flops,
-    train_group,
     train_kernel,
 )
 
@@ -22,7 +20,6 @@ __all__ = [
     "Adam",
     "Layout",
     "ROLES",
-    "RunStepCallback",
     "Weights",
     "available_cpus",
     "clip_per_run",
@@ -33,6 +30,5 @@ __all__ = [
     "param_layout",
     "run_fast",
     "step_flops",
-    "train_group",
     "train_kernel",
 ]

@@ -1,9 +1,7 @@
 """Backward through time of the fast engine's PyTorch backend, all M stacked runs at once.
 
-Written out by hand (no autograd): each time step costs a handful of kernel launches, and
-every weight gradient (and the gradient into the encoder states through the attention) is
-summed over time in one large ``bmm`` after the loop.  Checked against autograd in
-``tests/test_copy_fast.py``.
+By hand (no autograd): a few launches per step, every weight gradient summed over time in one
+``bmm`` after the loop.  Checked against autograd in ``tests/test_copy_fast.py``.
 """
 
 from __future__ import annotations
@@ -18,12 +16,9 @@ from attn_cli.core.copy_spec import EMBED, VOCAB
 
 
 def scatter(grad_rows: torch.Tensor, tokens: torch.Tensor, V: int) -> torch.Tensor:
-    """Adjoint of gather: grad_rows (T, M, B, G), tokens (T, M, B) -> (M, V, G).
-
-    On CPU ``index_add_`` (sequential, deterministic; these are the bits the engine has always
-    had); elsewhere a one-hot matmul, since CUDA's ``index_add_`` sums with float atomics in
-    whatever order the threads arrive (runs part at a 1-ulp difference).  At V = 12 the
-    one-hot bmm costs nothing; it sums in another order, so it is not used on CPU."""
+    """Adjoint of gather: grad_rows (T, M, B, G), tokens (T, M, B) -> (M, V, G).  On CPU
+    ``index_add_`` (sequential: the engine's bits); elsewhere a one-hot matmul, since CUDA's
+    ``index_add_`` sums with float atomics in whatever order the threads arrive."""
     if grad_rows.device.type != "cpu":
         return scatter_onehot(grad_rows, tokens, V)
     T, M, B, G = grad_rows.shape

@@ -1,12 +1,8 @@
 """Forward passes of the fast engine's PyTorch backend, all M stacked runs at once.
 
-The embedding is folded into the input projections (``emb @ W_ih^T`` is a (V, 3h) table,
-gathered per token); the attention after the cell update at step t is the attention before
-the update at step t+1 (computed once); scores are a row vector times the transposed
-encoder states.  ``keep=True`` records what :mod:`.backward` needs.
-
-Names: ``M`` runs, ``B`` batch, ``T`` length, ``h``/``H`` hidden, ``E`` embedding width,
-``V`` vocabulary, ``G = 3h`` the GRU gates (r, z, n, PyTorch's order).
+The embedding is folded into the input projections (a (V, 3h) table gathered per token); the
+attention after step t's update is the one before step t+1's (computed once).  ``keep=True``
+records what :mod:`.backward` needs.  Names: see ``docs/design.md`` (``G = 3h``: r, z, n gates).
 """
 
 from __future__ import annotations

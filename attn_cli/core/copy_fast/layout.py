@@ -1,12 +1,8 @@
 """The parameter layout of one fast-engine run, derived from the exact engine's model.
 
-One run's parameters are one flat row, in the order of
-``build_model(model, hidden).named_parameters()`` (so :func:`attn_cli.core.copy_fast.training.init_run`
-can copy the model's initial weights into it as they are).  Each parameter plays one *role*
-in the hand-written step (the embedding, the encoder's input weights, ...); :data:`ROLES`
-names them, in the order the C kernel receives their offsets.  Nothing here writes a shape:
-a change to the model changes the layout, and the kernel's own idea of each role's size is
-checked against it (:func:`attn_cli.core.copy_fast.kernel.offsets`).
+One run's parameters are one flat row in the order of ``build_model(...).named_parameters()``;
+each plays one *role* in the hand-written step.  Nothing here writes a shape: the kernel's
+sizes are checked against the model's (:func:`attn_cli.core.copy_fast.kernel.offsets`).
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ import torch
 
 from attn_cli.core.copy_models import build_model
 
-# Held by everyone who draws from (or saves and restores) torch's global RNG in this package:
-# it is process-wide, and the fast engine's threads would otherwise interleave their draws.
+# held by whoever draws from (or saves and restores) torch's process-wide RNG in this package
 GLOBAL_RNG_LOCK = threading.Lock()
 
 # the model's parameter name -> its role in the step (both models: same names)
@@ -60,12 +55,8 @@ class Layout:
 
 @cache
 def param_layout(model: str, hidden: int) -> Layout:
-    """The layout of ``build_model(model, hidden)``'s parameters.
-
-    The model is built on the CPU with torch's global RNG saved and restored, so no draw of
-    anyone else changes.  Not on the meta device: there, the embedding's first ``normal_``
-    imports ``torch._dynamo`` and sympy.
-    """
+    """The layout of ``build_model(model, hidden)``'s parameters, built on the CPU with torch's
+    global RNG saved and restored (not on the meta device: there ``normal_`` imports sympy)."""
     with GLOBAL_RNG_LOCK:
         saved = torch.get_rng_state()
         try:

@@ -53,11 +53,9 @@ def group_specs(specs: Sequence[RunSpec]) -> list[_Group]:
 
 
 def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
-    """Multiply-add FLOPs (x2) of one training step (forward + backward) of one run.
-
-    Counted on the program's formulation (attention twice per decoder step, every matmul
-    of the program; elementwise ops not counted), so GFLOP/s compare with the exact
-    engine's useful work:
+    """Multiply-add FLOPs (x2) of one training step (forward + backward) of one run, counted on
+    the program's formulation (every matmul, attention twice per decoder step, no elementwise
+    ops), so GFLOP/s compare with the exact engine's useful work:
       forward = B T [ 2E*G + 2h*G                      encoder: input + recurrent projections
                     + 2(E+c)*G + 2h*G                  decoder cell (c = h with attention, else 0)
                     + 2 r*V                            readout (r = 2h with attention, else h)
