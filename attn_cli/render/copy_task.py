@@ -1,10 +1,8 @@
 """Table and figures for ``attn copy-task`` (W9 2.3).
 
-Every published value shown here (a cell's text value and its ``=``/``≠`` mark, the plain
-model's quoted accuracies, the published points of the plot, the CSV's published column)
-and every verdict (the marks, the near-diagonal line, the JSON's ``status``) comes from the
-outcomes passed in (:func:`attn_cli.pipeline.run` compares once; ``attn all`` passes those of its
-check table: one verdict per cell).  Nothing here compares a value with a published one.
+Every published value and every verdict shown here (the marks, the near-diagonal line, the plot's
+published points, the CSV's published column) comes from the outcomes passed in: nothing here
+compares a value with a published one.
 """
 
 from __future__ import annotations
@@ -31,11 +29,21 @@ ROWS_JSON = "copy_task_runs.json"
 MAP_PNG = BY_ID["w9-copy-task-map"].files[0]  # copy_task_attention_L{length}.png
 HEADERS = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole seq. exact"}
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
+RUN_COLUMNS = ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal")
+COLOURS = {"attention": "tab:blue", "plain": "tab:red"}
+LABELS = {"attention": "attention (W9 2.3)", "plain": "plain encoder-decoder (Week 8)"}
+# the published points of the accuracy plot (their edge: the model's colour)
+PUBLISHED_MARKER: dict[str, Any] = {"linestyle": "none", "marker": "D", "markersize": 9, "markerfacecolor": "none"}
 TOLERANCE_NOTE = (
     f"each published cell is one seed of training on an unknown machine, so it is judged by "
     f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
     "one trained model are not reproducible across CPUs and PyTorch builds"
 )
+
+ENGINE_NOTES = {
+    "exact": "exact engine: bit-identical to the W9 2.3 program run with the same pinned CPU kernels",
+    "fast": "fast engine: the exact engine's seed distribution, not its bits",
+}
 
 Outcomes = Mapping[str, Outcome]  # check ID -> Outcome
 
@@ -49,22 +57,12 @@ def _not_judged_line(outcomes: Outcomes) -> Text:
     """Why the published cells are shown in brackets: not the text's settings, or the
     outcomes' own reason (a --quick run: "skipped (quick)")."""
     cells = _cell_outcomes(outcomes).values()
+    shown = "the published values are shown in brackets for orientation only"
     if any(o.status == "n/a" for o in cells):
         text = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in TEXT_SETTING.items())
-        return styled(
-            ("~ not the text's settings", "yellow"),
-            f" ({text}): the published values are shown in brackets for orientation only, not judged.",
-        )
+        return styled(("~ not the text's settings", "yellow"), f" ({text}): {shown}, not judged.")
     reasons = ", ".join(dict.fromkeys(o.note for o in cells if o.status not in ("pass", "fail")))
-    return styled(
-        (f"~ not judged: {reasons}", "yellow"), "; the published values are shown in brackets for orientation only."
-    )
-
-
-def _published(outcomes: Outcomes, model: str, length: int, metric: str) -> Any:
-    """The text's value of one cell (from its outcome), or None where the text prints none."""
-    o = outcomes.get(check_id(model, length, metric))
-    return None if o is None else o.published
+    return styled((f"~ not judged: {reasons}", "yellow"), f"; {shown}.")
 
 
 def _published_points(outcomes: Outcomes, model: str, metric: str) -> list[tuple[int, float]]:
@@ -74,10 +72,8 @@ def _published_points(outcomes: Outcomes, model: str, metric: str) -> list[tuple
 
 
 def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
-    """One table cell: the value (mean ± std over several seeds), then, where the text prints
-    this cell, its check's verdict (``=`` pass, ``≠`` and the difference fail: the outcome's
-    status, never a comparison of its own) and the published value; where the outcome is not
-    judged (another setting, a quick run) the published value is shown plainly."""
+    """One table cell: the value (mean ± std over several seeds), then, where the text prints this
+    cell, its check's mark and the published value (in brackets where the check is not judged)."""
     text = f"{stats['mean']:.3f}" + (f" ± {stats['std']:.3f}" if n > 1 else "")
     if outcome is None:
         return text
@@ -107,13 +103,9 @@ def tables(result: Result, outcomes: Outcomes) -> list:
         out.append(_map_line(result, outcomes.get(MAP_RULE_ID), len(seeds)))
     engines = sorted({r["engine"] for r in result.rows})
     computed = [r for r in result.runs if not r["cached"]]
-    notes = {
-        "exact": "exact engine: bit-identical to the W9 2.3 program run with the same pinned CPU kernels",
-        "fast": "fast engine: the exact engine's seed distribution, not its bits",
-    }
     out.append(
         f"{len(result.runs)} runs: {len(result.runs) - len(computed)} cached, {len(computed)} computed; "
-        f"{result.seconds:.1f} s wall; {'; '.join(notes[e] for e in engines)}."
+        f"{result.seconds:.1f} s wall; {'; '.join(ENGINE_NOTES[e] for e in engines)}."
     )
     return out
 
@@ -158,15 +150,9 @@ def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> Text:
     """The near-diagonal line: the measured fractions, the rule and its outcome."""
     parts = [f"L{m['length']} {m['diagonal_all']:.0%}" for m in result.maps]
     status = rule.status if rule is not None else None  # the check's verdict, as the check table shows it
-    verdict = (
-        ("holds", "green")
-        if status == "pass"
-        else ("fails", "red")
-        if status == "fail"
-        else f"not judged here: {rule.note}"
-        if rule is not None and rule.note
-        else "not judged here"
-    )
+    verdict: str | tuple[str, str] = {"pass": ("holds", "green"), "fail": ("fails", "red")}.get(status or "", "")
+    if not verdict:
+        verdict = f"not judged here: {rule.note}" if rule is not None and rule.note else "not judged here"
     return styled(
         f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} "
         f"seed(s), the readout attention peaks at the step's own input position for {', '.join(parts)} "
@@ -178,33 +164,13 @@ def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> Text:
 
 def _runs_table(result: Result) -> Table:
     table = Table(title="runs (one per model, length and seed)")
-    for name in (
-        "model",
-        "length",
-        "seed",
-        "engine",
-        "teacher-forced",
-        "free-running",
-        "exact",
-        "diagonal",
-        "final loss",
-        "seconds",
-    ):
+    for name in (*RUN_COLUMNS, "final loss", "seconds"):
         table.add_column(name, justify="left" if name in ("model", "engine") else "right")
     for row, run in zip(result.rows, result.runs):
         diagonal = "" if row["diagonal"] is None else f"{row['diagonal']:.3f}"  # None: plain model
-        table.add_row(
-            row["model"],
-            str(row["length"]),
-            str(row["seed"]),
-            row["engine"],
-            f"{row['teacher_forced']:.3f}",
-            f"{row['free_running']:.3f}",
-            f"{row['exact']:.3f}",
-            diagonal,
-            f"{run['final_loss']:.4f}",
-            "cached" if run["cached"] else f"{run['seconds']:.1f}",
-        )
+        seconds = "cached" if run["cached"] else f"{run['seconds']:.1f}"
+        cells = [row["model"], str(row["length"]), str(row["seed"]), row["engine"], *(f"{row[m]:.3f}" for m in METRICS)]
+        table.add_row(*cells, diagonal, f"{run['final_loss']:.4f}", seconds)
     return table
 
 
@@ -218,36 +184,15 @@ def figures(
 
     out = Path(out)
     paths = _accuracy_figure(result, outcomes, out / ACCURACY_PNG, formats, keep) if formats else []
-    paths.append(
-        write_csv(
-            out / ACCURACY_CSV,
-            [
-                [
-                    c["model"],
-                    c["length"],
-                    c["n"],
-                    *(x for m in METRICS for x in (c[m]["mean"], c[m]["std"])),
-                    _published(outcomes, c["model"], c["length"], "free_running"),
-                ]
-                for c in result.cells
-            ],
-            header=[
-                "model",
-                "length",
-                "seeds",
-                *(x for m in METRICS for x in (f"{m}_mean", f"{m}_std")),
-                "free_running_published",
-            ],
-        )
-    )
-    paths.append(
-        write_json(
-            out / ROWS_JSON,
-            split_timing(
-                {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}, type(result).TIMING
-            ),
-        )
-    )
+    stats = [(m, s) for m in METRICS for s in ("mean", "std")]
+    rows = []
+    for c in result.cells:
+        published = outcomes.get(check_id(c["model"], c["length"], "free_running"))  # None: the text prints none
+        rows.append([c["model"], c["length"], c["n"], *(c[m][s] for m, s in stats), published and published.published])
+    header = ["model", "length", "seeds", *(f"{m}_{s}" for m, s in stats), "free_running_published"]
+    paths.append(write_csv(out / ACCURACY_CSV, rows, header=header))
+    runs = {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}
+    paths.append(write_json(out / ROWS_JSON, split_timing(runs, type(result).TIMING)))
     for m in result.maps:
         map_png = out / MAP_PNG.format(length=m["length"])
         if formats:
@@ -270,40 +215,20 @@ def _accuracy_figure(
     from attn_cli.render.files import save_figure
 
     fig, ax = new_figure(figsize=(6.4, 4.2))
-    colours = {"attention": "tab:blue", "plain": "tab:red"}
-    labels = {"attention": "attention (W9 2.3)", "plain": "plain encoder-decoder (Week 8)"}
-    lengths = list(result.config["lengths"])
     for model in ("attention", "plain"):
         cells = [c for c in result.cells if c["model"] == model]
         if not cells:
             continue
-        xs = [c["length"] for c in cells]
-        ys = [c["free_running"]["mean"] for c in cells]
+        xs, ys = [c["length"] for c in cells], [c["free_running"]["mean"] for c in cells]
         errs = [c["free_running"]["std"] for c in cells]
-        ax.errorbar(
-            xs,
-            ys,
-            yerr=errs if any(errs) else None,
-            fmt="o-",
-            color=colours[model],
-            capsize=3,
-            label=f"{labels[model]}, regenerated",
-        )
+        label = f"{LABELS[model]}, regenerated"
+        ax.errorbar(xs, ys, yerr=errs if any(errs) else None, fmt="o-", color=COLOURS[model], capsize=3, label=label)
     for model in sorted({c["model"] for c in result.cells}):
-        pts = _published_points(outcomes, model, "free_running")
-        if pts:
-            ax.plot(
-                [p[0] for p in pts],
-                [p[1] for p in pts],
-                linestyle="none",
-                marker="D",
-                markersize=9,
-                markerfacecolor="none",
-                markeredgecolor=colours[model],
-                markeredgewidth=1.5,
-                label=f"{labels[model].split(' (')[0]}, published",
-            )
-    ticks = sorted(set(lengths) | {4, 16, 32})
+        if pts := _published_points(outcomes, model, "free_running"):
+            label = f"{LABELS[model].split(' (')[0]}, published"
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            ax.plot(xs, ys, markeredgecolor=COLOURS[model], markeredgewidth=1.5, label=label, **PUBLISHED_MARKER)
+    ticks = sorted(set(result.config["lengths"]) | {4, 16, 32})
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks, labels=[str(t) for t in ticks])
     ax.minorticks_off()
@@ -324,39 +249,18 @@ def _accuracy_figure(
     return save_figure(fig, path, formats, keep=keep, tight_layout={})
 
 
-def _map_size(length: int) -> float:
-    """The map's height in inches (its width: 1.2 more, for the colour bar); at least length 4's
-    (below, the y axis's label ran into the title)."""
-    return min(3 + 0.28 * max(length, 4), 14)
-
-
-def _tick_step(length: int) -> int:
-    """Every position is labelled up to 48; beyond, every k-th (too many to read)."""
-    return 1 if length <= 48 else -(-length // 24)
-
-
-def _map_title(length: int, diagonal: float, diagonal_all: float, free_running: float, seed: int) -> str:
-    # a narrow map (lengths below 16) takes its title on three lines: on two it is wider than the figure
-    wrap = "\n" if _map_size(length) < 8 else " "
-    return (
-        f"W9 2.3 attention, length {length}: readout weights, free running\n"
-        f"argmax on the diagonal at {diagonal:.0%} of this sequence's steps{wrap}"
-        f"({diagonal_all:.0%} over all sequences); free-running accuracy "
-        f"{free_running:.3f} (seed {seed})"
-    )
-
-
 def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
     """One length's attention map: the readout weights of one sequence, a value in every cell
-    up to length 8."""
+    up to length 8, every position labelled up to length 48 (beyond, every k-th)."""
     from attn_cli.render.figures import fill_heatmap, heatmap_frame, new_figure
     from attn_cli.render.files import save_figure
 
     length = m["length"]
-    size = _map_size(length)
+    # inches high (and 1.2 more wide, for the colour bar); at least length 4's: below, the y label ran into the title
+    size = min(3 + 0.28 * max(length, 4), 14)
     fig, ax = new_figure(figsize=(size + 1.2, size))
     im = heatmap_frame(ax, length, length)
-    step = _tick_step(length)
+    step = 1 if length <= 48 else -(-length // 24)
     if step > 1:
         ax.set_xticks(range(0, length, step))
         ax.set_yticks(range(0, length, step))
@@ -365,5 +269,12 @@ def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None =
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     labels = [str(d) for d in m["src"]][::step]
     fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)
-    ax.set_title(_map_title(length, m["diagonal"], m["diagonal_all"], m["free_running"], m["seed"]), fontsize=9)
+    wrap = "\n" if size < 8 else " "  # a narrow map takes its title on three lines: on two it is too wide
+    title = (
+        f"W9 2.3 attention, length {length}: readout weights, free running\n"
+        f"argmax on the diagonal at {m['diagonal']:.0%} of this sequence's steps{wrap}"
+        f"({m['diagonal_all']:.0%} over all sequences); free-running accuracy "
+        f"{m['free_running']:.3f} (seed {m['seed']})"
+    )
+    ax.set_title(title, fontsize=9)
     return save_figure(fig, path, formats, keep=keep, tight_layout={})

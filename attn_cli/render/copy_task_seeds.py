@@ -24,21 +24,15 @@ TITLES = {"teacher_forced": "teacher-forced", "free_running": "free-running", "e
 MODELS = ("attention", "plain")
 COLOURS = {"attention": "tab:blue", "plain": "tab:red"}
 LABELS = {"attention": "attention (W9 2.3)", "plain": "plain (Week 8)"}
-CSV_HEADER = (
-    "model",
-    "length",
-    "metric",
-    "seed",
-    "engine",
-    "value",
-    "n",
-    "mean",
-    "half_width",
-    "low",
-    "high",
-    "published",
-    "status",
-)
+INTERVAL_FIELDS = ("n", "mean", "half_width", "low", "high")  # of Interval.record(), in the CSV
+CSV_HEADER = ("model", "length", "metric", "seed", "engine", "value", *INTERVAL_FIELDS, "published", "status")
+# the published value's marker, in the plot and its legend
+PUBLISHED_MARKER: dict[str, Any] = {
+    "marker": "D",
+    "markerfacecolor": "none",
+    "markeredgecolor": "black",
+    "linestyle": "none",
+}
 
 
 def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
@@ -46,8 +40,7 @@ def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
     values (one per run), the seed rule's interval (``Interval.record()``), the published
     value and its check's status (both None where the text prints none)."""
     out = []
-    models = [m for m in MODELS if any(r["model"] == m for r in result.rows)]
-    for model in models:
+    for model in [m for m in MODELS if any(r["model"] == m for r in result.rows)]:
         for length in result.config["lengths"]:
             rows = [r for r in result.rows if r["model"] == model and r["length"] == length]
             if not rows:
@@ -73,36 +66,18 @@ def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
 
 def several_seeds(result: Any) -> bool:
     """More than one seed in some cell: the runs this figure is for."""
-    seen: dict = {}
-    for r in result.rows:
-        seen.setdefault((r["model"], r["length"]), set()).add(r["seed"])
-    return any(len(s) > 1 for s in seen.values())
+    cells = {(r["model"], r["length"]) for r in result.rows}
+    return len({(r["model"], r["length"], r["seed"]) for r in result.rows}) > len(cells)
 
 
 def csv_rows(entries: list[dict]) -> list[list]:
     """One row per run and metric (:data:`CSV_HEADER`): the seed's value beside its cell's interval."""
-    rows = []
-    for e in entries:
-        iv = e["interval"]
-        for seed, engine, value in zip(e["seeds"], e["engines"], e["values"]):
-            rows.append(
-                [
-                    e["model"],
-                    e["length"],
-                    e["metric"],
-                    seed,
-                    engine,
-                    value,
-                    iv["n"],
-                    iv["mean"],
-                    iv["half_width"],
-                    iv["low"],
-                    iv["high"],
-                    "" if e["published"] is None else e["published"],
-                    e["status"] or "",
-                ]
-            )
-    return rows
+    return [
+        [e["model"], e["length"], e["metric"], seed, engine, value, *(e["interval"][k] for k in INTERVAL_FIELDS)]
+        + ["" if e["published"] is None else e["published"], e["status"] or ""]
+        for e in entries
+        for seed, engine, value in zip(e["seeds"], e["engines"], e["values"])
+    ]
 
 
 def figures(
@@ -113,11 +88,9 @@ def figures(
 
     if not several_seeds(result):
         return []
-    out = Path(out)
-    png = out / SEEDS_PNG
     entries = samples(result, outcomes)
-    paths = _figure(entries, result.config, png, formats, keep) if formats else []
-    paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
+    paths = _figure(entries, result.config, Path(out) / SEEDS_PNG, formats, keep) if formats else []
+    paths.append(write_csv(Path(out) / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
     return paths
 
 
@@ -129,37 +102,14 @@ def _jitter(i: int, n: int, width: float) -> float:
 def _cell(ax: Axes, e: dict, x: float, step: float, colour: str) -> None:
     """One cell's seeds at ``x``: the interval as a band, its mean as a line, each seed a dot,
     and the published value a diamond."""
-    iv, n = e["interval"], len(e["values"])
-    ax.fill_between(
-        [x - 0.42 * step, x + 0.42 * step],
-        max(iv["low"], -0.02),
-        min(iv["high"], 1.02),
-        color=colour,
-        alpha=0.18,
-        linewidth=0,
-    )
-    ax.plot([x - 0.42 * step, x + 0.42 * step], [iv["mean"]] * 2, color=colour, lw=1)
-    ax.scatter(
-        [x + _jitter(i, n, 0.6 * step) for i in range(n)],
-        e["values"],
-        s=12 if n <= 16 else 6,
-        color=colour,
-        alpha=0.85 if n <= 16 else 0.55,
-        linewidths=0,
-        zorder=3,
-    )
+    iv, n, span = e["interval"], len(e["values"]), [x - 0.42 * step, x + 0.42 * step]
+    ax.fill_between(span, max(iv["low"], -0.02), min(iv["high"], 1.02), color=colour, alpha=0.18, linewidth=0)
+    ax.plot(span, [iv["mean"]] * 2, color=colour, lw=1)
+    dots = [x + _jitter(i, n, 0.6 * step) for i in range(n)]
+    few = n <= 16
+    ax.scatter(dots, e["values"], s=12 if few else 6, color=colour, alpha=0.85 if few else 0.55, linewidths=0, zorder=3)
     if e["published"] is not None:
-        ax.plot(
-            [x],
-            [e["published"]],
-            marker="D",
-            markersize=8,
-            markerfacecolor="none",
-            markeredgecolor="black",
-            markeredgewidth=1.4,
-            linestyle="none",
-            zorder=4,
-        )
+        ax.plot([x], [e["published"]], markersize=8, markeredgewidth=1.4, zorder=4, **PUBLISHED_MARKER)
 
 
 def _engines(cfg: dict) -> str:
@@ -195,31 +145,17 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], 
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("accuracy")
     n_seeds = max(len(e["values"]) for e in entries)
-    handles: list[Artist] = [Patch(color=COLOURS[m], alpha=0.5, label=LABELS[m]) for m in models]
     judged = any(e["status"] in ("pass", "fail") for e in entries)
+    published = "published (W9 2.3)" if judged else "published (W9 2.3, at the text's settings: not judged here)"
+    handles: list[Artist] = [Patch(color=COLOURS[m], alpha=0.5, label=LABELS[m]) for m in models]
     handles += [
         Line2D([], [], marker="o", color="gray", linestyle="none", markersize=4, label="one seed"),
         Patch(color="gray", alpha=0.25, label=f"seed rule's {LEVEL:.0%} interval (line: mean)"),
-        Line2D(
-            [],
-            [],
-            marker="D",
-            markerfacecolor="none",
-            markeredgecolor="black",
-            linestyle="none",
-            markersize=7,
-            label="published (W9 2.3)" if judged else "published (W9 2.3, at the text's settings: not judged here)",
-        ),
+        Line2D([], [], markersize=7, label=published, **PUBLISHED_MARKER),
     ]
     wide = fig.get_figwidth() >= 12  # one legend row where it fits, else two
-    fig.legend(
-        handles=handles,
-        loc="lower center",
-        ncol=len(handles) if wide else -(-len(handles) // 2),
-        fontsize=8,
-        frameon=False,
-        bbox_to_anchor=(0.5, -0.01),
-    )
+    ncol = len(handles) if wide else -(-len(handles) // 2)
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.01))
     fig.suptitle(
         f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
         f"{_engines(cfg)})",
