@@ -1,11 +1,9 @@
-"""``attn cache``: where the per-user cache is and what it holds; ``attn cache clear`` empties it.
-
-Also :func:`cache_root`, how every command that caches finds its cache folder: once per
-command, with one warning (and a run without cache) when the folder cannot be used.
-"""
+"""``attn cache`` (show, clear), and :func:`cache_root`: how every command that caches finds
+its cache folder, once, with one warning (and a run without cache) when it cannot be used."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -117,10 +115,8 @@ def _counted(info: dict, per: dict, key: str) -> dict:
 
 def _show(root: Path) -> dict:
     info, store = _state(root)
-    if store is None:
-        return _counted(info, {}, "experiments")
-    with store:
-        return _counted(info, store.summary(), "experiments")
+    with store or contextlib.nullcontext():
+        return _counted(info, store.summary() if store else {}, "experiments")
 
 
 def _clear(root: Path, dry_run: bool) -> dict:

@@ -1,10 +1,7 @@
 """``attn list``, ``attn all`` and ``attn verify``: the whole catalogue at once.
 
-The commands parse options, call :func:`attn_cli.regenerate.verify` and
-:func:`attn_cli.regenerate.regenerate_all` (which select, plan, run, compare and write) with
-the progress display of :func:`attn_cli.cli.commands.execute.run_plan`, print the report and
-exit with its code.  The experiments are found, not listed (:func:`attn_cli.experiment_registry.discover`);
-the catalogue and the published values come from :mod:`attn_cli.published`.
+``all`` and ``verify`` parse options, call :mod:`attn_cli.regenerate` (select, plan, run, compare,
+write) under :func:`attn_cli.cli.commands.execute.run_plan`, print the report and exit with its code.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ if TYPE_CHECKING:
     from attn_cli.regenerate import AllReport, VerifyReport
 
 
-seed_count_option = click.option(  # verify, all; see seed_count
+seed_count_option = click.option(  # verify, all
     "--seeds",
     "n_seeds",
     type=IntRange(1, MAX_SEEDS),
@@ -299,15 +296,18 @@ def usage_errors() -> Iterator[None]:
 
 
 def library_keywords(common: Common, n_seeds: int | None, no_cache: bool) -> dict[str, Any]:
-    """The keywords :func:`attn_cli.regenerate.verify` and ``regenerate_all`` share, from the options."""
+    """The keywords :func:`attn_cli.regenerate.verify` and ``regenerate_all`` share, from the options;
+    ``--seeds`` with --quick, which judges nothing trained, is a usage error."""
     from attn_cli.cli.commands import execute  # its run_plan looked up now: tests replace it
     from attn_cli.cli.commands.cache import cache_root
 
+    if n_seeds is not None and common.quick:
+        raise click.UsageError("--seeds with --quick: a quick run trains one seed and judges nothing trained")
     return dict(
         seed=common.seed,
         device=common.device,
         quick=common.quick,
-        **seed_count(n_seeds, common),
+        **({} if n_seeds is None else {"seeds": n_seeds}),
         numerics=common.numerics,
         cache_root=cache_root(common),
         use_cache=not no_cache,
@@ -326,16 +326,6 @@ def _write_junit(junit: Path | None, checked: VerifyReport | AllReport) -> None:
         from attn_cli.report_files import write_junit
 
         console.note(f"wrote {write_junit(junit, checked.outcomes, checked.runs, experiment_registry.Registry.load())}")
-
-
-def seed_count(n_seeds: int | None, common: Common) -> dict:
-    """``--seeds N`` as keywords of the library functions; a usage error with --quick, which
-    judges nothing trained."""
-    if n_seeds is None:
-        return {}
-    if common.quick:
-        raise click.UsageError("--seeds with --quick: a quick run trains one seed and judges nothing trained")
-    return {"seeds": n_seeds}
 
 
 COMMANDS = [list_, all_, verify]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -129,7 +129,7 @@ def copy_task(
     jobs: int | None,
     no_cache: bool,
     common: Common,
-    **given: float | None,  # steps, hidden_size, batch_size, lr, eval_size: Config fields, None when not given
+    **given: Any,  # steps, hidden_size, batch_size, lr, eval_size: Config fields, None when not given
 ) -> Job:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
 
@@ -160,9 +160,8 @@ def copy_task(
             "--seed and --seeds both given: --seeds lists every seed to train (put the --seed value in the list)"
         )
     flat = tuple(seed for group in seeds for seed in group)  # a range, 0-63, is a group of seeds
-    given |= {"lengths": tuple(dict.fromkeys(lengths)), "seeds": tuple(dict.fromkeys(flat))}
-    fields = {name: value for name, value in given.items() if value not in (None, ())}
-    config = config_of(exp, common, model=model, engine=engine, jobs=jobs, use_cache=not no_cache, **fields)
+    given |= {"lengths": tuple(dict.fromkeys(lengths)) or None, "seeds": tuple(dict.fromkeys(flat))}
+    config = config_of(exp, common, model=model, engine=engine, jobs=jobs, use_cache=not no_cache, **given)
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 

@@ -1,9 +1,6 @@
-"""The one path every command takes: build the Config, run it through the pipeline
-(:func:`attn_cli.pipeline.run`: checked, run, compared once, figures written), print.
-
-A single command returns a :class:`Job`, which the ``attn`` group runs with :func:`execute`;
-``attn all`` and ``attn verify`` run under :func:`run_plan`. Both show progress on stderr.
-"""
+"""The one path every command takes: a command returns a :class:`Job`, which :func:`execute`
+runs through :func:`attn_cli.pipeline.run` and prints; ``attn all`` and ``attn verify`` run
+under :func:`run_plan`. Both show progress on stderr."""
 
 from __future__ import annotations
 
@@ -31,9 +28,10 @@ if TYPE_CHECKING:
 
 
 def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
-    """The experiment's Config (``Config.quick`` with --quick) with --seed, --device and ``fields``."""
+    """The experiment's Config (``Config.quick`` with --quick) with --seed, --device and ``fields``;
+    a field given as None (an option not given) keeps its default."""
     make = experiment.Config.quick if common.quick else experiment.Config
-    return make(seed=common.seed, device=common.device, **fields)
+    return make(seed=common.seed, device=common.device, **{k: v for k, v in fields.items() if v is not None})
 
 
 def job(name: str, common: Common, **fields: Any) -> Job:
@@ -70,12 +68,11 @@ def bar(description: str) -> Iterator[Callable[[ProgressEvent], None]]:
 
 @dataclass(frozen=True)
 class Job:
-    """One command's run, as its options built it: what a run command returns (the ``attn``
-    group runs it: :func:`execute`; the Python API runs it through the pipeline itself).
+    """One command's run, as its options built it (the Python API runs it without printing).
 
-    ``progress``: the description of a progress bar (None: none); ``display(config)``: a
-    progress display of the experiment's own instead (the copy task's bars); ``report``: a
-    plain progress callback; ``threads``: torch's intra-op threads (None: as they are)."""
+    ``progress``: the description of a progress bar; ``display(config)``: the experiment's own
+    display instead; ``report``: a plain progress callback; ``threads``: torch's intra-op
+    threads (None: as they are)."""
 
     experiment: ModuleType
     render: ModuleType
@@ -90,25 +87,20 @@ class Job:
 
     @property
     def exp(self) -> Experiment:
-        """The experiment, as the pipeline takes it."""
         from attn_cli.experiment_registry import Experiment
 
         return Experiment(self.experiment.__name__.rsplit(".", 1)[-1], self.experiment, render=self.render)
 
 
 def execute(job: Job) -> Run:
-    """Run ``job`` through the pipeline (:func:`attn_cli.pipeline.run`), writing its figures to
-    --out; print its notes, its tables (or JSON) and the files written.  A Config the
-    experiment's ``validate`` refuses is a usage error (exit 2), before any display or file.
-    After Ctrl-C (SIGTERM, SIGHUP) the experiment's ``INTERRUPTED`` line, where it declares one,
-    says what was kept (the copy task: its finished runs, cached), and the interruption
-    propagates.  Returns the pipeline's Run."""
+    """Run ``job`` through the pipeline into --out; print its notes, tables (or JSON) and files.
+    A Config the experiment refuses is a usage error (exit 2); on Ctrl-C (SIGTERM, SIGHUP) its
+    ``INTERRUPTED`` line, if any, says what was kept, and the interruption propagates."""
     from attn_cli import pipeline
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
 
-    exp, common, description = job.exp, job.common, job.progress
-    display = job.display
+    exp, common, description, display = job.exp, job.common, job.progress, job.display
     if display is None and description is not None:
         display = lambda _config: bar(description)  # noqa: E731
     try:
@@ -149,9 +141,8 @@ def run_plan(
     use_cache: bool = True,
     numerics: str | None = None,
 ) -> list[Run]:
-    """Run the plan under one rich progress display on stderr: a bar over the set, and a
-    second line for the steps inside an experiment that reports them (the ``progress`` of
-    :func:`attn_cli.regenerate.verify` and :func:`attn_cli.regenerate.regenerate_all`)."""
+    """Run the plan under one progress display on stderr: a bar over the set, and a line for
+    the steps of an experiment that reports them (the ``progress`` of :mod:`attn_cli.regenerate`)."""
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn
 
     from attn_cli import pipeline
@@ -166,7 +157,7 @@ def run_plan(
 
         def report(event: ProgressEvent) -> None:
             nonlocal inner
-            try:
+            with contextlib.suppress(Exception):  # a progress display never stops a run
                 if inner is None:
                     inner = progress.add_task("", total=event.total)
                 progress.update(
@@ -175,8 +166,6 @@ def run_plan(
                     total=event.total,
                     description=f"  {exp.name}" + (f": {event.label}" if event.label else ""),
                 )
-            except Exception:  # a progress display never stops a run
-                pass
 
         return report
 
@@ -190,13 +179,10 @@ def run_plan(
         progress.advance(task)
         _print_finished(progress.console, run)
 
-    progress.start()
-    try:
+    with progress:
         return pipeline.run_experiments(
             plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache, numerics=numerics
         )
-    finally:
-        progress.stop()
 
 
 def _print_finished(console: Console, run: Run) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from attn_cli.cli.commands import option
@@ -41,7 +39,7 @@ def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> Job | N
     from attn_cli.experiments import sqrt_dk as exp
     from attn_cli.render import sqrt_dk as render
 
-    config = config_of(exp, common, d_k=tuple(d_k), **({} if trials is None else {"trials": trials}))
+    config = config_of(exp, common, d_k=tuple(d_k), trials=trials)
     big = config.trials * max(config.d_k) > 2_000_000
     return Job(exp, render, config, common, progress="sqrt-dk: d_k" if big else None)
 
@@ -105,15 +103,11 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
     from attn_cli.experiments import scaling as exp
     from attn_cli.render import scaling as render
 
-    overrides: dict[str, Any] = dict(d_model=d_model, measure=measure)
-    if lengths:
-        overrides["lengths"] = tuple(lengths)
-        overrides["measure_lengths"] = tuple(lengths)
-    else:
-        overrides["measure_lengths"] = exp.Config.default_measure_lengths(common.device, common.quick)
-    if repeats is not None:
-        overrides["repeats"] = repeats
-    config = config_of(exp, common, **overrides)
+    given = tuple(lengths) or None
+    measured = given or exp.Config.default_measure_lengths(common.device, common.quick)
+    config = config_of(
+        exp, common, d_model=d_model, measure=measure, lengths=given, measure_lengths=measured, repeats=repeats
+    )
     if measure:
         exp.check_measurable(config)  # refuse up front (a GPU drops only what won't fit), before any allocation
     return Job(exp, render, config, common, progress=f"timing attention on {config.device}" if measure else None)
