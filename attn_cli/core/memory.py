@@ -136,8 +136,7 @@ def available_bytes(device: str = "cpu") -> int:
 def check_fits(nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5) -> None:
     """Raise :class:`MemoryRefused` when ``nbytes`` exceeds ``fraction`` of the memory left."""
     available = available_bytes(device)
-    budget = available * fraction
-    if nbytes > budget:
+    if nbytes > available * fraction:
         named = [name for b, name in bounds(device) if b == available]  # the bound that binds
         where = named[0] if named and "free" not in named[0] else f"free on {device}"
         raise MemoryRefused(
@@ -168,12 +167,8 @@ def guard(
     check_fits(nbytes + pool_bytes(workers), what, "cpu", fraction)
     if device != "cpu":
         contexts = processes * CUDA_CONTEXT_BYTES if device.split(":")[0] == "cuda" else 0
-        check_fits(
-            nbytes + contexts,
-            what + (f" + {processes} CUDA context(s) of ~0.5 GB" if contexts else ""),
-            device,
-            fraction,
-        )
+        contexts_named = f" + {processes} CUDA context(s) of ~0.5 GB" if contexts else ""
+        check_fits(nbytes + contexts, what + contexts_named, device, fraction)
 
 
 def out_of_memory(exc: BaseException) -> str | None:

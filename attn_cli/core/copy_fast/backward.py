@@ -65,6 +65,14 @@ def gru_backward(
     return dgh, dh_prev
 
 
+def _incoming(from_readout: torch.Tensor, t: int, from_next: torch.Tensor | None) -> torch.Tensor:
+    """The gradient w.r.t. h_t (or c_t): t >= 1 feed the readout, t < T feed step t+1."""
+    if t == 0:
+        assert from_next is not None  # set by step 1
+        return from_next
+    return from_readout[:, t - 1] if from_next is None else from_readout[:, t - 1] + from_next
+
+
 def loss_and_grads(
     w: Weights, g: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hidden: int
 ) -> torch.Tensor:
@@ -110,18 +118,9 @@ def loss_and_grads(
     dh_next: torch.Tensor | None = None
     dc_next: torch.Tensor | None = None
     for t in range(T, -1, -1):
-        # gradient w.r.t. h_t and c_t (t >= 1 feed the readout; t < T feed step t+1)
-        if t >= 1:
-            dh = dh_read[:, t - 1] if dh_next is None else dh_read[:, t - 1] + dh_next
-        else:
-            assert dh_next is not None  # set by step 1
-            dh = dh_next
+        dh = _incoming(dh_read, t, dh_next)
         if att:
-            if t >= 1:
-                dc = dc_read[:, t - 1] if dc_next is None else dc_read[:, t - 1] + dc_next
-            else:
-                assert dc_next is not None
-                dc = dc_next
+            dc = _incoming(dc_read, t, dc_next)
             a = dec.weights[t]  # (M B, 1, T)
             da = torch.bmm(dc.reshape(MB, 1, H), keys_raw_t)  # (M B, 1, T) d weights
             ad = a * da
