@@ -8,7 +8,6 @@ from attn_cli.render.table import Cell, Table, Text, styled
 
 
 def titled_table(
-    number: int,
     heading: str,
     columns: Sequence[str] = (),
     rows: Iterable[Sequence[Cell]] = (),
@@ -16,9 +15,9 @@ def titled_table(
     caption: str | None = None,
     subtitle: str = "",
 ) -> Table:
-    """A table titled with the exercise and its ``heading``: ``columns`` (right-justified except
-    those in ``left``), then ``rows`` of text cells."""
-    title = f"D2L 10.3.5 exercise {number}: {heading}" + (f"  ({subtitle})" if subtitle else "")
+    """A table titled ``heading`` (the exercise's) and ``subtitle``: ``columns`` (right-justified
+    except those in ``left``), then ``rows`` of text cells."""
+    title = heading + (f"  ({subtitle})" if subtitle else "")
     t = Table(title=title, caption=caption or "")
     for col in columns:
         t.add_column(col, justify="left" if col in left else "right")

@@ -12,6 +12,8 @@ from attn_cli.render.figures import heatmap, new_figure
 from attn_cli.render.files import save_figure, write_csv
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from attn_cli.experiments.exercises import Result, ex02_noise, ex06_timing, ex11_projections, ex12_learned
 
 # exercise -> (png, csv): the names in the catalogue
@@ -21,108 +23,76 @@ FILES = {n: (f"exercise_{n}.png", f"exercise_{n}.csv") for n in (2, 6, 11, 12)}
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    """``outcomes``: taken for the render contract (the exercises have no published value)."""
+    """Each figure drawn, then its raw numbers in the CSV of the same name; ``outcomes``: taken for
+    the render contract (the exercises have no published value)."""
     paths: list[Path] = []
     for n, draw in ((2, _fig2), (6, _fig6), (11, _fig11), (12, _fig12)):
         e = getattr(result, f"ex{n}")
         if e is not None:
-            paths.extend(draw(e, Path(out), formats, keep))
+            fig, rows, header = draw(e)
+            png, csv = FILES[n]
+            layout: dict | None = {} if n == 12 else None  # exercise 12: two panels, laid out tight
+            paths += save_figure(fig, Path(out) / png, formats, keep=keep, tight_layout=layout)
+            paths.append(write_csv(Path(out) / csv, rows, header=header))
     return paths
 
 
-def _fig2(e: ex02_noise.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
+def _fig2(e: ex02_noise.Result) -> tuple[Figure, list, list[str]]:
     fig, ax = new_figure(figsize=(6.5, 4.5))
     colours = ("tab:blue", "tab:red")
     for s, colour in zip(e.sweeps, colours):
         eps = [p.eps for p in s.points]
         ax.plot(eps, [p.error for p in s.points], "o", color=colour, label=f"measured, σ = {s.sigma:g}")
-        ax.plot(
-            *s.theory_curve(),
-            "-",
-            color=colour,
-            alpha=0.5,
-            lw=1,
-            label=f"theory, slope {s.slope:.2f}" if s.slope is not None else "theory",
-        )
+        theory = f"theory, slope {s.slope:.2f}" if s.slope is not None else "theory"
+        ax.plot(*s.theory_curve(), "-", color=colour, alpha=0.5, lw=1, label=theory)
         ax.axvline(s.knee, color=colour, ls=":", lw=1)
         ax.text(s.knee, 1.3e-3, f" ε* = σ/2 = {s.knee:g}", color=colour, fontsize=8, rotation=90, va="bottom")
     ax.axhline(e.ONE_HEAD_ERROR, color="gray", ls="--", lw=1)
     ax.text(1.2e-5, 0.75, "one head: √½", color="gray", fontsize=8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(8e-6, 0.6)
-    ax.set_ylim(1e-3, 1.2)
+    ax.set(xscale="log", yscale="log", xlim=(8e-6, 0.6), ylim=(1e-3, 1.2))
     ax.set_xlabel("ε  (heads (0.5+ε, 0.5−ε) and (0.5−ε, 0.5+ε))")
-    ax.set_ylabel("readout error (relative)")
-    ax.set_title("Ex. 2: nearly identical heads under noise")
+    ax.set(ylabel="readout error (relative)", title="Ex. 2: nearly identical heads under noise")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower left")
-    png, csv = FILES[2]
-    return [
-        *save_figure(fig, out / png, formats, keep=keep),
-        write_csv(
-            out / csv,
-            [[s.sigma, p.eps, p.error, p.theory, p.condition, p.straight] for s in e.sweeps for p in s.points],
-            header=["sigma", "eps", "error", "theory", "condition", "in_slope_fit"],
-        ),
-    ]
+    rows = [[s.sigma, p.eps, p.error, p.theory, p.condition, p.straight] for s in e.sweeps for p in s.points]
+    return fig, rows, ["sigma", "eps", "error", "theory", "condition", "in_slope_fit"]
 
 
-def _fig6(e: ex06_timing.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
+def _fig6(e: ex06_timing.Result) -> tuple[Figure, list, list[str]]:
     fig, ax = new_figure(figsize=(6, 4))
     hs = [r.h for r in e.rows]
     ax.plot(hs, [r.seconds * 1e3 for r in e.rows], "o-", label="measured forward time")
-    ax.plot(
-        hs,
-        [e.fitted_seconds(r.score_entries) * 1e3 for r in e.rows],
-        "--",
-        color="gray",
-        label=f"fit: {e.fixed_seconds * 1e3:.0f} ms + {e.ns_per_entry:.1f} ns × B·h·n²",
-    )
+    fit = f"fit: {e.fixed_seconds * 1e3:.0f} ms + {e.ns_per_entry:.1f} ns × B·h·n²"
+    ax.plot(hs, [e.fitted_seconds(r.score_entries) * 1e3 for r in e.rows], "--", color="gray", label=fit)
     ax.set_xscale("log", base=2)
     ax.set_xticks(hs, labels=[str(h) for h in hs])
     ax.minorticks_off()
-    ax.set_xlabel("heads h  (p = d/h)")
-    ax.set_ylabel("forward time (ms)")
-    ax.set_ylim(bottom=0)
+    ax.set(xlabel="heads h  (p = d/h)", ylabel="forward time (ms)", ylim=(0, None))
     ax.set_title(f"Ex. 6: d = {e.d}, n = {e.n}, batch {e.batch}: ratio {e.ratio:.1f}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    png, csv = FILES[6]
-    return [
-        *save_figure(fig, out / png, formats, keep=keep),
-        write_csv(
-            out / csv,
-            [[r.h, r.p, r.seconds, r.score_entries, r.matmul_flops] for r in e.rows],
-            header=["h", "p", "seconds", "score_entries", "matmul_flops"],
-        ),
-    ]
+    rows = [[r.h, r.p, r.seconds, r.score_entries, r.matmul_flops] for r in e.rows]
+    return fig, rows, ["h", "p", "seconds", "score_entries", "matmul_flops"]
 
 
-def _fig11(e: ex11_projections.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
+def _fig11(e: ex11_projections.Result) -> tuple[Figure, list, list[str]]:
     maps = [("plain (no projections)", e.plain)] + [(f"head {i + 1}", w) for i, w in enumerate(e.head_weights)]
     vmax = max(max(max(row) for row in w) for _, w in maps)
     fig, axes = new_figure(1, len(maps), figsize=(3.2 * len(maps), 3.4))
-    im = None
     for ax, (title, w) in zip(axes, maps):
-        im = heatmap(ax, w, e.queries, e.keys, vmax=vmax)
+        im = heatmap(ax, w, e.queries, e.keys, vmax=vmax)  # one colour scale: the last map's stands for all
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("keys")
     axes[0].set_ylabel("queries")
-    assert im is not None  # maps holds the plain map at least
     fig.colorbar(im, ax=list(axes), shrink=0.8, label="attention weight")
     fig.suptitle(
         f"Ex. 11: '{''.join(e.queries)}' → '{''.join(e.keys)}' through a fresh {e.heads}-head layer (one colour scale)"
     )
-    png, csv = FILES[11]
     rows = [[name, q, j, e.keys[j], w] for name, W in maps for q, row in zip(e.queries, W) for j, w in enumerate(row)]
-    return [
-        *save_figure(fig, out / png, formats, keep=keep),
-        write_csv(out / csv, rows, header=["map", "query", "key_position", "key", "weight"]),
-    ]
+    return fig, rows, ["map", "query", "key_position", "key", "weight"]
 
 
-def _fig12(e: ex12_learned.Result, out: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
+def _fig12(e: ex12_learned.Result) -> tuple[Figure, list, list[str]]:
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(11, 4))
     colours = {"one-hot": "tab:green", "soft": "tab:blue", "duplicate": "tab:orange"}
     for x, r in enumerate(e.runs):
@@ -135,22 +105,15 @@ def _fig12(e: ex12_learned.Result, out: Path, formats: Sequence[str], keep: list
     ax1.legend(unique.values(), unique.keys(), fontsize=8)
     ax1.axhline(1 / len(e.runs[0].weights[0]), color="gray", ls=":", lw=1)
     ax1.set_xticks(range(len(e.runs)), labels=[f"h = {r.h}\nerror {r.error:.1e}" for r in e.runs])
-    ax1.set_ylim(-0.05, 1.05)
-    ax1.set_ylabel("weight α1 on the first key (α2 = 1 − α1)")
+    ax1.set(ylim=(-0.05, 1.05), ylabel="weight α1 on the first key (α2 = 1 − α1)")
     ax1.set_title(f"trained head weights (start ≈ {uniform_start(e)})")
     ax2.axhline(e.bound, color="gray", ls="--", lw=1)
-    ax2.set_yscale("log")
-    ax2.set_xlabel("Adam step")
-    ax2.set_ylabel("training relative error")
+    ax2.set(yscale="log", xlabel="Adam step", ylabel="training relative error")
     ax2.set_title("training curves (dashed: one-head bound √½)")
     ax2.legend(fontsize=8)
     fig.suptitle(f"Ex. 12: learned copy-both heads (d = {e.d}, {e.steps} steps)")
-    png, csv = FILES[12]
     rows = [[r.h, i + 1, a, b, k, r.error] for r in e.runs for i, ((a, b), k) in enumerate(zip(r.weights, r.kinds))]
-    return [
-        *save_figure(fig, out / png, formats, keep=keep, tight_layout={}),
-        write_csv(out / csv, rows, header=["h", "head", "alpha1", "alpha2", "kind", "held_out_error"]),
-    ]
+    return fig, rows, ["h", "head", "alpha1", "alpha2", "kind", "held_out_error"]
 
 
 def uniform_start(e: ex12_learned.Result) -> str:

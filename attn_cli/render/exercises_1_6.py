@@ -3,6 +3,7 @@ pruning and timing (see :mod:`.exercises`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from attn_cli.render.exercise_cells import fmt, titled_table
@@ -12,10 +13,14 @@ if TYPE_CHECKING:
     from attn_cli.experiments import exercises as ex
 
 
-def ex1_tables(e: ex.ex01_readouts.Result, title: str) -> list:
+def _join(values: Iterable[object], form: str = "{}", sep: str = " ") -> str:
+    """``values`` formatted by ``form``, joined by ``sep``: ``_join([1, 2])`` is ``"1 2"``."""
+    return sep.join(map(form.format, values))
+
+
+def ex1_tables(e: ex.ex01_readouts.Result, heading: str) -> list:
     t = titled_table(
-        1,
-        title,
+        heading,
         ("values", "a", "levels of m_j", "linear", "MLP", "theory"),
         left=("values",),
         subtitle=f"N = {e.samples} train + {e.samples} held out, d = {e.d_v}; per-coordinate "
@@ -45,13 +50,12 @@ def ex1_tables(e: ex.ex01_readouts.Result, title: str) -> list:
     ]
 
 
-def ex2_tables(e: ex.ex02_noise.Result, title: str) -> list:
+def ex2_tables(e: ex.ex02_noise.Result, heading: str) -> list:
     out: list[Block] = []
     for s in e.sweeps:
         slope = "n/a" if s.slope is None else f"{s.slope:.3f}"
         t = titled_table(
-            2,
-            title,
+            heading,
             ("ε", "κ(A)", "readout error", "theory", "in slope fit"),
             [
                 (f"{p.eps:g}", fmt(p.condition, 4), fmt(p.error, 4), fmt(p.theory, 4), "•" if p.straight else "")
@@ -76,25 +80,18 @@ def ex2_tables(e: ex.ex02_noise.Result, title: str) -> list:
     return out
 
 
-def ex3_tables(e: ex.ex03_rank.Result, title: str) -> list:
+def ex3_tables(e: ex.ex03_rank.Result, heading: str) -> list:
     t = titled_table(
-        3,
-        title,
+        heading,
         ("A", "h", "k", "rank(A)", "min entry", "1 - rank/k", "population", "sampled (held out)"),
         left=("A",),
         subtitle=f"values in R^{e.value_dim}, {e.samples} train + held-out samples",
         caption=f"population = exact error from the covariances; max |population - (1 - rank/k)| = {e.max_gap:.1e}",
     )
     for r in e.rows:
+        population = f"{r.population + 0.0:.6f}".replace("-0.000000", "0.000000")
         t.add_row(
-            r.kind,
-            str(r.h),
-            str(r.k),
-            str(r.rank),
-            fmt(r.min_entry, 4),
-            fmt(r.bound, 4),
-            f"{r.population + 0.0:.6f}".replace("-0.000000", "0.000000"),
-            fmt(r.sampled, 4),
+            r.kind, str(r.h), str(r.k), str(r.rank), fmt(r.min_entry, 4), fmt(r.bound, 4), population, fmt(r.sampled, 4)
         )
     return [
         t,
@@ -106,10 +103,9 @@ def ex3_tables(e: ex.ex03_rank.Result, title: str) -> list:
     ]
 
 
-def ex4_tables(e: ex.ex04_key_noise.Result, title: str) -> list:
+def ex4_tables(e: ex.ex04_key_noise.Result, heading: str) -> list:
     t = titled_table(
-        4,
-        title,
+        heading,
         ("setting", "c", "median error", "failure fraction"),
         [(r.setting, f"{r.c:g}", fmt(r.median, 4), f"{r.failure:.3f}") for r in e.rows],
         left=("setting",),
@@ -129,47 +125,32 @@ def ex4_tables(e: ex.ex04_key_noise.Result, title: str) -> list:
     ]
 
 
-def ex5_tables(e: ex.ex05_pruning.Result, title: str) -> list:
+def ex5_tables(e: ex.ex05_pruning.Result, heading: str) -> list:
     heads = ", ".join(f"{i + 1}: ({a:g}, {b:g})" for i, (a, b) in enumerate(e.heads))
     t = titled_table(
-        5,
-        title,
+        heading,
         ("heads kept", "removed", "readout error"),
         left=("heads kept", "removed"),
         subtitle=f"heads {heads}; τ = {e.tau}",
         caption=f"solver: {e.solver}",
     )
-    t.add_row(" ".join(str(i + 1) for i in range(len(e.heads))), "", fmt(e.full_error))
+    t.add_row(_join(range(1, len(e.heads) + 1)), "", fmt(e.full_error))
     for s in e.subsets:
-        t.add_row(" ".join(map(str, s.kept)), " ".join(map(str, s.removed)), fmt(s.error))
+        t.add_row(_join(s.kept), _join(s.removed), fmt(s.error))
     p = titled_table(
-        5,
-        title,
+        heading,
         ("procedure", "importances", "removed", "kept", "error", "evaluations", "to prune h → 1"),
         left=("procedure", "importances"),
         subtitle="one-shot vs greedy",
     )
-    p.add_row(
-        "one-shot",
-        " ".join(f"{x:.2g}" for x in e.importance),
-        " ".join(map(str, e.one_shot_removed)),
-        " ".join(map(str, e.one_shot_kept)),
-        fmt(e.one_shot_error),
-        str(e.one_shot_evaluations),
-        e.one_shot_formula,
-    )
-    p.add_row(
-        "greedy",
-        " → ".join(" ".join(f"{x:.2g}" for x in s["importance"]) for s in e.greedy_steps),
-        " ".join(map(str, e.greedy_removed)),
-        " ".join(map(str, e.greedy_kept)),
-        fmt(e.greedy_error),
-        str(e.greedy_evaluations),
-        f"{e.greedy_to_one_formula} (counted {e.greedy_to_one} at h = {len(e.heads)})",
-    )
-    pair = " and ".join(map(str, e.one_shot_removed))
+    one_shot = (_join(e.importance, "{:.2g}"), _join(e.one_shot_removed), _join(e.one_shot_kept), fmt(e.one_shot_error))
+    p.add_row("one-shot", *one_shot, str(e.one_shot_evaluations), e.one_shot_formula)
+    steps = " → ".join(_join(s["importance"], "{:.2g}") for s in e.greedy_steps)
+    greedy = (steps, _join(e.greedy_removed), _join(e.greedy_kept), fmt(e.greedy_error), str(e.greedy_evaluations))
+    p.add_row("greedy", *greedy, f"{e.greedy_to_one_formula} (counted {e.greedy_to_one} at h = {len(e.heads)})")
+    pair = _join(e.one_shot_removed, sep=" and ")
     wide = e.WIDE_LAYER_HEADS
-    one_shot, greedy = e.evaluations_at(wide)
+    one_shot_evals, greedy_evals = e.evaluations_at(wide)
     return [
         t,
         p,
@@ -177,15 +158,14 @@ def ex5_tables(e: ex.ex05_pruning.Result, title: str) -> list:
             f"Heads {pair} cover for each other, so each alone looks unimportant; one-shot removes "
             f"{'both' if len(e.one_shot_removed) == 2 else 'them'} and loses the second mixture. Greedy "
             f"re-measures after each removal and keeps one. At h = {wide}: one-shot "
-            f"{one_shot}, greedy {greedy} evaluations."
+            f"{one_shot_evals}, greedy {greedy_evals} evaluations."
         ),
     ]
 
 
-def ex6_tables(e: ex.ex06_timing.Result, title: str) -> list:
+def ex6_tables(e: ex.ex06_timing.Result, heading: str) -> list:
     t = titled_table(
-        6,
-        title,
+        heading,
         ("h", "p = d/h", "forward ms", "score entries B·h·n²", "matmul FLOPs (Eq. 10.3.3)", "fit ms"),
         subtitle=f"d = {e.d}, n = {e.n}, batch {e.batch}, {e.device}, {e.threads} thread(s), "
         f"median of {e.repeats} after a warm-up",
@@ -193,13 +173,9 @@ def ex6_tables(e: ex.ex06_timing.Result, title: str) -> list:
         f"R² = {e.r_squared:.3f}",
     )
     for r in e.rows:
+        fit = e.fitted_seconds(r.score_entries) * 1e3
         t.add_row(
-            str(r.h),
-            str(r.p),
-            f"{r.seconds * 1e3:.1f}",
-            f"{r.score_entries:,}",
-            f"{r.matmul_flops:.3e}",
-            f"{e.fitted_seconds(r.score_entries) * 1e3:.1f}",
+            str(r.h), str(r.p), f"{r.seconds * 1e3:.1f}", f"{r.score_entries:,}", f"{r.matmul_flops:.3e}", f"{fit:.1f}"
         )
     return [
         t,
@@ -211,3 +187,6 @@ def ex6_tables(e: ex.ex06_timing.Result, title: str) -> list:
             "assignment."
         ),
     ]
+
+
+TABLES = (ex1_tables, ex2_tables, ex3_tables, ex4_tables, ex5_tables, ex6_tables)  # exercises 1-6, in order

@@ -13,28 +13,20 @@ if TYPE_CHECKING:
     from attn_cli.experiments import exercises as ex
 
 
-def ex7_tables(e: ex.ex07_cross_cost.Result, title: str) -> list:
+def ex7_tables(e: ex.ex07_cross_cost.Result, heading: str) -> list:
     t = titled_table(
-        7,
-        title,
+        heading,
         ("n", "m", "4nd²", "4md²", "4nmd", "formula", "counted"),
         subtitle=f"d = {e.d}, h = {e.heads}; FLOPs counted by FlopCounterMode on the meta device",
         caption="4nd² (W_q, W_o: grows with n) + 4md² (W_k, W_v: grows with m) + 4nmd (scores and "
         "mixing: grows with nm)",
     )
     for r in e.rows:
-        t.add_row(
-            str(r.n),
-            str(r.m),
-            f"{r.q_and_out:.3e}",
-            f"{r.k_and_v:.3e}",
-            f"{r.scores_and_mix:.3e}",
-            f"{r.formula:.4e}",
-            styled(f"{r.counted:.4e}", *(() if r.counted == r.formula else ((" ≠", "red"),))),
-        )
+        terms = (f"{x:.3e}" for x in (r.q_and_out, r.k_and_v, r.scores_and_mix))
+        counted = styled(f"{r.counted:.4e}", *(() if r.counted == r.formula else ((" ≠", "red"),)))
+        t.add_row(str(r.n), str(r.m), *terms, f"{r.formula:.4e}", counted)
     p = titled_table(
-        7,
-        title,
+        heading,
         ("keys and values", "formula", "FLOPs", "counted"),
         left=("keys and values", "formula"),
         subtitle=f"one decoder step, m = {e.m} source tokens",
@@ -51,10 +43,9 @@ def ex7_tables(e: ex.ex07_cross_cost.Result, title: str) -> list:
     ]
 
 
-def ex8_tables(e: ex.ex08_gqa.Result, title: str) -> list:
+def ex8_tables(e: ex.ex08_gqa.Result, heading: str) -> list:
     t = titled_table(
-        8,
-        title,
+        heading,
         ("scheme", "g", "parameters", "FLOPs", "KV cache / token / layer"),
         left=("scheme",),
         subtitle=f"d = {e.d}, h = {e.h}, p = {e.p}, 16-bit; FLOPs at n = {e.tokens} tokens",
@@ -62,20 +53,16 @@ def ex8_tables(e: ex.ex08_gqa.Result, title: str) -> list:
         "and layer; measured on the meta device",
     )
 
-    def same(text: str, measured: int, formula: int) -> Text:
-        return styled(f"{text} ", ("= formula", "green") if measured == formula else (f"≠ {formula:,}", "red"))
+    def same(measured: int, formula: int, form: str) -> Text:
+        return styled(
+            f"{measured:{form}} ", ("= formula", "green") if measured == formula else (f"≠ {formula:,}", "red")
+        )
 
     for s in e.schemes:
-        t.add_row(
-            s.name,
-            str(s.groups),
-            same(f"{s.parameters:,}", s.parameters, s.parameters_formula),
-            same(f"{s.flops:.4e}", s.flops, s.flops_formula),
-            f"{s.kv_bytes_per_token:,} B = {s.kv_bytes_per_token / 1024:g} KiB",
-        )
+        counts = same(s.parameters, s.parameters_formula, ","), same(s.flops, s.flops_formula, ".4e")
+        t.add_row(s.name, str(s.groups), *counts, f"{s.kv_bytes_per_token:,} B = {s.kv_bytes_per_token / 1024:g} KiB")
     p = titled_table(
-        8,
-        title,
+        heading,
         ("p", "readout error", "theory √(1 - min(p,c)/c)"),
         [(str(r.p), fmt(r.error, 4), fmt(r.theory, 4)) for r in e.shared],
         subtitle=f"part 3: two query heads {e.shared_weights} share one value head of width p; values "
@@ -92,18 +79,12 @@ def ex8_tables(e: ex.ex08_gqa.Result, title: str) -> list:
     ]
 
 
-def ex9_tables(e: ex.ex09_slices.Result, title: str) -> list:
+def ex9_tables(e: ex.ex09_slices.Result, heading: str) -> list:
+    masks = "masks that differ (seq, head: repeated -> tiled)"
     t = titled_table(
-        9,
-        title,
-        (
-            "valid_lens",
-            "max |loop - folded|",
-            "max |tiled - folded|",
-            "detectable",
-            "masks that differ (seq, head: repeated -> tiled)",
-        ),
-        left=("valid_lens", "masks that differ (seq, head: repeated -> tiled)"),
+        heading,
+        ("valid_lens", "max |loop - folded|", "max |tiled - folded|", "detectable", masks),
+        left=("valid_lens", masks),
         subtitle=f"d = {e.d}, h = {e.h}, {e.n_k} keys",
         caption=f"rule: {e.rule}; checked against the masks for {e.rule_checked} (valid_lens, h) "
         f"combinations: {'agrees' if e.rule_agrees else 'DISAGREES'}",
@@ -139,10 +120,9 @@ def ex9_tables(e: ex.ex09_slices.Result, title: str) -> list:
     ]
 
 
-def ex10_tables(e: ex.ex10_permute.Result, title: str) -> list:
+def ex10_tables(e: ex.ex10_permute.Result, heading: str) -> list:
     t = titled_table(
-        10,
-        title,
+        heading,
         ("check", "max |difference|", "unchanged", "expected"),
         [
             (c.name, f"{c.max_diff:.1e}", yes_no(c.unchanged), "unchanged" if c.expected_unchanged else "changed")
@@ -163,10 +143,9 @@ def ex10_tables(e: ex.ex10_permute.Result, title: str) -> list:
     ]
 
 
-def ex11_tables(e: ex.ex11_projections.Result, title: str) -> list:
+def ex11_tables(e: ex.ex11_projections.Result, heading: str) -> list:
     t = titled_table(
-        11,
-        title,
+        heading,
         ("map", "rows sum to 1", "same rows", "same columns", "matching letter wins", "mean max weight", "regimes"),
         left=("map", "regimes"),
         subtitle=f"'{''.join(e.queries)}' attends to '{''.join(e.keys)}', width {e.d_model}, fresh "
@@ -175,15 +154,8 @@ def ex11_tables(e: ex.ex11_projections.Result, title: str) -> list:
     )
     for p in e.props:
         regimes = ", ".join(f"{k} {p.regimes.count(k)}" for k in ("sharp", "split", "diffuse") if k in p.regimes)
-        t.add_row(
-            p.head,
-            f"{p.row_sum_error:.0e}",
-            f"{p.same_rows:.0e}",
-            f"{p.same_columns:.0e}",
-            f"{p.match_wins:.2f}",
-            f"{p.mean_max_weight:.3f}",
-            regimes,
-        )
+        errors = (f"{x:.0e}" for x in (p.row_sum_error, p.same_rows, p.same_columns))
+        t.add_row(p.head, *errors, f"{p.match_wins:.2f}", f"{p.mean_max_weight:.3f}", regimes)
     return [
         t,
         (
@@ -197,10 +169,9 @@ def ex11_tables(e: ex.ex11_projections.Result, title: str) -> list:
     ]
 
 
-def ex12_tables(e: ex.ex12_learned.Result, title: str) -> list:
+def ex12_tables(e: ex.ex12_learned.Result, heading: str) -> list:
     t = titled_table(
-        12,
-        title,
+        heading,
         ("h", "error before", "error after", "head weights (α1, α2) after training", "kinds"),
         left=("head weights (α1, α2) after training", "kinds"),
         subtitle=f"d = {e.d}, Adam lr {e.lr}, {e.steps} steps of {e.batch}",
@@ -219,3 +190,6 @@ def ex12_tables(e: ex.ex12_learned.Result, title: str) -> list:
             "near-duplicates. Two distinct heads suffice; the rest are redundant."
         ),
     ]
+
+
+TABLES = (ex7_tables, ex8_tables, ex9_tables, ex10_tables, ex11_tables, ex12_tables)  # exercises 7-12, in order
