@@ -1,14 +1,12 @@
-"""Atomic writes: a temp file in the same folder, fsync, then ``os.replace``.
-
-An interrupted run never leaves a truncated PNG, JSON or CSV behind, and a reader sees
-either the old file or the new one.  The final file gets the mode a plain ``open()`` would
-give under the current umask (0644 under umask 022), not ``mkstemp``'s 0600.  Any ``OSError``
-while writing (disk full, permission, read-only) becomes :class:`attn_cli.errors.WriteFailed`,
-one line naming the path and the reason, with the temp file removed.
+"""Atomic writes: a temp file in the same folder, fsync, then ``os.replace``, so a reader sees
+the old file or the new one, never a truncated one.  The file gets the mode ``open()`` would
+give under the umask, not ``mkstemp``'s 0600; an ``OSError`` becomes one line naming the path
+and the reason (:class:`attn_cli.errors.WriteFailed`), with the temp file removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -23,13 +21,10 @@ _umask_lock = threading.Lock()
 
 def current_umask() -> int:
     """The process umask, read without changing it where /proc allows (thread-safe)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     with _umask_lock:  # elsewhere: set and restore (briefly visible to other threads)
         mask = os.umask(0o022)
         os.umask(mask)
@@ -83,17 +78,13 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(exc, OSError):
             raise failure(path, exc) from None
         raise
-    try:  # make the rename itself durable; a folder that cannot be opened is no error
+    with contextlib.suppress(OSError):  # make the rename itself durable; a folder that cannot be opened is no error
         _fsync(path.parent, directory=True)
-    except OSError:
-        pass
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> Path:

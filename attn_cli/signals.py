@@ -33,8 +33,7 @@ _stopping = False
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
-    """The handler: raise once; a second SIGTERM while the first one's cleanup runs is ignored,
-    so that the cleanup (stopping the workers, removing temp files) finishes."""
+    """The handler: raise once; a second signal during the first one's cleanup is ignored."""
     global _stopping
     if _stopping:
         return
@@ -43,10 +42,8 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 
 
 def install() -> None:
-    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (call it there).
-
-    A signal this process was started ignoring stays ignored: ``nohup attn ...`` must survive
-    the terminal's hang-up."""
+    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (call it there); one
+    this process was started ignoring stays ignored (``nohup attn ...``)."""
     for signum in STOPPING:
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, _raise)
@@ -57,12 +54,10 @@ def signal_of(exc: BaseException) -> int:
     while handling it (``raise click.Abort() from None`` keeps it as the context); else SIGINT."""
     seen: BaseException | None = exc
     for _ in range(100):  # a chain is short; a cycle must not hang the exit
-        if seen is None:
+        if seen is None or isinstance(seen, Terminated):
             break
-        if isinstance(seen, Terminated):
-            return seen.signum
         seen = seen.__cause__ or seen.__context__
-    return signal.SIGINT
+    return seen.signum if isinstance(seen, Terminated) else signal.SIGINT
 
 
 def describe(exc: BaseException) -> str:
@@ -81,11 +76,9 @@ def exit_code(exc: BaseException) -> int:
 
 @contextmanager
 def terminal_signals_blocked() -> Iterator[None]:
-    """SIGHUP and SIGINT blocked in this thread meanwhile, so that the processes started inside
-    inherit the block and leave a terminal's hang-up and Ctrl-C (sent to the whole process
-    group) to attn; the fork server, which ignores SIGINT only once torch is imported, then
-    discards an early Ctrl-C instead of printing a traceback.  A signal that arrives meanwhile
-    is handled here right after."""
+    """SIGHUP and SIGINT blocked in this thread meanwhile: processes started inside inherit the
+    block and leave a terminal's hang-up and Ctrl-C (sent to the process group) to attn, which
+    handles one that arrived meanwhile right after."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGINT})
     try:
         yield
@@ -94,14 +87,10 @@ def terminal_signals_blocked() -> Iterator[None]:
 
 
 def exit_with_parent(reader: Connection) -> None:
-    """In a worker: end this process as soon as ``reader`` reaches end of file, that is when
-    every write end is closed -- attn exited, was killed (SIGKILL included) or closed it.
-
-    A worker's parent is the fork server, not attn, and the fork server outlives attn for as
-    long as workers hold its "alive" pipe, so neither ``getppid()`` nor PR_SET_PDEATHSIG would
-    see attn go; a pipe does, at once and without polling.  A daemon thread blocks on it and
-    calls ``os._exit`` (a torch op in the main thread does not hold it up: torch releases the GIL).
-    """
+    """In a worker: end this process as soon as ``reader`` reaches end of file, when attn has
+    exited or was killed (SIGKILL included).  A worker's parent is the fork server, which
+    outlives attn, so neither ``getppid()`` nor PR_SET_PDEATHSIG would see attn go; a daemon
+    thread blocked on the pipe does, without polling."""
 
     def watch() -> None:
         try:

@@ -464,7 +464,7 @@ def test_the_torch_version_is_torchs_own_read_without_importing_it(tmp_path):
 
     import torch
 
-    assert keys._installed_torch_version() == str(torch.__version__) == importlib.metadata.version("torch")
+    assert keys.torch_version() == str(torch.__version__) == importlib.metadata.version("torch")
     # the torch that ``import torch`` would load is the one read; importing it would fail here
     fake = tmp_path / "torch"
     fake.mkdir()

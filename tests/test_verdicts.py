@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import subprocess
@@ -262,7 +263,7 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
     assert run_copy_task(config, tmp_path / "cache").runs[0]["cached"]
     from attn_cli.store import keys
 
-    monkeypatch.setattr(keys, "_CODE_DIGEST", {})
+    monkeypatch.setattr(keys, "_code_digest", functools.cache(keys._code_digest.__wrapped__))  # nothing memoised
     original = type(tmp_path).read_bytes
 
     def edited(path):  # copy_train.py as if a line had changed

@@ -1,8 +1,5 @@
 """The per-user cache: finished runs and Results, keyed by everything that determines them,
-shared by every ``--out``.
-
-Design notes: ``docs/design.md``, section ``attn_cli.store.cache``.
-"""
+shared by every ``--out`` (``docs/design.md``, section ``attn_cli.store.cache``)."""
 
 from __future__ import annotations
 
@@ -48,8 +45,8 @@ def entry_file(key: dict) -> str:
 
 
 def cache_path(root: str | os.PathLike, name: str, key: dict) -> Path:
-    """Where ``key``'s entry of ``name`` lives under ``root`` (to show; the cache itself works
-    through the folder's descriptor, never through this path)."""
+    """Where ``key``'s entry of ``name`` lives under ``root``, to show (the cache works through
+    the folder's descriptor)."""
     return Path(root) / name / entry_file(key)
 
 
@@ -75,11 +72,8 @@ class Cache:
             raise Unavailable(str(exc)) from None  # names the component and why
         except OSError as exc:
             raise Unavailable(f"{root}: {exc.strerror or exc}") from None
-        try:
+        with private.closed_on_error(fd):
             return cls(root, fd, _key(fd, root, create))
-        except BaseException:
-            os.close(fd)
-            raise
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -92,12 +86,9 @@ class Cache:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ entries
-
     def load(self, name: str, key: dict, max_bytes: int) -> Any | None:
-        """The payload stored for ``key`` under ``name``; None when there is none.  Raises
-        :class:`Refused` (with the reason) for an entry that cannot be trusted or read;
-        ``max_bytes`` bounds the payload (from the run's spec, or :data:`RESULT_MAX_BYTES`)."""
+        """The payload (at most ``max_bytes``) stored for ``key`` under ``name``; None when there
+        is none.  Raises :class:`Refused` (with the reason) for one that cannot be trusted or read."""
         if self._secret is None:
             return None
         sub = self._group(name, create=False)
@@ -124,8 +115,8 @@ class Cache:
         return obj["payload"]
 
     def store(self, name: str, key: dict, payload: Any) -> None:
-        """Store a JSON payload for ``key`` under ``name`` (atomic, 0600, signed).  Raises
-        :class:`Unavailable` when it cannot be written (disk full, folder gone)."""
+        """Store a JSON payload for ``key`` under ``name`` (atomic, 0600, signed); Unavailable
+        when it cannot be written (disk full, folder gone)."""
         if self._secret is None:  # opened without create, before any key existed
             raise Unavailable("the cache has no key yet")
         payload = json.loads(json.dumps(payload))  # exactly as it reads back
@@ -181,19 +172,16 @@ class Cache:
             raise Refused(f"{name}/ is not a private folder of this user")
         return fd
 
-    # ------------------------------------------------------------------ attn cache
-
     def summary(self) -> dict[str, tuple[int, int]]:
         """Entries and their bytes per group (experiment): ``{"copy_task": (40, 123456)}``."""
-        return {name: (len(sizes), sum(sizes)) for name, sizes in self._entries().items() if sizes}
+        return {name: (len(files), sum(size for _, size in files)) for name, files in self._entries().items() if files}
 
     def clear(self, dry_run: bool = False) -> Cleared:
-        """Remove every entry this cache can prove its own (a regular file of attn's layout whose
-        HMAC verifies under this folder's key), each group folder that held such entries and is
-        then empty, and the key; nothing else.  Everything goes through descriptors.
-        ``dry_run``: remove nothing, say what would go."""
+        """Remove (``dry_run``: only list) every entry this cache can prove its own (a regular
+        file of attn's layout whose HMAC verifies under this key), each group folder then empty
+        that held such entries, and the key; nothing else.  All through descriptors."""
         cleared = Cleared()
-        for name, files in self._entries(names=True).items():
+        for name, files in self._entries().items():
             sub = self._group(name, create=False)
             if sub is None:
                 continue
@@ -233,8 +221,9 @@ class Cache:
             return False
         return data is not None
 
-    def _entries(self, names: bool = False) -> dict[str, list]:
-        found: dict[str, list] = {}
+    def _entries(self) -> dict[str, list[tuple[str, int]]]:
+        """Each group's entry files (name, size), by name."""
+        found: dict[str, list[tuple[str, int]]] = {}
         with os.scandir(self._fd) as groups:
             group_names = sorted(g.name for g in groups if GROUP.fullmatch(g.name) and g.is_dir(follow_symlinks=False))
         for name in group_names:
@@ -253,7 +242,7 @@ class Cache:
                     ]
             finally:
                 os.close(sub)
-            found[name] = sorted(items) if names else [size for _, size in items]
+            found[name] = sorted(items)
         return found
 
 
@@ -275,8 +264,8 @@ CLEAR_MAX_BYTES = 4 * RESULT_MAX_BYTES  # an entry larger than this is not read 
 
 
 def special_folder(path: Path) -> str | None:
-    """Why ``path`` is never a cache to clear, by what it is: ``/``, the home folder or a mount
-    point (followed through symlinks); None for an ordinary folder or one that does not exist."""
+    """Why ``path`` is never a cache to clear: ``/``, the home folder or a mount point (through
+    symlinks); None for an ordinary folder or one that does not exist."""
     try:
         st = os.stat(path)
         up = os.stat(os.path.join(path, ".."))
@@ -311,12 +300,7 @@ def _key(fd: int, root: Path, create: bool) -> bytes | None:
             data = os.read(kfd, KEY_BYTES + 1) if stat.S_ISREG(st.st_mode) else b""
         finally:
             os.close(kfd)
-        if (
-            not stat.S_ISREG(st.st_mode)
-            or st.st_uid != os.geteuid()
-            or stat.S_IMODE(st.st_mode) != 0o600
-            or len(data) != KEY_BYTES
-        ):
+        if not private.is_key(st) or len(data) != KEY_BYTES:
             raise Unavailable(
                 f"its key {root / KEY_FILE} is not trusted (it must be a regular file of "
                 f"this user, mode 0600, of {KEY_BYTES} bytes)"
@@ -326,34 +310,19 @@ def _key(fd: int, root: Path, create: bool) -> bytes | None:
 
 
 def _make_key(fd: int, root: Path) -> None:
-    """Write a fresh key beside the folder's others and link it in place; an existing key wins."""
+    """Write a fresh key and link it in place; an existing key wins."""
     import secrets
 
-    tmp = f".{KEY_FILE}.{secrets.token_hex(8)}"
     try:
-        kfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=fd)
-        try:
-            os.fchmod(kfd, 0o600)  # whatever the umask
-            os.write(kfd, secrets.token_bytes(KEY_BYTES))
-            os.fsync(kfd)
-        finally:
-            os.close(kfd)
-        try:
-            os.link(tmp, KEY_FILE, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
-        except FileExistsError:
-            pass
+        private.write_atomic(fd, KEY_FILE, secrets.token_bytes(KEY_BYTES), mode=0o600, replace=False)
     except OSError as exc:
         raise Unavailable(f"cannot write its key in {root}: {exc.strerror}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=fd)
 
 
 @contextlib.contextmanager
 def opened(root: str | os.PathLike | None, notes: list[str]) -> Iterator[Cache | None]:
     """The cache at ``root`` while the block runs, or None: no ``root``, or one that cannot be
-    used now (a note in ``notes``; the CLI has warned about the folder already, see
-    :func:`attn_cli.cli.commands.cache.cache_root`)."""
+    used now (a note in ``notes``; the CLI has warned about the folder already)."""
     if root is None:
         yield None
         return

@@ -16,24 +16,33 @@ from attn_cli.store.cache import RESULT_MAX_BYTES, Cache, Refused, cache_path
 from attn_cli.store.typed import InvalidEntry, revive  # revive: JSON read back as a type, every value checked
 
 
+def _revived(tp: type, payload: Any, check: Callable[[Any], None] | None = None) -> Any:
+    """``payload`` as ``tp`` and passed through ``check``; InvalidEntry (the reason) otherwise."""
+    try:
+        value = revive(tp, payload)
+        if check is not None:
+            check(value)
+        return value
+    except InvalidEntry:  # the reason is its path: "rows[3].free_running: expected a number, got str"
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidEntry(f"{type(exc).__name__}: {exc}") from None
+
+
 def load_result(store: Cache, name: str, key: dict, result_type: type, max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
     """A Result stored by :func:`store_result` for ``key``, rebuilt as ``result_type``; None when
     there is none.  Raises :class:`Refused` (the reason) for an entry that cannot be trusted or
-    does not read back: the caller recomputes it with a note.  The entry is JSON read into
-    typed dataclasses: loading it runs no code (no pickle)."""
+    does not read back: the caller recomputes it with a note.  Loading runs no code (no pickle)."""
     payload = store.load(name, key, max_bytes)
     try:
-        return None if payload is None else revive(result_type, payload)
-    except InvalidEntry as exc:  # the reason is its path: "rows[3].free_running: expected a number, got str"
+        return None if payload is None else _revived(result_type, payload)
+    except InvalidEntry as exc:
         raise Refused(str(exc)) from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise Refused(f"{type(exc).__name__}: {exc}") from None
 
 
 def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
-    """Store a Result as JSON for ``key``; only one that reads back as the same data (a
-    dataclass of plain values, as STYLE.md asks: a tuple may come back as a list), else
-    nothing is stored and False is returned.  Raises :class:`Unavailable` when the cache
+    """Store a Result as JSON for ``key``, only one that reads back as the same data (a tuple may
+    come back as a list); else store nothing and return False.  Unavailable when the cache
     cannot be written."""
     try:
         text = json.dumps(dataclasses.asdict(result), sort_keys=True)
@@ -49,11 +58,8 @@ def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
 class Pieces:
     """An experiment's pieces of work in the opened cache, each its own entry in the
     experiment's group (the copy task: one per training run, stored the moment it finishes,
-    so an interrupted or distributed sweep keeps what it finished).  The pipeline opens the
-    cache once and hands this to ``run(config, progress, store=...)`` of an experiment that
-    declares ``CACHES_PIECES = True``; the experiment keys its pieces (:func:`cache_key`) and
-    says what a valid piece is (``check`` in :meth:`load`).
-
+    so an interrupted or distributed sweep keeps what it finished).  The pipeline hands this to
+    ``run(config, progress, store=...)`` of an experiment with ``CACHES_PIECES = True``.
     ``reuse``: False recomputes every piece and overwrites its entry (``--no-cache``)."""
 
     def __init__(self, store: Cache, name: str, reuse: bool = True):
@@ -66,27 +72,17 @@ class Pieces:
     def load(
         self, key: dict, max_bytes: int, piece_type: type, check: Callable[[Any, dict], None] | None = None
     ) -> Any | None:
-        """The piece stored for ``key``, rebuilt as ``piece_type`` (:func:`revive`) and passed
-        through ``check(piece, key)`` (what the key implies: shapes, ranges); None when there is
-        none, or with ``reuse`` False.  Raises :class:`Refused` or :class:`InvalidEntry`
-        (with the reason) for an entry that exists but cannot be trusted: the caller
-        recomputes it, with a note."""
+        """The piece stored for ``key``, rebuilt as ``piece_type`` and passed through
+        ``check(piece, key)`` (shapes, ranges); None when there is none, or with ``reuse`` False.
+        Raises :class:`Refused` or :class:`InvalidEntry` (the reason) for one that cannot be trusted."""
         if not self.reuse:
             return None
         payload = self.cache.load(self.name, key, max_bytes)
         if payload is None:
             return None
-        try:
-            piece = revive(piece_type, payload)
-            if check is not None:
-                check(piece, key)
-            return piece
-        except InvalidEntry:
-            raise
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidEntry(f"{type(exc).__name__}: {exc}") from None
+        return _revived(piece_type, payload, None if check is None else lambda piece: check(piece, key))
 
     def store(self, key: dict, piece: Any) -> None:
-        """Store a finished piece (a dataclass of plain values; atomic, signed).  Raises
-        :class:`Unavailable` when the cache cannot be written."""
+        """Store a finished piece (a dataclass of plain values; atomic, signed); Unavailable when
+        the cache cannot be written."""
         self.cache.store(self.name, key, dataclasses.asdict(piece))

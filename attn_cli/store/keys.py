@@ -21,23 +21,14 @@ RESULT_CODE_GLOBS = (
     "store/cache.py",
 )  # core/numerics.py among core/
 
-_CODE_DIGEST: dict[tuple, str] = {}
+_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.MULTILINE)
 
 
 @functools.cache
 def torch_version() -> str:
-    """torch's version without importing torch (a cached rerun never needs it); read once per
-    process (the copy task asks once per run)."""
-    return _installed_torch_version()
-
-
-_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.MULTILINE)
-
-
-def _installed_torch_version() -> str:
     """``torch.__version__`` as the torch that ``import torch`` would load writes it in its
-    ``version.py`` (read as text, never run: far cheaper than ``importlib.metadata``, and a cached
-    rerun never imports torch); else the distribution's metadata, else torch itself."""
+    ``version.py``, read as text once per process (a cached rerun never imports torch); else
+    the distribution's metadata, else torch itself."""
     import importlib.util
 
     try:
@@ -61,15 +52,16 @@ def _installed_torch_version() -> str:
 
 def code_digest(globs: Iterable[str]) -> str:
     """SHA-256 over the package's source files matching ``globs``, names and bytes."""
+    return _code_digest(tuple(globs))
+
+
+@functools.cache
+def _code_digest(globs: tuple[str, ...]) -> str:
     root = Path(__file__).resolve().parent.parent  # the attn_cli package
-    memo = (str(root), tuple(globs))
-    if memo not in _CODE_DIGEST:
-        files = sorted({p for pattern in memo[1] for p in root.glob(pattern) if p.is_file()})
-        h = hashlib.sha256()
-        for path in files:
-            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-        _CODE_DIGEST[memo] = h.hexdigest()
-    return _CODE_DIGEST[memo]
+    h = hashlib.sha256()
+    for path in sorted({p for pattern in globs for p in root.glob(pattern) if p.is_file()}):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def cache_key(fields: dict, globs: Iterable[str], numerics: dict) -> dict:

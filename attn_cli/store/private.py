@@ -5,23 +5,13 @@ Design notes: ``docs/design.md``, section ``attn_cli.store.private``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-
-__all__ = [
-    "NotPrivate",
-    "is_tagged",
-    "missing_home",
-    "open_cache_dir",
-    "open_private_dir",
-    "read_regular",
-    "shared_reason",
-    "user_cache_root",
-    "write_atomic",
-]
 
 MAX_SYMLINKS = 40  # as the kernel's own limit on links in one lookup
 
@@ -83,9 +73,8 @@ def _check_component(where: str, st: os.stat_result) -> None:
 
 
 def _check_final(where: str, fd: int) -> None:
-    """The folder itself: ours, and no one else may read or write it.  A folder that is not
-    private is refused and left exactly as it was: attn never changes the mode of a folder
-    (it may be ``/`` or a home folder); the folders it makes are 0700 from their ``mkdir``."""
+    """The folder itself: ours, and no one else may read or write it.  One that is not is
+    refused and left as it was: attn never chmods a folder (it may be ``/`` or a home)."""
     st = os.fstat(fd)
     me = os.geteuid()
     if st.st_uid != me:
@@ -101,12 +90,19 @@ def _check_final(where: str, fd: int) -> None:
 
 def _open_root() -> int:
     fd = os.open("/", _WALK_FLAGS)
-    try:
+    with closed_on_error(fd):
         _check_component("/", os.fstat(fd))
+    return fd
+
+
+@contextlib.contextmanager
+def closed_on_error(fd: int) -> Iterator[None]:
+    """Close ``fd`` when the block raises (then re-raise)."""
+    try:
+        yield
     except BaseException:
         os.close(fd)
         raise
-    return fd
 
 
 def _step(parent: int, where: str, name: str, create: bool) -> tuple[int | None, str | None]:
@@ -195,21 +191,16 @@ def open_private_dir(path: str | os.PathLike, create: bool = True) -> int:
         raise NotPrivate(f"cannot open {real}: {exc.strerror}") from None
     finally:
         os.close(fd)
-    try:
+    with closed_on_error(rd):
         _check_final(real, rd)
-    except BaseException:
-        os.close(rd)
-        raise
     return rd
 
 
 def shared_reason(path: str | os.PathLike) -> str | None:
-    """Why someone other than us or root could change what ``path`` holds, or None.
-
-    Its existing components are walked as :func:`open_private_dir` walks them (nothing is
-    created or changed); a part that does not exist yet is fine only below a folder that no
-    one else can write at all (in a sticky folder another user could create it first).
-    """
+    """Why someone other than us or root could change what ``path`` holds, or None.  Its
+    existing components are walked as :func:`open_private_dir` walks them (nothing created); a
+    missing part is fine only below a folder no one else can write (in a sticky folder another
+    user could create it first)."""
     current, missing = os.path.abspath(os.fspath(path)), False
     while True:
         try:
@@ -241,16 +232,15 @@ KEY_FILE, KEY_BYTES = "hmac.key", 32  # the cache's HMAC key (attn_cli.store.cac
 
 
 def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
-    """A descriptor of attn's cache folder ``root``: proven private (:func:`open_private_dir`,
-    never chmod'ed) and tagged with attn's ``CACHEDIR.TAG``.  With ``create``, a missing folder
-    is made (0700) and tagged, and so is an empty one or an earlier attn's (its key or
-    ``kernels/``); a folder holding anything else is not attn's and is refused, and so is one in
-    a home folder that does not exist.  Raises :class:`NotPrivate`."""
+    """A descriptor of attn's cache folder ``root``: proven private (:func:`open_private_dir`)
+    and tagged with attn's ``CACHEDIR.TAG``.  With ``create``, a missing folder is made (0700)
+    and tagged, and so is an empty one or an earlier attn's (its key or ``kernels/``); one
+    holding anything else, or in a home folder that does not exist, is refused (NotPrivate)."""
     reason = missing_home(root) if create else None
     if reason:
         raise NotPrivate(reason)
     fd = open_private_dir(root, create=create)
-    try:
+    with closed_on_error(fd):
         if not is_tagged(fd):
             names = set(os.listdir(fd))
             earlier = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _a_key(fd)
@@ -267,10 +257,7 @@ def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
                 write_atomic(fd, TAG_FILE, TAG, mode=0o600)
             except OSError as exc:
                 raise NotPrivate(f"cannot write {os.path.join(root, TAG_FILE)}: {exc.strerror}") from None
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+    return fd
 
 
 def is_tagged(fd: int) -> bool:
@@ -284,11 +271,15 @@ def is_tagged(fd: int) -> bool:
 
 
 def _a_key(fd: int) -> bool:
-    """Whether the folder holds an attn cache key: a regular 0600 file of ours of its size."""
+    """Whether the folder holds an attn cache key (:func:`is_key`)."""
     try:
-        st = os.stat(KEY_FILE, dir_fd=fd, follow_symlinks=False)
+        return is_key(os.stat(KEY_FILE, dir_fd=fd, follow_symlinks=False))
     except OSError:
         return False
+
+
+def is_key(st: os.stat_result) -> bool:
+    """Whether ``st`` is that of an attn cache key: a regular 0600 file of ours of its size."""
     return (
         stat.S_ISREG(st.st_mode)
         and st.st_uid == os.geteuid()
@@ -341,8 +332,9 @@ def read_regular(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
-    """Write ``data`` to ``dir_fd/name`` atomically (temp file, fsync, rename in the folder)."""
+def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None, replace: bool = True) -> None:
+    """Write ``data`` to ``dir_fd/name`` atomically (temp file, fsync, rename in the folder);
+    ``replace`` False: linked in place instead, so that an existing file wins."""
     from attn_cli import io
 
     _plain_name(name)
@@ -358,14 +350,17 @@ def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None) -
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if replace:
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
-        except OSError:
-            pass
         raise
-    try:  # make the rename itself durable
+    if not replace:  # linked: the temp name goes
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+    with contextlib.suppress(OSError):  # make the rename itself durable
         os.fsync(dir_fd)
-    except OSError:
-        pass

@@ -13,8 +13,6 @@ from pathlib import Path
 
 from attn_cli.store import private
 
-# --------------------------------------------------------------------------- scratch
-
 _scratch: Path | None = None
 _scratch_owner = 0  # the process that made it (a forked child inherits the name, not the folder)
 _scratch_lock = threading.Lock()
@@ -26,10 +24,8 @@ def _remove(path: Path, owner_pid: int) -> None:
 
 
 def scratch_dir() -> Path:
-    """This process's own private folder (mkdtemp, 0700), made on first use, removed at exit.
-
-    Raises :class:`NotPrivate` when no temp folder passes the walk.
-    """
+    """This process's own private folder (mkdtemp, 0700), made on first use, removed at exit;
+    :class:`NotPrivate` when no temp folder passes the walk."""
     global _scratch, _scratch_owner
     with _scratch_lock:
         if _scratch is not None:
@@ -51,9 +47,8 @@ def scratch_dir() -> Path:
 
 
 def remove_own_scratch() -> None:
-    """Remove this process's scratch folder now, if this process made it: for a process that
-    leaves with ``os._exit`` (a worker whose parent is gone), where no atexit
-    handler runs.  A folder inherited from the parent is the parent's to remove."""
+    """Remove this process's scratch folder now, if this process made it (not one inherited):
+    for a worker that leaves with ``os._exit``, where no atexit handler runs."""
     global _scratch
     with _scratch_lock:
         path = _scratch
@@ -76,28 +71,21 @@ _WARNED_ROOTS: set[str] = set()  # per-user cache folders this process has warne
 
 def warn_unusable(root: Path, message: str) -> None:
     """Write ``message`` (one warning line) unless this process has already warned about the
-    per-user cache folder ``root``: whatever keeps files there (the Result cache, the copy
-    task's runs, the C kernel) gives one warning per refused folder, not one each."""
+    per-user cache folder ``root``: one warning per refused folder, whatever keeps files there."""
     key = os.path.abspath(root)
-    if key in _WARNED_ROOTS:
-        return
-    _WARNED_ROOTS.add(key)
-    sys.stderr.write(message.rstrip("\n") + "\n")
-    sys.stderr.flush()
+    if key not in _WARNED_ROOTS:
+        _WARNED_ROOTS.add(key)
+        print(message.rstrip("\n"), file=sys.stderr, flush=True)
 
 
 _matplotlib_checked = False
 
 
 def keep_matplotlib_private() -> None:
-    """Call before importing matplotlib: where its default config or cache folder
-    (``$XDG_CONFIG_HOME/matplotlib``, ``$XDG_CACHE_HOME/matplotlib``) could be changed by
-    another user, is relative (matplotlib would write into the current folder), or lies in a
-    home folder that does not exist, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib``
-    instead, so that no font list or matplotlibrc is read from, and nothing written into,
-    such a place.
-    An ``MPLCONFIGDIR`` the user set is kept, as matplotlib keeps it.
-    """
+    """Call before importing matplotlib: where its default config or cache folder (under
+    ``$XDG_CONFIG_HOME``, ``$XDG_CACHE_HOME``) could be changed by another user, is relative or
+    lies in a home folder that does not exist, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib``
+    instead.  An ``MPLCONFIGDIR`` the user set is kept, as matplotlib keeps it."""
     global _matplotlib_checked
     if _matplotlib_checked or "matplotlib" in sys.modules:
         return  # once per process, and only before matplotlib has chosen its folders

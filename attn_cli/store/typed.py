@@ -1,12 +1,9 @@
-"""Strict typed read-back with msgspec: JSON becomes a typed value only when it is exactly what
-the type hints say, else :class:`InvalidEntry` naming where and why.
-
-Used for every cache entry and every answer from a cluster worker: nothing read back is
-trusted until it has been checked here. A result's dataclass is checked as a msgspec
-``Struct`` of the same fields (``strict=True``, unknown fields forbidden); an ``int`` where a
-``float`` is hinted is kept as read, so a stored Result reads back as the same JSON. Every
-number must be finite, and nothing may nest deeper than :data:`MAX_DEPTH`. The ``check_*``
-helpers state what types cannot: sizes and ranges that follow from a run's configuration.
+"""Strict typed read-back with msgspec, for every cache entry and every answer from a cluster
+worker: JSON becomes a typed value only when it is exactly what the type hints say (a dataclass
+checked as a ``Struct`` of its fields, ``strict=True``, unknown fields forbidden; an ``int`` for
+a ``float`` kept as read; every number finite; at most :data:`MAX_DEPTH` deep), else
+:class:`InvalidEntry` naming where and why.  The ``check_*`` helpers state what types cannot:
+sizes and ranges that follow from a run's configuration.
 """
 
 from __future__ import annotations
@@ -30,8 +27,6 @@ class InvalidEntry(ValueError):
     """A value read back that does not match its type; the message names where and why,
     e.g. ``rows[3].free_running: expected `int | float`, got `str```."""
 
-
-# --------------------------------------------------------------------------- parsing
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)  # an unterminated one: to the end (linear)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
@@ -62,8 +57,6 @@ def parse_json(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
         raise InvalidEntry(f"not JSON ({type(exc).__name__}: {exc})") from None
 
 
-# --------------------------------------------------------------------------- typed read-back
-
 _DATACLASS: dict[type, type] = {}  # generated Struct -> its dataclass
 
 
@@ -75,7 +68,8 @@ def _struct(tp: type) -> type:
     fields: list[tuple] = []
     for f in dataclasses.fields(tp):
         kind = _spec(hints.get(f.name, Any))
-        fields.append((f.name, kind) if f.name in _required(tp) else (f.name, kind | msgspec.UnsetType, msgspec.UNSET))
+        required = f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        fields.append((f.name, kind) if required else (f.name, kind | msgspec.UnsetType, msgspec.UNSET))
     struct = msgspec.defstruct(tp.__name__, fields, kw_only=True, forbid_unknown_fields=True)
     _DATACLASS[struct] = tp
     return struct
@@ -113,15 +107,6 @@ def _rebuild(value: Any) -> Any:
     return value
 
 
-@functools.cache
-def _required(tp: type) -> frozenset[str]:
-    return frozenset(
-        f.name
-        for f in dataclasses.fields(tp)
-        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    )
-
-
 def _finite(data: Any, path: str = "", depth: int = 0) -> None:
     """Every number in plain JSON ``data`` finite, at most :data:`MAX_DEPTH` deep."""
     if depth > MAX_DEPTH:
@@ -152,9 +137,6 @@ def revive(tp: Any, data: Any) -> Any:
     except msgspec.ValidationError as exc:
         raise InvalidEntry(_message(exc)) from None
     return _rebuild(value)
-
-
-# --------------------------------------------------------------------------- sizes and ranges
 
 
 def _kind(data: Any) -> str:
@@ -201,9 +183,6 @@ def check_range(values: Iterable[Any], low: float, high: float, path: str) -> No
         if isinstance(v, (list, tuple)):
             check_range(v, low, high, f"{path}[{i}]")
             continue
-        check(
-            isinstance(v, (int, float)) and not isinstance(v, bool),
-            f"{path}[{i}]",
-            f"expected a number, got {_kind(v)}",
-        )
-        check(low <= v <= high, f"{path}[{i}]", f"{v} is outside [{low}, {high}]")
+        where = f"{path}[{i}]"
+        check(isinstance(v, (int, float)) and not isinstance(v, bool), where, f"expected a number, got {_kind(v)}")
+        check(low <= v <= high, where, f"{v} is outside [{low}, {high}]")
