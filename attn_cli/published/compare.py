@@ -7,6 +7,7 @@ decides a verdict or holds a published value of its own.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -136,10 +137,5 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     if failed:
         text += f", {failed} failed"
     text += f"; {_plural(passed['identity'], 'identity', 'identities')} shown"
-    skipped: dict[str, int] = {}
-    for o in outcomes:
-        if o.status == "skipped":
-            skipped[o.note] = skipped.get(o.note, 0) + 1
-    for note, n in skipped.items():
-        text += f", {n} {note}"
-    return text
+    skipped = Counter(o.note for o in outcomes if o.status == "skipped")
+    return text + "".join(f", {n} {note}" for note, n in skipped.items())

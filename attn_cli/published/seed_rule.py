@@ -16,9 +16,8 @@ MAX_SEEDS = 1024  # the most ``attn verify --seeds N`` accepts: 1024 training ru
 
 
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with ``df`` degrees of freedom (0.5 < p < 1):
-    ``scipy.stats.t.ppf(p, df)``, computed by the function it calls, ``scipy.special.stdtrit``
-    (whose import costs a third of ``scipy.stats``')."""
+    """The p-quantile of Student's t with ``df`` degrees of freedom (0.5 < p < 1): what
+    ``scipy.stats.t.ppf`` computes, by the function it calls (a cheaper import)."""
     if not 0.5 < p < 1 or df <= 0:
         raise ValueError(f"t_quantile needs 0.5 < p < 1 and df > 0, not p={p}, df={df}")
     from scipy.special import stdtrit
@@ -68,10 +67,8 @@ def interval(values: Sequence[float], floor: float = FLOOR, level: float = LEVEL
     return Interval(mean=mean, std=std, n=n, half_width=max(floor, spread))
 
 
-RULE = (
-    f"published inside the seeds' {LEVEL:.0%} prediction interval: "
-    f"mean ± max({FLOOR:g}, t({(1 + LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"
-)
+FORMULA = f"mean ± max({FLOOR:g}, t({(1 + LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"  # the interval
+RULE = f"published inside the seeds' {LEVEL:.0%} prediction interval: {FORMULA}"
 
 
 @dataclass

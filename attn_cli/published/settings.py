@@ -1,12 +1,10 @@
 """The texts' settings: the one place that decides "is this run at the text's settings?".
 
-A published value holds only for the draws and sizes the text used.  ``TEXT`` maps a
-catalogue ID to the configuration fields its values depend on and the text's value of
-each (a check family may declare its own as ``TEXT_SETTINGS``: :func:`text_settings`);
-:func:`at_text_settings` compares a run's configuration (``dataclasses.asdict`` of
-its Config) with them, per check where a check depends on more (the sqrt-dk rows, drawn
-one after another; the scaling table's operations, which use d).  The experiments'
-Config defaults are these settings; ``tests/test_catalogue.py`` holds them to it.
+A published value holds only for the draws and sizes the text used.  ``TEXT`` maps a catalogue
+ID to the configuration fields its values depend on and the text's value of each (a check
+family may declare its own as ``TEXT_SETTINGS``); :func:`at_text_settings` compares a run's
+configuration with them, and per check where one depends on more (the sqrt-dk rows, drawn one
+after another).  The experiments' Config defaults are these settings (``tests/test_catalogue.py``).
 """
 
 from __future__ import annotations
@@ -73,13 +71,10 @@ def text_settings(artifact_id: str) -> dict[str, Any]:
     the check family that declares it (a new experiment's, beside its checks); {} for none."""
     if artifact_id in TEXT:
         return TEXT[artifact_id]
-    return _family_settings().get(artifact_id, {})
-
-
-def _family_settings() -> dict[str, dict[str, Any]]:
     from attn_cli.published.catalogue import family_modules
 
-    return {k: v for module in family_modules() for k, v in getattr(module, "TEXT_SETTINGS", {}).items()}
+    declared = {k: v for module in family_modules() for k, v in getattr(module, "TEXT_SETTINGS", {}).items()}
+    return declared.get(artifact_id, {})
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -118,29 +118,21 @@ def _close(a: Any, b: Any, tol: float) -> bool:
 
 def num(id: str, artifact: str, published: Any, tolerance: float, reason: str = "", *, kind: str = "measured") -> Check:
     """A numeric check; by default the tolerance is half a unit of the last printed digit."""
-    return Check(
-        id=id,
-        artifact=artifact,
-        published=published,
-        test="abs",
-        tolerance=tolerance,
-        reason=reason or f"printed digits (±{tolerance:g})",
-        kind=kind,
-    )
+    return Check(id, artifact, published, "abs", tolerance, reason or f"printed digits (±{tolerance:g})", kind=kind)
 
 
 def exact(id: str, artifact: str, published: Any, reason: str = "exact", *, kind: str = "measured") -> Check:
-    return Check(id=id, artifact=artifact, published=published, test="exact", reason=reason, kind=kind)
+    return Check(id, artifact, published, "exact", reason=reason, kind=kind)
 
 
 def below(id: str, artifact: str, published: Any, bound: float, reason: str) -> Check:
-    return Check(id=id, artifact=artifact, published=published, test="below", tolerance=bound, reason=reason)
+    return Check(id, artifact, published, "below", bound, reason)
 
 
 def rule(id: str, artifact: str, published: str, reason: str, *, kind: str = "rule") -> Check:
     """A qualitative claim judged by a rule in code (kind "rule"; "identity" for a rule that
     holds by construction, such as a drawn layout that is right once its inputs validate)."""
-    return Check(id=id, artifact=artifact, published=published, test="rule", reason=reason, kind=kind)
+    return Check(id, artifact, published, "rule", reason=reason, kind=kind)
 
 
 def identity(check: Check, why: str) -> Check:
