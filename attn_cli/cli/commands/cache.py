@@ -125,16 +125,14 @@ def _clear(root: Path, dry_run: bool) -> dict:
 
     info, store = _state(root)
     special = cache.special_folder(root)
-    if special or (store is None and info["reason"] != "not created yet"):
-        if store is not None:
-            store.close()
-        raise click.ClickException(
-            f"{special or info['reason']}: nothing removed (attn clears only its own cache folder)"
-        )
-    info["dry_run"] = dry_run
-    if store is None:
-        return {**_counted(info, {}, "removed"), "key": False, "kept": []}
-    with store:
+    with store or contextlib.nullcontext():
+        if special or (store is None and info["reason"] != "not created yet"):
+            raise click.ClickException(
+                f"{special or info['reason']}: nothing removed (attn clears only its own cache folder)"
+            )
+        info["dry_run"] = dry_run
+        if store is None:
+            return {**_counted(info, {}, "removed"), "key": False, "kept": []}
         cleared = store.clear(dry_run=dry_run)
     return {**_counted(info, cleared.removed, "removed"), "key": cleared.key, "kept": cleared.kept}
 

@@ -3,7 +3,6 @@ display on stderr (one bar per run, or one over the runs of a Dask cluster)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -124,12 +123,9 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
 def copy_task(
     lengths: tuple[int, ...],
     seeds: tuple[tuple[int, ...], ...],
-    model: str,
-    engine: str,
-    jobs: int | None,
     no_cache: bool,
     common: Common,
-    **given: Any,  # steps, hidden_size, batch_size, lr, eval_size: Config fields, None when not given
+    **given: Any,  # the options named as the Config's fields (steps, lr, model, ...); None: not given
 ) -> Job:
     """The copy task: attention lifts free-running accuracy at length 32 from 0.15 to 0.89 (W9 2.3).
 
@@ -161,16 +157,14 @@ def copy_task(
         )
     flat = tuple(seed for group in seeds for seed in group)  # a range, 0-63, is a group of seeds
     given |= {"lengths": tuple(dict.fromkeys(lengths)) or None, "seeds": tuple(dict.fromkeys(flat))}
-    config = config_of(exp, common, model=model, engine=engine, jobs=jobs, use_cache=not no_cache, **given)
     if common.scheduler:  # a Dask scheduler that does not answer: one Error line, before any work
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
-        where = plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait)
-        config = dataclasses.replace(config, **where)
+        given |= plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait)
     return Job(
         exp,
         render,
-        config,
+        config_of(exp, common, use_cache=not no_cache, **given),
         common,
         display=_display,
         cache_root=lambda: cache_root(common),

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from attn_cli.cli.commands.catalogue import usage_errors
 from attn_cli.cli.commands.execute import Job, config_of
 from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
 
@@ -59,13 +60,11 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | Non
         return None
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
-    from attn_cli.experiment_registry import SeedOutOfRange, check_seed_range, seeds_used
+    from attn_cli.experiment_registry import check_seed_range, seeds_used
 
     config = config_of(exp, common, exercises=numbers)
-    try:  # every seed the exercises draw from (seed + k), before any work
+    with usage_errors():  # every seed the exercises draw from (seed + k), before any work
         check_seed_range(seeds_used(exp, config))
-    except SeedOutOfRange as exc:
-        raise click.BadParameter(str(exc), param_hint="'--seed'") from None
 
     def progress(event: ProgressEvent) -> None:  # label "N. title"
         if not common.json:
