@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import overload
 
 import torch
 import torch.nn as nn
@@ -28,22 +27,21 @@ class AttnSeq2Seq(nn.Module):
     """
 
     uses_attention = True
-    # The GRU returns its states as a (T, B, h) buffer seen as (B, T, h), a strided view the
-    # program passes to every bmm; one contiguous copy per batch computes the same floats
-    # (checked bit for bit), faster.  False keeps the program's layout.
+    # True: one contiguous copy of the encoder states per batch, where the program hands every bmm
+    # the GRU's strided (B, T, h) view: the same floats (tested), faster
     contiguous_states = True
-    # False: the decoder calls the functions behind the program's module calls (F.embedding,
-    # torch.gru_cell, F.linear) on the same parameters directly: the same ops in the same
-    # order, hence the same bits (tested), without nn.Module.__call__'s overhead per step.
-    # True: the program's module calls.
+    # False: the decoder calls the functions behind the program's modules (F.embedding,
+    # torch.gru_cell, F.linear) directly: the same ops and bits (tested), without
+    # nn.Module.__call__'s overhead per step; True: the program's module calls
     program_calls = False
 
     def __init__(self, hidden: int):
         super().__init__()
+        context = hidden if self.uses_attention else 0  # the cell's and the readout's extra input
         self.emb = nn.Embedding(VOCAB, EMBED)
         self.encoder = nn.GRU(EMBED, hidden, batch_first=True)
-        self.cell = nn.GRUCell(EMBED + hidden, hidden)
-        self.out = nn.Linear(2 * hidden, VOCAB)
+        self.cell = nn.GRUCell(EMBED + context, hidden)
+        self.out = nn.Linear(hidden + context, VOCAB)
 
     def attend(self, query: torch.Tensor, enc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """query (B, h); enc (B, T, h) are the keys AND the values -> context (B, h), weights (B, T)."""
@@ -93,29 +91,14 @@ class AttnSeq2Seq(nn.Module):
             outs.append(o)
         return torch.stack(outs, 1)  # (B, T, V)
 
-    @overload
-    def generate(
-        self, src: torch.Tensor, length: int, encoded: Encoded | None = ..., record: None = ...
-    ) -> torch.Tensor: ...
-    @overload
-    def generate(
-        self, src: torch.Tensor, length: int, encoded: Encoded | None, record: int
-    ) -> tuple[torch.Tensor, list[torch.Tensor], float | None]: ...
     @torch.no_grad()
     def generate(
-        self,
-        src: torch.Tensor,
-        length: int,
-        encoded: Encoded | None = None,
-        record: int | None = None,
-    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor], float | None]:
-        """Free running from BOS: src (B, T) -> tokens (B, length).
-
-        With ``record=i``, also return the readout weights of sequence ``i``, one row per
-        decoder step (a list of ``length`` tensors of shape (T,); empty for the plain model),
-        and the diagonal fraction: over all B sequences and decoder steps, how often the
-        readout weights peak at the step's own input position (None for the plain model).
-        Both only read the weights; the tokens are computed as without them.
+        self, src: torch.Tensor, length: int, encoded: Encoded | None = None, record: int = 0
+    ) -> tuple[torch.Tensor, list[torch.Tensor], float | None]:
+        """Free running from BOS: src (B, T) -> tokens (B, length); the readout weights of sequence
+        ``record``, one (T,) row per decoder step (empty for the plain model); and the diagonal
+        fraction: over all B sequences and decoder steps, how often the readout weights peak at the
+        step's own input position (None for the plain model).  Reading the weights changes no token.
         """
         enc, state = encoded if encoded is not None else self.encode(src)
         tok = torch.full((src.size(0),), BOS, device=src.device)  # (B,)
@@ -125,15 +108,12 @@ class AttnSeq2Seq(nn.Module):
             o, state, weights = step(tok, state, enc)
             tok = o.argmax(-1)  # (B,)
             res.append(tok)
-            if record is not None and weights is not None:
+            if weights is not None:
                 rows.append(weights[record])  # (T,)
                 if t < weights.size(1):
                     hits += int((weights.argmax(1) == t).sum())  # (B,) -> sequences peaking at t
                 steps += weights.size(0)
-        tokens = torch.stack(res, 1)  # (B, length)
-        if record is None:
-            return tokens
-        return tokens, rows, (hits / steps if steps else None)
+        return torch.stack(res, 1), rows, (hits / steps if steps else None)  # (B, length), ...
 
 
 class PlainSeq2Seq(AttnSeq2Seq):
@@ -144,13 +124,6 @@ class PlainSeq2Seq(AttnSeq2Seq):
     """
 
     uses_attention = False
-
-    def __init__(self, hidden: int):
-        nn.Module.__init__(self)
-        self.emb = nn.Embedding(VOCAB, EMBED)
-        self.encoder = nn.GRU(EMBED, hidden, batch_first=True)
-        self.cell = nn.GRUCell(EMBED, hidden)
-        self.out = nn.Linear(hidden, VOCAB)
 
     def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
         state = self.cell(self.emb(tok), state)  # (B, h)

@@ -33,11 +33,8 @@ def train_and_evaluate(
     spec: RunSpec, device: str = "cpu", progress: StepCallback = None, program_layout: bool = False
 ) -> RunOutcome:
     """Train ``spec.model`` on the copy task and evaluate it, exactly as the W9 2.3 program does.
-
-    ``program_layout=True`` also keeps the program's strided encoder states, its module
-    calls at each decoder step, and Adam's public methods, which import torch._dynamo
-    (the same floats, slower): the benchmark's stand-in for the program itself.
-    """
+    ``program_layout=True``: the program's strided encoder states, module calls and Adam's public
+    methods (which import torch._dynamo): the same floats, slower; the benchmark's stand-in for the program."""
     prepare_device(device)  # cuda: deterministic kernels, no TF32, in this (worker) process too
     start, cpu = time.perf_counter(), time.process_time()
     threads = torch.get_num_threads()
@@ -67,14 +64,11 @@ def train_and_evaluate(
 def _train(
     model: AttnSeq2Seq, spec: RunSpec, device: str, progress: StepCallback, program_layout: bool, start: float
 ) -> float:
-    """``spec.steps`` Adam steps on fresh batches, with clipping; the last step's loss (nan without steps).
-    ``progress`` hears at most every :data:`PROGRESS_EVERY_S` from ``start``, and the last step."""
+    """``spec.steps`` Adam steps on fresh batches, with clipping; the last step's loss (nan without steps)."""
     params = list(model.parameters())
     opt = adam(params, spec.lr, program_calls=program_layout)
     cross_entropy, clip = nn.functional.cross_entropy, nn.utils.clip_grad_norm_
-
-    loss = None
-    last_report = start
+    loss, last_report = None, start
     for step in range(1, spec.steps + 1):
         src, tgt_in = make_batch(spec.batch_size, spec.length, device)
         loss = cross_entropy(model(src, tgt_in).reshape(-1, VOCAB), src.reshape(-1))

@@ -1,9 +1,5 @@
-"""``torch.optim.Adam`` without ``torch._dynamo``, for every trainer here that uses it.
-
-The exact copy-task engine and the D2L exercises that train (1 and 12) step Adam through
-:func:`adam`: the same code and bits as its public methods, without their import of
-torch._dynamo (with sympy: more than a second in every process that trains).
-"""
+"""``torch.optim.Adam`` without ``torch._dynamo`` (with sympy: over a second per process that trains),
+for the exact copy-task engine and the D2L exercises that train (1 and 12)."""
 
 from __future__ import annotations
 
@@ -24,15 +20,10 @@ class AdamCalls(NamedTuple):
 def adam(params: Sequence[torch.Tensor], lr: float, program_calls: bool = False) -> AdamCalls:
     """``torch.optim.Adam(params, lr=lr)`` and its ``zero_grad`` and ``step``, without torch._dynamo.
 
-    Adam's public methods are wrapped for ``torch.compile``: ``add_param_group`` (which the
-    constructor calls) and ``zero_grad`` by ``torch._disable_dynamo``, ``step`` by
-    ``_use_grad_for_differentiable`` and a profiler hook.  Each wrapper imports
-    ``torch._dynamo`` and does nothing else an eager run sees.  So this drives the same Adam through the
-    functions under those wrappers (``inspect.unwrap``): the same code, the same float
-    operations in the same order (tested bit for bit against the public calls), the
-    gradient mode the step wrapper sets (``defaults["differentiable"]``, False).  With
-    ``program_calls`` (the copy-task benchmark's stand-in for the program) the public methods
-    are used, as the program uses them.
+    Adam's ``add_param_group`` (called by the constructor), ``zero_grad`` and ``step`` are wrapped
+    for ``torch.compile``; each wrapper imports ``torch._dynamo`` and does nothing else an eager run
+    sees.  This calls the functions under them (``inspect.unwrap``), in the gradient mode the step
+    wrapper sets: the same floats (tested).  ``program_calls``: the public methods, as the program.
     """
     if program_calls:
         opt = torch.optim.Adam(params, lr=lr)

@@ -11,24 +11,20 @@ from typing import cast
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import (
-    CACHE_FORMAT,
     CACHE_SUBDIR,
     CODE_GLOBS,
     cache_key,
     cache_path,
-    code_digest,
     load_cached,
     max_entry_bytes,
 )
 from attn_cli.experiments.copy_task.config import (
     ENGINES,
     LOCAL_FIELDS,
-    MODEL_CHOICES,
     TEXT_LENGTHS,
     Config,
     check_memory,
     estimate_bytes,
-    run_peak_bytes,
     validate,
     verify_config,
 )
@@ -46,26 +42,22 @@ from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 from attn_cli.published.copy_task import METRICS
 from attn_cli.store.cache import Unavailable
 from attn_cli.store.entries import Pieces
-from attn_cli.store.keys import torch_version
 
 ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
 SLOW = True  # minutes of training at the text's settings
 CACHED = False  # not its Result: each training run is cached on its own (cache.py), keyed by its code
 CACHES_PIECES = True  # the pipeline hands run() the opened cache (store=): a Ctrl-C keeps the finished runs
 INTERRUPTED = "workers stopped; finished runs are cached, a rerun resumes from them"  # said after Ctrl-C
-FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")  # the catalogue's figures
-# beyond the texts, for several seeds per cell only: copy_task_seeds.png (+ .csv), the seed distribution
-# (attn_cli/render/copy_task_seeds.py); no catalogue entry lists it (the texts train one seed)
+# the catalogue's figures; with several seeds per cell also copy_task_seeds.png (+ .csv), which no entry lists
+FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")
 
 __all__ = [
     "ARTIFACTS",
-    "CACHE_FORMAT",
     "CACHE_SUBDIR",
     "CODE_GLOBS",
     "ENGINES",
     "LOCAL_FIELDS",
     "METRICS",
-    "MODEL_CHOICES",
     "TEXT_LENGTHS",
     "Config",
     "Result",
@@ -73,41 +65,33 @@ __all__ = [
     "cache_key",
     "cache_path",
     "check_memory",
-    "code_digest",
     "diagonal_fraction",
     "estimate_bytes",
-    "fast_engine",
     "load_cached",
     "max_entry_bytes",
     "preflight",
     "run",
-    "run_peak_bytes",
     "schedule",
-    "torch_version",
     "validate",
     "verify_config",
 ]
 
 
 def preflight(config: Config) -> None:
-    """What is refused before any work or display (run-time errors, exit 1): the fast engine
-    where this build lacks it, a configuration whose runs would not fit in memory."""
+    """Refused before any work (exit 1): the fast engine where this build lacks it, runs too big for memory."""
     if "fast" in config.engines:
         fast_engine()
     check_memory(config)
 
 
 def run(config: Config, progress: ProgressCallback = None, store: Pieces | None = None) -> Result:
-    """Every run of ``config``, aggregated; ``progress`` hears a
-    :class:`~attn_cli.experiments.progress.ProgressEvent` per report of a run (``item`` = the run's
-    index in ``config.plan()``, ``item_done`` its steps, ``value`` its loss).
+    """Every run of ``config``, aggregated; ``progress`` hears a ProgressEvent per report of a run
+    (``item``: its index in ``config.plan()``, ``item_done``: its steps, ``value``: its loss).
 
-    ``store``: the per-user cache's pieces of this experiment (:class:`attn_cli.store.entries.Pieces`,
-    opened by the pipeline; None: no cache): cached runs are reused (unless ``store.reuse`` or
-    ``config.use_cache`` is False) and each finished run is stored at once.
-
-    With more than one job the runs go to forkserver worker processes: a script calling this
-    needs the usual ``if __name__ == "__main__":`` guard, as with any multiprocessing code.
+    ``store``: this experiment's pieces of the per-user cache (None: no cache): cached runs are reused
+    (unless ``store.reuse`` or ``config.use_cache`` is False), each finished run is stored at once.
+    With more than one job the runs go to forkserver processes: a script calling this needs the
+    usual ``if __name__ == "__main__":`` guard, as with any multiprocessing code.
     """
     start = time.perf_counter()
     validate(config)
@@ -202,10 +186,8 @@ def _overlap(config: Config, exact: Todo) -> bool:
 
 
 def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: Report, done: Done) -> None:
-    """The exact runs in their worker processes and, meanwhile, the fast ones in a thread of
-    this process: the cores a short exact run leaves idle while the longest one trains do the
-    fast seeds.  No number changes: each run is computed exactly as alone.  Any error or
-    Ctrl-C stops both."""
+    """The exact runs in their worker processes and meanwhile the fast ones in a thread here (on the
+    cores the short exact runs leave idle); each run computes as alone.  An error or Ctrl-C stops both."""
     import threading
 
     lock, stop = threading.Lock(), threading.Event()
