@@ -1,9 +1,5 @@
-"""``attn diff``: what moved between two check records (:mod:`attn_cli.records`).
-
-A value moved when its regenerated value differs; a verdict changed when its status did.
-The headers' differences (torch, numerics, machine) come first, since they are usually why
-values moved. Exit 1 when a check that passed now fails.
-"""
+"""``attn diff``: the checks whose regenerated value moved or whose status changed between two
+check records (:mod:`attn_cli.records`), after the headers' differences (usually why values moved)."""
 
 from __future__ import annotations
 

@@ -26,14 +26,12 @@ stderr = _Console(stderr=True)
 
 
 def note(message: str) -> None:
-    """A note for the user on stderr (never mixed into --json output), printed as written:
-    paths, words and reasons are data, never rich markup."""
+    """A note for the user on stderr, printed as written (data, never rich markup)."""
     stderr.print(message, style="dim", highlight=False, markup=False)
 
 
 def emit(result: Any, blocks: Sequence[Block], as_json: bool, *, run: Any = None) -> None:
-    """Print ``result`` as JSON (``run.json()`` for a pipeline :class:`attn_cli.pipeline.Run`, the
-    same for every command) or the blocks (:mod:`attn_cli.render.table`) on stdout."""
+    """Print ``result`` as JSON (``run.json()`` for a pipeline Run) or the blocks on stdout."""
     if not as_json:
         for b in blocks:
             stdout.print(to_rich(b))
@@ -62,15 +60,12 @@ CheckRow = tuple[Cell, Cell, Cell, bool | Cell | None]  # check_table's row: qua
 
 
 def check_table(title: str, rows: Iterable[CheckRow], caption: str | None = None) -> Table:
-    """Regenerated values beside the published ones.
-
-    rows: ``(quantity, regenerated, published, verdict)``; verdict is a bool or None
-    (:func:`mark`) or a cell (:func:`verdict` of an Outcome gives one).
-    """
+    """Regenerated values beside the published ones; a row's verdict is a bool or None
+    (:func:`mark`) or a cell (:func:`verdict`)."""
     table = Table(title=title, caption=caption or "")
     table.add_column("quantity")
-    table.add_column("regenerated", justify="right")
-    table.add_column("published", justify="right")
+    for header in ("regenerated", "published"):
+        table.add_column(header, justify="right")
     table.add_column("", justify="center")
     for quantity, regenerated, published, ok in rows:
         table.add_row(quantity, regenerated, published, mark(ok) if isinstance(ok, (bool, type(None))) else ok)
@@ -78,9 +73,8 @@ def check_table(title: str, rows: Iterable[CheckRow], caption: str | None = None
 
 
 def verdict(outcome: Outcome | None) -> Cell:
-    """The verdict cell of one Outcome (``attn_cli.published.compare``): ok / DIFF for a
-    measured value or a rule, "identity" for an identity that holds (shown, not evidence),
-    the status ("n/a", "skipped") otherwise, empty without an outcome."""
+    """The verdict cell of one Outcome: ok / DIFF, "identity" for an identity that holds (shown,
+    not evidence), else the status ("n/a", "skipped")."""
     if outcome is None:
         return ""
     if outcome.status == "pass" and outcome.kind == "identity":

@@ -14,10 +14,8 @@ FIGURE_KEYWORDS = ("figsize", "layout")  # what goes to the Figure; the rest to 
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
-    """``(figure, axes)`` as ``plt.subplots`` returns them, made with matplotlib's object API:
-    no pyplot, so no backend is chosen or changed in the caller's process (a notebook keeps
-    its own) and no figure is left open in pyplot's list.  matplotlib is imported here, late,
-    so that ``attn --help`` stays fast."""
+    """``(figure, axes)`` as ``plt.subplots`` returns them, without pyplot: no backend is chosen in
+    the caller's process (a notebook keeps its own) and no figure is left open."""
     from attn_cli.store.scratch import keep_matplotlib_private
 
     keep_matplotlib_private()  # no font list or rc file from a folder others can change
@@ -28,8 +26,7 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, A
 
 
 def plain_text(text: str) -> str:
-    """Data as literal figure text: matplotlib reads ``$...$`` as mathtext (and raises on bad
-    TeX at save time), so every ``$`` is escaped."""
+    """Data as literal figure text: every ``$`` escaped (matplotlib reads ``$...$`` as mathtext)."""
     return str(text).replace("$", r"\$")
 
 
@@ -54,9 +51,8 @@ def heatmap(
 def heatmap_frame(
     ax: Axes, n_rows: int, n_cols: int, *, vmin: float = 0.0, vmax: float = 1.0, cmap: str = "Blues"
 ) -> AxesImage:
-    """What a heatmap of this shape draws whatever its numbers: an image of zeros on the fixed
-    colour scale, and a tick at every row and column (their labels come with the numbers,
-    :func:`fill_heatmap`)."""
+    """What a heatmap of this shape draws whatever its numbers: zeros on the fixed colour scale and
+    a tick at every row and column (:func:`fill_heatmap` adds the numbers and labels)."""
     import numpy as np
 
     im = ax.imshow(np.zeros((n_rows, n_cols)), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # (rows, cols)
@@ -75,8 +71,7 @@ def fill_heatmap(
     annotate: bool = False,
     fmt: str = "{:.2f}",
 ) -> None:
-    """A :func:`heatmap_frame`'s numbers: the (rows, cols) weights, the tick labels and, with
-    ``annotate``, each value written in its cell."""
+    """A :func:`heatmap_frame`'s (rows, cols) weights, tick labels and, with ``annotate``, values."""
     im.set_data(weights)
     ax.set_xticklabels([plain_text(c) for c in col_labels])
     ax.set_yticklabels([plain_text(r) for r in row_labels])

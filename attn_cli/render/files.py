@@ -1,7 +1,5 @@
-"""JSON, CSV and PNG writers on top of :mod:`attn_cli.io` (atomic, umask modes, one-line errors).
-
-An interrupted run never leaves a truncated PNG, JSON or CSV behind.
-"""
+"""JSON, CSV and figure writers on :mod:`attn_cli.io` (atomic, umask modes): an interrupted run
+never leaves a truncated file behind."""
 
 from __future__ import annotations
 
@@ -27,9 +25,8 @@ def write_csv(path: str | os.PathLike, rows: Iterable[Iterable[Any]], header: It
     buf = io.StringIO()
     writer = csv.writer(buf)
     if header is not None:
-        writer.writerow(list(header))
-    for row in rows:
-        writer.writerow(list(row))
+        writer.writerow(header)
+    writer.writerows(rows)
     return write_text(path, buf.getvalue())
 
 
@@ -48,15 +45,10 @@ def save_figure(
     tight_layout: dict | None = None,
     keep: list[tuple[str, Figure]] | None = None,
 ) -> list[Path]:
-    """Save a matplotlib figure once per format, atomically; the one place figures are saved.
-
-    ``path`` names the figure (``masks.png``); each format replaces its suffix. Vector formats
-    keep text as text, so a slide or a paper can restyle it, and carry no date, so their bytes
-    are reproducible. ``metadata`` (PNG text chunks) goes into the PNG only. ``tight_layout``:
-    ``fig.tight_layout(**tight_layout)`` first, at the dpi it is saved at. Returns the paths
-    written, in the order of ``formats``. ``keep``: ``(file name, figure)`` is appended there
-    (the Python API's figures).
-    """
+    """Save a matplotlib figure once per format (each replaces ``path``'s suffix), atomically; the
+    one place figures are saved.  Vector formats keep text as text and carry no date (reproducible
+    bytes); ``metadata`` goes into the PNG only; ``keep`` gets ``(file name, figure)`` (the Python
+    API's figures).  Returns the paths written, in the order of ``formats``."""
     import matplotlib
 
     path = Path(path)
@@ -104,15 +96,10 @@ def _json_default(obj: Any) -> Any:
 
 
 def result_json(result: Any, outcomes: Any = None) -> Any:
-    """A result as a JSON-ready dict (the JSON of every command and of ``attn all``'s
-    ``<name>.json``), the numeric mode and CPU kernels recorded in its ``config``.
-
-    ``outcomes`` (check ID -> Outcome): where the Result has ``published_beside(outcomes)``
-    (the copy task), the fields it returns replace the dumped ones.  The fields a Result class
-    names in ``TIMING`` (dotted paths, ``*`` for every item of a list: ``"runs.*.seconds"``)
-    move, in the same structure, under ``timing``, so that everything else is the same, byte
-    for byte, for two runs with the same seed.
-    """
+    """A result as a JSON-ready dict (every command's JSON, ``attn all``'s ``<name>.json``), its
+    numeric mode recorded in its ``config``; ``published_beside(outcomes)``'s fields replace the
+    dumped ones.  The fields the Result class names in ``TIMING`` (``"runs.*.seconds"``) move under
+    ``timing``, so the rest is the same, byte for byte, for two runs with the same seed."""
     import dataclasses
 
     from attn_cli.core.numerics import stamp
@@ -137,12 +124,10 @@ def split_timing(obj: dict, paths: Iterable[str]) -> dict:
 def _move(src: Any, dst: Any, parts: list[str]) -> None:
     key, rest = parts[0], parts[1:]
     if key == "*":
-        if not isinstance(src, list) or not rest:
-            return
-        for i, item in enumerate(src):
-            while len(dst) <= i:
-                dst.append({})
-            _move(item, dst[i], rest)
+        if isinstance(src, list) and rest:
+            dst.extend({} for _ in range(len(src) - len(dst)))
+            for item, into in zip(src, dst):
+                _move(item, into, rest)
         return
     if not isinstance(src, dict) or key not in src:
         return

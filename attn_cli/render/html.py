@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from attn_cli.core.device import cuda_summary
+from attn_cli.render.figure_files import figure_views
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
 from attn_cli.render.table import esc, to_html
 
@@ -190,8 +192,6 @@ def _facts(manifest: dict, sections: Sequence[Section], links: Sequence[str]) ->
     if numerics:
         facts.append(("numerics", esc(f"{numerics.get('mode')} ({numerics.get('isa')} CPU kernels)")))
     if numerics.get("cuda"):
-        from attn_cli.core.device import cuda_summary
-
         facts.append(("GPU", esc(cuda_summary(numerics["cuda"]))))
     facts.append(("versions", esc(", ".join(f"{k} {val}" for k, val in manifest.get("versions", {}).items()))))
     facts += [(f"{name} engine", esc(engine)) for name, engine in (manifest.get("engines") or {}).items()]
@@ -251,18 +251,16 @@ def _artifact(a: Artifact, section: Section | None, manifest: dict, outcomes: li
 def _data_files(section: Section | None, files: Sequence[str]) -> list[str]:
     """The artifact's files that are not figures, then its run's CSV and JSON that belong to it."""
     data = [f for f in files if not f.endswith(FIGURE_SUFFIXES)]
+    stems = {f.rsplit(".", 1)[0] for f in files}  # raw numbers are written beside a figure, with its stem
     if section is not None:
-        data += [
-            f for f in section.data if f not in data and f.rsplit(".", 1)[-1] in ("csv", "json") and _belongs(f, files)
-        ]
+        beside = [f for f in section.data if f.rsplit(".", 1)[-1] in ("csv", "json") and f.rsplit(".", 1)[0] in stems]
+        data += [f for f in beside if f not in data]
     return data
 
 
 def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], shown_tables: set[str]) -> list[str]:
     """The section's tables (once per run: a later artifact of the same run links to the first)
     and this artifact's own figures, each shown once with its other formats linked."""
-    from attn_cli.render.figure_files import figure_views
-
     parts = []
     if section.name in shown_tables:
         first = next(i for i in section.ids if i != a.id)
@@ -280,9 +278,3 @@ def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], sho
             f"<figure>{image}<figcaption>{_links([shown] * bool(shown) + others, ' · ')}</figcaption></figure>"
         )
     return parts
-
-
-def _belongs(name: str, files: Sequence[str]) -> bool:
-    """A raw-number file written beside one of this artifact's figures (same stem)."""
-    stem = name.rsplit(".", 1)[0]
-    return any(f.rsplit(".", 1)[0] == stem for f in files)

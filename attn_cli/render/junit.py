@@ -1,11 +1,8 @@
-"""Check records as JUnit XML, the format CI dashboards (GitHub, GitLab, Jenkins) read.
+"""Check records as JUnit XML (valid under Jenkins' ``junit-10.xsd``), for CI dashboards.
 
-One ``<testsuite>`` per text (W9, D2L), holding one child suite per kind of check
-(measured, rule, identity) with the property ``kind``, so that a dashboard can filter
-identities out; one ``<testcase>`` per check: ``classname`` the section ("W9 2.3"),
-``name`` the check ID, ``time`` its experiment's seconds shared among its checks. A failed
-check is a ``<failure>`` naming measured, published, rule and margin; a check not judged
-is ``<skipped>``. Valid under Jenkins' ``junit-10.xsd``.
+One ``<testsuite>`` per text, holding one suite per kind of check (property ``kind``, so a
+dashboard can filter identities out); one ``<testcase>`` per check, its experiment's seconds
+shared among its checks; a failure names measured, published, rule and margin.
 """
 
 from __future__ import annotations
@@ -34,12 +31,12 @@ def _case(parent: ET.Element, c: dict, section: str, seconds: float) -> None:
         ET.SubElement(case, "skipped", message=c.get("note") or "not judged")
 
 
-def _counts(element: ET.Element, cases: Sequence[dict], seconds: float) -> None:
+def _counts(element: ET.Element, cases: Sequence[dict], seconds: Mapping[str, float]) -> None:
     element.set("tests", str(len(cases)))
     element.set("failures", str(sum(c["status"] in ("fail", "n/a") for c in cases)))
     element.set("errors", "0")
     element.set("skipped", str(sum(c["status"] == "skipped" for c in cases)))
-    element.set("time", f"{seconds:.3f}")
+    element.set("time", f"{sum(seconds.get(c['artifact'], 0.0) for c in cases):.3f}")
 
 
 def junit_xml(checks: Sequence[dict], artifacts: Mapping, seconds: Mapping[str, float]) -> str:
@@ -56,18 +53,18 @@ def junit_xml(checks: Sequence[dict], artifacts: Mapping, seconds: Mapping[str, 
         if not ours:
             continue
         suite = ET.SubElement(root, "testsuite", name=source)
-        _counts(suite, ours, sum(seconds.get(c["artifact"], 0.0) for c in ours))
+        _counts(suite, ours, seconds)
         for kind in KINDS:
             cases = [c for c in ours if c["kind"] == kind]
             if not cases:
                 continue
             child = ET.SubElement(suite, "testsuite", name=f"{source} {kind}")
             ET.SubElement(ET.SubElement(child, "properties"), "property", name="kind", value=kind)
-            _counts(child, cases, sum(seconds.get(c["artifact"], 0.0) for c in cases))
+            _counts(child, cases, seconds)
             for c in cases:
                 a = artifacts.get(c["artifact"])
                 _case(child, c, f"{a.source} {a.section}" if a else c["artifact"], seconds.get(c["artifact"], 0.0))
-    _counts(root, list(checks), sum(seconds.get(c["artifact"], 0.0) for c in checks))
+    _counts(root, checks, seconds)
     del root.attrib["skipped"]  # not an attribute of <testsuites>
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,9 +1,5 @@
-"""The typed report section of one experiment, and ``manifest.json`` built from the sections.
-
-:class:`Section` is what ``attn all`` knows about one experiment once it has run and been
-rendered; :func:`manifest` (the JSON record), :func:`attn_cli.render.report.index_markdown`
-and :func:`attn_cli.render.html.index_html` are all written from the same sections.
-"""
+"""One experiment's report :class:`Section`, and ``manifest.json`` built from the sections (as are
+``index.md`` and ``index.html``)."""
 
 from __future__ import annotations
 
@@ -63,10 +59,9 @@ def manifest(
     outcomes: Sequence = (),
     quick_note: str | None = None,
 ) -> dict:
-    """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds;
-    ``verdicts``: the checks counted by status, and ``not_judged``: each check shown but not
-    judged with the reason (a --quick run: every one, ``quick_note`` says why); ``intervals``
-    (only where a trained value was judged): check ID -> the seed rule's interval."""
+    """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds, the
+    checks counted by status, each check not judged with the reason, and (where a trained value
+    was judged) check ID -> the seed rule's interval."""
     record = {
         "command": command,
         "quick": quick,
@@ -113,8 +108,7 @@ def _experiments(sections: Sequence[Section]) -> dict[str, dict]:
 
 
 def _intervals(outcomes: Sequence) -> dict[str, Any]:
-    """A trained value judged over seeds: check ID -> the seed rule's interval (mean ± half-width,
-    n); none in a quick run."""
+    """A trained value judged over seeds: check ID -> the seed rule's interval; none in a quick run."""
     return {
         o.check.id: o.regenerated.interval().record()
         for o in outcomes
@@ -128,26 +122,16 @@ def _artifacts(sections: Sequence[Section]) -> dict[str, dict]:
     artifacts: dict[str, dict] = {}
     for s in sections:
         written = s.figures + s.data
+        pages = [f"{s.name}.md", f"{s.name}.json"]
         for a in s.artifacts:
             own = [f for f in written if any(matches(f, p) for p in a.files)]
-            artifacts[a.id] = {
-                "experiment": s.name,
-                "command": a.command,
-                "files": [f"{s.name}.md", f"{s.name}.json"] + own,
-            }
+            artifacts[a.id] = {"experiment": s.name, "command": a.command, "files": pages + own}
             unwritten = [p for p in a.files if not any(matches(f, p) for f in written)]
             if unwritten and not s.error:
                 artifacts[a.id]["not_written"] = unwritten
         for aid in s.ids:
-            artifacts.setdefault(
-                aid,
-                {
-                    "experiment": s.name,
-                    "command": s.command,
-                    "files": [f"{s.name}.md", f"{s.name}.json"],
-                    "catalogued": False,
-                },
-            )
+            entry = {"experiment": s.name, "command": s.command, "files": list(pages), "catalogued": False}
+            artifacts.setdefault(aid, entry)
     return artifacts
 
 

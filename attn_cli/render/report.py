@@ -159,7 +159,6 @@ def _check_cells(o: Outcome, wide: bool, reasons: dict[str, int]) -> list[Cell]:
     rule = _rule_text(o)
     if o.check.reason:
         rule += f" [{reasons.setdefault(o.check.reason, len(reasons) + 1)}]"
-    margin = o.margin()
     limit = 16 if wide else 10
     style = STATUS_STYLE["identity" if status == "identity" else o.status]
     verdict = (
@@ -169,9 +168,14 @@ def _check_cells(o: Outcome, wide: bool, reasons: dict[str, int]) -> list[Cell]:
         _short(o.check.published, limit),
         _short(_first(o.regenerated), limit),
         rule,
-        "" if margin is None else f"{margin['margin']:.3f}",
+        _margin_text(o),
         styled((status, style), verdict=verdict),
     ]
+
+
+def _margin_text(o: Outcome) -> str:
+    margin = o.margin()
+    return "" if margin is None else f"{margin['margin']:.3f}"
 
 
 def _verify_caption(outcomes: Sequence[Outcome], reasons: dict[str, int]) -> Cell:
@@ -251,18 +255,8 @@ def checks_markdown(outcomes: Sequence) -> str:
         status = {"pass": status_text(o), "fail": "**FAIL**", "n/a": "**n/a**"}.get(o.status, md_escape(o.note or ""))
         if o.status in ("fail", "n/a") and o.note:
             status += f" ({md_escape(o.note)})"
-        margin = o.margin()
-        cells = [
-            md_escape(c)
-            for c in (
-                o.check.id,
-                fmt_value(o.check.published, 80),
-                fmt_value(o.regenerated, 80),
-                o.check.tolerance_text(),
-                "" if margin is None else f"{margin['margin']:.3f}",
-            )
-        ]
-        lines.append("| " + " | ".join(cells + [status]) + " |")
+        cells = (o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80), o.check.tolerance_text())
+        lines.append("| " + " | ".join([*map(md_escape, cells), md_escape(_margin_text(o)), status]) + " |")
     return "\n".join(lines)
 
 

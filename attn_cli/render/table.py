@@ -1,8 +1,7 @@
 """Tables as plain data, and the one place they become rich, Markdown, HTML or CSV.
 
-A renderer's ``tables()`` returns blocks: a :class:`Table` or a paragraph (``str`` or
-:class:`Text`). Cell text is data, never markup; colour comes from spans whose styles are
-one of :data:`STYLES`, and a cell that is a verdict says so in ``verdict``.
+A renderer's ``tables()`` returns blocks: a :class:`Table` or a paragraph (``str`` or :class:`Text`).
+Cell text is data, never markup; colour comes from spans styled with one of :data:`STYLES`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import csv
 import html
 import io
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -132,15 +131,8 @@ def to_rich(block: Block) -> RichTable | RichText:
         **layout,
     )
     for c in block.columns:
-        table.add_column(
-            RichText(c.header),
-            justify=c.justify,
-            no_wrap=c.no_wrap,
-            style=c.style or None,
-            max_width=c.max_width,
-            ratio=c.ratio,
-            overflow=c.overflow,
-        )
+        options = asdict(c) | {"style": c.style or None}
+        table.add_column(RichText(options.pop("header")), **options)
     for i, row in enumerate(block.rows):
         table.add_row(*(_rich_text(c) for c in row), end_section=i in block.section_ends)
     return table
