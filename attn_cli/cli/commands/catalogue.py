@@ -232,20 +232,17 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int
     from attn_cli import regenerate
     from attn_cli.render import console
 
-    out = common.out
     with usage_errors():
         done = regenerate.regenerate_all(
-            out, only, **library_keywords(common, n_seeds, no_cache), formats=common.formats
+            common.out, only, **library_keywords(common, n_seeds, no_cache), formats=common.formats
         )
-
     for text in done.not_written:
         console.note(text)
     _write_junit(junit, done)
-    _show_all(done, out, common.json)
+    _show_all(done, common.out, common.json)
     for s in done.errors:
         console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False, markup=False)
-    failed = done.failed
-    if failed:
+    if failed := done.failed:
         console.stderr.print(
             f"{len(failed)} check(s) failed against the texts: "
             + ", ".join(o.check.id for o in failed[:5])

@@ -1,10 +1,9 @@
 """The progress display of copy-task runs on a Dask cluster (``--scheduler``): one bar over
 the sweep that counts done, running and failed runs, with an ETA.
 
-The copy task's events: ``cached`` and ``done`` finish a run; ``started`` is one attempt of a
-run beginning on a worker, so a run that starts again (its worker killed, its task retried)
-counts one failed attempt; ``failed`` is a run that failed for good.
-"""
+``cached`` and ``done`` finish a run; ``started`` begins one attempt on a worker (a run that
+starts again, its worker killed or its task retried, counts one failed attempt); ``failed``
+is a run that failed for good."""
 
 from __future__ import annotations
 
@@ -51,12 +50,9 @@ class RunCounts:
 
 
 @contextmanager
-def cluster_bar(specs: Sized, address: str, enabled: bool = True) -> Iterator[Callable[[ProgressEvent], None] | None]:
+def cluster_bar(specs: Sized, address: str) -> Iterator[Callable[[ProgressEvent], None]]:
     """One rich bar on stderr for the runs ``specs`` on the cluster at ``address``; yields
-    the experiment's ``progress`` callback (None when not ``enabled``)."""
-    if not enabled:
-        yield None
-        return
+    the experiment's ``progress`` callback."""
     from rich.progress import TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from attn_cli.cli.commands.execute import progress_display

@@ -173,7 +173,7 @@ def copy_task(
     )
 
 
-def _display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None] | None]:
+def _display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None]]:
     """The copy task's progress: one bar over the runs of a Dask cluster, else one bar per run."""
     from attn_cli.cli.commands.cluster_progress import cluster_bar
 
