@@ -113,17 +113,9 @@ class Result:
     ex11: ex11_projections.Result | None = None
     ex12: ex12_learned.Result | None = None
     seconds: dict = dataclasses.field(default_factory=dict)  # "ex1" -> wall seconds
-    # wall-clock values (JSON: under "timing"): each exercise's seconds and ex6's timings and
-    # everything fitted to them
-    TIMING: ClassVar[tuple[str, ...]] = (
-        "seconds",
-        "ex6.rows.*.seconds",
-        "ex6.ratio",
-        "ex6.slowest_h",
-        "ex6.fastest_h",
-        "ex6.ns_per_entry",
-        "ex6.fixed_seconds",
-        "ex6.r_squared",
+    # wall-clock values (JSON: under "timing"): each exercise's seconds, ex6's timings and all fitted to them
+    TIMING: ClassVar[tuple[str, ...]] = ("seconds", "ex6.rows.*.seconds") + tuple(
+        f"ex6.{name}" for name in ("ratio", "slowest_h", "fastest_h", "ns_per_entry", "fixed_seconds", "r_squared")
     )
 
     def ran(self) -> list[int]:
@@ -141,16 +133,16 @@ def parse_selection(tokens: Iterable[str | int]) -> tuple[int, ...]:
     for token in tokens:
         token = str(token).strip().lower()
         if token == "all":
-            numbers = list(NUMBERS)
-        else:
-            try:
-                numbers = [int(token)]
-            except ValueError:
-                raise AttnError(f"{token!r} is not an exercise: give a number from 1 to 12 or 'all'") from None
-            if numbers[0] not in MODULES:
-                raise AttnError(f"there is no exercise {numbers[0]}: D2L 10.3.5 has exercises 1 to 12")
-        chosen.extend(n for n in numbers if n not in chosen)
-    return tuple(chosen)
+            chosen += NUMBERS
+            continue
+        try:
+            number = int(token)
+        except ValueError:
+            raise AttnError(f"{token!r} is not an exercise: give a number from 1 to 12 or 'all'") from None
+        if number not in MODULES:
+            raise AttnError(f"there is no exercise {number}: D2L 10.3.5 has exercises 1 to 12")
+        chosen.append(number)
+    return tuple(dict.fromkeys(chosen))
 
 
 def validate(config: Config) -> None:

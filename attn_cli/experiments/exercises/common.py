@@ -1,8 +1,5 @@
-"""What the exercises share: a Config base, and the text's copy-both data (N x d after the seed).
-
-Exercises 1, 2, 3 and 5 draw the text's copy-both data; its N and d are the text's
-settings (``published.settings.TEXT``), and ``--quick`` shrinks N to ``QUICK_SAMPLES``.
-"""
+"""What the exercises share: a Config base, and the size of the text's copy-both data (N x d),
+which exercises 1, 2, 3 and 5 draw (``--quick`` shrinks N to ``QUICK_SAMPLES``)."""
 
 from __future__ import annotations
 

@@ -63,12 +63,7 @@ def _outputs(keys: Tensor, query: str, c: float) -> Tensor:
 
     mu = torch.eye(KEY_DIM, dtype=keys.dtype)[:M_KEYS]  # (m, D) orthonormal means
     values = torch.eye(M_KEYS, dtype=keys.dtype)  # (m, 4): v_i = e_i
-    if query == "sum":
-        queries = [c * (mu[0] + mu[1])]
-    elif query == "two":
-        queries = [c * mu[0], c * mu[1]]
-    else:
-        queries = [-c * mu[2:].sum(0)]
+    queries = {"sum": [c * (mu[0] + mu[1])], "two": [c * mu[0], c * mu[1]], "neg": [-c * mu[2:].sum(0)]}[query]
     outs = [torch.softmax(keys @ q, dim=-1) @ values for q in queries]  # each (R, 4)
     return torch.stack(outs).mean(0)  # (R, 4): the average over the queries
 

@@ -71,6 +71,11 @@ def loop_forward(
     return out if mha.W_o.bias is None else out + mha.W_o.bias
 
 
+def _tiled(valid_lens: Tensor, h: int) -> Tensor:
+    """``valid_lens`` tiled h times along the batch: folded index b h + i gets sequence (b h + i) mod B's."""
+    return valid_lens.repeat(h, *[1] * (valid_lens.dim() - 1))
+
+
 def folded_forward(
     mha: MultiHeadAttention,
     queries: Tensor,
@@ -86,8 +91,7 @@ def folded_forward(
 
     h = mha.num_heads
     if valid_lens is not None:
-        reps = (h,) + (1,) * (valid_lens.dim() - 1)
-        valid_lens = valid_lens.repeat(*reps) if tile else torch.repeat_interleave(valid_lens, h, dim=0)
+        valid_lens = _tiled(valid_lens, h) if tile else torch.repeat_interleave(valid_lens, h, dim=0)
     return attend_heads(mha.W_q(queries), mha.W_k(keys), mha.W_v(values), h, mha.W_o, valid_lens)
 
 
@@ -106,8 +110,7 @@ def _masks_differ(valid_lens: list, h: int, n_q: int, n_k: int) -> bool:
 
     vl = torch.tensor(valid_lens)
     rep = torch.repeat_interleave(vl, h, dim=0)
-    tiled = vl.repeat(h, *([1] * (vl.dim() - 1)))
-    return not torch.equal(valid_lens_mask(rep, n_q, n_k), valid_lens_mask(tiled, n_q, n_k))
+    return not torch.equal(valid_lens_mask(rep, n_q, n_k), valid_lens_mask(_tiled(vl, h), n_q, n_k))
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
@@ -128,7 +131,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             ref, _ = mha(Q, K, V, lens)
             loop = loop_forward(mha, Q, K, V, lens)
             tiled = folded_forward(mha, Q, K, V, lens, tile=True)
-            tiled_lens = lens.repeat(HEADS, *([1] * (lens.dim() - 1)))
+            tiled_lens = _tiled(lens, HEADS)
             masks = [
                 f"b{s} h{i}: {_fmt(vl[s])} -> {_fmt(tiled_lens[s * HEADS + i].tolist())}"
                 for s in range(b)
