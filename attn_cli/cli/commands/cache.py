@@ -168,8 +168,7 @@ def _clear_lines(info: dict) -> list[str]:
         f"{verb} {_count(info['entries'])} ({human_bytes(info['bytes'])}){key} from {info['location']}",
         *(f"  {name}: {_count(row['entries'])}, {human_bytes(row['bytes'])}" for name, row in info["removed"].items()),
     ]
-    if info["kept"]:
-        kept = info["kept"]
+    if kept := info["kept"]:
         lines.append(
             f"kept {len(kept)} file(s) whose HMAC does not prove them attn's: "
             + ", ".join(kept[:5])
@@ -188,11 +187,7 @@ def _kind(path: Path) -> str:
         return "missing" if not os.path.islink(path) else "a dangling symlink"
     except OSError as exc:
         return exc.strerror or "unreadable"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    if stat.S_ISREG(mode):
-        return "a file"
-    return "a device or other special file"
+    return {stat.S_IFDIR: "folder", stat.S_IFREG: "a file"}.get(stat.S_IFMT(mode), "a device or other special file")
 
 
 COMMANDS = [cache_]
