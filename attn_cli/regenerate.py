@@ -130,8 +130,8 @@ def verify(
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {e for c in selected if (e := registry.experiment_of(c.artifact)) is not None})
-    options = _plan_options(needed, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
-    plan = check_plan_seeds(judged(needed, quick=quick, seeds=seeds, **options))
+    make = functools.partial(judged, quick=quick, seeds=seeds)
+    plan = _plan(make, needed, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
     started = time.perf_counter()
     done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     outcomes = pipeline.compare(selected, registry, done)
@@ -188,8 +188,8 @@ def regenerate_all(
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    options = _plan_options(experiments, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
-    plan = check_plan_seeds(smoke(experiments, **options) if quick else judged(experiments, seeds=seeds, **options))
+    make = smoke if quick else functools.partial(judged, seeds=seeds)
+    plan = _plan(make, experiments, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
     job = _AllRun(registry, out, formats, only, artifact_ids, quick, seed, seeds, device, numerics, started)
     done = _run(plan, "all", progress, on_done=job.write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     return job.report(plan, done)
@@ -294,9 +294,6 @@ def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcome
     return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 
-# --------------------------------------------------------------------------- helpers
-
-
 def _header(command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:
     from attn_cli import records
     from attn_cli.published.seed_rule import MIN_SEEDS
@@ -317,14 +314,8 @@ def _run(plan: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> li
     return pipeline.run_experiments(plan, **keywords)
 
 
-def check_plan_seeds(plan: Plan) -> Plan:
-    """Every seed the plan will hand to torch, checked before any work (:class:`experiment_registry.SeedOutOfRange`)."""
-    for exp, config, _ in plan:
-        experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
-    return plan
-
-
-def _plan_options(
+def _plan(
+    make: Callable[..., Plan],
     experiments: Sequence[Experiment],
     seed: int,
     device: str,
@@ -332,15 +323,19 @@ def _plan_options(
     scheduler: str | None,
     scheduler_from: str | None,
     worker_wait: float | None,
-) -> dict[str, Any]:
-    """The keywords of :mod:`attn_cli.plan`'s functions; the Dask scheduler (--scheduler) among
-    them, checked before any work, only when an experiment of the plan trains."""
+) -> Plan:
+    """``make(experiments, ...)``, a :mod:`attn_cli.plan` function, with the Dask scheduler
+    (--scheduler) checked to answer only when an experiment trains, and every seed the plan
+    will hand to torch checked (:class:`experiment_registry.SeedOutOfRange`), before any work."""
     options: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache}
     if scheduler and any(exp.slow for exp in experiments):
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
         options.update(plan_keywords(scheduler, scheduler_from, worker_wait))
-    return options
+    plan = make(experiments, **options)
+    for exp, config, _ in plan:
+        experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
+    return plan
 
 
 def ordered(registry: Registry, experiments: Iterable[Experiment]) -> list[Experiment]:

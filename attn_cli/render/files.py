@@ -92,9 +92,6 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-# --------------------------------------------------------------------------- timings apart
-
-
 def result_json(result: Any, outcomes: Any = None) -> Any:
     """A result as a JSON-ready dict (every command's JSON, ``attn all``'s ``<name>.json``), its
     numeric mode recorded in its ``config``; ``published_beside(outcomes)``'s fields replace the

@@ -77,9 +77,6 @@ def checks_html(outcomes: Sequence) -> str:
     )
 
 
-# --------------------------------------------------------------------------- the page
-
-
 def index_html(
     *,
     catalogue: Sequence,

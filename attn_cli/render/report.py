@@ -34,9 +34,6 @@ def status_text(outcome: Outcome) -> str:
     return {"fail": "FAIL", "n/a": "n/a"}.get(outcome.status, outcome.status)
 
 
-# --------------------------------------------------------------------------- values
-
-
 def fmt_value(value: Any, limit: int = 60) -> str:
     """A short, readable rendering of a published or regenerated value."""
     from attn_cli.published.types import MISSING
@@ -60,9 +57,6 @@ def _fmt(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
     return str(value)
-
-
-# --------------------------------------------------------------------------- attn list
 
 
 def catalogue_rows(artifacts: Iterable[Artifact], registry: Registry) -> list[dict]:
@@ -91,42 +85,23 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
     wide = width >= 130
     table = Table(title="Every table and figure of the two texts", terminal={"show_lines": not wide})
     table.add_column("ID", no_wrap=wide, ratio=None if wide else 1, overflow="fold")
-    if wide:
-        for header in ("source", "section", "title"):
-            table.add_column(header)
-        table.add_column("subcommand", no_wrap=True)
-        table.add_column("files it writes")
-    else:
-        table.add_column("section", no_wrap=True)
-        table.add_column("attn ...", no_wrap=True)
+    wide_columns = {"source": False, "section": False, "title": False, "subcommand": True, "files it writes": False}
+    for header, no_wrap in (wide_columns if wide else {"section": True, "attn ...": True}).items():
+        table.add_column(header, no_wrap=no_wrap)
     table.add_column("checks", justify="right")
     for r in rows:
         title = r["title"] + (" (new)" if r["new"] else "")
         if r["experiment"] is None:
             title += " [no experiment]"
-        checks = str(r["checks"])
         if wide:
-            table.add_row(
-                r["id"],
-                r["source"],
-                r["section"],
-                title,
-                f"attn {r['subcommand']}",
-                "\n".join(r["files"]) or "(table only)",
-                checks,
-            )
+            files = "\n".join(r["files"]) or "(table only)"
+            cells = [r["id"], r["source"], r["section"], title, f"attn {r['subcommand']}", files]
         else:
-            files = [("\n-> " + ", ".join(r["files"]), "dim")] if r["files"] else []
-            table.add_row(
-                styled((r["id"], "bold"), "\n" + title, *files),
-                f"{r['source']} {r['section']}",
-                r["subcommand"],
-                checks,
-            )
+            files_below = [("\n-> " + ", ".join(r["files"]), "dim")] if r["files"] else []
+            id_cell = styled((r["id"], "bold"), "\n" + title, *files_below)
+            cells = [id_cell, f"{r['source']} {r['section']}", r["subcommand"]]
+        table.add_row(*cells, str(r["checks"]))
     return table
-
-
-# --------------------------------------------------------------------------- attn verify
 
 
 def verify_table(outcomes: Sequence, title: str = "Regenerated against published", width: int = 200) -> Table:
@@ -244,9 +219,6 @@ def tightest(outcomes: Sequence, n: int = 5) -> Table:
     for o, m in judged:
         table.add_row(o.check.id, _short(_first(o.regenerated)), _short(o.check.published), f"{m['margin']:.3f}")
     return table
-
-
-# --------------------------------------------------------------------------- Markdown
 
 
 def checks_markdown(outcomes: Sequence) -> str:

@@ -101,9 +101,6 @@ class Table:
 Block = Table | Text | str
 
 
-# --------------------------------------------------------------------------- rich
-
-
 def _rich_text(cell: Cell) -> RichText:
     from rich.text import Text as RichText
 
@@ -148,8 +145,6 @@ def to_text(blocks: Iterable[Block], width: int = 100) -> str:
     return console.export_text()
 
 
-# --------------------------------------------------------------------------- Markdown
-
 # Markdown that stays text in any viewer: no raw HTML (< > & as entities), no code span
 # (backtick), no escape swallowed (backslash); in a table cell also no cell break (pipe)
 _MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "<": "&lt;", ">": "&gt;", "&": "&amp;"})
@@ -179,9 +174,6 @@ def to_markdown(blocks: Sequence[Block]) -> str:
     """Blocks as Markdown, separated by blank lines."""
     out = [table_markdown(b) if isinstance(b, Table) else md_escape(plain(b).strip(), cell=False) for b in blocks]
     return "\n\n".join(b for b in out if b)
-
-
-# --------------------------------------------------------------------------- HTML
 
 
 def esc(value: Any) -> str:
@@ -226,9 +218,6 @@ def to_html(blocks: Sequence[Block]) -> str:
         if isinstance(b, Table) or plain(b).strip()
     ]
     return "\n".join(out)
-
-
-# --------------------------------------------------------------------------- CSV
 
 
 def to_csv(table: Table) -> str:
