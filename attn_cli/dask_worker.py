@@ -1,7 +1,5 @@
-"""attn's set-up of a Dask worker: ``dask worker ADDR --nthreads 1 --preload attn_cli.dask_worker``.
-
-Design notes: ``docs/design.md``, section ``attn_cli.dask_worker``.
-"""
+"""attn's set-up of a Dask worker: ``dask worker ADDR --nthreads 1 --preload
+attn_cli.dask_worker`` (design notes: ``docs/design.md``, section ``attn_cli.dask_worker``)."""
 
 from __future__ import annotations
 

@@ -23,9 +23,8 @@ SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1
 
 
 class SeedOutOfRange(AttnError):
-    """A seed a run would hand to torch outside torch's range (a command that draws from
-    seed + k, e.g. attn verify's extra copy-task seeds, can overflow from a valid --seed);
-    :func:`attn_cli.experiment_registry.check_seed_range` raises it before any work."""
+    """A seed a run would hand to torch outside torch's range (drawing from seed + k can
+    overflow from a valid --seed), raised before any work."""
 
     def __init__(self, seed: int):
         self.seed = seed
@@ -36,8 +35,8 @@ class SeedOutOfRange(AttnError):
 
 
 class BadConfig(AttnError):
-    """A configuration an experiment's ``validate`` hook refuses (options that do not fit
-    together): a usage error on the command line (exit 2), raised before any work."""
+    """Options that do not fit together (an experiment's ``validate`` hook), refused before any
+    work: a usage error on the command line (exit 2)."""
 
 
 class ConfigError(AttnError, ValueError):

@@ -64,10 +64,11 @@ def load(path: str | Path) -> Loaded:
         raise Unreadable(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise Unreadable(f"{path} is not JSON ({exc})") from None
+    listed = "records" if isinstance(data, dict) and "records" in data else "checks"  # manifest.json: records
     if isinstance(data, list):
         head, checks = None, data
-    elif isinstance(data, dict) and isinstance(data.get("records" if "records" in data else "checks"), list):
-        head, checks = data.get("header"), data["records" if "records" in data else "checks"]
+    elif isinstance(data, dict) and isinstance(data.get(listed), list):
+        head, checks = data.get("header"), data[listed]
     else:
         raise Unreadable(f"{path} holds no check records (a manifest from an earlier attn has none: rerun attn all)")
     if not all(isinstance(c, dict) and isinstance(c.get("id"), str) and "status" in c for c in checks):

@@ -1,7 +1,5 @@
-"""How a run ends on a signal, in ``attn`` and in its worker processes.
-
-Design notes: ``docs/design.md``, section ``attn_cli.signals``.
-"""
+"""How a run ends on a signal, in ``attn`` and in its worker processes (design notes:
+``docs/design.md``, section ``attn_cli.signals``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The texts' published values: one package, one module per family of checks.
-
-Design notes: ``docs/design.md``, section ``attn_cli.published``.
-"""
+"""The texts' published values: one package, one module per family of checks (design notes:
+``docs/design.md``, section ``attn_cli.published``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Published values of W9 2.3: the copy task with attention, and the Week 8 plain model.
 
-The attention table is printed to 3 decimals, but each cell is one seed of 2500 steps of
-training on an unknown machine: the trajectory (and so the last digits) differs between
-PyTorch builds and CPUs.  So each cell is judged by where the published value falls in the
-distribution of several regenerated seeds (:mod:`attn_cli.published.seed_rule`), never by
-the last digit of one run; and the near-diagonal map claim is judged over all evaluation
-sequences and all seeds (:func:`map_rule`), never on the one sequence drawn.
+Each cell is one seed of training on an unknown machine, whose last digits differ between
+PyTorch builds and CPUs: it is judged by where it falls among several regenerated seeds
+(:mod:`attn_cli.published.seed_rule`), and the near-diagonal map claim over all evaluation
+sequences and seeds (:func:`map_rule`), never on one run.
 """
 
 from __future__ import annotations
@@ -86,10 +84,6 @@ class MapSample:
                 sum(self.free_running[i] for i in idx) / len(idx),
             )
         return out
-
-    def judged(self) -> bool:
-        """True when some length the rule judges (>= :data:`MAP_MIN_LENGTH`) was run."""
-        return any(L >= MAP_MIN_LENGTH for L in self.lengths)
 
     def record(self) -> dict:
         """The fields a verify record adds: one diagonal fraction per (length, seed) run, and the rule."""

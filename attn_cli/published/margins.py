@@ -1,7 +1,5 @@
-"""How far a judged check lies inside its rule: its margin and the tolerance it needs.
-
-Design notes: ``docs/design.md``, section ``attn_cli.published.margins``.
-"""
+"""How far a judged check lies inside its rule: its margin and the tolerance it needs (design
+notes: ``docs/design.md``, section ``attn_cli.published.margins``)."""
 
 from __future__ import annotations
 

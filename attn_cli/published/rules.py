@@ -34,7 +34,7 @@ def _span(values: Sequence[float], sign: str = "±") -> str:
 
 def seed_rule_formula() -> str:
     """The seed rule's interval as docs/checking.md and help write it, from the module's constants."""
-    return seed_rule.FORMULA
+    return f"mean ± max({seed_rule.FLOOR:g}, t({(1 + seed_rule.LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"
 
 
 def seed_rule_text() -> str:

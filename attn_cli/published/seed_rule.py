@@ -1,7 +1,5 @@
-"""How a trained value is judged: by where the published number falls among seeds.
-
-Design notes: ``docs/design.md``, section ``attn_cli.published.seed_rule``.
-"""
+"""How a trained value is judged: by where the published number falls among seeds (design notes:
+``docs/design.md``, section ``attn_cli.published.seed_rule``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Folders this process has proven private, and files read and written only through them.
-
-Design notes: ``docs/design.md``, section ``attn_cli.store.private``.
-"""
+"""Folders this process has proven private, and files read and written only through them (design
+notes: ``docs/design.md``, section ``attn_cli.store.private``)."""
 
 from __future__ import annotations
 
