@@ -106,9 +106,8 @@ class Space:
         import numpy as np
 
         scores = self.E @ v
-        words = [self.vocab[i] for i in np.argsort(-scores) if self.vocab[i] not in skip and self.vocab[i] not in STOP][
-            :n
-        ]
+        ranked = [self.vocab[i] for i in np.argsort(-scores)]
+        words = [w for w in ranked if w not in skip and w not in STOP][:n]
         return words, [float(scores[self.index[w]]) for w in words]
 
     def analogy(self, a: str, b: str, c: str, n: int) -> tuple[list[str], list[float]]:
@@ -159,8 +158,7 @@ def build_space(config: Config) -> Space:
 
 
 def estimate_bytes(config: Config) -> int:
-    """float64 V x V matrices held at once: counts, PPMI, its temporaries and the SVD's U
-    (about eight), V the corpus's vocabulary."""
+    """About eight float64 V x V matrices (counts, PPMI, temporaries, the SVD's U), V the vocabulary."""
     v = len(vocabulary(config))
     return 8 * 8 * v * v
 

@@ -1,4 +1,4 @@
-"""What the experiments' Config and Result classes share (one helper, not eleven copies)."""
+"""What the experiments' Config and Result classes share."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ if TYPE_CHECKING:
 
 
 class QuickConfig:
-    """Base of a frozen ``Config`` dataclass: ``Config.quick(**overrides)`` is the smoke-run
-    configuration, the defaults with the fields in ``QUICK`` replaced (none: the text's
-    settings are already quick), then ``overrides``."""
+    """Base of a frozen ``Config``: ``Config.quick(**overrides)`` is the smoke-run configuration,
+    the defaults with the fields in ``QUICK`` replaced, then ``overrides``."""
 
     QUICK: ClassVar[dict[str, Any]] = {}  # field -> its reduced value under --quick
 
@@ -21,9 +20,8 @@ class QuickConfig:
 
 
 class MeasuredResult:
-    """Base of a Result whose published values are fields of it: ``MEASURED`` maps each check
-    ID to a dotted path in the result (``"distance"``, ``"bank_outputs.0"``,
-    ``"config.vocab_size"``: attributes, list indices, dict keys)."""
+    """Base of a Result whose ``MEASURED`` maps each check ID to a dotted path in it
+    (``"bank_outputs.0"``, ``"config.vocab_size"``: attributes, list indices, dict keys)."""
 
     MEASURED: ClassVar[dict[str, str]] = {}  # check ID -> path of its regenerated value
 

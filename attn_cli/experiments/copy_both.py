@@ -1,11 +1,8 @@
 """D2L 10.3.1: the copy-both task. One head loses half the variance; two heads recover it.
 
-Two values ``V1, V2`` (N x d, drawn in that order after the seed) must both be read out
-of attention mixtures.  One head gives one mixture ``a V1 + (1 - a) V2``; the best linear
-readout (``torch.linalg.lstsq``) then has relative error sqrt(1/2) for every ``a``.  Two
-heads with mirrored weights give two mixtures; the readout inverts the 2 x 2 mixing matrix
-and the error drops to the solver's floating-point precision, except at ``a = 0.5`` where
-the two mixtures coincide.
+V1, V2 (N x d, drawn in that order) are read out of attention mixtures by least squares: one
+mixture ``a V1 + (1 - a) V2`` leaves relative error sqrt(1/2) for every ``a``; two mirrored
+heads leave solver noise, except at ``a = 0.5`` where their mixtures coincide.
 """
 
 from __future__ import annotations
@@ -70,19 +67,15 @@ def curve_verdict(curve: dict, flat_tol: float = 0.01, tiny: float = 1e-4, near:
     return flat and recovered and all(abs(e - THEORY) <= flat_tol for e in coincide)
 
 
-def unknowns(d_v: int) -> int:
-    """Unknowns per output column of the widest readout (two heads: 2 d inputs)."""
-    return 2 * d_v
-
-
 def validate(config: Config) -> None:
     if config.samples < 1 or config.d_v < 1:
         raise AttnError("--samples and --d-v must be at least 1")
-    if config.samples <= unknowns(config.d_v):
+    unknowns = 2 * config.d_v  # per output column of the widest readout (two heads: 2 d inputs)
+    if config.samples <= unknowns:
         raise AttnError(
             f"--samples {config.samples} is fewer samples than unknowns: the two-head readout "
-            f"fits {unknowns(config.d_v)} unknowns per output (2 x --d-v {config.d_v}), so it needs "
-            f"more than {unknowns(config.d_v)} samples"
+            f"fits {unknowns} unknowns per output (2 x --d-v {config.d_v}), so it needs "
+            f"more than {unknowns} samples"
         )
     for a in (*config.weights, *config.two_head_weights):
         if not 0.0 <= a <= 1.0:
@@ -144,12 +137,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         one_head = [{"a": a, "b": 1 - a, "error": one(a)} for a in config.weights]
         two_heads = [{"a": a, "b": 1 - a, "error": two(a)} for a in config.two_head_weights]
         grid = [i / (config.curve_points - 1) for i in range(config.curve_points)] if config.curve_points > 1 else [0.5]
-        curve = {
-            "a": grid,
-            "one_head": [one(a) for a in grid],
-            "two_heads": [two(a) for a in grid],
-            "driver": "gelsd",
-        }
+        curve = {"a": grid, "one_head": [one(a) for a in grid], "two_heads": [two(a) for a in grid], "driver": "gelsd"}
         return Result(
             config=asdict(config),
             one_head=one_head,

@@ -69,15 +69,10 @@ class Result:
 
 
 def classify_row(row: list[float]) -> tuple[str, list[int]]:
-    """Regime of one row of attention weights, from the weights alone.
-
-    Peaks are the keys tied (within ``TIE_RTOL``) with the row's largest weight: identical
-    keys always tie exactly, other keys practically never.  The row has made a choice when
-    the peaks stand out, each at least ``STAND_OUT`` times the best of the other keys:
-    ``sharp`` with one peak, ``split`` with several.  Otherwise the row is ``diffuse``.
-    A row in which every key ties (uniform weights over two or more keys) shows no
-    choice and is ``diffuse``; a single key (weight 1) is ``sharp``.
-    """
+    """Regime of one row of weights, and its peaks: the keys tied (within ``TIE_RTOL``) with the
+    largest weight (identical keys tie exactly, others practically never).  Peaks at least
+    ``STAND_OUT`` times every other key: ``sharp`` (one) or ``split`` (several); else ``diffuse``,
+    as is a row where every key ties; a single key is ``sharp``."""
     top = max(row)
     peaks = [j for j, w in enumerate(row) if w >= top * (1 - TIE_RTOL)]
     if len(peaks) == len(row):
@@ -121,8 +116,7 @@ def validate(config: Config) -> tuple[str, str]:
 
 
 def estimate_bytes(config: Config) -> int:
-    """Embeddings, queries, keys, values, per-head scores and, with heads, the four d x d
-    projections (float32): tiny after the word-length cap, but --d-model is free."""
+    """Float32 embeddings, queries, keys, values, per-head scores and the four d x d projections."""
     letters = len(set(config.query_word + config.key_word))
     n_q, n_k = len(config.query_word), len(config.key_word)
     heads = max(config.heads, 1)

@@ -81,8 +81,7 @@ def validate_result(result: Result, config: Config) -> None:
 
 
 def estimate_bytes(config: Config) -> int:
-    """Largest tensors held at once (float32): the d-wide word vectors, Wq, Wk, Wv and their
-    products; the V x d table of 1.1 is only counted, never allocated."""
+    """Float32 word vectors, Wq, Wk, Wv and products; the V x d table of 1.1 is only counted."""
     d, n = config.d_model, len(CONTEXT_VOCAB)
     return 4 * (3 * d * d + 4 * n * d + 4 * len(ONEHOT_VOCAB) * max(len(ONEHOT_VOCAB), config.onehot_embed_dim))
 

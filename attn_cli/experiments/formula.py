@@ -69,14 +69,13 @@ class Result(MeasuredResult):
 
 
 def estimate_bytes(config: Config) -> int:
-    """Largest tensors held at once (float32): Q, K, V, and the (n_q, n_k) scores and weights
-    of the core, the text's formula and SDPA (about six), with the outputs (n_q, d_v)."""
+    """Float32 tensors held at once: Q, K, V, about six (n_q, n_k) scores and weights, the outputs."""
     n_q, n_k, d_k, d_v = config.n_q, config.n_k, config.d_k, config.d_v
     return 4 * (n_q * d_k + n_k * (d_k + d_v) + 6 * n_q * n_k + 4 * n_q * d_v)
 
 
 def _worked_example(dev: torch.device) -> dict[str, Any]:
-    """3.1: the worked example, float64; the Result's 3.1 fields."""
+    """3.1: the worked example in float64."""
     import torch
 
     from attn_cli.core.attention import scaled_dot_product_attention
@@ -101,33 +100,24 @@ def _worked_example(dev: torch.device) -> dict[str, Any]:
 
 
 def _random_properties(config: Config, dev: torch.device) -> dict[str, Any]:
-    """3.2: random Q, K, V drawn on the CPU; the Result's 3.2 fields."""
+    """3.2: random Q, K, V drawn on the CPU."""
     import torch
     import torch.nn.functional as F
 
     from attn_cli.core.attention import scaled_dot_product_attention
 
+    n_q, n_k, d_k, d_v = config.n_q, config.n_k, config.d_k, config.d_v
     torch.manual_seed(config.seed)
-    Qr, Kr, Vr = (
-        torch.randn(config.n_q, config.d_k),
-        torch.randn(config.n_k, config.d_k),
-        torch.randn(config.n_k, config.d_v),
-    )
+    Qr, Kr, Vr = torch.randn(n_q, d_k), torch.randn(n_k, d_k), torch.randn(n_k, d_v)  # in this order
     Qr, Kr, Vr = Qr.to(dev), Kr.to(dev), Vr.to(dev)
-    s_r = Qr @ Kr.T / config.d_k**0.5  # (n_q, n_k): how well each query matches each key
+    s_r = Qr @ Kr.T / d_k**0.5  # (n_q, n_k): how well each query matches each key
     o_r, w_r = scaled_dot_product_attention(Qr, Kr, Vr)  # (n_q, d_v), (n_q, n_k): the core
     w_text = torch.softmax(s_r, dim=-1)  # the text's explicit formula, for comparison
     o_text = w_text @ Vr
     o_sdpa = F.scaled_dot_product_attention(Qr, Kr, Vr)
     inside = ((o_r >= Vr.min(0).values - 1e-6) & (o_r <= Vr.max(0).values + 1e-6)).all()
     return {
-        "shapes": {
-            "Q": list(Qr.shape),
-            "K": list(Kr.shape),
-            "V": list(Vr.shape),
-            "scores": list(s_r.shape),
-            "output": list(o_r.shape),
-        },
+        "shapes": {k: list(t.shape) for k, t in zip(("Q", "K", "V", "scores", "output"), (Qr, Kr, Vr, s_r, o_r))},
         "matches_sdpa": bool(torch.allclose(o_r, o_sdpa, atol=1e-6)),
         "sdpa_max_diff": (o_r - o_sdpa).abs().max().item(),
         "core_max_diff": max((o_r - o_text).abs().max().item(), (w_r - w_text).abs().max().item()),

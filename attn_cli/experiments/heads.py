@@ -1,13 +1,6 @@
-"""Multi-head attention: W9 5.1 and D2L 10.3.2.
-
-* W9 5.1: a hand-written multi-head forward pass (one projection each, sliced into heads,
-  concatenated, mixed by W_O) equals ``nn.MultiheadAttention``; with d_model = 64 the
-  parameter count is 4 d^2 + 4 d = 16640 for 1, 2, 4, 8 heads (head size d / h).
-* D2L 10.3.2.3: the package's :class:`MultiHeadAttention` with 100 hidden units and 5 heads
-  maps (2, 4, 100) queries against (2, 6, 100) keys with ``valid_lens = [3, 2]`` to
-  (2, 4, 100); with 256 hidden units and no bias it has 4 d^2 = 262144 parameters for 1, 2,
-  4, 8 heads, counted on concrete layers after a forward pass.
-"""
+"""Multi-head attention: W9 5.1 (hand-written equals ``nn.MultiheadAttention``; 4 d^2 + 4 d
+parameters whatever the head count) and D2L 10.3.2 (the package's :class:`MultiHeadAttention`:
+its shapes, and 4 d^2 parameters counted on concrete layers)."""
 
 from __future__ import annotations
 
@@ -67,9 +60,8 @@ class Result:
 
 
 def estimate_bytes(config: Config) -> int:
-    """Largest tensors held at once (float32): two layers' 4 d^2 weights at the larger width
-    (one on the CPU, one moved; or the parameter-table layer and its gradients-free forward),
-    the (2, 10, num_hiddens) input and its per-head (2, h, 10, 10) weights."""
+    """Float32 bytes: two layers' 4 d^2 weights at the larger width, the (2, 10, d) input and its
+    per-head (2, h, 10, 10) weights."""
     w = max(config.d_model, config.d2l_d_model)
     h = max(config.heads + (config.layout_heads,))
     return 4 * (2 * (4 * w * w + 4 * w) + 8 * 2 * 10 * w + 4 * 2 * h * 10 * 10)
@@ -90,10 +82,7 @@ def validate(config: Config) -> None:
 
 
 def handwritten_multihead(mha: nn.MultiheadAttention, x: Tensor) -> Tensor:
-    """W9 5.1 by hand: one projection each, slice per head, softmax, concatenate, W_O.
-
-    mha: nn.MultiheadAttention(batch_first=True); x: (1, n, d).  Returns (n, d).
-    """
+    """W9 5.1 by hand: one projection each, slice per head, softmax, concatenate, W_O; x: (1, n, d) -> (n, d)."""
     import torch
 
     d, h = mha.embed_dim, mha.num_heads
@@ -129,14 +118,10 @@ def _w9_block(config: Config) -> tuple[bool, float, list[dict]]:
     max_diff = float((mine - theirs).abs().max())
 
     dm = config.d_model
+    formula = 4 * dm * dm + 4 * dm
     w9_params = [
-        {
-            "heads": heads,
-            "params": count_parameters(nn.MultiheadAttention(dm, heads)),
-            "formula": 4 * dm * dm + 4 * dm,
-            "head_size": dm // heads,
-        }
-        for heads in config.heads
+        {"heads": h, "params": count_parameters(nn.MultiheadAttention(dm, h)), "formula": formula, "head_size": dm // h}
+        for h in config.heads
     ]
     return matches, max_diff, w9_params
 
@@ -168,12 +153,11 @@ def _d2l_param_table(config: Config) -> list[dict]:
 
     from attn_cli.core.attention import MultiHeadAttention, count_parameters
 
-    dev = config.device
-    d2l_params = []
     nh = config.d2l_d_model
-    X = torch.ones((2, 10, nh), device=dev)
+    X = torch.ones((2, 10, nh), device=config.device)
+    d2l_params = []
     for heads in config.heads:
-        layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(dev)
+        layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(config.device)
         layer(X, X, X, None)
         d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
     return d2l_params
@@ -185,13 +169,8 @@ def _layout(config: Config) -> dict:
 
     d, h = config.d_model, config.layout_heads
     p = d // h
-    return {
-        "d": d,
-        "h": h,
-        "p": p,
-        "params_drawn": 3 * h * d * p + (h * p) * d,  # h heads x (W_q, W_k, W_v: d -> p) + W_o
-        "params_layer": count_parameters(MultiHeadAttention(d, h)),
-    }
+    drawn = 3 * h * d * p + (h * p) * d  # h heads x (W_q, W_k, W_v: d -> p) + W_o
+    return {"d": d, "h": h, "p": p, "params_drawn": drawn, "params_layer": count_parameters(MultiHeadAttention(d, h))}
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:

@@ -58,14 +58,8 @@ class Result(MeasuredResult):
     }
 
 
-def _round2(weights: Tensor) -> list[list[float]]:
-    """Round as the text does (numpy float32 ``.round(2)``), then tidy the float repr."""
-    return [[round(float(v), 2) for v in row] for row in weights.cpu().numpy().round(2)]
-
-
 def estimate_bytes(config: Config) -> int:
-    """Largest tensors held at once (float32): the (n, d) tokens and about eight (n, n)
-    score, mask and weight matrices."""
+    """Float32 tensors held at once: the (n, d) tokens and about eight (n, n) matrices."""
     n, d = config.n, config.d_k
     return 4 * (4 * n * d + 8 * n * n)
 
@@ -106,7 +100,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         config=dataclasses.asdict(config),
         positions=list(range(n)),
         causal_weights=weights.cpu().tolist(),
-        causal_weights_rounded=_round2(weights),
+        # rounded as the text does (numpy float32 .round(2)), then the float repr tidied
+        causal_weights_rounded=[[round(float(v), 2) for v in row] for row in weights.cpu().numpy().round(2)],
         row_sums=weights.sum(-1).cpu().tolist(),
         core_equals_text=bool(torch.equal(weights, text_weights) and torch.equal(pad_weights, text_pad)),
         core_max_abs_diff=max((weights - text_weights).abs().max().item(), (pad_weights - text_pad).abs().max().item()),

@@ -1,11 +1,6 @@
-"""W9 4.3: self-attention cannot tell the order.
-
-"dog bites man" and "man bites dog" through one self-attention layer with the same weights:
-the output for the middle word "bites" is identical, because attention sees a set.  Adding a
-distinct vector per position tells the two apart.  Random draws after
-``torch.manual_seed(seed)``, in the text's order: one vector per word (in the order given),
-then Wq, Wk, Wv (each ``randn(d, d) * 0.5``), then the position vectors ``randn(3, d)``.
-Draws are on the CPU generator and then moved to the device.
+"""W9 4.3: self-attention cannot tell the order: "dog bites man" and "man bites dog" give "bites"
+the same output; a distinct vector per position tells them apart.  Draws on the CPU after
+``manual_seed(seed)``, in the text's order: one vector per word, Wq, Wk, Wv, the position vectors.
 """
 
 from __future__ import annotations
@@ -61,8 +56,7 @@ class Result(MeasuredResult):
 
 
 def estimate_bytes(config: Config) -> int:
-    """Largest tensors held at once (float32): Wq, Wk, Wv (d x d) and a few (3, d) rows; on
-    another device the CPU draws and their copies both count."""
+    """Float32 Wq, Wk, Wv and a few (3, d) rows; on another device the CPU copies count too."""
     d = config.d_model
     return 4 * (3 * d * d + 16 * 3 * d) * (2 if config.device != "cpu" else 1)
 
@@ -91,8 +85,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     sentence_a = list(config.words)
     sentence_b = sentence_a[::-1]
-    a = torch.stack([emb[w] for w in sentence_a])  # (3, d)
-    b = torch.stack([emb[w] for w in sentence_b])  # (3, d)
+    a, b = (torch.stack([emb[w] for w in s]) for s in (sentence_a, sentence_b))  # (3, d) each
     oa, ob = self_attention(a)[1], self_attention(b)[1]
     oa2, ob2 = self_attention(a + pos)[1], self_attention(b + pos)[1]
     return Result(

@@ -1,8 +1,5 @@
-"""The one progress event an experiment reports: ``progress(ProgressEvent(done, total, label))``.
-
-Every experiment's ``run(config, progress=None)`` calls ``progress`` (when given) with this
-dataclass and nothing else; the commands and ``attn all`` turn it into a progress bar.
-"""
+"""The one progress event an experiment's ``run(config, progress)`` reports; the commands and
+``attn all`` turn it into a progress bar."""
 
 from __future__ import annotations
 

@@ -94,14 +94,8 @@ class Result:
     dropped: list[str] = field(default_factory=list)  # on a GPU: each n left out as too large, and why
     # what the measurement found on this run (JSON: under "timing"): times, memory peaks, the fit
     TIMING: ClassVar[tuple[str, ...]] = (
-        "measured_rows.*.time_s",
-        "measured_rows.*.median_s",
-        "measured_rows.*.times_s",
-        "measured_rows.*.peak_bytes",
-        "measured_rows.*.gflops",
-        "exponent",
-        "load_average",
-        "dropped",
+        *(f"measured_rows.*.{name}" for name in ("time_s", "median_s", "times_s", "peak_bytes", "gflops")),
+        *("exponent", "load_average", "dropped"),
     )
 
     def measured(self) -> dict[str, Any]:
@@ -115,14 +109,8 @@ class Result:
 
 
 def formula(lengths: Iterable[int], d_model: int) -> list[FormulaRow]:
-    rows = []
-    for n in lengths:
-        entries = n * n
-        mem = entries * BYTES_PER_FLOAT
-        rows.append(
-            FormulaRow(n=n, entries=entries, memory_bytes=mem, memory=text_memory(mem), operations=entries * d_model)
-        )
-    return rows
+    mem = BYTES_PER_FLOAT  # bytes per score entry
+    return [FormulaRow(n, n * n, mem * n * n, text_memory(mem * n * n), n * n * d_model) for n in lengths]
 
 
 def fit_exponent(ns: Iterable[float], times: Iterable[float]) -> float | None:
@@ -141,12 +129,9 @@ def estimate_bytes(config: Config) -> int:
 
 
 def check_measurable(config: Config) -> list[tuple[int, str]]:
-    """Check, before any allocation, that every n's forward pass fits comfortably.
-
-    On the CPU the first n that does not fit refuses the whole measurement (MemoryRefused).
-    On a GPU each n that does not fit is dropped and the rest kept: returns (n, why) for
-    each dropped n, and refuses only when none fits.
-    """
+    """Check, before any allocation, that every n's forward pass fits. On the CPU the first n that
+    does not refuses the measurement (MemoryRefused); on a GPU it is dropped and returned as (n, why),
+    refused only when none fits."""
     from attn_cli.core.memory import check_fits, human_bytes
     from attn_cli.errors import MemoryRefused
 
@@ -208,25 +193,14 @@ def _measure_one(n: int, config: Config, gen: Generator, on_pass: Callable[[], N
                 on_pass()
     if cuda:
         peak = torch.cuda.max_memory_allocated() - base + q.nbytes + k.nbytes + v.nbytes
-    best = min(times)
-    ops = n * n * d
+    best, ops = min(times), n * n * d
     return MeasuredRow(
-        n=n,
-        time_s=best,
-        median_s=statistics.median(times),
-        times_s=times,
-        peak_bytes=int(peak),
-        formula_bytes=forward_bytes(n, d),
-        operations=ops,
-        gflops=4 * ops / best / 1e9,
+        n, best, statistics.median(times), times, int(peak), forward_bytes(n, d), ops, 4 * ops / best / 1e9
     )
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
-    """Formula table, plus the measurement when ``config.measure``.
-
-    ``progress`` hears after each timed pass.
-    """
+    """Formula table, plus the measurement when ``config.measure``; ``progress`` hears after each timed pass."""
     result = Result(config=dataclasses.asdict(config), formula=formula(config.lengths, config.d_model))
     if not config.measure:  # the formula table is arithmetic on Python ints: nothing to allocate
         return result

@@ -1,13 +1,5 @@
-"""Self- and cross-attention: the same operation, different argument sources.
-
-* W9 4.1: ``nn.MultiheadAttention(8, 2, batch_first=True)`` after seed 0, then
-  ``encoder_out = randn(1, 6, 8)`` and ``decoder_in = randn(1, 4, 8)``.  Self-attention
-  over the source gives output (1, 6, 8) and (head-averaged) weights (1, 6, 6);
-  cross-attention from the decoder gives (1, 4, 8) and (1, 4, 6).
-* D2L 10.3.3: the package's :class:`MultiHeadAttention` (100 hidden, 5 heads, dropout 0.5):
-  self-attention on (2, 4, 100) with ``valid_lens = [3, 2]`` gives (2, 4, 100);
-  cross-attention from 4 queries to 9 keys gives (2, 4, 100).
-"""
+"""Self- and cross-attention, the same operation on different arguments: the shapes of W9 4.1
+(``nn.MultiheadAttention``) and D2L 10.3.3 (the package's :class:`MultiHeadAttention`)."""
 
 from __future__ import annotations
 
@@ -52,8 +44,7 @@ class Result(MeasuredResult):
 
 
 def estimate_bytes(config: Config) -> int:
-    """Largest tensors held at once (float32): the texts' fixed sizes, a D2L layer of width
-    100 (4 x 100 x 100 weights) and its (2, 9, 100) inputs dominate."""
+    """Float32 bytes at the texts' fixed sizes: a D2L layer of width 100 and its (2, 9, 100) inputs."""
     return 4 * (2 * 4 * 100 * 100 + 8 * 2 * 9 * 100)
 
 
@@ -88,14 +79,5 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         B = torch.ones((batch_size, 9, num_hiddens), device=dev)
         dc_out, dc_w = attention(A, B, B, None)  # cross: (2, 4, 100)
 
-    return Result(
-        config=asdict(config),
-        w9_self_output=list(s_out.shape),
-        w9_self_weights=list(s_w.shape),
-        w9_cross_output=list(c_out.shape),
-        w9_cross_weights=list(c_w.shape),
-        d2l_self_output=list(ds_out.shape),
-        d2l_self_weights=list(ds_w.shape),
-        d2l_cross_output=list(dc_out.shape),
-        d2l_cross_weights=list(dc_w.shape),
-    )
+    shapes = (s_out, s_w, c_out, c_w, ds_out, ds_w, dc_out, dc_w)  # in the Result's field order
+    return Result(asdict(config), *(list(t.shape) for t in shapes))

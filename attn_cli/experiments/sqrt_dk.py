@@ -25,6 +25,7 @@ ENGINES: tuple[str, ...] = ()
 SLOW, CACHED = False, True  # seconds: 20000 trials per d_k
 
 QUICK_TRIALS = 2000  # --quick: 10x fewer trials (numbers then differ from the text's)
+STATS = ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled", "grad_unscaled", "grad_scaled")  # checked
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,7 @@ class Result:
         """Check ID -> regenerated value, every row (published.compare decides which apply)."""
         out: dict[str, Any] = {}
         for r in self.rows:
-            for name in (
-                "std",
-                "std_scaled",
-                "max_weight_unscaled",
-                "max_weight_scaled",
-                "grad_unscaled",
-                "grad_scaled",
-            ):
+            for name in STATS:
                 out[f"w9-sqrt-dk.{r.d_k}.{name}"] = getattr(r, name)
         if self.rows:
             out["w9-sqrt-dk-plot.curves"] = curves_as_described(self.rows)
@@ -77,11 +71,8 @@ class Result:
 
 
 def curves_as_described(rows: list[Row]) -> bool:
-    """The text's reading of the figure's curves, over rows sorted by d_k.
-
-    Unscaled: the largest weight strictly climbs and the gradient norm strictly falls.
-    Scaled: the largest weight varies by less than 0.03 and the gradient by less than 0.001.
-    """
+    """The text's reading of the figure, over rows sorted by d_k: unscaled, the largest weight strictly
+    climbs and the gradient norm strictly falls; scaled, they vary by less than 0.03 and 0.001."""
     rows = sorted(rows, key=lambda r: r.d_k)
 
     def strictly(values: list[float], up: bool) -> bool:
@@ -124,12 +115,8 @@ def validate_result(result: Result, config: Config) -> None:
 
 
 def estimate_bytes(config: Config) -> int:
-    """Estimated peak memory of one d_k step (float32).
-
-    q and k for the largest d_k (trials * (n_keys + 1) * d_k floats), plus about
-    twelve (trials, n_keys) tensors: scores, scaled scores, their clones, softmax
-    weights, gradients and temporaries.
-    """
+    """Peak float32 memory of one d_k step: q and k at the largest d_k, plus about twelve
+    (trials, n_keys) tensors (scores, scaled scores, clones, weights, gradients, temporaries)."""
     return 4 * config.trials * ((config.n_keys + 1) * max(config.d_k) + 12 * config.n_keys)
 
 
@@ -152,18 +139,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         del q, k
         scaled = raw / d**0.5  # (trials, n_keys)
         (mw_raw, g_raw), (mw_scaled, g_scaled) = _softmax_stats(raw), _softmax_stats(scaled)
-        rows.append(
-            Row(
-                d_k=d,
-                std=raw.std().item(),
-                std_scaled=scaled.std().item(),
-                max_weight_unscaled=mw_raw,
-                max_weight_scaled=mw_scaled,
-                grad_unscaled=g_raw,
-                grad_scaled=g_scaled,
-                text_draws=same[i],
-            )
-        )
+        rows.append(Row(d, raw.std().item(), scaled.std().item(), mw_raw, mw_scaled, g_raw, g_scaled, same[i]))
         del raw, scaled
         if progress is not None:
             progress(ProgressEvent(i + 1, len(config.d_k), f"d_k={d}"))

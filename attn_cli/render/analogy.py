@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,7 +15,6 @@ def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
     from attn_cli.render.table import Table
 
@@ -29,26 +27,20 @@ def tables(result: Result, outcomes: Mapping) -> list:
         return (quantity, regenerated, shown, verdict(o[check_id]))
 
     a, b = result.TIED
-    gap_analogy = result.tie[f"analogy.{a}"] - result.tie[f"analogy.{b}"]
-    gap_bank = result.tie[f"bank.{a}"] - result.tie[f"bank.{b}"]
+
+    def tie(quantity: str, kind: str) -> CheckRow:
+        """The two tied words' values and their gap (unjudged)."""
+        x, y = result.tie[f"{kind}.{a}"], result.tie[f"{kind}.{b}"]
+        return (quantity, f"{x:.6f} / {y:.6f} ({x - y:.1e})", "", None)
+
     rows = [checked(f"cosine {pair}", f"{value:.3f}", f"w9-ppmi.{pair}") for pair, value in result.similarities.items()]
     rows += [
         checked("king - man + woman: top two (tied)", ", ".join(result.analogy[:2]), "w9-ppmi.analogy.top2"),
-        (
-            f"  E.v of {a} / {b} (gap)",
-            f"{result.tie[f'analogy.{a}']:.6f} / {result.tie[f'analogy.{b}']:.6f} ({gap_analogy:.1e})",
-            "",
-            None,
-        ),
+        tie(f"  E.v of {a} / {b} (gap)", "analogy"),
         checked("king - man + woman: third", result.analogy[2], "w9-ppmi.analogy.third"),
         checked("nearest to bank: 1-7", ", ".join(result.bank_nearest[:7]), "w9-ppmi.bank_nearest.top7"),
         checked("nearest to bank: 8th (tie)", result.bank_nearest[7], "w9-ppmi.bank_nearest.8th"),
-        (
-            f"  cosine bank~{a} / bank~{b} (gap)",
-            f"{result.tie[f'bank.{a}']:.6f} / {result.tie[f'bank.{b}']:.6f} ({gap_bank:.1e})",
-            "",
-            None,
-        ),
+        tie(f"  cosine bank~{a} / bank~{b} (gap)", "bank"),
     ]
     cfg = result.config
     published = check_table(
@@ -69,9 +61,3 @@ def tables(result: Result, outcomes: Mapping) -> list:
     asked.add_row(f"{x} - {y} + {z}", _ranked(result.query_answer, result.query_similarities))
     asked.add_row(f"nearest to {result.nearest_word}", _ranked(result.nearest, result.nearest_similarities))
     return [published, asked]
-
-
-def figures(
-    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
-) -> list[Path]:
-    return []  # a table only (the catalogue lists no figure for w9-ppmi)

@@ -15,7 +15,6 @@ PNG, CSV = "copy_both.png", "copy_both.csv"
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
 
     def _published(check_id: str) -> Any:  # the text's value where it applies (its data: N, d, seed)
@@ -28,8 +27,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
         f"seed {cfg['seed']} (relative error)"
     )
     one.add_column("weights")
-    one.add_column("published", justify="right")
-    one.add_column("regenerated", justify="right")
+    for col in ("published", "regenerated"):
+        one.add_column(col, justify="right")
     one.add_column("unrounded", justify="right", style="dim")
     for row in result.one_head:
         pub = _published(f"d2l-copy-both-one-head.{row['a']:.1f}")
@@ -47,8 +46,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
         "solver noise, the claim is 'below 1e-5')"
     )
     two.add_column("weights")
-    two.add_column("published", justify="right")
-    two.add_column("regenerated", justify="right")
+    for col in ("published", "regenerated"):
+        two.add_column(col, justify="right")
     for row in result.two_heads:
         pub = _published(f"d2l-copy-both-two-heads.{row['a']:.2f}")
         two.add_row(

@@ -47,8 +47,7 @@ def label(ch: str) -> str:
 
 def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
     """The weights (in %, when the key word fits the console; otherwise each row's peaks),
-    the regime of every row, and the summary of the three regimes.  ``outcomes``: check ID
-    -> Outcome, the verdicts the marks show."""
+    the regime of every row, and the summary of the three regimes."""
     from attn_cli.render.console import stdout
 
     width = stdout.width if width is None else width
@@ -68,9 +67,8 @@ def _weights_table(result: Result, full: bool) -> Table:
     cfg = result.config
     query, key = (repr(cfg[w]) for w in ("query_word", "key_word"))
     weights = Table(
-        title=f"cross-attention weights in % (rows sum to 100): queries = {query} "
-        f"(rows), keys = {key}; d={cfg['d_model']}, seed {cfg['seed']}, "
-        f"no projections",
+        title=f"cross-attention weights in % (rows sum to 100): queries = {query} (rows), keys = {key}; "
+        f"d={cfg['d_model']}, seed {cfg['seed']}, no projections",
         terminal={"box": "SIMPLE_HEAD", "padding": (0, 1)},
     )
     weights.add_column("query", justify="center")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
 
 if TYPE_CHECKING:
     from attn_cli.experiments.embeddings import Result
-    from attn_cli.render.console import CheckRow
     from attn_cli.render.table import Table
 
 PNG, CSV = BY_ID["w9-contextual"].files
@@ -22,83 +21,56 @@ def vec(values: Iterable[float], decimals: int = 2) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    return [_onehot_table(result, outcomes), _contextual_table(result, outcomes)]
+    from attn_cli.render.console import check_table, not_text_caption, verdict
 
+    o, r, cfg, word = outcomes, result, result.config, result.WORD
+    names = [" ".join(t) for t in r.tokens]
+    comma, three = "{:,}".format, "{:.3f}".format
+    onehot = [  # (quantity, regenerated, check ID, how the published value is shown)
+        ("one-hot king . queen", repr(r.onehot_king_queen), "w9-onehot.king.queen", repr),
+        ("one-hot king . apple", repr(r.onehot_king_apple), "w9-onehot.king.apple", repr),
+        (
+            "embedding lookup equals one-hot @ weight matrix",
+            str(r.lookup_equals_matmul),
+            "w9-onehot.lookup_equals_matmul",
+            repr,
+        ),
+        (
+            f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table",
+            comma(r.parameters),
+            "w9-onehot.parameters",
+            comma,
+        ),
+        ("dimensions of a one-hot vector", comma(cfg["vocab_size"]), "w9-onehot.onehot_dims", comma),
+    ]
+    contextual = [
+        (f"static embedding of '{word}'", vec(r.static_bank), "w9-contextual.static_bank", vec),
+        (f"output for '{word}' in '{names[0]}'", vec(r.bank_outputs[0]), "w9-contextual.river_bank", vec),
+        (f"output for '{word}' in '{names[1]}'", vec(r.bank_outputs[1]), "w9-contextual.money_bank", vec),
+        ("distance between the two contextual vectors", three(r.distance), "w9-contextual.distance", three),
+    ]
 
-def _row(o: Mapping, quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = repr) -> CheckRow:
-    """A row with its check's published value (``show`` formats it) and verdict."""
-    from attn_cli.render.console import verdict
+    def table(title: str, rows: list, caption: str, prefix: str) -> Table:
+        checked = [(q, regenerated, show(o[cid].published), verdict(o[cid])) for q, regenerated, cid, show in rows]
+        return check_table(
+            title, checked, caption=caption + not_text_caption([o[k] for k in o if k.startswith(prefix)])
+        )
 
-    return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
-
-
-def _onehot_table(result: Result, o: Mapping) -> Table:
-    """W9 1.1: one-hot dot products, the lookup as a product, the table's size."""
-    from attn_cli.render.console import check_table, not_text_caption
-
-    cfg = result.config
-    return check_table(
-        "W9 1.1  one-hot vectors know nothing; an embedding is a lookup table",
-        [
-            _row(o, "one-hot king . queen", repr(result.onehot_king_queen), "w9-onehot.king.queen"),
-            _row(o, "one-hot king . apple", repr(result.onehot_king_apple), "w9-onehot.king.apple"),
-            _row(
-                o,
-                "embedding lookup equals one-hot @ weight matrix",
-                str(result.lookup_equals_matmul),
-                "w9-onehot.lookup_equals_matmul",
-            ),
-            _row(
-                o,
-                f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table",
-                f"{result.parameters:,}",
-                "w9-onehot.parameters",
-                "{:,}".format,
-            ),
-            _row(o, "dimensions of a one-hot vector", f"{cfg['vocab_size']:,}", "w9-onehot.onehot_dims", "{:,}".format),
-        ],
-        caption="every pair of one-hot vectors is orthogonal: no notion of similarity"
-        + not_text_caption([o[k] for k in o if k.startswith("w9-onehot.")]),
-    )
-
-
-def _contextual_table(result: Result, o: Mapping) -> Table:
-    """W9 1.3: the static vector of the word, its two contextual outputs and their distance."""
-    from attn_cli.render.console import check_table, not_text_caption
-
-    cfg = result.config
-    names = [" ".join(t) for t in result.tokens]
-    return check_table(
-        f"W9 1.3  contextual vectors for '{result.WORD}' (one untrained self-attention layer, d = {cfg['d_model']}, "
-        f"seed {cfg['seed']})",
-        [
-            _row(o, f"static embedding of '{result.WORD}'", vec(result.static_bank), "w9-contextual.static_bank", vec),
-            _row(
-                o,
-                f"output for '{result.WORD}' in '{names[0]}'",
-                vec(result.bank_outputs[0]),
-                "w9-contextual.river_bank",
-                vec,
-            ),
-            _row(
-                o,
-                f"output for '{result.WORD}' in '{names[1]}'",
-                vec(result.bank_outputs[1]),
-                "w9-contextual.money_bank",
-                vec,
-            ),
-            _row(
-                o,
-                "distance between the two contextual vectors",
-                f"{result.distance:.3f}",
-                "w9-contextual.distance",
-                "{:.3f}".format,
-            ),
-        ],
-        caption="same word, same input vector: the output depends on the neighbours (0 apart for a static "
-        "embedding)" + not_text_caption([o[k] for k in o if k.startswith("w9-contextual.")]),
-    )
+    return [
+        table(
+            "W9 1.1  one-hot vectors know nothing; an embedding is a lookup table",
+            onehot,
+            "every pair of one-hot vectors is orthogonal: no notion of similarity",
+            "w9-onehot.",
+        ),
+        table(
+            f"W9 1.3  contextual vectors for '{word}' (one untrained self-attention layer, d = {cfg['d_model']}, "
+            f"seed {cfg['seed']})",
+            contextual,
+            "same word, same input vector: the output depends on the neighbours (0 apart for a static embedding)",
+            "w9-contextual.",
+        ),
+    ]
 
 
 def figures(

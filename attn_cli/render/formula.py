@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,7 +33,6 @@ def _shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
     o = outcomes
@@ -84,9 +82,3 @@ def tables(result: Result, outcomes: Mapping) -> list:
         caption=not_text_caption(o.values())[2:] or None,
     )
     return [worked, properties]
-
-
-def figures(
-    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
-) -> list[Path]:
-    return []  # tables only

@@ -28,13 +28,11 @@ def _published(outcome: Outcome | None) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     o = outcomes
     cfg = result.config
     match = Table(title="W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)")
-    match.add_column("claim")
-    match.add_column("published", justify="right")
-    match.add_column("regenerated", justify="right")
+    for col in ("claim", "published", "regenerated"):
+        match.add_column(col, justify="left" if col == "claim" else "right")
     match.add_row(
         "matches (allclose, atol 1e-5)", _published(o.get("w9-heads.matches")), _yes(result.handwritten_matches)
     )
@@ -51,9 +49,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
         title="D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, "
         "6 key-value pairs, valid_lens [3, 2]"
     )
-    shape.add_column("quantity")
-    shape.add_column("published", justify="right")
-    shape.add_column("regenerated", justify="right")
+    for col in ("quantity", "published", "regenerated"):
+        shape.add_column(col, justify="left" if col == "quantity" else "right")
     shape.add_row("output shape", _published(o.get("d2l-mha-shape.output")), str(tuple(result.mha_shape)))
     shape.add_row("weights shape (batch, heads, queries, keys)", "", str(tuple(result.mha_weights_shape)))
     shape.add_row("largest weight on a key beyond valid_lens", "", f"{result.mha_masked_weight:g}")
@@ -150,7 +147,6 @@ def _box(ax: Any, x: float, y: float, w: float, hgt: float, text: str, color: st
 
 
 def _arrow(ax: Any, x0: float, y0: float, x1: float, y1: float) -> None:
-    """A thin grey arrow from (x0, y0) to (x1, y1)."""
     from matplotlib.patches import FancyArrowPatch
 
     ax.add_patch(

@@ -21,7 +21,6 @@ def _fmt(v: float) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     comparable = all(x.status != "n/a" for x in outcomes.values())
     return [_weights_table(result, outcomes, comparable), _checks_table(result, outcomes, comparable)]
 
@@ -34,18 +33,13 @@ def _weights_table(result: Result, o: Mapping, comparable: bool) -> Table:
         f"looked at; seed {result.config['seed']})",
         caption="each cell: regenerated (rounded to 2 decimals as the text prints), then the text's",
     )
-    weights.add_column("query", justify="right")
-    for j in result.positions:
-        weights.add_column(f"key {j}", justify="right")
-    weights.add_column("row sum", justify="right")
+    for header in ("query", *(f"key {j}" for j in result.positions), "row sum"):
+        weights.add_column(header, justify="right")
     for i, row in enumerate(result.causal_weights_rounded):
         cells: list[Cell] = []
         for j, v in enumerate(row):
             pub = causal[i][j] if comparable and i < len(causal) and j < len(causal[i]) else None
-            if pub is None:
-                cells.append(_fmt(v))
-            else:
-                cells.append(beside(_fmt(v), abs(v - pub) < 1e-9, _fmt(pub)))
+            cells.append(_fmt(v) if pub is None else beside(_fmt(v), abs(v - pub) < 1e-9, _fmt(pub)))
         s = result.row_sums[i]
         if comparable and i < len(sums):
             noise = "" if s == sums[i] else ", float32 noise"
@@ -58,52 +52,50 @@ def _weights_table(result: Result, o: Mapping, comparable: bool) -> Table:
 
 def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
     """Row sums, the causal mask keeping the past, the padding weight, the core softmax."""
-    n = len(result.positions)
+    r, n, last = result, len(result.positions), result.config["changed_from"]
     sums = o["w9-masks.row_sums"].published
-    checks_rows: list[CheckRow] = []
-
-    def add(check_id: str, quantity: str, regenerated_text: str, published_text: str | None = None) -> None:
-        outcome = o[check_id]
-        published_text = published_text or repr(outcome.published)
-        if comparable:
-            checks_rows.append((quantity, regenerated_text, published_text, verdict(outcome)))
-        else:
-            checks_rows.append((quantity, regenerated_text, styled((published_text, "dim")), styled("n/a")))
-
-    last = result.config["changed_from"]
-    add(
-        "w9-masks.row_sums",
-        "rows still sum to 1",
-        f"max |sum - 1| = {max(abs(s - 1) for s in result.row_sums):.1e}",
-        f"max |sum - 1| = {max(abs(s - 1) for s in sums):.1e}",
-    )
-    add(
-        "w9-masks.past_unchanged",
-        f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
-        f"{result.past_unchanged_with_mask} (max change {result.past_max_abs_change_with_mask:.1e})",
-    )
-    add(
-        "w9-masks.changes_without_mask",
-        "no mask: they change (the future leaks)",
-        f"{result.past_changes_without_mask} (max change {result.past_max_abs_change_without_mask:.2f})",
-    )
-    add(
-        "w9-masks.padding_weight.text_recipe",
-        f"padding mask on {result.config['padding_from']}..{n - 1}: weight on padding (the text's masked_fill(-inf))",
-        repr(result.padding_weight_text),
-    )
-    add(
-        "w9-masks.padding_weight",
-        "  the same through the package's masked_softmax (0 by masked_fill)",
-        repr(result.padding_weight),
-    )
-    checks_rows.append(
+    checked = [  # (check ID, quantity, regenerated, published: its repr unless given)
         (
-            "core keep-mask softmax == text's masked_fill(-inf)",
-            f"{result.core_equals_text} (max diff {result.core_max_abs_diff:.1e})",
-            "(not printed)",
-            result.core_equals_text,
-        )
+            "w9-masks.row_sums",
+            "rows still sum to 1",
+            f"max |sum - 1| = {max(abs(s - 1) for s in r.row_sums):.1e}",
+            f"max |sum - 1| = {max(abs(s - 1) for s in sums):.1e}",
+        ),
+        (
+            "w9-masks.past_unchanged",
+            f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
+            f"{r.past_unchanged_with_mask} (max change {r.past_max_abs_change_with_mask:.1e})",
+            None,
+        ),
+        (
+            "w9-masks.changes_without_mask",
+            "no mask: they change (the future leaks)",
+            f"{r.past_changes_without_mask} (max change {r.past_max_abs_change_without_mask:.2f})",
+            None,
+        ),
+        (
+            "w9-masks.padding_weight.text_recipe",
+            f"padding mask on {r.config['padding_from']}..{n - 1}: weight on padding (the text's masked_fill(-inf))",
+            repr(r.padding_weight_text),
+            None,
+        ),
+        (
+            "w9-masks.padding_weight",
+            "  the same through the package's masked_softmax (0 by masked_fill)",
+            repr(r.padding_weight),
+            None,
+        ),
+    ]
+    checks_rows: list[CheckRow] = []
+    for check_id, quantity, regenerated, published in checked:
+        published = published or repr(o[check_id].published)
+        if comparable:
+            checks_rows.append((quantity, regenerated, published, verdict(o[check_id])))
+        else:
+            checks_rows.append((quantity, regenerated, styled((published, "dim")), styled("n/a")))
+    core = f"{r.core_equals_text} (max diff {r.core_max_abs_diff:.1e})"
+    checks_rows.append(
+        ("core keep-mask softmax == text's masked_fill(-inf)", core, "(not printed)", r.core_equals_text)
     )
     caption = None if comparable else "not the text's settings (seed 0, n 5, d 4): published values do not apply"
     return check_table("W9 4.2  mask checks", checks_rows, caption=caption)
@@ -117,21 +109,22 @@ def figures(
 
     pos = result.positions
     pad_from = result.config["padding_from"]
-    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4.4))
-    im = heatmap(ax1, result.causal_weights, [f"t{i}" for i in pos], [f"t{j}" for j in pos], annotate=True)
-    ax1.set_title("causal mask (no peeking ahead)", fontsize=10)
-    heatmap(
-        ax2,
-        result.padding_weights,
-        [f"t{i}" for i in pos],
-        [f"t{j}" + ("\n(pad)" if j >= pad_from else "") for j in pos],
-        annotate=True,
+    ticks = [f"t{i}" for i in pos]
+    fig, axes = new_figure(1, 2, figsize=(10, 4.4))
+    panels = (
+        (result.causal_weights, ticks, "causal mask (no peeking ahead)"),
+        (
+            result.padding_weights,
+            [t + ("\n(pad)" if j >= pad_from else "") for j, t in zip(pos, ticks)],
+            f"padding mask (t{pad_from}..t{pos[-1]} are padding)",
+        ),
     )
-    ax2.set_title(f"padding mask (t{pad_from}..t{pos[-1]} are padding)", fontsize=10)
-    for ax in (ax1, ax2):
+    for ax, (weights, keys, title) in zip(axes, panels):
+        im = heatmap(ax, weights, ticks, keys, annotate=True)  # one colour scale: 0 to 1
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("key position (looked at)")
         ax.set_ylabel("query position (looking)")
-    fig.colorbar(im, ax=[ax1, ax2], label="attention weight", shrink=0.9)
+    fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.9)
     fig.suptitle(
         f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d_k']}, seed {result.config['seed']})"
     )

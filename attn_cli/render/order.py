@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,7 +15,6 @@ def _vec(values: Iterable[float]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     from attn_cli.render.console import check_table, not_text_caption, verdict
 
     o = outcomes
@@ -53,9 +51,3 @@ def tables(result: Result, outcomes: Mapping) -> list:
         "tells them apart (positional encoding, Week 10)" + not_text_caption(o.values()),
     )
     return [table]
-
-
-def figures(
-    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
-) -> list[Path]:
-    return []  # a table only

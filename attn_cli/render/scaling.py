@@ -18,8 +18,8 @@ PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
 
 def _beside(text: str, outcome: Outcome | None) -> Cell:
-    """The regenerated cell, then (for a length the text prints, at its settings) = or ≠
-    and the text's value: these cells are identities (arithmetic), shown beside the text."""
+    """The regenerated cell, then (for a length the text prints, at its settings) = or ≠ and
+    the text's value: identities (arithmetic), shown beside the text."""
     if outcome is None or outcome.status not in ("pass", "fail"):
         return text
     published = outcome.check.meta.get("printed") or f"{outcome.published:.2e}"
@@ -27,7 +27,6 @@ def _beside(text: str, outcome: Outcome | None) -> Cell:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     out: list[Block] = [_formula_table(result, outcomes)]
     if not result.measured_rows:
         out.append("doubling the length quadruples the cost (try --measure to time it)")
@@ -143,9 +142,9 @@ def figures(
     ts = [r.time_s for r in rows]
     ax1.loglog(ns, ts, "o", color="tab:blue", label="measured (fastest pass)")
     if result.exponent is not None:
-        # least-squares line through the geometric mean of the points
         import math
 
+        # least-squares line through the geometric mean of the points
         mx = sum(math.log(n) for n in ns) / len(ns)
         my = sum(math.log(t) for t in ts) / len(ts)
         fit = [math.exp(my + result.exponent * (math.log(n) - mx)) for n in ns]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from attn_cli.render.table import Table
@@ -17,27 +16,23 @@ def _shape(s: Iterable[int]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    o = outcomes
-
-    def pub(check_id: str) -> str:
-        return _shape(o[check_id].published)
-
+    r = result
     table = Table(title="self- and cross-attention shapes (seed 0)")
     for col in ("text", "shape of", "published", "regenerated"):
         table.add_column(col, no_wrap=True)
-    w9 = "W9 4.1"
-    table.add_row(w9, "self: output", pub("w9-self-cross.self.output"), _shape(result.w9_self_output))
-    table.add_row(w9, "self: weights", pub("w9-self-cross.self.weights"), _shape(result.w9_self_weights))
-    table.add_row(w9, "cross: output", pub("w9-self-cross.cross.output"), _shape(result.w9_cross_output))
-    table.add_row(
-        w9, "cross: weights", pub("w9-self-cross.cross.weights"), _shape(result.w9_cross_weights), end_section=True
+    rows = (  # (text, shape of, check ID of the published shape, regenerated shape)
+        ("W9 4.1", "self: output", "w9-self-cross.self.output", r.w9_self_output),
+        ("W9 4.1", "self: weights", "w9-self-cross.self.weights", r.w9_self_weights),
+        ("W9 4.1", "cross: output", "w9-self-cross.cross.output", r.w9_cross_output),
+        ("W9 4.1", "cross: weights", "w9-self-cross.cross.weights", r.w9_cross_weights),
+        ("D2L 10.3.3", "self: output", "d2l-self-cross.self", r.d2l_self_output),
+        ("D2L 10.3.3", "self: weights (B, h, n_q, n_k)", None, r.d2l_self_weights),
+        ("D2L 10.3.3", "cross: output", "d2l-self-cross.cross", r.d2l_cross_output),
+        ("D2L 10.3.3", "cross: weights (B, h, n_q, n_k)", None, r.d2l_cross_weights),
     )
-    d2l = "D2L 10.3.3"
-    table.add_row(d2l, "self: output", pub("d2l-self-cross.self"), _shape(result.d2l_self_output))
-    table.add_row(d2l, "self: weights (B, h, n_q, n_k)", "", _shape(result.d2l_self_weights))
-    table.add_row(d2l, "cross: output", pub("d2l-self-cross.cross"), _shape(result.d2l_cross_output))
-    table.add_row(d2l, "cross: weights (B, h, n_q, n_k)", "", _shape(result.d2l_cross_weights))
+    for i, (text, what, check_id, shape) in enumerate(rows):
+        published = _shape(outcomes[check_id].published) if check_id else ""
+        table.add_row(text, what, published, _shape(shape), end_section=i == 3)  # W9, then D2L
     # an output has its queries' shape: the inputs' shapes are read off the regenerated outputs
     encoder_out, decoder_in = _shape(result.w9_self_output), _shape(result.w9_cross_output)
     x, a = _shape(result.d2l_self_output), _shape(result.d2l_cross_output)
@@ -49,9 +44,3 @@ def tables(result: Result, outcomes: Mapping) -> list:
         "The output has the queries' length; keys and values only have to match each other."
     )
     return [table, notes]
-
-
-def figures(
-    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
-) -> list[Path]:
-    return []

@@ -38,10 +38,7 @@ def _cell(outcome: Outcome | None, value: float, fmt: str) -> Cell:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
-    o = outcomes
-
-    cfg = result.config
+    o, cfg = outcomes, result.config
     table = Table(
         title=f"W9 3.3  why divide by √d_k  ({cfg['trials']} trials, {cfg['n_keys']} keys, "
         f"seed {cfg['seed']}, {cfg['device']})",
@@ -81,13 +78,10 @@ def figures(
     dims = [r.d_k for r in result.rows]
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
     panels = ((ax1, "max_weight", "mean largest softmax weight"), (ax2, "grad", "mean softmax gradient norm  ‖∂w₀/∂s‖"))
+    curves = (("unscaled", "o-", "tab:red", "unscaled  q·k"), ("scaled", "s-", "tab:blue", "scaled  q·k / √d_k"))
     for ax, key, ylabel in panels:
-        ax.plot(
-            dims, [getattr(r, f"{key}_unscaled") for r in result.rows], "o-", color="tab:red", label="unscaled  q·k"
-        )
-        ax.plot(
-            dims, [getattr(r, f"{key}_scaled") for r in result.rows], "s-", color="tab:blue", label="scaled  q·k / √d_k"
-        )
+        for which, style, colour, label in curves:
+            ax.plot(dims, [getattr(r, f"{key}_{which}") for r in result.rows], style, color=colour, label=label)
         ax.set_xscale("log", base=2)
         ax.set_xticks(dims, labels=[str(d) for d in dims])
         ax.minorticks_off()
