@@ -25,7 +25,7 @@ def write_section(
     """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
     ``outcomes``: its checks' outcomes, the verdicts its tables mark."""
     from attn_cli.render import files
-    from attn_cli.render.figure_files import experiment_markdown
+    from attn_cli.render.report import experiment_markdown
 
     exp = run.experiment
     section = Section(

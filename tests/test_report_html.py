@@ -16,8 +16,8 @@ from conftest import run_attn
 from attn_cli.published.compare import Outcome
 from attn_cli.published.types import Artifact, Check
 from attn_cli.render import html
-from attn_cli.render.figure_files import figure_markdown, figure_views
 from attn_cli.render.manifest import Section
+from attn_cli.render.report import figure_markdown, figure_views
 
 # --------------------------------------------------------------------------- the writer
 

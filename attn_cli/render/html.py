@@ -11,15 +11,15 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from attn_cli.core.device import cuda_summary
-from attn_cli.render.figure_files import figure_views
+from attn_cli.published.types import KINDS
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
+from attn_cli.render.report import figure_views, fmt_value
 from attn_cli.render.table import esc, to_html
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Artifact
 
-KINDS = ("measured", "rule", "identity")  # STYLE.md "Checks"
 VERDICT_CLASS = {"pass": "pass", "fail": "fail", "skipped": "skip"}
 IMAGE_PREFERENCE = ("svg", "png")  # the page shows SVG where written, else PNG
 TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
@@ -58,8 +58,6 @@ def _margin_cell(o: Outcome) -> str:
 
 
 def checks_html(outcomes: Sequence) -> str:
-    from attn_cli.render.report import fmt_value
-
     rows = []
     for o in outcomes:
         verdict = {"pass": "pass", "fail": "FAIL"}.get(o.status, o.note or o.status)

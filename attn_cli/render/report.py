@@ -1,5 +1,6 @@
 """What ``attn list`` (:func:`catalogue_table`) and ``attn verify`` (:func:`verify_table`) print, and
-``attn all``'s ``index.md`` (:func:`index_markdown`, figures linked relatively)."""
+``attn all``'s Markdown: ``index.md`` and each experiment's page, figures linked relatively (a
+figure written in several formats shown once, its other formats linked)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from os.path import commonprefix
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.device import cuda_summary
-from attn_cli.render.figure_files import figure_markdown
 from attn_cli.render.manifest import Section
 from attn_cli.render.table import Cell, Table, md_escape, styled
 
@@ -229,6 +229,43 @@ def checks_markdown(outcomes: Sequence) -> str:
             status += f" ({md_escape(o.note)})"
         cells = (o.check.id, fmt_value(o.check.published, 80), fmt_value(o.regenerated, 80), o.check.tolerance_text())
         lines.append("| " + " | ".join([*map(md_escape, cells), md_escape(_margin_text(o)), status]) + " |")
+    return "\n".join(lines)
+
+
+def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg")) -> list[tuple[str | None, list[str]]]:
+    """One figure written in several formats, shown once: ``(shown, other formats)`` per figure,
+    in the order written; ``shown`` is the first of ``prefer`` present (else the first file),
+    ``other formats`` are linked beside it (a PDF cannot be shown inline)."""
+    stems: dict[str, list[str]] = {}
+    for f in figures:
+        stem, _, _ = f.rpartition(".")
+        stems.setdefault(stem or f, []).append(f)
+    views = []
+    for files in stems.values():
+        by_suffix = {f.rpartition(".")[2].lower(): f for f in files}
+        shown = next((by_suffix[p] for p in prefer if p in by_suffix), None)
+        views.append((shown, [f for f in files if f != shown]))
+    return views
+
+
+def figure_markdown(figures: Sequence[str]) -> list[str]:
+    """Markdown for figures: each once as an image (PNG preferred), its other formats linked."""
+    blocks = []
+    for shown, others in figure_views(figures):
+        text = f"![{shown}]({shown})" if shown else ""
+        if others:
+            text += ("\n\n" if text else "") + "Also: " + ", ".join(f"[{f}]({f})" for f in others) + "."
+        blocks.append(text)
+    return blocks
+
+
+def experiment_markdown(section: Section) -> str:
+    """``<name>.md``: the experiment's tables and figures."""
+    lines = [f"# attn {section.command}: {', '.join(section.ids)}", ""]
+    if section.markdown:
+        lines += [section.markdown, ""]
+    for fig in figure_markdown(section.figures):
+        lines += [fig, ""]
     return "\n".join(lines)
 
 
