@@ -31,7 +31,7 @@ def fresh(kernel_isolated, monkeypatch):
     """A fresh loader state with the cache under tmp_path (private: 0700) and a fresh scratch
     folder; the real state restored after (conftest's kernel_isolated)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(kernel_isolated / "cache"))
-    kernel._reset_for_tests()
+    kernel._state = kernel._State()  # a fresh loader state
     yield kernel_isolated
 
 
@@ -158,7 +158,7 @@ def test_a_symlinked_library_with_a_matching_record_is_never_loaded(fresh):
 @needs_cc
 def test_a_verified_library_is_loaded_from_the_cache(fresh):
     assert kernel.load() is not None
-    kernel._reset_for_tests()
+    kernel._state = kernel._State()  # a fresh loader state
     lib = kernel.load()
     so = kernel.cache_folder() / _so_name()
     assert lib is not None and kernel.loaded() == (so, _sha256_of(so))

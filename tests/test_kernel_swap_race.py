@@ -126,7 +126,7 @@ def _race(argv_prefix: list[str], a: Path, b: Path, genuine_sha: str, marker: Pa
         assert swapper.stdout.readline().strip() == "ready"
         end = time.monotonic() + SECONDS
         while seen["loads"] < LOADS and time.monotonic() < end:
-            kernel._reset_for_tests()
+            kernel._state = kernel._State()  # a fresh loader state
             lib = kernel.load()
             assert lib is not None, kernel.load_error()
             where, sha = kernel.loaded()

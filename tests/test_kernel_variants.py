@@ -236,7 +236,7 @@ def test_load_refuses_a_bad_attn_kernel_isa_before_building(monkeypatch):
     monkeypatch.setenv(kernel_build.ISA_VAR, "sse9")
     monkeypatch.setattr(kernel_build, "_compiler", lambda: pytest.fail("nothing is built"))
     saved = kernel._state
-    kernel._reset_for_tests()
+    kernel._state = kernel._State()  # a fresh loader state
     try:
         with pytest.raises(kernel_build.KernelIsaError, match="ATTN_KERNEL_ISA='sse9'"):
             kernel.load()

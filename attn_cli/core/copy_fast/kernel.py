@@ -23,7 +23,7 @@ from attn_cli.store import private, scratch
 
 @dataclass
 class _State:
-    """What :func:`load` found, once per process (tests swap in a fresh one)."""
+    """What :func:`load` found, once per process (a fresh one: the next load resolves and loads again)."""
 
     lib: ctypes.CDLL | None = None
     tried: bool = False
@@ -224,9 +224,3 @@ def kernel_isa() -> str:
 def load_error() -> str | None:
     """Why :func:`load` returned None (after it was called)."""
     return _state.error
-
-
-def _reset_for_tests() -> None:
-    """Forget the loaded library, so that the next :func:`load` resolves and loads again."""
-    global _state
-    _state = _State()
