@@ -148,12 +148,7 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
         *([done.quick_line] if done.quick_line else []),
         *(f"{s.name} failed: {s.error}" for s in done.errors),
     ]
-    return Report(
-        out=Path(out),
-        manifest=_json_data(done.manifest),
-        ok=done.exit_code == 0,
-        notes="\n".join(notes),
-    )
+    return Report(out=Path(out), manifest=_json_data(done.manifest), ok=done.exit_code == 0, notes="\n".join(notes))
 
 
 @dataclass(frozen=True)

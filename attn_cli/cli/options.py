@@ -154,7 +154,6 @@ def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     )
     @click.option(
         "--out",
-        "out",
         default="outputs",
         show_default=True,
         metavar="DIR",
@@ -206,10 +205,7 @@ def format_option(func: Callable[..., Any] | None = None, *, no_figures: bool = 
     wrapper = functools.wraps(func)(wrapper)
     if no_figures:
         wrapper = click.option(
-            "--no-figures",
-            "no_figures",
-            is_flag=True,
-            help="Write the tables and data files (CSV, JSON) but no figure: faster.",
+            "--no-figures", is_flag=True, help="Write the tables and data files (CSV, JSON) but no figure: faster."
         )(wrapper)
     return click.option(
         "--format",
@@ -275,11 +271,8 @@ def _scheduler_address(ctx: click.Context, param: click.Parameter, value: str | 
         raise from_environment(ctx, param, value, message) or click.BadParameter(f"{value!r} is {message}")
     scheme, sep, _ = value.partition("://")
     if sep and scheme not in SCHEDULER_SCHEMES:
-        message = (
-            f"the scheme {scheme}:// is not supported; use one of "
-            + ", ".join(f"{s}://" for s in SCHEDULER_SCHEMES)
-            + " (or host:port, which is tcp)"
-        )
+        schemes = ", ".join(f"{s}://" for s in SCHEDULER_SCHEMES)
+        message = f"the scheme {scheme}:// is not supported; use one of {schemes} (or host:port, which is tcp)"
         raise from_environment(ctx, param, value, message) or click.BadParameter(message)
     return value
 

@@ -85,12 +85,7 @@ def from_environment(
     """The usage error naming ``param``'s environment variable when ``value`` came from it."""
     from click.core import ParameterSource
 
-    if (
-        ctx is not None
-        and param is not None
-        and param.envvar
-        and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT
-    ):
+    if ctx and param and param.envvar and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
         return click.UsageError(f"{param.envvar}={value}: {message}", ctx=ctx)
     return None
 
