@@ -1,7 +1,5 @@
-"""The copy task's cache of finished runs: ``<cache>/copy_task/<sha256>.json`` in the per-user
-cache (:mod:`attn_cli.store.cache`), shared by every ``--out``; the pipeline opens it and hands it to
-:func:`attn_cli.experiments.copy_task.run` as :class:`attn_cli.store.entries.Pieces` (``CACHES_PIECES``).
-What is the copy task's own here: the runs' keys and what a valid run is.
+"""The copy task's cache of finished runs (``<cache>/copy_task/<sha256>.json`` in the per-user
+cache, opened by the pipeline): the runs' keys and what a valid run is.
 
 Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.cache``.
 """
@@ -23,8 +21,7 @@ from attn_cli.store.typed import check, check_grid, check_len, check_range
 
 CACHE_SUBDIR = Path("copy_task")  # the entries' folder in the cache
 CACHE_FORMAT = 4  # bump when the cached fields change
-# the sources that compute a run (models, data, training loop, both engines, the kernel), relative
-# to the package: a change to any of them is a cache miss
+# the sources that compute a run, relative to the package: a change to any of them is a cache miss
 CODE_GLOBS = ("core/copy_*.py", "core/copy_*/**/*.py", "core/copy_*/**/*.c", "core/copy_*/**/*.h")
 
 
@@ -45,21 +42,15 @@ def cache_path(root: str | os.PathLike, key: dict) -> Path:
 
 
 def max_entry_bytes(spec: dict) -> int:
-    """The most bytes a run's payload can take, from its spec: the attention map of one
-    sequence, (length + 1) decoder steps x length inputs floats of at most 26 characters
-    each (``-1.2345678901234567e-308, ``), its tokens, and a few hundred bytes of scalars."""
-    length = int(spec["length"])
-    return 4096 + 32 * (length + 2) ** 2
+    """The most bytes a run's payload can take: its attention map's floats (at most 26 characters
+    each, ``-1.2345678901234567e-308, ``), its tokens, and a few hundred bytes of scalars."""
+    return 4096 + 32 * (int(spec["length"]) + 2) ** 2
 
 
 def load_cached(store: entries.Pieces, key: dict) -> RunOutcome | None:
     """The cached outcome for ``key`` if it is complete and was made for it; else None (none
-    stored, or ``store.reuse`` False).
-
-    Raises ValueError (:class:`attn_cli.store.cache.Refused` or :class:`~attn_cli.store.typed.InvalidEntry`,
-    with the reason) for an entry that exists but cannot be trusted: its HMAC, size or key, a
-    value of the wrong type, or one the run's spec rules out (:func:`check_outcome`).
-    """
+    stored, or ``store.reuse`` False).  Raises ValueError (Refused, InvalidEntry: the reason) for
+    an entry that cannot be trusted: its HMAC, size, key or types, or values its spec rules out."""
     return store.load(key, max_entry_bytes(key["spec"]), RunOutcome, check_outcome)
 
 
@@ -71,10 +62,8 @@ RAN_ON = ("worker", "host", "cpu")  # RunOutcome.ran_on's keys (attn_cli.experim
 
 
 def check_outcome(outcome: RunOutcome, key: dict) -> None:
-    """What the run's spec implies: the spec and engine of ``key``; accuracies in [0, 1];
-    finite loss and times; for the attention model, a length x length map of weights in
-    [0, 1] over a sequence of ``length`` digits and a diagonal fraction in [0, 1]; for the
-    plain model, none.  Raises InvalidEntry with the first value that does not fit."""
+    """What the run's spec implies (the spec and engine of ``key``, accuracies in [0, 1], for the
+    attention model a length x length map and a diagonal fraction); InvalidEntry: the first misfit."""
     spec = outcome.spec
     check(dataclasses.asdict(spec) == key["spec"], "spec", "not the run it is stored for")
     check(
@@ -102,6 +91,6 @@ def check_outcome(outcome: RunOutcome, key: dict) -> None:
         check_range([outcome.diagonal], 0.0, 1.0, "diagonal")
     else:  # the plain model has no attention: the exact engine keeps its example sequence, the fast none
         check(len(outcome.example_src) in (0, L), "example_src", f"expected 0 or {L} items")
-        check_range(outcome.example_src, 0, BOS - 1, "example_src")  # digits: BOS is never a source token
+        check_range(outcome.example_src, 0, BOS - 1, "example_src")
         check(not outcome.example_weights, "example_weights", "the plain model has no attention map")
         check(outcome.diagonal is None, "diagonal", "the plain model has no attention map")

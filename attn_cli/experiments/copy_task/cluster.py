@@ -6,7 +6,9 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.clust
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
@@ -27,16 +29,11 @@ TIMEOUT_VAR = "ATTN_SCHEDULER_TIMEOUT"  # sets that handshake timeout, in second
 WORKER_WAIT_S = 120.0  # how long a sweep waits for a first (or a new) worker: --worker-wait
 SAY_EVERY_S = 10.0  # while no worker is connected, a line on stderr this often
 POLL_S = 1.0  # how often the client looks at the futures and the workers
+DEFAULT_PORT = 8786  # Dask's scheduler port where an address names none
 
 
 class ClusterError(AttnError):
     """The scheduler cannot be reached, went away, or a worker was refused."""
-
-
-# --------------------------------------------------------------------------- on the client
-
-
-DEFAULT_PORT = 8786  # Dask's scheduler port where an address names none
 
 
 def handshake_timeout() -> float:
@@ -45,10 +42,8 @@ def handshake_timeout() -> float:
     import os
 
     raw = os.environ.get(TIMEOUT_VAR, "").strip()
-    if not raw:
-        return CONNECT_TIMEOUT_S
     try:
-        value = float(raw)
+        value = float(raw) if raw else CONNECT_TIMEOUT_S
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
@@ -57,9 +52,8 @@ def handshake_timeout() -> float:
 
 
 def connect(address: str, source: str = "--scheduler") -> Client:
-    """A ``distributed.Client`` on ``address``, or a ClusterError naming the address and where it
-    came from: nothing listening, or a port that does not complete Dask's handshake within
-    :func:`handshake_timeout` (silent, HTTP, garbage: "is not a Dask scheduler")."""
+    """A ``distributed.Client`` on ``address``, or a ClusterError naming the address and where it came
+    from: nothing listening, or no Dask handshake within :func:`handshake_timeout` ("is not a Dask scheduler")."""
     try:
         from distributed import Client
     except ImportError:
@@ -75,8 +69,7 @@ def connect(address: str, source: str = "--scheduler") -> Client:
             return Client(address, timeout=timeout, set_as_default=False)
         except Exception as exc:  # OSError, TimeoutError, ValueError (a malformed address), ...
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        # the half-made Client is finalised here and now: left to a later garbage collection, its
-        # __del__ can run inside the next Client's start and deadlock on its event loop's lock
+        # finalise the half-made Client now: its __del__, run inside the next Client's start, can deadlock
         import gc
 
         gc.collect()
@@ -84,9 +77,8 @@ def connect(address: str, source: str = "--scheduler") -> Client:
 
 
 def _identify(address: str, timeout: float) -> str | None:
-    """Why ``address`` is not a Dask scheduler (None: it answered Dask's ``identity`` as one),
-    asked over Dask's own comm within ``timeout`` seconds, on an event loop of its own thread
-    (a notebook's running loop is left alone)."""
+    """Why ``address`` is not a Dask scheduler (None: it answered Dask's ``identity`` as one), asked
+    within ``timeout`` seconds on an event loop of its own thread (a notebook's running loop is left alone)."""
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
@@ -120,8 +112,7 @@ def _identify(address: str, timeout: float) -> str | None:
 
 
 def _probe(address: str, timeout: float) -> str | None:
-    """Why a TCP scheduler address does not accept a connection (None: it does, or it is a
-    ``tls://`` address, which Dask's own connect then checks)."""
+    """Why a TCP scheduler address does not accept a connection (None: it does, or it is not TCP)."""
     import socket
     from urllib.parse import urlsplit
 
@@ -143,8 +134,7 @@ def _probe(address: str, timeout: float) -> str | None:
 
 
 def _quiet_client_logs() -> None:
-    """Dask's client logs a lost connection as tracebacks on stderr (its config gives some of
-    its loggers their own levels); attn reports it as one Error line instead."""
+    """Silence Dask's client loggers: attn reports a lost connection as one Error line, not tracebacks."""
     import logging
 
     names = [
@@ -156,23 +146,15 @@ def _quiet_client_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-def check_reachable(address: str, source: str = "--scheduler") -> None:
-    """Connect and disconnect: a clear error before any work when the scheduler is not there."""
-    connect(address, source).close()
-
-
 def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float | None = None) -> dict:
-    """``{"scheduler": ..., "scheduler_from": ..., "worker_wait": ...}`` for a Config (empty
-    without a scheduler), after checking that the scheduler answers: a command fails before any
-    work otherwise."""
+    """A Config's ``scheduler``, ``scheduler_from`` and ``worker_wait`` (none without a scheduler),
+    once the scheduler has answered: a command fails before any work otherwise."""
     if not scheduler:
         return {}
-    check_reachable(scheduler, source or "--scheduler")
-    return {
-        "scheduler": scheduler,
-        "scheduler_from": source or "--scheduler",
-        "worker_wait": WORKER_WAIT_S if worker_wait is None else worker_wait,
-    }
+    source = source or "--scheduler"
+    connect(scheduler, source).close()
+    wait = WORKER_WAIT_S if worker_wait is None else worker_wait
+    return {"scheduler": scheduler, "scheduler_from": source, "worker_wait": wait}
 
 
 def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
@@ -186,8 +168,7 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
     address, source = config.scheduler, config.scheduler_from or "--scheduler"
     assert address is not None  # only called with a scheduler
     todo = schedule(todo)  # longest first: the scheduler starts them in submission order
-    # this process's mode, from the environment (the Config does not carry it: a field there would
-    # change every cache key and JSON); each worker applies it before its torch loads
+    # this process's numeric mode (not a Config field: it would change every cache key and JSON)
     mode, code = numerics.current_mode(), code_digest()
     client = connect(address, source)
     futures: dict = {}
@@ -210,23 +191,13 @@ def _submit(client: Client, tags: dict[str, tuple[int, RunSpec]], config: Config
     ``futures`` (future -> ``(index, spec, engine)``) as it is submitted."""
     for key, (index, spec) in tags.items():
         engine = config.engine_of(spec)
-        fut = client.submit(
-            train_on_worker,
-            dataclasses.asdict(spec),
-            engine,
-            mode,
-            config.device,
-            key,
-            pure=False,
-            retries=RETRIES,
-            key=key,
-        )
-        futures[fut] = (index, spec, engine)
+        args = (dataclasses.asdict(spec), engine, mode, config.device, key)
+        futures[client.submit(train_on_worker, *args, pure=False, retries=RETRIES, key=key)] = (index, spec, engine)
 
 
 def _collect(client: Client, futures: dict, config: Config, report: Report, done: Done, code: str) -> None:
-    """Each run's answer as it finishes, checked and handed to ``done`` (and popped from
-    ``futures``); the workers watched meanwhile.  A failed run is a ClusterError."""
+    """Each run's answer as it finishes, checked, popped from ``futures`` and handed to ``done``;
+    the workers watched meanwhile.  A failed run is a ClusterError."""
     address, source = config.scheduler or "", config.scheduler_from or "--scheduler"
     collected = 0
     watch = _WorkerWatch(client, address, source, config.worker_wait)
@@ -257,25 +228,18 @@ def _failed(exc: Exception, client: Client, address: str, source: str, what: str
 
 
 def _release(client: Client, uncollected: dict, listening: bool) -> None:
-    """Cancel the runs nobody will collect (after an error or Ctrl-C: the cluster stops computing
-    them), stop listening to run starts, and close the client."""
-    if uncollected:
-        try:
+    """Cancel the runs nobody will collect (after an error or Ctrl-C), stop listening, close the client."""
+    with suppress(Exception):  # the scheduler may be gone already
+        if uncollected:
             client.cancel(list(uncollected))
-        except Exception:  # the scheduler may be gone already
-            pass
-    if listening:
-        try:
+    with suppress(Exception):
+        if listening:
             client.unsubscribe_topic(TOPIC)
-        except Exception:
-            pass
     client.close()
 
 
 def _finishing(client: Client, futures: dict, watch: _WorkerWatch, collected: Callable[[], int]) -> Iterator[Future]:
     """The futures as they finish; while none does, the workers are watched every :data:`POLL_S`."""
-    import time
-
     from distributed import as_completed
 
     pending = as_completed(list(futures), loop=client.loop)
@@ -301,8 +265,6 @@ class _WorkerWatch:
         self.said = 0.0
 
     def check(self, collected: int) -> None:
-        import time
-
         try:
             workers = len(self.client.nthreads())
         except Exception:  # the scheduler went: the futures say so
@@ -334,23 +296,20 @@ class _WorkerWatch:
 
 
 def _say(line: str) -> None:
-    """One line on stderr, with or without a terminal (a live progress display keeps it above)."""
+    """One line on stderr (a live progress display keeps it above)."""
     import sys
 
     print(line, file=sys.stderr, flush=True)
 
 
 def _listen(client: Client, tags: dict[str, tuple[int, RunSpec]], report: Report) -> bool:
-    """Hear each run's start (:data:`TOPIC`) as ``report(index, 0, steps, nan, "started")``:
-    a progress display counts running runs and restarted ones.  False where this Dask cannot."""
+    """Hear each run's start (:data:`TOPIC`) as ``report(index, 0, steps, nan, "started")`` (a
+    progress display counts running and restarted runs).  False where this Dask cannot."""
 
     def heard(event: tuple[float, Any]) -> None:  # on the client's event loop: never raise there
-        try:
-            _, message = event
-            index, spec = tags[message["tag"]]
+        with suppress(Exception):
+            index, spec = tags[event[1]["tag"]]
             report(index, 0, spec.steps, float("nan"), "started")
-        except Exception:
-            pass
 
     try:
         client.subscribe_topic(TOPIC, heard)

@@ -1,15 +1,13 @@
-"""The copy task's runs on a Dask worker: what :mod:`.cluster` submits (:func:`train_on_worker`)
-and the worker's own set-up (:func:`prepare_worker`, run by the preload :mod:`attn_cli.dask_worker`).
-
-Plain data in and out: the RunSpec as a dict, the engine, the numeric mode and the device in;
-the RunOutcome as a dict, where it ran and the code's digest out, or a refusal.  No tensor
-crosses the network.
+"""The copy task's runs on a Dask worker: what :mod:`.cluster` submits (:func:`train_on_worker`:
+plain data in and out, no tensor) and the worker's set-up (:func:`prepare_worker`, run by the
+preload :mod:`attn_cli.dask_worker`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import socket
+from contextlib import suppress
 
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.experiments.copy_task.cache import code_digest
@@ -47,27 +45,22 @@ TOPIC = "attn-copy-task-started"  # each attempt of a run says on this Dask even
 
 
 def _announce(tag: str | None) -> None:
-    """Tell the client (:data:`TOPIC`) that the run ``tag`` starts on this worker: its progress
-    bar counts running runs, and a run that starts again as a failed attempt.  Best effort."""
+    """Tell the client (:data:`TOPIC`) that the run ``tag`` starts on this worker (its progress bar
+    counts running runs, and a run that starts again as a failed attempt).  Best effort."""
     if tag:
-        try:
+        with suppress(Exception):  # not inside a worker, an old distributed: no announcement, same run
             from distributed import get_worker
 
             get_worker().log_event(TOPIC, {"tag": str(tag)})
-        except Exception:  # not inside a worker, an old distributed: no announcement, same run
-            pass
 
 
 PRELOADED_MODE: str | None = None  # the numeric mode prepare_worker pinned in this process; None: not preloaded
 
 
 def prepare_worker(mode: str) -> None:
-    """Make this (Dask worker) process ready to train: pin ``mode`` before torch loads here, one
-    intra-op thread, torch and the training code imported (as the local pool's fork server does,
-    :data:`.engines.WARM_MODULES`), so the first run pays no import.  From then on this worker
-    computes under ``mode`` alone (:func:`train_on_worker` refuses a run asking for the other).
-    Raises NumericsError when torch here already runs other kernels.  Called by the preload
-    module :mod:`attn_cli.dask_worker`."""
+    """Make this Dask worker process ready to train: ``mode`` pinned before torch loads, one intra-op
+    thread, the training code imported (:data:`.engines.WARM_MODULES`).  From then on it computes under
+    ``mode`` alone (:func:`train_on_worker` refuses others).  NumericsError: torch here runs other kernels."""
     global PRELOADED_MODE
     import importlib
 
@@ -96,19 +89,13 @@ def _other_mode(mode: str) -> str | None:
 
 
 def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: str | None = None) -> dict:
-    """One copy-task run, as the local engines compute it, in this (worker) process.
-
-    ``spec``: ``dataclasses.asdict`` of a RunSpec; ``engine``: "exact" or "fast"; ``mode``:
-    the numeric mode (:data:`attn_cli.core.numerics.MODES`).  Returns ``{"outcome": asdict(RunOutcome),
-    "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` when this process
-    cannot compute under ``mode`` (preloaded with the other mode, or its torch already runs other
-    kernels).  Plain data only.
-    ``tag``: the client's name of the run, announced on :data:`TOPIC` as it starts.
-    """
+    """One copy-task run, as the local engines compute it, in this worker process: ``spec`` a RunSpec as
+    a dict, ``tag`` the client's name of the run (announced on :data:`TOPIC`).  Returns ``{"outcome":
+    asdict(RunOutcome), "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` where this
+    process cannot compute under ``mode`` (preloaded with another, or torch runs other kernels)."""
     from attn_cli.core import numerics
 
     _announce(tag)
-
     place = where()
     other = _other_mode(mode)
     if other:

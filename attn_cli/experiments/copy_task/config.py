@@ -1,5 +1,5 @@
-"""The copy task's configuration: what to train, checked before any work (domain errors,
-memory), and the configuration ``attn verify`` judges."""
+"""The copy task's configuration: what to train, checked before any work (domain errors, memory),
+and the configuration ``attn verify`` judges."""
 
 from __future__ import annotations
 
@@ -53,17 +53,9 @@ class Config:
 
     def plan(self) -> list[RunSpec]:
         """Every run of this configuration, in display order (model, length, seed)."""
+        base = RunSpec(steps=self.steps, hidden=self.hidden_size, batch_size=self.batch_size, lr=self.lr)
         return [
-            RunSpec(
-                model=m,
-                length=L,
-                seed=s,
-                steps=self.steps,
-                hidden=self.hidden_size,
-                batch_size=self.batch_size,
-                lr=self.lr,
-                eval_size=self.eval_size,
-            )
+            dataclasses.replace(base, model=m, length=L, seed=s, eval_size=self.eval_size)
             for m in self.model_list
             for L in self.lengths
             for s in self.seed_list
@@ -80,8 +72,8 @@ class Config:
         return tuple(dict.fromkeys(self.engine_of(s) for s in self.plan()))
 
     def worker_count(self) -> int:
-        """Worker processes: ``jobs``, or the CPUs this process may use; on cuda one (every run
-        uses the one GPU, ``cuda``; more processes would only add CUDA contexts taking turns)."""
+        """Worker processes: ``jobs``, or the CPUs this process may use; on cuda one (more would
+        only add CUDA contexts taking turns on the one GPU)."""
         if self.jobs:
             return self.jobs
         if self.device.split(":")[0] == "cuda":
@@ -102,10 +94,9 @@ def recorded(config: Config) -> dict:
 
 
 def verify_config(config: Config, seeds: int | None = None) -> Config:
-    """What ``attn verify`` trains: the text's configuration over ``seeds`` seeds for the seed
-    rule (default :data:`~attn_cli.published.seed_rule.MIN_SEEDS`: ``--seed`` and the next
-    ones), the first with ``config.engine`` (exact: the text's program, bit for bit), the
-    others with the fast engine (same seed distribution, a fraction of the time)."""
+    """What ``attn verify`` trains: ``seeds`` seeds from ``--seed`` on (default
+    :data:`~attn_cli.published.seed_rule.MIN_SEEDS`), the first with ``config.engine``, the others
+    with the fast engine (the same seed distribution, a fraction of the time)."""
     from attn_cli.published.seed_rule import MIN_SEEDS
 
     first, n = config.seed_list[0], MIN_SEEDS if seeds is None else seeds
@@ -134,23 +125,16 @@ def validate(config: Config) -> None:
             raise AttnError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
 
 
-# --------------------------------------------------------------------------- memory
-
-
 def run_peak_bytes(spec: RunSpec) -> int:
     """Estimated peak memory of one run (float32), the larger of training and evaluation.
 
-    Training keeps, per decoder step, the autograd tensors of a batch: embeddings, the cell's
-    inputs and gates, two attention score and weight rows over the input (2 x 2 x T), two
-    contexts and the logits: about (4 T + 10 h + 100) floats per sequence and step.
-    Evaluation keeps the encoder states (T x h), the stacked logits (T x V), the int64
-    batch and per-step temporaries: about (3 h + 2 V + 16) floats per sequence and step.
-    The parameters, their gradients and Adam's moments add 4 x (10 h^2 + 200 h) floats.
-    """
+    Per sequence and decoder step, training keeps about (4 T + 10 h + 100) floats of autograd
+    tensors (embeddings, gates, two attention rows, contexts, logits), evaluation about (3 h + 2 V
+    + 16) (encoder states, logits, the batch, temporaries); the parameters, their gradients and
+    Adam's moments add 4 x (10 h^2 + 200 h)."""
     L, h = spec.length, spec.hidden
     train = spec.batch_size * L * (4 * L + 10 * h + 100)
     evaluate = spec.eval_size * L * (3 * h + 2 * 12 + 16) + spec.eval_size * (4 * L + 4 * h)
-    # parameters (two GRUs, attention, readout: about 10 h^2 + 200 h) with gradients and Adam's two moments
     params = 4 * (10 * h * h + 200 * h)
     return 4 * (max(train, evaluate) + params)
 
@@ -167,8 +151,8 @@ def estimate_bytes(config: Config) -> int:
 
 
 def check_memory(config: Config) -> None:
-    """Refuse up front a configuration whose largest run would not fit (all workers at once);
-    not with a Dask scheduler: the runs then train in the cluster's workers, not here."""
+    """Refuse up front a configuration whose largest run would not fit (all workers at once); not
+    with a Dask scheduler (the runs train in its workers)."""
     from attn_cli.core.memory import guard
 
     specs = config.plan()
@@ -184,7 +168,6 @@ def check_memory(config: Config) -> None:
 
 
 def processes(config: Config, specs: list[RunSpec]) -> int:
-    """Processes that compute (each with its own CUDA context on a GPU): this one, plus the
-    exact engine's pool workers (none where its runs train in this process)."""
+    """Processes that compute (each with a CUDA context on a GPU): this one and the exact engine's pool workers."""
     workers = min(config.worker_count(), sum(config.engine_of(s) == "exact" for s in specs))
     return 1 + (workers if workers > 1 else 0)

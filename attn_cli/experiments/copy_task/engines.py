@@ -1,13 +1,14 @@
 """How the copy task's runs are computed: the exact engine in this process or in a pool of
-forkserver worker processes (one intra-op thread each, longest runs first, which changes no
-number), the fast engine in one call to :func:`attn_cli.core.copy_fast.run_fast`.
-
-Both hand each finished run to ``done(index, outcome)`` and each step to ``report(index,
-step, total, loss, "running")``, ``index`` being the run's place in ``Config.plan()``.
+forkserver worker processes (one intra-op thread each, longest runs first), the fast engine in
+one call to :func:`attn_cli.core.copy_fast.run_fast`.  Both hand each finished run to
+``done(index, outcome)`` and each step to ``report(index, step, total, loss, "running")``.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,19 +28,14 @@ Report = Callable[[int, int, int, float, str], None]
 Done = Callable[[int, RunOutcome], None]
 Todo = list[tuple[int, RunSpec]]  # (run index in plan order, run)
 
-# what a process that trains imports once, before its first run: the local pool's fork server
-# and a Dask worker started with ``--preload attn_cli.dask_worker`` (:func:`.cluster_worker.prepare_worker`)
+# imported once before the first run by the local pool's fork server and a preloaded Dask worker
 WARM_MODULES = ("attn_cli.core.copy_train",)
 PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention bmm)
 
 
 def fast_engine() -> Callable:
     """``run_fast`` of :mod:`attn_cli.core.copy_fast`, or a clear AttnError if it is absent.
-
-    Only looked up here (``find_spec``: torch is not imported); the module is imported when
-    the returned function is first called, so a run whose every result is cached never pays
-    for importing torch.
-    """
+    Only looked up here: imported on the first call, so a sweep found in the cache never imports torch."""
     import importlib.util
 
     name = "attn_cli.core.copy_fast"
@@ -70,14 +66,12 @@ def _cost(spec: RunSpec) -> float:
 
 
 def schedule(todo: Todo) -> Todo:
-    """Longest runs first (cost ~ steps x length), so 4 8 16 32 on two workers splits as
-    [32] and [16, 8, 4]; ties keep their display order."""
+    """Longest runs first (4 8 16 32 on two workers: [32] and [16, 8, 4]); ties keep their order."""
     return sorted(todo, key=lambda item: -_cost(item[1]))
 
 
 def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done, stop: Event | None = None) -> None:
-    """Run the fast engine on every run of ``todo`` at once (its threads: ``config.jobs``);
-    ``stop`` (a threading.Event) ends it early from another thread."""
+    """The fast engine on every run of ``todo`` at once; ``stop`` ends it early from another thread."""
     run = fast_engine()
     specs = [spec for _, spec in todo]
 
@@ -111,21 +105,15 @@ def run_exact_engine(todo: Todo, config: Config, report: Report, done: Done) -> 
 # --------------------------------------------------------------------------- the worker pool
 
 
-# ProcessPoolExecutor gives a task no handle on its process other than module state, and a
-# multiprocessing queue reaches a process only when it starts (as the initializer's argument),
-# never as a task's argument.  So the initializer keeps the queue its runs report their steps
-# to here, once per worker process; the parent never sets it.
+# the queue a worker process's runs report their steps to: a multiprocessing queue reaches a process
+# only as its initializer's argument, so the initializer keeps it here (never set in the parent)
 _queue: Queue[tuple[int, int, int, float]] | None = None
 
 
 def _start_worker(queue: Queue[tuple[int, int, int, float]], parent: Connection, mode: str) -> None:
-    """The pool's initializer: the numeric ``mode`` applied here, before torch computes
-    (the fork server may have started under another call's mode); 1 intra-op thread; a
-    terminal's Ctrl-C or hang-up (sent to the whole process group) left to attn, which stops
-    us (SIGTERM); gone with attn."""
+    """The pool's initializer: the numeric ``mode`` applied before torch computes, 1 intra-op thread,
+    a terminal's Ctrl-C or hang-up left to attn (which stops us), gone with attn."""
     global _queue
-    import signal
-
     from attn_cli.core import numerics
 
     numerics.apply(mode)
@@ -147,15 +135,11 @@ def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
         raise RuntimeError("a copy-task worker task ran outside a worker process")
     from attn_cli.core.copy_train import train_and_evaluate
 
-    def report(step: int, total: int, loss: float) -> None:
-        queue.put((index, step, total, loss))
-
-    return train_and_evaluate(spec, device, report)
+    return train_and_evaluate(spec, device, lambda step, total, loss: queue.put((index, step, total, loss)))
 
 
 def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) -> RunOutcome:
-    """A finished worker's outcome, or one error naming the run: a missing ``__main__`` guard
-    (ConfigError), a dead worker, or the run's own failure."""
+    """A worker's outcome, or one error naming the run: a missing ``__main__`` guard, a dead worker, its failure."""
     from concurrent.futures.process import BrokenProcessPool
 
     try:
@@ -247,21 +231,16 @@ def _exit_codes(pool: ProcessPoolExecutor) -> set[int]:
 
 
 def _start_helpers(ctx: BaseContext) -> BaseContext:
-    """Start multiprocessing's resource tracker and fork server (if not running yet) with SIGHUP
-    and SIGINT blocked, so they outlive a terminal's hang-up and Ctrl-C (both reach the whole
-    process group) until attn has stopped the workers.  A tracker killed by a hang-up would be
-    relaunched during that cleanup and print tracebacks; the fork server ignores SIGINT only
-    after its preload, and a Ctrl-C during that import (seconds) printed a traceback.  Returns
-    the context to start workers with: ``ctx``, or spawn where the fork server's socket cannot
-    be made (a path over the 107 bytes of AF_UNIX, under a deep TMPDIR)."""
+    """Start multiprocessing's resource tracker and fork server with SIGHUP and SIGINT blocked, so
+    that a terminal's hang-up or Ctrl-C leaves them to attn's cleanup (else: tracebacks).  Returns the
+    context to start workers with: ``ctx``, or spawn where the fork server's socket path is too long."""
     from multiprocessing import forkserver, resource_tracker
 
     from attn_cli.signals import terminal_signals_blocked
 
     with terminal_signals_blocked():
         resource_tracker.ensure_running()
-    # again: starting the tracker unblocks SIGINT and SIGTERM in this thread on its way out
-    # (multiprocessing blocks them around its spawn, then unblocks them, whatever was before)
+    # blocked again: starting the tracker unblocks SIGINT and SIGTERM in this thread on its way out
     if ctx.get_start_method() == "forkserver":
         try:
             with terminal_signals_blocked():
@@ -274,13 +253,8 @@ def _start_helpers(ctx: BaseContext) -> BaseContext:
 
 
 def _stop_fork_server() -> None:
-    """Stop the fork server, so that it starts no worker attn has asked for but not yet heard
-    of (a signal while the fork server still imports torch: seconds): such a worker would start
-    after attn has gone and fail loudly on the queues attn removed.  It is waited for (not
-    reaped), so that a later pool in this process starts a fresh one."""
-    import os
-    import signal
-    import time
+    """Stop the fork server, so that it starts no worker attn asked for but has not heard of yet (it
+    would fail loudly after attn has gone); waited for, not reaped: a later pool starts a fresh one."""
     from multiprocessing import forkserver
 
     pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)  # no public API

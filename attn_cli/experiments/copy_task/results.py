@@ -1,6 +1,5 @@
-"""The copy task's Result: every run's numbers, aggregated per (model, length) over the
-seeds, and the values its checks judge (:meth:`Result.measured`).  Plain values only: the
-published numbers and verdicts live in :mod:`attn_cli.published.copy_task`."""
+"""The copy task's Result: every run's numbers, aggregated per (model, length) over the seeds, and
+the values its checks judge (:meth:`Result.measured`); the published ones live in published/."""
 
 from __future__ import annotations
 
@@ -42,10 +41,8 @@ class Result:
         return f"{n} training run{'s' if n != 1 else ''}: {cached} from cache, {n - cached} computed"
 
     def published_beside(self, outcomes: Mapping[str, Outcome]) -> dict[str, Any]:
-        """The JSON fields that carry the text's values beside the regenerated ones (the
-        contract's optional hook, :func:`attn_cli.render.files.result_json`): each cell's
-        metrics with ``published`` and ``status`` from ``outcomes`` (check ID -> Outcome;
-        None where the text prints none)."""
+        """The JSON's cells with the text's values beside (:func:`attn_cli.render.files.result_json`):
+        each metric's ``published`` and ``status`` from ``outcomes`` (None where the text prints none)."""
         from attn_cli.published.copy_task import check_id
 
         cells = copy.deepcopy(self.cells)
@@ -126,6 +123,11 @@ def _aggregate(config: Config, outcomes: list[RunOutcome]) -> tuple[list[dict], 
     return cells, maps
 
 
+# a row's and a run's fields after the run's model, length and seed (RunOutcome's names)
+ROW_FIELDS = ("engine", "teacher_forced", "free_running", "exact", "diagonal")
+RUN_FIELDS = ("seconds", "cpu_seconds", "final_loss", "engine", "isa", "backend", "kernel_isa")
+
+
 def assemble(
     config: Config,
     outcomes: list[RunOutcome],
@@ -135,35 +137,11 @@ def assemble(
 ) -> Result:
     """The Result of ``config`` from its runs' outcomes (in plan order)."""
     cached = cached or [False] * len(outcomes)
-    rows = [
-        {
-            "model": o.spec.model,
-            "length": o.spec.length,
-            "seed": o.spec.seed,
-            "engine": o.engine,
-            "teacher_forced": o.teacher_forced,
-            "free_running": o.free_running,
-            "exact": o.exact,
-            "diagonal": o.diagonal,
-        }
-        for o in outcomes
-    ]
+    which = [{"model": o.spec.model, "length": o.spec.length, "seed": o.spec.seed} for o in outcomes]
+    rows = [{**w, **{k: getattr(o, k) for k in ROW_FIELDS}} for w, o in zip(which, outcomes)]
     runs = [
-        {
-            "model": o.spec.model,
-            "length": o.spec.length,
-            "seed": o.spec.seed,
-            "seconds": o.seconds,
-            "cpu_seconds": o.cpu_seconds,
-            "final_loss": o.final_loss,
-            "engine": o.engine,
-            "isa": o.isa,
-            "backend": o.backend,
-            "kernel_isa": o.kernel_isa,
-            "cached": c,
-            **({"ran_on": o.ran_on} if o.ran_on else {}),
-        }
-        for o, c in zip(outcomes, cached)
+        {**w, **{k: getattr(o, k) for k in RUN_FIELDS}, "cached": c, **({"ran_on": o.ran_on} if o.ran_on else {})}
+        for w, o, c in zip(which, outcomes, cached)
     ]
     cells, maps = _aggregate(config, outcomes)
     return Result(
