@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_cli.core.copy_fast.forward import Decoded, Encoded, attend, attention_setup, gather, gru
+from attn_cli.core.copy_fast.forward import Decoded, Encoded, attend, gather, gru
 from attn_cli.core.copy_fast.layout import Weights
 from attn_cli.core.copy_spec import BOS, EMBED
 
@@ -35,8 +35,7 @@ def evaluate(
     hits = torch.zeros(M, dtype=torch.long, device=src.device)  # (M,) steps peaking at their own position
     if att:
         wic_t = w.d_wih[..., E:].transpose(1, 2).contiguous()
-        keys_t, values = attention_setup(enc.states, H)
-        _, c = attend(h, keys_t, values)
+        keys_t, values, c = dec.keys_t, dec.values, dec.contexts[0]  # c_0: the attention of h_0
     for t in range(T):
         gi = gather(table, tok)[0]  # (M, N, G)
         if att:

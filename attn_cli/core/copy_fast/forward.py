@@ -60,14 +60,6 @@ class Encoded:
         self.last = h  # (M, B, h)
 
 
-def attention_setup(enc_states: torch.Tensor, H: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """enc_states (M, B, T, h) -> keys (M B, h, T) pre-scaled by 1/sqrt(h), values (M B, T, h)."""
-    M, B, T, _ = enc_states.shape
-    values = enc_states.reshape(M * B, T, H)  # (M B, T, h)
-    keys_t = values.transpose(1, 2) * (1.0 / math.sqrt(H))  # (M B, h, T)
-    return keys_t, values
-
-
 def attend(h: torch.Tensor, keys_t: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """h (M, B, h) query -> weights (M B, 1, T), context (M, B, h)."""
     M, B, H = h.shape
@@ -82,7 +74,6 @@ class Decoded:
     def __init__(self, w: Weights, enc: Encoded, tgt_t: torch.Tensor, H: int, attention: bool, keep: bool):
         T, M, B = tgt_t.shape
         E = EMBED
-        self.attention = attention
         wie = w.d_wih[..., :E]  # (M, G, E): the embedding part of the cell's input weights
         table = torch.baddbmm(w.d_bih.unsqueeze(1), w.emb, wie.transpose(1, 2))  # (M, V, G)
         gie = gather(table, tgt_t)  # (T, M, B, G)
@@ -92,7 +83,8 @@ class Decoded:
         queries, contexts, weights, self.tape = [h], [], [], []
         if attention:
             wic_t = w.d_wih[..., E:].transpose(1, 2).contiguous()  # (M, h, G): the context part
-            self.keys_t, self.values = attention_setup(enc.states, H)
+            self.values = enc.states.reshape(M * B, T, H)  # (M B, T, h)
+            self.keys_t = self.values.transpose(1, 2) * (1.0 / math.sqrt(H))  # (M B, h, T), pre-scaled
             a, c = attend(h, self.keys_t, self.values)  # c_0: attention of h_0
             weights.append(a)
             contexts.append(c)

@@ -65,8 +65,7 @@ def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
     """
     B, T, h, E, V, G = batch_size, length, hidden, EMBED, VOCAB, 3 * hidden
     att = model == "attention"
-    c = h if att else 0
-    r = 2 * h if att else h
+    c, r = (h, 2 * h) if att else (0, h)
     fwd = B * T * (2 * E * G + 2 * h * G + 2 * (E + c) * G + 2 * h * G + 2 * r * V + (8 * T * h if att else 0))
     return 3.0 * fwd
 
