@@ -16,12 +16,8 @@ DEVICE_CHOICES = ("cpu", "cuda", "auto")
 FAST_VAR = "ATTN_CUDA_FAST"  # "1": TF32 and nondeterministic CUDA kernels (speed over bits)
 CUBLAS_VAR = "CUBLAS_WORKSPACE_CONFIG"
 CUBLAS_DETERMINISTIC = ":4096:8"  # a fixed cuBLAS workspace: deterministic matmuls (CUDA >= 10.2)
-# torch's fp32 precision settings (torch >= 2.9): (module path under torch.backends, attribute)
-FP32_SETTINGS = {
-    "matmul": ("cuda.matmul", "fp32_precision"),
-    "cudnn_conv": ("cudnn.conv", "fp32_precision"),
-    "cudnn_rnn": ("cudnn.rnn", "fp32_precision"),
-}
+# torch's fp32 precision settings (torch >= 2.9): the module under torch.backends with an fp32_precision
+FP32_SETTINGS = {"matmul": "cuda.matmul", "cudnn_conv": "cudnn.conv", "cudnn_rnn": "cudnn.rnn"}
 
 
 def cuda_available() -> bool:
@@ -32,17 +28,15 @@ def cuda_available() -> bool:
 
 def resolve_device(name: str) -> str:
     """'cpu' -> 'cpu'; 'cuda' -> 'cuda' or AttnError if absent; 'auto' -> cuda if available."""
-    if name == "cpu":
-        return "cpu"
     if name == "auto":
         return "cuda" if cuda_available() else "cpu"
-    if name == "cuda":
-        if not cuda_available():
-            raise AttnError(
-                "--device cuda was requested but CUDA is not available on this machine "
-                "(use --device cpu, or --device auto to pick CUDA only when present)"
-            )
-        return "cuda"
+    if name == "cuda" and not cuda_available():
+        raise AttnError(
+            "--device cuda was requested but CUDA is not available on this machine "
+            "(use --device cpu, or --device auto to pick CUDA only when present)"
+        )
+    if name in ("cpu", "cuda"):
+        return name
     raise AttnError(f"unknown device {name!r}; choose from {', '.join(DEVICE_CHOICES)}")
 
 
@@ -59,12 +53,10 @@ def cuda_fast(environ: MutableMapping[str, str] | None = None) -> bool:
 def _fp32_api(torch: ModuleType) -> dict:
     """The modules of torch's fp32_precision API that this torch has (empty before 2.9)."""
     found = {}
-    for name, (path, attr) in FP32_SETTINGS.items():
-        obj = torch.backends
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-        if obj is not None and hasattr(obj, attr):
-            found[name] = obj
+    for name, path in FP32_SETTINGS.items():
+        module = functools.reduce(lambda obj, part: getattr(obj, part, None), path.split("."), torch.backends)
+        if module is not None and hasattr(module, "fp32_precision"):
+            found[name] = module
     return found
 
 
@@ -116,13 +108,9 @@ def driver_version() -> str:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return "unknown"
+    query = [exe, "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"]
     try:
-        proc = subprocess.run(
-            [exe, "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
+        proc = subprocess.run(query, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     lines = proc.stdout.strip().splitlines() if proc.returncode == 0 else []
