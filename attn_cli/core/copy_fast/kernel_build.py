@@ -110,10 +110,7 @@ def _compile(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 def variant(
-    mode: str | None = None,
-    machine: str | None = None,
-    flags: frozenset | None = None,
-    request: str | None = None,
+    mode: str | None = None, machine: str | None = None, flags: frozenset | None = None, request: str | None = None
 ) -> str:
     """The kernel variant to build and run: ``avx512``, ``avx2``, ``native`` or ``baseline``.
 
