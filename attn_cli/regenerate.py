@@ -12,10 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli import experiment_registry, pipeline
+from attn_cli import experiment_registry, pipeline, records
+from attn_cli.errors import BadConfig
 from attn_cli.experiment_registry import Experiment, Registry
-from attn_cli.plan import QUICK_NOTE, Plan
-from attn_cli.report_files import catalogued
+from attn_cli.plan import QUICK_NOTE, Plan, judged, smoke
+from attn_cli.published.compare import summary
+from attn_cli.published.seed_rule import MIN_SEEDS
+from attn_cli.render.files import write_json, write_text
+from attn_cli.render.html import index_html
+from attn_cli.render.manifest import manifest as manifest_json
+from attn_cli.render.report import index_markdown
+from attn_cli.report_files import catalogued, write_section, write_verify_page
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
@@ -58,8 +65,6 @@ class VerifyReport(_Report):
     @functools.cached_property
     def record(self) -> dict:
         """``verify.json``: the header and every check's record (built once)."""
-        from attn_cli import records
-
         return records.record(self.outcomes, self.header)
 
 
@@ -124,9 +129,6 @@ def verify(
     Raises :class:`~attn_cli.experiment_registry.UnknownId` or
     :class:`~attn_cli.experiment_registry.SeedOutOfRange` before any work.
     """
-    from attn_cli.plan import judged
-    from attn_cli.published.compare import summary
-
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {e for c in selected if (e := registry.experiment_of(c.artifact)) is not None})
@@ -147,8 +149,6 @@ def verify(
         header=_header("attn verify", where, device, seed, seeds, quick),
     )
     if out is not None:
-        from attn_cli.report_files import write_verify_page
-
         report.files = write_verify_page(registry, artifact_ids, Path(out), report)
     return report
 
@@ -177,9 +177,6 @@ def regenerate_all(
     still run.  Raises as :func:`verify` does, and :class:`~attn_cli.errors.BadConfig` for
     ``seeds`` with ``quick``.
     """
-    from attn_cli.errors import BadConfig
-    from attn_cli.plan import judged, smoke
-
     started = time.perf_counter()
     out = Path(out)
     registry = experiment_registry.Registry.load()
@@ -215,8 +212,6 @@ class _AllRun:
 
     def write(self, run: pipeline.Run) -> None:
         """``on_done``: judge a finished run's checks, then write its section (tables, JSON, figures)."""
-        from attn_cli.report_files import write_section
-
         registry = self.registry
         mine = pipeline.compare(
             [c for c in registry.checks.values() if experiment_name(registry, c) == run.name], registry, [run]
@@ -227,10 +222,6 @@ class _AllRun:
 
     def report(self, plan: Plan, done: list[pipeline.Run]) -> AllReport:
         """Every selected check's verdict, then ``manifest.json``, ``index.md`` and ``index.html``."""
-        from attn_cli import records
-        from attn_cli.published.compare import summary
-        from attn_cli.render.manifest import manifest as manifest_json
-
         registry, only, quick, device = self.registry, self.only, self.quick, self.device
         outcomes = _all_outcomes(registry, only, done, self.judged)
         cov = pipeline.coverage(
@@ -283,21 +274,15 @@ def _all_outcomes(registry: Registry, only: Sequence[str], done: list[pipeline.R
 
 def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list) -> list[Path]:
     """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
-    from attn_cli.render import files, html, report
-
     both: dict[str, Any] = dict(catalogue=shown, sections=sections, manifest=manifest)  # what both pages show
     both.update(summary=manifest["checks"], coverage_line=manifest["coverage"])  # the summary and coverage lines
-    files.write_json(out / "manifest.json", manifest)
-    files.write_text(out / "index.md", report.index_markdown(**both))
-    page = html.index_html(**both, outcomes=outcomes, links=("manifest.json", "index.md"))
-    files.write_text(out / "index.html", page)
+    write_json(out / "manifest.json", manifest)
+    write_text(out / "index.md", index_markdown(**both))
+    write_text(out / "index.html", index_html(**both, outcomes=outcomes, links=("manifest.json", "index.md")))
     return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 
 def _header(command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:
-    from attn_cli import records
-    from attn_cli.published.seed_rule import MIN_SEEDS
-
     return records.header(
         command=command + (" --quick" if quick else ""),
         where=where,
@@ -309,9 +294,7 @@ def _header(command: str, where: dict, device: str, seed: int, seeds: int | None
 
 
 def _run(plan: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> list[pipeline.Run]:
-    if progress is not None:
-        return progress(plan, verb, **keywords)
-    return pipeline.run_experiments(plan, **keywords)
+    return pipeline.run_experiments(plan, **keywords) if progress is None else progress(plan, verb, **keywords)
 
 
 def _plan(

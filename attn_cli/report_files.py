@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.errors import WriteFailed
+from attn_cli.render import files, html
+from attn_cli.render.junit import check_seconds, junit_xml
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
+from attn_cli.render.report import experiment_markdown
 from attn_cli.render.table import to_markdown
 
 if TYPE_CHECKING:
@@ -24,9 +27,6 @@ def write_section(
 ) -> Section:
     """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
     ``outcomes``: its checks' outcomes, the verdicts its tables mark."""
-    from attn_cli.render import files
-    from attn_cli.render.report import experiment_markdown
-
     exp = run.experiment
     section = Section(
         name=exp.name,
@@ -63,8 +63,6 @@ def write_section(
 def write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyReport) -> list[Path]:
     """``verify.json`` (the --json record) and ``verify.html`` (the checks as a page) in ``out``:
     their own names, so an ``attn all`` report in the same folder is left alone."""
-    from attn_cli.render import files, html
-
     files.write_json(out / "verify.json", report.record)
     manifest = {**report.header, "quick": False, "timing": {"seconds": round(report.seconds, 3)}}  # the page's facts
     page = html.index_html(
@@ -88,9 +86,6 @@ def catalogued(registry: Registry, artifact_ids: Iterable[str]) -> list[Artifact
 
 def write_junit(path: Path, outcomes: Iterable[Outcome], runs: Sequence[Run], registry: Registry) -> Path:
     """The checks as JUnit XML (:mod:`attn_cli.render.junit`) at ``path``, written atomically."""
-    from attn_cli.render import files
-    from attn_cli.render.junit import check_seconds, junit_xml
-
     checks = [o.as_json() for o in outcomes]
     files.write_text(Path(path), junit_xml(checks, registry.artifacts, check_seconds(runs, checks)))
     return Path(path)

@@ -79,15 +79,7 @@ def fill_heatmap(
         vmin, vmax = im.get_clim()  # the norm's vmin, vmax
         # each value centred in its cell, inside the axes: left out of the layout (tight_layout
         # and the tight box would measure every text in it), the same pixels, less work
+        centred: dict[str, Any] = {"ha": "center", "va": "center", "fontsize": 7, "in_layout": False}
         for i, row in enumerate(weights):
             for j, w in enumerate(row):
-                ax.text(
-                    j,
-                    i,
-                    fmt.format(w),
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="white" if w > 0.6 * (vmax - vmin) + vmin else "black",
-                    in_layout=False,
-                )
+                ax.text(j, i, fmt.format(w), color="white" if w > 0.6 * (vmax - vmin) + vmin else "black", **centred)

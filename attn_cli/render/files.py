@@ -4,6 +4,7 @@ never leaves a truncated file behind."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attn_cli.core.numerics import stamp
 from attn_cli.io import atomic_path, write_text
 
 if TYPE_CHECKING:
@@ -81,8 +83,6 @@ def save_figure(
 
 
 def _json_default(obj: Any) -> Any:
-    import dataclasses
-
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
     if hasattr(obj, "tolist"):
@@ -97,10 +97,6 @@ def result_json(result: Any, outcomes: Any = None) -> Any:
     numeric mode recorded in its ``config``; ``published_beside(outcomes)``'s fields replace the
     dumped ones.  The fields the Result class names in ``TIMING`` (``"runs.*.seconds"``) move under
     ``timing``, so the rest is the same, byte for byte, for two runs with the same seed."""
-    import dataclasses
-
-    from attn_cli.core.numerics import stamp
-
     obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) and not isinstance(result, type) else result
     if outcomes is not None and hasattr(result, "published_beside"):
         obj.update(result.published_beside(outcomes))

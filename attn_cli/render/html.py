@@ -93,7 +93,7 @@ def index_html(
         by_artifact.setdefault(o.check.artifact, []).append(o)
     section_of = {aid: s for s in sections for aid in s.ids}
     body = [
-        _header(title, manifest, outcomes, summary, coverage_line, sections, links),
+        _header(title, manifest, outcomes, summary, coverage_line, _facts(manifest, sections, links)),
         _contents(catalogue, by_artifact, section_of),
     ]
     shown_tables: set[str] = set()  # sections whose tables are shown (with their first artifact)
@@ -112,13 +112,7 @@ def index_html(
 
 
 def _header(
-    title: str,
-    manifest: dict,
-    outcomes: Sequence[Outcome],
-    summary: str | None,
-    coverage_line: str | None,
-    sections: Sequence[Section],
-    links: Sequence[str],
+    title: str, manifest: dict, outcomes: Sequence[Outcome], summary: str | None, coverage_line: str | None, facts: list
 ) -> str:
     parts = [
         f"<header><h1>{esc(title)}</h1>",
@@ -147,7 +141,6 @@ def _header(
         parts.append(f'<p class="line">Checks against the texts: {esc(summary)}.</p>')
     if coverage_line:
         parts.append(f'<p class="line">{esc(coverage_line[:1].upper() + coverage_line[1:])}.</p>')
-    facts = _facts(manifest, sections, links)
     parts.append('<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in facts) + "</dl>")
     parts.append("</section>")
     return "\n".join(parts)
@@ -270,6 +263,6 @@ def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], sho
     for shown, others in figure_views(own, IMAGE_PREFERENCE):
         image = f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>' if shown else ""
         parts.append(
-            f"<figure>{image}<figcaption>{_links([shown] * bool(shown) + others, ' · ')}</figcaption></figure>"
+            f"<figure>{image}<figcaption>{_links(([shown] if shown else []) + others, ' · ')}</figcaption></figure>"
         )
     return parts

@@ -11,6 +11,7 @@ from os.path import commonprefix
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.device import cuda_summary
+from attn_cli.published.types import MISSING
 from attn_cli.render.manifest import Section
 from attn_cli.render.table import Cell, Table, md_escape, styled
 
@@ -36,8 +37,6 @@ def status_text(outcome: Outcome) -> str:
 
 def fmt_value(value: Any, limit: int = 60) -> str:
     """A short, readable rendering of a published or regenerated value."""
-    from attn_cli.published.types import MISSING
-
     if value is MISSING or value is None:
         return "—"
     text = _fmt(value)
