@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.render import exercises_1_6, exercises_7_12
+from attn_cli.render.exercise_cells import titled_table
 from attn_cli.render.exercise_figures import FILES, figures  # noqa: F401 (FILES, figures: the family's)
-from attn_cli.render.table import Table
 
 if TYPE_CHECKING:
     from attn_cli.experiments import exercises as ex
@@ -33,11 +33,7 @@ def listing(titles: dict[int, str]) -> list:
     """``attn exercise --list``: the twelve exercises (number -> title) and what each run shows."""
     from attn_cli.published.catalogue import BY_ID
 
-    t = Table(title="D2L 10.3.5 exercises")
-    t.add_column("N", justify="right")
-    for header in ("exercise", "what a run shows", "files"):
-        t.add_column(header)
-    for n, title in titles.items():
-        art = BY_ID.get(f"d2l-ex{n}")
-        t.add_row(str(n), title, art.title if art else "", " ".join(art.files) if art else "")
-    return [t]
+    columns = ("N", "exercise", "what a run shows", "files")
+    arts = {n: BY_ID[f"d2l-ex{n}"] for n in titles}  # every exercise is in the catalogue (tests/test_exercises.py)
+    rows = [(str(n), title, arts[n].title, " ".join(arts[n].files)) for n, title in titles.items()]
+    return [titled_table("D2L 10.3.5 exercises", columns, rows, left=columns[1:])]

@@ -67,11 +67,8 @@ def ex2_tables(e: ex.ex02_noise.Result, heading: str) -> list:
         )
         out.append(t)
     sigmas = [s.sigma for s in e.sweeps]
-    moved = (
-        f" {max(sigmas) / min(sigmas):g} times less noise moves the knee as many times lower."
-        if len(sigmas) > 1
-        else ""
-    )
+    less = max(sigmas) / min(sigmas)
+    moved = f" {less:g} times less noise moves the knee as many times lower." if len(sigmas) > 1 else ""
     out.append(
         "The noisy mixtures observe v1+v2 (signal 1) and v1-v2 (signal 2ε), each with noise σ√2: "
         "the difference is recovered with error ∝ σ/ε (slope -1) until ε ≈ σ/2, below which the "

@@ -75,9 +75,8 @@ def _mlp_readout(
 
     from attn_cli.core.optim import adam
 
-    net = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2)).to(
-        device
-    )
+    layers = (nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+    net = nn.Sequential(*layers).to(device)
     opt = adam(list(net.parameters()), LR)  # torch.optim.Adam, without torch._dynamo
     x = m_train.reshape(-1, 1)[:points]  # (P, 1): every coordinate is one example
     y = t_train.reshape(2, -1).T[:points]  # (P, 2): (v1_j, v2_j)
