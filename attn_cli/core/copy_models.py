@@ -6,7 +6,6 @@ Design notes: ``docs/design.md``, section ``attn_cli.core.copy_models``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 import torch.nn as nn
@@ -50,30 +49,28 @@ class AttnSeq2Seq(nn.Module):
         context = torch.bmm(weights.unsqueeze(1), enc).squeeze(1)  # (B, h): weighted average of ALL states
         return context, weights
 
+    # the decoder's three module calls, or (program_calls False) the functions behind them
+    def embed(self, tok: torch.Tensor) -> torch.Tensor:  # (B,) -> (B, E); nn.Embedding: no padding or max norm
+        return self.emb(tok) if self.program_calls else F.embedding(tok, self.emb.weight)
+
+    def update(self, x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:  # nn.GRUCell on a batch -> (B, h)
+        if self.program_calls:
+            return self.cell(x, state)
+        c = self.cell
+        return torch.gru_cell(x, state, c.weight_ih, c.weight_hh, c.bias_ih, c.bias_hh)
+
+    def readout(self, x: torch.Tensor) -> torch.Tensor:  # -> logits (B, V)
+        return self.out(x) if self.program_calls else F.linear(x, self.out.weight, self.out.bias)
+
     def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
         """tok (B,), state (B, h), enc (B, T, h) -> logits (B, V), new state (B, h), readout weights (B, T)."""
         # same op order as the program (embedding first): it fixes the autograd graph's
         # sequence numbers, hence the order in which gradients are summed
-        x = self.emb(tok)  # (B, E)
+        x = self.embed(tok)  # (B, E)
         context, _ = self.attend(state, enc)  # (B, h), attention before the update
-        state = self.cell(torch.cat([x, context], 1), state)  # (B, h)
+        state = self.update(torch.cat([x, context], 1), state)  # (B, h)
         context, weights = self.attend(state, enc)  # (B, h), attention after the update
-        return self.out(torch.cat([state, context], 1)), state, weights  # (B, V), (B, h), (B, T)
-
-    def direct_step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
-        """:meth:`step` without the module calls: the same functions on the same parameters."""
-        cell = self.cell
-        x = F.embedding(tok, self.emb.weight)  # (B, E): nn.Embedding's forward, no padding or max norm
-        context, _ = self.attend(state, enc)  # (B, h)
-        state = torch.gru_cell(
-            torch.cat([x, context], 1), state, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh
-        )  # (B, h): nn.GRUCell's forward on a batch
-        context, weights = self.attend(state, enc)  # (B, h)
-        return F.linear(torch.cat([state, context], 1), self.out.weight, self.out.bias), state, weights
-
-    def decoder_step(self) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], StepOut]:
-        """The step the decoder runs: :meth:`step` (the program's module calls) or :meth:`direct_step`."""
-        return self.step if self.program_calls else self.direct_step
+        return self.readout(torch.cat([state, context], 1)), state, weights  # (B, V), (B, h), (B, T)
 
     def encode(self, src: torch.Tensor) -> Encoded:
         """src (B, T) -> encoder states (B, T, h), initial decoder state (B, h)."""
@@ -85,9 +82,9 @@ class AttnSeq2Seq(nn.Module):
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, encoded: Encoded | None = None) -> torch.Tensor:
         """Teacher forcing: src (B, T), tgt_in (B, T) = [BOS, src[:, :-1]] -> logits (B, T, V)."""
         enc, state = encoded if encoded is not None else self.encode(src)
-        outs, step = [], self.decoder_step()
+        outs = []
         for t in range(tgt_in.size(1)):
-            o, state, _ = step(tgt_in[:, t], state, enc)  # (B, V)
+            o, state, _ = self.step(tgt_in[:, t], state, enc)  # (B, V)
             outs.append(o)
         return torch.stack(outs, 1)  # (B, T, V)
 
@@ -103,9 +100,9 @@ class AttnSeq2Seq(nn.Module):
         enc, state = encoded if encoded is not None else self.encode(src)
         tok = torch.full((src.size(0),), BOS, device=src.device)  # (B,)
         res, rows = [], []
-        hits, steps, step = 0, 0, self.decoder_step()
+        hits, steps = 0, 0
         for t in range(length):
-            o, state, weights = step(tok, state, enc)
+            o, state, weights = self.step(tok, state, enc)
             tok = o.argmax(-1)  # (B,)
             res.append(tok)
             if weights is not None:
@@ -126,15 +123,8 @@ class PlainSeq2Seq(AttnSeq2Seq):
     uses_attention = False
 
     def step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
-        state = self.cell(self.emb(tok), state)  # (B, h)
-        return self.out(state), state, None  # (B, V), (B, h), no weights
-
-    def direct_step(self, tok: torch.Tensor, state: torch.Tensor, enc: torch.Tensor) -> StepOut:
-        cell = self.cell
-        state = torch.gru_cell(
-            F.embedding(tok, self.emb.weight), state, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh
-        )  # (B, h)
-        return F.linear(state, self.out.weight, self.out.bias), state, None  # (B, V), (B, h), no weights
+        state = self.update(self.embed(tok), state)  # (B, h)
+        return self.readout(state), state, None  # (B, V), (B, h), no weights
 
 
 MODEL_CLASSES = {"attention": AttnSeq2Seq, "plain": PlainSeq2Seq}

@@ -5,6 +5,7 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task``.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import cast
 
@@ -174,9 +175,10 @@ def _train(todo: Todo, config: Config, report: Report, done: Done) -> None:
     elif exact and fast and _overlap(config, exact):
         _exact_beside_fast(exact, fast, config, report, done)
     else:  # exact first (the text's program), then the extra seeds
-        for engine, mine in (("exact", exact), ("fast", fast)):
-            if mine:
-                (run_fast_engine if engine == "fast" else run_exact_engine)(mine, config, report, done)
+        if exact:
+            run_exact_engine(exact, config, report, done)
+        if fast:
+            run_fast_engine(fast, config, report, done)
 
 
 def _overlap(config: Config, exact: Todo) -> bool:
@@ -188,8 +190,6 @@ def _overlap(config: Config, exact: Todo) -> bool:
 def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: Report, done: Done) -> None:
     """The exact runs in their worker processes and meanwhile the fast ones in a thread here (on the
     cores the short exact runs leave idle); each run computes as alone.  An error or Ctrl-C stops both."""
-    import threading
-
     lock, stop = threading.Lock(), threading.Event()
     failure: list[BaseException] = []
 
@@ -209,9 +209,9 @@ def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: Report, 
         run_exact_engine(exact, config, report, locked)
     except BaseException:
         stop.set()
-        thread.join()
         raise
-    thread.join()
+    finally:
+        thread.join()
     if failure:
         raise failure[0]
 

@@ -5,23 +5,34 @@ Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.clust
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import gc
+import logging
+import math
+import os
+import socket
+import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_digest
 from attn_cli.experiments.copy_task.cluster_worker import FIELD_CHARS, TOPIC, train_on_worker
+from attn_cli.experiments.copy_task.engines import Done, Report, Todo, schedule
 from attn_cli.store.typed import InvalidEntry, revive
 
 if TYPE_CHECKING:
     from distributed import Client, Future
 
     from attn_cli.experiments.copy_task.config import Config
-    from attn_cli.experiments.copy_task.engines import Done, Report, Todo
 
 RETRIES = 2  # Dask retries of a run whose task raised (a killed worker's run is rescheduled by the scheduler)
 CONNECT_TIMEOUT_S = 10.0  # a scheduler whose handshake has not answered by then is named as not answering
@@ -38,9 +49,6 @@ class ClusterError(AttnError):
 
 def handshake_timeout() -> float:
     """The scheduler handshake's timeout in seconds: ``ATTN_SCHEDULER_TIMEOUT``, else 10."""
-    import math
-    import os
-
     raw = os.environ.get(TIMEOUT_VAR, "").strip()
     try:
         value = float(raw) if raw else CONNECT_TIMEOUT_S
@@ -70,8 +78,6 @@ def connect(address: str, source: str = "--scheduler") -> Client:
         except Exception as exc:  # OSError, TimeoutError, ValueError (a malformed address), ...
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         # finalise the half-made Client now: its __del__, run inside the next Client's start, can deadlock
-        import gc
-
         gc.collect()
     raise ClusterError(f"cannot reach the Dask scheduler at {address} (from {source}): {reason}")
 
@@ -79,9 +85,6 @@ def connect(address: str, source: str = "--scheduler") -> Client:
 def _identify(address: str, timeout: float) -> str | None:
     """Why ``address`` is not a Dask scheduler (None: it answered Dask's ``identity`` as one), asked
     within ``timeout`` seconds on an event loop of its own thread (a notebook's running loop is left alone)."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
     from distributed.comm import connect as dask_connect
     from distributed.security import Security
 
@@ -113,9 +116,6 @@ def _identify(address: str, timeout: float) -> str | None:
 
 def _probe(address: str, timeout: float) -> str | None:
     """Why a TCP scheduler address does not accept a connection (None: it does, or it is not TCP)."""
-    import socket
-    from urllib.parse import urlsplit
-
     scheme, sep, _ = address.partition("://")
     if sep and scheme != "tcp":
         return None
@@ -135,8 +135,6 @@ def _probe(address: str, timeout: float) -> str | None:
 
 def _quiet_client_logs() -> None:
     """Silence Dask's client loggers: attn reports a lost connection as one Error line, not tracebacks."""
-    import logging
-
     names = [
         "distributed",
         "distributed.client",
@@ -160,11 +158,6 @@ def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float 
 def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
     """Every run of ``todo`` (``(index, spec)``, each with ``config.engine_of(spec)``) on the
     cluster at ``config.scheduler``; ``done(index, outcome)`` as each finishes."""
-    import uuid
-
-    from attn_cli.core import numerics
-    from attn_cli.experiments.copy_task.engines import schedule
-
     address, source = config.scheduler, config.scheduler_from or "--scheduler"
     assert address is not None  # only called with a scheduler
     todo = schedule(todo)  # longest first: the scheduler starts them in submission order
@@ -297,8 +290,6 @@ class _WorkerWatch:
 
 def _say(line: str) -> None:
     """One line on stderr (a live progress display keeps it above)."""
-    import sys
-
     print(line, file=sys.stderr, flush=True)
 
 

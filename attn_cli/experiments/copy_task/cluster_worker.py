@@ -6,11 +6,15 @@ preload :mod:`attn_cli.dask_worker`).
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import platform
 import socket
 from contextlib import suppress
 
+from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.experiments.copy_task.cache import code_digest
+from attn_cli.experiments.copy_task.engines import WARM_MODULES, fast_engine
 
 FIELD_CHARS = 200  # at most this many characters of a worker's address, host name or CPU model
 
@@ -25,8 +29,6 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
                     return value.strip()[:FIELD_CHARS]
     except OSError:
         pass
-    import platform
-
     return (platform.processor() or platform.machine())[:FIELD_CHARS]
 
 
@@ -62,11 +64,6 @@ def prepare_worker(mode: str) -> None:
     thread, the training code imported (:data:`.engines.WARM_MODULES`).  From then on it computes under
     ``mode`` alone (:func:`train_on_worker` refuses others).  NumericsError: torch here runs other kernels."""
     global PRELOADED_MODE
-    import importlib
-
-    from attn_cli.core import numerics
-    from attn_cli.experiments.copy_task.engines import WARM_MODULES
-
     numerics.apply(mode)  # before torch loads here
     import torch
 
@@ -93,8 +90,6 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag
     a dict, ``tag`` the client's name of the run (announced on :data:`TOPIC`).  Returns ``{"outcome":
     asdict(RunOutcome), "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` where this
     process cannot compute under ``mode`` (preloaded with another, or torch runs other kernels)."""
-    from attn_cli.core import numerics
-
     _announce(tag)
     place = where()
     other = _other_mode(mode)
@@ -113,8 +108,6 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag
 
         outcome = train_and_evaluate(run_spec, device)
     elif engine == "fast":
-        from attn_cli.experiments.copy_task.engines import fast_engine
-
         outcome = fast_engine()([run_spec], device, None, threads=1)[0]
     else:
         raise ValueError(f"unknown engine {engine!r}; choose from exact, fast")

@@ -9,8 +9,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from attn_cli.core import memory
 from attn_cli.core.copy_spec import MODELS, RunSpec
 from attn_cli.errors import AttnError
+from attn_cli.published import seed_rule
 from attn_cli.published.copy_task import ATTENTION
 
 TEXT_LENGTHS = tuple(ATTENTION)  # the lengths W9 2.3 prints (4 8 16 32)
@@ -97,9 +99,7 @@ def verify_config(config: Config, seeds: int | None = None) -> Config:
     """What ``attn verify`` trains: ``seeds`` seeds from ``--seed`` on (default
     :data:`~attn_cli.published.seed_rule.MIN_SEEDS`), the first with ``config.engine``, the others
     with the fast engine (the same seed distribution, a fraction of the time)."""
-    from attn_cli.published.seed_rule import MIN_SEEDS
-
-    first, n = config.seed_list[0], MIN_SEEDS if seeds is None else seeds
+    first, n = config.seed_list[0], seed_rule.MIN_SEEDS if seeds is None else seeds
     if n < 1:
         raise AttnError(f"the seed rule needs at least one seed, not {n}")
     return dataclasses.replace(config, seeds=tuple(range(first, first + n)), extra_seed_engine="fast")
@@ -153,8 +153,6 @@ def estimate_bytes(config: Config) -> int:
 def check_memory(config: Config) -> None:
     """Refuse up front a configuration whose largest run would not fit (all workers at once); not
     with a Dask scheduler (the runs train in its workers)."""
-    from attn_cli.core.memory import guard
-
     specs = config.plan()
     if not specs or config.scheduler:
         return
@@ -164,7 +162,7 @@ def check_memory(config: Config) -> None:
         f"eval size {worst.eval_size}, {_concurrent(config, specs)} run(s) at once)"
     )
     n = processes(config, specs)
-    guard(estimate_bytes(config), what, config.device, processes=n, workers=n - 1)
+    memory.guard(estimate_bytes(config), what, config.device, processes=n, workers=n - 1)
 
 
 def processes(config: Config, specs: list[RunSpec]) -> int:

@@ -6,18 +6,26 @@ one call to :func:`attn_cli.core.copy_fast.run_fast`.  Both hand each finished r
 
 from __future__ import annotations
 
+import importlib.util
+import multiprocessing as mp
 import os
+import queue as queue_mod
 import signal
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver, resource_tracker
 from typing import TYPE_CHECKING, Any
 
+from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
-from attn_cli.errors import AttnError
+from attn_cli.core.memory import out_of_memory
+from attn_cli.errors import AttnError, ConfigError
 from attn_cli.experiments.copy_task.config import Config
+from attn_cli.signals import exit_with_parent, terminal_signals_blocked
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ProcessPoolExecutor
     from multiprocessing.connection import Connection
     from multiprocessing.context import BaseContext
     from multiprocessing.queues import Queue
@@ -36,11 +44,8 @@ PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention 
 def fast_engine() -> Callable:
     """``run_fast`` of :mod:`attn_cli.core.copy_fast`, or a clear AttnError if it is absent.
     Only looked up here: imported on the first call, so a sweep found in the cache never imports torch."""
-    import importlib.util
-
-    name = "attn_cli.core.copy_fast"
     try:
-        found = importlib.util.find_spec(name)
+        found = importlib.util.find_spec("attn_cli.core.copy_fast")
     except (ImportError, ValueError):
         found = None
     if found is None:
@@ -114,12 +119,8 @@ def _start_worker(queue: Queue[tuple[int, int, int, float]], parent: Connection,
     """The pool's initializer: the numeric ``mode`` applied before torch computes, 1 intra-op thread,
     a terminal's Ctrl-C or hang-up left to attn (which stops us), gone with attn."""
     global _queue
-    from attn_cli.core import numerics
-
     numerics.apply(mode)
     import torch
-
-    from attn_cli.signals import exit_with_parent
 
     exit_with_parent(parent)  # ``parent``: the read end of a pipe only attn writes to
     for signum in (signal.SIGINT, signal.SIGHUP):
@@ -140,14 +141,10 @@ def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
 
 def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) -> RunOutcome:
     """A worker's outcome, or one error naming the run: a missing ``__main__`` guard, a dead worker, its failure."""
-    from concurrent.futures.process import BrokenProcessPool
-
     try:
         return fut.result()
     except BrokenProcessPool:
         if MAIN_GUARD_EXIT in _exit_codes(pool):
-            from attn_cli.errors import ConfigError
-
             raise ConfigError(MAIN_GUARD_MESSAGE) from None
         raise AttnError(
             f"a copy-task worker died during the {spec.model} run at length "
@@ -157,17 +154,11 @@ def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) 
     except AttnError:
         raise
     except Exception as exc:
-        from attn_cli.core.memory import out_of_memory
-
         why = out_of_memory(exc) or f"{type(exc).__name__}: {exc}"
         raise AttnError(f"the {spec.model} run at length {spec.length}, seed {spec.seed} failed: {why}") from None
 
 
 def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Done) -> None:
-    import multiprocessing as mp
-    import queue as queue_mod
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
     try:
         ctx: BaseContext = mp.get_context("forkserver")
         # torch imported once in the fork server, then every worker starts from it already loaded
@@ -177,8 +168,6 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
     ctx = _start_helpers(ctx)  # the context that started: spawn where no fork server can listen
     progress_queue = ctx.Queue()
     alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
-    from attn_cli.core import numerics
-
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=ctx,
@@ -234,10 +223,6 @@ def _start_helpers(ctx: BaseContext) -> BaseContext:
     """Start multiprocessing's resource tracker and fork server with SIGHUP and SIGINT blocked, so
     that a terminal's hang-up or Ctrl-C leaves them to attn's cleanup (else: tracebacks).  Returns the
     context to start workers with: ``ctx``, or spawn where the fork server's socket path is too long."""
-    from multiprocessing import forkserver, resource_tracker
-
-    from attn_cli.signals import terminal_signals_blocked
-
     with terminal_signals_blocked():
         resource_tracker.ensure_running()
     # blocked again: starting the tracker unblocks SIGINT and SIGTERM in this thread on its way out
@@ -246,8 +231,6 @@ def _start_helpers(ctx: BaseContext) -> BaseContext:
             with terminal_signals_blocked():
                 forkserver.ensure_running()
         except OSError:  # its socket's path is too long (a deep TMPDIR): start the workers by spawning
-            import multiprocessing as mp
-
             return mp.get_context("spawn")
     return ctx
 
@@ -255,8 +238,6 @@ def _start_helpers(ctx: BaseContext) -> BaseContext:
 def _stop_fork_server() -> None:
     """Stop the fork server, so that it starts no worker attn asked for but has not heard of yet (it
     would fail loudly after attn has gone); waited for, not reaped: a later pool starts a fresh one."""
-    from multiprocessing import forkserver
-
     pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)  # no public API
     if not pid:
         return

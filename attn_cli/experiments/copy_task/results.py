@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.experiments.copy_task.config import Config, recorded
-from attn_cli.published.copy_task import METRICS
+from attn_cli.published.copy_task import CHECK_IDS, MAP_RULE_ID, METRICS, MapSample, check_id
+from attn_cli.published.seed_rule import SeedSample
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
@@ -43,8 +44,6 @@ class Result:
     def published_beside(self, outcomes: Mapping[str, Outcome]) -> dict[str, Any]:
         """The JSON's cells with the text's values beside (:func:`attn_cli.render.files.result_json`):
         each metric's ``published`` and ``status`` from ``outcomes`` (None where the text prints none)."""
-        from attn_cli.published.copy_task import check_id
-
         cells = copy.deepcopy(self.cells)
         for c in cells:
             for metric in METRICS:
@@ -56,9 +55,6 @@ class Result:
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value: per published cell a SeedSample (the first seed's value,
         and every seed's, judged by the seed rule); for the map, a MapSample of every attention run."""
-        from attn_cli.published.copy_task import CHECK_IDS, MAP_RULE_ID, MapSample, check_id
-        from attn_cli.published.seed_rule import SeedSample
-
         out: dict[str, Any] = {}
         for c in self.cells:
             rows = [r for r in self.rows if r["model"] == c["model"] and r["length"] == c["length"]]
