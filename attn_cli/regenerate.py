@@ -18,11 +18,8 @@ from attn_cli.experiment_registry import Experiment, Registry
 from attn_cli.plan import QUICK_NOTE, Plan, judged, smoke
 from attn_cli.published.compare import summary
 from attn_cli.published.seed_rule import MIN_SEEDS
-from attn_cli.render.files import write_json, write_text
-from attn_cli.render.html import index_html
 from attn_cli.render.manifest import manifest as manifest_json
-from attn_cli.render.report import index_markdown
-from attn_cli.report_files import catalogued, write_section, write_verify_page
+from attn_cli.report_files import catalogued, write_index, write_section, write_verify_page
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
@@ -246,7 +243,7 @@ class _AllRun:
         )
         record = records.record(outcomes, _header("attn all", where, device, self.seed, self.seeds, quick))
         manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
-        index = _write_index(self.out, manifest, catalogued(registry, self.artifact_ids), self.sections, outcomes)
+        index = write_index(self.out, manifest, catalogued(registry, self.artifact_ids), self.sections, outcomes)
         written = [self.out / f for s in self.sections for f in (*s.figures, *s.data)]
         return AllReport(
             out=self.out,
@@ -270,16 +267,6 @@ def _all_outcomes(registry: Registry, only: Sequence[str], done: list[pipeline.R
     selected = [c for c in registry.checks.values() if not only or experiment_name(registry, c) in ran]
     rest = {o.check.id: o for o in pipeline.compare([c for c in selected if c.id not in judged_now], registry, done)}
     return [judged_now.get(c.id) or rest[c.id] for c in selected]
-
-
-def _write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list) -> list[Path]:
-    """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
-    both: dict[str, Any] = dict(catalogue=shown, sections=sections, manifest=manifest)  # what both pages show
-    both.update(summary=manifest["checks"], coverage_line=manifest["coverage"])  # the summary and coverage lines
-    write_json(out / "manifest.json", manifest)
-    write_text(out / "index.md", index_markdown(**both))
-    write_text(out / "index.html", index_html(**both, outcomes=outcomes, links=("manifest.json", "index.md")))
-    return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 
 def _header(command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import WriteFailed
 from attn_cli.render import files, html
 from attn_cli.render.junit import check_seconds, junit_xml
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
-from attn_cli.render.report import experiment_markdown
+from attn_cli.render.report import experiment_markdown, index_markdown
 from attn_cli.render.table import to_markdown
 
 if TYPE_CHECKING:
@@ -58,6 +58,17 @@ def write_section(
     except Exception as exc:
         section.error = f"rendering failed: {type(exc).__name__}: {exc}"
     return section
+
+
+def write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list) -> list[Path]:
+    """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
+    both: dict[str, Any] = dict(catalogue=shown, sections=sections, manifest=manifest)  # what both pages show
+    both.update(summary=manifest["checks"], coverage_line=manifest["coverage"])  # the summary and coverage lines
+    files.write_json(out / "manifest.json", manifest)
+    files.write_text(out / "index.md", index_markdown(**both))
+    page = html.index_html(**both, outcomes=outcomes, links=("manifest.json", "index.md"))
+    files.write_text(out / "index.html", page)
+    return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 
 def write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyReport) -> list[Path]:

@@ -253,7 +253,7 @@ def figure_markdown(figures: Sequence[str]) -> list[str]:
     for shown, others in figure_views(figures):
         text = f"![{shown}]({shown})" if shown else ""
         if others:
-            text += ("\n\n" if text else "") + "Also: " + ", ".join(f"[{f}]({f})" for f in others) + "."
+            text += ("\n\n" if text else "") + f"Also: {_md_links(others)}."
         blocks.append(text)
     return blocks
 
@@ -358,15 +358,11 @@ def _section_markdown(s: Section, quick: bool) -> list[str]:
 def _where(artifacts: Sequence) -> str:
     """``W9 5.1; D2L 10.3.2.3, 10.3.2``; many sections of one source by their common part
     (``D2L 10.3.5`` for the twelve exercises)."""
-    by_source: dict[str, list[str]] = {}
+    by_source: dict[str, dict[str, None]] = {}  # source -> its sections, in order
     for a in artifacts:
-        sections = by_source.setdefault(a.source, [])
-        if a.section not in sections:
-            sections.append(a.section)
+        by_source.setdefault(a.source, {})[a.section] = None
     parts = []
     for source, sections in by_source.items():
         common = commonprefix([sec.split() for sec in sections]) if len(sections) > 3 else []
-        if common:
-            sections = [" ".join(common)]
-        parts.append(f"{source} {', '.join(sections)}")
+        parts.append(f"{source} {' '.join(common) if common else ', '.join(sections)}")
     return "; ".join(parts)
