@@ -152,11 +152,8 @@ def ex11_tables(e: ex.ex11_projections.Result, heading: str) -> list:
     return [
         t,
         (
-            "hold in every head: "
-            + "; ".join(e.hold_in_every_head)
-            + ". lost: "
-            + "; ".join(e.lost)
-            + ". The score e^T W_q^T W_k e'/√p depends only on the letters (hence the ties) but is not a "
+            f"hold in every head: {'; '.join(e.hold_in_every_head)}. lost: {'; '.join(e.lost)}. The score "
+            "e^T W_q^T W_k e'/√p depends only on the letters (hence the ties) but is not a "
             "similarity: a trained map shows what W_q^T W_k favours, not what resembles what."
         ),
     ]

@@ -1,6 +1,6 @@
 """D2L 10.3.5 exercises: the measurable part of each of the twelve, one module per exercise.
 
-Design notes: ``docs/exercises.md``, a section per module (this package's first).
+Design notes: ``docs/exercises.md``, one section per module of this package.
 """
 
 from __future__ import annotations
