@@ -132,13 +132,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     from attn_cli.core.memory import guard
 
-    guard(
-        estimate_bytes(config),
-        f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} --d-v {config.d_v}",
-        config.device,
-    )
-
+    what = f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} --d-v {config.d_v}"
+    guard(estimate_bytes(config), what, config.device)
     dev = torch.device(config.device)
-    worked = _worked_example(dev)
-    properties = _random_properties(config, dev)
-    return Result(config=dataclasses.asdict(config), **worked, **properties)
+    return Result(config=dataclasses.asdict(config), **_worked_example(dev), **_random_properties(config, dev))

@@ -99,7 +99,7 @@ def handwritten_multihead(mha: nn.MultiheadAttention, x: Tensor) -> Tensor:
     return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
 
 
-def _w9_block(config: Config) -> tuple[bool, float, list[dict]]:
+def _w9_block(config: Config) -> dict[str, Any]:
     """W9 5.1: the text's block, draws in its order; then its parameter table at d_model."""
     import torch
     from torch import nn
@@ -123,10 +123,10 @@ def _w9_block(config: Config) -> tuple[bool, float, list[dict]]:
         {"heads": h, "params": count_parameters(nn.MultiheadAttention(dm, h)), "formula": formula, "head_size": dm // h}
         for h in config.heads
     ]
-    return matches, max_diff, w9_params
+    return {"handwritten_matches": matches, "handwritten_max_diff": max_diff, "w9_params": w9_params}
 
 
-def _d2l_shape_check(config: Config) -> tuple[list[int], list[int], float]:
+def _d2l_shape_check(config: Config) -> dict[str, Any]:
     """D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected):
     the output's shape, the weights' shape, and the largest weight beyond valid_lens."""
     import torch
@@ -144,7 +144,7 @@ def _d2l_shape_check(config: Config) -> tuple[list[int], list[int], float]:
     out, weights = attention(X, Y, Y, valid_lens)  # (2, 4, 100), (2, 5, 4, 6)
     beyond = torch.arange(num_kvpairs, device=dev)[None, :] >= valid_lens[:, None]  # (B, n_k)
     masked_weight = float(weights.masked_select(beyond[:, None, None, :].expand_as(weights)).abs().max())
-    return list(out.shape), list(weights.shape), masked_weight
+    return {"mha_shape": list(out.shape), "mha_weights_shape": list(weights.shape), "mha_masked_weight": masked_weight}
 
 
 def _d2l_param_table(config: Config) -> list[dict]:
@@ -179,26 +179,10 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     validate(config)
-    guard(
-        estimate_bytes(config),
-        f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}",
-        config.device,
-    )
-
-    with torch.no_grad():
-        matches, max_diff, w9_params = _w9_block(config)
-        mha_shape, mha_weights_shape, masked_weight = _d2l_shape_check(config)
-        d2l_params = _d2l_param_table(config)
-        layout = _layout(config)
-
-    return Result(
-        config=asdict(config),
-        handwritten_matches=matches,
-        handwritten_max_diff=max_diff,
-        w9_params=w9_params,
-        mha_shape=mha_shape,
-        mha_weights_shape=mha_weights_shape,
-        mha_masked_weight=masked_weight,
-        d2l_params=d2l_params,
-        layout=layout,
-    )
+    what = f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}"
+    guard(estimate_bytes(config), what, config.device)
+    with torch.no_grad():  # the blocks in the texts' order: their draws follow one another
+        w9, d2l_shape = _w9_block(config), _d2l_shape_check(config)
+        return Result(
+            config=asdict(config), **w9, **d2l_shape, d2l_params=_d2l_param_table(config), layout=_layout(config)
+        )

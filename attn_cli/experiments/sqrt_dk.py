@@ -56,9 +56,6 @@ class Result:
     config: dict
     rows: list[Row] = field(default_factory=list)
 
-    def row(self, d_k: int) -> Row | None:
-        return next((r for r in self.rows if r.d_k == d_k), None)
-
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value, every row (published.compare decides which apply)."""
         out: dict[str, Any] = {}

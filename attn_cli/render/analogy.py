@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -61,3 +62,9 @@ def tables(result: Result, outcomes: Mapping) -> list:
     asked.add_row(f"{x} - {y} + {z}", _ranked(result.query_answer, result.query_similarities))
     asked.add_row(f"nearest to {result.nearest_word}", _ranked(result.nearest, result.nearest_similarities))
     return [published, asked]
+
+
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
+    return []  # a table only (the catalogue lists no figure for w9-ppmi)

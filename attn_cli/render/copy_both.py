@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attn_cli.render.table import Table
 
@@ -17,9 +17,9 @@ PNG, CSV = "copy_both.png", "copy_both.csv"
 def tables(result: Result, outcomes: Mapping) -> list:
     o = outcomes
 
-    def _published(check_id: str) -> Any:  # the text's value where it applies (its data: N, d, seed)
+    def published(check_id: str, fmt: str) -> str:  # the text's value where it applies (its data: N, d, seed)
         outcome = o.get(check_id)
-        return None if outcome is None or outcome.status == "n/a" else outcome.published
+        return "" if outcome is None or outcome.status == "n/a" else fmt.format(outcome.published)
 
     cfg = result.config
     one = Table(
@@ -31,12 +31,9 @@ def tables(result: Result, outcomes: Mapping) -> list:
         one.add_column(col, justify="right")
     one.add_column("unrounded", justify="right", style="dim")
     for row in result.one_head:
-        pub = _published(f"d2l-copy-both-one-head.{row['a']:.1f}")
+        a, b, e = row["a"], row["b"], row["error"]
         one.add_row(
-            f"({row['a']:.1f}, {row['b']:.1f})",
-            "" if pub is None else f"{pub:.3f}",
-            f"{row['error']:.3f}",
-            f"{row['error']:.6f}",
+            f"({a:.1f}, {b:.1f})", published(f"d2l-copy-both-one-head.{a:.1f}", "{:.3f}"), f"{e:.3f}", f"{e:.6f}"
         )
     theory = o["d2l-copy-both-one-head.theory"].published  # an identity: shown whatever the data
     one.add_row("theory sqrt(1/2)", f"{theory:.3f}", f"{result.theory:.3f}", f"{result.theory:.6f}")
@@ -49,11 +46,11 @@ def tables(result: Result, outcomes: Mapping) -> list:
     for col in ("published", "regenerated"):
         two.add_column(col, justify="right")
     for row in result.two_heads:
-        pub = _published(f"d2l-copy-both-two-heads.{row['a']:.2f}")
+        a, b, e = row["a"], row["b"], row["error"]
         two.add_row(
-            f"({row['a']:.2f}, {row['b']:.2f}) and ({row['b']:.2f}, {row['a']:.2f})",
-            "" if pub is None else f"{pub:.1e}",
-            f"{row['error']:.1e}",
+            f"({a:.2f}, {b:.2f}) and ({b:.2f}, {a:.2f})",
+            published(f"d2l-copy-both-two-heads.{a:.2f}", "{:.1e}"),
+            f"{e:.1e}",
         )
     return [one, two]
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,3 +52,9 @@ def tables(result: Result, outcomes: Mapping) -> list:
         "tells them apart (positional encoding, Week 10)" + not_text_caption(o.values()),
     )
     return [table]
+
+
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
+    return []  # a table only

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,17 +68,9 @@ def _measured_table(result: Result) -> Table:
         f"(q, k, v of shape (1, n, {d}); fastest of {result.config['repeats']} passes)",
         caption=f"peak memory: {result.peak_method}",
     )
-    for col in (
-        "n",
-        "scores (float32)",
-        "n² · d",
-        "time",
-        "median",
-        "× previous",
-        "achieved",
-        "peak memory (est.)" if "estimate" in result.peak_method else "peak memory",
-        "up-front estimate",
-    ):
+    peak = "peak memory (est.)" if "estimate" in result.peak_method else "peak memory"
+    headers = ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved", peak, "up-front estimate")
+    for col in headers:
         measured.add_column(col, justify="right")
     prev = None
     for r in result.measured_rows:
@@ -142,8 +135,6 @@ def figures(
     ts = [r.time_s for r in rows]
     ax1.loglog(ns, ts, "o", color="tab:blue", label="measured (fastest pass)")
     if result.exponent is not None:
-        import math
-
         # least-squares line through the geometric mean of the points
         mx = sum(math.log(n) for n in ns) / len(ns)
         my = sum(math.log(t) for t in ts) / len(ts)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.render.table import Table
@@ -44,3 +45,9 @@ def tables(result: Result, outcomes: Mapping) -> list:
         "The output has the queries' length; keys and values only have to match each other."
     )
     return [table, notes]
+
+
+def figures(
+    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
+) -> list[Path]:
+    return []
