@@ -232,7 +232,7 @@ class _AllRun:
             quick=quick,
             seed=self.seed,
             device=device,
-            **where,
+            where=where,
             cache=pipeline.cache_lines(done),
             seconds=time.perf_counter() - self.started,
             checks=line,

@@ -222,13 +222,11 @@ def _artifact(a: Artifact, section: Section | None, manifest: dict, outcomes: li
         parts.append(f'<p class="banner fail"><strong>Failed:</strong> {esc(section.error)}</p>')
     elif section is not None:
         parts += _tables_and_figures(a, section, files, shown_tables)
-    if outcomes:
-        parts.append(
-            f"<details><summary>{len(outcomes)} published values (not judged in a quick run)"
-            f"</summary>{checks_html(outcomes)}</details>"
-            if manifest.get("quick")
-            else checks_html(outcomes)
-        )
+    if outcomes and manifest.get("quick"):
+        folded = f"{len(outcomes)} published values (not judged in a quick run)"
+        parts.append(f"<details><summary>{folded}</summary>{checks_html(outcomes)}</details>")
+    elif outcomes:
+        parts.append(checks_html(outcomes))
     data = _data_files(section, files)
     if data:
         parts.append(f'<p class="data">Data: {_links(data)}</p>')

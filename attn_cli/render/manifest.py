@@ -48,9 +48,7 @@ def manifest(
     quick: bool,
     seed: int,
     device: str,
-    versions: dict,
-    machine: dict,
-    numerics: dict,
+    where: dict,
     cache: list[str],
     seconds: float,
     checks: str | None,
@@ -67,9 +65,7 @@ def manifest(
         "quick": quick,
         "seed": seed,
         "device": device,
-        "versions": versions,
-        "machine": machine,
-        "numerics": numerics,
+        **where,  # versions, machine, numerics (pipeline.where_it_ran)
         "cache": cache,
         "timing": {
             "seconds": round(seconds, 3),  # wall-clock values: the only part that varies between runs
