@@ -1,9 +1,8 @@
 """The check record of a run: a header naming where the numbers came from, then the checks.
 
 ``verify.json`` and ``attn verify --json`` are ``{"header": ..., "checks": [...]}``;
-``manifest.json`` of ``attn all`` carries the same header, and the checks as ``records``
-(its ``checks`` is the summary line). :func:`load` reads any of them, a report folder, and
-the bare list that earlier versions wrote (which has no header).
+``manifest.json`` of ``attn all`` has the same header and the checks as ``records``.
+:func:`load` reads any of them, a report folder, and an earlier version's bare list.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Regenerated values against the published ones: the one ``compare()``.
-
-Every table, ``attn verify``, ``attn all`` and the report receive :class:`Outcome` objects
-from here (value, published, tolerance, verdict, kind) and print them; none of them
-decides a verdict or holds a published value of its own.
+"""Regenerated values against the published ones: the one ``compare()``.  Every table,
+``attn verify``, ``attn all`` and the report print the :class:`Outcome` objects made here;
+none of them decides a verdict or holds a published value of its own.
 """
 
 from __future__ import annotations

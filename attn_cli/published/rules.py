@@ -1,8 +1,6 @@
-"""How a command's numbers are judged, in words, derived from its checks.
-
-Every command's ``--help`` (and docs/checking.md) states the rule its values are judged by; the text is
-made here from the checks themselves (their tests, tolerances and rules), so help never
-quotes a tolerance that the checks no longer use.  Nothing here is a published value.
+"""How a command's numbers are judged, in words, made from its checks (their tests, tolerances
+and rules) for its ``--help`` and docs/checking.md, so help never quotes a tolerance that the
+checks no longer use.  Nothing here is a published value.
 """
 
 from __future__ import annotations

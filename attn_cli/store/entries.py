@@ -1,8 +1,5 @@
-"""Results and pieces of work in the cache, read back as typed data (never code).
-
-:func:`load_result` and :func:`store_result` keep an experiment's Result; :class:`Pieces` keeps
-its pieces of work (the copy task: each training run); :func:`revive` reads JSON data back into
-a type, every value checked (:func:`attn_cli.store.typed.revive`)."""
+"""Results (:func:`load_result`, :func:`store_result`) and pieces of work (:class:`Pieces`: the
+copy task's training runs) in the cache, read back as typed data, never code (:func:`revive`)."""
 
 from __future__ import annotations
 
