@@ -1,7 +1,5 @@
-"""attn: regenerate and verify the tables and figures of two texts on attention.
-
-Design notes: ``docs/design.md``, section ``attn_cli``.
-"""
+"""attn: regenerate and verify the tables and figures of two texts on attention (design notes:
+``docs/design.md``, section ``attn_cli``)."""
 
 from typing import Any
 

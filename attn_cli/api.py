@@ -1,7 +1,5 @@
-"""The Python API: the CLI's commands as functions that return typed results.
-
-Design notes: ``docs/design.md``, section ``attn_cli.api``.
-"""
+"""The Python API: the CLI's commands as functions that return typed results (design notes:
+``docs/design.md``, section ``attn_cli.api``)."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +98,11 @@ def _many(value: Any) -> bool:
 
 def _token(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)  # a float's repr round-trips exactly
+
+
+def _out_folder(out: str | Path | None) -> AbstractContextManager[str]:
+    """``--out``: the caller's folder, or a private temporary one that nothing is written to."""
+    return contextlib.nullcontext(str(out)) if out is not None else tempfile.TemporaryDirectory(prefix="attn-api-")
 
 
 @contextlib.contextmanager
@@ -229,9 +233,7 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
         check_utf8_words([command, *argv])  # as on the command line: attn COMMAND ARGV
     started = time.perf_counter()
     figures: list = []
-    # the caller's folder, or a private temporary one that nothing is written to
-    folder_of = contextlib.nullcontext(str(out)) if out is not None else tempfile.TemporaryDirectory(prefix="attn-api-")
-    with _callers_state(), _config_errors(), folder_of as folder:
+    with _callers_state(), _config_errors(), _out_folder(out) as folder:
         shown = [a for a in argv if a != "--json"]
         split = shown.index("--") if "--" in shown else len(shown)  # --out before the positional arguments
         with cmd.make_context(f"attn {command}", [*shown[:split], "--out", folder, *shown[split:]]) as ctx:

@@ -1,7 +1,5 @@
-"""Find the experiments and tie them to the catalogue and the published checks.
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiment_registry``.
-"""
+"""Find the experiments and tie them to the catalogue and the published checks (design notes:
+``docs/design.md``, section ``attn_cli.experiment_registry``)."""
 
 from __future__ import annotations
 

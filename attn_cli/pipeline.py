@@ -1,7 +1,5 @@
-"""The pipeline: run an experiment, compare it with the texts once, write its figures.
-
-Design notes: ``docs/design.md``, section ``attn_cli.pipeline``.
-"""
+"""The pipeline: run an experiment, compare it with the texts once, write its figures (design notes:
+``docs/design.md``, section ``attn_cli.pipeline``)."""
 
 from __future__ import annotations
 

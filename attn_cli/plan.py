@@ -1,8 +1,6 @@
-"""What ``attn verify`` and ``attn all`` run: one ``(experiment, config, unjudged)`` per experiment,
-built here only, so both commands judge every check the same way and request the same cached runs.
-
-Design notes: ``docs/design.md``, section ``attn_cli.plan``.
-"""
+"""What ``attn verify`` and ``attn all`` run: one ``(experiment, config, unjudged)`` per experiment, built
+here only, so both commands judge every check the same way and request the same cached runs (design
+notes: ``docs/design.md``, section ``attn_cli.plan``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Options shared by every subcommand: one decorator, one ``Common`` value.
-
-Design notes: ``docs/design.md``, section ``attn_cli.cli.options``.
-"""
+"""Options shared by every subcommand: one decorator, one ``Common`` value (design notes:
+``docs/design.md``, section ``attn_cli.cli.options``)."""
 
 from __future__ import annotations
 
