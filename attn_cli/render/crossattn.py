@@ -40,9 +40,7 @@ def label(ch: str) -> str:
     """A visible tick label for one character (spaces and control characters shown)."""
     if ch == " ":
         return "␣"
-    if not ch.isprintable():
-        return ch.encode("unicode_escape").decode("ascii")
-    return ch
+    return ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
 
 
 def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
