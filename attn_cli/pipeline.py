@@ -60,16 +60,14 @@ class Run:
 def check(exp: Experiment, config: Any) -> None:
     """The experiment's optional hooks, before any work: ``validate(config)`` (an AttnError becomes
     :class:`~attn_cli.errors.BadConfig`, a usage error), then ``preflight(config)`` (errors pass unchanged)."""
-    validate = getattr(exp.module, "validate", None)
-    if validate is not None:
+    if (validate := getattr(exp.module, "validate", None)) is not None:
         try:
             validate(config)
         except BadConfig:
             raise
         except AttnError as exc:
             raise BadConfig(str(exc)) from exc
-    preflight = getattr(exp.module, "preflight", None)
-    if preflight is not None:
+    if (preflight := getattr(exp.module, "preflight", None)) is not None:
         preflight(config)
 
 
@@ -223,14 +221,12 @@ def _load(exp: Experiment, config: Any, store: Cache, key: dict, notes: list[str
         if result is not None:
             if isinstance(getattr(result, "config", None), dict) and result.config != key["config"]:
                 raise entries.InvalidEntry("config: not the configuration it is stored for")
-            validate = getattr(exp.module, "validate_result", None)
-            if validate is not None:
+            if (validate := getattr(exp.module, "validate_result", None)) is not None:
                 validate(result, config)
         return result
     except (cache.Refused, entries.InvalidEntry) as exc:
-        notes.append(
-            f"cache entry {cache.cache_path('', exp.name, key).as_posix()} is unreadable ({exc}); recomputing it"
-        )
+        entry = cache.cache_path("", exp.name, key).as_posix()
+        notes.append(f"cache entry {entry} is unreadable ({exc}); recomputing it")
         return None
 
 

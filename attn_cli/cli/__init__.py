@@ -71,8 +71,7 @@ class AttnGroup(click.Group):
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror}") from None
         except (MemoryError, RuntimeError) as exc:  # an allocation the up-front guard did not foresee
-            message = out_of_memory(exc)
-            if message is None:
+            if (message := out_of_memory(exc)) is None:
                 raise
             raise click.ClickException(message) from None
         except (KeyboardInterrupt, click.Abort) as exc:  # Ctrl-C, SIGTERM, SIGHUP (signals.Terminated)
