@@ -200,13 +200,9 @@ def _contents(
             f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
             f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>'
         )
-    legend = (
-        '<p class="legend"><span class="pass"><span class="dot"></span>passed</span> '
-        '<span class="fail"><span class="dot"></span>failed</span> '
-        '<span class="skip"><span class="dot"></span>shown, not judged</span> '
-        '<span class="none"><span class="dot"></span>no published values</span></p>'
-    )
-    return f'<nav aria-label="contents"><h2>Contents</h2>{legend}<ol>{"".join(items)}</ol></nav>'
+    states = {"pass": "passed", "fail": "failed", "skip": "shown, not judged", "none": "no published values"}
+    legend = " ".join(f'<span class="{k}"><span class="dot"></span>{text}</span>' for k, text in states.items())
+    return f'<nav aria-label="contents"><h2>Contents</h2><p class="legend">{legend}</p><ol>{"".join(items)}</ol></nav>'
 
 
 def _artifact(a: Artifact, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str]) -> str:
