@@ -18,12 +18,9 @@ Encoded = tuple[torch.Tensor, torch.Tensor]  # encoder states (B, T, h), initial
 
 
 class AttnSeq2Seq(nn.Module):
-    """GRU encoder; GRU decoder cell fed [embedding; context]; readout from [state; context].
-
-    The context is dot-product attention of the decoder state over all encoder states,
-    scaled by sqrt(h), computed before the cell update (input to the cell) and after it
-    (input to the readout).
-    """
+    """GRU encoder; GRU decoder cell fed [embedding; context]; readout from [state; context]. The context:
+    dot-product attention of the decoder state over all encoder states, scaled by sqrt(h), computed
+    before the cell update (input to the cell) and after it (input to the readout)."""
 
     uses_attention = True
     # True: one contiguous copy of the encoder states per batch, where the program hands every bmm
@@ -114,11 +111,8 @@ class AttnSeq2Seq(nn.Module):
 
 
 class PlainSeq2Seq(AttnSeq2Seq):
-    """The Week 8 encoder-decoder: W9 2.3's model with the attention context removed.
-
-    GRU encoder; GRU decoder cell on the token embedding alone; initial state the
-    encoder's last state; a linear readout of the state.
-    """
+    """The Week 8 encoder-decoder: W9 2.3's model without the attention context (the decoder cell
+    on the token embedding alone, from the encoder's last state; a linear readout of the state)."""
 
     uses_attention = False
 

@@ -1,9 +1,5 @@
-"""What one copy-task training run is, and what it returns: shared by both engines.
-
-``exact`` (attn_cli.core.copy_train) reproduces the W9 2.3 program bit for bit on CPU;
-``fast`` (attn_cli.core.copy_fast) trains the same models on the same data with other
-kernels, so its numbers are statistically equivalent, not bitwise equal.
-"""
+"""What one copy-task training run is, and what it returns: shared by both engines (``exact``:
+the W9 2.3 program bit for bit on CPU; ``fast``: the same models and data on other kernels)."""
 
 from __future__ import annotations
 

@@ -18,13 +18,9 @@ class AdamCalls(NamedTuple):
 
 
 def adam(params: Sequence[torch.Tensor], lr: float, program_calls: bool = False) -> AdamCalls:
-    """``torch.optim.Adam(params, lr=lr)`` and its ``zero_grad`` and ``step``, without torch._dynamo.
-
-    Adam's ``add_param_group`` (called by the constructor), ``zero_grad`` and ``step`` are wrapped
-    for ``torch.compile``; each wrapper imports ``torch._dynamo`` and does nothing else an eager run
-    sees.  This calls the functions under them (``inspect.unwrap``), in the gradient mode the step
-    wrapper sets: the same floats (tested).  ``program_calls``: the public methods, as the program.
-    """
+    """``torch.optim.Adam(params, lr=lr)`` and its ``zero_grad`` and ``step``, through the functions
+    under their torch.compile wrappers (``inspect.unwrap``; each wrapper imports torch._dynamo and does
+    nothing else an eager run sees): the same floats (tested).  ``program_calls``: the public methods."""
     if program_calls:
         opt = torch.optim.Adam(params, lr=lr)
         return AdamCalls(opt, opt.zero_grad, opt.step)

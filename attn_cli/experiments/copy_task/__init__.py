@@ -88,80 +88,68 @@ def preflight(config: Config) -> None:
 def run(config: Config, progress: ProgressCallback = None, store: Pieces | None = None) -> Result:
     """Every run of ``config``, aggregated; ``progress`` hears a ProgressEvent per report of a run
     (``item``: its index in ``config.plan()``, ``item_done``: its steps, ``value``: its loss).
-
-    ``store``: this experiment's pieces of the per-user cache (None: no cache): cached runs are reused
-    (unless ``store.reuse`` or ``config.use_cache`` is False), each finished run is stored at once.
-    With more than one job the runs go to forkserver processes: a script calling this needs the
-    usual ``if __name__ == "__main__":`` guard, as with any multiprocessing code.
-    """
+    ``store``: this experiment's pieces of the cache (None: none): cached runs are reused (unless
+    ``store.reuse`` or ``config.use_cache`` is False), each finished run is stored at once.  With more
+    than one job the runs go to forkserver processes: a script needs the ``__main__`` guard."""
     start = time.perf_counter()
     validate(config)
     preflight(config)  # a clear error now, before any work
-    notes: list[str] = []
-    specs = config.plan()
-    report = _reporter(specs, progress)
-    keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in specs]
-    outcomes, cached, todo = _reuse_cached(specs, keys, config, store, report, notes)
-    done = _finisher(specs, keys, config, store, report, outcomes, notes)
-    _train(todo, config, report, done)
-    return assemble(config, cast(list[RunOutcome], outcomes), cached, seconds=time.perf_counter() - start, notes=notes)
+    sweep = _Sweep(config, store, progress)
+    _train(sweep.reuse_cached(), config, sweep.report, sweep.done)
+    outcomes = cast(list[RunOutcome], sweep.outcomes)
+    return assemble(config, outcomes, sweep.cached, seconds=time.perf_counter() - start, notes=sweep.notes)
 
 
-def _reuse_cached(
-    specs: list[RunSpec], keys: list[dict], config: Config, store: Pieces | None, report: Report, notes: list[str]
-) -> tuple[list[RunOutcome | None], list[bool], Todo]:
-    """Each run's cached outcome where ``store`` has one and reuse is on (reported as "cached"),
-    which runs were cached, and the runs still to train; an unreadable entry adds a note."""
-    outcomes: list[RunOutcome | None] = [None] * len(specs)
-    cached = [False] * len(specs)
-    todo = []
-    for i, spec in enumerate(specs):
-        if store is not None and store.reuse and config.use_cache:
-            try:
-                outcomes[i] = load_cached(store, keys[i])
-            except ValueError as exc:
-                notes.append(
-                    f"cache entry {store.path(keys[i]).as_posix()} for the {spec.model} run at length "
-                    f"{spec.length}, seed {spec.seed} is unreadable ({exc}); recomputing it"
-                )
-            if (found := outcomes[i]) is not None:
-                cached[i] = True
-                report(i, spec.steps, spec.steps, found.final_loss, "cached")
-                continue
-        todo.append((i, spec))
-    return outcomes, cached, todo
+class _Sweep:
+    """The runs of one :func:`run`: their cache keys, their outcomes (cached or trained), the notes."""
 
+    def __init__(self, config: Config, store: Pieces | None, progress: ProgressCallback) -> None:
+        self.config, self.store, self.specs = config, store, config.plan()
+        self.report = _reporter(self.specs, progress)
+        self.keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in self.specs]
+        self.outcomes: list[RunOutcome | None] = [None] * len(self.specs)
+        self.cached = [False] * len(self.specs)
+        self.notes: list[str] = []
+        self.writable = store is not None  # until a write fails: then one note, and no more writes
 
-def _finisher(
-    specs: list[RunSpec],
-    keys: list[dict],
-    config: Config,
-    store: Pieces | None,
-    report: Report,
-    outcomes: list[RunOutcome | None],
-    notes: list[str],
-) -> Done:
-    """``done(index, outcome)``: refuse an outcome computed on other CPU kernels than its key's,
-    keep it in ``outcomes``, store it at once (Ctrl-C keeps it), and report it as "done"."""
-    writable = [store is not None]  # until a write fails: then one note, and no more writes
+    def reuse_cached(self) -> Todo:
+        """The runs still to train; each cached outcome (where reuse is on) kept and reported as
+        "cached", an unreadable entry noted."""
+        store, todo = self.store, []
+        for i, spec in enumerate(self.specs):
+            if store is not None and store.reuse and self.config.use_cache:
+                try:
+                    self.outcomes[i] = load_cached(store, self.keys[i])
+                except ValueError as exc:
+                    self.notes.append(
+                        f"cache entry {store.path(self.keys[i]).as_posix()} for the {spec.model} run at length "
+                        f"{spec.length}, seed {spec.seed} is unreadable ({exc}); recomputing it"
+                    )
+                if (found := self.outcomes[i]) is not None:
+                    self.cached[i] = True
+                    self.report(i, spec.steps, spec.steps, found.final_loss, "cached")
+                    continue
+            todo.append((i, spec))
+        return todo
 
-    def done(index: int, outcome: RunOutcome) -> None:
-        want = keys[index]["numerics"]["isa"]
-        if config.device == "cpu" and outcome.isa and outcome.isa != want:
+    def done(self, index: int, outcome: RunOutcome) -> None:
+        """Refuse an outcome computed on other CPU kernels than its key's; keep it, store it at once
+        (Ctrl-C keeps it), and report it as "done"."""
+        key, steps = self.keys[index], self.specs[index].steps
+        want = key["numerics"]["isa"]
+        if self.config.device == "cpu" and outcome.isa and outcome.isa != want:
             raise AttnError(
                 f"the {outcome.spec.model} run at length {outcome.spec.length} ran on {outcome.isa} "
-                f"kernels, not the {want} kernels of --numerics {keys[index]['numerics']['mode']}"
+                f"kernels, not the {want} kernels of --numerics {key['numerics']['mode']}"
             )
-        outcomes[index] = outcome
-        if writable[0] and store is not None:
+        self.outcomes[index] = outcome
+        if self.writable and self.store is not None:
             try:
-                store.store(keys[index], outcome)  # each finished run at once: Ctrl-C keeps it
+                self.store.store(key, outcome)  # each finished run at once: Ctrl-C keeps it
             except Unavailable as exc:
-                writable[0] = False
-                notes.append(f"runs are no longer cached: {exc}")
-        report(index, specs[index].steps, specs[index].steps, outcome.final_loss, "done")
-
-    return done
+                self.writable = False
+                self.notes.append(f"runs are no longer cached: {exc}")
+        self.report(index, steps, steps, outcome.final_loss, "done")
 
 
 def _train(todo: Todo, config: Config, report: Report, done: Done) -> None:

@@ -21,14 +21,10 @@ FIELD_CHARS = 200  # at most this many characters of a worker's address, host na
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() in ("model name", "Model", "cpu model"):
-                    return value.strip()[:FIELD_CHARS]
-    except OSError:
-        pass
+    with suppress(OSError), open(cpuinfo, encoding="utf-8", errors="replace") as f:
+        for key, _, value in (line.partition(":") for line in f):
+            if key.strip() in ("model name", "Model", "cpu model"):
+                return value.strip()[:FIELD_CHARS]
     return (platform.processor() or platform.machine())[:FIELD_CHARS]
 
 
@@ -74,17 +70,6 @@ def prepare_worker(mode: str) -> None:
     PRELOADED_MODE = mode
 
 
-def _other_mode(mode: str) -> str | None:
-    """Why this worker, preloaded with one numeric mode, refuses a run asking for ``mode`` (None: it does not)."""
-    if PRELOADED_MODE is None or mode == PRELOADED_MODE:
-        return None
-    return (
-        f"this worker was started with --preload attn_cli.dask_worker --attn-numerics {PRELOADED_MODE} "
-        f"(torch loads once per process, under that mode) and the run asks for --numerics {mode}: "
-        f"restart the worker with --attn-numerics {mode}, or run attn with --numerics {PRELOADED_MODE}"
-    )
-
-
 def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: str | None = None) -> dict:
     """One copy-task run, as the local engines compute it, in this worker process: ``spec`` a RunSpec as
     a dict, ``tag`` the client's name of the run (announced on :data:`TOPIC`).  Returns ``{"outcome":
@@ -92,9 +77,13 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag
     process cannot compute under ``mode`` (preloaded with another, or torch runs other kernels)."""
     _announce(tag)
     place = where()
-    other = _other_mode(mode)
-    if other:
-        return {"refused": other, "where": place}
+    if PRELOADED_MODE is not None and mode != PRELOADED_MODE:
+        refused = (
+            f"this worker was started with --preload attn_cli.dask_worker --attn-numerics {PRELOADED_MODE} "
+            f"(torch loads once per process, under that mode) and the run asks for --numerics {mode}: "
+            f"restart the worker with --attn-numerics {mode}, or run attn with --numerics {PRELOADED_MODE}"
+        )
+        return {"refused": refused, "where": place}
     try:
         numerics.apply(mode)  # before torch loads here; raises if it already runs other kernels
     except numerics.NumericsError as exc:

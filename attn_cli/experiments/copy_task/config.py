@@ -126,12 +126,9 @@ def validate(config: Config) -> None:
 
 
 def run_peak_bytes(spec: RunSpec) -> int:
-    """Estimated peak memory of one run (float32), the larger of training and evaluation.
-
-    Per sequence and decoder step, training keeps about (4 T + 10 h + 100) floats of autograd
-    tensors (embeddings, gates, two attention rows, contexts, logits), evaluation about (3 h + 2 V
-    + 16) (encoder states, logits, the batch, temporaries); the parameters, their gradients and
-    Adam's moments add 4 x (10 h^2 + 200 h)."""
+    """Estimated peak memory of one run (float32), the larger of training and evaluation: per sequence
+    and decoder step about (4 T + 10 h + 100) autograd floats in training, (3 h + 2 V + 16) in evaluation;
+    the parameters, their gradients and Adam's moments add 4 x (10 h^2 + 200 h)."""
     L, h = spec.length, spec.hidden
     train = spec.batch_size * L * (4 * L + 10 * h + 100)
     evaluate = spec.eval_size * L * (3 * h + 2 * 12 + 16) + spec.eval_size * (4 * L + 4 * h)
