@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from attn_cli.core.device import cuda_summary
 from attn_cli.published.types import KINDS
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
-from attn_cli.render.report import figure_views, fmt_value
+from attn_cli.render.report import SOURCES, figure_views, fmt_value
 from attn_cli.render.table import esc, to_html
 
 if TYPE_CHECKING:
@@ -116,8 +116,7 @@ def _header(
 ) -> str:
     parts = [
         f"<header><h1>{esc(title)}</h1>",
-        '<p class="sub">W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head '
-        'and Cross-Attention".</p></header>',
+        f'<p class="sub">{SOURCES}</p></header>',  # not escaped: the page's own text
         '<section class="summary" aria-label="summary">',
     ]
     if manifest.get("quick"):
