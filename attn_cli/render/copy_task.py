@@ -197,13 +197,9 @@ def figures(
         map_png = out / MAP_PNG.format(length=m["length"])
         if formats:
             paths += _map_figure(m, map_png, formats, keep)
-        paths.append(
-            write_csv(
-                map_png.with_suffix(".csv"),
-                [[f"step {t} ({m['src'][t]})", *row] for t, row in enumerate(m["weights"])],
-                header=["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))],
-            )
-        )
+        rows = [[f"step {t} ({m['src'][t]})", *row] for t, row in enumerate(m["weights"])]
+        header = ["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]
+        paths.append(write_csv(map_png.with_suffix(".csv"), rows, header=header))
     paths += copy_task_seeds.figures(result, out, formats, outcomes, keep)  # several seeds per cell: their distribution
     return paths
 
@@ -232,11 +228,9 @@ def _accuracy_figure(
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks, labels=[str(t) for t in ticks])
     ax.minorticks_off()
-    ax.set_ylim(0, 1.05)
+    ax.set(ylim=(0, 1.05), xlabel="sequence length", ylabel="free-running token accuracy")
     ax.axhline(0.1, color="gray", ls=":", lw=1)
     ax.text(ticks[0], 0.1, " chance (1 in 10)", va="bottom", color="gray", fontsize=8)
-    ax.set_xlabel("sequence length")
-    ax.set_ylabel("free-running token accuracy")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
     cfg = result.config
@@ -262,10 +256,8 @@ def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None =
     im = heatmap_frame(ax, length, length)
     step = 1 if length <= 48 else -(-length // 24)
     if step > 1:
-        ax.set_xticks(range(0, length, step))
-        ax.set_yticks(range(0, length, step))
-    ax.set_xlabel("input position (the digit there)")
-    ax.set_ylabel("decoder step (the digit it should write)")
+        ax.set(xticks=range(0, length, step), yticks=range(0, length, step))
+    ax.set(xlabel="input position (the digit there)", ylabel="decoder step (the digit it should write)")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     labels = [str(d) for d in m["src"]][::step]
     fill_heatmap(ax, im, m["weights"], labels, labels, annotate=length <= 8)

@@ -138,9 +138,7 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], 
             for e in (e for e in entries if e["model"] == model and e["metric"] == metric):
                 _cell(ax, e, lengths.index(e["length"]) + offset, step, COLOURS[model])
         ax.set_xticks(range(k), labels=[str(L) for L in lengths])
-        ax.set_xlim(-0.6, k - 0.4)
-        ax.set_ylim(-0.03, 1.05)
-        ax.set_xlabel("sequence length")
+        ax.set(xlim=(-0.6, k - 0.4), ylim=(-0.03, 1.05), xlabel="sequence length")
         ax.set_title(TITLES[metric], fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("accuracy")
