@@ -79,11 +79,8 @@ def judge(
     unjudged: str | None = None,
     missing: str = "not regenerated",
 ) -> Outcome:
-    """One check against one regenerated value.
-
-    ``config``: the run's configuration (to tell whether the published value applies);
-    ``unjudged``: why the value is shown but not judged ("quick", "fast engine");
-    ``missing``: the note when there is no value."""
+    """One check against one regenerated value of a run at ``config`` (does the published value
+    apply?); ``unjudged``: why it is shown, not judged ("quick"); ``missing``: the note for none."""
     if unjudged:
         return Outcome(check, value, "skipped", f"skipped ({unjudged})")
     if not at_text_settings(check, config):
