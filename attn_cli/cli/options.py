@@ -304,10 +304,7 @@ def scheduler_option(func: Callable[..., Any]) -> Callable[..., Any]:
         if scheduler:
             env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT
             source = "ATTN_SCHEDULER" if env else "--scheduler"
-        return func(
-            *args,
-            common=dataclasses.replace(common, scheduler=scheduler, scheduler_from=source, worker_wait=worker_wait),
-            **kwargs,
-        )
+        common = dataclasses.replace(common, scheduler=scheduler, scheduler_from=source, worker_wait=worker_wait)
+        return func(*args, common=common, **kwargs)
 
     return wrapper
