@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
@@ -98,12 +98,9 @@ def _identify(address: str, timeout: float) -> str | None:
         finally:
             comm.abort()
 
-    def run() -> Any:
-        return asyncio.run(asyncio.wait_for(ask(), timeout))
-
     with ThreadPoolExecutor(1) as pool:
         try:
-            answer = pool.submit(run).result()
+            answer = pool.submit(lambda: asyncio.run(asyncio.wait_for(ask(), timeout))).result()
         except (TimeoutError, asyncio.TimeoutError):
             return f"no Dask handshake within {timeout:g} s ({TIMEOUT_VAR})"
         except Exception as exc:  # a closed comm, a frame that does not decode, a MemoryError on garbage
@@ -135,12 +132,8 @@ def _probe(address: str, timeout: float) -> str | None:
 
 def _quiet_client_logs() -> None:
     """Silence Dask's client loggers: attn reports a lost connection as one Error line, not tracebacks."""
-    names = [
-        "distributed",
-        "distributed.client",
-        *(n for n in logging.root.manager.loggerDict if n.startswith("distributed.")),
-    ]
-    for name in names:
+    names = {"distributed", "distributed.client", *logging.root.manager.loggerDict}
+    for name in (n for n in names if n == "distributed" or n.startswith("distributed.")):
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
@@ -192,20 +185,18 @@ def _collect(client: Client, futures: dict, config: Config, report: Report, done
     """Each run's answer as it finishes, checked, popped from ``futures`` and handed to ``done``;
     the workers watched meanwhile.  A failed run is a ClusterError."""
     address, source = config.scheduler or "", config.scheduler_from or "--scheduler"
-    collected = 0
     watch = _WorkerWatch(client, address, source, config.worker_wait)
-    watch.check(collected)  # a scheduler without workers is said at once
-    for fut in _finishing(client, futures, watch, lambda: collected):  # noqa: B023 (the live count)
+    watch.check()  # a scheduler without workers is said at once
+    for fut in _finishing(client, futures, watch):
         index, spec, engine = futures.pop(fut)
         what = f"the {spec.model} run at length {spec.length}, seed {spec.seed}"
         try:
             answer = fut.result()
         except Exception as exc:  # the task raised RETRIES + 1 times, its workers died, or the scheduler went
             report(index, 0, spec.steps, float("nan"), "failed")
-            raise _failed(exc, client, address, source, what, collected) from None
-        outcome = _outcome(answer, cache_key(spec, engine, config.device), what, code)
-        done(index, outcome)
-        collected += 1
+            raise _failed(exc, client, address, source, what, watch.collected) from None
+        done(index, _outcome(answer, cache_key(spec, engine, config.device), what, code))
+        watch.collected += 1
 
 
 def _failed(exc: Exception, client: Client, address: str, source: str, what: str, collected: int) -> ClusterError:
@@ -231,7 +222,7 @@ def _release(client: Client, uncollected: dict, listening: bool) -> None:
     client.close()
 
 
-def _finishing(client: Client, futures: dict, watch: _WorkerWatch, collected: Callable[[], int]) -> Iterator[Future]:
+def _finishing(client: Client, futures: dict, watch: _WorkerWatch) -> Iterator[Future]:
     """The futures as they finish; while none does, the workers are watched every :data:`POLL_S`."""
     from distributed import as_completed
 
@@ -242,22 +233,23 @@ def _finishing(client: Client, futures: dict, watch: _WorkerWatch, collected: Ca
             yield from pending.next_batch(block=False)
             looked = time.monotonic()
         elif time.monotonic() - looked >= POLL_S:
-            watch.check(collected())
+            watch.check()
             looked = time.monotonic()
         else:
             time.sleep(0.05)
 
 
 class _WorkerWatch:
-    """Says on stderr, at once and every :data:`SAY_EVERY_S`, that no worker is connected, and
-    gives up with a ClusterError after ``wait_s`` seconds without one."""
+    """Says on stderr, at once and every :data:`SAY_EVERY_S`, that no worker is connected, and gives
+    up with a ClusterError after ``wait_s`` seconds without one; counts the runs collected till then."""
 
     def __init__(self, client: Client, address: str, source: str, wait_s: float) -> None:
         self.client, self.address, self.source, self.wait_s = client, address, source, wait_s
         self.since: float | None = None
         self.said = 0.0
+        self.collected = 0
 
-    def check(self, collected: int) -> None:
+    def check(self) -> None:
         try:
             workers = len(self.client.nthreads())
         except Exception:  # the scheduler went: the futures say so
@@ -283,7 +275,7 @@ class _WorkerWatch:
         if now - self.since >= self.wait_s:
             raise ClusterError(
                 f"no Dask worker connected to the scheduler at {self.address} (from {self.source}) "
-                f"for {self.wait_s:g} s (--worker-wait): the {collected} run(s) finished before are "
+                f"for {self.wait_s:g} s (--worker-wait): the {self.collected} run(s) finished before are "
                 "kept in the cache; a rerun resumes from them"
             )
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
 from multiprocessing import forkserver, resource_tracker
 from typing import TYPE_CHECKING, Any
 
@@ -144,7 +145,8 @@ def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) 
     try:
         return fut.result()
     except BrokenProcessPool:
-        if MAIN_GUARD_EXIT in _exit_codes(pool):
+        processes = getattr(pool, "_processes", None) or {}  # what ProcessPoolExecutor keeps of them
+        if MAIN_GUARD_EXIT in {p.exitcode for p in list(processes.values())}:
             raise ConfigError(MAIN_GUARD_MESSAGE) from None
         raise AttnError(
             f"a copy-task worker died during the {spec.model} run at length "
@@ -166,7 +168,7 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
     except ValueError:  # pragma: no cover - platforms without forkserver
         ctx = mp.get_context("spawn")
     ctx = _start_helpers(ctx)  # the context that started: spawn where no fork server can listen
-    progress_queue = ctx.Queue()
+    progress_queue: Queue[tuple[int, int, int, float]] = ctx.Queue()
     alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -178,18 +180,11 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
     try:
         futures = {pool.submit(_work, index, spec, config.device): (index, spec) for index, spec in todo}
         pending = set(futures)
-
-        def drain() -> None:
-            while True:
-                try:
-                    index, step, total, loss = progress_queue.get_nowait()
-                except queue_mod.Empty:
-                    return
-                report(index, step, total, loss, "running")
-
         while pending:
             ready, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-            drain()
+            with suppress(queue_mod.Empty):  # every step reported since
+                while True:
+                    report(*progress_queue.get_nowait(), "running")
             for fut in ready:
                 index, spec = futures[fut]
                 done(index, _outcome(fut, spec, pool))
@@ -211,12 +206,6 @@ MAIN_GUARD_MESSAGE = (
     'script again, and ran that call too. Put the calls under if __name__ == "__main__": '
     "(see the Python API docs, docs/api.md)"
 )
-
-
-def _exit_codes(pool: ProcessPoolExecutor) -> set[int]:
-    """The exit codes of a broken pool's processes (what ProcessPoolExecutor keeps of them)."""
-    processes = getattr(pool, "_processes", None) or {}
-    return {p.exitcode for p in list(processes.values()) if p.exitcode is not None}
 
 
 def _start_helpers(ctx: BaseContext) -> BaseContext:

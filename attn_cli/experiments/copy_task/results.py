@@ -61,12 +61,8 @@ class Result:
             for metric in METRICS:
                 cid = check_id(c["model"], c["length"], metric)
                 if cid in CHECK_IDS:
-                    out[cid] = SeedSample(
-                        value=rows[0][metric],
-                        values=[r[metric] for r in rows],
-                        seeds=[r["seed"] for r in rows],
-                        engines=[r["engine"] for r in rows],
-                    )
+                    values, seeds, engines = ([r[k] for r in rows] for k in (metric, "seed", "engine"))
+                    out[cid] = SeedSample(value=values[0], values=values, seeds=seeds, engines=engines)
         att = [r for r in self.rows if r["model"] == "attention"]
         if att:
             out[MAP_RULE_ID] = MapSample(
