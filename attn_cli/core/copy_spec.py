@@ -33,14 +33,12 @@ class RunOutcome:
     exact: float  # fraction of whole sequences copied exactly (free running)
     seconds: float  # wall time of this run
     final_loss: float  # training loss at the last step
-    # attention model only: one evaluation sequence and the readout attention weights
-    # (decoder step x input position) of free-running generation on it
+    # attention model only: one evaluation sequence, its free-running readout weights (decoder step x input)
     example_src: list[int] = field(default_factory=list)
     example_weights: list[list[float]] = field(default_factory=list)
     engine: str = "exact"
     cpu_seconds: float = 0.0  # CPU time the run used (0.0 where an engine does not measure it)
-    # attention model only: over ALL evaluation sequences and decoder steps, the fraction whose
-    # readout attention peaks at the step's own input position (free running); None otherwise
+    # attention model only: the fraction of ALL evaluation decoder steps whose readout peaks at their own position
     diagonal: float | None = None
     isa: str = ""  # the CPU kernels torch dispatched to during the run (e.g. "AVX2")
     backend: str = "torch"  # what ran the arithmetic: "torch" (PyTorch ops) or "kernel" (the C kernel)

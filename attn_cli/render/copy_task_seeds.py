@@ -94,18 +94,14 @@ def figures(
     return paths
 
 
-def _jitter(i: int, n: int, width: float) -> float:
-    """A deterministic horizontal offset for the i-th of n dots (golden-ratio spread), in ±width/2."""
-    return 0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width
-
-
 def _cell(ax: Axes, e: dict, x: float, step: float, colour: str) -> None:
     """One cell's seeds at ``x``: the interval as a band, its mean as a line, each seed a dot,
     and the published value a diamond."""
     iv, n, span = e["interval"], len(e["values"]), [x - 0.42 * step, x + 0.42 * step]
     ax.fill_between(span, max(iv["low"], -0.02), min(iv["high"], 1.02), color=colour, alpha=0.18, linewidth=0)
     ax.plot(span, [iv["mean"]] * 2, color=colour, lw=1)
-    dots = [x + _jitter(i, n, 0.6 * step) for i in range(n)]
+    width = 0.6 * step  # the dots spread over it deterministically (golden ratio)
+    dots = [x + (0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width) for i in range(n)]
     few = n <= 16
     ax.scatter(dots, e["values"], s=12 if few else 6, color=colour, alpha=0.85 if few else 0.55, linewidths=0, zorder=3)
     if e["published"] is not None:

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import cast
 
-from attn_cli.core.copy_spec import RunOutcome, RunSpec
+from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import (
     CACHE_SUBDIR,
@@ -104,13 +104,31 @@ class _Sweep:
     """The runs of one :func:`run`: their cache keys, their outcomes (cached or trained), the notes."""
 
     def __init__(self, config: Config, store: Pieces | None, progress: ProgressCallback) -> None:
-        self.config, self.store, self.specs = config, store, config.plan()
-        self.report = _reporter(self.specs, progress)
+        self.config, self.store, self.progress, self.specs = config, store, progress, config.plan()
+        self.finished: set[int] = set()  # runs done or cached
         self.keys = [cache_key(spec, config.engine_of(spec), config.device) for spec in self.specs]
         self.outcomes: list[RunOutcome | None] = [None] * len(self.specs)
         self.cached = [False] * len(self.specs)
         self.notes: list[str] = []
         self.writable = store is not None  # until a write fails: then one note, and no more writes
+
+    def report(self, index: int, step: int, steps: int, loss: float, status: str) -> None:
+        """An engine's ``(run, step, steps, loss, status)`` report, as a ProgressEvent."""
+        if status in ("done", "cached"):
+            self.finished.add(index)
+        if self.progress is not None:
+            self.progress(
+                ProgressEvent(
+                    len(self.finished),
+                    len(self.specs),
+                    f"run {index}: step {step}/{steps}, loss {loss:.3f}",
+                    item=index,
+                    item_done=step,
+                    item_total=steps,
+                    value=loss,
+                    status=status,
+                )
+            )
 
     def reuse_cached(self) -> Todo:
         """The runs still to train; each cached outcome (where reuse is on) kept and reported as
@@ -202,27 +220,3 @@ def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: Report, 
         thread.join()
     if failure:
         raise failure[0]
-
-
-def _reporter(specs: list[RunSpec], progress: ProgressCallback) -> Report:
-    """The engines' ``(run, step, steps, loss, status)`` reports as ProgressEvents."""
-    finished: set[int] = set()
-
-    def report(index: int, step: int, steps: int, loss: float, status: str) -> None:
-        if status in ("done", "cached"):
-            finished.add(index)
-        if progress is not None:
-            progress(
-                ProgressEvent(
-                    len(finished),
-                    len(specs),
-                    f"run {index}: step {step}/{steps}, loss {loss:.3f}",
-                    item=index,
-                    item_done=step,
-                    item_total=steps,
-                    value=loss,
-                    status=status,
-                )
-            )
-
-    return report

@@ -304,7 +304,9 @@ def _listen(client: Client, tags: dict[str, tuple[int, RunSpec]], report: Report
 def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:
     """A worker's answer as a RunOutcome checked like a cache entry, or a ClusterError naming the worker."""
     place = answer.get("where") if isinstance(answer, dict) else None
-    worker = _worker_name(place)
+    worker = "(unknown)"
+    if isinstance(place, dict):
+        worker = f"{str(place.get('worker', ''))[:FIELD_CHARS]} on {str(place.get('host', ''))[:FIELD_CHARS]}"
     if not isinstance(answer, dict) or not isinstance(place, dict):
         raise ClusterError(f"{what}: worker {worker} answered something that is not a run")
     if "refused" in answer:
@@ -327,9 +329,3 @@ def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:
             f"--numerics {key['numerics']['mode']}; refused (never mixed with this machine's runs)"
         )
     return dataclasses.replace(outcome, ran_on={k: ran_on.get(k, "")[:FIELD_CHARS] for k in ("worker", "host", "cpu")})
-
-
-def _worker_name(place: dict | None) -> str:
-    if not isinstance(place, dict):
-        return "(unknown)"
-    return f"{str(place.get('worker', ''))[:FIELD_CHARS]} on {str(place.get('host', ''))[:FIELD_CHARS]}"

@@ -42,16 +42,6 @@ def where() -> dict[str, str]:
 TOPIC = "attn-copy-task-started"  # each attempt of a run says on this Dask event topic that it started
 
 
-def _announce(tag: str | None) -> None:
-    """Tell the client (:data:`TOPIC`) that the run ``tag`` starts on this worker (its progress bar
-    counts running runs, and a run that starts again as a failed attempt).  Best effort."""
-    if tag:
-        with suppress(Exception):  # not inside a worker, an old distributed: no announcement, same run
-            from distributed import get_worker
-
-            get_worker().log_event(TOPIC, {"tag": str(tag)})
-
-
 PRELOADED_MODE: str | None = None  # the numeric mode prepare_worker pinned in this process; None: not preloaded
 
 
@@ -75,7 +65,11 @@ def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag
     a dict, ``tag`` the client's name of the run (announced on :data:`TOPIC`).  Returns ``{"outcome":
     asdict(RunOutcome), "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` where this
     process cannot compute under ``mode`` (preloaded with another, or torch runs other kernels)."""
-    _announce(tag)
+    if tag:  # the client's progress bar counts running runs, and a run that starts again as a failed attempt
+        with suppress(Exception):  # not inside a worker, an old distributed: no announcement, same run
+            from distributed import get_worker
+
+            get_worker().log_event(TOPIC, {"tag": str(tag)})
     place = where()
     if PRELOADED_MODE is not None and mode != PRELOADED_MODE:
         refused = (
