@@ -17,7 +17,9 @@ from attn_cli.published.compare import Outcome
 from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, METRICS, TEXT_SETTING, cell_of, check_id
 from attn_cli.published.seed_rule import FLOOR
 from attn_cli.published.seed_rule import RULE as SEED_RULE
+from attn_cli.render import copy_task_seeds
 from attn_cli.render.console import beside
+from attn_cli.render.copy_task_seeds import COLOURS
 from attn_cli.render.table import Cell, Table, Text, styled
 
 if TYPE_CHECKING:
@@ -30,7 +32,6 @@ MAP_PNG = BY_ID["w9-copy-task-map"].files[0]  # copy_task_attention_L{length}.pn
 HEADERS = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole seq. exact"}
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
 RUN_COLUMNS = ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal")
-COLOURS = {"attention": "tab:blue", "plain": "tab:red"}
 LABELS = {"attention": "attention (W9 2.3)", "plain": "plain encoder-decoder (Week 8)"}
 # the published points of the accuracy plot (their edge: the model's colour)
 PUBLISHED_MARKER: dict[str, Any] = {"linestyle": "none", "marker": "D", "markersize": 9, "markerfacecolor": "none"}
@@ -179,7 +180,6 @@ def figures(
 ) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside;
     for several seeds per cell also their distribution (:mod:`attn_cli.render.copy_task_seeds`)."""
-    from attn_cli.render import copy_task_seeds
     from attn_cli.render.files import split_timing, write_csv, write_json
 
     out = Path(out)

@@ -108,14 +108,6 @@ def _cell(ax: Axes, e: dict, x: float, step: float, colour: str) -> None:
         ax.plot([x], [e["published"]], markersize=8, markeredgewidth=1.4, zorder=4, **PUBLISHED_MARKER)
 
 
-def _engines(cfg: dict) -> str:
-    """ "fast engine", or which engine trained the first seed and which the others."""
-    extra = cfg.get("extra_seed_engine")
-    if not extra or extra == cfg["engine"]:
-        return f"{cfg['engine']} engine"
-    return f"{cfg['engine']} engine for the first seed, {extra} for the others"
-
-
 def _figure(entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -150,9 +142,9 @@ def _figure(entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], 
     wide = fig.get_figwidth() >= 12  # one legend row where it fits, else two
     ncol = len(handles) if wide else -(-len(handles) // 2)
     fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.01))
-    fig.suptitle(
-        f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
-        f"{_engines(cfg)})",
-        fontsize=10,
-    )
+    engines, extra = f"{cfg['engine']} engine", cfg.get("extra_seed_engine")
+    if extra and extra != cfg["engine"]:  # which engine trained the first seed, which the others
+        engines += f" for the first seed, {extra} for the others"
+    title = f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
+    fig.suptitle(f"{title}{engines})", fontsize=10)
     return save_figure(fig, path, formats, keep=keep, tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})
