@@ -157,8 +157,7 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
     # this process's numeric mode (not a Config field: it would change every cache key and JSON)
     mode, code = numerics.current_mode(), code_digest()
     client = connect(address, source)
-    futures: dict = {}
-    finished = False
+    futures: dict = {}  # the runs not collected yet
     tags = {
         f"attn-copy-task-{config.engine_of(spec)}-{index}-{uuid.uuid4().hex[:12]}": (index, spec)
         for index, spec in todo
@@ -167,9 +166,8 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
     try:
         _submit(client, tags, config, mode, futures)
         _collect(client, futures, config, report, done, code)
-        finished = True
     finally:
-        _release(client, futures if not finished else {}, listening)
+        _release(client, futures, listening)
 
 
 def _submit(client: Client, tags: dict[str, tuple[int, RunSpec]], config: Config, mode: str, futures: dict) -> None:
