@@ -157,26 +157,20 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
     # this process's numeric mode (not a Config field: it would change every cache key and JSON)
     mode, code = numerics.current_mode(), code_digest()
     client = connect(address, source)
-    futures: dict = {}  # the runs not collected yet
+    futures: dict = {}  # future -> (index, spec, engine) of the runs not collected yet
     tags = {
         f"attn-copy-task-{config.engine_of(spec)}-{index}-{uuid.uuid4().hex[:12]}": (index, spec)
         for index, spec in todo
     }
     listening = _listen(client, tags, report)
     try:
-        _submit(client, tags, config, mode, futures)
+        for key, (index, spec) in tags.items():  # each a task keyed by its tag, into futures as it is submitted
+            engine = config.engine_of(spec)
+            args = (dataclasses.asdict(spec), engine, mode, config.device, key)
+            futures[client.submit(train_on_worker, *args, pure=False, retries=RETRIES, key=key)] = (index, spec, engine)
         _collect(client, futures, config, report, done, code)
     finally:
         _release(client, futures, listening)
-
-
-def _submit(client: Client, tags: dict[str, tuple[int, RunSpec]], config: Config, mode: str, futures: dict) -> None:
-    """Each tagged run as a task (keyed by its tag, retried :data:`RETRIES` times), into
-    ``futures`` (future -> ``(index, spec, engine)``) as it is submitted."""
-    for key, (index, spec) in tags.items():
-        engine = config.engine_of(spec)
-        args = (dataclasses.asdict(spec), engine, mode, config.device, key)
-        futures[client.submit(train_on_worker, *args, pure=False, retries=RETRIES, key=key)] = (index, spec, engine)
 
 
 def _collect(client: Client, futures: dict, config: Config, report: Report, done: Done, code: str) -> None:
