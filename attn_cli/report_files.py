@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attn_cli.errors import WriteFailed
 from attn_cli.render import files, html
@@ -16,10 +16,9 @@ from attn_cli.render.table import to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
-    from attn_cli.pipeline import Run
+    from attn_cli.pipeline import Coverage, Run
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Artifact
-    from attn_cli.regenerate import VerifyReport
 
 
 def write_section(
@@ -71,7 +70,24 @@ def write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes
     return [out / "manifest.json", out / "index.md", out / "index.html"]
 
 
-def write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyReport) -> list[Path]:
+class VerifyPage(Protocol):
+    """What the verify page reads of ``regenerate.VerifyReport`` (named here so no import runs back up)."""
+
+    @property
+    def record(self) -> dict: ...
+    @property
+    def header(self) -> dict: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def outcomes(self) -> list: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def coverage(self) -> Coverage: ...
+
+
+def write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyPage) -> list[Path]:
     """``verify.json`` (the --json record) and ``verify.html`` (the checks as a page) in ``out``:
     their own names, so an ``attn all`` report in the same folder is left alone."""
     files.write_json(out / "verify.json", report.record)
