@@ -73,18 +73,14 @@ def write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes
 class VerifyPage(Protocol):
     """What the verify page reads of ``regenerate.VerifyReport`` (named here so no import runs back up)."""
 
+    header: dict
+    seconds: float
+    outcomes: list
+    summary: str
+    coverage: Coverage
+
     @property
-    def record(self) -> dict: ...
-    @property
-    def header(self) -> dict: ...
-    @property
-    def seconds(self) -> float: ...
-    @property
-    def outcomes(self) -> list: ...
-    @property
-    def summary(self) -> str: ...
-    @property
-    def coverage(self) -> Coverage: ...
+    def record(self) -> dict: ...  # a cached_property on VerifyReport
 
 
 def write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyPage) -> list[Path]:

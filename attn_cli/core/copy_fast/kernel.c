@@ -7,26 +7,8 @@
    Compiled on first use by attn_cli/core/copy_fast/kernel.py; no PyTorch headers.
 
    One source, every vector width (kernel_math.h): built for AVX2 and for AVX-512, with the same
-   bits.  Where the time goes at length 32 (AVX-512, perf): the gemms ~40%, the GRU backward and
-   forward ~25% (reading and writing the saved activations: 9 MB per run, beyond L2), attention
-   ~15%.  What paid (each measured side by side, same bits): tiles of 8 rows x 32-48 columns in
-   AVX-512 registers, the readout's 12 columns in masked registers instead of memory, the
-   attention's sums kept in registers for four batch rows at once, the encoder states'
-   attention gradient summed once after the decoder loop, no allocation in the step (the work
-   space kept across calls).  The gates were one gemm already ((B, 3h) per step).  Later, each
-   measured in alternating pairs against the kernel before it, same bits in every variant: the
-   column tails of the batched vector-matrix products in masked registers (length 4: 0.76x the
-   time, length 8: 0.83x; the scores of a length below 32 were scalar loops), the cross-entropy's
-   exp computed here as libm computes it, in vectors, instead of a libm call per logit
-   (expf_libm), the softmax and score-gradient sums of eight rows side by side (their add chains
-   overlap), the encoder's dgi kept in one L1 slot instead of a (T,B,3h) array nobody reads again,
-   and the GRU's elementwise loops built once more for hidden 32.  Together: 0.75x, 0.79x, 0.94x
-   and 0.96x the time at lengths 4, 8, 16, 32 (AVX-512).  What did not (no gain, removed):
-   cutting the long weight-gradient sums into chunks of 256, software prefetch of the next
-   step's saved activations in the backward pass, -O3, the weight-gradient gemms computed
-   transposed (48-column tiles), the attention's four-row groups taking scores, softmax and
-   context in turn (their keys read from L1 the second time), keeping only the n part of the
-   decoder's dgh, 6 x 16 tiles in the AVX2 gemm (slower: spills). */
+   bits.  Where the time goes, and what each layout change gained or not: benchmarks/RESULTS.md,
+   section `copy_task_fast.py`. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
