@@ -83,6 +83,14 @@ def test_page_escapes_everything_lists_failures_first_and_shows_the_numeric_mode
     assert "@media print" in page and "@media (max-width" in page
 
 
+def test_a_check_that_does_not_apply_renders_as_a_failure():
+    """n/a (settings not the text's) fails verify, as in the Markdown, the terminal and JUnit."""
+    page = _page([_outcome("a-one.z", "a-one", "n/a", note="n/a: settings differ from the text's")])
+    assert '<tr class="fail"><td class="id">a-one.z</td>' in page
+    assert '<td class="verdict fail">n/a: settings differ from the text&#x27;s</td>' in page
+    assert "1 failed" in page
+
+
 def test_sections_show_svg_before_png_link_pdf_and_data():
     section = Section(
         name="one",

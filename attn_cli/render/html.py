@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Artifact
 
-VERDICT_CLASS = {"pass": "pass", "fail": "fail", "skipped": "skip"}
+VERDICT_CLASS = {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}  # n/a fails verify
 IMAGE_PREFERENCE = ("svg", "png")  # the page shows SVG where written, else PNG
 TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
 
