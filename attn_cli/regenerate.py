@@ -1,7 +1,5 @@
-"""``attn verify`` and ``attn all`` as library functions: select, plan, run, compare, write.
-
-Design notes: ``docs/design.md``, section ``attn_cli.regenerate``.
-"""
+"""``attn verify`` and ``attn all`` as library functions: select, plan, run, compare, write (design
+notes: ``docs/design.md``, section ``attn_cli.regenerate``)."""
 
 from __future__ import annotations
 
@@ -15,25 +13,33 @@ from typing import TYPE_CHECKING, Any
 from attn_cli import experiment_registry, pipeline, records
 from attn_cli.errors import BadConfig
 from attn_cli.experiment_registry import Experiment, Registry
-from attn_cli.plan import QUICK_NOTE, Plan, judged, smoke
 from attn_cli.published.compare import summary
 from attn_cli.published.seed_rule import MIN_SEEDS
+from attn_cli.render import files, html
 from attn_cli.render.manifest import manifest as manifest_json
-from attn_cli.report_files import catalogued, write_index, write_section, write_verify_page
+from attn_cli.report_files import catalogued, write_index, write_section
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Check
 
+QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
+QUICK_NOTE = (
+    "a smoke run at reduced sizes that judges nothing against the texts, nothing trained included; "
+    "without --quick every check is judged as `attn verify` judges it"
+)
+
+Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is not judged or None)
 RunPlan = Callable[..., list]  # (plan, verb, *, on_done, cache_root, use_cache, numerics) -> list[pipeline.Run]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Report:
     runs: list  # pipeline.Run per experiment, in the plan's order
     outcomes: list  # Outcome per selected check, in the checks' order
     coverage: pipeline.Coverage
     where: dict  # versions, machine, numerics (pipeline.where_it_ran)
+    files: list[Path] = field(default_factory=list)  # the files written
 
     @property
     def failed(self) -> list:
@@ -50,14 +56,14 @@ class _Report:
         return [*pipeline.cache_lines(self.runs), pipeline.numerics_line(self.where["numerics"])]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class VerifyReport(_Report):
-    """``attn verify``: every selected check with its verdict, and where it was computed."""
+    """``attn verify``: every selected check with its verdict, and where it was computed; ``files``:
+    verify.html and verify.json, when out was given."""
 
     summary: str  # "85 measured and 10 rules passed; 33 identities shown"
     seconds: float  # the runs and the comparison
     header: dict = field(default_factory=dict)  # records.header: what verify.json says of the run
-    files: list[Path] = field(default_factory=list)  # verify.html and verify.json, when out was given
 
     @functools.cached_property
     def record(self) -> dict:
@@ -65,17 +71,17 @@ class VerifyReport(_Report):
         return records.record(self.outcomes, self.header)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class AllReport(_Report):
-    """``attn all``: the sections written, the checks judged once, the manifest and the files."""
+    """``attn all``: the sections written, the checks judged once, the manifest and every file
+    written (the three report files last)."""
 
     out: Path
     quick: bool  # a smoke run: nothing judged
     sections: list  # report_files.Section per experiment
     summary: str | None  # the verdicts per kind; None with --quick
     quick_line: str | None  # what --quick judged (nothing); None without it
-    manifest: dict  # manifest.json
-    files: list[Path] = field(default_factory=list)  # every file written, the three report files last
+    manifest: dict = field(default_factory=dict)  # manifest.json
 
     @property
     def errors(self) -> list:
@@ -102,6 +108,41 @@ class AllReport(_Report):
         ]
 
 
+def plan(
+    experiments: Iterable[Experiment],
+    *,
+    seed: int,
+    device: str,
+    use_cache: bool = True,
+    quick: bool = False,
+    seeds: int | None = None,
+    smoke: bool = False,
+    **cluster: Any,
+) -> Plan:
+    """Each experiment at the configuration its checks are judged at (``quick``: the slow ones at
+    ``Config.quick()``, not judged); ``smoke`` (``attn all --quick``): every one at ``Config.quick()``
+    on its fast engine, nothing judged; ``seeds``: how many seeds judge a trained value."""
+    from attn_cli.published.seed_rule import MAX_SEEDS
+
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        raise ValueError(f"the seed rule takes 1 to {MAX_SEEDS} seeds, not {seeds}")
+    made: Plan = []
+    for exp in experiments:
+        reduced = smoke or (quick and exp.slow)
+        config = exp.config(
+            seed=seed,
+            device=device,
+            quick=reduced,
+            use_cache=use_cache,
+            engine="fast" if smoke else None,
+            verify=not reduced,
+            verify_seeds=seeds,
+            **cluster,
+        )
+        made.append((exp, config, QUICK if reduced else None))
+    return made
+
+
 def verify(
     only: Sequence[str] = (),
     *,
@@ -118,35 +159,39 @@ def verify(
     progress: RunPlan | None = None,
     worker_wait: float | None = None,
 ) -> VerifyReport:
-    """Regenerate the published values ``only`` selects (all without it) and judge them.
-
-    Each experiment a selected check needs runs once at the configuration its checks are judged
-    at (:func:`attn_cli.plan.judged`).  ``out``: also write ``verify.json`` and ``verify.html``
-    there.  ``seeds``: how many seeds judge each trained value (None: the seed rule's default).
+    """Regenerate the published values ``only`` selects (all without it) and judge them, each
+    experiment run once as :func:`plan` says; ``out``: also write ``verify.json`` and ``verify.html``.
     Raises :class:`~attn_cli.experiment_registry.UnknownId` or
-    :class:`~attn_cli.experiment_registry.SeedOutOfRange` before any work.
-    """
+    :class:`~attn_cli.errors.SeedOutOfRange` before any work."""
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {e for c in selected if (e := registry.experiment_of(c.artifact)) is not None})
-    make = functools.partial(judged, quick=quick, seeds=seeds)
-    plan = _plan(make, needed, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
+    made = _checked_plan(
+        needed,
+        scheduler,
+        scheduler_from,
+        worker_wait,
+        seed=seed,
+        device=device,
+        use_cache=use_cache,
+        quick=quick,
+        seeds=seeds,
+    )
     started = time.perf_counter()
-    done = _run(plan, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
+    done = _run(made, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     outcomes = pipeline.compare(selected, registry, done)
-    cov = pipeline.coverage(registry, artifact_ids, everything=not only)
     where = pipeline.where_it_ran(device, numerics)
     report = VerifyReport(
         runs=done,
         outcomes=outcomes,
-        coverage=cov,
+        coverage=pipeline.coverage(registry, artifact_ids, everything=not only),
         summary=summary(outcomes),
         where=where,
         seconds=time.perf_counter() - started,
         header=_header("attn verify", where, device, seed, seeds, quick),
     )
     if out is not None:
-        report.files = write_verify_page(registry, artifact_ids, Path(out), report)
+        report.files = _write_verify_page(registry, artifact_ids, Path(out), report)
     return report
 
 
@@ -167,13 +212,10 @@ def regenerate_all(
     progress: RunPlan | None = None,
     worker_wait: float | None = None,
 ) -> AllReport:
-    """Run the experiments ``only`` selects (every one without it) and write into ``out`` each
-    one's tables, JSON and figures as it finishes, then ``manifest.json``, ``index.md`` and
-    ``index.html``.  Every check is judged once, as :func:`verify` judges it (``quick``: a smoke
-    run that judges nothing).  An experiment that fails is recorded in its section; the rest
-    still run.  Raises as :func:`verify` does, and :class:`~attn_cli.errors.BadConfig` for
-    ``seeds`` with ``quick``.
-    """
+    """Run the experiments ``only`` selects (all without it), write each one's tables, JSON and
+    figures into ``out`` as it finishes, then ``manifest.json``, ``index.md`` and ``index.html``.
+    Every check is judged once, as :func:`verify` judges it (``quick``: a smoke run, nothing
+    judged); a failed experiment is recorded in its section, the rest still run."""
     started = time.perf_counter()
     out = Path(out)
     registry = experiment_registry.Registry.load()
@@ -182,82 +224,86 @@ def regenerate_all(
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    make = smoke if quick else functools.partial(judged, seeds=seeds)
-    plan = _plan(make, experiments, seed, device, use_cache, scheduler, scheduler_from, worker_wait)
-    job = _AllRun(registry, out, formats, only, artifact_ids, quick, seed, seeds, device, numerics, started)
-    done = _run(plan, "all", progress, on_done=job.write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
-    return job.report(plan, done)
+    made = _checked_plan(
+        experiments,
+        scheduler,
+        scheduler_from,
+        worker_wait,
+        seed=seed,
+        device=device,
+        use_cache=use_cache,
+        smoke=quick,
+        seeds=seeds,
+    )
+    sections: list = []  # report_files.Section per experiment, as it finished
+    judged: dict = {}  # check ID -> Outcome, judged as its experiment finished
 
-
-@dataclass
-class _AllRun:
-    """``attn all`` under way: what it was asked, and the sections written as each experiment finished."""
-
-    registry: Registry
-    out: Path
-    formats: Sequence[str]
-    only: Sequence[str]
-    artifact_ids: list[str]
-    quick: bool
-    seed: int
-    seeds: int | None
-    device: str
-    numerics: str | None
-    started: float  # time.perf_counter() when attn all began
-    sections: list = field(default_factory=list)  # report_files.Section per experiment, as it finished
-    judged: dict = field(default_factory=dict)  # check ID -> Outcome, judged as its experiment finished
-
-    def write(self, run: pipeline.Run) -> None:
-        """``on_done``: judge a finished run's checks, then write its section (tables, JSON, figures)."""
-        registry = self.registry
+    def write(run: pipeline.Run) -> None:
         mine = pipeline.compare(
             [c for c in registry.checks.values() if experiment_name(registry, c) == run.name], registry, [run]
         )
-        self.judged.update((o.check.id, o) for o in mine)
-        command = command_of(registry, run.experiment)
-        self.sections.append(write_section(run, registry, self.out, self.formats, command, mine))
+        judged.update((o.check.id, o) for o in mine)
+        sections.append(write_section(run, registry, out, formats, command_of(registry, run.experiment), mine))
 
-    def report(self, plan: Plan, done: list[pipeline.Run]) -> AllReport:
-        """Every selected check's verdict, then ``manifest.json``, ``index.md`` and ``index.html``."""
-        registry, only, quick, device = self.registry, self.only, self.quick, self.device
-        outcomes = _all_outcomes(registry, only, done, self.judged)
-        cov = pipeline.coverage(
-            registry, list(registry.artifacts) if not only else self.artifact_ids, everything=not only
-        )
-        line = None if quick else summary(outcomes)
-        where = pipeline.where_it_ran(device, self.numerics)
-        manifest = manifest_json(
-            self.sections,
-            command="attn all" + (" --quick" if quick else ""),
-            quick=quick,
-            seed=self.seed,
-            device=device,
-            where=where,
-            cache=pipeline.cache_lines(done),
-            seconds=time.perf_counter() - self.started,
-            checks=line,
-            coverage=cov.line(),
-            missing=cov.no_experiment,
-            outcomes=outcomes,
-            quick_note=QUICK_NOTE if quick else None,
-        )
-        record = records.record(outcomes, _header("attn all", where, device, self.seed, self.seeds, quick))
-        manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
-        index = write_index(self.out, manifest, catalogued(registry, self.artifact_ids), self.sections, outcomes)
-        written = [self.out / f for s in self.sections for f in (*s.figures, *s.data)]
-        return AllReport(
-            out=self.out,
-            quick=quick,
-            runs=done,
-            sections=self.sections,
-            outcomes=outcomes,
-            coverage=cov,
-            summary=line,
-            quick_line=quick_line(outcomes, registry, plan) if quick else None,
-            manifest=manifest,
-            where=where,
-            files=[*written, *index],
-        )
+    done = _run(made, "all", progress, on_done=write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
+    outcomes = _all_outcomes(registry, only, done, judged)
+    report = AllReport(
+        out=out,
+        quick=quick,
+        runs=done,
+        sections=sections,
+        outcomes=outcomes,
+        coverage=pipeline.coverage(registry, artifact_ids, everything=not only),
+        summary=None if quick else summary(outcomes),
+        quick_line=quick_line(outcomes, registry, made) if quick else None,
+        where=pipeline.where_it_ran(device, numerics),
+    )
+    report.manifest = _manifest(report, seed, seeds, device, time.perf_counter() - started)
+    index = write_index(out, report.manifest, catalogued(registry, artifact_ids), sections, outcomes)
+    report.files = [*(out / f for s in sections for f in (*s.figures, *s.data)), *index]
+    return report
+
+
+def _manifest(report: AllReport, seed: int, seeds: int | None, device: str, seconds: float) -> dict:
+    """``manifest.json``: the sections, the verdicts, and verify.json's header and records."""
+    quick, cov = report.quick, report.coverage
+    manifest = manifest_json(
+        report.sections,
+        command="attn all" + (" --quick" if quick else ""),
+        quick=quick,
+        seed=seed,
+        device=device,
+        where=report.where,
+        cache=pipeline.cache_lines(report.runs),
+        seconds=seconds,
+        checks=report.summary,
+        coverage=cov.line(),
+        missing=cov.no_experiment,
+        outcomes=report.outcomes,
+        quick_note=QUICK_NOTE if quick else None,
+    )
+    record = records.record(report.outcomes, _header("attn all", report.where, device, seed, seeds, quick))
+    manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
+    return manifest
+
+
+def _write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyReport) -> list[Path]:
+    """``verify.json`` (the --json record) and ``verify.html`` (the checks as a page) in ``out``:
+    their own names, so an ``attn all`` report in the same folder is left alone."""
+    files.write_json(out / "verify.json", report.record)
+    manifest = {**report.header, "quick": False, "timing": {"seconds": round(report.seconds, 3)}}  # the page's facts
+    page = html.index_html(
+        catalogue=catalogued(registry, artifact_ids),
+        sections=[],
+        manifest=manifest,
+        outcomes=report.outcomes,
+        summary=report.summary,
+        coverage_line=report.coverage.line(),
+        links=("verify.json",),
+        title="attn verify: the texts' numbers, regenerated",
+    )
+    files.write_text(out / "verify.html", page)
+    return [out / "verify.html", out / "verify.json"]
 
 
 def _all_outcomes(registry: Registry, only: Sequence[str], done: list[pipeline.Run], judged_now: dict) -> list:
@@ -280,32 +326,27 @@ def _header(command: str, where: dict, device: str, seed: int, seeds: int | None
     )
 
 
-def _run(plan: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> list[pipeline.Run]:
-    return pipeline.run_experiments(plan, **keywords) if progress is None else progress(plan, verb, **keywords)
+def _run(made: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> list[pipeline.Run]:
+    return pipeline.run_experiments(made, **keywords) if progress is None else progress(made, verb, **keywords)
 
 
-def _plan(
-    make: Callable[..., Plan],
+def _checked_plan(
     experiments: Sequence[Experiment],
-    seed: int,
-    device: str,
-    use_cache: bool,
     scheduler: str | None,
     scheduler_from: str | None,
     worker_wait: float | None,
+    **options: Any,
 ) -> Plan:
-    """``make(experiments, ...)``, a :mod:`attn_cli.plan` function, with the Dask scheduler
-    (--scheduler) checked to answer only when an experiment trains, and every seed the plan
-    will hand to torch checked (:class:`experiment_registry.SeedOutOfRange`), before any work."""
-    options: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache}
+    """:func:`plan`, after the Dask scheduler (--scheduler) answered, asked only when an experiment
+    trains; then every seed the plan hands to torch checked (:class:`SeedOutOfRange`), before any work."""
     if scheduler and any(exp.slow for exp in experiments):
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
         options.update(plan_keywords(scheduler, scheduler_from, worker_wait))
-    plan = make(experiments, **options)
-    for exp, config, _ in plan:
+    made = plan(experiments, **options)
+    for exp, config, _ in made:
         experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
-    return plan
+    return made
 
 
 def ordered(registry: Registry, experiments: Iterable[Experiment]) -> list[Experiment]:
@@ -331,9 +372,9 @@ def command_of(registry: Registry, exp: Experiment) -> str:
     return ", ".join(commands) or exp.name
 
 
-def quick_line(outcomes: Sequence[Outcome], registry: Registry, plan: Plan) -> str:
+def quick_line(outcomes: Sequence[Outcome], registry: Registry, made: Plan) -> str:
     """What ``attn all --quick`` judged: nothing; how many checks it shows, the trained ones named."""
-    trained = [exp.name for exp, _, _ in plan if exp.slow]
+    trained = [exp.name for exp, _, _ in made if exp.slow]
     n_trained = sum(experiment_name(registry, o.check) in trained for o in outcomes)
     what = f"; {n_trained} of them trained: {', '.join(trained)}" if trained else ""
     return f"quick run: {QUICK_NOTE} ({len(outcomes)} checks shown, not judged{what})"

@@ -1,11 +1,11 @@
-"""The files of ``attn all`` (one :class:`Section` per experiment run) and ``attn verify``."""
+"""The files of ``attn all``: one :class:`Section` per experiment run, then the index; and the JUnit XML."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import WriteFailed
 from attn_cli.render import files, html
@@ -16,7 +16,7 @@ from attn_cli.render.table import to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
-    from attn_cli.pipeline import Coverage, Run
+    from attn_cli.pipeline import Run
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Artifact
 
@@ -68,38 +68,6 @@ def write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes
     page = html.index_html(**both, outcomes=outcomes, links=("manifest.json", "index.md"))
     files.write_text(out / "index.html", page)
     return [out / "manifest.json", out / "index.md", out / "index.html"]
-
-
-class VerifyPage(Protocol):
-    """What the verify page reads of ``regenerate.VerifyReport`` (named here so no import runs back up)."""
-
-    header: dict
-    seconds: float
-    outcomes: list
-    summary: str
-    coverage: Coverage
-
-    @property
-    def record(self) -> dict: ...  # a cached_property on VerifyReport
-
-
-def write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyPage) -> list[Path]:
-    """``verify.json`` (the --json record) and ``verify.html`` (the checks as a page) in ``out``:
-    their own names, so an ``attn all`` report in the same folder is left alone."""
-    files.write_json(out / "verify.json", report.record)
-    manifest = {**report.header, "quick": False, "timing": {"seconds": round(report.seconds, 3)}}  # the page's facts
-    page = html.index_html(
-        catalogue=catalogued(registry, artifact_ids),
-        sections=[],
-        manifest=manifest,
-        outcomes=report.outcomes,
-        summary=report.summary,
-        coverage_line=report.coverage.line(),
-        links=("verify.json",),
-        title="attn verify: the texts' numbers, regenerated",
-    )
-    files.write_text(out / "verify.html", page)
-    return [out / "verify.html", out / "verify.json"]
 
 
 def catalogued(registry: Registry, artifact_ids: Iterable[str]) -> list[Artifact]:

@@ -78,17 +78,17 @@ def test_all_after_verify_trains_nothing_and_judges_every_check(tiny_verify, tmp
 
 def test_all_and_verify_build_identical_copy_task_runs():
     """At the real settings (nothing trained here): the same Config, so the same cache keys."""
-    from attn_cli import plan
+    from attn_cli.regenerate import plan
 
     registry = experiment_registry.Registry.load()
     copy_task = registry.by_artifact["w9-copy-task"]
     args = dict(seed=2, device="cpu", use_cache=True)
-    ((_, judged, unjudged),) = plan.judged([copy_task], **args)
+    ((_, judged, unjudged),) = plan([copy_task], **args)
     assert unjudged is None and judged.seed_list == (2, 3, 4, 5, 6)
     assert judged == exp.verify_config(copy_task.config(seed=2, device="cpu"))
     keys = [exp.cache_key(s, judged.engine_of(s), judged.device) for s in judged.plan()]
     assert [k["engine"] for k in keys] == (["exact"] + ["fast"] * 4) * 8
-    assert plan.judged([copy_task], **args, quick=True)[0][2] == "quick"  # verify --quick: not judged
+    assert plan([copy_task], **args, quick=True)[0][2] == "quick"  # verify --quick: not judged
 
 
 def test_all_quick_says_it_judges_nothing_trained(monkeypatch, tmp_path):

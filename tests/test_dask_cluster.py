@@ -453,15 +453,16 @@ def test_a_worker_with_other_code_another_isa_or_a_refusal_is_named_and_refused(
 
 
 def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere():
-    from attn_cli import experiment_registry, plan
+    from attn_cli import experiment_registry
     from attn_cli.experiments import copy_task as exp
+    from attn_cli.regenerate import plan
 
     registry = experiment_registry.Registry.load()
     cluster = {"scheduler": "tcp://10.0.0.5:8786", "scheduler_from": "ATTN_SCHEDULER"}
     args = dict(seed=0, device="cpu")
     for made in (
-        plan.judged(registry.experiments, **args, **cluster),
-        plan.smoke(registry.experiments, **args, **cluster),
+        plan(registry.experiments, **args, **cluster),
+        plan(registry.experiments, **args, smoke=True, **cluster),
     ):
         configs = {e.name: c for e, c, _ in made}
         assert configs["copy_task"].scheduler == "tcp://10.0.0.5:8786"

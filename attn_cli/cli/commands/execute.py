@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from attn_cli.experiment_registry import Experiment
     from attn_cli.experiments.progress import ProgressEvent
     from attn_cli.pipeline import Run
-    from attn_cli.plan import Plan
+    from attn_cli.regenerate import Plan
 
 
 def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
