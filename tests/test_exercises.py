@@ -60,18 +60,7 @@ def test_each_exercise_is_an_experiment(number):
     params = inspect.signature(module.run).parameters
     assert list(params) == ["config", "progress"] and params["progress"].default is None
     assert inspect.signature(module.run).return_annotation in ("Result", module.Result)
-    own = ex.exercise_config(number, ex.Config.quick(seed=3))
-    assert own == module.Config.quick(seed=3)  # the package's quick() is the union of the exercises'
-
-
-def test_package_config_is_the_union_of_the_exercises():
-    import dataclasses
-
-    names = {f.name for m in ex.MODULES.values() for f in dataclasses.fields(m.Config)}
-    assert names | {"exercises"} == {f.name for f in dataclasses.fields(ex.Config)}
-    for m in ex.MODULES.values():
-        for f in dataclasses.fields(m.Config):
-            assert getattr(ex.Config(), f.name) == f.default, (m.__name__, f.name)
+    assert module.Config is ex.Config  # one Config: each exercise reads the fields it names
 
 
 # --------------------------------------------------------------------------- shared helpers

@@ -25,7 +25,7 @@ from attn_cli.experiments.exercises import (
     ex11_projections,
     ex12_learned,
 )
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import NUMBERS, Config
 from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 
 ARTIFACTS = tuple(f"d2l-ex{i}" for i in range(1, 13))
@@ -33,8 +33,6 @@ SLOW = False  # seconds at --quick, about 15 s at full size
 CACHED = True  # the pipeline keeps the Result in the per-user cache (keyed by the config and the code)
 ENGINES: tuple[str, ...] = ()
 FIGURES = ("exercise_2.png", "exercise_6.png", "exercise_11.png", "exercise_12.png")
-
-NUMBERS = tuple(range(1, 13))
 
 # exercise number -> its module; each module's TITLE is the exercise's own heading
 MODULES = dict(
@@ -58,41 +56,6 @@ MODULES = dict(
 )
 TITLES: dict[int, str] = {n: m.TITLE for n, m in MODULES.items()}
 SEED_OFFSETS = (0, 1, 2)  # seeds drawn from: seed, and exercise 12's data streams seed + 1, seed + 2
-
-
-@dataclass(frozen=True)
-class Config:
-    """The settings of all twelve exercises: each field is the same-named field of the
-    exercises' own Configs (see there), handed to every exercise that has it."""
-
-    seed: int = 0  # torch.manual_seed(seed) at the start of every exercise
-    device: str = "cpu"  # data drawn on the CPU generator, then moved; ex6 times this device
-    exercises: tuple[int, ...] = NUMBERS  # which exercises to run, in this order
-    samples: int = ex01_readouts.Config.samples  # ex1, ex2, ex3, ex5
-    mlp_hidden: int = ex01_readouts.Config.mlp_hidden  # ex1
-    mlp_steps: int = ex01_readouts.Config.mlp_steps  # ex1
-    mlp_points: int = ex01_readouts.Config.mlp_points  # ex1
-    resamples: int = ex04_key_noise.Config.resamples  # ex4
-    timing_n: int = ex06_timing.Config.timing_n  # ex6
-    timing_repeats: int = ex06_timing.Config.timing_repeats  # ex6
-    train_steps: int = ex12_learned.Config.train_steps  # ex12
-
-    @classmethod
-    def quick(cls, **overrides: Any) -> Config:
-        """Every exercise's ``Config.quick()`` sizes, by field name (seed and device apart)."""
-        sizes = {
-            f.name: getattr(m.Config.quick(), f.name)
-            for m in MODULES.values()
-            for f in dataclasses.fields(m.Config)
-            if f.name not in ("seed", "device")
-        }
-        return cls(**{**sizes, **overrides})
-
-
-def exercise_config(number: int, config: Config) -> ExerciseConfig:
-    """Exercise ``number``'s own Config: the same-named fields of ``config``."""
-    own = MODULES[number].Config
-    return own(**{f.name: getattr(config, f.name) for f in dataclasses.fields(own)})
 
 
 @dataclass
@@ -170,7 +133,7 @@ def validate_result(result: Result, config: Config) -> None:
         validate = getattr(module, "validate_result", None)
         if got is not None and validate is not None:
             try:
-                validate(got, exercise_config(number, config))
+                validate(got, config)
             except InvalidEntry as exc:
                 raise InvalidEntry(f"ex{number}.{exc}") from None
 
@@ -207,6 +170,6 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             progress(ProgressEvent(i, len(selected), f"{number}. {TITLES[number]}"))
         torch.manual_seed(config.seed)
         start = time.perf_counter()
-        setattr(result, f"ex{number}", MODULES[number].run(exercise_config(number, config)))
+        setattr(result, f"ex{number}", MODULES[number].run(config))
         result.seconds[f"ex{number}"] = round(time.perf_counter() - start, 3)
     return result

@@ -1,30 +1,34 @@
-"""What the exercises share: a Config base, and the size of the text's copy-both data (N x d),
-which exercises 1, 2, 3 and 5 draw (``--quick`` shrinks N to ``QUICK_SAMPLES``)."""
+"""The exercises' one Config, and the size of the text's copy-both data (N x d), which exercises
+1, 2, 3 and 5 draw (``--quick`` shrinks N to ``QUICK_SAMPLES``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
 
+from attn_cli.experiments.base import QuickConfig
 from attn_cli.published.settings import TEXT
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data
 DIM = TEXT["d2l-copy-both-one-head"]["d_v"]  # d of the text's copy-both data
 QUICK_SAMPLES = 4000  # N under --quick
 ONE_HEAD_ERROR = 0.5**0.5  # sqrt(1/2): the best readout of [v1; v2] from one Gaussian mixture
+NUMBERS = tuple(range(1, 13))
 
 
 @dataclass(frozen=True)
-class ExerciseConfig:
-    """Every exercise's Config derives from this: ``seed`` seeds its draws, and
-    ``quick()`` applies the subclass's ``QUICK`` sizes (then any overrides)."""
+class Config(QuickConfig):
+    """The settings of all twelve exercises: each exercise's ``run(config)`` reads the fields it names."""
 
-    seed: int = 0  # torch.manual_seed(seed) and/or a torch.Generator seeded with it
-    QUICK: ClassVar[dict[str, Any]] = {}  # field -> value under --quick (a class attribute, not a field)
+    seed: int = 0  # torch.manual_seed(seed) at the start of every exercise; their generators start from it
+    device: str = "cpu"  # data drawn on the CPU generator, then moved; ex6 times this device; ex3, ex5: CPU
+    exercises: tuple[int, ...] = NUMBERS  # which exercises to run, in this order
+    samples: int = SAMPLES  # ex1, ex2, ex3, ex5: N of the copy-both data
+    mlp_hidden: int = 16  # ex1: hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)
+    mlp_steps: int = 300  # ex1: full-batch Adam steps
+    mlp_points: int = 4096  # ex1: training coordinates for the perceptron (scalar examples)
+    resamples: int = 1000  # ex4: resamples of the keys (the exercise's 1000; --quick keeps them: ms)
+    timing_n: int = 512  # ex6: sequence length n (the exercise's 512)
+    timing_repeats: int = 3  # ex6: timed calls per head count after one warm-up (median kept)
+    train_steps: int = 300  # ex12: Adam steps (batches of 256) per head count
 
-    @classmethod
-    def quick(cls, **overrides: Any) -> Self:
-        return cls(**{**cls.QUICK, **overrides})
+    QUICK = dict(samples=QUICK_SAMPLES, mlp_steps=150, mlp_points=1024, timing_n=128, timing_repeats=2, train_steps=150)

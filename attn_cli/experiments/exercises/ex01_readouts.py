@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -14,18 +14,6 @@ if TYPE_CHECKING:
 TITLE = "nonlinear readouts"
 CASES = (("gaussian", 0.5), ("gaussian", 0.7), ("sign", 0.5), ("sign", 0.7))  # (values, a)
 LR = 1e-2  # Adam learning rate of the perceptron
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """Seeds the data's generator and, before each case, the perceptron's initialisation."""
-
-    device: str = "cpu"  # data drawn on the CPU generator, then moved
-    samples: int = SAMPLES  # N training and N held-out examples
-    mlp_hidden: int = 16  # hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)
-    mlp_steps: int = 300  # full-batch Adam steps
-    mlp_points: int = 4096  # training coordinates for the perceptron (scalar examples)
-    QUICK = {"samples": QUICK_SAMPLES, "mlp_steps": 150, "mlp_points": 1024}
 
 
 @dataclass

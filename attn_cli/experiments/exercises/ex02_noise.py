@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, Config
 from attn_cli.experiments.progress import ProgressCallback
 
 TITLE = "nearly identical heads"
@@ -14,15 +14,6 @@ SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps
     (0.01, (0.4, 0.1, 0.03, 0.01, 0.003, 0.001)),
     (0.001, (0.4, 0.1, 0.03, 0.01, 0.003, 0.001, 3e-4, 1e-4, 3e-5, 1e-5)),
 )
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """torch.manual_seed(seed) before the text's draws."""
-
-    device: str = "cpu"  # the draws are made on the CPU, then moved
-    samples: int = SAMPLES  # N of the text's copy-both data
-    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass

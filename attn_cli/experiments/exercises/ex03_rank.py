@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -16,14 +16,6 @@ MIN_SAMPLES = 200  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) ex
 VALUE_DIM = 4  # c, the width of each value
 SHAPES = ((1, 2), (2, 2), (1, 4), (2, 4), (3, 4), (4, 4), (6, 4), (3, 6), (8, 8))  # (h, k), softmax rows
 TEMPERATURE = 2.0  # logits ~ N(0, TEMPERATURE^2) before the softmax
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """Seeds the generator of the matrices and the samples."""
-
-    samples: int = SAMPLES  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
-    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -24,13 +24,6 @@ SETTINGS = (  # (name, anisotropic k_a, query)
     ("isotropic, q = -cΣμi (part 4)", False, "neg"),
     ("anisotropic, q = -cΣμi (part 4)", True, "neg"),
 )
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """Seeds the generator of the noise z and gamma; --quick keeps the 1000 resamples (ms)."""
-
-    resamples: int = 1000  # resamples of the keys (the exercise's 1000)
 
 
 @dataclass

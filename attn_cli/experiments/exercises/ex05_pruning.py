@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar
 
-from attn_cli.experiments.exercises.common import DIM, QUICK_SAMPLES, SAMPLES, ExerciseConfig
+from attn_cli.experiments.exercises.common import DIM, Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -18,14 +18,6 @@ TITLE = "head pruning"
 HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
 TAU = 0.01  # the exercise's tolerance
 WIDE_LAYER_HEADS = 96  # a wide layer's head count (GPT-3), for the evaluation counts quoted in the reading
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """torch.manual_seed(seed) before the text's draws (solved on the CPU)."""
-
-    samples: int = SAMPLES  # N of the text's copy-both data
-    QUICK = {"samples": QUICK_SAMPLES}
 
 
 @dataclass

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 
 TITLE = "narrow heads"
 D_MODEL, BATCH = 256, 8
 HEADS = (1, 2, 4, 8, 16, 32, 64)
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """torch.manual_seed(seed) before the input and the layers are drawn."""
-
-    device: str = "cpu"  # the device timed
-    timing_n: int = 512  # sequence length n (the exercise's 512)
-    timing_repeats: int = 3  # timed calls per head count after one warm-up (median kept)
-    QUICK = {"timing_n": 128, "timing_repeats": 2}
 
 
 @dataclass

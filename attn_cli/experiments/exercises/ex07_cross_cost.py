@@ -5,18 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 
 TITLE = "cost of cross-attention"
 D_MODEL, SOURCE = 512, 1000  # the exercise's d and m
 HEADS = 8  # any h gives the same count
 SHAPES = ((1, 1000), (10, 1000), (100, 1000), (1000, 1000), (100, 10))  # (n, m) for the general count
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """The seed is unused: every count is exact."""
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -18,11 +18,6 @@ VALUE_DIM = 4  # c of the part-3 check
 SHARED_WEIGHTS = ((1.0, 0.0), (0.88, 0.12))  # part 3: the two query heads' weights on (v1, v2)
 SHARED_SAMPLES = 2000  # part 3: examples of the readout
 SHARED_WIDTHS = (4, 3, 2, 1)  # part 3: widths p of the shared value head
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """Seeds the generator of part 3's values and W_v."""
 
 
 @dataclass

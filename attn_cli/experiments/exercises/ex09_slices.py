@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING, ClassVar
 
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -17,11 +17,6 @@ if TYPE_CHECKING:
 TITLE = "heads as slices"
 D_MODEL, HEADS = 16, 4
 TOL = 1e-5  # a difference above this (float32 round-off) is detectable
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """torch.manual_seed(seed) before the layer and the inputs are drawn."""
 
 
 @dataclass

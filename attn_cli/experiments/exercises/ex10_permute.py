@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -16,11 +16,6 @@ if TYPE_CHECKING:
 TITLE = "permuting the source"
 D_MODEL, HEADS, N_Q, M_SRC, VALID = 16, 4, 5, 7, 4
 TOL = 1e-5
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """torch.manual_seed(seed) before the layers, inputs and permutations."""
 
 
 @dataclass

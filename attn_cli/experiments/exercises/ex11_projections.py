@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import ExerciseConfig
+from attn_cli.experiments.exercises.common import Config
 from attn_cli.experiments.progress import ProgressCallback
 from attn_cli.published.settings import TEXT
 
 TITLE = "random projections and readable maps"
 HEADS = 4
 QUERY_WORD, KEY_WORD, DIM = (TEXT["d2l-crossattn-map"][k] for k in ("query_word", "key_word", "d_model"))
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """The seed of the letter embeddings and the fresh layer (crossattn.Config.seed)."""
-
-    device: str = "cpu"
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR, ExerciseConfig
+from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR, Config
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -17,15 +17,6 @@ HEAD_COUNTS = (1, 2, 4, 8)
 BATCH, HELD_OUT, LR = 256, 4096, 1e-2
 ONE_HOT, DUPLICATE = 0.95, 0.05
 KINDS = ("one-hot", "soft", "duplicate")  # what classify() calls a head
-
-
-@dataclass(frozen=True)
-class Config(ExerciseConfig):
-    """The layer is seeded with seed, the data stream with seed + 1, the held-out set with seed + 2."""
-
-    device: str = "cpu"
-    train_steps: int = 300  # Adam steps (batches of BATCH) per head count
-    QUICK = {"train_steps": 150}
 
 
 @dataclass
