@@ -1,4 +1,44 @@
-"""Experiment modules: one per table or figure family.
+"""Experiment modules: one per table or figure family; here, what their Config and Result classes share.
 
 Design notes: ``docs/design.md``, section ``attn_cli.experiments``.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+class QuickConfig:
+    """Base of a frozen ``Config``: ``Config.quick(**overrides)`` is the smoke-run configuration,
+    the defaults with the fields in ``QUICK`` replaced, then ``overrides``."""
+
+    QUICK: ClassVar[dict[str, Any]] = {}  # field -> its reduced value under --quick
+
+    @classmethod
+    def quick(cls, **overrides: Any) -> Self:
+        return cls(**{**cls.QUICK, **overrides})
+
+
+class MeasuredResult:
+    """Base of a Result whose ``MEASURED`` maps each check ID to a dotted path in it
+    (``"bank_outputs.0"``, ``"config.vocab_size"``: attributes, list indices, dict keys)."""
+
+    MEASURED: ClassVar[dict[str, str]] = {}  # check ID -> path of its regenerated value
+
+    def measured(self) -> dict[str, Any]:
+        """Check ID -> regenerated value."""
+        return {check_id: _lookup(self, path) for check_id, path in self.MEASURED.items()}
+
+
+def _lookup(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(obj, dict):
+            obj = obj[part]
+        elif isinstance(obj, (list, tuple)):
+            obj = obj[int(part)]
+        else:
+            obj = getattr(obj, part)
+    return obj

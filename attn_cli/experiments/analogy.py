@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("d2l-copy-both-one-head", "d2l-copy-both-two-heads", "d2l-fig-10.3.1")

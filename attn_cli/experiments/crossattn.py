@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("d2l-crossattn-map",)

@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 from attn_cli.published.settings import TEXT
 

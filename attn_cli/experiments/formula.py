@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:

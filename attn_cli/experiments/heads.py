@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:

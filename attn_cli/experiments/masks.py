@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
-from attn_cli.experiments.base import MeasuredResult, QuickConfig
+from attn_cli.experiments import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
 
 ARTIFACTS = ("w9-self-cross", "d2l-self-cross")

@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments import QuickConfig
 from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS

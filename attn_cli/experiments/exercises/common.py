@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_cli.experiments.base import QuickConfig
+from attn_cli.experiments import QuickConfig
 from attn_cli.published.settings import TEXT
 
 SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data
