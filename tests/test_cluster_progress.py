@@ -1,12 +1,12 @@
 """The cluster progress bar's counting (issue 16: done, running and failed runs, with an ETA).
 
-:class:`attn_cli.cli.commands.cluster_progress.RunCounts` hears the copy task's Progress events:
+:class:`attn_cli.cli.commands.copy_task.RunCounts` hears the copy task's Progress events:
 ``started`` (an attempt begins on a worker), ``done``/``cached``, ``failed``.  No terminal needed.
 """
 
 from __future__ import annotations
 
-from attn_cli.cli.commands.cluster_progress import RunCounts, cluster_bar
+from attn_cli.cli.commands.copy_task import RunCounts, cluster_bar
 from attn_cli.experiments.progress import ProgressEvent as Progress
 
 

@@ -290,7 +290,7 @@ def test_a_scheduler_gone_mid_sweep_is_one_error_line_and_the_finished_runs_stay
 def test_each_run_announces_its_start_so_the_progress_bar_counts_running_runs(cluster, tmp_path):
     """The events behind ``--scheduler``'s progress bar, heard in this process: every run says
     when it starts on a worker (counted running), then finishes (counted done); none failed."""
-    from attn_cli.cli.commands.cluster_progress import RunCounts
+    from attn_cli.cli.commands.copy_task import RunCounts
     from attn_cli.experiments import copy_task as exp
 
     config = exp.Config(
@@ -320,7 +320,7 @@ def test_each_run_announces_its_start_so_the_progress_bar_counts_running_runs(cl
 def test_a_run_restarted_after_its_worker_was_killed_counts_as_one_failed_attempt(loopback, tmp_path):
     import threading
 
-    from attn_cli.cli.commands.cluster_progress import RunCounts
+    from attn_cli.cli.commands.copy_task import RunCounts
     from attn_cli.experiments import copy_task as exp
 
     address = loopback.ensure()

@@ -235,7 +235,7 @@ def test_bad_input_is_a_one_line_error(tmp_path, args, fragments):
 
 def test_commands_module_does_not_import_torch():
     code = (
-        "import sys, attn_cli.cli.commands.w9_basics; "
+        "import sys, attn_cli.cli.commands.w9; "
         "sys.exit(1 if 'torch' in sys.modules or 'matplotlib' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

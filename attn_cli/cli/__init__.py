@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from attn_cli import __version__, signals
-from attn_cli.cli.commands import cache, catalogue, copy_task, d2l, diff, exercises, w9_attention, w9_basics
+from attn_cli.cli.commands import cache, catalogue, copy_task, d2l, w9
 from attn_cli.cli.commands.execute import Job, execute
 from attn_cli.errors import AttnError
 
@@ -115,7 +115,7 @@ def _run(value: object, **_params: object) -> None:
         execute(value)
 
 
-for _module in (cache, catalogue, copy_task, d2l, diff, exercises, w9_attention, w9_basics):
+for _module in (cache, catalogue, copy_task, d2l, w9):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -16,7 +16,15 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.types import SEED, EnvChoice, FiniteFloatRange, MultiValueOption, from_environment
+from attn_cli.cli.types import (
+    SEED,
+    AliasedOption,
+    EnvChoice,
+    FiniteFloatRange,
+    IntRange,
+    MultiValueOption,
+    from_environment,
+)
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.core.numerics import MODES as NUMERIC_MODES
@@ -129,92 +137,21 @@ def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> 
     return path
 
 
-def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --device, --seed, --out, --json, --quick; pass them as ``common: Common``."""
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-    @click.option(
-        "--numerics",
-        type=EnvChoice(NUMERIC_MODES),
-        default=DEFAULT_NUMERICS,
-        show_default=True,
-        envvar="ATTN_NUMERICS",
-        is_eager=True,
-        callback=_apply_numerics,
-        help="portable: AVX2 kernels pinned, the same bits on any x86-64 CPU with AVX2; "
-        "native: the host's fastest kernels (numbers depend on the CPU).",
-    )
-    @click.option("--quick", is_flag=True, help="Reduced sizes for a fast smoke run.")
-    @click.option(
-        "--json",
-        "as_json",
-        is_flag=True,
-        help="Print the result as JSON on stdout instead of the table (figures are still written).",
-    )
-    @click.option(
-        "--out",
-        default="outputs",
-        show_default=True,
-        metavar="DIR",
-        callback=validate_out_dir,
-        help="Folder for figures and data files (created when the first file is written).",
-    )
-    @click.option(
-        "--seed", type=SEED, default=0, show_default=True, help="Random seed (the texts use torch.manual_seed(0))."
-    )
-    @click.option(
-        "--device",
-        type=click.Choice(DEVICE_CHOICES),
-        default="cpu",
-        show_default=True,
-        callback=_resolve_device,
-        help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available). CUDA runs "
-        "are deterministic with no TF32; ATTN_CUDA_FAST=1 trades that for speed (recorded).",
-    )
-    @functools.wraps(func)
-    def wrapper(
-        *args: Any, device: str, seed: int, out: Path, as_json: bool, quick: bool, numerics: str, **kwargs: Any
-    ) -> Any:
-        common = Common(device=device, seed=seed, out=out, json=as_json, quick=quick, numerics=numerics)
-        return func(*args, common=common, **kwargs)
 
-    return wrapper
+def option(*decls: str, **attrs: Any) -> Decorator:
+    """``click.option`` for a command's valued option: a positive integer unless ``type`` says otherwise,
+    its default shown when it has one, old names kept hidden through ``aliases``."""
+    attrs.setdefault("type", IntRange(min=1))
+    if attrs.get("default") is not None:
+        attrs.setdefault("show_default", True)
+    if "aliases" in attrs:
+        attrs.setdefault("cls", AliasedOption)
+    return click.option(*decls, **attrs)
 
 
 FIGURE_FORMATS = ("png", "svg", "pdf")  # as attn_cli.render.files.FIGURE_FORMATS (no matplotlib here)
-
-
-def format_option(func: Callable[..., Any] | None = None, *, no_figures: bool = True) -> Callable[..., Any]:
-    """Add ``--format png|svg|pdf...`` and ``--no-figures`` (unless ``no_figures=False``: ``attn all``)
-    below ``@common_options``; sets ``common.formats`` (empty with ``--no-figures``)."""
-    if func is None:
-        return functools.partial(format_option, no_figures=no_figures)
-
-    def wrapper(*args: Any, formats: tuple[str, ...], common: Common, **kwargs: Any) -> Any:
-        if kwargs.pop("no_figures", False):
-            ctx = click.get_current_context()
-            if ctx.get_parameter_source("formats") not in (ParameterSource.DEFAULT, None):
-                raise click.UsageError("--no-figures draws no figure: give it or --format, not both")
-            formats = ()
-        else:
-            formats = tuple(dict.fromkeys(formats)) or ("png",)
-        common = dataclasses.replace(common, formats=formats)
-        return func(*args, common=common, **kwargs)
-
-    wrapper = functools.wraps(func)(wrapper)
-    if no_figures:
-        wrapper = click.option(
-            "--no-figures", is_flag=True, help="Write the tables and data files (CSV, JSON) but no figure: faster."
-        )(wrapper)
-    return click.option(
-        "--format",
-        "formats",
-        cls=MultiValueOption,
-        type=click.Choice(FIGURE_FORMATS),
-        default=("png",),
-        show_default=True,
-        metavar="png|svg|pdf...",
-        help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.",
-    )(wrapper)
 
 
 def _cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
@@ -229,26 +166,6 @@ def _cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) ->
     if len(raw) >= 4096 or any(len(part) > 255 for part in raw.split(b"/")):
         raise click.BadParameter("is longer than a path (4095 bytes) or a name in it (255) can be")
     return Path(value)
-
-
-CACHE_DIR = click.option(
-    "--cache-dir",
-    metavar="DIR",
-    default=None,
-    callback=_cache_dir,
-    help="The per-user cache (created 0700)  [default: $ATTN_CACHE_DIR, else $XDG_CACHE_HOME/attn, else ~/.cache/attn]",
-)
-
-
-def cache_dir_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--cache-dir DIR`` below ``@common_options``; sets ``common.cache_dir``."""
-
-    @CACHE_DIR
-    @functools.wraps(func)
-    def wrapper(*args: Any, cache_dir: Path | None, common: Common, **kwargs: Any) -> Any:
-        return func(*args, common=dataclasses.replace(common, cache_dir=cache_dir), **kwargs)
-
-    return wrapper
 
 
 # a scheduler address: an optional scheme, a host (a name, an IPv4 or a bracketed IPv6) and an
@@ -275,36 +192,117 @@ def _scheduler_address(ctx: click.Context, param: click.Parameter, value: str | 
     return value
 
 
-def scheduler_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--scheduler ADDRESS`` (or ``ATTN_SCHEDULER``) and ``--worker-wait`` below
-    ``@common_options``; sets ``common.scheduler``, ``common.scheduler_from`` and ``common.worker_wait``."""
-
-    @click.option(
-        "--scheduler",
-        metavar="ADDRESS",
-        envvar="ATTN_SCHEDULER",
-        default=None,
-        callback=_scheduler_address,
-        help="Train every copy-task run on the Dask distributed cluster of this scheduler "
-        "(e.g. tcp://10.0.0.5:8786; needs pip install 'attn-cli[dask]')  [default: this machine]",
-    )
-    @click.option(
-        "--worker-wait",
-        metavar="SECONDS",
-        envvar="ATTN_WORKER_WAIT",
-        default=120.0,
+# the shared options, in the order --help lists them
+BASE_OPTIONS: list[Decorator] = [
+    click.option(
+        "--numerics",
+        type=EnvChoice(NUMERIC_MODES),
+        default=DEFAULT_NUMERICS,
         show_default=True,
-        type=FiniteFloatRange(min=0, max=7 * 24 * 3600),
-        help="With --scheduler: how long to wait while no Dask worker is connected (said on stderr "
-        "every 10 s) before giving up, keeping the finished runs.",
-    )
-    @functools.wraps(func)
-    def wrapper(*args: Any, scheduler: str | None, worker_wait: float, common: Common, **kwargs: Any) -> Any:
-        source = None
-        if scheduler:
-            env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT
-            source = "ATTN_SCHEDULER" if env else "--scheduler"
-        common = dataclasses.replace(common, scheduler=scheduler, scheduler_from=source, worker_wait=worker_wait)
-        return func(*args, common=common, **kwargs)
+        envvar="ATTN_NUMERICS",
+        is_eager=True,
+        callback=_apply_numerics,
+        help="portable: AVX2 kernels pinned, the same bits on any x86-64 CPU with AVX2; "
+        "native: the host's fastest kernels (numbers depend on the CPU).",
+    ),
+    click.option("--quick", is_flag=True, help="Reduced sizes for a fast smoke run."),
+    click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print the result as JSON on stdout instead of the table (figures are still written).",
+    ),
+    click.option(
+        "--out",
+        default="outputs",
+        show_default=True,
+        metavar="DIR",
+        callback=validate_out_dir,
+        help="Folder for figures and data files (created when the first file is written).",
+    ),
+    click.option(
+        "--seed", type=SEED, default=0, show_default=True, help="Random seed (the texts use torch.manual_seed(0))."
+    ),
+    click.option(
+        "--device",
+        type=click.Choice(DEVICE_CHOICES),
+        default="cpu",
+        show_default=True,
+        callback=_resolve_device,
+        help="cpu, cuda (an error if CUDA is absent) or auto (CUDA when available). CUDA runs "
+        "are deterministic with no TF32; ATTN_CUDA_FAST=1 trades that for speed (recorded).",
+    ),
+]
+FORMAT = click.option(
+    "--format",
+    "formats",
+    cls=MultiValueOption,
+    type=click.Choice(FIGURE_FORMATS),
+    default=("png",),
+    show_default=True,
+    metavar="png|svg|pdf...",
+    help="Figure formats, one or more (--format svg pdf); svg and pdf keep text as text.",
+)
+NO_FIGURES = click.option(
+    "--no-figures", is_flag=True, help="Write the tables and data files (CSV, JSON) but no figure: faster."
+)
+CACHE_DIR = click.option(
+    "--cache-dir",
+    metavar="DIR",
+    default=None,
+    callback=_cache_dir,
+    help="The per-user cache (created 0700)  [default: $ATTN_CACHE_DIR, else $XDG_CACHE_HOME/attn, else ~/.cache/attn]",
+)
+SCHEDULER = click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    envvar="ATTN_SCHEDULER",
+    default=None,
+    callback=_scheduler_address,
+    help="Train every copy-task run on the Dask distributed cluster of this scheduler "
+    "(e.g. tcp://10.0.0.5:8786; needs pip install 'attn-cli[dask]')  [default: this machine]",
+)
+WORKER_WAIT = click.option(
+    "--worker-wait",
+    metavar="SECONDS",
+    envvar="ATTN_WORKER_WAIT",
+    default=120.0,
+    show_default=True,
+    type=FiniteFloatRange(min=0, max=7 * 24 * 3600),
+    help="With --scheduler: how long to wait while no Dask worker is connected (said on stderr "
+    "every 10 s) before giving up, keeping the finished runs.",
+)
 
-    return wrapper
+
+def common_options(*extra: Decorator) -> Decorator:
+    """Add the ``BASE_OPTIONS`` (--numerics, --quick, --json, --out, --seed, --device), then ``extra``
+    (FORMAT, NO_FIGURES, CACHE_DIR, SCHEDULER, WORKER_WAIT); the command gets them as ``common: Common``."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, common=_common(kwargs), **kwargs)
+
+        command: Callable[..., Any] = wrapper
+        for add in reversed([*BASE_OPTIONS, *extra]):  # click lists the options last added first
+            command = add(command)
+        return command
+
+    return decorate
+
+
+def _common(kwargs: dict[str, Any]) -> Common:
+    """The shared options' values taken out of ``kwargs`` as one ``Common``."""
+    given = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(Common) if f.name in kwargs}
+    given["json"] = kwargs.pop("as_json")
+    if kwargs.pop("no_figures", False):
+        ctx = click.get_current_context()
+        if ctx.get_parameter_source("formats") not in (ParameterSource.DEFAULT, None):
+            raise click.UsageError("--no-figures draws no figure: give it or --format, not both")
+        given["formats"] = ()
+    elif "formats" in given:
+        given["formats"] = tuple(dict.fromkeys(given["formats"])) or ("png",)
+    if given.get("scheduler"):
+        env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT
+        given["scheduler_from"] = "ATTN_SCHEDULER" if env else "--scheduler"
+    return Common(**given)

@@ -77,7 +77,12 @@ def cache_(action: str, cache_dir: Path | None, dry_run: bool, as_json: bool) ->
     if dry_run and action != "clear":
         raise click.UsageError("--dry-run goes with attn cache clear")
     root = private.user_cache_root(cache_dir)
-    info = _clear(root, dry_run) if action == "clear" else _show(root)
+    info, store = _state(root)
+    with store or contextlib.nullcontext():
+        if action == "clear":
+            info = _clear(root, info, store, dry_run)
+        else:
+            info = _counted(info, store.summary() if store else {}, "experiments")
     if as_json:
         click.echo(json.dumps(info, indent=2))
     else:
@@ -113,27 +118,19 @@ def _counted(info: dict, per: dict, key: str) -> dict:
     return info
 
 
-def _show(root: Path) -> dict:
-    info, store = _state(root)
-    with store or contextlib.nullcontext():
-        return _counted(info, store.summary() if store else {}, "experiments")
-
-
-def _clear(root: Path, dry_run: bool) -> dict:
-    """Clear attn's cache at ``root``; a ClickException (nothing removed) for anything else."""
+def _clear(root: Path, info: dict, store: Cache | None, dry_run: bool) -> dict:
+    """Clear attn's cache ``store`` at ``root``; a ClickException (nothing removed) for anything else."""
     from attn_cli.store import cache
 
-    info, store = _state(root)
     special = cache.special_folder(root)
-    with store or contextlib.nullcontext():
-        if special or (store is None and info["reason"] != "not created yet"):
-            raise click.ClickException(
-                f"{special or info['reason']}: nothing removed (attn clears only its own cache folder)"
-            )
-        info["dry_run"] = dry_run
-        if store is None:
-            return {**_counted(info, {}, "removed"), "key": False, "kept": []}
-        cleared = store.clear(dry_run=dry_run)
+    if special or (store is None and info["reason"] != "not created yet"):
+        raise click.ClickException(
+            f"{special or info['reason']}: nothing removed (attn clears only its own cache folder)"
+        )
+    info["dry_run"] = dry_run
+    if store is None:
+        return {**_counted(info, {}, "removed"), "key": False, "kept": []}
+    cleared = store.clear(dry_run=dry_run)
     return {**_counted(info, cleared.removed, "removed"), "key": cleared.key, "kept": cleared.kept}
 
 

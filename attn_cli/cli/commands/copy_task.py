@@ -1,24 +1,28 @@
 """W9 2.3: ``attn copy-task``, the copy task with and without attention, under a progress
-display on stderr (one bar per run, or one over the runs of a Dask cluster)."""
+display on stderr: one bar per run, or, with ``--scheduler``, one bar over the runs of a Dask
+cluster that counts done, running and failed runs, with an ETA."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence, Sized
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.commands import option
 from attn_cli.cli.commands.execute import Job, config_of, progress_display
 from attn_cli.cli.options import (
+    CACHE_DIR,
+    FORMAT,
+    NO_FIGURES,
+    SCHEDULER,
+    WORKER_WAIT,
     Common,
     JudgedCommand,
-    cache_dir_option,
     common_options,
-    format_option,
-    scheduler_option,
+    option,
 )
 from attn_cli.cli.types import SEEDS, FiniteFloatRange, IntRange, MultiValueOption
 
@@ -116,10 +120,7 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
     "[default: the CPU count; one with --device cuda]",
 )
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) the runs in the cache (see `attn cache`).")
-@common_options
-@format_option
-@cache_dir_option
-@scheduler_option
+@common_options(FORMAT, NO_FIGURES, CACHE_DIR, SCHEDULER, WORKER_WAIT)
 def copy_task(
     lengths: tuple[int, ...],
     seeds: tuple[tuple[int, ...], ...],
@@ -175,9 +176,60 @@ def copy_task(
 
 def _display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None]]:
     """The copy task's progress: one bar over the runs of a Dask cluster, else one bar per run."""
-    from attn_cli.cli.commands.cluster_progress import cluster_bar
-
     return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
+
+
+class RunCounts:
+    """Done, running and failed runs of a sweep of ``total`` runs, from Progress events."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.done: set[int] = set()
+        self.running: set[int] = set()
+        self.failed = 0  # failed attempts: restarted runs and runs that failed for good
+        self._started: set[int] = set()
+        self._lock = threading.Lock()  # events come from the client's event loop and the main thread
+
+    def update(self, event: ProgressEvent) -> None:
+        item, status = event.item, event.status
+        if item is None:
+            return
+        with self._lock:
+            if status in ("done", "cached"):
+                self.done.add(item)
+                self.running.discard(item)
+            elif status == "failed":
+                self.failed += 1
+                self.running.discard(item)
+            elif status in ("started", "running") and item not in self.done:
+                if status == "started" and item in self._started:
+                    self.failed += 1  # a second attempt: the first was lost (worker killed, task raised)
+                self._started.add(item)
+                self.running.add(item)
+
+    def line(self) -> str:
+        """E.g. "12/32 done, 2 running, 1 failed"."""
+        return f"{len(self.done)}/{self.total} done, {len(self.running)} running, {self.failed} failed"
+
+
+@contextmanager
+def cluster_bar(specs: Sized, address: str) -> Iterator[Callable[[ProgressEvent], None]]:
+    """One rich bar on stderr for the runs ``specs`` on the cluster at ``address``; yields
+    the experiment's ``progress`` callback."""
+    from rich.progress import TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    counts = RunCounts(len(specs))
+    progress = progress_display(
+        TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()
+    )
+    task = progress.add_task(f"runs on {address[:60]}", total=len(specs), counts=counts.line())
+
+    def update(event: ProgressEvent) -> None:
+        counts.update(event)
+        progress.update(task, completed=len(counts.done), counts=counts.line())
+
+    with progress:
+        yield update
 
 
 COMMANDS = [copy_task]

@@ -1,13 +1,20 @@
-"""D2L 10.3 commands (copy-both, heatmap, crossattn-map, heads) and W9 4.1 (self-cross)."""
+"""D2L 10.3 commands (copy-both, heatmap, crossattn-map, heads, and exercise: the measurable part of
+the 10.3.5 exercises) and W9 4.1 (self-cross)."""
 
 from __future__ import annotations
 
+import contextlib
+from typing import TYPE_CHECKING, Any
+
 import click
 
-from attn_cli.cli.commands import option
-from attn_cli.cli.commands.execute import Job, job
-from attn_cli.cli.options import Common, JudgedCommand, common_options, format_option
+from attn_cli.cli.commands.catalogue import usage_errors
+from attn_cli.cli.commands.execute import Job, config_of, job
+from attn_cli.cli.options import FORMAT, NO_FIGURES, Common, JudgedCommand, common_options, option
 from attn_cli.cli.types import FiniteFloatRange, IntRange, MultiValueOption
+
+if TYPE_CHECKING:
+    from attn_cli.experiments.progress import ProgressEvent
 
 
 @click.command(cls=JudgedCommand, name="copy-both")
@@ -31,11 +38,8 @@ from attn_cli.cli.types import FiniteFloatRange, IntRange, MultiValueOption
     metavar="A...",
     help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].",
 )
-@common_options
-@format_option
-def copy_both(
-    samples: int, d_v: int, weights: tuple[float, ...], two_head_weights: tuple[float, ...], common: Common
-) -> Job:
+@common_options(FORMAT, NO_FIGURES)
+def copy_both(common: Common, **fields: Any) -> Job:
     """One head loses half the variance, two heads recover it (D2L 10.3.1, figure 10.3.1).
 
     Prints the relative error of the best linear readout of [v1; v2] from one attention
@@ -47,9 +51,10 @@ def copy_both(
         attn copy-both
         attn copy-both --weights 0.5 0.6 --samples 20000 --d-v 8
     """
-    return job(
-        "copy_both", common, samples=samples, d_v=d_v, weights=tuple(weights), two_head_weights=tuple(two_head_weights)
-    )
+    from attn_cli.experiments import copy_both as exp
+    from attn_cli.render import copy_both as render
+
+    return job(exp, render, common, **fields)
 
 
 _d_model_option = option(
@@ -73,9 +78,8 @@ _heads_option = option(
 @click.argument("key_word")
 @_d_model_option
 @_heads_option
-@common_options
-@format_option
-def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> Job | None:
+@common_options(FORMAT, NO_FIGURES)
+def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, common: Common) -> Job:
     """Cross-attention map of the letters of QUERY_WORD against those of KEY_WORD.
 
     The recipe of D2L 10.3.3.3 for any two words: one random embedding per character of the
@@ -90,15 +94,17 @@ def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, com
         attn heatmap banana bandana --d-model 64
         attn heatmap attention translation --heads 4
     """
-    return job("crossattn", common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
+    from attn_cli.experiments import crossattn as exp
+    from attn_cli.render import crossattn as render
+
+    return job(exp, render, common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand, name="crossattn-map")
 @_d_model_option
 @_heads_option
-@common_options
-@format_option
-def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job | None:
+@common_options(FORMAT, NO_FIGURES)
+def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job:
     """The text's letter alignment: 'attention' queries 'translation' (D2L 10.3.3.3).
 
     The same as `attn heatmap attention translation`: i and o attend sharply, a, t and n
@@ -109,7 +115,10 @@ def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job | None
         attn crossattn-map
         attn crossattn-map --heads 4      # exercise 11: a fresh 4-head layer
     """
-    return job("crossattn", common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
+    from attn_cli.experiments import crossattn as exp
+    from attn_cli.render import crossattn as render
+
+    return job(exp, render, common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand, name="heads")
@@ -135,9 +144,8 @@ def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job | None
     help="Head counts h of both parameter tables.",
 )
 @option("--layout-heads", default=4, help="Heads drawn in the layout figure heads_layout.png (divides --d-model).")
-@common_options
-@format_option
-def heads(d_model: int, d2l_d_model: int, heads: tuple[int, ...], layout_heads: int, common: Common) -> Job:
+@common_options(FORMAT, NO_FIGURES)
+def heads(common: Common, **fields: Any) -> Job:
     """Multi-head attention: hand-written equals PyTorch; parameters do not grow with h.
 
     W9 5.1 (hand-written heads == nn.MultiheadAttention; 16640 parameters at d_model 64 for
@@ -149,11 +157,14 @@ def heads(d_model: int, d2l_d_model: int, heads: tuple[int, ...], layout_heads: 
         attn heads
         attn heads --d-model 512 --heads 1 8 64 --layout-heads 8
     """
-    return job("heads", common, d_model=d_model, d2l_d_model=d2l_d_model, heads=tuple(heads), layout_heads=layout_heads)
+    from attn_cli.experiments import heads as exp
+    from attn_cli.render import heads as render
+
+    return job(exp, render, common, **fields)
 
 
 @click.command(cls=JudgedCommand, name="self-cross")
-@common_options
+@common_options()
 def self_cross(common: Common) -> Job:
     """Self- and cross-attention shapes (W9 4.1, D2L 10.3.3).
 
@@ -164,7 +175,69 @@ def self_cross(common: Common) -> Job:
     Example:
         attn self-cross
     """
-    return job("self_cross", common)
+    from attn_cli.experiments import self_cross as exp
+    from attn_cli.render import self_cross as render
+
+    return job(exp, render, common)
 
 
-COMMANDS = [copy_both, heatmap, crossattn_map, heads, self_cross]
+def _selection(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[int, ...]:
+    from attn_cli.errors import AttnError
+    from attn_cli.experiments.exercises import parse_selection
+
+    try:
+        return parse_selection(value)
+    except AttnError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+@click.command(cls=JudgedCommand, name="exercise")
+@click.argument("numbers", nargs=-1, metavar="N... | all", callback=_selection)
+@click.option("--list", "list_", is_flag=True, help="List the twelve exercises and what each run shows.")
+@common_options(FORMAT, NO_FIGURES)
+def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | None:
+    """Run the measurable part of D2L 10.3.5 exercises 1-12 (or `all`).
+
+    \b
+     1 MLP vs linear readout     7 cross-attention FLOPs, K/V cache
+     2 noisy, nearly equal heads 8 MHA / GQA / MQA counts and cache
+     3 error = 1 - rank(A)/k     9 head loop = folded; tiled valid_lens
+     4 key noise, c = 10, 100   10 permuting the source
+     5 one-shot vs greedy prune 11 random projections, per-head maps
+     6 forward time vs heads    12 trained copy-both heads
+
+    Each exercise starts from --seed; tables show the measurement beside the value the
+    exercise's analysis predicts. Writes exercise_2/6/11/12.png (and .csv) into --out.
+    --quick shrinks the data, the training and the timing (n = 128) to seconds.
+
+    \b
+    Example:
+        attn exercise 3
+        attn exercise 2 5 12 --quick
+        attn exercise all --json --out /tmp/ex
+        attn exercise --list
+    """
+    from attn_cli.experiments import exercises as exp
+    from attn_cli.render import exercises as render
+    from attn_cli.render.console import emit, note
+
+    if list_:
+        emit(None, render.listing(exp.TITLES), False)
+        return None
+    if not numbers:
+        raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
+    from attn_cli.experiment_registry import check_seed_range, seeds_used
+
+    config = config_of(exp, common, exercises=numbers)
+    with usage_errors():  # every seed the exercises draw from (seed + k), before any work
+        check_seed_range(seeds_used(exp, config))
+
+    def progress(event: ProgressEvent) -> None:  # label "N. title"
+        if not common.json:
+            note(f"exercise {event.label} ...")
+
+    # torch's threads as they are: the command has always run the exercises so (attn all: one)
+    return Job(exp, render, config, common, display=lambda _: contextlib.nullcontext(progress), threads=None)
+
+
+COMMANDS = [copy_both, heatmap, crossattn_map, heads, self_cross, exercise]

@@ -5,7 +5,6 @@ under :func:`run_plan`. Both show progress on stderr."""
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -34,10 +33,8 @@ def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
     return make(seed=common.seed, device=common.device, **{k: v for k, v in fields.items() if v is not None})
 
 
-def job(name: str, common: Common, **fields: Any) -> Job:
-    """The Job of ``attn_cli.experiments.<name>``, drawn by ``attn_cli.render.<name>``, at ``fields``."""
-    experiment = importlib.import_module(f"attn_cli.experiments.{name}")
-    render = importlib.import_module(f"attn_cli.render.{name}")
+def job(experiment: ModuleType, render: ModuleType, common: Common, **fields: Any) -> Job:
+    """The Job of ``experiment``, drawn by ``render``, at ``fields`` (see :func:`config_of`)."""
     return Job(experiment, render, config_of(experiment, common, **fields), common)
 
 
@@ -59,28 +56,21 @@ def bar(description: str) -> Iterator[Callable[[ProgressEvent], None]]:
 
     with progress_display(TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as shown:
         task = shown.add_task(description, total=None)
-
-        def update(event: ProgressEvent) -> None:
-            shown.update(task, completed=event.done, total=event.total)
-
-        yield update
+        yield lambda event: shown.update(task, completed=event.done, total=event.total)
 
 
 @dataclass(frozen=True)
 class Job:
     """One command's run, as its options built it (the Python API runs it without printing).
 
-    ``progress``: the description of a progress bar; ``display(config)``: the experiment's own
-    display instead; ``report``: a plain progress callback; ``threads``: torch's intra-op
-    threads (None: as they are)."""
+    ``display(config)``: a block that yields the experiment's progress callback (e.g. a :func:`bar`);
+    ``threads``: torch's intra-op threads (None: as they are)."""
 
     experiment: ModuleType
     render: ModuleType
     config: Any
     common: Common
-    progress: str | None = None
     display: Callable | None = None
-    report: Callable | None = None
     cache_root: str | Callable[[], str | None] | None = None  # a callable: called after the checks
     use_cache: bool = True
     threads: int | None = 1
@@ -100,17 +90,14 @@ def execute(job: Job) -> Run:
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
 
-    exp, common, description, display = job.exp, job.common, job.progress, job.display
-    if display is None and description is not None:
-        display = lambda _config: bar(description)  # noqa: E731
+    exp, common = job.exp, job.common
     try:
         run = pipeline.run(
             exp,
             job.config,
             out=common.out,
             formats=common.formats,
-            progress=job.report,
-            display=display,
+            display=job.display,
             cache_root=job.cache_root,
             use_cache=job.use_cache,
             threads=job.threads,
