@@ -20,6 +20,6 @@ from attn_cli.core.numerics import DEFAULT_MODE, MODE_VAR, MODES
 )
 def dask_setup(worker: object, attn_numerics: str) -> None:
     """Pin the numeric mode, one intra-op thread, torch and the training code loaded."""
-    from attn_cli.experiments.copy_task.cluster_worker import prepare_worker
+    from attn_cli.experiments.copy_task.cluster import prepare_worker
 
     prepare_worker(attn_numerics)

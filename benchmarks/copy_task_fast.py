@@ -68,10 +68,10 @@ def matmul_peak(n: int = 2048, reps: int = 5) -> float:
 def kernel_variants() -> list[str]:
     """The kernel variants this CPU runs, widest first."""
     from attn_cli.core import numerics
-    from attn_cli.core.copy_fast import kernel_build
+    from attn_cli.core.copy_fast import kernel
 
     flags = numerics.cpu_flags()
-    return [v for v in ("avx512", "avx2") if numerics.is_x86_64() and kernel_build.VARIANT_NEEDS[v] <= flags]
+    return [v for v in ("avx512", "avx2") if numerics.is_x86_64() and kernel.VARIANT_NEEDS[v] <= flags]
 
 
 def kernel_step_seconds(lib, spec, steps: int) -> float:

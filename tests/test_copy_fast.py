@@ -8,7 +8,7 @@ import torch.nn as nn
 
 from attn_cli.core import copy_fast as cf
 from attn_cli.core.copy_fast import kernel
-from attn_cli.core.copy_fast.layout import ROLE_OF
+from attn_cli.core.copy_fast.forward import ROLE_OF
 from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import VOCAB, RunSpec
 

@@ -373,7 +373,7 @@ def test_a_worker_whose_torch_runs_other_kernels_is_refused_not_mixed():
         pytest.skip("needs an x86-64 CPU with AVX2 (portable mode's AVX2 against torch's DEFAULT kernels)")
     script = (
         "import torch; torch.ones(2).sum();"  # torch committed to the DEFAULT kernels first
-        "from attn_cli.experiments.copy_task.cluster_worker import train_on_worker;"
+        "from attn_cli.experiments.copy_task.cluster import train_on_worker;"
         "import json;"
         "print(json.dumps(train_on_worker({'length': 3, 'steps': 2, 'eval_size': 4}, 'exact', 'portable')))"
     )
@@ -542,11 +542,11 @@ def worker_state(address: str) -> tuple:
         import sys
 
         torch = sys.modules.get("torch")
-        from attn_cli.experiments.copy_task import cluster_worker
+        from attn_cli.experiments.copy_task import cluster
 
         return (
             "attn_cli.core.copy_train" in sys.modules,
-            cluster_worker.PRELOADED_MODE,
+            cluster.PRELOADED_MODE,
             os.environ.get("ATTN_NUMERICS"),
             torch and torch.get_num_threads(),
             torch and torch.backends.cpu.get_cpu_capability(),

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from attn_cli.core import numerics
-from attn_cli.core.copy_fast import kernel, kernel_build
+from attn_cli.core.copy_fast import kernel
 
 HOST = numerics.cpu_flags()
 # glibc's expf is this algorithm from 2.28 (checked here in full on 2.36); beyond 2.40 it may be
@@ -39,7 +39,7 @@ def _glibc() -> tuple[int, int]:
 
 
 pytestmark = [
-    pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler"),
+    pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler"),
     pytest.mark.skipif(
         not (
             platform.machine() in ("x86_64", "AMD64") and {"fma", "avx2"} <= HOST and (2, 28) <= _glibc() <= GLIBC_KNOWN
@@ -51,7 +51,7 @@ pytestmark = [
 
 
 def _variants():
-    return [v for v in ("avx512", "avx2") if kernel_build.VARIANT_NEEDS[v] <= HOST]
+    return [v for v in ("avx512", "avx2") if kernel.VARIANT_NEEDS[v] <= HOST]
 
 
 def _pair(lib, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

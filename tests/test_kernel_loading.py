@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli.core.copy_fast import kernel, kernel_build
+from attn_cli.core.copy_fast import kernel
 
-needs_cc = pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler")
+needs_cc = pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler")
 
 PLANTED = r"""
 #include <stdio.h>
@@ -39,7 +39,7 @@ def _plant(path: Path, marker: Path) -> None:
     """Compile a library whose constructor writes ``marker`` when it is loaded."""
     src = path.with_suffix(".c")
     src.write_text(PLANTED.replace("MARKER", f'"{marker}"'))
-    subprocess.run([kernel_build._compiler(), "-shared", "-fPIC", str(src), "-o", str(path)], check=True)
+    subprocess.run([kernel._compiler(), "-shared", "-fPIC", str(src), "-o", str(path)], check=True)
     src.unlink()
 
 
@@ -55,7 +55,7 @@ def _sha256_of(path: Path) -> str:
 
 
 def _so_name() -> str:
-    return f"copy_fast_{kernel_build.build_key(kernel_build._compiler())}.so"
+    return f"copy_fast_{kernel.build_key(kernel._compiler())}.so"
 
 
 def test_the_cache_folder_is_created_private(fresh, capsys):
@@ -186,8 +186,8 @@ def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys
         raise OSError("copy_fast.so: failed to map segment from shared object")
 
     monkeypatch.setattr(kernel, "_bind", noexec)
-    monkeypatch.setattr(kernel_build, "_build", lambda cc, into, which=None: b"\x7fELF")
-    monkeypatch.setattr(kernel_build, "_compiler", lambda: "cc")
+    monkeypatch.setattr(kernel, "_build", lambda cc, into, which=None: b"\x7fELF")
+    monkeypatch.setattr(kernel, "_compiler", lambda: "cc")
     assert kernel.load() is None and kernel.load() is None
     assert "failed to map segment" in kernel.load_error()
     spec = RunSpec(model="attention", length=3, steps=2, eval_size=8, batch_size=4, hidden=4)
@@ -198,7 +198,7 @@ def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys
 
 
 def test_no_compiler_falls_back_too(fresh, monkeypatch, capsys):
-    monkeypatch.setattr(kernel_build, "_compiler", lambda: None)
+    monkeypatch.setattr(kernel, "_compiler", lambda: None)
     assert kernel.load() is None and kernel.load_error() == "no C compiler found"
     assert "PyTorch ops" in capsys.readouterr().err
 
@@ -243,11 +243,11 @@ def test_a_world_writable_cache_home_builds_elsewhere_and_writes_nothing_there(t
 
 
 def test_the_build_key_covers_compiler_version_and_cpu(monkeypatch):
-    base = kernel_build.build_key("cc")
-    monkeypatch.setattr(kernel_build, "compiler_version", lambda cc: "cc (GCC) 99.0")
-    other_cc = kernel_build.build_key("cc")
-    monkeypatch.setattr(kernel_build, "cpu_features", lambda: "fpu sse2")
-    other_cpu = kernel_build.build_key("cc")
+    base = kernel.build_key("cc")
+    monkeypatch.setattr(kernel, "compiler_version", lambda cc: "cc (GCC) 99.0")
+    other_cc = kernel.build_key("cc")
+    monkeypatch.setattr(kernel, "cpu_features", lambda: "fpu sse2")
+    other_cpu = kernel.build_key("cc")
     assert len({base, other_cc, other_cpu}) == 3
 
 
@@ -278,30 +278,30 @@ AVX512_HOST = AVX2_HOST | {"avx512f", "avx512cd", "avx512bw", "avx512vl", "avx51
 
 
 def test_the_build_key_differs_between_numeric_modes(monkeypatch):
-    monkeypatch.setattr(kernel_build, "compiler_version", lambda cc: "cc (GCC) 12.2.0")
-    assert kernel_build.build_key("cc", "portable") != kernel_build.build_key("cc", "native")
-    assert kernel_build.build_key("cc", "portable") == kernel_build.build_key("cc", "portable")
+    monkeypatch.setattr(kernel, "compiler_version", lambda cc: "cc (GCC) 12.2.0")
+    assert kernel.build_key("cc", "portable") != kernel.build_key("cc", "native")
+    assert kernel.build_key("cc", "portable") == kernel.build_key("cc", "portable")
 
 
 def test_portable_flags_never_target_the_host(monkeypatch):
-    monkeypatch.setattr(kernel_build, "accepts", lambda cc, flags: True)
-    avx2 = kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST)
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)
+    avx2 = kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST)
     assert avx2 == ["-march=x86-64-v3"]
     # the widest variant: the same bits as the AVX2 one (tests/test_kernel_variants.py)
-    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX512_HOST) == [
+    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX512_HOST) == [
         "-march=x86-64-v4",
         "-mprefer-vector-width=512",
     ]
-    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=frozenset({"sse2"})) == []
-    assert kernel_build.isa_flags("cc", "portable", machine="aarch64", flags=frozenset({"asimd"})) == []
-    assert kernel_build.isa_flags("cc", "native", machine="x86_64", flags=AVX512_HOST) == ["-march=native"]
-    assert not any("native" in flag for flag in kernel_build.compile_flags("cc", "portable"))
-    assert "-march=native" in kernel_build.compile_flags("cc", "native")
+    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=frozenset({"sse2"})) == []
+    assert kernel.isa_flags("cc", "portable", machine="aarch64", flags=frozenset({"asimd"})) == []
+    assert kernel.isa_flags("cc", "native", machine="x86_64", flags=AVX512_HOST) == ["-march=native"]
+    assert not any("native" in flag for flag in kernel.compile_flags("cc", "portable"))
+    assert "-march=native" in kernel.compile_flags("cc", "native")
 
 
 def test_a_compiler_without_x86_64_v3_gets_avx2_and_fma(monkeypatch):
-    monkeypatch.setattr(kernel_build, "accepts", lambda cc, flags: "-march=x86-64-v3" not in flags)
-    assert kernel_build.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST) == ["-mavx2", "-mfma"]
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: "-march=x86-64-v3" not in flags)
+    assert kernel.isa_flags("cc", "portable", machine="x86_64", flags=AVX2_HOST) == ["-mavx2", "-mfma"]
 
 
 def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
@@ -313,13 +313,13 @@ def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
         calls.append(argv)
         return subprocess.CompletedProcess(argv, 1, "", "stop here")
 
-    monkeypatch.setattr(kernel_build, "accepts", lambda cc, flags: True)  # no probe through the fake
-    monkeypatch.setattr(kernel_build, "_compile", fake_run)  # the build's one compiler call
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)  # no probe through the fake
+    monkeypatch.setattr(kernel, "_compile", fake_run)  # the build's one compiler call
     for mode in ("portable", "native"):
         monkeypatch.setenv("ATTN_NUMERICS", mode)
         with pytest.raises(RuntimeError, match="stop here"):
-            kernel_build._build("cc", fresh)
-        assert calls[-1][1:-4] == kernel_build.compile_flags("cc", mode)
+            kernel._build("cc", fresh)
+        assert calls[-1][1:-4] == kernel.compile_flags("cc", mode)
     assert not any("native" in flag for flag in calls[0])
 
 
@@ -332,13 +332,13 @@ def test_the_source_ships_as_package_data():
 
     import tomllib
 
-    sources = kernel_build.c_sources()
-    assert list(sources) == list(kernel_build.SOURCES) and all(sources.values())
+    sources = kernel.c_sources()
+    assert list(sources) == list(kernel.SOURCES) and all(sources.values())
     included = set(re.findall(r'#include "([^"]+)"', "".join(sources.values())))
-    assert included <= set(kernel_build.SOURCES)
+    assert included <= set(kernel.SOURCES)
     root = Path(kernel.__file__).resolve().parents[3]
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert all(any(fnmatch.fnmatch(name, p) for p in patterns[kernel.__package__]) for name in kernel_build.SOURCES)
+    assert all(any(fnmatch.fnmatch(name, p) for p in patterns[kernel.__package__]) for name in kernel.SOURCES)
 
 
 def _copy_task_json(out, **env):

@@ -33,12 +33,12 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli.core.copy_fast import kernel, kernel_build
+from attn_cli.core.copy_fast import kernel
 from attn_cli.store import private, scratch
 
 RENAMEAT2 = {"x86_64": 316, "aarch64": 276}.get(platform.machine())
 pytestmark = [
-    pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler"),
+    pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler"),
     pytest.mark.skipif(
         RENAMEAT2 is None or not sys.platform.startswith("linux"),
         reason="renameat2 is a Linux system call; its number is known here for x86_64 and aarch64",
@@ -78,9 +78,9 @@ print(swaps, tries, flush=True)
 @pytest.fixture(scope="module")
 def genuine(tmp_path_factory):
     """The genuine library's bytes and cached name (built once for the module)."""
-    cc = kernel_build._compiler()
-    data = kernel_build._build_fresh(cc)
-    return f"copy_fast_{kernel_build.build_key(cc)}.so", data
+    cc = kernel._compiler()
+    data = kernel._build_fresh(cc)
+    return f"copy_fast_{kernel.build_key(cc)}.so", data
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def _rogue_folder(kernels: Path, name: str, marker: Path) -> str:
     kernels.mkdir(parents=True)
     src = kernels / "rogue.c"
     src.write_text(ROGUE.replace("MARKER", f'"{marker}"'))
-    subprocess.run([kernel_build._compiler(), "-shared", "-fPIC", str(src), "-o", str(kernels / name)], check=True)
+    subprocess.run([kernel._compiler(), "-shared", "-fPIC", str(src), "-o", str(kernels / name)], check=True)
     src.unlink()
     sha = hashlib.sha256((kernels / name).read_bytes()).hexdigest()
     (kernels / (name + ".sha256")).write_text(sha + "\n")

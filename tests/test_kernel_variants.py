@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attn_cli.core import numerics
-from attn_cli.core.copy_fast import init_run, kernel, kernel_build, train_kernel
+from attn_cli.core.copy_fast import init_run, kernel, train_kernel
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.errors import AttnError
 
@@ -23,13 +23,13 @@ AVX2_HOST = frozenset({"sse2", "avx", "avx2", "fma"})
 AVX512_HOST = AVX2_HOST | {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
 HOST = numerics.cpu_flags()
 
-needs_cc = pytest.mark.skipif(kernel_build._compiler() is None, reason="no C compiler")
+needs_cc = pytest.mark.skipif(kernel._compiler() is None, reason="no C compiler")
 needs_avx2 = pytest.mark.skipif(
-    not (numerics.is_x86_64() and kernel_build.VARIANT_NEEDS["avx2"] <= HOST),
+    not (numerics.is_x86_64() and kernel.VARIANT_NEEDS["avx2"] <= HOST),
     reason="this host has no AVX2 + FMA: no kernel variant to compare",
 )
 needs_avx512 = pytest.mark.skipif(
-    not (numerics.is_x86_64() and kernel_build.VARIANT_NEEDS["avx512"] <= HOST),
+    not (numerics.is_x86_64() and kernel.VARIANT_NEEDS["avx512"] <= HOST),
     reason="this host has no AVX-512 (F, CD, BW, DQ, VL): the AVX-512 kernel cannot run here, "
     "so its bits cannot be compared with the AVX2 kernel's",
 )
@@ -204,17 +204,17 @@ def test_a_reused_work_space_changes_no_bit():
 
 
 def test_auto_takes_the_widest_variant_the_cpu_runs():
-    assert kernel_build.variant("portable", "x86_64", AVX512_HOST, request="auto") == "avx512"
-    assert kernel_build.variant("portable", "x86_64", AVX2_HOST, request="") == "avx2"
-    assert kernel_build.variant("portable", "x86_64", AVX2_HOST - {"fma"}, request="") == "baseline"
-    assert kernel_build.variant("portable", "x86_64", AVX512_HOST - {"avx512cd"}, request="") == "avx2"
-    assert kernel_build.variant("portable", "aarch64", frozenset({"asimd"}), request="auto") == "baseline"
-    assert kernel_build.variant("native", "x86_64", AVX512_HOST, request="auto") == "native"
+    assert kernel.variant("portable", "x86_64", AVX512_HOST, request="auto") == "avx512"
+    assert kernel.variant("portable", "x86_64", AVX2_HOST, request="") == "avx2"
+    assert kernel.variant("portable", "x86_64", AVX2_HOST - {"fma"}, request="") == "baseline"
+    assert kernel.variant("portable", "x86_64", AVX512_HOST - {"avx512cd"}, request="") == "avx2"
+    assert kernel.variant("portable", "aarch64", frozenset({"asimd"}), request="auto") == "baseline"
+    assert kernel.variant("native", "x86_64", AVX512_HOST, request="auto") == "native"
 
 
 def test_attn_kernel_isa_forces_a_variant():
-    assert kernel_build.variant("portable", "x86_64", AVX512_HOST, request="avx2") == "avx2"
-    assert kernel_build.variant("native", "x86_64", AVX512_HOST, request="AVX512") == "avx512"
+    assert kernel.variant("portable", "x86_64", AVX512_HOST, request="avx2") == "avx2"
+    assert kernel.variant("native", "x86_64", AVX512_HOST, request="AVX512") == "avx512"
 
 
 @pytest.mark.parametrize(
@@ -228,17 +228,17 @@ def test_attn_kernel_isa_forces_a_variant():
 )
 def test_a_bad_attn_kernel_isa_is_an_error_naming_the_variable(request_, flags, message):
     with pytest.raises(AttnError) as info:
-        kernel_build.variant("portable", "x86_64", flags, request=request_)
+        kernel.variant("portable", "x86_64", flags, request=request_)
     assert str(info.value).startswith(message)
 
 
 def test_load_refuses_a_bad_attn_kernel_isa_before_building(monkeypatch):
-    monkeypatch.setenv(kernel_build.ISA_VAR, "sse9")
-    monkeypatch.setattr(kernel_build, "_compiler", lambda: pytest.fail("nothing is built"))
+    monkeypatch.setenv(kernel.ISA_VAR, "sse9")
+    monkeypatch.setattr(kernel, "_compiler", lambda: pytest.fail("nothing is built"))
     saved = kernel._state
     kernel._state = kernel._State()  # a fresh loader state
     try:
-        with pytest.raises(kernel_build.KernelIsaError, match="ATTN_KERNEL_ISA='sse9'"):
+        with pytest.raises(kernel.KernelIsaError, match="ATTN_KERNEL_ISA='sse9'"):
             kernel.load()
         assert not kernel._state.tried  # a fixed variable is honoured by the next call
     finally:
@@ -246,17 +246,17 @@ def test_load_refuses_a_bad_attn_kernel_isa_before_building(monkeypatch):
 
 
 def test_the_build_key_covers_the_variant(monkeypatch):
-    monkeypatch.setattr(kernel_build, "compiler_version", lambda cc: "cc (GCC) 12.2.0")
-    monkeypatch.setattr(kernel_build, "accepts", lambda cc, flags: True)
-    keys = {kernel_build.build_key("cc", "portable", which) for which in ("avx512", "avx2", "baseline")}
+    monkeypatch.setattr(kernel, "compiler_version", lambda cc: "cc (GCC) 12.2.0")
+    monkeypatch.setattr(kernel, "accepts", lambda cc, flags: True)
+    keys = {kernel.build_key("cc", "portable", which) for which in ("avx512", "avx2", "baseline")}
     assert len(keys) == 3
-    assert "-march=x86-64-v4" in kernel_build.compile_flags("cc", "portable", "avx512")
-    assert "-ffp-contract=off" in kernel_build.BASE_FLAGS  # fused only where the source says so
+    assert "-march=x86-64-v4" in kernel.compile_flags("cc", "portable", "avx512")
+    assert "-ffp-contract=off" in kernel.BASE_FLAGS  # fused only where the source says so
 
 
 def _attn(*args, env):
     exe = os.path.join(os.path.dirname(sys.executable), "attn")
-    child = {k: v for k, v in os.environ.items() if k != kernel_build.ISA_VAR} | env
+    child = {k: v for k, v in os.environ.items() if k != kernel.ISA_VAR} | env
     return subprocess.run([exe, *args], capture_output=True, text=True, env=child, timeout=600)
 
 
@@ -273,7 +273,7 @@ def test_the_cli_names_a_bad_attn_kernel_isa_in_one_line(tmp_path):
         "--json",
         "--out",
         str(tmp_path),
-        env={kernel_build.ISA_VAR: "avx3"},
+        env={kernel.ISA_VAR: "avx3"},
     )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
@@ -299,7 +299,7 @@ def test_each_run_records_the_variant_that_ran(tmp_path):
         "--out",
         str(tmp_path),
         "--no-cache",
-        env={kernel_build.ISA_VAR: "avx2"},
+        env={kernel.ISA_VAR: "avx2"},
     )
     assert proc.returncode == 0, proc.stderr
     runs = json.loads(proc.stdout)["runs"]

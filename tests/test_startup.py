@@ -71,7 +71,7 @@ def test_the_fast_engine_builds_its_layout_without_torch_dynamo():
     """The layout comes from a model built on the CPU with the global RNG saved and restored
     (on the meta device, the embedding's normal_ imports torch._dynamo and sympy: ~2 s)."""
     code = (
-        "import sys, torch; from attn_cli.core.copy_fast.layout import param_layout; "
+        "import sys, torch; from attn_cli.core.copy_fast.forward import param_layout; "
         "state = torch.get_rng_state(); lay = param_layout('attention', 32); "
         "print(torch.equal(state, torch.get_rng_state()), lay.size, "
         "sorted(m for m in ('torch._dynamo', 'sympy') if m in sys.modules))"

@@ -23,7 +23,7 @@ from attn_cli.render.copy_task_seeds import COLOURS
 from attn_cli.render.table import Cell, Table, Text, styled
 
 if TYPE_CHECKING:
-    from attn_cli.experiments.copy_task.results import Result
+    from attn_cli.experiments.copy_task import Result
 
 ACCURACY_PNG = BY_ID["w9-copy-task"].files[0]  # copy_task_accuracy.png
 ACCURACY_CSV = "copy_task_accuracy.csv"

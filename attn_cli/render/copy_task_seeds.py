@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
 
-    from attn_cli.experiments.copy_task.results import Result
+    from attn_cli.experiments.copy_task import Result
 
 SEEDS_PNG = "copy_task_seeds.png"
 SEEDS_CSV = "copy_task_seeds.csv"

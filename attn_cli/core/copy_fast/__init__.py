@@ -3,11 +3,18 @@
 Design notes: ``docs/design.md``, section ``attn_cli.core.copy_fast``.
 """
 
-from attn_cli.core.copy_fast.adam import Adam, clip_per_run
 from attn_cli.core.copy_fast.backward import loss_and_grads
-from attn_cli.core.copy_fast.evaluate import evaluate
-from attn_cli.core.copy_fast.layout import ROLES, Layout, Weights, param_layout
-from attn_cli.core.copy_fast.training import available_cpus, draw_batch, init_run, run_fast, step_flops, train_kernel
+from attn_cli.core.copy_fast.forward import ROLES, Layout, Weights, evaluate, param_layout
+from attn_cli.core.copy_fast.training import (
+    Adam,
+    available_cpus,
+    clip_per_run,
+    draw_batch,
+    init_run,
+    run_fast,
+    step_flops,
+    train_kernel,
+)
 
 __all__ = [
     "Adam",

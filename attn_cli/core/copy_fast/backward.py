@@ -10,8 +10,7 @@ import math
 
 import torch
 
-from attn_cli.core.copy_fast.forward import Decoded, Encoded
-from attn_cli.core.copy_fast.layout import Weights
+from attn_cli.core.copy_fast.forward import Decoded, Encoded, Weights
 from attn_cli.core.copy_spec import EMBED, VOCAB
 
 

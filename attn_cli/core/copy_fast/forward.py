@@ -1,18 +1,116 @@
-"""Forward passes of the fast engine's PyTorch backend, all M stacked runs at once.
+"""The fast engine's PyTorch backend, forward: the parameter layout, the passes of all M stacked
+runs at once, and evaluation.
 
-The embedding is folded into the input projections (a (V, 3h) table gathered per token); the
-attention after step t's update is the one before step t+1's (computed once).  ``keep=True``
-records what :mod:`.backward` needs.  Names: see ``docs/design.md`` (``G = 3h``: r, z, n gates).
+One run's parameters are one flat row in the order of ``build_model(...).named_parameters()``,
+each playing one *role* in the step (the C kernel's sizes are checked against it:
+:func:`.kernel.offsets`).  The embedding is folded into the input projections (a (V, 3h) table
+gathered per token); the attention after step t's update is the one before step t+1's (computed
+once).  ``keep=True`` records what :mod:`.backward` needs.  Names: see ``docs/design.md``.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from dataclasses import dataclass
+from functools import cache
+from typing import NamedTuple
 
 import torch
 
-from attn_cli.core.copy_fast.layout import Weights
-from attn_cli.core.copy_spec import EMBED
+from attn_cli.core.copy_models import build_model
+from attn_cli.core.copy_spec import BOS, EMBED
+
+_RNG_LOCK = threading.Lock()  # torch's global RNG is process-wide: one build_model at a time
+
+# the model's parameter name -> its role in the step (both models: same names)
+ROLE_OF = {
+    "emb.weight": "emb",  # (V, E) token embedding, shared by encoder and decoder
+    "encoder.weight_ih_l0": "e_wih",  # (G, E) encoder GRU, input weights
+    "encoder.weight_hh_l0": "e_whh",  # (G, h) encoder GRU, recurrent weights
+    "encoder.bias_ih_l0": "e_bih",  # (G,)
+    "encoder.bias_hh_l0": "e_bhh",  # (G,)
+    "cell.weight_ih": "d_wih",  # (G, E [+ h]) decoder cell, input [emb; context] or emb
+    "cell.weight_hh": "d_whh",  # (G, h)
+    "cell.bias_ih": "d_bih",  # (G,)
+    "cell.bias_hh": "d_bhh",  # (G,)
+    "out.weight": "o_w",  # (V, 2h or h) readout from [state; context] or state
+    "out.bias": "o_b",  # (V,)
+}
+ROLES = tuple(ROLE_OF.values())  # the order of the offsets handed to the C kernel
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each role lives in a run's flat row."""
+
+    roles: tuple[str, ...]  # in the model's parameter order
+    shapes: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]  # first element of each, same order
+    size: int  # P: elements per run
+
+    def offset_of(self, role: str) -> int:
+        return self.offsets[self.roles.index(role)]
+
+    def numel_of(self, role: str) -> int:
+        return math.prod(self.shapes[self.roles.index(role)])
+
+
+def built_model(model: str, hidden: int, seed: int | None = None) -> tuple[torch.nn.Module, torch.Tensor]:
+    """``build_model`` on the CPU (after ``torch.manual_seed(seed)`` where given) with torch's global
+    RNG left as found: the model, and the RNG state right after it was built."""
+    with _RNG_LOCK:
+        saved = torch.get_rng_state()
+        try:
+            if seed is not None:
+                torch.manual_seed(seed)
+            return build_model(model, hidden), torch.get_rng_state()
+        finally:
+            torch.set_rng_state(saved)
+
+
+@cache
+def param_layout(model: str, hidden: int) -> Layout:
+    """The layout of ``build_model(model, hidden)``'s parameters (built on the CPU, not on the meta
+    device: there ``normal_`` imports sympy)."""
+    net, _ = built_model(model, hidden)
+    roles, shapes, offsets, offset = [], [], [], 0
+    for name, p in net.named_parameters():
+        if name not in ROLE_OF:
+            raise ValueError(f"the fast engine has no role for the {model} model's parameter {name!r}")
+        roles.append(ROLE_OF[name])
+        shapes.append(tuple(p.shape))
+        offsets.append(offset)
+        offset += p.numel()
+    if sorted(roles) != sorted(ROLES):
+        raise ValueError(f"the {model} model lacks parameters the fast engine needs: {set(ROLES) - set(roles)}")
+    return Layout(tuple(roles), tuple(shapes), tuple(offsets), offset)
+
+
+class RoleViews(NamedTuple):
+    """One (M, *shape) tensor per role, in :data:`ROLE_OF`'s order (M runs)."""
+
+    emb: torch.Tensor  # (M, V, E)
+    e_wih: torch.Tensor  # (M, G, E)
+    e_whh: torch.Tensor  # (M, G, h)
+    e_bih: torch.Tensor  # (M, G)
+    e_bhh: torch.Tensor  # (M, G)
+    d_wih: torch.Tensor  # (M, G, E [+ h])
+    d_whh: torch.Tensor  # (M, G, h)
+    d_bih: torch.Tensor  # (M, G)
+    d_bhh: torch.Tensor  # (M, G)
+    o_w: torch.Tensor  # (M, V, 2h or h)
+    o_b: torch.Tensor  # (M, V)
+
+
+class Weights(RoleViews):
+    """Named (M, ...) views into a flat (M, P) buffer (parameters or gradients), one per role."""
+
+    def __new__(cls, flat: torch.Tensor, lay: Layout) -> Weights:
+        M = flat.shape[0]
+        places = zip(lay.roles, lay.shapes, lay.offsets)
+        views = {role: flat[:, offset : offset + math.prod(shape)].view(M, *shape) for role, shape, offset in places}
+        return super().__new__(cls, **views)  # by role name: any order of the layout
 
 
 def gather(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -108,3 +206,53 @@ class Decoded:
         self.readin = readin.reshape(M, T * B, -1)  # (M, T B, r)
         self.logits = torch.baddbmm(w.o_b.unsqueeze(1), self.readin, w.o_w.transpose(1, 2))  # (M, T B, V)
         self.queries, self.contexts, self.weights = queries, contexts, weights
+
+
+@torch.no_grad()
+def evaluate(
+    w: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hidden: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """src, tgt_in (M, N, T) -> teacher-forced, free-running, exact accuracies (each (M,)),
+    and the readout weights of free running on sequence 0 of each run (M, T, T) or None."""
+    M, N, T = src.shape
+    H, E = hidden, EMBED
+    att = model == "attention"
+    src_t, tgt_t = src.permute(2, 0, 1), tgt_in.permute(2, 0, 1)  # (T, M, N)
+    enc = Encoded(w, src_t, H, keep=False)
+    dec = Decoded(w, enc, tgt_t, H, att, keep=False)
+    forced_tok = dec.logits.argmax(-1).view(M, T, N).permute(0, 2, 1)  # (M, N, T)
+    forced = (forced_tok == src).float().mean((1, 2))  # (M,)
+
+    # free running from BOS
+    table = torch.baddbmm(w.d_bih.unsqueeze(1), w.emb, w.d_wih[..., :E].transpose(1, 2))  # (M, V, G)
+    whh_t = w.d_whh.transpose(1, 2).contiguous()
+    bhh = w.d_bhh.unsqueeze(1)
+    o_wt, o_b = w.o_w.transpose(1, 2), w.o_b.unsqueeze(1)  # (M, r, V), (M, 1, V)
+    tok = torch.full((1, M, N), BOS, dtype=src.dtype, device=src.device)  # (1, M, N)
+    h = enc.last
+    rows, out = [], []
+    hits = torch.zeros(M, dtype=torch.long, device=src.device)  # (M,) steps peaking at their own position
+    if att:
+        wic_t = w.d_wih[..., E:].transpose(1, 2).contiguous()
+        keys_t, values, c = dec.keys_t, dec.values, dec.contexts[0]  # c_0: the attention of h_0
+    for t in range(T):
+        gi = gather(table, tok)[0]  # (M, N, G)
+        if att:
+            gi = torch.baddbmm(gi, c, wic_t)
+        h, _, _, _ = gru(gi, h, whh_t, bhh, H)
+        if att:
+            a, c = attend(h, keys_t, values)  # (M N, 1, T), (M, N, h)
+            rows.append(a.view(M, N, T)[:, 0])  # (M, T)
+            hits += (a.view(M, N, T).argmax(-1) == t).sum(1)  # (M,)
+            readin = torch.cat([h, c], -1)
+        else:
+            readin = h
+        tok = torch.baddbmm(o_b, readin, o_wt).argmax(-1).unsqueeze(0)  # (1, M, N)
+        out.append(tok[0])
+    free_tok = torch.stack(out, 2)  # (M, N, T)
+    correct = free_tok == src
+    free = correct.float().mean((1, 2))
+    exact = correct.all(2).float().mean(1)
+    example = torch.stack(rows, 1) if att else None  # (M, T_out, T_in)
+    diagonal = hits.double() / (N * T) if att else None  # (M,)
+    return forced, free, exact, example, diagonal

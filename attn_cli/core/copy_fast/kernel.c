@@ -25,8 +25,8 @@ typedef struct {
   long P, o_emb, o_ewih, o_ewhh, o_ebih, o_ebhh, o_dwih, o_dwhh, o_dbih, o_dbhh, o_ow, o_ob;
 } Dims;
 
-/* the parameter layout comes from Python (attn_cli/core/copy_fast/layout.py, derived from the
-   model): off[0..10] the first element of each role, in layout.ROLES order, off[11] = P */
+/* the parameter layout comes from Python (attn_cli/core/copy_fast/forward.py, derived from the
+   model): off[0..10] the first element of each role, in forward.ROLES order, off[11] = P */
 enum { EMB, E_WIH, E_WHH, E_BIH, E_BHH, D_WIH, D_WHH, D_BIH, D_BHH, O_W, O_B, NROLES };
 
 static void dims_init(Dims* d, int B, int T, int H, int att, const int64_t* off) {

@@ -7,6 +7,7 @@ same ``randint`` stream from a CPU generator that continues the global one (left
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import threading
 import time
@@ -17,11 +18,8 @@ from dataclasses import dataclass, replace
 import torch
 
 from attn_cli.core.copy_fast import kernel
-from attn_cli.core.copy_fast.adam import Adam, clip_per_run
 from attn_cli.core.copy_fast.backward import loss_and_grads
-from attn_cli.core.copy_fast.evaluate import evaluate
-from attn_cli.core.copy_fast.layout import GLOBAL_RNG_LOCK, Weights, param_layout
-from attn_cli.core.copy_models import build_model
+from attn_cli.core.copy_fast.forward import Weights, built_model, evaluate, param_layout
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
 from attn_cli.core.device import prepare_device
 from attn_cli.core.numerics import effective_isa
@@ -38,18 +36,6 @@ class _Group:
 
     indices: list[int]  # positions in the caller's spec list
     specs: list[RunSpec]
-
-
-def group_specs(specs: Sequence[RunSpec]) -> list[_Group]:
-    """The runs stacked into groups equal but for the seed."""
-    groups: dict[RunSpec, _Group] = {}
-    for i, spec in enumerate(specs):
-        if spec.model not in ("attention", "plain"):
-            raise ValueError(f"unknown model {spec.model!r}; choose from attention, plain")
-        g = groups.setdefault(replace(spec, seed=0), _Group([], []))
-        g.indices.append(i)
-        g.specs.append(spec)
-    return list(groups.values())
 
 
 def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
@@ -70,18 +56,39 @@ def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
     return 3.0 * fwd
 
 
+class Adam:
+    """torch.optim.Adam's update (defaults betas (0.9, 0.999), eps 1e-8) on (M, P) rows: Adam is
+    elementwise, so one stacked buffer *is* M separate Adams."""
+
+    def __init__(self, params: torch.Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.p, self.lr, self.betas, self.eps, self.step_count = params, lr, betas, eps, 0
+        self.m = torch.zeros_like(params)  # (M, P)
+        self.v = torch.zeros_like(params)  # (M, P)
+
+    def step(self, grad: torch.Tensor) -> None:
+        b1, b2 = self.betas
+        self.step_count += 1
+        bc1 = 1 - b1**self.step_count
+        bc2_sqrt = math.sqrt(1 - b2**self.step_count)
+        self.m.lerp_(grad, 1 - b1)
+        self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        denom = (self.v.sqrt() / bc2_sqrt).add_(self.eps)
+        self.p.addcdiv_(self.m, denom, value=-self.lr / bc1)
+
+
+def clip_per_run(grad: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """clip_grad_norm_ on each run (row) alone: grad (M, P) scaled in place; returns norms (M,)."""
+    norms = torch.linalg.vector_norm(grad, dim=1)  # (M,)
+    coef = torch.clamp(max_norm / (norms + 1e-6), max=1.0)  # (M,)
+    grad.mul_(coef.unsqueeze(1))
+    return norms
+
+
 def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
     """Seed K's initial weights as one flat (P,) row, and the generator of its data stream."""
-    # the global RNG is process-wide: never two of these at once (param_layout takes the lock too)
-    with GLOBAL_RNG_LOCK:
-        saved = torch.get_rng_state()
-        try:
-            torch.manual_seed(spec.seed)
-            net = build_model(spec.model, spec.hidden)
-            gen = torch.Generator()
-            gen.set_state(torch.get_rng_state())
-        finally:
-            torch.set_rng_state(saved)
+    net, state = built_model(spec.model, spec.hidden, spec.seed)
+    gen = torch.Generator()
+    gen.set_state(state)
     flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])  # (P,)
     return flat, gen
 
@@ -290,11 +297,14 @@ def _library(backend: str, on_cpu: bool) -> ctypes.CDLL | None:
 
 
 def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[_Group]:
-    """The runs grouped into tasks (one per run for the kernel), longest first so that the
-    threads finish together."""
-    groups = group_specs(specs)
-    tasks = [_Group([i], [s]) for g in groups for i, s in zip(g.indices, g.specs)] if one_per_run else groups
-    return sorted(tasks, key=_minus_work)
+    """The runs as tasks: one per run (the kernel), else the runs equal but for the seed stacked;
+    longest first so that the threads finish together."""
+    groups: dict[object, _Group] = {}
+    for i, spec in enumerate(specs):
+        task = groups.setdefault(i if one_per_run else replace(spec, seed=0), _Group([], []))
+        task.indices.append(i)
+        task.specs.append(spec)
+    return sorted(groups.values(), key=_minus_work)
 
 
 def _minus_work(task: _Group) -> float:

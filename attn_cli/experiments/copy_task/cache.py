@@ -58,7 +58,7 @@ def load_cached(store: entries.Pieces, key: dict) -> RunOutcome | None:
 ISAS = ("", "DEFAULT", "NO AVX", "AVX2", "AVX512", "VSX", "Z VECTOR", "SVE128", "SVE256", "SVE512", "unknown")
 BACKENDS = ("torch", "kernel")  # RunOutcome.backend
 KERNEL_ISAS = ("", "avx512", "avx2", "native", "baseline")  # RunOutcome.kernel_isa (core/copy_fast/kernel.py variants)
-RAN_ON = ("worker", "host", "cpu")  # RunOutcome.ran_on's keys (attn_cli.experiments.copy_task.cluster_worker.where)
+RAN_ON = ("worker", "host", "cpu")  # RunOutcome.ran_on's keys (attn_cli.experiments.copy_task.cluster.where)
 
 
 def check_outcome(outcome: RunOutcome, key: dict) -> None:

@@ -1,4 +1,6 @@
-"""The copy task's runs on a Dask distributed cluster (``--scheduler ADDRESS``, ``ATTN_SCHEDULER``).
+"""The copy task's runs on a Dask distributed cluster (``--scheduler ADDRESS``, ``ATTN_SCHEDULER``):
+the client's side, and the worker's (:func:`train_on_worker`: plain data in and out, no tensor;
+:func:`prepare_worker`, run by the preload :mod:`attn_cli.dask_worker`).
 
 Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.cluster``.
 """
@@ -8,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import importlib
 import logging
 import math
 import os
+import platform
 import socket
 import sys
 import time
@@ -25,8 +29,7 @@ from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
 from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_digest
-from attn_cli.experiments.copy_task.cluster_worker import FIELD_CHARS, TOPIC, train_on_worker
-from attn_cli.experiments.copy_task.engines import Done, Report, Todo, schedule
+from attn_cli.experiments.copy_task.engines import WARM_MODULES, Done, Report, Todo, fast_engine, schedule
 from attn_cli.store.typed import InvalidEntry, revive
 
 if TYPE_CHECKING:
@@ -41,6 +44,9 @@ WORKER_WAIT_S = 120.0  # how long a sweep waits for a first (or a new) worker: -
 SAY_EVERY_S = 10.0  # while no worker is connected, a line on stderr this often
 POLL_S = 1.0  # how often the client looks at the futures and the workers
 DEFAULT_PORT = 8786  # Dask's scheduler port where an address names none
+TOPIC = "attn-copy-task-started"  # each attempt of a run says on this Dask event topic that it started
+FIELD_CHARS = 200  # at most this many characters of a worker's address, host name or CPU model
+PRELOADED_MODE: str | None = None  # the numeric mode prepare_worker pinned in this process; None: not preloaded
 
 
 class ClusterError(AttnError):
@@ -169,8 +175,14 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
             args = (dataclasses.asdict(spec), engine, mode, config.device, key)
             futures[client.submit(train_on_worker, *args, pure=False, retries=RETRIES, key=key)] = (index, spec, engine)
         _collect(client, futures, config, report, done, code)
-    finally:
-        _release(client, futures, listening)
+    finally:  # cancel the runs nobody will collect (after an error or Ctrl-C); the scheduler may be gone
+        with suppress(Exception):
+            if futures:
+                client.cancel(list(futures))
+        with suppress(Exception):
+            if listening:
+                client.unsubscribe_topic(TOPIC)
+        client.close()
 
 
 def _collect(client: Client, futures: dict, config: Config, report: Report, done: Done, code: str) -> None:
@@ -186,32 +198,17 @@ def _collect(client: Client, futures: dict, config: Config, report: Report, done
             answer = fut.result()
         except Exception as exc:  # the task raised RETRIES + 1 times, its workers died, or the scheduler went
             report(index, 0, spec.steps, float("nan"), "failed")
-            raise _failed(exc, client, address, source, what, watch.collected) from None
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if "scheduler-connection-lost" in reason or client.status not in ("running", "connecting"):
+                raise ClusterError(
+                    f"lost the Dask scheduler at {address} (from {source}) mid-sweep: the {watch.collected} "
+                    "run(s) finished before are kept in the cache; a rerun resumes from them"
+                ) from None
+            raise ClusterError(
+                f"{what} failed on the Dask cluster at {address}: {type(exc).__name__}: {reason}"
+            ) from None
         done(index, _outcome(answer, cache_key(spec, engine, config.device), what, code))
         watch.collected += 1
-
-
-def _failed(exc: Exception, client: Client, address: str, source: str, what: str, collected: int) -> ClusterError:
-    """The ClusterError for a run whose future raised: the scheduler lost mid-sweep, or the run's own failure."""
-    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if "scheduler-connection-lost" in reason or client.status not in ("running", "connecting"):
-        return ClusterError(
-            f"lost the Dask scheduler at {address} (from {source}) mid-sweep: "
-            f"the {collected} run(s) finished before are kept in the cache; "
-            "a rerun resumes from them"
-        )
-    return ClusterError(f"{what} failed on the Dask cluster at {address}: {type(exc).__name__}: {reason}")
-
-
-def _release(client: Client, uncollected: dict, listening: bool) -> None:
-    """Cancel the runs nobody will collect (after an error or Ctrl-C), stop listening, close the client."""
-    with suppress(Exception):  # the scheduler may be gone already
-        if uncollected:
-            client.cancel(list(uncollected))
-    with suppress(Exception):
-        if listening:
-            client.unsubscribe_topic(TOPIC)
-    client.close()
 
 
 def _finishing(client: Client, futures: dict, watch: _WorkerWatch) -> Iterator[Future]:
@@ -321,3 +318,78 @@ def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:
             f"--numerics {key['numerics']['mode']}; refused (never mixed with this machine's runs)"
         )
     return dataclasses.replace(outcome, ran_on={k: ran_on.get(k, "")[:FIELD_CHARS] for k in ("worker", "host", "cpu")})
+
+
+# --------------------------------------------------------------------------- on the worker
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
+    with suppress(OSError), open(cpuinfo, encoding="utf-8", errors="replace") as f:
+        for key, _, value in (line.partition(":") for line in f):
+            if key.strip() in ("model name", "Model", "cpu model"):
+                return value.strip()[:FIELD_CHARS]
+    return (platform.processor() or platform.machine())[:FIELD_CHARS]
+
+
+def where() -> dict[str, str]:
+    """Where this task runs: the Dask worker's address (empty outside a worker), host, CPU."""
+    try:
+        from distributed import get_worker
+
+        address = get_worker().address
+    except (ImportError, ValueError):  # not inside a Dask worker (a direct call, a test)
+        address = ""
+    return {"worker": address[:FIELD_CHARS], "host": socket.gethostname()[:FIELD_CHARS], "cpu": cpu_model()}
+
+
+def prepare_worker(mode: str) -> None:
+    """Make this Dask worker process ready to train: ``mode`` pinned before torch loads, one intra-op
+    thread, the training code imported (:data:`.engines.WARM_MODULES`).  From then on it computes under
+    ``mode`` alone (:func:`train_on_worker` refuses others).  NumericsError: torch here runs other kernels."""
+    global PRELOADED_MODE
+    numerics.apply(mode)  # before torch loads here
+    import torch
+
+    torch.set_num_threads(1)
+    for name in WARM_MODULES:
+        importlib.import_module(name)
+    code_digest()  # hashed once here, not on the first run
+    PRELOADED_MODE = mode
+
+
+def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: str | None = None) -> dict:
+    """One copy-task run, as the local engines compute it, in this worker process: ``spec`` a RunSpec as
+    a dict, ``tag`` the client's name of the run (announced on :data:`TOPIC`).  Returns ``{"outcome":
+    asdict(RunOutcome), "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` where this
+    process cannot compute under ``mode`` (preloaded with another, or torch runs other kernels)."""
+    if tag:  # the client's progress bar counts running runs, and a run that starts again as a failed attempt
+        with suppress(Exception):  # not inside a worker, an old distributed: no announcement, same run
+            from distributed import get_worker
+
+            get_worker().log_event(TOPIC, {"tag": str(tag)})
+    place = where()
+    if PRELOADED_MODE is not None and mode != PRELOADED_MODE:
+        refused = (
+            f"this worker was started with --preload attn_cli.dask_worker --attn-numerics {PRELOADED_MODE} "
+            f"(torch loads once per process, under that mode) and the run asks for --numerics {mode}: "
+            f"restart the worker with --attn-numerics {mode}, or run attn with --numerics {PRELOADED_MODE}"
+        )
+        return {"refused": refused, "where": place}
+    try:
+        numerics.apply(mode)  # before torch loads here; raises if it already runs other kernels
+    except numerics.NumericsError as exc:
+        return {"refused": str(exc), "where": place}
+    import torch
+
+    run_spec = RunSpec(**spec)
+    torch.set_num_threads(1)  # one intra-op thread, as in the local worker processes
+    if engine == "exact":
+        from attn_cli.core.copy_train import train_and_evaluate
+
+        outcome = train_and_evaluate(run_spec, device)
+    elif engine == "fast":
+        outcome = fast_engine()([run_spec], device, None, threads=1)[0]
+    else:
+        raise ValueError(f"unknown engine {engine!r}; choose from exact, fast")
+    return {"outcome": dataclasses.asdict(outcome), "where": place, "code": code_digest()}
