@@ -1,5 +1,5 @@
-"""Find the experiments and tie them to the catalogue and the published checks (design notes:
-``docs/design.md``, section ``attn_cli.experiment_registry``)."""
+"""The experiments tied to the catalogue and the published checks (design notes: ``docs/design.md``,
+section ``attn_cli.experiment_registry``)."""
 
 from __future__ import annotations
 
@@ -43,13 +43,11 @@ class Experiment:
         return tuple(self.module.ARTIFACTS)
 
     @property
-    def slow(self) -> bool:
-        """Minutes at the text's settings (the copy task's training); the others take seconds."""
+    def slow(self) -> bool:  # minutes at the text's settings (the copy task's training)
         return bool(self._declared("SLOW"))
 
     @property
-    def cached(self) -> bool:
-        """The pipeline keeps its Result in the per-user cache (every experiment over a second)."""
+    def cached(self) -> bool:  # the pipeline keeps its Result in the per-user cache
         return bool(self._declared("CACHED"))
 
     @property
@@ -57,18 +55,16 @@ class Experiment:
         return tuple(self._declared("ENGINES", ()))
 
     @property
-    def caches_pieces(self) -> bool:
-        """Its ``run(config, progress, store=)`` caches pieces of its work (the copy task's runs)."""
+    def caches_pieces(self) -> bool:  # its run(config, progress, store=) caches pieces of its work
         return bool(self._declared("CACHES_PIECES", False))
 
     @property
-    def interrupted(self) -> str | None:
-        """What to tell the user after Ctrl-C stopped it (the copy task: finished runs are kept)."""
+    def interrupted(self) -> str | None:  # what to tell the user after Ctrl-C stopped it
         return self._declared("INTERRUPTED")
 
     def recorded_config(self, config: Any) -> Any:
-        """``config`` as plain data to record (a cache key, a manifest), without this machine's set-up
-        (``LOCAL_FIELDS``: the copy task's cluster), which says nothing about the numbers."""
+        """``config`` as plain data to record (a cache key, a manifest), without this machine's
+        set-up (``LOCAL_FIELDS``: the copy task's cluster)."""
         if not dataclasses.is_dataclass(config) or isinstance(config, type):
             return config
         local = self._declared("LOCAL_FIELDS", ())
@@ -83,20 +79,15 @@ class Experiment:
         engine: str | None = None,
         use_cache: bool = True,
         verify: bool = False,
-        scheduler: str | None = None,
-        scheduler_from: str | None = None,
-        worker_wait: float | None = None,
         verify_seeds: int | None = None,
+        **cluster: Any,
     ) -> Any:
-        """Its default Config (or ``Config.quick()``) with seed and device, each other option only
-        where the Config has that field; ``verify``: the module's ``verify_config`` (``verify_seeds``)."""
-        overrides: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache}
+        """Its default Config (or ``Config.quick()``) with seed and device, each other option (the
+        ``cluster``'s too) only where the Config has that field; ``verify``: the module's
+        ``verify_config`` (``verify_seeds``)."""
+        overrides: dict[str, Any] = {"seed": seed, "device": device, "use_cache": use_cache, **cluster}
         if engine is not None and "fast" in self.engines:
             overrides["engine"] = engine
-        if scheduler:
-            overrides.update(scheduler=scheduler, scheduler_from=scheduler_from)
-            if worker_wait is not None:
-                overrides["worker_wait"] = worker_wait
         cls = self.module.Config
         known = {f.name for f in dataclasses.fields(cls)}
         overrides = {k: v for k, v in overrides.items() if k in known}
@@ -127,8 +118,7 @@ class Experiment:
     def figures(
         self, result: Any, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
     ) -> list[Path]:
-        """Its figures in each of ``formats`` and the numbers beside them, saved into ``out``; ``keep``
-        receives each Figure with its file name."""
+        """Its figures in each of ``formats`` and the numbers beside them, saved into ``out``."""
         figures = getattr(self.render_module(), "figures", None)
         return [Path(p) for p in figures(result, Path(out), tuple(formats), outcomes, keep)] if figures else []
 
@@ -141,16 +131,16 @@ def check_seed_range(seeds: Iterable[int]) -> None:
 
 
 def seeds_used(module: ModuleType, config: Any) -> list[int]:
-    """Every seed a run at ``config`` hands to torch: each of its seeds (``config.seed_list`` where it
-    trains several) plus each offset in the module's ``SEED_OFFSETS`` (default ``(0,)``)."""
+    """Every seed a run at ``config`` hands to torch: each of ``config.seed_list`` (or
+    ``config.seed``) plus each of the module's ``SEED_OFFSETS`` (default ``(0,)``)."""
     seeds = getattr(config, "seed_list", None) or (config.seed,)
     offsets = getattr(module, "SEED_OFFSETS", (0,))
     return list(dict.fromkeys(seed + k for seed in seeds for k in offsets))
 
 
 def discover() -> list[Experiment]:
-    """The experiments, by name: imported here by name so that readers and mypy follow the list (a
-    test names a module left out), and only when asked, so a single command imports its own alone."""
+    """The experiments, named here so that readers and mypy follow the list (a test names a module
+    left out), imported only when asked, so a single command imports its own alone."""
     from attn_cli.experiments import (
         analogy,
         copy_both,
@@ -216,7 +206,7 @@ class Registry:
         return self.by_artifact.get(artifact_id) or self.uncatalogued.get(artifact_id)
 
     def known_ids(self) -> list[str]:
-        return list(self.artifacts) + list(self.uncatalogued)
+        return [*self.artifacts, *self.uncatalogued]
 
     def select(self, tokens: Sequence[str]) -> tuple[list[str], list]:
         """Catalogue IDs and checks picked by ``--only``: catalogue IDs, check IDs, dotted prefixes of

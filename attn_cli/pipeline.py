@@ -27,8 +27,8 @@ Display = Callable[[Any], AbstractContextManager[Callable | None]]
 
 @dataclass
 class Run:
-    """One experiment run: what it was asked, what it returned and how it compares with the
-    text, what it wrote, how long it took."""
+    """One experiment run: what it was asked, what it returned, how it compares with the text,
+    what it wrote, how long it took."""
 
     experiment: Experiment
     config: Any
@@ -47,7 +47,7 @@ class Run:
         return self.experiment.name
 
     def json(self) -> Any:
-        """The Result as ``attn COMMAND --json`` prints it (:func:`attn_cli.render.files.result_json`)."""
+        """The Result as ``attn COMMAND --json`` prints it."""
         from attn_cli.render.files import result_json
 
         return result_json(self.result, self.outcomes)
@@ -90,25 +90,24 @@ def run(
 ) -> Run:
     """Check ``config``, run the experiment (via the per-user cache ``cache_root``, a callable called
     after the checks), compare it once when ``judged``, write its figures into ``out``.
-
     ``display(config)`` opens a progress block yielding ``progress``; ``keep_going`` records an
-    error in ``Run.error`` (a failed write and KeyboardInterrupt propagate); ``threads``: torch's
-    intra-op threads while it runs; ``numerics``: the mode the command applied, in the cache key.
-    """
+    error in ``Run.error`` (a failed write and KeyboardInterrupt propagate); ``numerics``: the mode
+    the command applied, in the cache key."""
     run = Run(exp, config, unjudged)
     start = time.perf_counter()
     try:
         check(exp, config)
         root = cache_root() if callable(cache_root) else cache_root
         key = _cache_key(exp, config, root, numerics)
-        with cache_of(root if key or exp.caches_pieces else None, run.notes) as store:
+        with _opened(root if key or exp.caches_pieces else None, run.notes) as store:
             if store is not None and key and use_cache:
                 run.result = _load(exp, config, store, key, run.notes)
                 run.from_cache = run.result is not None
             if run.result is None:
                 shown = display(config) if display is not None else contextlib.nullcontext(progress)
                 with shown as report, intra_op_threads(threads):
-                    run.result = exp.run(config, progress=report, store=_pieces(exp, store, use_cache))
+                    pieces = _pieces(exp, store, use_cache) if store is not None and exp.caches_pieces else None
+                    run.result = exp.run(config, progress=report, store=pieces)
                 if store is not None and key:
                     _store(exp, store, key, run.result, run.notes)
         _judge_and_draw(run, judged, out, formats, keep)
@@ -143,8 +142,8 @@ def run_experiments(
     use_cache: bool = True,
     numerics: str | None = None,
 ) -> list[Run]:
-    """:func:`run` for each ``(experiment, config, unjudged)``, unjudged (see :func:`compare`), no file
-    written, a failure kept in its Run; ``on_start(exp)`` may return a progress callback."""
+    """:func:`run` for each ``(experiment, config, unjudged)``, not judged here (see :func:`compare`),
+    no file written, a failure kept in its Run; ``on_start(exp)`` may return a progress callback."""
     runs = []
     for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
@@ -193,17 +192,13 @@ def _cache_key(exp: Experiment, config: Any, cache_root: str | Path | None, nume
     )
 
 
-def _pieces(exp: Experiment, store: Cache | None, use_cache: bool) -> Pieces | None:
-    """The opened cache as the pieces of an experiment that declares ``CACHES_PIECES``, else None."""
-    if store is None or not exp.caches_pieces:
-        return None
+def _pieces(exp: Experiment, store: Cache, use_cache: bool) -> Pieces:
     from attn_cli.store.entries import Pieces
 
     return Pieces(store, exp.name, reuse=use_cache)
 
 
-def cache_of(root: str | Path | None, notes: list[str]) -> AbstractContextManager[Cache | None]:
-    """The opened cache at ``root`` for a block (None: none)."""
+def _opened(root: str | Path | None, notes: list[str]) -> AbstractContextManager[Cache | None]:
     if not root:
         return contextlib.nullcontext()
     from attn_cli.store import cache
@@ -212,8 +207,7 @@ def cache_of(root: str | Path | None, notes: list[str]) -> AbstractContextManage
 
 
 def _load(exp: Experiment, config: Any, store: Cache, key: dict, notes: list[str]) -> Any:
-    """The cached Result, or None: none stored, or one refused with a note (then recomputed); it must
-    record the config it is stored for and pass the experiment's ``validate_result``, if any."""
+    """The cached Result, or None: none stored, or one refused with a note (then recomputed)."""
     from attn_cli.store import cache, entries
 
     try:
@@ -305,15 +299,16 @@ def coverage(registry: Registry, artifact_ids: Iterable[str], *, everything: boo
 
 
 def cache_lines(runs: Iterable[Run]) -> list[str]:
-    """One line per experiment that reuses cached work, e.g. "copy_task: 40 training runs: 40 from cache"."""
+    """E.g. "copy_task: 40 training runs: 40 from cache": one line per experiment that reused cached work."""
     return [
         f"{r.name}: {r.result.cache_line()}" for r in runs if r.result is not None and hasattr(r.result, "cache_line")
     ]
 
 
 def where_it_ran(device: str = "cpu", numerics: str | None = None) -> dict[str, Any]:
-    """``{"versions", "machine", "numerics"}``: where a report's numbers were computed, built here
-    only; ``numerics``: the mode the command applied (None: this process's)."""
+    """``{"versions", "machine", "numerics"}``: where a report's numbers were computed (the CPU's model
+    name, its logical cores, the OS, the GPU when used); ``numerics``: the mode the command applied."""
+    import os
     import platform
 
     import numpy
@@ -325,7 +320,14 @@ def where_it_ran(device: str = "cpu", numerics: str | None = None) -> dict[str, 
     versions = dict(
         attn=__version__, torch=torch.__version__, python=platform.python_version(), numpy=numpy.__version__
     )
-    return {"versions": versions, "machine": machine(device), "numerics": modes.describe(device, numerics)}
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    machine: dict[str, Any] = {"cpu": cpu, "cores": f"{os.cpu_count()} logical cores"}
+    machine["platform"] = platform.platform(terse=True)
+    if device == "cuda":
+        machine["gpu"] = torch.cuda.get_device_name(0)
+    return {"versions": versions, "machine": machine, "numerics": modes.describe(device, numerics)}
 
 
 def numerics_line(numerics: dict) -> str:
@@ -334,20 +336,3 @@ def numerics_line(numerics: dict) -> str:
 
     gpu = f"; GPU {cuda_summary(numerics['cuda'])}" if "cuda" in numerics else ""
     return f"numerics: {numerics['mode']} ({numerics['isa']} CPU kernels){gpu}"
-
-
-def machine(device: str = "cpu") -> dict[str, Any]:
-    """Where it ran: the CPU's model name, its logical cores, the OS, and the GPU when used."""
-    import os
-    import platform
-
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
-        cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
-    info: dict[str, Any] = {"cpu": cpu, "cores": f"{os.cpu_count()} logical cores"}
-    info["platform"] = platform.platform(terse=True)
-    if device == "cuda":
-        import torch
-
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info

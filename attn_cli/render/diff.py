@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attn_cli.diff import Diff, regenerated
+from attn_cli.records import Diff, regenerated
 from attn_cli.render.report import STATUS_STYLE, fmt_value, split_id
 from attn_cli.render.table import Block, Table, Text, styled
 
