@@ -142,8 +142,10 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 def option(*decls: str, **attrs: Any) -> Decorator:
     """``click.option`` for a command's valued option: a positive integer unless ``type`` says otherwise,
-    its default shown when it has one, old names kept hidden through ``aliases``."""
+    None unless a default is given (shown), old names kept hidden through ``aliases``."""
     attrs.setdefault("type", IntRange(min=1))
+    if attrs.get("cls") is not MultiValueOption:
+        attrs.setdefault("default", None)
     if attrs.get("default") is not None:
         attrs.setdefault("show_default", True)
     if "aliases" in attrs:

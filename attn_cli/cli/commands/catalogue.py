@@ -1,4 +1,4 @@
-"""``attn list``, ``attn all`` and ``attn verify``: the whole catalogue at once.
+"""``attn list``, ``attn all`` and ``attn verify``: the whole catalogue at once; ``attn diff``: two runs compared.
 
 ``all`` and ``verify`` parse options, call :mod:`attn_cli.regenerate` (select, plan, run, compare,
 write) under :func:`attn_cli.cli.commands.execute.run_plan`, print the report and exit with its code.
@@ -16,12 +16,13 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.cli.options import (
+    CACHE_DIR,
+    FORMAT,
+    SCHEDULER,
+    WORKER_WAIT,
     Common,
     JudgedCommand,
-    cache_dir_option,
     common_options,
-    format_option,
-    scheduler_option,
     validate_out_file,
 )
 from attn_cli.cli.types import IntRange, MultiValueOption
@@ -30,6 +31,7 @@ from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from attn_cli.records import Diff
     from attn_cli.regenerate import AllReport, VerifyReport
 
 
@@ -93,9 +95,7 @@ def list_(as_json: bool) -> None:
     metavar="BEFORE",
     help="Compare with an earlier run (a verify.json, report folder or manifest) as `attn diff` does.",
 )
-@common_options
-@cache_dir_option
-@scheduler_option
+@common_options(CACHE_DIR, SCHEDULER, WORKER_WAIT)
 @seed_count_option
 def verify(
     only: tuple[str, ...], no_cache: bool, junit: Path | None, before: str | None, n_seeds: int | None, common: Common
@@ -176,7 +176,6 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
     """``attn verify --diff``: this run against an earlier one, printed as ``attn diff`` prints it
     (to stderr under --json, whose stdout is the record); its exit status."""
     from attn_cli import records
-    from attn_cli.cli.commands.diff import show
 
     try:
         d = records.diff(records.load(before), records.Loaded(record["header"], record["checks"], "this run"))
@@ -197,10 +196,7 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
     "--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`)."
 )
 @junit_option
-@common_options
-@format_option(no_figures=False)
-@cache_dir_option
-@scheduler_option
+@common_options(FORMAT, CACHE_DIR, SCHEDULER, WORKER_WAIT)
 @seed_count_option
 def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int | None, common: Common) -> None:
     """Run every experiment and write every table and figure, with a report, into --out.
@@ -299,18 +295,11 @@ def library_keywords(common: Common, n_seeds: int | None, no_cache: bool) -> dic
 
     if n_seeds is not None and common.quick:
         raise click.UsageError("--seeds with --quick: a quick run trains one seed and judges nothing trained")
-    return dict(
-        seed=common.seed,
-        device=common.device,
-        quick=common.quick,
-        **({} if n_seeds is None else {"seeds": n_seeds}),
-        numerics=common.numerics,
-        cache_root=cache_root(common),
-        use_cache=not no_cache,
-        scheduler=common.scheduler,
-        scheduler_from=common.scheduler_from,
-        worker_wait=common.worker_wait,
-        progress=execute.run_plan,
+    shared = ("seed", "device", "quick", "numerics", "scheduler", "scheduler_from", "worker_wait")
+    return (
+        {name: getattr(common, name) for name in shared}
+        | ({} if n_seeds is None else {"seeds": n_seeds})
+        | dict(cache_root=cache_root(common), use_cache=not no_cache, progress=execute.run_plan)
     )
 
 
@@ -324,4 +313,51 @@ def _write_junit(junit: Path | None, checked: VerifyReport | AllReport) -> None:
         console.note(f"wrote {write_junit(junit, checked.outcomes, checked.runs, experiment_registry.Registry.load())}")
 
 
-COMMANDS = [list_, all_, verify]
+@click.command(name="diff")
+@click.argument("before", type=click.Path(exists=True))
+@click.argument("after", type=click.Path(exists=True))
+@click.option("--all", "everything", is_flag=True, help="List the unchanged checks too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def diff(before: str, after: str, everything: bool, as_json: bool) -> None:
+    """Compare two runs: which values moved and which verdicts changed.
+
+    BEFORE and AFTER are each a verify.json (attn verify --out), a report folder
+    (attn all --out, attn verify --out) or a manifest.json; an earlier attn's bare list of
+    records is read too. Prints the header fields that differ (torch, numerics, machine:
+    usually why values moved), then per changed check: id, before, after, delta, both
+    verdicts and both margins; then new and removed checks and a summary line
+    "N values moved, M verdicts changed (K now failing)".
+
+    Exits 1 when a check that passed now fails, otherwise 0.
+
+    \b
+    Examples:
+        attn verify --out before/ && attn verify --out after/ && attn diff before/ after/
+        attn diff old/verify.json new/verify.json --json
+        attn verify --diff before/verify.json
+    """
+    from attn_cli import records
+
+    try:
+        d = records.diff(records.load(before), records.load(after))
+    except records.Unreadable as exc:
+        raise click.BadParameter(str(exc)) from None
+    show(d, everything, as_json)
+    sys.exit(d.exit_code)
+
+
+def show(d: Diff, everything: bool, as_json: bool, stderr: bool = False) -> None:
+    """The comparison as JSON or as tables, on stdout (``stderr``: there, as a note beside
+    another command's JSON)."""
+    from attn_cli.render import console
+    from attn_cli.render.diff import blocks
+    from attn_cli.render.table import to_rich
+
+    if as_json:
+        print(json.dumps(d.as_json(everything), indent=2, default=str))
+        return
+    for b in blocks(d, everything):
+        (console.stderr if stderr else console.stdout).print(to_rich(b))
+
+
+COMMANDS = [list_, all_, verify, diff]

@@ -75,23 +75,18 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
 @option(
     "--steps",
     type=IntRange(1, MAX_STEPS),
-    default=None,
     help=f"Adam steps per run, at most {MAX_STEPS:,}  [default: 2500; 30 with --quick]",
 )
 @option(
     "--hidden-size",
     aliases=("--hidden",),
-    default=None,
     help="GRU hidden size (nn.GRU's hidden_size; not an attention width)  [default: 32]",
 )
-@option("--batch-size", default=None, help="Training batch  [default: 64]")
+@option("--batch-size", help="Training batch  [default: 64]")
 @option(
-    "--lr",
-    type=FiniteFloatRange(min=0, min_open=True, max=10),
-    default=None,
-    help="Adam learning rate, at most 10  [default: 0.003]",
+    "--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), help="Adam learning rate, at most 10  [default: 0.003]"
 )
-@option("--eval-size", default=None, help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
+@option("--eval-size", help="Sequences in the one evaluation batch  [default: 1000; 100 with --quick]")
 @option(
     "--seeds",
     cls=MultiValueOption,
@@ -115,7 +110,6 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
 @option(
     "--jobs",
     type=IntRange(1, MAX_JOBS),
-    default=None,
     help=f"Worker processes across lengths, seeds and models, at most {MAX_JOBS}  "
     "[default: the CPU count; one with --device cuda]",
 )

@@ -16,6 +16,8 @@ from attn_cli.cli.types import FiniteFloatRange, IntRange, MultiValueOption
 if TYPE_CHECKING:
     from attn_cli.experiments.progress import ProgressEvent
 
+_WEIGHTS: dict[str, Any] = dict(cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0), metavar="A...")  # --weights ...
+
 
 @click.command(cls=JudgedCommand, name="copy-both")
 @option("--samples", default=10_000, help="Examples N (the text: 10000).")
@@ -24,18 +26,14 @@ if TYPE_CHECKING:
 )
 @option(
     "--weights",
-    cls=MultiValueOption,
-    type=FiniteFloatRange(0.0, 1.0),
+    **_WEIGHTS,
     default=(0.5, 0.7, 0.9, 1.0),
-    metavar="A...",
     help="First weight a of the single head, (a, 1 - a); each in [0, 1].",
 )
 @option(
     "--two-head-weights",
-    cls=MultiValueOption,
-    type=FiniteFloatRange(0.0, 1.0),
+    **_WEIGHTS,
     default=(1.0, 0.88),
-    metavar="A...",
     help="Two heads with weights (a, 1 - a) and (1 - a, a); each in [0, 1].",
 )
 @common_options(FORMAT, NO_FIGURES)
@@ -66,7 +64,6 @@ _d_model_option = option(
 )
 _heads_option = option(
     "--heads",
-    default=None,
     metavar="N",
     help="Also pass the embeddings through a fresh N-head layer with random "
     "projections and draw one panel per head (exercise 11); N divides --d-model.",

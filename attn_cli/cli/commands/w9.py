@@ -130,9 +130,7 @@ def order(d_model: int, common: Common) -> Job:
     metavar="D_K...",
     help="Query/key widths d_k, drawn in this order.",
 )
-@option(
-    "--trials", default=None, help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]"
-)
+@option("--trials", help="(query, key set) pairs per d_k  [default: 20000, the text's; 2000 with --quick]")
 @common_options(FORMAT, NO_FIGURES)
 def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> Job:
     """Why scores are divided by sqrt(d_k): saturation and vanishing gradients (W9 3.3).
@@ -192,7 +190,6 @@ def masks(common: Common) -> Job:
 @option(
     "--repeats",
     type=IntRange(1, 1000),
-    default=None,
     help="Timed passes per n for --measure (the fastest is kept), at most 1000  [default: 3; 2 with --quick]",
 )
 @common_options(FORMAT, NO_FIGURES)
