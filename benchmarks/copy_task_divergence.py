@@ -33,9 +33,8 @@ def trajectory(name: str, spec) -> tuple[list[float], list[float]]:
 
     from attn_cli.core import copy_fast as cf
     from attn_cli.core.copy_fast import kernel as copy_fast_kernel
-    from attn_cli.core.copy_models import build_model
     from attn_cli.core.copy_spec import VOCAB
-    from attn_cli.core.copy_train import make_batch
+    from attn_cli.core.copy_train import build_model, make_batch
 
     torch.set_num_threads(1)
     losses = []

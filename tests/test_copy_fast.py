@@ -9,8 +9,8 @@ import torch.nn as nn
 from attn_cli.core import copy_fast as cf
 from attn_cli.core.copy_fast import kernel
 from attn_cli.core.copy_fast.forward import ROLE_OF
-from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import VOCAB, RunSpec
+from attn_cli.core.copy_train import build_model
 
 MODELS = ["attention", "plain"]
 needs_kernel = pytest.mark.skipif(kernel.load() is None, reason=f"C kernel unavailable: {kernel.load_error()}")
@@ -25,7 +25,7 @@ def _stacked(model, seeds, B, T, H, dtype=torch.float64):
 
 
 def _autograd_grads(model, H, row, src, tgt_in):
-    """Loss and gradient of the program's model (copy_models, autograd) at parameters ``row``."""
+    """Loss and gradient of the program's model (copy_train, autograd) at parameters ``row``."""
     net = build_model(model, H).double()
     with torch.no_grad():
         offset = 0

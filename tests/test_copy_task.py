@@ -90,8 +90,7 @@ def test_the_engine_equals_the_programs_layout_and_calls_bit_for_bit(model, monk
 
 def test_the_direct_decoder_step_is_the_module_step():
     """Outputs and every parameter's gradient, bit for bit, for both models."""
-    from attn_cli.core.copy_models import build_model
-    from attn_cli.core.copy_train import make_batch
+    from attn_cli.core.copy_train import build_model, make_batch
 
     for name in ("attention", "plain"):
         torch.manual_seed(1)
@@ -120,7 +119,7 @@ def test_example_weights_are_a_distribution_per_decoder_step():
 
 
 def test_parameter_creation_order_is_the_programs():
-    from attn_cli.core.copy_models import build_model
+    from attn_cli.core.copy_train import build_model
 
     names = [n for n, _ in build_model("attention", 8).named_parameters()]
     assert names[0] == "emb.weight" and names[1].startswith("encoder.") and names[-2:] == ["out.weight", "out.bias"]

@@ -11,8 +11,7 @@ import torch
 
 def _adam_trajectory(program_calls: bool, steps: int = 25) -> list[torch.Tensor]:
     """Parameters and Adam moments after ``steps`` steps of a small attention model."""
-    from attn_cli.core.copy_models import build_model
-    from attn_cli.core.copy_train import make_batch
+    from attn_cli.core.copy_train import build_model, make_batch
     from attn_cli.core.optim import adam
 
     torch.manual_seed(3)

@@ -3,6 +3,7 @@ the W9 2.3 program bit for bit on CPU; ``fast``: the same models and data on oth
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -49,3 +50,11 @@ class RunOutcome:
 
 # progress(step_done, total_steps, loss) called from inside a run, at most every few steps
 StepCallback = Callable[[int, int, float], None] | None
+
+
+def available_cpus() -> int:
+    """The CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)

@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import torch
 
-from attn_cli.core.copy_models import build_model
 from attn_cli.core.copy_spec import BOS, EMBED
+from attn_cli.core.copy_train import build_model
 
 _RNG_LOCK = threading.Lock()  # torch's global RNG is process-wide: one build_model at a time
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ import torch
 from attn_cli.core.copy_fast import kernel
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.forward import Weights, built_model, evaluate, param_layout
-from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec
+from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec, available_cpus
 from attn_cli.core.device import prepare_device
 from attn_cli.core.numerics import effective_isa
 
@@ -216,13 +215,6 @@ def _evaluate_outcomes(
 
 class _Stopped(Exception):
     """A worker noticed that the run was cancelled."""
-
-
-def available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def run_fast(

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from attn_cli.core import memory
-from attn_cli.core.copy_spec import MODELS, RunSpec
+from attn_cli.core.copy_spec import MODELS, RunSpec, available_cpus
 from attn_cli.errors import AttnError
 from attn_cli.published import seed_rule
 from attn_cli.published.copy_task import ATTENTION
@@ -78,12 +77,7 @@ class Config:
         only add CUDA contexts taking turns on the one GPU)."""
         if self.jobs:
             return self.jobs
-        if self.device.split(":")[0] == "cuda":
-            return 1
-        try:
-            return len(os.sched_getaffinity(0))
-        except AttributeError:  # pragma: no cover - not Linux
-            return os.cpu_count() or 1
+        return 1 if self.device.split(":")[0] == "cuda" else available_cpus()
 
 
 # this machine's set-up: never in a Result, its JSON or a report

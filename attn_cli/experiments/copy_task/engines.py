@@ -43,8 +43,8 @@ PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention 
 
 
 def fast_engine() -> Callable:
-    """``run_fast`` of :mod:`attn_cli.core.copy_fast`, or a clear AttnError if it is absent.
-    Only looked up here: imported on the first call, so a sweep found in the cache never imports torch."""
+    """``run_fast`` of :mod:`attn_cli.core.copy_fast` (imported on the first call: a sweep found in the
+    cache never imports torch), or a clear AttnError if it is absent."""
     try:
         found = importlib.util.find_spec("attn_cli.core.copy_fast")
     except (ImportError, ValueError):
@@ -57,23 +57,20 @@ def fast_engine() -> Callable:
 
 
 def _run_fast(*args: Any, **kwargs: Any) -> Any:
-    """:func:`attn_cli.core.copy_fast.run_fast`, imported on first use."""
     from attn_cli.core.copy_fast import run_fast
 
     return run_fast(*args, **kwargs)
 
 
-def _cost(spec: RunSpec) -> float:
-    """Relative wall time of a run: steps x length (x PLAIN_COST for plain); longest first."""
-    return (
-        spec.steps * spec.length * (1.0 if spec.model == "attention" else PLAIN_COST)
-        + spec.eval_size * spec.length / 64
-    )
-
-
 def schedule(todo: Todo) -> Todo:
     """Longest runs first (4 8 16 32 on two workers: [32] and [16, 8, 4]); ties keep their order."""
     return sorted(todo, key=lambda item: -_cost(item[1]))
+
+
+def _cost(spec: RunSpec) -> float:
+    """Relative wall time of a run: steps x length (x PLAIN_COST for plain), plus its evaluation."""
+    plain = 1.0 if spec.model == "attention" else PLAIN_COST
+    return spec.steps * spec.length * plain + spec.eval_size * spec.length / 64
 
 
 def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done, stop: Event | None = None) -> None:
