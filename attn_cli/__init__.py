@@ -5,35 +5,23 @@ from typing import Any
 
 __version__ = "0.2.0"
 
-__all__ = [
-    "run",
-    "verify",
-    "regenerate_all",
-    "artifacts",
-    "command_line",  # functions (attn_cli.api)
-    "Run",
-    "Verification",
-    "Report",
-    "Entry",  # what they return
-    "Outcome",
-    "Check",  # one check with its verdict; the published value it judges
-    "AttnError",  # a failure at run time; bad options raise click.UsageError / click.BadParameter
-    "ConfigError",  # a configuration refused before any work (a ValueError)
-]
-
-# the module of each name, imported when first asked for (attn_cli.api for the others)
-_WHERE = {"Outcome": "attn_cli.published.compare", "Check": "attn_cli.published.types"}
-_WHERE |= dict.fromkeys(["AttnError", "ConfigError"], "attn_cli.errors")
-_WHERE |= dict.fromkeys(
-    ["verify", "regenerate_all", "artifacts", "Verification", "Report", "Entry"], "attn_cli.api_catalogue"
-)
+# the supported names, by the module that defines them (imported when a name is first asked for)
+_MODULES = {
+    "attn_cli.api": "run command_line Run",  # run one command; its command line; what it returns
+    "attn_cli.api_catalogue": "verify regenerate_all artifacts Verification Report Entry",
+    "attn_cli.published.compare": "Outcome",  # one check with its verdict
+    "attn_cli.published.types": "Check",  # the published value it judges
+    "attn_cli.errors": "AttnError ConfigError",  # a failure at run time; a configuration refused (a ValueError)
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names.split()}
+__all__ = list(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in _WHERE:
         import importlib
 
-        value = getattr(importlib.import_module(_WHERE.get(name, "attn_cli.api")), name)
+        value = getattr(importlib.import_module(_WHERE[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'attn_cli' has no attribute {name!r}")

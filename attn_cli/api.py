@@ -13,14 +13,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
-from attn_cli.render import notebook, table
+from attn_cli.render import table
+from attn_cli.render.html import outcomes_html, png64
 
 # what run() does not run: the catalogue commands have their own functions
 NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "cache": None, "diff": None}
@@ -35,8 +35,29 @@ def _command(name: str) -> click.Command:
     return commands[name]
 
 
+def _given(
+    params: list[click.Parameter], args: tuple, options: dict[str, Any]
+) -> tuple[list[tuple[str, click.Parameter | None, Any]], list]:
+    """Each option given (not None) with its parameter, by long name with underscores, old name or
+    parameter name (None: the command lacks it); and the positional words, named ones first."""
+    by_name: dict[str, click.Parameter] = {}
+    for p in params:
+        for opt in (*p.opts, *getattr(p, "aliases", ())) if isinstance(p, click.Option) else ():
+            if opt.startswith("--"):
+                by_name.setdefault(opt[2:].replace("-", "_"), p)
+        by_name.setdefault(p.name, p)
+    given = [(name, by_name.get(name), value) for name, value in options.items() if value is not None]
+    named = {p.name: _listed(v) if p.nargs != 1 else [v] for _, p, v in given if isinstance(p, click.Argument)}
+    words = [v for p in params if p.name in named for v in named[p.name]] + list(args)
+    return [g for g in given if not isinstance(g[1], click.Argument)], words
+
+
+def _listed(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple, set, frozenset, range)) else [value]
+
+
 def command_line(command: str, *args: Any, **options: Any) -> list[str]:
-    """The ``attn`` arguments that :func:`run` parses for these Python arguments.
+    """The ``attn`` arguments that stand for these Python arguments (as :func:`run` shows them).
 
     An option by its long name with underscores (``batch_size`` for ``--batch-size``) or by
     its parameter name (``formats``); a flag by a bool (``quick=True``); several values by a
@@ -49,58 +70,51 @@ def command_line(command: str, *args: Any, **options: Any) -> list[str]:
         >>> command_line("heatmap", "banana", "bandana", d_model=8)
         ['--d-model', '8', '--', 'banana', 'bandana']
     """
-    cmd = _command(command)
-    by_name = _parameters_by_name(cmd)
+    given, words = _given(_command(command).params, args, options)
     argv: list[str] = []
-    named: dict[str, list] = {}  # arguments given by name, placed in the command's order
-    for name, value in options.items():
-        param = by_name.get(name)
-        if value is None:  # the command's default
-            continue
-        if isinstance(param, click.Argument):
-            named[param.name] = list(value) if param.nargs != 1 and _many(value) else [value]
+    for name, param, value in given:
+        flag = param.opts[0] if param else "--" + name.replace("_", "-")
+        if getattr(param, "is_flag", False):  # click's own reading of a bool
+            argv += [flag] if click.BOOL.convert(value if isinstance(value, bool) else str(value), param, None) else []
         else:
-            argv += _option_tokens(name, param, value)
-    positional = [
-        _token(v) for p in cmd.params if p.name in named and isinstance(p, click.Argument) for v in named[p.name]
-    ] + [_token(a) for a in args]
-    return argv + (["--", *positional] if positional else [])
+            argv += [t for v in (_listed(value) if param and param.multiple else [value]) for t in (flag, str(v))]
+    return argv + (["--", *map(str, words)] if words else [])
 
 
-def _parameters_by_name(cmd: click.Command) -> dict[str, click.Parameter]:
-    """Each parameter by its long names with underscores (a renamed flag's old name too) and by its name."""
-    by_name: dict[str, click.Parameter] = {}
-    for p in cmd.params:
-        if isinstance(p, click.Option):
-            for opt in (*p.opts, *getattr(p, "aliases", ())):
-                if opt.startswith("--"):
-                    by_name.setdefault(opt[2:].replace("-", "_"), p)
-        by_name.setdefault(p.name, p)
-    return by_name
+def _context(cmd: click.Command, args: tuple, options: dict[str, Any], out: str) -> click.Context:
+    """The command's context, its parameters reading these values as click reads the words it parsed
+    (eager ones first; environment variables, defaults, types, callbacks): no command line is parsed."""
+    from attn_cli.cli import check_utf8_words
+
+    ctx = click.Context(cmd, info_name=f"attn {cmd.name}")
+    params = cmd.get_params(ctx)
+    given, words = _given(params, args, options)
+    check_utf8_words([str(v) for _, _, value in given for v in _listed(value)] + [str(w) for w in words])
+    if unknown := [name for name, p, _ in given if p is None]:  # as click's parser refuses it
+        shown = [o for p in params if isinstance(p, click.Option) for o in (*p.opts, *p.secondary_opts)]
+        raise click.NoSuchOption("--" + unknown[0].replace("_", "-"), possibilities=shown, ctx=ctx)
+    known = [(p, value) for _, p, value in given if p is not None and p.name != "as_json"]  # nothing printed
+    values: dict[str, Any] = {"out": out}
+    for p, value in known:
+        values[p.name] = [*values.get(p.name, []), *_listed(value)] if p.multiple else value
+    arguments = [p for p in params if isinstance(p, click.Argument)]
+    for p in arguments:
+        n = len(words) if p.nargs == -1 else p.nargs
+        if words[:n]:
+            values[p.name] = words[0] if p.nargs == 1 else tuple(words[:n])
+        words = words[n:]
+    order = [p for p, _ in known] + [p for p in params if p.name == "out"] + arguments
+    with ctx.scope(cleanup=False):
+        for p in click.core.iter_params_for_processing(order, params):
+            p.handle_parse_result(ctx, values, [])
+        unset = getattr(click.core, "UNSET", None)  # click >= 8.3's "not given": None to the command
+        ctx.params = {name: None if v is unset else v for name, v in ctx.params.items()}
+        if words:
+            ctx.fail(f"Got unexpected extra argument{'s' if len(words) > 1 else ''} ({' '.join(map(str, words))})")
+    return ctx
 
 
-def _option_tokens(name: str, param: click.Parameter | None, value: Any) -> list[str]:
-    """The command-line words for one option; a name the command lacks becomes ``--that-name``,
-    which click refuses as on the command line ("No such option")."""
-    if param is None:
-        return ["--" + name.replace("_", "-"), _token(value)]
-    flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
-    if getattr(param, "is_flag", False):  # click's own reading of a bool
-        return [flag] if click.BOOL.convert(value if isinstance(value, bool) else str(value), param, None) else []
-    if getattr(param, "multiple", False):
-        return [t for v in (value if _many(value) else [value]) for t in (flag, _token(v))]
-    return [flag, _token(value)]
-
-
-def _many(value: Any) -> bool:
-    return isinstance(value, (list, tuple, set, frozenset, range))
-
-
-def _token(value: Any) -> str:
-    return repr(value) if isinstance(value, float) else str(value)  # a float's repr round-trips exactly
-
-
-def _out_folder(out: str | Path | None) -> AbstractContextManager[str]:
+def _out_folder(out: str | Path | None) -> contextlib.AbstractContextManager[str]:
     """``--out``: the caller's folder, or a private temporary one that nothing is written to."""
     return contextlib.nullcontext(str(out)) if out is not None else tempfile.TemporaryDirectory(prefix="attn-api-")
 
@@ -108,8 +122,8 @@ def _out_folder(out: str | Path | None) -> AbstractContextManager[str]:
 @contextlib.contextmanager
 def _callers_state() -> Iterator[None]:
     """The caller's ``os.environ`` (the numeric mode's pins) and torch's thread count, restored after
-    the block.  A worker process importing the caller's script (no ``if __name__ == "__main__":``
-    guard) leaves at once with :data:`MAIN_GUARD_EXIT`; the script's own process raises a ConfigError."""
+    the block.  A worker process importing the caller's script (no ``__main__`` guard) leaves at once
+    with :data:`MAIN_GUARD_EXIT`; the script's own process raises a ConfigError."""
     import multiprocessing
 
     from attn_cli.experiments.copy_task.engines import MAIN_GUARD_EXIT
@@ -150,11 +164,8 @@ def _config_errors() -> Iterator[None]:
 
 @dataclass
 class Run:
-    """One command's run: its typed Result, the checks with their verdicts, its tables and figures.
-
-    ``to_dict()`` is what ``attn COMMAND --json`` prints; ``figures()`` the matplotlib
-    Figures (nothing is written); in Jupyter the Run shows its tables, verdicts and figures.
-    """
+    """One command's run: its typed Result, the checks with their verdicts, its tables and figures
+    (shown in Jupyter)."""
 
     command: str
     argv: list[str]  # the equivalent command line: attn COMMAND ARGV
@@ -202,10 +213,10 @@ class Run:
     def _repr_html_(self) -> str:
         parts = [f"<p><code>{html.escape(self.command_line)}</code></p>", table.to_html(self.tables)]
         if self.outcomes:
-            parts.append(notebook.outcomes_html(self.outcomes))
+            parts.append(outcomes_html(self.outcomes))
         for name, fig in self._figures:
             parts.append(
-                f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{notebook.png64(fig)}'/>"
+                f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{png64(fig)}'/>"
                 f"<figcaption>{html.escape(name)}</figcaption></figure>"
             )
         return "\n".join(parts)
@@ -220,24 +231,19 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     for a failure at run time (exit 1 on the command line).
     """
     from attn_cli import pipeline
-    from attn_cli.cli import check_utf8_words
     from attn_cli.cli.commands.execute import Job
     from attn_cli.errors import ConfigError
 
     if command in NOT_A_RUN:
         instead = NOT_A_RUN[command]
         raise ConfigError(f"attn {command} is not one run" + (f"; use attn_cli.{instead}()" if instead else ""))
-    with _config_errors():
-        cmd = _command(command)
-        argv = command_line(command, *args, **options)
-        check_utf8_words([command, *argv])  # as on the command line: attn COMMAND ARGV
     started = time.perf_counter()
     figures: list = []
     with _callers_state(), _config_errors(), _out_folder(out) as folder:
-        shown = [a for a in argv if a != "--json"]
-        split = shown.index("--") if "--" in shown else len(shown)  # --out before the positional arguments
-        with cmd.make_context(f"attn {command}", [*shown[:split], "--out", folder, *shown[split:]]) as ctx:
+        cmd = _command(command)
+        with _context(cmd, args, options, folder) as ctx:
             job = cmd.invoke(ctx)  # the command's options read and checked: its Job, not yet run
+        argv = command_line(command, *args, **options)
         if not isinstance(job, Job):
             raise ConfigError(f"attn {shlex.join([command, *argv])} runs no experiment")
         done = pipeline.run(

@@ -4,17 +4,15 @@ their results returned as values (:class:`Verification`, :class:`Report`, :class
 
 from __future__ import annotations
 
+import contextlib
 import html
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from attn_cli.api import _callers_state, _command, _config_errors, _json_data, command_line
-from attn_cli.render.notebook import outcomes_html
+from attn_cli.api import _callers_state, _command, _config_errors, _context, _json_data, _out_folder
+from attn_cli.render.html import outcomes_html
 
 if TYPE_CHECKING:
     from attn_cli.cli.options import Common
@@ -55,18 +53,15 @@ def verify(*only: str, **options: Any) -> Verification:
     """``attn verify [--only ID...]``: regenerate the selected published values and judge them.
 
     ``options``: those of ``attn verify`` (``quick``, ``seed``, ``device``, ``no_cache``, ``cache_dir``,
-    ``numerics``), parsed and run as the command does, without the progress display; writes no file.
+    ``numerics``), read and run as the command does, without the progress display; writes no file.
     """
     from attn_cli import regenerate
-    from attn_cli.cli.commands.catalogue import usage_errors
     from attn_cli.errors import ConfigError
 
     if options.pop("out", None) is not None:
         raise ConfigError("verify() writes no file; regenerate_all(out) writes the report")
-    with _callers_state(), _config_errors(), tempfile.TemporaryDirectory(prefix="attn-api-") as folder:
-        common, only, keywords = _parsed("verify", folder, only, options)
-        with usage_errors():
-            checked = regenerate.verify(only, **keywords)
+    with _parsed("verify", None, only, options) as (_, only, keywords):
+        checked = regenerate.verify(only, **keywords)
     return Verification(
         outcomes=checked.outcomes,
         summary=checked.summary,
@@ -77,33 +72,23 @@ def verify(*only: str, **options: Any) -> Verification:
     )
 
 
-def _parsed(command: str, folder: str, only: Iterable[str], options: dict) -> tuple[Common, Any, dict[str, Any]]:
-    """The command's own parsing of these options (same checks, same errors): its Common, its
-    ``--only`` and the keywords of :mod:`attn_cli.regenerate`'s functions, without a progress display."""
-    from attn_cli.cli import check_utf8_words
-    from attn_cli.cli.commands.catalogue import library_keywords
-    from attn_cli.cli.options import Common
+@contextlib.contextmanager
+def _parsed(
+    command: str, out: str | Path | None, only: Iterable[str], options: dict
+) -> Iterator[tuple[Common, Any, dict[str, Any]]]:
+    """The command's own reading of these options (same checks, same errors): its Common, its ``--only``
+    and the keywords of :mod:`attn_cli.regenerate`'s functions (no progress display), for a block
+    run as :func:`attn_cli.run` runs (the caller's state kept, the CLI's usage errors as ConfigError)."""
+    from attn_cli.cli.commands.catalogue import library_keywords, usage_errors
+    from attn_cli.cli.options import _common
 
-    cmd = _command(command)
-    argv = command_line(command, only=list(only) or None, **options)
-    check_utf8_words([command, *argv])
-    with cmd.make_context(f"attn {command}", [*argv, "--out", folder]) as ctx:
-        p = ctx.params
-        from_env = ctx.get_parameter_source("scheduler") is click.core.ParameterSource.ENVIRONMENT
-    common = Common(
-        device=p["device"],
-        seed=p["seed"],
-        out=Path(folder),
-        json=False,
-        quick=p["quick"],
-        numerics=p["numerics"],
-        formats=tuple(dict.fromkeys(p.get("formats") or ())) or ("png",),
-        cache_dir=p["cache_dir"],
-        scheduler=p.get("scheduler"),
-        scheduler_from=("ATTN_SCHEDULER" if from_env else "--scheduler") if p.get("scheduler") else None,
-        worker_wait=p.get("worker_wait", 120.0),
-    )
-    return common, p["only"], {**library_keywords(common, p.get("n_seeds"), p["no_cache"]), "progress": None}
+    with _callers_state(), _config_errors(), _out_folder(out) as folder:
+        with _context(_command(command), (), {"only": list(only) or None, **options}, folder) as ctx:
+            params = dict(ctx.params)
+            common = _common(params)  # as the command builds it
+        keywords = {**library_keywords(common, params["n_seeds"], params["no_cache"]), "progress": None}
+        with usage_errors():
+            yield common, params["only"], keywords
 
 
 @dataclass
@@ -133,16 +118,12 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     """``attn all --out OUT [--only ID...]``: every table, figure and the report, written into ``out``.
 
     ``options``: those of ``attn all`` (``quick``, ``seed``, ``device``, ``no_cache``, ``cache_dir``,
-    ``format``, ``numerics``), parsed and run as the command does (same files); returns its manifest.
+    ``format``, ``numerics``), read and run as the command does (same files); returns its manifest.
     """
     from attn_cli import regenerate
-    from attn_cli.cli.commands.catalogue import usage_errors
 
-    options.pop("json", None)
-    with _callers_state(), _config_errors():
-        common, only, keywords = _parsed("all", str(out), only, options)
-        with usage_errors():
-            done = regenerate.regenerate_all(out, only, formats=common.formats, **keywords)
+    with _parsed("all", out, only, options) as (common, only, keywords):
+        done = regenerate.regenerate_all(out, only, formats=common.formats, **keywords)
     notes = [
         *done.not_written,
         *([done.quick_line] if done.quick_line else []),

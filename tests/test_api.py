@@ -172,6 +172,27 @@ def test_no_click_exception_or_system_exit_escapes_the_api(command, args, option
     assert f"Error: {message}" in proc.stderr
 
 
+def test_run_hands_python_values_to_the_parameters_and_parses_no_command_line(monkeypatch, tmp_path):
+    """The values reach the commands' click parameters directly (types, callbacks, environment
+    variables as on the command line); no argv is built for click to parse."""
+    import click
+
+    def parse(*_args, **_kwargs):
+        raise AssertionError("a command line was parsed")
+
+    monkeypatch.setattr(click.Command, "make_context", parse)
+    monkeypatch.setattr(click.Command, "parse_args", parse)
+    run = attn_cli.run("heatmap", "banana", "bandana", d_model=8, heads=2)
+    assert (run.result.config["d_model"], run.result.config["heads"]) == (8, 2)
+    with pytest.raises(attn_cli.ConfigError, match="unknown ID 'w9-nope'"):
+        attn_cli.verify("w9-nope")
+    monkeypatch.setenv("ATTN_SCHEDULER", "inproc://x")  # an environment variable read by its parameter
+    with pytest.raises(attn_cli.ConfigError) as info:
+        attn_cli.run("copy-task", lengths=[4])
+    proc = run_attn("copy-task", "--lengths", "4", "--out", tmp_path)
+    assert str(info.value).startswith("ATTN_SCHEDULER=inproc://x") and f"Error: {info.value}" in proc.stderr
+
+
 def test_a_config_error_is_the_cli_text_for_copy_task_lengths_0(tmp_path):
     with pytest.raises(ValueError) as info:
         attn_cli.run("copy-task", lengths=[0])
