@@ -1,8 +1,5 @@
-"""Domain errors raised by the core and the experiments.
-
-The CLI turns every :class:`AttnError` into a one-line ``Error: ...`` (exit 1) in one
-place (:class:`attn_cli.cli.AttnGroup`); nothing below the CLI imports click.
-"""
+"""Domain errors raised by the core and the experiments: the CLI turns every :class:`AttnError` into
+a one-line ``Error: ...`` (exit 1) in one place (:class:`attn_cli.cli.AttnGroup`)."""
 
 
 class AttnError(Exception):
@@ -17,14 +14,12 @@ class WriteFailed(AttnError):
     """An output file or folder that could not be written (disk full, permission, read-only)."""
 
 
-# Every seed ends in torch.manual_seed or torch.Generator.manual_seed, which accept exactly a
-# signed or an unsigned 64-bit integer (--seed's range, attn_cli.cli.types.SEED).
+# what torch.manual_seed accepts: a signed or an unsigned 64-bit integer (--seed's range)
 SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1
 
 
 class SeedOutOfRange(AttnError):
-    """A seed a run would hand to torch outside torch's range (drawing from seed + k can
-    overflow from a valid --seed), raised before any work."""
+    """A seed a run would hand to torch outside its range (seed + k can overflow), raised before any work."""
 
     def __init__(self, seed: int):
         self.seed = seed
@@ -35,10 +30,9 @@ class SeedOutOfRange(AttnError):
 
 
 class BadConfig(AttnError):
-    """Options that do not fit together (an experiment's ``validate`` hook), refused before any
-    work: a usage error on the command line (exit 2)."""
+    """Options that do not fit together (an experiment's ``validate`` hook): a usage error (exit 2)."""
 
 
 class ConfigError(AttnError, ValueError):
-    """A configuration refused before any work, raised by the Python API (:func:`attn_cli.run`)
-    where the command line prints ``Error: ...``; its message is that text."""
+    """A configuration refused before any work by the Python API, where the command line prints
+    ``Error: ...``; its message is that text."""

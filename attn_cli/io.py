@@ -1,8 +1,6 @@
-"""Atomic writes: a temp file in the same folder, fsync, then ``os.replace``, so a reader sees
-the old file or the new one, never a truncated one.  The file gets the mode ``open()`` would
-give under the umask, not ``mkstemp``'s 0600; an ``OSError`` becomes one line naming the path
-and the reason (:class:`attn_cli.errors.WriteFailed`), with the temp file removed.
-"""
+"""Atomic writes: a temp file in the same folder, fsync, then ``os.replace`` (a reader sees the old
+file or the new one), with the mode ``open()`` would give under the umask; an ``OSError`` becomes
+one line naming the path and the reason (:class:`attn_cli.errors.WriteFailed`)."""
 
 from __future__ import annotations
 
@@ -42,16 +40,6 @@ def failure(path: str | os.PathLike, exc: OSError) -> WriteFailed:
     return WriteFailed(f"cannot write {os.fspath(path)}: {reason}")
 
 
-def make_dirs(path: str | os.PathLike) -> Path:
-    """``mkdir -p`` (mode from the umask); an OSError becomes :class:`WriteFailed`."""
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise failure(path, exc) from None
-    return path
-
-
 def _fsync(path: str | os.PathLike, directory: bool = False) -> None:
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
@@ -62,11 +50,13 @@ def _fsync(path: str | os.PathLike, directory: bool = False) -> None:
 
 @contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
-    """Yield a temp path beside ``path`` to write; on success fsync it, give it the umask's
-    mode and rename it onto ``path``; on any failure delete it (and turn an OSError into
-    :class:`WriteFailed`)."""
+    """Yield a temp path beside ``path`` to write; on success fsync it, give it the umask's mode and
+    rename it onto ``path``; on any failure delete it."""
     path = Path(path)
-    make_dirs(path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise failure(path.parent, exc) from None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp", dir=path.parent)
     except OSError as exc:

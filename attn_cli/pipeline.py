@@ -244,21 +244,14 @@ def compare(selected_checks: Iterable[Check], registry: Registry, runs: Iterable
         run = by_name.get(exp.name) if exp else None
         if exp is None:
             outcomes.append(Outcome(check, note="not regenerated: no experiment module"))
-        elif run is None:
-            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} did not run"))
-        elif run.error:
-            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} failed ({run.error})"))
-        else:  # reduced sizes (unjudged): the value, if any, is shown, not judged
+        elif run is None or run.error:
+            why = f"failed ({run.error})" if run else "did not run"
+            outcomes.append(Outcome(check, note=f"not regenerated: {exp.name} {why}"))
+        else:  # unjudged (reduced sizes): the value, if any, is shown, not judged
             config = run.result.config if isinstance(getattr(run.result, "config", None), dict) else None
-            outcomes.append(
-                judge(
-                    check,
-                    run.measured.get(check.id, MISSING),
-                    config,
-                    unjudged=run.unjudged,
-                    missing=f"not regenerated: {exp.name} measured no value",
-                )
-            )
+            missing = f"not regenerated: {exp.name} measured no value"
+            value = run.measured.get(check.id, MISSING)
+            outcomes.append(judge(check, value, config, unjudged=run.unjudged, missing=missing))
     return outcomes
 
 

@@ -109,7 +109,7 @@ class AllReport(_Report):
 
 
 def plan(
-    experiments: Iterable[Experiment],
+    experiments: Sequence[Experiment],
     *,
     seed: int,
     device: str,
@@ -117,13 +117,22 @@ def plan(
     quick: bool = False,
     seeds: int | None = None,
     smoke: bool = False,
-    **cluster: Any,
+    scheduler: str | None = None,
+    scheduler_from: str | None = None,
+    worker_wait: float | None = None,
 ) -> Plan:
     """Each experiment at the configuration its checks are judged at (``quick``: the slow ones at
     ``Config.quick()``, not judged); ``smoke`` (``attn all --quick``): every one at ``Config.quick()``
-    on its fast engine, nothing judged; ``seeds``: how many seeds judge a trained value."""
+    on its fast engine, nothing judged; ``seeds``: how many seeds judge a trained value.  Before any
+    work, the Dask ``scheduler`` must answer (asked only when an experiment trains) and every seed
+    the plan hands to torch must be in its range (:class:`~attn_cli.errors.SeedOutOfRange`)."""
     from attn_cli.published.seed_rule import MAX_SEEDS
 
+    cluster: dict[str, Any] = {}
+    if scheduler and any(exp.slow for exp in experiments):
+        from attn_cli.experiments.copy_task.cluster import plan_keywords
+
+        cluster = plan_keywords(scheduler, scheduler_from, worker_wait)
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
         raise ValueError(f"the seed rule takes 1 to {MAX_SEEDS} seeds, not {seeds}")
     made: Plan = []
@@ -140,6 +149,8 @@ def plan(
             **cluster,
         )
         made.append((exp, config, QUICK if reduced else None))
+    for exp, config, _ in made:
+        experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
     return made
 
 
@@ -166,17 +177,8 @@ def verify(
     registry = experiment_registry.Registry.load()
     artifact_ids, selected = registry.select(only)
     needed = ordered(registry, {e for c in selected if (e := registry.experiment_of(c.artifact)) is not None})
-    made = _checked_plan(
-        needed,
-        scheduler,
-        scheduler_from,
-        worker_wait,
-        seed=seed,
-        device=device,
-        use_cache=use_cache,
-        quick=quick,
-        seeds=seeds,
-    )
+    cluster: dict[str, Any] = dict(scheduler=scheduler, scheduler_from=scheduler_from, worker_wait=worker_wait)
+    made = plan(needed, seed=seed, device=device, use_cache=use_cache, quick=quick, seeds=seeds, **cluster)
     started = time.perf_counter()
     done = _run(made, "verify", progress, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     outcomes = pipeline.compare(selected, registry, done)
@@ -224,17 +226,8 @@ def regenerate_all(
         raise BadConfig("seeds with quick: a quick run trains one seed and judges nothing trained")
     wanted = {registry.experiment_of(a) for a in artifact_ids} - {None}
     experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
-    made = _checked_plan(
-        experiments,
-        scheduler,
-        scheduler_from,
-        worker_wait,
-        seed=seed,
-        device=device,
-        use_cache=use_cache,
-        smoke=quick,
-        seeds=seeds,
-    )
+    cluster: dict[str, Any] = dict(scheduler=scheduler, scheduler_from=scheduler_from, worker_wait=worker_wait)
+    made = plan(experiments, seed=seed, device=device, use_cache=use_cache, smoke=quick, seeds=seeds, **cluster)
     sections: list = []  # report_files.Section per experiment, as it finished
     judged: dict = {}  # check ID -> Outcome, judged as its experiment finished
 
@@ -328,25 +321,6 @@ def _header(command: str, where: dict, device: str, seed: int, seeds: int | None
 
 def _run(made: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> list[pipeline.Run]:
     return pipeline.run_experiments(made, **keywords) if progress is None else progress(made, verb, **keywords)
-
-
-def _checked_plan(
-    experiments: Sequence[Experiment],
-    scheduler: str | None,
-    scheduler_from: str | None,
-    worker_wait: float | None,
-    **options: Any,
-) -> Plan:
-    """:func:`plan`, after the Dask scheduler (--scheduler) answered, asked only when an experiment
-    trains; then every seed the plan hands to torch checked (:class:`SeedOutOfRange`), before any work."""
-    if scheduler and any(exp.slow for exp in experiments):
-        from attn_cli.experiments.copy_task.cluster import plan_keywords
-
-        options.update(plan_keywords(scheduler, scheduler_from, worker_wait))
-    made = plan(experiments, **options)
-    for exp, config, _ in made:
-        experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
-    return made
 
 
 def ordered(registry: Registry, experiments: Iterable[Experiment]) -> list[Experiment]:

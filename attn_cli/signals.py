@@ -31,7 +31,7 @@ _stopping = False
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
-    """The handler: raise once; a second signal during the first one's cleanup is ignored."""
+    """Raise once; a second signal during the first one's cleanup is ignored."""
     global _stopping
     if _stopping:
         return
@@ -40,16 +40,16 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 
 
 def install() -> None:
-    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (call it there); one
-    this process was started ignoring stays ignored (``nohup attn ...``)."""
+    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (call it there), except
+    one this process was started ignoring (``nohup attn ...``)."""
     for signum in STOPPING:
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, _raise)
 
 
 def signal_of(exc: BaseException) -> int:
-    """The signal that ended the run: a Terminated's own, found also behind an exception raised
-    while handling it (``raise click.Abort() from None`` keeps it as the context); else SIGINT."""
+    """The signal that ended the run: a Terminated's own, also behind an exception raised while
+    handling it (``raise click.Abort() from None`` keeps it as the context); else SIGINT."""
     seen: BaseException | None = exc
     for _ in range(100):  # a chain is short; a cycle must not hang the exit
         if seen is None or isinstance(seen, Terminated):
@@ -59,7 +59,7 @@ def signal_of(exc: BaseException) -> int:
 
 
 def describe(exc: BaseException) -> str:
-    """``interrupted``, ``terminated`` or ``hung up``: what ended the run, in words."""
+    """What ended the run, in words: ``interrupted``, ``terminated`` or ``hung up``."""
     signum = signal_of(exc)
     return WORDS.get(signum, f"signal {signum}")
 
@@ -69,14 +69,10 @@ def exit_code(exc: BaseException) -> int:
     return 128 + signal_of(exc)
 
 
-# --------------------------------------------------------------------------- worker processes
-
-
 @contextmanager
 def terminal_signals_blocked() -> Iterator[None]:
-    """SIGHUP and SIGINT blocked in this thread meanwhile: processes started inside inherit the
-    block and leave a terminal's hang-up and Ctrl-C (sent to the process group) to attn, which
-    handles one that arrived meanwhile right after."""
+    """SIGHUP and SIGINT blocked in this thread meanwhile: worker processes started inside inherit the
+    block and leave a terminal's hang-up and Ctrl-C to attn, which handles one right after."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGINT})
     try:
         yield
@@ -85,10 +81,9 @@ def terminal_signals_blocked() -> Iterator[None]:
 
 
 def exit_with_parent(reader: Connection) -> None:
-    """In a worker: end this process as soon as ``reader`` reaches end of file, when attn has
-    exited or was killed (SIGKILL included).  A worker's parent is the fork server, which
-    outlives attn, so neither ``getppid()`` nor PR_SET_PDEATHSIG would see attn go; a daemon
-    thread blocked on the pipe does, without polling."""
+    """In a worker: end this process when ``reader`` reaches end of file, as attn exited or was
+    killed. A worker's parent is the fork server, which outlives attn, so neither ``getppid()``
+    nor PR_SET_PDEATHSIG would see attn go; a daemon thread blocked on the pipe does."""
 
     def watch() -> None:
         try:

@@ -1,4 +1,4 @@
-"""Units as people read them (no torch, no rich): shared by the core's messages and render."""
+"""Bytes as people read them (no torch, no rich): shared by the core's messages and render."""
 
 from __future__ import annotations
 

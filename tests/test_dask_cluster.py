@@ -452,11 +452,14 @@ def test_a_worker_with_other_code_another_isa_or_a_refusal_is_named_and_refused(
 # --------------------------------------------------------------------------- verify and all
 
 
-def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere():
+def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_nowhere(monkeypatch):
     from attn_cli import experiment_registry
     from attn_cli.experiments import copy_task as exp
+    from attn_cli.experiments.copy_task import cluster as cluster_mod
     from attn_cli.regenerate import plan
 
+    answered = lambda scheduler, source, wait: {"scheduler": scheduler, "scheduler_from": source}  # noqa: E731
+    monkeypatch.setattr(cluster_mod, "plan_keywords", answered)  # the scheduler answers
     registry = experiment_registry.Registry.load()
     cluster = {"scheduler": "tcp://10.0.0.5:8786", "scheduler_from": "ATTN_SCHEDULER"}
     args = dict(seed=0, device="cpu")
