@@ -5,22 +5,25 @@ Design notes: ``docs/design.md``, section ``attn_cli.render.html``.
 
 from __future__ import annotations
 
+import base64
+import io
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING
 
 from attn_cli.core.device import cuda_summary
 from attn_cli.published.types import KINDS
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
-from attn_cli.render.report import SOURCES, figure_views, fmt_value
+from attn_cli.render.report import QUICK_NOTE, SOURCES, VERDICT_CLASS, figure_views, fmt_value
 from attn_cli.render.table import esc, to_html
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Artifact
 
-VERDICT_CLASS = {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}  # n/a fails verify
 IMAGE_PREFERENCE = ("svg", "png")  # the page shows SVG where written, else PNG
 TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
 
@@ -48,7 +51,7 @@ def _margin_cell(o: Outcome) -> str:
     if m is None:
         return "<td></td>"
     value = m["margin"]
-    assert value is not None  # a judged check's margin is a number (only needed_tolerance may be None)
+    assert value is not None  # only needed_tolerance may be None
     width = max(0.0, min(1.0, value)) * 100
     kind = "pass" if value >= 0 else "fail"
     return (
@@ -73,6 +76,26 @@ def checks_html(outcomes: Sequence) -> str:
         "<thead><tr><th>check</th><th>published</th><th>regenerated</th><th>tolerance</th><th>kind</th>"
         f"<th>verdict</th><th>margin</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def outcomes_html(outcomes: Iterable[Outcome]) -> str:
+    """The checks for Jupyter (a Run's ``_repr_html_``): ID, regenerated, published, tolerance, kind, verdict."""
+    colour = {"pass": "#1a7f37", "fail": "#cf222e"}
+    rows = []
+    for o in outcomes:
+        regenerated = "" if o.as_json()["regenerated"] is None else o.regenerated
+        status = o.status if not o.note or o.status == "pass" else f"{o.status}: {o.note}"
+        cells = "".join(f"<td>{esc(c)}</td>" for c in (o.check.id, regenerated, o.published, o.tolerance, o.kind))
+        rows.append(f"<tr>{cells}<td style='color:{colour.get(o.status, '#6e7781')}'>{esc(status)}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("check", "regenerated", "published", "tolerance", "kind", "verdict"))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def png64(fig: Figure) -> str:
+    """A figure as base64 PNG, for an inline image in Jupyter."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def index_html(
@@ -120,9 +143,9 @@ def _header(
         '<section class="summary" aria-label="summary">',
     ]
     if manifest.get("quick"):
-        note = manifest.get("quick_note") or "reduced sizes, nothing judged"
+        note = esc(manifest.get("quick_note") or QUICK_NOTE)
         parts.append(
-            f'<p class="banner skip"><strong>Quick run:</strong> {esc(note)}. Every check is listed '
+            f'<p class="banner skip"><strong>Quick run:</strong> {note}. Every check is listed '
             "as not judged (skipped, quick).</p>"
         )
     failures = [o for o in outcomes if o.status in ("fail", "n/a")]

@@ -1,10 +1,8 @@
-"""What ``attn list`` (:func:`catalogue_table`) and ``attn verify`` (:func:`verify_table`) print, and
-``attn all``'s Markdown: ``index.md`` and each experiment's page, figures linked relatively (a
-figure written in several formats shown once, its other formats linked)."""
+"""What ``attn list``, ``attn verify`` and ``attn diff`` print, and ``attn all``'s Markdown: ``index.md``
+and each experiment's page, figures linked relatively (a figure in several formats shown once)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from os.path import commonprefix
@@ -12,25 +10,28 @@ from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.device import cuda_summary
 from attn_cli.published.types import MISSING
+from attn_cli.records import Diff, regenerated
 from attn_cli.render.manifest import Section
-from attn_cli.render.table import Cell, Table, md_escape, styled
+from attn_cli.render.table import Block, Cell, Table, md_escape, styled
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Artifact
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red", "identity": "dim"}
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "n/a": "bold red"}
+VERDICT_CLASS = {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}  # n/a fails verify
 SOURCES = 'W9 = "Deep Learning, Week 9: embeddings and attention"; D2L = "10.3 Multi-Head and Cross-Attention".'
 KIND_LEGEND = (
     "status: pass = a measured value within tolerance; rule = a qualitative claim that holds; "
     "identity = true by construction or arithmetic, shown and not counted"
 )
+QUICK_NOTE = "reduced sizes, nothing judged"  # a quick run's note where the manifest has none
+TERSE = {"box": "SIMPLE_HEAD", "padding": (0, 1), "pad_edge": False}  # the check tables' rich layout
 
 
 def status_text(outcome: Outcome) -> str:
-    """ "pass" (measured), "rule" (a rule that passed), "identity" (shown, not evidence),
-    "FAIL", "n/a" (settings not the text's) or "skipped"."""
+    """pass, rule or identity (each passed), FAIL, n/a (settings not the text's) or skipped."""
     if outcome.status == "pass":
         return {"measured": "pass", "rule": "rule", "identity": "identity"}[outcome.kind]
     return {"fail": "FAIL", "n/a": "n/a"}.get(outcome.status, outcome.status)
@@ -76,10 +77,6 @@ def catalogue_rows(artifacts: Iterable[Artifact], registry: Registry) -> list[di
     ]
 
 
-def catalogue_json(rows: list[dict]) -> str:
-    return json.dumps(rows, indent=2)
-
-
 def catalogue_table(rows: list[dict], width: int = 200) -> Table:
     """The catalogue; below 130 columns the title and files go under the ID (one row each)."""
     wide = width >= 130
@@ -104,48 +101,49 @@ def catalogue_table(rows: list[dict], width: int = 200) -> Table:
     return table
 
 
+def _grouped(table: Table, rows: Iterable[tuple[str, str, list[Cell]]]) -> None:
+    """``(check ID, artifact, cells)`` rows by the ID's last part, under a bold heading of the rest."""
+    group = None
+    for cid, artifact, cells in rows:
+        head, name = split_id(cid, artifact)
+        if head != group:
+            table.add_row(styled((head, "bold")), *[""] * len(cells))
+            group = head
+        table.add_row("  " + name, *cells)
+
+
 def verify_table(outcomes: Sequence, title: str = "Regenerated against published", width: int = 200) -> Table:
     """One line per check; each rule's reason and each failure or skip in the caption. Below 120
     columns the checks sit under a heading (their ID but its last part), so no number is cut."""
     wide = width >= 120
-    table = Table(title=title, terminal={"box": "SIMPLE_HEAD", "padding": (0, 1 if wide else 0), "pad_edge": False})
+    table = Table(title=title, terminal=TERSE | {"padding": (0, 1 if wide else 0)})
     table.add_column("ID", no_wrap=wide, overflow="fold")  # narrow: a long heading folds, never a name
-    for header in ("published" if wide else "text", "regenerated", "rule"):
+    for header in ("published" if wide else "text", "regenerated", "rule", "margin"):
         table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("margin", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=not wide)
     reasons: dict[str, int] = {}  # reason -> footnote number
-    group = None
-    for o in outcomes:
-        name = o.check.id
-        if not wide:
-            head, name = split_id(o.check.id, o.check.artifact)
-            if head != group:
-                table.add_row(styled((head, "bold")), "", "", "", "", "")
-                group = head
-            name = "  " + name
-        table.add_row(name, *_check_cells(o, wide, reasons))
+    rows = ((o.check.id, o.check.artifact, _check_cells(o, wide, reasons)) for o in outcomes)
+    if wide:
+        for cid, _, cells in rows:
+            table.add_row(cid, *cells)
+    else:
+        _grouped(table, rows)
     table.caption = _verify_caption(outcomes, reasons)
     return table
 
 
 def _check_cells(o: Outcome, wide: bool, reasons: dict[str, int]) -> list[Cell]:
     status = (o.note if wide else "skipped") if o.status == "skipped" else status_text(o)
-    rule = _rule_text(o)
+    rule = o.check.tolerance_text()
+    if o.check.test == "seeds" and o.status in ("pass", "fail") and hasattr(o.regenerated, "interval"):
+        iv = o.regenerated.interval()  # a value judged over seeds: its interval, mean ± half-width
+        rule = f"{iv.mean:.3f} ± {iv.half_width:.3f}"
     if o.check.reason:
         rule += f" [{reasons.setdefault(o.check.reason, len(reasons) + 1)}]"
     limit = 16 if wide else 10
-    style = STATUS_STYLE["identity" if status == "identity" else o.status]
-    verdict = (
-        "" if status == "identity" else {"pass": "pass", "fail": "fail", "n/a": "fail", "skipped": "skip"}[o.status]
-    )
-    return [
-        _short(o.check.published, limit),
-        _short(_first(o.regenerated), limit),
-        rule,
-        _margin_text(o),
-        styled((status, style), verdict=verdict),
-    ]
+    verdict, style = ("", "dim") if status == "identity" else (VERDICT_CLASS[o.status], STATUS_STYLE[o.status])
+    cells = [_short(o.check.published, limit), _short(_first(o.regenerated), limit), rule, _margin_text(o)]
+    return [*cells, styled((status, style), verdict=verdict)]
 
 
 def _margin_text(o: Outcome) -> str:
@@ -197,28 +195,61 @@ def _shape(value: Any) -> str:
     return str(len(value)) if isinstance(value, (list, tuple)) else "1"
 
 
-def _rule_text(o: Outcome) -> str:
-    """The tolerance, or for a value judged over seeds its interval: mean ± half-width."""
-    if o.check.test == "seeds" and o.status in ("pass", "fail") and hasattr(o.regenerated, "interval"):
-        iv = o.regenerated.interval()
-        return f"{iv.mean:.3f} ± {iv.half_width:.3f}"
-    return o.check.tolerance_text()
-
-
 def tightest(outcomes: Sequence, n: int = 5) -> Table:
     """The ``n`` judged checks with the smallest margin: the ones nearest to failing."""
     margins = [(o, o.margin()) for o in outcomes]
     judged = sorted(((o, m) for o, m in margins if m is not None), key=lambda pair: pair[1]["margin"])[:n]
-    table = Table(
-        title=f"the {n} tightest checks (margin: 1 exact, 0 at the edge, below 0 failing)",
-        terminal={"box": "SIMPLE_HEAD", "padding": (0, 1), "pad_edge": False},
-    )
+    table = Table(title=f"the {n} tightest checks (margin: 1 exact, 0 at the edge, below 0 failing)", terminal=TERSE)
     table.add_column("ID", no_wrap=True)
     for header in ("regenerated", "published", "margin"):
         table.add_column(header, justify="right", no_wrap=True)
     for o, m in judged:
         table.add_row(o.check.id, _short(_first(o.regenerated)), _short(o.check.published), f"{m['margin']:.3f}")
     return table
+
+
+def diff_blocks(d: Diff, everything: bool = False) -> list[Block]:
+    """``attn diff``: the header's differences, then a table of the checks that changed (or all)."""
+    out: list[Block] = [f"{name}: {before} -> {after}" for name, before, after in d.header]
+    out += d.notes
+    rows = d.rows if everything else d.changed
+    if rows:
+        title = "checks that changed" if not everything else "every check on both sides"
+        table = Table(title=title, terminal=TERSE | {"padding": (0, 0)})
+        table.add_column("id", no_wrap=True)
+        for header in ("before", "after", "delta", "verdicts", "margins"):
+            table.add_column(header, justify="left" if header == "verdicts" else "right", no_wrap=True)
+        _grouped(table, ((r.id, (r.after or r.before or {}).get("artifact", ""), _diff_cells(r)) for r in rows))
+        out.append(table)
+    for word, records in (("new", d.new), ("removed", d.removed)):
+        if records:
+            out.append(f"{word}: " + ", ".join(c["id"] for c in records))
+    out.append(styled((d.summary, "bold red" if d.exit_code else "bold")))
+    return out
+
+
+def _diff_cells(r: Any) -> list[Cell]:
+    def value(c: dict | None) -> str:  # to 7 significant digits: a moved value differs in its last ones
+        v = regenerated(c)
+        text = f"{v:.7g}" if isinstance(v, float) else fmt_value(v, 1000)
+        return text if isinstance(v, float) or len(text) <= 14 else f"{len(text)} chars"
+
+    def status(c: dict | None) -> tuple[str, str]:
+        s = "—" if c is None else c["status"]
+        return s, STATUS_STYLE.get(s, "")
+
+    def margin(c: dict | None) -> str:
+        m = None if c is None else c.get("margin")
+        return "—" if m is None else f"{m:.3f}"
+
+    delta = r.delta()
+    return [
+        value(r.before),
+        value(r.after),
+        "" if delta is None else f"{delta:+.2g}",
+        styled(status(r.before), "→", status(r.after), verdict="fail" if r.now_failing else ""),
+        f"{margin(r.before)}→{margin(r.after)}",
+    ]
 
 
 def checks_markdown(outcomes: Sequence) -> str:
@@ -233,9 +264,8 @@ def checks_markdown(outcomes: Sequence) -> str:
 
 
 def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg")) -> list[tuple[str | None, list[str]]]:
-    """One figure written in several formats, shown once: ``(shown, other formats)`` per figure,
-    in the order written; ``shown`` is the first of ``prefer`` present (else the first file),
-    ``other formats`` are linked beside it (a PDF cannot be shown inline)."""
+    """``(shown, other formats)`` per figure, in the order written: ``shown`` is the first of
+    ``prefer`` present (else None), the other formats are linked beside it (a PDF cannot be shown)."""
     stems: dict[str, list[str]] = {}
     for f in figures:
         stem, _, _ = f.rpartition(".")
@@ -259,14 +289,13 @@ def figure_markdown(figures: Sequence[str]) -> list[str]:
     return blocks
 
 
+def _pieces(section: Section) -> list[str]:
+    return ([section.markdown] if section.markdown else []) + figure_markdown(section.figures)
+
+
 def experiment_markdown(section: Section) -> str:
     """``<name>.md``: the experiment's tables and figures."""
-    lines = [f"# attn {section.command}: {', '.join(section.ids)}", ""]
-    if section.markdown:
-        lines += [section.markdown, ""]
-    for fig in figure_markdown(section.figures):
-        lines += [fig, ""]
-    return "\n".join(lines)
+    return "\n\n".join([f"# attn {section.command}: {', '.join(section.ids)}", *_pieces(section)]) + "\n"
 
 
 def index_markdown(
@@ -299,7 +328,7 @@ def _overview(manifest: dict, summary: str | None, coverage_line: str | None) ->
     if manifest.get("quick"):
         lines += [
             "",
-            f"> **Quick run**: {manifest.get('quick_note') or 'reduced sizes, nothing judged'}. "
+            f"> **Quick run**: {manifest.get('quick_note') or QUICK_NOTE}. "
             "Every check below is listed as not judged (skipped, quick).",
         ]
     if summary:
@@ -342,23 +371,17 @@ def _section_markdown(s: Section, quick: bool) -> list[str]:
     ]
     if s.error:
         return lines + ["", f"**Failed:** {md_escape(s.error, cell=False)}"]
-    if s.markdown:
-        lines += ["", s.markdown]
-    for fig in figure_markdown(s.figures):
-        lines += ["", fig]
+    for piece in _pieces(s):
+        lines += ["", piece]
     if s.outcomes:
-        lines += [
-            "",
-            "Published values, not judged (quick run):" if quick else "Checks against the published values:",
-            "",
-            checks_markdown(s.outcomes),
-        ]
+        heading = "Published values, not judged (quick run):" if quick else "Checks against the published values:"
+        lines += ["", heading, "", checks_markdown(s.outcomes)]
     return lines
 
 
 def _where(artifacts: Sequence) -> str:
-    """``W9 5.1; D2L 10.3.2.3, 10.3.2``; many sections of one source by their common part
-    (``D2L 10.3.5`` for the twelve exercises)."""
+    """``W9 5.1; D2L 10.3.2.3, 10.3.2``; more than three sections of one source by their common
+    part (``D2L 10.3.5`` for the twelve exercises)."""
     by_source: dict[str, dict[str, None]] = {}  # source -> its sections, in order
     for a in artifacts:
         by_source.setdefault(a.source, {})[a.section] = None

@@ -73,7 +73,7 @@ def list_(as_json: bool) -> None:
     registry = experiment_registry.Registry.load()
     rows = report.catalogue_rows(registry.artifacts.values(), registry)
     if as_json:
-        print(report.catalogue_json(rows))
+        print(json.dumps(rows, indent=2))
         return
     console.stdout.print(to_rich(report.catalogue_table(rows, width=console.stdout.width)))
 
@@ -350,13 +350,13 @@ def show(d: Diff, everything: bool, as_json: bool, stderr: bool = False) -> None
     """The comparison as JSON or as tables, on stdout (``stderr``: there, as a note beside
     another command's JSON)."""
     from attn_cli.render import console
-    from attn_cli.render.diff import blocks
+    from attn_cli.render.report import diff_blocks
     from attn_cli.render.table import to_rich
 
     if as_json:
         print(json.dumps(d.as_json(everything), indent=2, default=str))
         return
-    for b in blocks(d, everything):
+    for b in diff_blocks(d, everything):
         (console.stderr if stderr else console.stdout).print(to_rich(b))
 
 
