@@ -1,7 +1,5 @@
-"""Experiment modules: one per table or figure family; here, what their Config and Result classes share.
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments``.
-"""
+"""Experiment modules, one per table or figure family; here, what their Config and Result classes
+share (design notes: ``docs/design.md``, section ``attn_cli.experiments``)."""
 
 from __future__ import annotations
 

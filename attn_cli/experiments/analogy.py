@@ -1,7 +1,5 @@
-"""W9 1.2: static word vectors from counting (PPMI + SVD), analogies, nearest words.
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.analogy``.
-"""
+"""W9 1.2: static word vectors from counting (PPMI + SVD), analogies, nearest words
+(design notes: ``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""D2L 10.3.3.3: letters of one word attend to the letters of another (cross-attention).
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.crossattn``.
-"""
+"""D2L 10.3.3.3: letters of one word attend to the letters of another (cross-attention)
+(design notes: ``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 
@@ -83,27 +81,23 @@ def classify_row(row: list[float]) -> tuple[str, list[int]]:
     return ("sharp" if len(peaks) == 1 else "split"), peaks
 
 
-def normalise_word(word: str, which: str) -> str:
-    """NFC-normalise (so 'é' typed either way is one character) and check the length."""
-    word = unicodedata.normalize("NFC", word)
-    if not word:
-        raise AttnError(f"the {which} word is empty; give at least one character")
-    if not word.strip():
-        raise AttnError(f"the {which} word is only whitespace; give at least one visible character")
-    control = [c for c in word if unicodedata.category(c) == "Cc"]
-    if control:
-        raise AttnError(f"the {which} word contains the control character {control[0]!r}; give printable characters")
-    if len(word) > MAX_WORD_LENGTH:
-        raise AttnError(
-            f"the {which} word has {len(word):,} characters; at most {MAX_WORD_LENGTH} are allowed "
-            f"(a longer map is unreadable)"
-        )
-    return word
-
-
-def validate(config: Config) -> tuple[str, str]:
-    q = normalise_word(config.query_word, "query")
-    k = normalise_word(config.key_word, "key")
+def validate(config: Config) -> None:
+    for which, word in (("query", config.query_word), ("key", config.key_word)):
+        word = unicodedata.normalize("NFC", word)  # so 'é' typed either way is one character
+        if not word:
+            raise AttnError(f"the {which} word is empty; give at least one character")
+        if not word.strip():
+            raise AttnError(f"the {which} word is only whitespace; give at least one visible character")
+        control = [c for c in word if unicodedata.category(c) == "Cc"]
+        if control:
+            raise AttnError(
+                f"the {which} word contains the control character {control[0]!r}; give printable characters"
+            )
+        if len(word) > MAX_WORD_LENGTH:
+            raise AttnError(
+                f"the {which} word has {len(word):,} characters; at most {MAX_WORD_LENGTH} are allowed "
+                f"(a longer map is unreadable)"
+            )
     if not 1 <= config.d_model <= MAX_DIM:
         raise AttnError(f"--d-model must be between 1 and {MAX_DIM:,}, got {config.d_model}")
     if config.heads < 0:
@@ -112,7 +106,6 @@ def validate(config: Config) -> tuple[str, str]:
         raise AttnError(
             f"--heads {config.heads} must divide --d-model {config.d_model} (each head gets d_model / heads)"
         )
-    return q, k
 
 
 def estimate_bytes(config: Config) -> int:

@@ -1,7 +1,5 @@
-"""W9 1.1 and 1.3: one-hot vectors know nothing; contextual vectors for 'bank'.
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.embeddings``.
-"""
+"""W9 1.1 and 1.3: one-hot vectors know nothing; contextual vectors for 'bank'
+(design notes: ``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 

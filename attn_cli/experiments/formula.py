@@ -1,20 +1,15 @@
-"""W9 3.1 and 3.2: scaled dot-product attention by hand, and its properties.
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.formula``.
-"""
+"""W9 3.1 and 3.2: scaled dot-product attention by hand, and its properties
+(design notes: ``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from attn_cli.experiments import MeasuredResult, QuickConfig
 from attn_cli.experiments.progress import ProgressCallback
-
-if TYPE_CHECKING:
-    import torch
 
 ARTIFACTS = ("w9-worked", "w9-properties")
 FIGURES = ()
@@ -74,38 +69,28 @@ def estimate_bytes(config: Config) -> int:
     return 4 * (n_q * d_k + n_k * (d_k + d_v) + 6 * n_q * n_k + 4 * n_q * d_v)
 
 
-def _worked_example(dev: torch.device) -> dict[str, Any]:
-    """3.1: the worked example in float64."""
-    import torch
-
-    from attn_cli.core.attention import scaled_dot_product_attention
-
-    Q = torch.tensor(WORKED_Q, dtype=torch.float64, device=dev)  # (1, 2)
-    K = torch.tensor(WORKED_K, dtype=torch.float64, device=dev)  # (3, 2)
-    V = torch.tensor(WORKED_V, dtype=torch.float64, device=dev)  # (3, 1)
-    d_k = K.shape[1]
-    scores = Q @ K.T / math.sqrt(d_k)  # (1, 3)
-    out, w = scaled_dot_product_attention(Q, K, V)  # (1, 1), (1, 3)
-    s = 1 / math.sqrt(2)
-    closed = [math.exp(s) / (2 * math.exp(s) + 1), 1 / (2 * math.exp(s) + 1), math.exp(s) / (2 * math.exp(s) + 1)]
-    weights = w[0].cpu().tolist()
-    return {
-        "scores": scores[0].cpu().tolist(),
-        "weights": weights,
-        "weights_sum": w.sum().item(),
-        "output": out.item(),
-        "closed_form": closed,
-        "closed_form_max_diff": max(abs(a - b) for a, b in zip(weights, closed)),
-    }
-
-
-def _random_properties(config: Config, dev: torch.device) -> dict[str, Any]:
-    """3.2: random Q, K, V drawn on the CPU."""
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
     import torch.nn.functional as F
 
     from attn_cli.core.attention import scaled_dot_product_attention
+    from attn_cli.core.memory import guard
 
+    what = f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} --d-v {config.d_v}"
+    guard(estimate_bytes(config), what, config.device)
+    dev = torch.device(config.device)
+
+    # 3.1: the worked example in float64
+    Q = torch.tensor(WORKED_Q, dtype=torch.float64, device=dev)  # (1, 2)
+    K = torch.tensor(WORKED_K, dtype=torch.float64, device=dev)  # (3, 2)
+    V = torch.tensor(WORKED_V, dtype=torch.float64, device=dev)  # (3, 1)
+    scores = Q @ K.T / math.sqrt(K.shape[1])  # (1, 3)
+    out, w = scaled_dot_product_attention(Q, K, V)  # (1, 1), (1, 3)
+    s = 1 / math.sqrt(2)
+    closed = [math.exp(s) / (2 * math.exp(s) + 1), 1 / (2 * math.exp(s) + 1), math.exp(s) / (2 * math.exp(s) + 1)]
+    weights = w[0].cpu().tolist()
+
+    # 3.2: random Q, K, V drawn on the CPU
     n_q, n_k, d_k, d_v = config.n_q, config.n_k, config.d_k, config.d_v
     torch.manual_seed(config.seed)
     Qr, Kr, Vr = torch.randn(n_q, d_k), torch.randn(n_k, d_k), torch.randn(n_k, d_v)  # in this order
@@ -116,23 +101,19 @@ def _random_properties(config: Config, dev: torch.device) -> dict[str, Any]:
     o_text = w_text @ Vr
     o_sdpa = F.scaled_dot_product_attention(Qr, Kr, Vr)
     inside = ((o_r >= Vr.min(0).values - 1e-6) & (o_r <= Vr.max(0).values + 1e-6)).all()
-    return {
-        "shapes": {k: list(t.shape) for k, t in zip(("Q", "K", "V", "scores", "output"), (Qr, Kr, Vr, s_r, o_r))},
-        "matches_sdpa": bool(torch.allclose(o_r, o_sdpa, atol=1e-6)),
-        "sdpa_max_diff": (o_r - o_sdpa).abs().max().item(),
-        "core_max_diff": max((o_r - o_text).abs().max().item(), (w_r - w_text).abs().max().item()),
-        "row_sums": w_r.sum(-1).cpu().tolist(),
-        "non_negative": bool((w_r >= 0).all()),
-        "convex": bool(inside),
-    }
-
-
-def run(config: Config, progress: ProgressCallback = None) -> Result:
-    import torch
-
-    from attn_cli.core.memory import guard
-
-    what = f"formula with --n-q {config.n_q} --n-k {config.n_k} --d-k {config.d_k} --d-v {config.d_v}"
-    guard(estimate_bytes(config), what, config.device)
-    dev = torch.device(config.device)
-    return Result(config=dataclasses.asdict(config), **_worked_example(dev), **_random_properties(config, dev))
+    return Result(
+        config=dataclasses.asdict(config),
+        scores=scores[0].cpu().tolist(),
+        weights=weights,
+        weights_sum=w.sum().item(),
+        output=out.item(),
+        closed_form=closed,
+        closed_form_max_diff=max(abs(a - b) for a, b in zip(weights, closed)),
+        shapes={k: list(t.shape) for k, t in zip(("Q", "K", "V", "scores", "output"), (Qr, Kr, Vr, s_r, o_r))},
+        matches_sdpa=bool(torch.allclose(o_r, o_sdpa, atol=1e-6)),
+        sdpa_max_diff=(o_r - o_sdpa).abs().max().item(),
+        core_max_diff=max((o_r - o_text).abs().max().item(), (w_r - w_text).abs().max().item()),
+        row_sums=w_r.sum(-1).cpu().tolist(),
+        non_negative=bool((w_r >= 0).all()),
+        convex=bool(inside),
+    )

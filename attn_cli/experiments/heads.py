@@ -147,35 +147,10 @@ def _d2l_shape_check(config: Config) -> dict[str, Any]:
     return {"mha_shape": list(out.shape), "mha_weights_shape": list(weights.shape), "mha_masked_weight": masked_weight}
 
 
-def _d2l_param_table(config: Config) -> list[dict]:
-    """D2L parameter table: concrete layers, materialised by a forward pass as in the text."""
-    import torch
-
-    from attn_cli.core.attention import MultiHeadAttention, count_parameters
-
-    nh = config.d2l_d_model
-    X = torch.ones((2, 10, nh), device=config.device)
-    d2l_params = []
-    for heads in config.heads:
-        layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(config.device)
-        layer(X, X, X, None)
-        d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
-    return d2l_params
-
-
-def _layout(config: Config) -> dict:
-    """Figure 10.3.2: the layout drawn for (d_model, layout_heads), and the concrete layer it stands for."""
-    from attn_cli.core.attention import MultiHeadAttention, count_parameters
-
-    d, h = config.d_model, config.layout_heads
-    p = d // h
-    drawn = 3 * h * d * p + (h * p) * d  # h heads x (W_q, W_k, W_v: d -> p) + W_o
-    return {"d": d, "h": h, "p": p, "params_drawn": drawn, "params_layer": count_parameters(MultiHeadAttention(d, h))}
-
-
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
+    from attn_cli.core.attention import MultiHeadAttention, count_parameters
     from attn_cli.core.memory import guard
 
     validate(config)
@@ -183,6 +158,18 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     guard(estimate_bytes(config), what, config.device)
     with torch.no_grad():  # the blocks in the texts' order: their draws follow one another
         w9, d2l_shape = _w9_block(config), _d2l_shape_check(config)
-        return Result(
-            config=asdict(config), **w9, **d2l_shape, d2l_params=_d2l_param_table(config), layout=_layout(config)
-        )
+        # D2L parameter table: concrete layers, materialised by a forward pass as in the text
+        nh = config.d2l_d_model
+        X = torch.ones((2, 10, nh), device=config.device)
+        d2l_params = []
+        for heads in config.heads:
+            layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(config.device)
+            layer(X, X, X, None)
+            d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
+        # figure 10.3.2: the layout drawn for (d_model, layout_heads), and the concrete layer it stands for
+        d, h = config.d_model, config.layout_heads
+        p = d // h
+        drawn = 3 * h * d * p + (h * p) * d  # h heads x (W_q, W_k, W_v: d -> p) + W_o
+        layer_params = count_parameters(MultiHeadAttention(d, h))
+    layout = {"d": d, "h": h, "p": p, "params_drawn": drawn, "params_layer": layer_params}
+    return Result(config=asdict(config), **w9, **d2l_shape, d2l_params=d2l_params, layout=layout)

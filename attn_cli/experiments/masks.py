@@ -1,7 +1,4 @@
-"""W9 4.2: causal and padding masks.
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.masks``.
-"""
+"""W9 4.2: causal and padding masks (design notes: ``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""W9 5.2: the quadratic cost of attention.
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.scaling``.
-"""
+"""W9 5.2: the quadratic cost of attention (design notes: ``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""W9 3.3: why scores are divided by sqrt(d_k).
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.sqrt_dk``.
-"""
+"""W9 3.3: why scores are divided by sqrt(d_k) (design notes: ``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 
@@ -71,18 +68,13 @@ def curves_as_described(rows: list[Row]) -> bool:
     """The text's reading of the figure, over rows sorted by d_k: unscaled, the largest weight strictly
     climbs and the gradient norm strictly falls; scaled, they vary by less than 0.03 and 0.001."""
     rows = sorted(rows, key=lambda r: r.d_k)
-
-    def strictly(values: list[float], up: bool) -> bool:
-        return all((b > a) if up else (b < a) for a, b in zip(values, values[1:]))
-
-    def span(values: list[float]) -> float:
-        return max(values) - min(values)
-
+    weight, grad = [r.max_weight_unscaled for r in rows], [r.grad_unscaled for r in rows]
+    weight_scaled, grad_scaled = [r.max_weight_scaled for r in rows], [r.grad_scaled for r in rows]
     return (
-        strictly([r.max_weight_unscaled for r in rows], up=True)
-        and strictly([r.grad_unscaled for r in rows], up=False)
-        and span([r.max_weight_scaled for r in rows]) < 0.03
-        and span([r.grad_scaled for r in rows]) < 0.001
+        all(b > a for a, b in zip(weight, weight[1:]))
+        and all(b < a for a, b in zip(grad, grad[1:]))
+        and max(weight_scaled) - min(weight_scaled) < 0.03
+        and max(grad_scaled) - min(grad_scaled) < 0.001
     )
 
 

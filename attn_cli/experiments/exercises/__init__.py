@@ -1,7 +1,5 @@
-"""D2L 10.3.5 exercises: the measurable part of each of the twelve, one module per exercise.
-
-Design notes: ``docs/exercises.md``, one section per module of this package.
-"""
+"""D2L 10.3.5 exercises: the measurable part of each of the twelve, one module per exercise
+(design notes: ``docs/exercises.md``, one section per module)."""
 
 from __future__ import annotations
 

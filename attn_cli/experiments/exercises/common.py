@@ -1,11 +1,12 @@
-"""The exercises' one Config, and the size of the text's copy-both data (N x d), which exercises
-1, 2, 3 and 5 draw (``--quick`` shrinks N to ``QUICK_SAMPLES``)."""
+"""What the exercises share: their one Config, the type of run()'s ``progress``, and the size of
+the text's copy-both data (N x d), which exercises 1, 2, 3 and 5 draw (--quick: ``QUICK_SAMPLES``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from attn_cli.experiments import QuickConfig
+from attn_cli.experiments.progress import ProgressCallback as ProgressCallback  # for every exercise's run()
 from attn_cli.published.settings import TEXT
 
 SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data

@@ -6,8 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, Config
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, Config, ProgressCallback
 
 TITLE = "nearly identical heads"
 SWEEPS = (  # (sigma, epsilons): the exercise's two sweeps

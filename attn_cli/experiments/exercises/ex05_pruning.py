@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar
 
-from attn_cli.experiments.exercises.common import DIM, Config
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments.exercises.common import DIM, Config, ProgressCallback
 
 if TYPE_CHECKING:
     from torch import Tensor

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import Config
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments.exercises.common import Config, ProgressCallback
 
 TITLE = "narrow heads"
 D_MODEL, BATCH = 256, 8

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from attn_cli.experiments.exercises.common import Config
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments.exercises.common import Config, ProgressCallback
 
 TITLE = "cost of cross-attention"
 D_MODEL, SOURCE = 512, 1000  # the exercise's d and m

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING, ClassVar
 
-from attn_cli.experiments.exercises.common import Config
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments.exercises.common import Config, ProgressCallback
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -128,7 +127,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             tiled = folded_forward(mha, Q, K, V, lens, tile=True)
             tiled_lens = _tiled(lens, HEADS)
             masks = [
-                f"b{s} h{i}: {_fmt(vl[s])} -> {_fmt(tiled_lens[s * HEADS + i].tolist())}"
+                f"b{s} h{i}: " + f"{vl[s]} -> {tiled_lens[s * HEADS + i].tolist()}".replace(", ", ",")
                 for s in range(b)
                 for i in range(HEADS)
             ]
@@ -136,7 +135,3 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     combos = [(list(c), h) for b in (1, 2, 3) for h in (1, 2, 3, 4) for c in product(range(n_k + 2), repeat=b)]
     agrees = all(_masks_differ(c, h, n_q, n_k) == tiling_detectable(c, h, n_k) for c, h in combos)
     return Result(D_MODEL, HEADS, n_k, cases, len(combos), agrees)
-
-
-def _fmt(x: object) -> str:
-    return str(x).replace(" ", "")

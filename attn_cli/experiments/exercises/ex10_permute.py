@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import Config
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments.exercises.common import Config, ProgressCallback
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -53,40 +52,6 @@ def _check(name: str, out: Tensor, ref: Tensor, expected: bool) -> Check:
     return Check(name, diff, diff < TOL, expected)
 
 
-def _permutations() -> tuple[Tensor, Tensor, Tensor]:
-    """A permutation of the source that is not the identity, one within the first VALID rows and
-    within the rest (keeps {0..l-1}), and the swap of a valid row with a masked one."""
-    import torch
-
-    perm = torch.randperm(M_SRC)
-    while torch.equal(perm, torch.arange(M_SRC)):
-        perm = torch.randperm(M_SRC)
-    within = torch.cat([torch.randperm(VALID), VALID + torch.randperm(M_SRC - VALID)])  # keeps {0..l-1}
-    crossing = torch.arange(M_SRC)
-    crossing[[0, M_SRC - 1]] = crossing[[M_SRC - 1, 0]]  # swaps a valid row with a masked one
-    return perm, within, crossing
-
-
-def _source_checks(mha: MultiHeadAttention, A: Tensor, B: Tensor, perms: tuple[Tensor, Tensor, Tensor]) -> list[Check]:
-    """Parts 1 and 2: permuting the keys and values, the keys only, and under valid_lens."""
-    import torch
-
-    perm, within, crossing = perms
-    ref, _ = mha(A, B, B)
-    checks = [
-        _check("ΠB as keys and values", mha(A, B[:, perm], B[:, perm])[0], ref, True),
-        _check("ΠB as keys only", mha(A, B[:, perm], B)[0], ref, False),
-    ]
-    lens = torch.tensor([VALID])
-    ref_l, _ = mha(A, B, B, lens)
-    for name, rows, expected in (
-        (f"permute within the first {VALID} and within the rest", within, True),
-        (f"swap row 0 with row {M_SRC - 1} (masked)", crossing, False),
-    ):
-        checks.append(_check(f"valid_lens {VALID}: {name}", mha(A, B[:, rows], B[:, rows], lens)[0], ref_l, expected))
-    return checks
-
-
 def _word_order_checks(mha: MultiHeadAttention) -> list[Check]:
     """Part 3: encoder (self-attention, no positions) then decoder cross-attention."""
     import torch
@@ -119,9 +84,26 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     torch.manual_seed(config.seed)
     mha = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
     A, B = torch.randn(1, N_Q, D_MODEL), torch.randn(1, M_SRC, D_MODEL)
-    perms = _permutations()
-    with torch.no_grad():
-        checks = _source_checks(mha, A, B, perms)
+    perm = torch.randperm(M_SRC)  # a permutation of the source that is not the identity
+    while torch.equal(perm, torch.arange(M_SRC)):
+        perm = torch.randperm(M_SRC)
+    within = torch.cat([torch.randperm(VALID), VALID + torch.randperm(M_SRC - VALID)])  # keeps {0..l-1}
+    crossing = torch.arange(M_SRC)
+    crossing[[0, M_SRC - 1]] = crossing[[M_SRC - 1, 0]]  # swaps a valid row with a masked one
+    with torch.no_grad():  # parts 1 and 2: permuting the keys and values, the keys only, and under valid_lens
+        ref, _ = mha(A, B, B)
+        checks = [
+            _check("ΠB as keys and values", mha(A, B[:, perm], B[:, perm])[0], ref, True),
+            _check("ΠB as keys only", mha(A, B[:, perm], B)[0], ref, False),
+        ]
+        lens = torch.tensor([VALID])
+        ref_l, _ = mha(A, B, B, lens)
+        for name, rows, expected in (
+            (f"permute within the first {VALID} and within the rest", within, True),
+            (f"swap row 0 with row {M_SRC - 1} (masked)", crossing, False),
+        ):
+            out = mha(A, B[:, rows], B[:, rows], lens)[0]
+            checks.append(_check(f"valid_lens {VALID}: {name}", out, ref_l, expected))
         checks += _word_order_checks(mha)
     as_expected = all(c.unchanged == c.expected_unchanged for c in checks)
     return Result(D_MODEL, HEADS, N_Q, M_SRC, VALID, TOL, checks, as_expected)

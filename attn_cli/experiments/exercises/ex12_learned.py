@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR, Config
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments.exercises.common import ONE_HEAD_ERROR, Config, ProgressCallback
 
 if TYPE_CHECKING:
     from torch import Generator, Tensor
