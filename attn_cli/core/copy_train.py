@@ -96,10 +96,8 @@ class AttnSeq2Seq(nn.Module):
         self, src: torch.Tensor, length: int, encoded: Encoded | None = None, record: int = 0
     ) -> tuple[torch.Tensor, list[torch.Tensor], float | None]:
         """Free running from BOS: src (B, T) -> tokens (B, length); the readout weights of sequence
-        ``record``, one (T,) row per decoder step (empty for the plain model); and the diagonal
-        fraction: over all B sequences and decoder steps, how often the readout weights peak at the
-        step's own input position (None for the plain model).  Reading the weights changes no token.
-        """
+        ``record``, one (T,) row per decoder step; and the diagonal fraction: how often, over all B
+        sequences and steps, they peak at the step's own input position (plain model: [], None)."""
         enc, state = encoded if encoded is not None else self.encode(src)
         tok = torch.full((src.size(0),), BOS, device=src.device)  # (B,)
         res, rows = [], []
@@ -148,9 +146,7 @@ def make_batch(batch_size: int, length: int, device: str = "cpu") -> tuple[torch
     """One draw of the program's ``batch(B)``: src (B, T) digits, tgt_in (B, T) = [BOS, src[:, :-1]]."""
     src = torch.randint(0, 10, (batch_size, length))  # (B, T), drawn on the CPU generator
     tgt_in = torch.cat([torch.full((batch_size, 1), BOS), src[:, :-1]], 1)  # (B, T)
-    if device != "cpu":
-        src, tgt_in = src.to(device), tgt_in.to(device)
-    return src, tgt_in
+    return src.to(device), tgt_in.to(device)
 
 
 def train_and_evaluate(

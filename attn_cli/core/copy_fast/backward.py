@@ -45,11 +45,8 @@ def gru_backward(
     H: int,
     dgi: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Backward of :func:`gru`.
-
-    dh (M, B, h) gradient w.r.t. the new state; whh (M, G, h).  Writes the gradient w.r.t.
-    the input projection gi into ``dgi`` (M, B, G) and returns (dgh (M, B, G), dh_prev (M, B, h)).
-    """
+    """Backward of :func:`gru`: dh (M, B, h) gradient w.r.t. the new state; whh (M, G, h).  Writes the
+    gradient w.r.t. the input projection gi into ``dgi`` (M, B, G); returns dgh (M, B, G), dh_prev (M, B, h)."""
     z = rz[..., H:]
     dhz = dh * z  # (M, B, h): the direct path h_prev -> h_new
     dn = dh - dhz  # (M, B, h) = dh (1 - z)
@@ -75,11 +72,8 @@ def _incoming(from_readout: torch.Tensor, t: int, from_next: torch.Tensor | None
 def loss_and_grads(
     w: Weights, g: Weights, src: torch.Tensor, tgt_in: torch.Tensor, model: str, hidden: int
 ) -> torch.Tensor:
-    """One teacher-forced forward and backward for all M runs.
-
-    src, tgt_in (M, B, T) tokens; writes d loss_m / d params_m into ``g`` (one row per run)
-    and returns the M losses (M,) (cross-entropy, mean over the run's B T tokens).
-    """
+    """One teacher-forced forward and backward for all M runs: src, tgt_in (M, B, T) tokens; writes
+    d loss_m / d params_m into ``g`` (one row per run), returns the M losses (M,) (mean cross-entropy)."""
     M, B, T = src.shape
     H, E, V = hidden, EMBED, VOCAB
     att = model == "attention"

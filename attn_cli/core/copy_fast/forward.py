@@ -123,12 +123,9 @@ def gather(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
 def gru(
     gi: torch.Tensor, h: torch.Tensor, whh_t: torch.Tensor, bhh: torch.Tensor, H: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One GRU update (PyTorch's equations).
-
-    gi (M, B, G) input projection incl. b_ih; h (M, B, h); whh_t (M, h, G); bhh (M, 1, G)
-    -> new state (M, B, h) and what the backward needs: rz (M, B, 2h), n (M, B, h),
-    ghn (M, B, h) = W_hn h + b_hn.
-    """
+    """One GRU update (PyTorch's equations): gi (M, B, G) input projection incl. b_ih; h (M, B, h);
+    whh_t (M, h, G); bhh (M, 1, G) -> new state (M, B, h) and what the backward needs: rz (M, B, 2h),
+    n (M, B, h), ghn (M, B, h) = W_hn h + b_hn."""
     gh = torch.baddbmm(bhh, h, whh_t)  # (M, B, G)
     rz = torch.sigmoid(gi[..., : 2 * H] + gh[..., : 2 * H])  # (M, B, 2h): reset, update gates
     ghn = gh[..., 2 * H :]  # (M, B, h)
@@ -197,12 +194,9 @@ class Decoded:
                 a, c = attend(h, self.keys_t, self.values)  # readout attention of step t = input of t+1
                 weights.append(a)
                 contexts.append(c)
-        # readout input: [h_t; c_t] for t = 1..T, time-major rows (M, T B, r)
+        # readout input: [h_t; c_t] (or h_t) for t = 1..T, time-major rows (M, T B, r)
         states = torch.stack(queries[1:], 1)  # (M, T, B, h)
-        if attention:
-            readin = torch.cat([states, torch.stack(contexts[1:], 1)], -1)  # (M, T, B, 2h)
-        else:
-            readin = states
+        readin = torch.cat([states, torch.stack(contexts[1:], 1)], -1) if attention else states  # (M, T, B, r)
         self.readin = readin.reshape(M, T * B, -1)  # (M, T B, r)
         self.logits = torch.baddbmm(w.o_b.unsqueeze(1), self.readin, w.o_w.transpose(1, 2))  # (M, T B, V)
         self.queries, self.contexts, self.weights = queries, contexts, weights

@@ -38,19 +38,13 @@ class _Group:
 
 
 def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
-    """Multiply-add FLOPs (x2) of one training step (forward + backward) of one run, counted on
-    the program's formulation (every matmul, attention twice per decoder step, no elementwise
-    ops), so GFLOP/s compare with the exact engine's useful work:
-      forward = B T [ 2E*G + 2h*G                      encoder: input + recurrent projections
-                    + 2(E+c)*G + 2h*G                  decoder cell (c = h with attention, else 0)
-                    + 2 r*V                            readout (r = 2h with attention, else h)
-                    + a * 2 * 2 * 2 T h ]              attention: 2 per step, scores + context
-      backward = 2 x forward (gradients w.r.t. inputs and weights of every matmul)
-    with G = 3h, a = 1 with attention, else 0.
-    """
+    """Multiply-add FLOPs (x2) of one training step of one run, counted on the program's formulation
+    (every matmul, attention twice per decoder step, no elementwise ops; backward = 2 x forward), so
+    GFLOP/s compare with the exact engine's useful work."""
     B, T, h, E, V, G = batch_size, length, hidden, EMBED, VOCAB, 3 * hidden
     att = model == "attention"
-    c, r = (h, 2 * h) if att else (0, h)
+    c, r = (h, 2 * h) if att else (0, h)  # the cell's extra input (context), the readout's input
+    # encoder input + recurrent projections, decoder cell, readout, attention (scores + context, twice a step)
     fwd = B * T * (2 * E * G + 2 * h * G + 2 * (E + c) * G + 2 * h * G + 2 * r * V + (8 * T * h if att else 0))
     return 3.0 * fwd
 
@@ -227,13 +221,11 @@ def run_fast(
     stop: threading.Event | None = None,
 ) -> list[RunOutcome]:
     """Train and evaluate every spec with the fast engine; outcomes in the order of ``specs``.
-
     backend: ``"kernel"`` (the C kernel, CPU only, one run per task), ``"torch"`` (PyTorch ops,
     runs equal but for the seed stacked, any device) or ``"auto"`` (the kernel where it builds).
     threads: tasks trained at once on CPU, one core each (default: one per available core).
     ``progress(spec_index, step, steps, loss)``: every PROGRESS_EVERY steps, never two calls at
-    once.  ``stop``: set it (from another thread) to end the runs at their next chunk boundary.
-    """
+    once.  ``stop``: set it (from another thread) to end the runs at their next chunk boundary."""
     on_cpu = torch.device(device).type == "cpu"
     lib = _library(backend, on_cpu)
     prepare_device(device)  # cuda: deterministic kernels, no TF32 (nothing on cpu)

@@ -10,6 +10,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -328,26 +329,16 @@ def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: Report, 
     """The exact runs in their worker processes and meanwhile the fast ones in a thread here (on the
     cores the short exact runs leave idle); each run computes as alone.  An error or Ctrl-C stops both."""
     lock, stop = threading.Lock(), threading.Event()
-    failure: list[BaseException] = []
 
     def locked(index: int, outcome: RunOutcome) -> None:
         with lock:
             done(index, outcome)
 
-    def fast_thread() -> None:
+    with ThreadPoolExecutor(1, thread_name_prefix="copy-task fast seeds") as pool:
+        fast_seeds = pool.submit(run_fast_engine, fast, config, report, locked, stop)  # one thread per core
         try:
-            run_fast_engine(fast, config, report, locked, stop)  # one thread per core
-        except BaseException as exc:  # handed to the main thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=fast_thread, name="copy-task fast seeds", daemon=True)
-    thread.start()
-    try:
-        run_exact_engine(exact, config, report, locked)
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        thread.join()
-    if failure:
-        raise failure[0]
+            run_exact_engine(exact, config, report, locked)
+        except BaseException:
+            stop.set()
+            raise
+        fast_seeds.result()

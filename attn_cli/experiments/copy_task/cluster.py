@@ -168,7 +168,14 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
         f"attn-copy-task-{config.engine_of(spec)}-{index}-{uuid.uuid4().hex[:12]}": (index, spec)
         for index, spec in todo
     }
-    listening = _listen(client, tags, report)
+
+    def heard(event: tuple[float, Any]) -> None:  # on the client's event loop: never raise there
+        with suppress(Exception):
+            index, spec = tags[event[1]["tag"]]
+            report(index, 0, spec.steps, float("nan"), "started")  # a progress display counts running runs
+
+    with suppress(Exception):  # an older distributed cannot: the bar counts finished runs only
+        client.subscribe_topic(TOPIC, heard)
     try:
         for key, (index, spec) in tags.items():  # each a task keyed by its tag, into futures as it is submitted
             engine = config.engine_of(spec)
@@ -180,8 +187,7 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
             if futures:
                 client.cancel(list(futures))
         with suppress(Exception):
-            if listening:
-                client.unsubscribe_topic(TOPIC)
+            client.unsubscribe_topic(TOPIC)
         client.close()
 
 
@@ -272,22 +278,6 @@ class _WorkerWatch:
 def _say(line: str) -> None:
     """One line on stderr (a live progress display keeps it above)."""
     print(line, file=sys.stderr, flush=True)
-
-
-def _listen(client: Client, tags: dict[str, tuple[int, RunSpec]], report: Report) -> bool:
-    """Hear each run's start (:data:`TOPIC`) as ``report(index, 0, steps, nan, "started")`` (a
-    progress display counts running and restarted runs).  False where this Dask cannot."""
-
-    def heard(event: tuple[float, Any]) -> None:  # on the client's event loop: never raise there
-        with suppress(Exception):
-            index, spec = tags[event[1]["tag"]]
-            report(index, 0, spec.steps, float("nan"), "started")
-
-    try:
-        client.subscribe_topic(TOPIC, heard)
-    except Exception:  # an older distributed: the bar counts finished runs only
-        return False
-    return True
 
 
 def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:

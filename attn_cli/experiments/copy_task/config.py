@@ -64,9 +64,7 @@ class Config:
 
     def engine_of(self, spec: RunSpec) -> str:
         """The engine that trains ``spec``: ``engine`` for the first seed, else ``extra_seed_engine``."""
-        if self.extra_seed_engine and spec.seed != self.seed_list[0]:
-            return self.extra_seed_engine
-        return self.engine
+        return self.extra_seed_engine if self.extra_seed_engine and spec.seed != self.seed_list[0] else self.engine
 
     @property
     def engines(self) -> tuple[str, ...]:
@@ -75,9 +73,7 @@ class Config:
     def worker_count(self) -> int:
         """Worker processes: ``jobs``, or the CPUs this process may use; on cuda one (more would
         only add CUDA contexts taking turns on the one GPU)."""
-        if self.jobs:
-            return self.jobs
-        return 1 if self.device.split(":")[0] == "cuda" else available_cpus()
+        return self.jobs or (1 if self.device.split(":")[0] == "cuda" else available_cpus())
 
 
 # this machine's set-up: never in a Result, its JSON or a report

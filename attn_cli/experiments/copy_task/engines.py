@@ -173,7 +173,6 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
         initializer=_start_worker,
         initargs=(progress_queue, alive, numerics.current_mode()),
     )
-    finished = False
     try:
         futures = {pool.submit(_work, index, spec, config.device): (index, spec) for index, spec in todo}
         pending = set(futures)
@@ -185,11 +184,11 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
             for fut in ready:
                 index, spec = futures[fut]
                 done(index, _outcome(fut, spec, pool))
-        finished = True
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP or an error: stop every worker now, not at the end of its run
+        _stop_fork_server()
+        _terminate(pool)
+        raise
     finally:
-        if not finished:  # Ctrl-C, SIGTERM, SIGHUP or an error: stop every worker now, not at the end of its run
-            _stop_fork_server()
-            _terminate(pool)
         pool.shutdown(wait=True, cancel_futures=True)
         alive_w.close()  # a worker still alive (none should be) ends itself
         alive.close()
