@@ -17,13 +17,12 @@ def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
 
 def tables(result: Result, outcomes: Mapping) -> list:
     from attn_cli.render.console import check_table, not_text_caption, verdict
-    from attn_cli.render.table import Table
+    from attn_cli.render.table import Column, Table
 
     o = outcomes
 
     def checked(quantity: str, regenerated: str, check_id: str) -> CheckRow:
-        """A row with its check's published value (a list joined by commas) and verdict."""
-        value = o[check_id].published
+        value = o[check_id].published  # a list: joined by commas
         shown = ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
         return (quantity, regenerated, shown, verdict(o[check_id]))
 
@@ -56,9 +55,10 @@ def tables(result: Result, outcomes: Mapping) -> list:
         ),
     )
     x, y, z = result.query
-    asked = Table(title="the query (score E.v; stop words and the query's own words skipped)")
-    asked.add_column("query")
-    asked.add_column("nearest words (score)")
+    asked = Table(
+        title="the query (score E.v; stop words and the query's own words skipped)",
+        columns=[Column("query"), Column("nearest words (score)")],
+    )
     asked.add_row(f"{x} - {y} + {z}", _ranked(result.query_answer, result.query_similarities))
     asked.add_row(f"nearest to {result.nearest_word}", _ranked(result.nearest, result.nearest_similarities))
     return [published, asked]

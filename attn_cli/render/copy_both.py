@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_cli.render.table import Table
+from attn_cli.render.table import Column, Table
 
 if TYPE_CHECKING:
     from attn_cli.experiments.copy_both import Result
@@ -22,14 +22,12 @@ def tables(result: Result, outcomes: Mapping) -> list:
         return "" if outcome is None or outcome.status == "n/a" else fmt.format(outcome.published)
 
     cfg = result.config
+    right = [Column(c, "right") for c in ("published", "regenerated")]
     one = Table(
         title=f"D2L 10.3.1 one head: best linear readout, N={cfg['samples']}, d={cfg['d_v']}, "
-        f"seed {cfg['seed']} (relative error)"
+        f"seed {cfg['seed']} (relative error)",
+        columns=[Column("weights"), *right, Column("unrounded", "right", style="dim")],
     )
-    one.add_column("weights")
-    for col in ("published", "regenerated"):
-        one.add_column(col, justify="right")
-    one.add_column("unrounded", justify="right", style="dim")
     for row in result.one_head:
         a, b, e = row["a"], row["b"], row["error"]
         one.add_row(
@@ -37,21 +35,15 @@ def tables(result: Result, outcomes: Mapping) -> list:
         )
     theory = o["d2l-copy-both-one-head.theory"].published  # an identity: shown whatever the data
     one.add_row("theory sqrt(1/2)", f"{theory:.3f}", f"{result.theory:.3f}", f"{result.theory:.6f}")
-
     two = Table(
         title="two heads, mirrored weights (relative error; the published digits are "
-        "solver noise, the claim is 'below 1e-5')"
+        "solver noise, the claim is 'below 1e-5')",
+        columns=[Column("weights"), *right],
     )
-    two.add_column("weights")
-    for col in ("published", "regenerated"):
-        two.add_column(col, justify="right")
     for row in result.two_heads:
         a, b, e = row["a"], row["b"], row["error"]
-        two.add_row(
-            f"({a:.2f}, {b:.2f}) and ({b:.2f}, {a:.2f})",
-            published(f"d2l-copy-both-two-heads.{a:.2f}", "{:.1e}"),
-            f"{e:.1e}",
-        )
+        pub = published(f"d2l-copy-both-two-heads.{a:.2f}", "{:.1e}")
+        two.add_row(f"({a:.2f}, {b:.2f}) and ({b:.2f}, {a:.2f})", pub, f"{e:.1e}")
     return [one, two]
 
 
@@ -86,9 +78,7 @@ def figures(
         color="grey",
         arrowprops={"arrowstyle": "->", "color": "grey"},
     )
-    ax.set_yscale("log")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("first head's weight a on v1")
+    ax.set(yscale="log", xlim=(0, 1), xlabel="first head's weight a on v1")
     ax.set_ylabel("relative error of the best linear readout")
     cfg = result.config
     ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['d_v']}", fontsize=10)

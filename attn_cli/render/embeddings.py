@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 PNG, CSV = BY_ID["w9-contextual"].files
 
 
-def vec(values: Iterable[float], decimals: int = 2) -> str:
+def vec(values: Iterable[float]) -> str:
     """A vector as the text prints it (numpy-style, rounded)."""
-    return "[" + " ".join(f"{v:.{decimals}f}" for v in values) + "]"
+    return "[" + " ".join(f"{v:.2f}" for v in values) + "]"
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
@@ -84,9 +84,7 @@ def figures(
     fig, axes = new_figure(1, len(result.tokens), figsize=(5.2 * len(result.tokens), 4.6), layout="constrained")
     for ax, tokens, weights in zip(axes, result.tokens, result.weights):
         im = heatmap(ax, weights, tokens, tokens, vmin=0.0, vmax=1.0, annotate=True)  # one scale, both panels
-        ax.set_title(f'"{" ".join(tokens)}"')
-        ax.set_xlabel("key (looked at)")
-        ax.set_ylabel("query (looking)")
+        ax.set(title=f'"{" ".join(tokens)}"', xlabel="key (looked at)", ylabel="query (looking)")
         row = tokens.index(result.WORD)  # outlined
         ax.add_patch(Rectangle((-0.5, row - 0.5), len(tokens), 1, fill=False, edgecolor="crimson", linewidth=2))
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.85)

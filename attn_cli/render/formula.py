@@ -39,7 +39,6 @@ def tables(result: Result, outcomes: Mapping) -> list:
     o = outcomes
 
     def checked(quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = repr) -> CheckRow:
-        """A row with its check's published value (``show`` formats it) and verdict."""
         return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
 
     worked = check_table(

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.render.table import Cell, Table, styled
+from attn_cli.render.table import Cell, Column, Table, styled
 
 if TYPE_CHECKING:
     from attn_cli.experiments.heads import Result
@@ -27,40 +27,32 @@ def _published(outcome: Outcome | None) -> str:
     return str(tuple(value)) if isinstance(value, list) else str(value)
 
 
+def _table(title: str, *headers: str) -> Table:
+    """Every column right-justified but a first "claim" or "quantity"."""
+    left = ("claim", "quantity")
+    return Table(title=title, columns=[Column(h, "left" if h in left else "right") for h in headers])
+
+
 def tables(result: Result, outcomes: Mapping) -> list:
-    o = outcomes
-    cfg = result.config
-    match = Table(title="W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)")
-    for col in ("claim", "published", "regenerated"):
-        match.add_column(col, justify="left" if col == "claim" else "right")
+    o, cfg = outcomes, result.config
+    title = "W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)"
+    match = _table(title, "claim", "published", "regenerated")
     match.add_row(
         "matches (allclose, atol 1e-5)", _published(o.get("w9-heads.matches")), _yes(result.handwritten_matches)
     )
     match.add_row("largest difference", "", f"{result.handwritten_max_diff:.1e}")
-
-    w9 = Table(title=f"W9 5.1: parameters of nn.MultiheadAttention(d_model={cfg['d_model']}, heads) = 4d^2 + 4d")
-    for col in ("heads", "head size d/h", "published", "regenerated", "4d^2 + 4d"):
-        w9.add_column(col, justify="right")
+    title = f"W9 5.1: parameters of nn.MultiheadAttention(d_model={cfg['d_model']}, heads) = 4d^2 + 4d"
+    w9 = _table(title, "heads", "head size d/h", "published", "regenerated", "4d^2 + 4d")
     for row in result.w9_params:
         pub = _published(o.get(f"w9-heads.params.{row['heads']}"))
         w9.add_row(str(row["heads"]), str(row["head_size"]), pub, str(row["params"]), str(row["formula"]))
-
-    shape = Table(
-        title="D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, "
-        "6 key-value pairs, valid_lens [3, 2]"
-    )
-    for col in ("quantity", "published", "regenerated"):
-        shape.add_column(col, justify="left" if col == "quantity" else "right")
+    title = "D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, 6 key-value pairs, "
+    shape = _table(title + "valid_lens [3, 2]", "quantity", "published", "regenerated")
     shape.add_row("output shape", _published(o.get("d2l-mha-shape.output")), str(tuple(result.mha_shape)))
     shape.add_row("weights shape (batch, heads, queries, keys)", "", str(tuple(result.mha_weights_shape)))
     shape.add_row("largest weight on a key beyond valid_lens", "", f"{result.mha_masked_weight:g}")
-
-    d2l = Table(
-        title=f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['d2l_d_model']}, "
-        f"bias=False) = 4d^2, counted on concrete layers"
-    )
-    for col in ("heads", "published", "regenerated", "4d^2"):
-        d2l.add_column(col, justify="right")
+    title = f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['d2l_d_model']}, bias=False) = 4d^2, "
+    d2l = _table(title + "counted on concrete layers", "heads", "published", "regenerated", "4d^2")
     for row in result.d2l_params:
         pub = _published(o.get(f"d2l-mha-params.{row['heads']}"))
         d2l.add_row(str(row["heads"]), pub, str(row["params"]), str(row["formula"]))
@@ -83,14 +75,10 @@ def figures(
     p = d // h
     # columns drawn: every head up to 6, else the first three, an ellipsis and the last
     shown = list(range(h)) if h <= 6 else [0, 1, 2, None, h - 1]
-    ncol = len(shown)
-    width = ncol * _COL_W + (ncol - 1) * _GAP
+    width = len(shown) * _COL_W + (len(shown) - 1) * _GAP
     fig, ax = new_figure(figsize=(max(7.0, 0.75 * width + 2.5), 7.0))
-    ax.set_xlim(-0.4, width + 2.0)
-    ax.set_ylim(-0.6, 10.2)
+    ax.set(xlim=(-0.4, width + 2.0), ylim=(-0.6, 10.2))
     ax.axis("off")
-
-    # inputs
     centre = width / 2
     inputs = {"queries": centre - 0.3 * width, "keys": centre, "values": centre + 0.3 * width}
     for name, x in inputs.items():
@@ -126,10 +114,9 @@ def _draw_head(ax: Any, x0: float, head: int | None, d: int, p: int, inputs: dic
         ax.text(x, (_PROJ_Y + _ATT_Y) / 2, "· · ·", ha="center", va="center", fontsize=16)
         return
     i = head + 1
-    for k, (name, color) in enumerate((("q", "#cfe2f3"), ("k", "#d9ead3"), ("v", "#fff2cc"))):
+    for k, (name, color, src) in enumerate(zip("qkv", ("#cfe2f3", "#d9ead3", "#fff2cc"), inputs.values())):
         bx = x0 + (k + 0.5) * _COL_W / 3
         _box(ax, bx, _PROJ_Y, _COL_W / 3 - 0.08, 0.95, f"$W^{{({name})}}_{{{i}}}$\n{d}→{p}", color, fs=7)
-        src = inputs[{"q": "queries", "k": "keys", "v": "values"}[name]]
         _arrow(ax, src, _IN_Y + 0.3, bx, _PROJ_Y - 0.5)
         _arrow(ax, bx, _PROJ_Y + 0.5, x, _ATT_Y - 0.4)
     _box(ax, x, _ATT_Y, _COL_W - 0.1, 0.8, f"head {i}\nscaled dot-product\nattention", "#f4cccc", fs=7)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.render.console import CheckRow, beside, check_table, verdict
-from attn_cli.render.table import Cell, Table, styled
+from attn_cli.render.table import Cell, Column, Table, styled
 
 if TYPE_CHECKING:
     from attn_cli.experiments.masks import Result
@@ -32,9 +32,8 @@ def _weights_table(result: Result, o: Mapping, comparable: bool) -> Table:
         title=f"W9 4.2  causal attention weights (row = position looking, column = position "
         f"looked at; seed {result.config['seed']})",
         caption="each cell: regenerated (rounded to 2 decimals as the text prints), then the text's",
+        columns=[Column(h, "right") for h in ("query", *(f"key {j}" for j in result.positions), "row sum")],
     )
-    for header in ("query", *(f"key {j}" for j in result.positions), "row sum"):
-        weights.add_column(header, justify="right")
     for i, row in enumerate(result.causal_weights_rounded):
         cells: list[Cell] = []
         for j, v in enumerate(row):
@@ -89,10 +88,8 @@ def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
     checks_rows: list[CheckRow] = []
     for check_id, quantity, regenerated, published in checked:
         published = published or repr(o[check_id].published)
-        if comparable:
-            checks_rows.append((quantity, regenerated, published, verdict(o[check_id])))
-        else:
-            checks_rows.append((quantity, regenerated, styled((published, "dim")), styled("n/a")))
+        shown = (published, verdict(o[check_id])) if comparable else (styled((published, "dim")), styled("n/a"))
+        checks_rows.append((quantity, regenerated, *shown))
     core = f"{r.core_equals_text} (max diff {r.core_max_abs_diff:.1e})"
     checks_rows.append(
         ("core keep-mask softmax == text's masked_fill(-inf)", core, "(not printed)", r.core_equals_text)
@@ -122,8 +119,7 @@ def figures(
     for ax, (weights, keys, title) in zip(axes, panels):
         im = heatmap(ax, weights, ticks, keys, annotate=True)  # one colour scale: 0 to 1
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("key position (looked at)")
-        ax.set_ylabel("query position (looking)")
+        ax.set(xlabel="key position (looked at)", ylabel="query position (looking)")
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.9)
     fig.suptitle(
         f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d_k']}, seed {result.config['seed']})"

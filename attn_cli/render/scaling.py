@@ -19,8 +19,7 @@ PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
 
 def _beside(text: str, outcome: Outcome | None) -> Cell:
-    """The regenerated cell, then (for a length the text prints, at its settings) = or ≠ and
-    the text's value: identities (arithmetic), shown beside the text."""
+    """The regenerated cell, then (for a length the text prints, at its settings) = or ≠ and the text's value."""
     if outcome is None or outcome.status not in ("pass", "fail"):
         return text
     published = outcome.check.meta.get("printed") or f"{outcome.published:.2e}"
@@ -99,16 +98,11 @@ def _exponent_notes(result: Result, exponent: float) -> list[Block]:
             " (least squares on log-log; the formula says 2 once n is large enough for the n² d products to dominate)",
         )
     ]
-    busy = (
-        result.load_average is not None
-        and result.cpu_count
-        and result.load_average > result.cpu_count
-        and result.device_name == "cpu"
-    )
+    load, cpus = result.load_average, result.cpu_count
     why = []
     if exponent < 1.6:
         why.append("at small n fixed per-call overheads dominate (try larger --lengths)")
-    if busy:
+    if load is not None and cpus and load > cpus and result.device_name == "cpu":  # a busy CPU
         why.append(
             f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
             "cores), so timings are noisy"
@@ -127,7 +121,7 @@ def figures(
     from attn_cli.render.figures import new_figure
     from attn_cli.render.files import save_figure, write_csv
 
-    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))  # before matplotlib's first import (its rc files)
     from matplotlib.ticker import NullLocator
 
     rows = result.measured_rows
@@ -142,21 +136,19 @@ def figures(
         ax1.loglog(ns, fit, "-", color="tab:blue", alpha=0.6, label=f"fit: n^{result.exponent:.2f}")
         ref = [ts[-1] * (n / ns[-1]) ** 2 for n in ns]
         ax1.loglog(ns, ref, ":", color="gray", label="slope 2 (through the largest n)")
-    ax1.set_xlabel("sequence length n")
-    ax1.set_ylabel("forward time (s)")
-    ax1.set_title(f"time, d = {result.config['d_model']}, {result.device_name}")
+    ax1.set(ylabel="forward time (s)", title=f"time, d = {result.config['d_model']}, {result.device_name}")
     ax1.legend()
     ax2.loglog(ns, [r.peak_bytes for r in rows], "o-", color="tab:orange", label="peak memory")
     ax2.loglog(ns, [4 * n * n for n in ns], ":", color="gray", label="score matrix 4n² bytes")
-    ax2.set_xlabel("sequence length n")
-    ax2.set_ylabel("bytes")
-    ax2.set_title("memory" + (" (estimated from tensor sizes)" if "estimate" in result.peak_method else ""))
+    memory = "memory" + (" (estimated from tensor sizes)" if "estimate" in result.peak_method else "")
+    ax2.set(ylabel="bytes", title=memory)
     ax2.legend()
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ns, labels=[str(n) for n in ns])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.grid(True, which="major", alpha=0.3)
+        ax.set_xlabel("sequence length n")
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
     images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
     csv = write_csv(
