@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 RENDER_PACKAGE = "attn_cli.render"
 CONTRACT = ("SLOW", "CACHED", "ENGINES", "FIGURES")  # what every experiment module declares
+EXPERIMENTS = (  # the modules of attn_cli.experiments, all of them (a test names a module left out)
+    "analogy copy_both copy_task crossattn embeddings exercises formula heads masks order scaling self_cross sqrt_dk"
+).split()
 
 
 @dataclass(frozen=True)
@@ -139,26 +142,9 @@ def seeds_used(module: ModuleType, config: Any) -> list[int]:
 
 
 def discover() -> list[Experiment]:
-    """The experiments, named here so that readers and mypy follow the list (a test names a module
-    left out), imported only when asked, so a single command imports its own alone."""
-    from attn_cli.experiments import (
-        analogy,
-        copy_both,
-        copy_task,
-        crossattn,
-        embeddings,
-        exercises,
-        formula,
-        heads,
-        masks,
-        order,
-        scaling,
-        self_cross,
-        sqrt_dk,
-    )
-
-    modules = [analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula, heads, masks, order]
-    return [Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in [*modules, scaling, self_cross, sqrt_dk]]
+    """The experiments of :data:`EXPERIMENTS`, imported only when asked, so a single command imports
+    its own alone."""
+    return [Experiment(name, importlib.import_module(f"attn_cli.experiments.{name}")) for name in EXPERIMENTS]
 
 
 def catalogue() -> tuple[Artifact, ...]:
@@ -247,11 +233,9 @@ def ranges(ids: list[str]) -> str:
     parts: list[list[str]] = []
     for i in ids:
         m = re.fullmatch(r"(.*?)(\d+)", i)
-        last = parts[-1] if parts else None
-        if m and last:
-            prev = re.fullmatch(r"(.*?)(\d+)", last[-1])
-            if prev and prev.group(1) == m.group(1) and int(prev.group(2)) + 1 == int(m.group(2)):
-                last.append(i)
-                continue
-        parts.append([i])
+        prev = re.fullmatch(r"(.*?)(\d+)", parts[-1][-1]) if parts else None
+        if m and prev and prev.group(1) == m.group(1) and int(prev.group(2)) + 1 == int(m.group(2)):
+            parts[-1].append(i)
+        else:
+            parts.append([i])
     return ", ".join(", ".join(p) if len(p) < 3 else f"{p[0]}..{p[-1]}" for p in parts)

@@ -20,17 +20,19 @@ _IGNORED = ("timing", "format", "command")  # header fields that differ between 
 
 
 def header(*, command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:
-    """Versions, machine, numerics (``where``: :func:`attn_cli.pipeline.where_it_ran`), device,
-    seeds and the date."""
+    """The command, versions, machine, numerics (``where``: :func:`attn_cli.pipeline.where_it_ran`),
+    device, seeds (None: the seed rule's default; none with ``quick``) and the date."""
+    from attn_cli.published.seed_rule import MIN_SEEDS
+
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return {
         "format": FORMAT,
-        "command": command,
+        "command": command + (" --quick" if quick else ""),
         "timing": {"date": date},  # wall clock: under timing
         **where,  # versions, machine, numerics
         "device": device,
         "seed": seed,
-        "seeds": seeds,
+        "seeds": None if quick else seeds or MIN_SEEDS,
         "quick": quick,
     }
 

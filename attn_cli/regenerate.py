@@ -14,7 +14,6 @@ from attn_cli import experiment_registry, pipeline, records
 from attn_cli.errors import BadConfig
 from attn_cli.experiment_registry import Experiment, Registry
 from attn_cli.published.compare import summary
-from attn_cli.published.seed_rule import MIN_SEEDS
 from attn_cli.render import files, html
 from attn_cli.render.manifest import manifest as manifest_json
 from attn_cli.report_files import catalogued, write_index, write_section
@@ -190,7 +189,7 @@ def verify(
         summary=summary(outcomes),
         where=where,
         seconds=time.perf_counter() - started,
-        header=_header("attn verify", where, device, seed, seeds, quick),
+        header=records.header(command="attn verify", where=where, device=device, seed=seed, seeds=seeds, quick=quick),
     )
     if out is not None:
         report.files = _write_verify_page(registry, artifact_ids, Path(out), report)
@@ -260,9 +259,10 @@ def regenerate_all(
 def _manifest(report: AllReport, seed: int, seeds: int | None, device: str, seconds: float) -> dict:
     """``manifest.json``: the sections, the verdicts, and verify.json's header and records."""
     quick, cov = report.quick, report.coverage
+    head = records.header(command="attn all", where=report.where, device=device, seed=seed, seeds=seeds, quick=quick)
     manifest = manifest_json(
         report.sections,
-        command="attn all" + (" --quick" if quick else ""),
+        command=head["command"],
         quick=quick,
         seed=seed,
         device=device,
@@ -275,8 +275,7 @@ def _manifest(report: AllReport, seed: int, seeds: int | None, device: str, seco
         outcomes=report.outcomes,
         quick_note=QUICK_NOTE if quick else None,
     )
-    record = records.record(report.outcomes, _header("attn all", report.where, device, seed, seeds, quick))
-    manifest.update(header=record["header"], records=record["checks"])  # "checks" is the summary line
+    manifest.update(header=head, records=records.record(report.outcomes, head)["checks"])  # "checks": the summary
     return manifest
 
 
@@ -306,17 +305,6 @@ def _all_outcomes(registry: Registry, only: Sequence[str], done: list[pipeline.R
     selected = [c for c in registry.checks.values() if not only or experiment_name(registry, c) in ran]
     rest = {o.check.id: o for o in pipeline.compare([c for c in selected if c.id not in judged_now], registry, done)}
     return [judged_now.get(c.id) or rest[c.id] for c in selected]
-
-
-def _header(command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:
-    return records.header(
-        command=command + (" --quick" if quick else ""),
-        where=where,
-        device=device,
-        seed=seed,
-        seeds=None if quick else seeds or MIN_SEEDS,
-        quick=quick,
-    )
 
 
 def _run(made: Plan, verb: str, progress: RunPlan | None, **keywords: Any) -> list[pipeline.Run]:
