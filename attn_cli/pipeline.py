@@ -183,11 +183,11 @@ def _cache_key(exp: Experiment, config: Any, cache_root: str | Path | None, nume
     if cache_root is None or not exp.cached or not dataclasses.is_dataclass(config):
         return None
     from attn_cli.core.numerics import key
-    from attn_cli.store import keys
+    from attn_cli.store import entries
 
-    return keys.cache_key(
+    return entries.cache_key(
         {"experiment": exp.name, "config": exp.recorded_config(config)},
-        keys.RESULT_CODE_GLOBS,
+        entries.RESULT_CODE_GLOBS,
         key(str(getattr(config, "device", "cpu")), numerics),
     )
 

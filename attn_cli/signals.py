@@ -90,7 +90,7 @@ def exit_with_parent(reader: Connection) -> None:
             reader.poll(None)  # readable only at end of file: attn never writes to it
         except (OSError, EOFError):
             pass
-        from attn_cli.store.scratch import remove_own_scratch
+        from attn_cli.store.private import remove_own_scratch
 
         remove_own_scratch()
         os._exit(PARENT_GONE)

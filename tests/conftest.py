@@ -165,18 +165,18 @@ def kernel_isolated(monkeypatch, tmp_path):
     """The C kernel's loader state and the private scratch folder saved, fresh ones for the
     test (ATTN_CACHE_DIR unset, tmp_path private: 0700), the real ones restored after."""
     from attn_cli.core.copy_fast import kernel
-    from attn_cli.store import scratch
+    from attn_cli.store import private
 
     os.chmod(tmp_path, 0o700)
     saved = kernel._state
     kernel._state = dataclasses.replace(saved)  # the test's own copy
     monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
-    folder = scratch._reset_scratch_for_tests()
+    folder = private._reset_scratch_for_tests()
     yield tmp_path
-    made = scratch._reset_scratch_for_tests()
+    made = private._reset_scratch_for_tests()
     if made is not None:
         shutil.rmtree(made, ignore_errors=True)
-    scratch._scratch = folder
+    private._scratch = folder
     kernel._state = saved
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from attn_cli import experiment_registry
 from attn_cli.experiments import copy_task as exp
-from attn_cli.store import cache, entries, keys
+from attn_cli.store import cache, entries
 from tests.conftest import ATTN, assert_user_error, run_attn, run_copy_task
 
 
@@ -165,7 +165,7 @@ def test_a_forged_entry_is_recomputed(tmp_path):
     obj["entry"]["payload"]["free_running"] = 0.999
     body = json.dumps(obj["entry"], sort_keys=True)
     obj["hmac"] = hashlib.sha256(body.encode()).hexdigest()
-    obj["digest"] = keys.digest(obj["entry"]["payload"])
+    obj["digest"] = cache.digest(obj["entry"]["payload"])
     path.write_text(json.dumps(obj) + "\n")
     again = run_copy_task(config, root)
     assert not again.runs[0]["cached"] and again.rows == first.rows
@@ -450,7 +450,7 @@ def test_attn_cache_help_has_an_example():
 def _torch_version_in_child(path: Path) -> list[str]:
     """torch_version() and whether torch got imported, in a child with ``path`` first on sys.path."""
     code = (
-        "import sys\nfrom attn_cli.store.keys import torch_version\n"
+        "import sys\nfrom attn_cli.store.entries import torch_version\n"
         "print(torch_version())\nprint('torch' in sys.modules)\n"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(Path(cache.__file__).parents[2])]))
@@ -464,7 +464,7 @@ def test_the_torch_version_is_torchs_own_read_without_importing_it(tmp_path):
 
     import torch
 
-    assert keys.torch_version() == str(torch.__version__) == importlib.metadata.version("torch")
+    assert entries.torch_version() == str(torch.__version__) == importlib.metadata.version("torch")
     # the torch that ``import torch`` would load is the one read; importing it would fail here
     fake = tmp_path / "torch"
     fake.mkdir()

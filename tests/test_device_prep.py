@@ -14,7 +14,7 @@ import torch
 from attn_cli.core import device as dev
 from attn_cli.core import memory, numerics
 from attn_cli.errors import MemoryRefused
-from attn_cli.store import keys
+from attn_cli.store import cache, entries
 
 FAKE_H200 = {"gpu": "NVIDIA H200", "capability": "9.0", "cuda": "12.8", "cudnn": "91002", "driver": "570.86.15"}
 
@@ -156,18 +156,18 @@ def test_both_engines_prepare_the_device_first(module, call, monkeypatch):
 
 def test_a_cpu_key_is_unchanged():
     fields = {"experiment": "x", "config": {"device": "cpu"}}
-    key = keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key())
+    key = entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key())
     assert set(key["numerics"]) == {"mode", "isa"}  # exactly the record CPU keys always had
-    assert key == keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cpu"))
+    assert key == entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cpu"))
 
 
 def test_a_cuda_key_names_the_gpu_and_changes_with_it(fake_gpu):
     fields = {"experiment": "x", "config": {"device": "cuda"}}
-    h200 = keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda"))
+    h200 = entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cuda"))
     assert h200["numerics"]["cuda"]["gpu"] == "NVIDIA H200"
     assert h200["numerics"]["cuda"]["precision"]["cudnn_rnn"] == "ieee"
-    assert h200 != keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cpu"))
-    seen = {keys.digest(h200)}
+    assert h200 != entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cpu"))
+    seen = {cache.digest(h200)}
     for change in (
         {"driver": "575.51.03"},
         {"gpu": "NVIDIA A100-SXM4-80GB", "capability": "8.0"},
@@ -175,16 +175,16 @@ def test_a_cuda_key_names_the_gpu_and_changes_with_it(fake_gpu):
         {"cuda": "12.6"},
     ):
         fake_gpu(**change)
-        seen.add(keys.digest(keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda"))))
+        seen.add(cache.digest(entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cuda"))))
     assert len(seen) == 5  # another GPU or driver: another entry, never a reuse
 
 
 def test_a_cuda_key_changes_with_the_fast_switch(fake_gpu, monkeypatch):
     fields = {"experiment": "x"}
     monkeypatch.delenv(dev.FAST_VAR, raising=False)
-    exact = keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda"))
+    exact = entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cuda"))
     monkeypatch.setenv(dev.FAST_VAR, "1")
-    assert keys.cache_key(fields, keys.RESULT_CODE_GLOBS, numerics.key("cuda")) != exact
+    assert entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cuda")) != exact
 
 
 def test_the_copy_task_key_carries_the_gpu_on_cuda_only(fake_gpu):

@@ -102,7 +102,7 @@ def test_a_folder_owned_by_another_user_is_refused(fresh, capsys):
 
 def test_no_shared_fixed_fallback(fresh, monkeypatch):
     """The cache cannot be created: a fresh private scratch folder, never <tmp>/attn_cli_kernels."""
-    from attn_cli.store import private, scratch
+    from attn_cli.store import private
 
     blocker = fresh / "not_a_folder"
     blocker.write_text("")
@@ -111,14 +111,14 @@ def test_no_shared_fixed_fallback(fresh, monkeypatch):
     assert chosen != Path(tempfile.gettempdir()) / "attn_cli_kernels"
     assert chosen.parent.name.startswith("attn_") and chosen.parent == private_scratch()
     os.close(private.open_private_dir(chosen, create=False))
-    scratch._reset_scratch_for_tests()
+    private._reset_scratch_for_tests()
     assert _chosen() != chosen  # per process (here: per reset), not a fixed name
 
 
 def private_scratch() -> Path:
-    from attn_cli.store import scratch
+    from attn_cli.store import private
 
-    return scratch.scratch_dir()
+    return private.scratch_dir()
 
 
 @needs_cc

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from attn_cli.core.copy_fast import kernel
-from attn_cli.store import private, scratch
+from attn_cli.store import private
 
 RENAMEAT2 = {"x86_64": 316, "aarch64": 276}.get(platform.machine())
 pytestmark = [
@@ -150,7 +150,7 @@ def test_a_swap_race_by_a_process_of_ours_never_gets_a_foreign_library_loaded(fr
     cache = arena / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     _install(cache / "attn" / "kernels", name, data)
-    _install(scratch.scratch_dir() / "kernels", name, data)  # where a refused walk goes: no rebuild
+    _install(private.scratch_dir() / "kernels", name, data)  # where a refused walk goes: no rebuild
     marker = fresh / "rogue_constructor_ran"
     _rogue_folder(arena / "evil" / "attn" / "kernels", name, marker)
     if os.geteuid() == 0:
@@ -178,7 +178,7 @@ def test_a_swap_race_by_another_user_in_a_world_writable_cache_home(fresh, genui
     arena.mkdir()
     arena.chmod(0o777)
     monkeypatch.setenv("XDG_CACHE_HOME", str(arena))
-    _install(scratch.scratch_dir() / "kernels", name, data)
+    _install(private.scratch_dir() / "kernels", name, data)
     marker = fresh / "rogue_constructor_ran"
     _rogue_folder(arena / "evil" / "kernels", name, marker)
     _rogue_folder(arena / "attn" / "kernels", name, marker)  # the attacker's decoy of our name

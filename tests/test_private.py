@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli.store import private, scratch
+from attn_cli.store import private
 from attn_cli.store.private import NotPrivate, open_private_dir, read_regular, user_cache_root, write_atomic
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
@@ -303,7 +303,7 @@ def test_write_atomic_writes_through_the_fd_not_the_name(folder, base):
 
 def test_the_scratch_folder_is_private_per_process_and_removed_at_exit(tmp_path):
     code = (
-        "from attn_cli.store import private, scratch; p = scratch.scratch_dir(); assert p == scratch.scratch_dir(); "
+        "from attn_cli.store import private; p = private.scratch_dir(); assert p == private.scratch_dir(); "
         "import os; os.close(private.open_private_dir(p, create=False)); print(p)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -317,15 +317,15 @@ def test_the_scratch_folder_is_never_made_in_a_temp_folder_others_can_write(base
     hostile = base / "tmp"
     hostile.mkdir()
     hostile.chmod(0o777)
-    monkeypatch.setattr(scratch.tempfile, "tempdir", str(hostile))
-    saved = scratch._reset_scratch_for_tests()
+    monkeypatch.setattr(private.tempfile, "tempdir", str(hostile))
+    saved = private._reset_scratch_for_tests()
     try:
-        made = scratch.scratch_dir()
+        made = private.scratch_dir()
         assert os.listdir(hostile) == [] and hostile not in made.parents
         os.close(open_private_dir(made, create=False))
     finally:
-        scratch._reset_scratch_for_tests()
-        scratch._scratch = saved
+        private._reset_scratch_for_tests()
+        private._scratch = saved
 
 
 # --------------------------------------------------------------------------- shared_reason, matplotlib
@@ -346,7 +346,7 @@ def test_shared_reason_creates_nothing_and_names_the_shared_folder(base):
 
 def _matplotlib_dirs(env: dict) -> list[str]:
     code = (
-        "from attn_cli.store.scratch import keep_matplotlib_private; keep_matplotlib_private(); "
+        "from attn_cli.store.private import keep_matplotlib_private; keep_matplotlib_private(); "
         "import matplotlib; print(matplotlib.get_cachedir()); print(matplotlib.get_configdir())"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME")} | env

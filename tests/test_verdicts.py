@@ -261,9 +261,9 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
     config = exp.Config(**TINY)
     run_copy_task(config, tmp_path / "cache")
     assert run_copy_task(config, tmp_path / "cache").runs[0]["cached"]
-    from attn_cli.store import keys
+    from attn_cli.store import entries
 
-    monkeypatch.setattr(keys, "_code_digest", functools.cache(keys._code_digest.__wrapped__))  # nothing memoised
+    monkeypatch.setattr(entries, "_code_digest", functools.cache(entries._code_digest.__wrapped__))  # nothing memoised
     original = type(tmp_path).read_bytes
 
     def edited(path):  # copy_train.py as if a line had changed

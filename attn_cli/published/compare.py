@@ -1,10 +1,11 @@
-"""Regenerated values against the published ones: the one ``compare()``.  Every table,
-``attn verify``, ``attn all`` and the report print the :class:`Outcome` objects made here;
-none of them decides a verdict or holds a published value of its own.
+"""Regenerated values against the published ones: the one ``compare()``, and how far each judged
+check lies inside its rule (:func:`margin`, ``docs/design.md``).  Every table, ``attn verify``,
+``attn all`` and the report print the :class:`Outcome` objects made here.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from attn_cli.published.settings import at_text_settings
 from attn_cli.published.types import KINDS, MISSING, Check
 
 NOT_TEXT = "n/a: settings differ from the text's"
+SLACK = 1e-12  # the comparison's own allowance for rounding (types.Check.ok, seed_rule.Interval)
 
 
 @dataclass
@@ -45,10 +47,7 @@ class Outcome:
         return self.check.kind
 
     def margin(self) -> dict[str, float | None] | None:
-        """``{"margin", "needed_tolerance"}`` (:mod:`attn_cli.published.margins`); None for an
-        identity or a check not judged."""
-        from attn_cli.published.margins import margin
-
+        """``{"margin", "needed_tolerance"}`` (:func:`margin`); None for an identity or a check not judged."""
         return margin(self.check, self.regenerated, self.status)
 
     def as_json(self) -> dict:
@@ -69,6 +68,45 @@ class Outcome:
             **extra,
             **(self.margin() or {}),
         }
+
+
+def _distance(a: Any, b: Any) -> float | None:
+    """The largest ``|a - b|`` (element-wise over lists); None where either is not a number."""
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))) or len(a) != len(b) or not a:
+            return None
+        parts = [_distance(x, y) for x, y in zip(a, b)]
+        return None if None in parts else max(p for p in parts if p is not None)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return None
+    try:
+        d = abs(float(a) - float(b))
+    except (TypeError, ValueError):
+        return None
+    return d if math.isfinite(d) else None
+
+
+def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None] | None:
+    """``{"margin", "needed_tolerance"}`` of a judged check (status pass or fail); None for an
+    identity or a check not judged."""
+    if check.kind == "identity" or status not in ("pass", "fail"):
+        return None
+    passed = status == "pass"
+    if regenerated is MISSING or regenerated is None:
+        return {"margin": -1.0, "needed_tolerance": None}  # not regenerated: nothing passes it
+    if check.test == "seeds":
+        from attn_cli.published.seed_rule import interval, seed_values
+
+        iv = interval(seed_values(regenerated))
+        d = abs(float(check.published) - iv.mean)
+        return {"margin": 1 - d / (iv.half_width + SLACK), "needed_tolerance": d}
+    if check.test == "abs" and check.tolerance:
+        dist = _distance(regenerated, check.published)
+        if dist is not None:
+            return {"margin": 1 - dist / (check.tolerance + SLACK), "needed_tolerance": dist}
+    if check.test == "below" and check.tolerance and _distance(regenerated, 0) is not None:
+        return {"margin": 1 - float(regenerated) / check.tolerance, "needed_tolerance": float(regenerated)}
+    return {"margin": 1.0 if passed else -1.0, "needed_tolerance": 0.0 if passed else None}
 
 
 def judge(

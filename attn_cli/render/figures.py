@@ -16,7 +16,7 @@ FIGURE_KEYWORDS = ("figsize", "layout")  # what goes to the Figure; the rest to 
 def new_figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
     """``(figure, axes)`` as ``plt.subplots`` returns them, without pyplot: no backend is chosen in
     the caller's process (a notebook keeps its own) and no figure is left open."""
-    from attn_cli.store.scratch import keep_matplotlib_private
+    from attn_cli.store.private import keep_matplotlib_private
 
     keep_matplotlib_private()  # no font list or rc file from a folder others can change
     from matplotlib.figure import Figure

@@ -10,20 +10,27 @@ import hmac
 import json
 import os
 import re
+import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from attn_cli.store import private, typed
-from attn_cli.store.keys import digest
 
-KEY_FILE = private.KEY_FILE  # the per-user HMAC key, in the cache folder: hmac.key
-KEY_BYTES = private.KEY_BYTES  # from secrets.token_bytes: 256 bits
+KEY_FILE, KEY_BYTES = "hmac.key", 32  # the per-user HMAC key, in the cache folder (secrets.token_bytes)
+TAG_FILE = "CACHEDIR.TAG"
+# the Cache Directory Tagging signature (https://bford.info/cachedir/): backup tools skip the folder
+TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
+TAG = (
+    TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
+    b"# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
 ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.json")  # an entry's file name: the SHA-256 of its key
 GROUP = re.compile(r"[a-z][a-z0-9_]*")  # an entry's folder: the experiment's name
 # a Result entry's size bound, where no spec gives one: generous, and still bounds what is read
 RESULT_MAX_BYTES = 16 * 2**20
+CLEAR_MAX_BYTES = 4 * RESULT_MAX_BYTES  # an entry larger than this is not read to prove it ours: kept
 _MAC_CONTEXT = b"attn cache entry v1\0"
 _HEAD, _MID, _TAIL = b'{"hmac": "', b'", "entry": ', b"}\n"
 _MAC_HEX = 64
@@ -39,14 +46,19 @@ class Refused(ValueError):
     key): it is recomputed, with a note giving this reason."""
 
 
+def digest(data: Any) -> str:
+    """SHA-256 of bytes, or of a JSON value (keys sorted)."""
+    raw = data if isinstance(data, bytes) else json.dumps(data, sort_keys=True).encode()
+    return hashlib.sha256(raw).hexdigest()
+
+
 def entry_file(key: dict) -> str:
     """The file name of ``key``'s entry."""
     return f"{digest(key)}.json"
 
 
 def cache_path(root: str | os.PathLike, name: str, key: dict) -> Path:
-    """Where ``key``'s entry of ``name`` lives under ``root``, to show (the cache works through
-    the folder's descriptor)."""
+    """Where ``key``'s entry of ``name`` lives under ``root``, to show (the cache uses descriptors)."""
     return Path(root) / name / entry_file(key)
 
 
@@ -67,7 +79,7 @@ class Cache:
         :class:`Unavailable` with the reason when it cannot be had or trusted."""
         root = Path(root)
         try:
-            fd = private.open_cache_dir(root, create)  # private, tagged as attn's
+            fd = open_cache_dir(root, create)  # private, tagged as attn's
         except private.NotPrivate as exc:
             raise Unavailable(str(exc)) from None  # names the component and why
         except OSError as exc:
@@ -150,8 +162,7 @@ class Cache:
         return body
 
     def _group(self, name: str, create: bool) -> int | None:
-        """A descriptor of the entries' folder ``name`` (made 0700 when ``create``), or None
-        when absent; Refused when it is not a private folder of ours."""
+        """The entries' folder ``name`` (made 0700 when ``create``), or None; Refused when not a private one of ours."""
         if not GROUP.fullmatch(name):
             raise ValueError(f"bad cache group name {name!r}")
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -222,7 +233,7 @@ class Cache:
         return data is not None
 
     def _entries(self) -> dict[str, list[tuple[str, int]]]:
-        """Each group's entry files (name, size), by name."""
+        """Each group's entry files (name, size)."""
         found: dict[str, list[tuple[str, int]]] = {}
         with os.scandir(self._fd) as groups:
             group_names = sorted(g.name for g in groups if GROUP.fullmatch(g.name) and g.is_dir(follow_symlinks=False))
@@ -258,9 +269,60 @@ class Cleared:
 
 # --------------------------------------------------------------------------- the folder and its tag
 
-TAG_FILE = private.TAG_FILE  # attn's CACHEDIR.TAG
-TAG_SIGNATURE = private.TAG_SIGNATURE
-CLEAR_MAX_BYTES = 4 * RESULT_MAX_BYTES  # an entry larger than this is not read to prove it ours: kept
+
+def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
+    """A descriptor of attn's cache folder ``root``: proven private and tagged with attn's
+    ``CACHEDIR.TAG``.  With ``create``, a missing folder is made (0700) and tagged, and so is an
+    empty one or an earlier attn's (its key or ``kernels/``); one holding anything else, or in a
+    home folder that does not exist, is refused (NotPrivate)."""
+    reason = private.missing_home(root) if create else None
+    if reason:
+        raise private.NotPrivate(reason)
+    fd = private.open_private_dir(root, create=create)
+    with private.closed_on_error(fd):
+        if not is_tagged(fd):
+            names = set(os.listdir(fd))
+            earlier = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _a_key(fd)
+            if not earlier:
+                raise private.NotPrivate(
+                    f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn and holds other files)"
+                )
+            if not create:
+                raise private.NotPrivate(
+                    f"{root} has no {TAG_FILE} naming attn yet"
+                    + (" (an earlier attn's cache: the next command that caches adopts it)" if names else "")
+                )
+            try:
+                private.write_atomic(fd, TAG_FILE, TAG, mode=0o600)
+            except OSError as exc:
+                raise private.NotPrivate(f"cannot write {os.path.join(root, TAG_FILE)}: {exc.strerror}") from None
+    return fd
+
+
+def is_tagged(fd: int) -> bool:
+    """Whether the folder ``fd`` carries attn's tag: a regular file of ours, the standard's signature, attn's name."""
+    try:
+        data = private.read_regular(fd, TAG_FILE, 4096)
+    except ValueError:
+        return False
+    return data is not None and data.startswith(TAG_SIGNATURE) and b"attn" in data
+
+
+def _a_key(fd: int) -> bool:
+    try:
+        return is_key(os.stat(KEY_FILE, dir_fd=fd, follow_symlinks=False))
+    except OSError:
+        return False
+
+
+def is_key(st: os.stat_result) -> bool:
+    """Whether ``st`` is that of an attn cache key: a regular 0600 file of ours of its size."""
+    return (
+        stat.S_ISREG(st.st_mode)
+        and st.st_uid == os.geteuid()
+        and stat.S_IMODE(st.st_mode) == 0o600
+        and st.st_size == KEY_BYTES
+    )
 
 
 def special_folder(path: Path) -> str | None:
@@ -300,7 +362,7 @@ def _key(fd: int, root: Path, create: bool) -> bytes | None:
             data = os.read(kfd, KEY_BYTES + 1) if stat.S_ISREG(st.st_mode) else b""
         finally:
             os.close(kfd)
-        if not private.is_key(st) or len(data) != KEY_BYTES:
+        if not is_key(st) or len(data) != KEY_BYTES:
             raise Unavailable(
                 f"its key {root / KEY_FILE} is not trusted (it must be a regular file of "
                 f"this user, mode 0600, of {KEY_BYTES} bytes)"
@@ -311,8 +373,6 @@ def _key(fd: int, root: Path, create: bool) -> bytes | None:
 
 def _make_key(fd: int, root: Path) -> None:
     """Write a fresh key and link it in place; an existing key wins."""
-    import secrets
-
     try:
         private.write_atomic(fd, KEY_FILE, secrets.token_bytes(KEY_BYTES), mode=0o600, replace=False)
     except OSError as exc:

@@ -1,13 +1,18 @@
-"""Folders this process has proven private, and files read and written only through them (design
-notes: ``docs/design.md``, section ``attn_cli.store.private``)."""
+"""Folders this process has proven private, files read and written only through them, and this
+process's own scratch folder (design notes: ``docs/design.md``, section ``attn_cli.store.private``)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
 import secrets
+import shutil
 import stat
+import sys
+import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,7 +123,7 @@ def _step(parent: int, where: str, name: str, create: bool) -> tuple[int | None,
                 pass  # another process made it meanwhile: open and check it like any other
             except OSError as exc:
                 raise NotPrivate(f"cannot create {where}: {exc.strerror}") from None
-        except (NotADirectoryError, OSError) as exc:
+        except OSError as exc:
             if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
                 raise NotPrivate(f"cannot open {where}: {exc.strerror}") from None
             try:
@@ -145,17 +150,8 @@ def _walk(path: str | os.PathLike, create: bool) -> tuple[int, str]:
     fd = _open_root()
     links = 0
     try:
-        while todo:
+        while todo:  # normalised paths: no "", "." or ".." (the folders walked hold no links)
             name = todo.pop(0)
-            if name in ("", "."):
-                continue
-            if name == "..":  # only after a symlink's target; the folders walked hold no links
-                done = done[:-1]
-                os.close(fd)
-                fd = _open_root()
-                todo = done + todo
-                done = []
-                continue
             where = "/" + "/".join([*done, name])
             child, target = _step(fd, where, name, create)
             if child is None:
@@ -215,75 +211,6 @@ def shared_reason(path: str | os.PathLike) -> str | None:
     if missing and mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"{real} is writable by group or others (mode {stat.S_IMODE(mode):o})"
     return None
-
-
-# --------------------------------------------------------------------------- attn's cache folder
-
-TAG_FILE = "CACHEDIR.TAG"
-# the Cache Directory Tagging signature (https://bford.info/cachedir/): backup tools skip the folder
-TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
-TAG = (
-    TAG_SIGNATURE + b"\n# This file is a cache directory tag created by attn (attn-cli).\n"
-    b"# For information about cache directory tags, see https://bford.info/cachedir/\n"
-)
-KEY_FILE, KEY_BYTES = "hmac.key", 32  # the cache's HMAC key (attn_cli.store.cache), as an earlier attn left it
-
-
-def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
-    """A descriptor of attn's cache folder ``root``: proven private (:func:`open_private_dir`)
-    and tagged with attn's ``CACHEDIR.TAG``.  With ``create``, a missing folder is made (0700)
-    and tagged, and so is an empty one or an earlier attn's (its key or ``kernels/``); one
-    holding anything else, or in a home folder that does not exist, is refused (NotPrivate)."""
-    reason = missing_home(root) if create else None
-    if reason:
-        raise NotPrivate(reason)
-    fd = open_private_dir(root, create=create)
-    with closed_on_error(fd):
-        if not is_tagged(fd):
-            names = set(os.listdir(fd))
-            earlier = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _a_key(fd)
-            if not earlier:
-                raise NotPrivate(
-                    f"{root} is not attn's cache folder (it has no {TAG_FILE} naming attn and holds other files)"
-                )
-            if not create:
-                raise NotPrivate(
-                    f"{root} has no {TAG_FILE} naming attn yet"
-                    + (" (an earlier attn's cache: the next command that caches adopts it)" if names else "")
-                )
-            try:
-                write_atomic(fd, TAG_FILE, TAG, mode=0o600)
-            except OSError as exc:
-                raise NotPrivate(f"cannot write {os.path.join(root, TAG_FILE)}: {exc.strerror}") from None
-    return fd
-
-
-def is_tagged(fd: int) -> bool:
-    """Whether the folder ``fd`` carries attn's tag: a regular file of ours with the standard's
-    signature and attn's name."""
-    try:
-        data = read_regular(fd, TAG_FILE, 4096)
-    except ValueError:
-        return False
-    return data is not None and data.startswith(TAG_SIGNATURE) and b"attn" in data
-
-
-def _a_key(fd: int) -> bool:
-    """Whether the folder holds an attn cache key (:func:`is_key`)."""
-    try:
-        return is_key(os.stat(KEY_FILE, dir_fd=fd, follow_symlinks=False))
-    except OSError:
-        return False
-
-
-def is_key(st: os.stat_result) -> bool:
-    """Whether ``st`` is that of an attn cache key: a regular 0600 file of ours of its size."""
-    return (
-        stat.S_ISREG(st.st_mode)
-        and st.st_uid == os.geteuid()
-        and stat.S_IMODE(st.st_mode) == 0o600
-        and st.st_size == KEY_BYTES
-    )
 
 
 # --------------------------------------------------------------------------- files in it
@@ -362,3 +289,102 @@ def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None, r
             os.unlink(tmp, dir_fd=dir_fd)
     with contextlib.suppress(OSError):  # make the rename itself durable
         os.fsync(dir_fd)
+
+
+# --------------------------------------------------------------------------- this process's scratch folder
+
+_scratch: Path | None = None
+_scratch_owner = 0  # the process that made it (a forked child inherits the name, not the folder)
+_scratch_lock = threading.Lock()
+
+
+def _remove(path: Path, owner_pid: int) -> None:
+    if os.getpid() == owner_pid:  # not from a forked child that inherited the handler
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def scratch_dir() -> Path:
+    """This process's own private folder (mkdtemp, 0700), made on first use, removed at exit;
+    :class:`NotPrivate` when no temp folder passes the walk."""
+    global _scratch, _scratch_owner
+    with _scratch_lock:
+        if _scratch is not None:
+            return _scratch
+        reasons = []
+        for base in dict.fromkeys([tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"]):
+            try:
+                fd, _ = _walk(base, create=False)  # a place others cannot rename our folder in
+                os.close(fd)
+                path = Path(tempfile.mkdtemp(prefix="attn_", dir=base))
+                os.close(open_private_dir(path, create=False))
+            except (NotPrivate, OSError) as exc:
+                reasons.append(str(exc))
+                continue
+            atexit.register(_remove, path, os.getpid())
+            _scratch, _scratch_owner = path, os.getpid()
+            return path
+        raise NotPrivate("no private temp folder: " + "; ".join(reasons))
+
+
+def remove_own_scratch() -> None:
+    """Remove this process's scratch folder now, if this process made it (not one inherited):
+    for a worker that leaves with ``os._exit``, where no atexit handler runs."""
+    global _scratch
+    with _scratch_lock:
+        path = _scratch
+        if path is None or _scratch_owner != os.getpid():
+            return
+        _scratch = None
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _reset_scratch_for_tests() -> Path | None:
+    """Forget this process's scratch folder (the next call makes a fresh one); returns it."""
+    global _scratch
+    with _scratch_lock:
+        old, _scratch = _scratch, None
+    return old
+
+
+_WARNED_ROOTS: set[str] = set()  # per-user cache folders this process has warned about
+
+
+def warn_unusable(root: Path, message: str) -> None:
+    """Write ``message`` (one warning line) unless this process has already warned about the
+    per-user cache folder ``root``: one warning per refused folder, whatever keeps files there."""
+    key = os.path.abspath(root)
+    if key not in _WARNED_ROOTS:
+        _WARNED_ROOTS.add(key)
+        print(message.rstrip("\n"), file=sys.stderr, flush=True)
+
+
+_matplotlib_checked = False
+
+
+def keep_matplotlib_private() -> None:
+    """Call before importing matplotlib: where its default config or cache folder (under
+    ``$XDG_CONFIG_HOME``, ``$XDG_CACHE_HOME``) could be changed by another user, is relative or
+    lies in a home folder that does not exist, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib``
+    instead.  An ``MPLCONFIGDIR`` the user set is kept, as matplotlib keeps it."""
+    global _matplotlib_checked
+    if _matplotlib_checked or "matplotlib" in sys.modules:
+        return  # once per process, and only before matplotlib has chosen its folders
+    _matplotlib_checked = True
+    if os.environ.get("MPLCONFIGDIR") or not sys.platform.startswith(("linux", "freebsd")):
+        return
+    home = os.path.expanduser("~")
+    for var, default in (("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config")):
+        base = os.environ.get(var) or ""
+        if base and not os.path.isabs(base):
+            break  # matplotlib would write under the current folder: the XDG rule ignores it, so do we
+        base = base or os.path.join(home, default)
+        if missing_home(base) or shared_reason(os.path.join(base, "matplotlib")) is not None:
+            break
+    else:
+        return
+    try:
+        folder = scratch_dir() / "matplotlib"
+        os.close(open_private_dir(folder))
+    except NotPrivate:
+        return  # matplotlib falls back to a temporary folder of its own
+    os.environ["MPLCONFIGDIR"] = str(folder)

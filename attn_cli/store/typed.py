@@ -1,10 +1,6 @@
 """Strict typed read-back with msgspec, for every cache entry and every answer from a cluster
-worker: JSON becomes a typed value only when it is exactly what the type hints say (a dataclass
-checked as a ``Struct`` of its fields, ``strict=True``, unknown fields forbidden; an ``int`` for
-a ``float`` kept as read; every number finite; at most :data:`MAX_DEPTH` deep), else
-:class:`InvalidEntry` naming where and why.  The ``check_*`` helpers state what types cannot:
-sizes and ranges that follow from a run's configuration.
-"""
+worker (design notes: ``docs/design.md``, section ``attn_cli.store.typed``); the ``check_*``
+helpers state what types cannot: sizes and ranges that follow from a run's configuration."""
 
 from __future__ import annotations
 
@@ -34,16 +30,14 @@ _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def json_depth_ok(text: str, limit: int = MAX_DEPTH) -> bool:
-    """Whether the brackets of JSON ``text`` (outside strings) nest at most ``limit`` deep:
-    a running sum over the brackets, no recursion and no parse."""
+    """Whether the brackets of JSON ``text`` (outside strings) nest at most ``limit`` deep (no parse)."""
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) <= limit
 
 
 def parse_json(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
     """``json.loads(text)`` for text nested at most ``limit`` deep; InvalidEntry otherwise (not
-    JSON, not UTF-8, too deep), never RecursionError. (NaN is parsed, so that :func:`revive`
-    names the field that holds it.)"""
+    JSON, not UTF-8, too deep), never RecursionError.  NaN is parsed: :func:`revive` names its field."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -62,8 +56,7 @@ _DATACLASS: dict[type, type] = {}  # generated Struct -> its dataclass
 
 @functools.cache
 def _struct(tp: type) -> type:
-    """A Struct with ``tp``'s fields; one with a default (or not an init field, which ``asdict``
-    writes too) may be absent."""
+    """A Struct with ``tp``'s fields; one with a default (or not an init field) may be absent."""
     hints = typing.get_type_hints(tp)
     fields: list[tuple] = []
     for f in dataclasses.fields(tp):
@@ -108,7 +101,6 @@ def _rebuild(value: Any) -> Any:
 
 
 def _finite(data: Any, path: str = "", depth: int = 0) -> None:
-    """Every number in plain JSON ``data`` finite, at most :data:`MAX_DEPTH` deep."""
     if depth > MAX_DEPTH:
         raise InvalidEntry(f"{path or '(top level)'}: nested deeper than {MAX_DEPTH} levels")
     if isinstance(data, float) and not (data - data == 0):  # nan and ±inf
@@ -129,8 +121,8 @@ def _message(exc: msgspec.ValidationError) -> str:
 
 
 def revive(tp: Any, data: Any) -> Any:
-    """JSON ``data`` (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every
-    value checked against its type hint; InvalidEntry (with the path) at the first mismatch."""
+    """JSON ``data`` (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every value
+    finite and checked against its type hint; InvalidEntry (with the path) at the first mismatch."""
     _finite(data)
     try:
         value = msgspec.convert(data, _spec(tp), strict=True)
@@ -146,7 +138,6 @@ def _kind(data: Any) -> str:
 
 
 def check(ok: bool, path: str, reason: str) -> None:
-    """InvalidEntry ``"<path>: <reason>"`` unless ``ok``."""
     if not ok:
         raise InvalidEntry(f"{path}: {reason}")
 
@@ -166,8 +157,7 @@ def check_grid(values: Any, shape: tuple[int, ...], path: str) -> None:
 
 
 def check_fields(obj: Any, fields: dict[str, Any], path: str) -> None:
-    """``obj`` (a ``dict`` field: plain JSON) is an object of exactly ``fields``, each value of its
-    type (as :func:`revive` checks it), e.g. ``{"a": float, "error": float}``."""
+    """``obj`` (a ``dict`` field) has exactly ``fields``, each value of its type: ``{"a": float}``."""
     check(isinstance(obj, dict), path, f"expected an object, got {_kind(obj)}")
     check(set(obj) == set(fields), path, f"expected the fields {', '.join(fields)}")
     for name, tp in fields.items():

@@ -21,7 +21,7 @@ def cache_root(common: Common) -> str | None:
     """The per-user cache folder for this command (``--cache-dir``, ``$ATTN_CACHE_DIR``,
     ``$XDG_CACHE_HOME/attn``, ``~/.cache/attn``), made and checked now; None, after one
     warning on stderr, when it is not private or cannot be written: the run goes on without it."""
-    from attn_cli.store import cache, private, scratch
+    from attn_cli.store import cache, private
 
     root = None
     try:
@@ -36,7 +36,7 @@ def cache_root(common: Common) -> str | None:
         if root is None:
             click.echo(message, err=True)
         else:  # one line for this folder, whatever else would keep files there (the C kernel)
-            scratch.warn_unusable(root, message)
+            private.warn_unusable(root, message)
         return None
     return str(root)
 

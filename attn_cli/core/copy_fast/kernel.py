@@ -27,7 +27,7 @@ import torch
 from attn_cli.core import numerics
 from attn_cli.core.copy_fast.forward import ROLES, param_layout
 from attn_cli.errors import AttnError
-from attn_cli.store import private, scratch
+from attn_cli.store import cache, private
 
 SOURCES = ("kernel.c", "kernel_math.h")  # package data beside this module; the first is compiled
 BASE_FLAGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-ffp-contract=off", "-fno-math-errno"]
@@ -191,7 +191,7 @@ def _build(cc: str, into: Path, which: str | None = None) -> bytes:
 
 def _build_fresh(cc: str, which: str | None = None) -> bytes:
     """A fresh build in a new ``mkdtemp`` folder inside this process's scratch folder."""
-    with tempfile.TemporaryDirectory(prefix="build_", dir=scratch.scratch_dir()) as tmp:  # 0700
+    with tempfile.TemporaryDirectory(prefix="build_", dir=private.scratch_dir()) as tmp:  # 0700
         return _build(cc, Path(tmp), which)
 
 
@@ -223,16 +223,16 @@ def _open_kernel_folder() -> tuple[int, Path]:
     warning naming the folder and the reason: its descriptor (the caller closes it) and its name."""
     folder = cache_folder()
     try:
-        os.close(private.open_cache_dir(folder.parent))  # attn's own tagged folder, made if missing
+        os.close(cache.open_cache_dir(folder.parent))  # attn's own tagged folder, made if missing
         return private.open_private_dir(folder), folder
     except private.NotPrivate as exc:
         if _once("place"):  # the per-user cache folder's own warning (commands/cache.py) covers this one
-            scratch.warn_unusable(
+            private.warn_unusable(
                 folder.parent,
                 f"warning: the copy-task C kernel is not kept in {folder} ({exc}); "
                 "it is built in a private folder of this run",
             )
-    elsewhere = scratch.scratch_dir() / "kernels"
+    elsewhere = private.scratch_dir() / "kernels"
     return private.open_private_dir(elsewhere), elsewhere
 
 
@@ -284,7 +284,7 @@ def _dlopen(data: bytes) -> ctypes.CDLL:
         else:
             _held.append(fd)
             return lib
-    with tempfile.TemporaryDirectory(prefix="load_", dir=scratch.scratch_dir()) as tmp:  # 0700
+    with tempfile.TemporaryDirectory(prefix="load_", dir=private.scratch_dir()) as tmp:  # 0700
         path = Path(tmp) / "copy_fast.so"
         path.write_bytes(data)
         return ctypes.CDLL(str(path))  # the mapping outlives the file

@@ -16,7 +16,7 @@ from attn_cli.core.copy_spec import BOS, RunOutcome, RunSpec
 from attn_cli.experiments.copy_task.config import ENGINES
 from attn_cli.published.copy_task import METRICS
 from attn_cli.store import cache as results_cache
-from attn_cli.store import entries, keys
+from attn_cli.store import entries
 from attn_cli.store.typed import check, check_grid, check_len, check_range
 
 CACHE_SUBDIR = Path("copy_task")  # the entries' folder in the cache
@@ -27,13 +27,13 @@ CODE_GLOBS = ("core/copy_*.py", "core/copy_*/**/*.py", "core/copy_*/**/*.c", "co
 
 def code_digest() -> str:
     """SHA-256 over the source files that compute a run (:data:`CODE_GLOBS`), names and bytes."""
-    return keys.code_digest(CODE_GLOBS)
+    return entries.code_digest(CODE_GLOBS)
 
 
 def cache_key(spec: RunSpec, engine: str, device: str) -> dict:
     """Everything that determines a run's numbers (with the numeric mode, versions and code)."""
     fields = {"format": CACHE_FORMAT, "spec": dataclasses.asdict(spec), "engine": engine, "device": device}
-    return keys.cache_key(fields, CODE_GLOBS, numerics.key(device))
+    return entries.cache_key(fields, CODE_GLOBS, numerics.key(device))
 
 
 def cache_path(root: str | os.PathLike, key: dict) -> Path:
