@@ -89,7 +89,7 @@ __all__ = [
 
 @dataclass
 class Result:
-    config: dict  # config.recorded(config): the Config without its local cache path
+    config: dict  # config.recorded(config): the Config without this machine's set-up
     rows: list[dict] = field(default_factory=list)  # per run: model, length, seed, engine, accuracies, diagonal
     cells: list[dict] = field(default_factory=list)  # per (model, length): mean, std, min, max per metric
     maps: list[dict] = field(default_factory=list)  # attention, per length (first seed): src, weights, diagonal

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from attn_cli.core import memory
 from attn_cli.core.copy_spec import MODELS, RunSpec, available_cpus
 from attn_cli.errors import AttnError
+from attn_cli.experiments import QuickConfig
 from attn_cli.published import seed_rule
 from attn_cli.published.copy_task import ATTENTION
 
@@ -20,7 +21,8 @@ ENGINES = ("exact", "fast")
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(QuickConfig):
+    QUICK: ClassVar[dict[str, Any]] = {"steps": 30, "eval_size": 100}  # all four lengths: seconds, not minutes
     seed: int = 0  # the seed of the single run per cell when ``seeds`` is empty (text: 0)
     device: str = "cpu"  # cpu: bit-exact with the text's program; cuda: same draws, GPU kernels
     lengths: tuple[int, ...] = TEXT_LENGTHS  # sequence lengths to copy
@@ -38,11 +40,6 @@ class Config:
     scheduler: str | None = None  # a Dask scheduler's address: every run not cached trains there; never recorded
     scheduler_from: str | None = None  # where that address came from (--scheduler, ATTN_SCHEDULER): for errors
     worker_wait: float = 120.0  # seconds a cluster sweep waits without any worker before it gives up (--worker-wait)
-
-    @classmethod
-    def quick(cls, **overrides: Any) -> Config:
-        """All four lengths, but 30 steps and 100 evaluation sequences: seconds, not minutes."""
-        return cls(**{"steps": 30, "eval_size": 100, **overrides})
 
     @property
     def seed_list(self) -> tuple[int, ...]:
