@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from attn_cli.published.types import Artifact
 
 RENDER_PACKAGE = "attn_cli.render"
+QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
 CONTRACT = ("SLOW", "CACHED", "ENGINES", "FIGURES")  # what every experiment module declares
 EXPERIMENTS = (  # the modules of attn_cli.experiments, all of them (a test names a module left out)
     "analogy copy_both copy_task crossattn embeddings exercises formula heads masks order scaling self_cross sqrt_dk"
@@ -124,6 +125,55 @@ class Experiment:
         """Its figures in each of ``formats`` and the numbers beside them, saved into ``out``."""
         figures = getattr(self.render_module(), "figures", None)
         return [Path(p) for p in figures(result, Path(out), tuple(formats), outcomes, keep)] if figures else []
+
+
+Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is not judged or None)
+
+
+def plan(
+    experiments: Sequence[Experiment],
+    *,
+    seed: int,
+    device: str,
+    use_cache: bool = True,
+    quick: bool = False,
+    seeds: int | None = None,
+    smoke: bool = False,
+    scheduler: str | None = None,
+    scheduler_from: str | None = None,
+    worker_wait: float | None = None,
+) -> Plan:
+    """Each experiment at the configuration its checks are judged at (``quick``: the slow ones at
+    ``Config.quick()``, not judged); ``smoke`` (``attn all --quick``): every one at ``Config.quick()``
+    on its fast engine, nothing judged; ``seeds``: how many seeds judge a trained value.  Before any
+    work, the Dask ``scheduler`` must answer (asked only when an experiment trains) and every seed
+    the plan hands to torch must be in its range (:class:`~attn_cli.errors.SeedOutOfRange`)."""
+    from attn_cli.published.seed_rule import MAX_SEEDS
+
+    cluster: dict[str, Any] = {}
+    if scheduler and any(exp.slow for exp in experiments):
+        from attn_cli.experiments.copy_task.cluster import plan_keywords
+
+        cluster = plan_keywords(scheduler, scheduler_from, worker_wait)
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        raise ValueError(f"the seed rule takes 1 to {MAX_SEEDS} seeds, not {seeds}")
+    made: Plan = []
+    for exp in experiments:
+        reduced = smoke or (quick and exp.slow)
+        config = exp.config(
+            seed=seed,
+            device=device,
+            quick=reduced,
+            use_cache=use_cache,
+            engine="fast" if smoke else None,
+            verify=not reduced,
+            verify_seeds=seeds,
+            **cluster,
+        )
+        made.append((exp, config, QUICK if reduced else None))
+    for exp, config, _ in made:
+        check_seed_range(seeds_used(exp.module, config))
+    return made
 
 
 def check_seed_range(seeds: Iterable[int]) -> None:

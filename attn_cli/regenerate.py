@@ -1,5 +1,5 @@
-"""``attn verify`` and ``attn all`` as library functions: select, plan, run, compare, write (design
-notes: ``docs/design.md``, section ``attn_cli.regenerate``)."""
+"""``attn verify`` and ``attn all`` as library functions: select, plan, run, compare, and write their
+files (design notes: ``docs/design.md``, section ``attn_cli.regenerate``)."""
 
 from __future__ import annotations
 
@@ -11,24 +11,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attn_cli import experiment_registry, pipeline, records
-from attn_cli.errors import BadConfig
-from attn_cli.experiment_registry import Experiment, Registry
+from attn_cli.errors import BadConfig, WriteFailed
+from attn_cli.experiment_registry import Experiment, Plan, Registry, plan
 from attn_cli.published.compare import summary
 from attn_cli.render import files, html
+from attn_cli.render.junit import check_seconds, junit_xml
+from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
 from attn_cli.render.manifest import manifest as manifest_json
-from attn_cli.report_files import catalogued, write_index, write_section
+from attn_cli.render.report import experiment_markdown, index_markdown
+from attn_cli.render.table import to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
-    from attn_cli.published.types import Check
+    from attn_cli.published.types import Artifact, Check
 
-QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
 QUICK_NOTE = (
     "a smoke run at reduced sizes that judges nothing against the texts, nothing trained included; "
     "without --quick every check is judged as `attn verify` judges it"
 )
 
-Plan = list[tuple[Any, Any, str | None]]  # (Experiment, its Config, why it is not judged or None)
 RunPlan = Callable[..., list]  # (plan, verb, *, on_done, cache_root, use_cache, numerics) -> list[pipeline.Run]
 
 
@@ -77,7 +78,7 @@ class AllReport(_Report):
 
     out: Path
     quick: bool  # a smoke run: nothing judged
-    sections: list  # report_files.Section per experiment
+    sections: list  # Section per experiment
     summary: str | None  # the verdicts per kind; None with --quick
     quick_line: str | None  # what --quick judged (nothing); None without it
     manifest: dict = field(default_factory=dict)  # manifest.json
@@ -105,52 +106,6 @@ class AllReport(_Report):
             for aid, entry in self.manifest["artifacts"].items()
             if entry.get("not_written")
         ]
-
-
-def plan(
-    experiments: Sequence[Experiment],
-    *,
-    seed: int,
-    device: str,
-    use_cache: bool = True,
-    quick: bool = False,
-    seeds: int | None = None,
-    smoke: bool = False,
-    scheduler: str | None = None,
-    scheduler_from: str | None = None,
-    worker_wait: float | None = None,
-) -> Plan:
-    """Each experiment at the configuration its checks are judged at (``quick``: the slow ones at
-    ``Config.quick()``, not judged); ``smoke`` (``attn all --quick``): every one at ``Config.quick()``
-    on its fast engine, nothing judged; ``seeds``: how many seeds judge a trained value.  Before any
-    work, the Dask ``scheduler`` must answer (asked only when an experiment trains) and every seed
-    the plan hands to torch must be in its range (:class:`~attn_cli.errors.SeedOutOfRange`)."""
-    from attn_cli.published.seed_rule import MAX_SEEDS
-
-    cluster: dict[str, Any] = {}
-    if scheduler and any(exp.slow for exp in experiments):
-        from attn_cli.experiments.copy_task.cluster import plan_keywords
-
-        cluster = plan_keywords(scheduler, scheduler_from, worker_wait)
-    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
-        raise ValueError(f"the seed rule takes 1 to {MAX_SEEDS} seeds, not {seeds}")
-    made: Plan = []
-    for exp in experiments:
-        reduced = smoke or (quick and exp.slow)
-        config = exp.config(
-            seed=seed,
-            device=device,
-            quick=reduced,
-            use_cache=use_cache,
-            engine="fast" if smoke else None,
-            verify=not reduced,
-            verify_seeds=seeds,
-            **cluster,
-        )
-        made.append((exp, config, QUICK if reduced else None))
-    for exp, config, _ in made:
-        experiment_registry.check_seed_range(experiment_registry.seeds_used(exp.module, config))
-    return made
 
 
 def verify(
@@ -227,7 +182,7 @@ def regenerate_all(
     experiments = ordered(registry, [e for e in registry.experiments if e in wanted or not only])
     cluster: dict[str, Any] = dict(scheduler=scheduler, scheduler_from=scheduler_from, worker_wait=worker_wait)
     made = plan(experiments, seed=seed, device=device, use_cache=use_cache, smoke=quick, seeds=seeds, **cluster)
-    sections: list = []  # report_files.Section per experiment, as it finished
+    sections: list = []  # Section per experiment, as it finished
     judged: dict = {}  # check ID -> Outcome, judged as its experiment finished
 
     def write(run: pipeline.Run) -> None:
@@ -340,3 +295,83 @@ def quick_line(outcomes: Sequence[Outcome], registry: Registry, made: Plan) -> s
     n_trained = sum(experiment_name(registry, o.check) in trained for o in outcomes)
     what = f"; {n_trained} of them trained: {', '.join(trained)}" if trained else ""
     return f"quick run: {QUICK_NOTE} ({len(outcomes)} checks shown, not judged{what})"
+
+
+def write_section(
+    run: pipeline.Run,
+    registry: Registry,
+    out: Path,
+    formats: Sequence[str],
+    command: str,
+    outcomes: Sequence[Outcome] = (),
+) -> Section:
+    """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
+    ``outcomes``: its checks' outcomes, the verdicts its tables mark."""
+    exp = run.experiment
+    section = Section(
+        name=exp.name,
+        command=command,
+        ids=list(exp.artifacts),
+        artifacts=[registry.artifacts[a] for a in registry.artifacts if a in exp.artifacts],
+        seconds=run.seconds,
+        error=run.error,
+        config=exp.recorded_config(run.config),
+        outcomes=[o for o in outcomes if o.check.artifact in exp.artifacts],
+    )
+    if run.error:
+        return section
+    by_id = {o.check.id: o for o in outcomes}
+    try:
+        t0 = time.perf_counter()
+        section.tables = exp.tables(run.result, by_id)
+        section.markdown = to_markdown(section.tables)
+        section.cached = run.result.cached_runs() if hasattr(run.result, "cached_runs") else None  # the copy task
+        files.write_json(out / f"{exp.name}.json", files.result_json(run.result, by_id))
+        written = [_relative(p, out) for p in exp.figures(run.result, out, formats, by_id)]
+        section.figures = [f for f in written if f.lower().endswith(FIGURE_SUFFIXES)]
+        section.data = [f"{exp.name}.md", f"{exp.name}.json"] + [f for f in written if f not in section.figures]
+        section.data += [f for f in _beside(out, section.figures) if f not in section.data]
+        files.write_text(out / f"{exp.name}.md", experiment_markdown(section))
+        section.seconds += time.perf_counter() - t0
+    except WriteFailed:  # disk full or read-only: stop here; files written so far are complete
+        raise
+    except Exception as exc:
+        section.error = f"rendering failed: {type(exc).__name__}: {exc}"
+    return section
+
+
+def write_index(out: Path, manifest: dict, shown: list, sections: list, outcomes: list) -> list[Path]:
+    """``manifest.json``, ``index.md`` and ``index.html`` written into ``out``; their paths."""
+    both: dict[str, Any] = dict(catalogue=shown, sections=sections, manifest=manifest)  # what both pages show
+    both.update(summary=manifest["checks"], coverage_line=manifest["coverage"])  # the summary and coverage lines
+    files.write_json(out / "manifest.json", manifest)
+    files.write_text(out / "index.md", index_markdown(**both))
+    page = html.index_html(**both, outcomes=outcomes, links=("manifest.json", "index.md"))
+    files.write_text(out / "index.html", page)
+    return [out / "manifest.json", out / "index.md", out / "index.html"]
+
+
+def catalogued(registry: Registry, artifact_ids: Iterable[str]) -> list[Artifact]:
+    """The catalogue entries of these IDs (those the catalogue has), in the given order."""
+    return [registry.artifacts[a] for a in artifact_ids if a in registry.artifacts]
+
+
+def write_junit(path: Path, outcomes: Iterable[Outcome], runs: Sequence[pipeline.Run], registry: Registry) -> Path:
+    """The checks as JUnit XML (:mod:`attn_cli.render.junit`) at ``path``, written atomically."""
+    checks = [o.as_json() for o in outcomes]
+    files.write_text(Path(path), junit_xml(checks, registry.artifacts, check_seconds(runs, checks)))
+    return Path(path)
+
+
+def _relative(path: Path, out: Path) -> str:
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(out.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _beside(out: Path, figures: list[str]) -> list[str]:
+    """Raw-number files written beside each figure (same stem, another suffix)."""
+    near = (Path(fig).with_suffix("").with_suffix(suffix) for fig in figures for suffix in (".csv", ".json"))
+    return list(dict.fromkeys(p.as_posix() for p in near if (out / p).exists()))

@@ -78,7 +78,7 @@ def test_all_after_verify_trains_nothing_and_judges_every_check(tiny_verify, tmp
 
 def test_all_and_verify_build_identical_copy_task_runs():
     """At the real settings (nothing trained here): the same Config, so the same cache keys."""
-    from attn_cli.regenerate import plan
+    from attn_cli.experiment_registry import plan
 
     registry = experiment_registry.Registry.load()
     copy_task = registry.by_artifact["w9-copy-task"]
@@ -152,7 +152,7 @@ def _forced(result, status: str) -> dict:
 
 def _formats(result, outcomes, tmp_path) -> dict[str, str]:
     """The table in the terminal, as Markdown and as HTML; and the cells' JSON, as `attn all` writes them."""
-    from attn_cli import report_files as writing
+    from attn_cli import regenerate as writing
     from attn_cli.render.table import to_html, to_markdown, to_text
 
     tables = render.tables(result, outcomes)

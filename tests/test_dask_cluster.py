@@ -456,7 +456,6 @@ def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_
     from attn_cli import experiment_registry
     from attn_cli.experiments import copy_task as exp
     from attn_cli.experiments.copy_task import cluster as cluster_mod
-    from attn_cli.regenerate import plan
 
     answered = lambda scheduler, source, wait: {"scheduler": scheduler, "scheduler_from": source}  # noqa: E731
     monkeypatch.setattr(cluster_mod, "plan_keywords", answered)  # the scheduler answers
@@ -464,8 +463,8 @@ def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_
     cluster = {"scheduler": "tcp://10.0.0.5:8786", "scheduler_from": "ATTN_SCHEDULER"}
     args = dict(seed=0, device="cpu")
     for made in (
-        plan(registry.experiments, **args, **cluster),
-        plan(registry.experiments, **args, smoke=True, **cluster),
+        experiment_registry.plan(registry.experiments, **args, **cluster),
+        experiment_registry.plan(registry.experiments, **args, smoke=True, **cluster),
     ):
         configs = {e.name: c for e, c, _ in made}
         assert configs["copy_task"].scheduler == "tcp://10.0.0.5:8786"
@@ -474,8 +473,8 @@ def test_verify_and_all_hand_the_scheduler_to_the_copy_task_alone_and_record_it_
         assert "scheduler" not in copy_task.recorded_config(configs["copy_task"])  # not in a manifest
         assert "scheduler" not in exp.config.recorded(configs["copy_task"])  # nor in a Result
     # the same runs, so the same cache keys, as without a scheduler
-    local = plan.judged([registry.by_artifact["w9-copy-task"]], **args)[0][1]
-    remote = plan.judged([registry.by_artifact["w9-copy-task"]], **args, **cluster)[0][1]
+    local = experiment_registry.plan([registry.by_artifact["w9-copy-task"]], **args)[0][1]
+    remote = experiment_registry.plan([registry.by_artifact["w9-copy-task"]], **args, **cluster)[0][1]
     assert local.plan() == remote.plan()
 
 

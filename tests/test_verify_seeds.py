@@ -21,7 +21,6 @@ from attn_cli.experiments import copy_task as exp
 from attn_cli.published import all_checks, settings
 from attn_cli.published.compare import Outcome
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS, SeedSample, interval
-from attn_cli.regenerate import plan
 from attn_cli.render import manifest as manifest_mod
 from attn_cli.render import report
 from tests.conftest import assert_user_error, run_attn
@@ -44,29 +43,29 @@ def copy_task():
 
 def test_the_plan_trains_n_seeds_the_first_exact_the_rest_fast(copy_task):
     args = dict(seed=3, device="cpu")
-    ((_, config, unjudged),) = plan([copy_task], **args, seeds=8)
+    ((_, config, unjudged),) = experiment_registry.plan([copy_task], **args, seeds=8)
     assert unjudged is None and config.seed_list == tuple(range(3, 11))
     assert [config.engine_of(s) for s in config.plan() if s.model == "attention" and s.length == 32] == ["exact"] + [
         "fast"
     ] * 7
-    assert plan([copy_task], **args, seeds=1)[0][1].seed_list == (3,)
+    assert experiment_registry.plan([copy_task], **args, seeds=1)[0][1].seed_list == (3,)
 
 
 def test_without_the_option_nothing_changes(copy_task):
     args = dict(seed=0, device="cpu")
-    default = plan([copy_task], **args)[0][1]
+    default = experiment_registry.plan([copy_task], **args)[0][1]
     assert default.seed_list == tuple(range(MIN_SEEDS)) == (0, 1, 2, 3, 4)
     assert (
-        plan([copy_task], **args, seeds=None)[0][1]
+        experiment_registry.plan([copy_task], **args, seeds=None)[0][1]
         == default
-        == plan([copy_task], **args, seeds=MIN_SEEDS)[0][1]
+        == experiment_registry.plan([copy_task], **args, seeds=MIN_SEEDS)[0][1]
     )
 
 
 @pytest.mark.parametrize("n", [0, -1, MAX_SEEDS + 1])
 def test_the_plan_refuses_a_seed_count_out_of_range(copy_task, n):
     with pytest.raises(ValueError, match="seed rule takes 1 to"):
-        plan([copy_task], seed=0, device="cpu", seeds=n)
+        experiment_registry.plan([copy_task], seed=0, device="cpu", seeds=n)
     with pytest.raises(AttnError) if n < 1 else contextlib.nullcontext():
         exp.verify_config(exp.Config(), seeds=n)
 

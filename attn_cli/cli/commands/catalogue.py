@@ -307,8 +307,8 @@ def _write_junit(junit: Path | None, checked: VerifyReport | AllReport) -> None:
     """``--junit FILE``: the checks as JUnit XML."""
     if junit:
         from attn_cli import experiment_registry
+        from attn_cli.regenerate import write_junit
         from attn_cli.render import console
-        from attn_cli.report_files import write_junit
 
         console.note(f"wrote {write_junit(junit, checked.outcomes, checked.runs, experiment_registry.Registry.load())}")
 
