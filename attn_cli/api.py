@@ -59,10 +59,9 @@ def _listed(value: Any) -> list:
 def command_line(command: str, *args: Any, **options: Any) -> list[str]:
     """The ``attn`` arguments that stand for these Python arguments (as :func:`run` shows them).
 
-    An option by its long name with underscores (``batch_size`` for ``--batch-size``) or by
-    its parameter name (``formats``); a flag by a bool (``quick=True``); several values by a
-    list (``lengths=[4, 8]``); None leaves the default.  A name the command lacks becomes
-    ``--that-name``, which click refuses as the CLI does.
+    An option by its long name with underscores (``batch_size`` for ``--batch-size``) or its parameter
+    name (``formats``); a flag by a bool (``quick=True``); several values by a list (``lengths=[4, 8]``);
+    None leaves the default; a name the command lacks becomes ``--that-name``.
 
     Examples:
         >>> command_line("copy-task", lengths=[4, 8], steps=300, quick=True)
@@ -81,29 +80,19 @@ def command_line(command: str, *args: Any, **options: Any) -> list[str]:
     return argv + (["--", *map(str, words)] if words else [])
 
 
-def _context(cmd: click.Command, args: tuple, options: dict[str, Any], out: str) -> click.Context:
-    """The command's context, its parameters reading these values as click reads the words it parsed
-    (eager ones first; environment variables, defaults, types, callbacks): no command line is parsed."""
+def _context(command: str, args: tuple, options: dict[str, Any], out: str) -> click.Context:
+    """The command's context, its parameters reading these values as click reads a command line's words
+    (eager ones first; environment variables, defaults, types, callbacks), with no command line parsed."""
     from attn_cli.cli import check_utf8_words
 
-    ctx = click.Context(cmd, info_name=f"attn {cmd.name}")
-    params = cmd.get_params(ctx)
+    ctx = click.Context(_command(command), info_name=f"attn {command}")
+    params = ctx.command.get_params(ctx)
     given, words = _given(params, args, options)
     check_utf8_words([str(v) for _, _, value in given for v in _listed(value)] + [str(w) for w in words])
     if unknown := [name for name, p, _ in given if p is None]:  # as click's parser refuses it
         shown = [o for p in params if isinstance(p, click.Option) for o in (*p.opts, *p.secondary_opts)]
         raise click.NoSuchOption("--" + unknown[0].replace("_", "-"), possibilities=shown, ctx=ctx)
-    known = [(p, value) for _, p, value in given if p is not None and p.name != "as_json"]  # nothing printed
-    values: dict[str, Any] = {"out": out}
-    for p, value in known:
-        values[p.name] = [*values.get(p.name, []), *_listed(value)] if p.multiple else value
-    arguments = [p for p in params if isinstance(p, click.Argument)]
-    for p in arguments:
-        n = len(words) if p.nargs == -1 else p.nargs
-        if words[:n]:
-            values[p.name] = words[0] if p.nargs == 1 else tuple(words[:n])
-        words = words[n:]
-    order = [p for p, _ in known] + [p for p in params if p.name == "out"] + arguments
+    values, order, words = _values(params, given, words, out)
     with ctx.scope(cleanup=False):
         for p in click.core.iter_params_for_processing(order, params):
             p.handle_parse_result(ctx, values, [])
@@ -114,26 +103,48 @@ def _context(cmd: click.Command, args: tuple, options: dict[str, Any], out: str)
     return ctx
 
 
-def _out_folder(out: str | Path | None) -> contextlib.AbstractContextManager[str]:
-    """``--out``: the caller's folder, or a private temporary one that nothing is written to."""
-    return contextlib.nullcontext(str(out)) if out is not None else tempfile.TemporaryDirectory(prefix="attn-api-")
+def _values(params: list[click.Parameter], given: list, words: list, out: str) -> tuple[dict, list, list]:
+    """What click's parser hands the parameters: the values by name (a list for a multiple option, a
+    tuple for ``nargs=-1``), the parameters in the order given (options, ``--out``, arguments), the
+    words no argument takes."""
+    known = [(p, value) for _, p, value in given if p.name != "as_json"]  # nothing is printed
+    values: dict[str, Any] = {"out": out}
+    for p, value in known:
+        values[p.name] = [*values.get(p.name, []), *_listed(value)] if p.multiple else value
+    arguments = [p for p in params if isinstance(p, click.Argument)]
+    for p in arguments:
+        n = len(words) if p.nargs == -1 else p.nargs
+        if words[:n]:
+            values[p.name] = words[0] if p.nargs == 1 else tuple(words[:n])
+        words = words[n:]
+    return values, [p for p, _ in known] + [p for p in params if p.name == "out"] + arguments, words
 
 
 @contextlib.contextmanager
-def _callers_state() -> Iterator[None]:
-    """The caller's ``os.environ`` (the numeric mode's pins) and torch's thread count, restored after
-    the block.  A worker process importing the caller's script (no ``__main__`` guard) leaves at once
-    with :data:`MAIN_GUARD_EXIT`; the script's own process raises a ConfigError."""
+def _call(out: str | Path | None) -> Iterator[str]:
+    """One call in ``--out`` (the caller's folder, or a private temporary one nothing is written to):
+    what the CLI refuses with exit 2 raises ConfigError with the message it prints after ``Error:``;
+    the caller's ``os.environ`` (the numeric mode's pins) and torch's thread count are restored after.
+    A worker process importing the caller's script (no ``__main__`` guard) leaves at once."""
     import multiprocessing
 
+    from attn_cli.errors import BadConfig, ConfigError
     from attn_cli.experiments.copy_task.engines import MAIN_GUARD_EXIT
 
     if getattr(multiprocessing.current_process(), "_inheriting", False):
         os._exit(MAIN_GUARD_EXIT)
     environ = dict(os.environ)
     threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+    folder = contextlib.nullcontext(str(out)) if out is not None else tempfile.TemporaryDirectory(prefix="attn-api-")
     try:
-        yield
+        with folder as where:
+            yield where
+    except click.UsageError as exc:
+        raise ConfigError(exc.format_message()) from None
+    except BadConfig as exc:
+        raise ConfigError(str(exc)) from None
+    except click.exceptions.Exit as exc:  # --help: nothing to run
+        raise ConfigError(f"nothing to run (exit {exc.exit_code})") from None
     finally:
         if "torch" in sys.modules:  # fix torch's kernels under this call's pins: a later call in
             from attn_cli.core import numerics  # another mode is then refused before any work
@@ -144,22 +155,6 @@ def _callers_state() -> Iterator[None]:
             os.environ.update(environ)
         if threads is not None and sys.modules["torch"].get_num_threads() != threads:
             sys.modules["torch"].set_num_threads(threads)
-
-
-@contextlib.contextmanager
-def _config_errors() -> Iterator[None]:
-    """What the command line refuses with exit 2 raised as :class:`attn_cli.ConfigError`, with the
-    message the CLI prints after ``Error:``: a notebook never sees click's exceptions or SystemExit."""
-    from attn_cli.errors import BadConfig, ConfigError
-
-    try:
-        yield
-    except click.UsageError as exc:
-        raise ConfigError(exc.format_message()) from None
-    except BadConfig as exc:
-        raise ConfigError(str(exc)) from None
-    except click.exceptions.Exit as exc:  # --help, --version: nothing to run
-        raise ConfigError(f"nothing to run (exit {exc.exit_code})") from None
 
 
 @dataclass
@@ -239,10 +234,9 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
         raise ConfigError(f"attn {command} is not one run" + (f"; use attn_cli.{instead}()" if instead else ""))
     started = time.perf_counter()
     figures: list = []
-    with _callers_state(), _config_errors(), _out_folder(out) as folder:
-        cmd = _command(command)
-        with _context(cmd, args, options, folder) as ctx:
-            job = cmd.invoke(ctx)  # the command's options read and checked: its Job, not yet run
+    with _call(out) as folder:
+        with _context(command, args, options, folder) as ctx:
+            job = ctx.command.invoke(ctx)  # the command's options read and checked: its Job, not yet run
         argv = command_line(command, *args, **options)
         if not isinstance(job, Job):
             raise ConfigError(f"attn {shlex.join([command, *argv])} runs no experiment")

@@ -1,6 +1,5 @@
-"""The Python API of ``attn verify``, ``attn all`` and ``attn list``: :func:`verify`,
-:func:`regenerate_all` and :func:`artifacts`, their options read by the commands themselves and
-their results returned as values (:class:`Verification`, :class:`Report`, :class:`Entry`)."""
+"""The Python API of ``attn verify``, ``attn all`` and ``attn list``: their options read by the commands
+themselves, their results returned as values (:class:`Verification`, :class:`Report`, :class:`Entry`)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.api import _callers_state, _command, _config_errors, _context, _json_data, _out_folder
+from attn_cli.api import _call, _context, _json_data
 from attn_cli.render.html import outcomes_html
 
 if TYPE_CHECKING:
@@ -44,9 +43,8 @@ class Verification:
         return _json_data(records.record(self.outcomes, self.header))
 
     def _repr_html_(self) -> str:
-        return f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>" + outcomes_html(
-            self.outcomes
-        )
+        head = f"<p><b>{html.escape(self.summary)}</b><br/>{html.escape(self.coverage)}</p>"
+        return head + outcomes_html(self.outcomes)
 
 
 def verify(*only: str, **options: Any) -> Verification:
@@ -60,7 +58,7 @@ def verify(*only: str, **options: Any) -> Verification:
 
     if options.pop("out", None) is not None:
         raise ConfigError("verify() writes no file; regenerate_all(out) writes the report")
-    with _parsed("verify", None, only, options) as (_, only, keywords):
+    with _read("verify", None, only, options) as (_, only, keywords):
         checked = regenerate.verify(only, **keywords)
     return Verification(
         outcomes=checked.outcomes,
@@ -73,17 +71,17 @@ def verify(*only: str, **options: Any) -> Verification:
 
 
 @contextlib.contextmanager
-def _parsed(
+def _read(
     command: str, out: str | Path | None, only: Iterable[str], options: dict
 ) -> Iterator[tuple[Common, Any, dict[str, Any]]]:
     """The command's own reading of these options (same checks, same errors): its Common, its ``--only``
-    and the keywords of :mod:`attn_cli.regenerate`'s functions (no progress display), for a block
-    run as :func:`attn_cli.run` runs (the caller's state kept, the CLI's usage errors as ConfigError)."""
+    and the keywords of :mod:`attn_cli.regenerate`'s functions (no progress display), for a block run
+    as one :func:`_call`, whose unknown ID or seed out of range is the CLI's usage error."""
     from attn_cli.cli.commands.catalogue import library_keywords, usage_errors
     from attn_cli.cli.options import _common
 
-    with _callers_state(), _config_errors(), _out_folder(out) as folder:
-        with _context(_command(command), (), {"only": list(only) or None, **options}, folder) as ctx:
+    with _call(out) as folder:
+        with _context(command, (), {"only": list(only) or None, **options}, folder) as ctx:
             params = dict(ctx.params)
             common = _common(params)  # as the command builds it
         keywords = {**library_keywords(common, params["n_seeds"], params["no_cache"]), "progress": None}
@@ -122,14 +120,11 @@ def regenerate_all(out: str | Path, *only: str, **options: Any) -> Report:
     """
     from attn_cli import regenerate
 
-    with _parsed("all", out, only, options) as (common, only, keywords):
+    with _read("all", out, only, options) as (common, only, keywords):
         done = regenerate.regenerate_all(out, only, formats=common.formats, **keywords)
-    notes = [
-        *done.not_written,
-        *([done.quick_line] if done.quick_line else []),
-        *(f"{s.name} failed: {s.error}" for s in done.errors),
-    ]
-    return Report(out=Path(out), manifest=_json_data(done.manifest), ok=done.exit_code == 0, notes="\n".join(notes))
+    failed = [f"{s.name} failed: {s.error}" for s in done.errors]
+    notes = "\n".join([*done.not_written, *([done.quick_line] if done.quick_line else []), *failed])
+    return Report(out=Path(out), manifest=_json_data(done.manifest), ok=done.exit_code == 0, notes=notes)
 
 
 @dataclass(frozen=True)
