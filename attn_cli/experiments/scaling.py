@@ -164,10 +164,7 @@ def _measure_one(n: int, config: Config, gen: Generator, on_pass: Callable[[], N
     d = config.d_model
     q, k, v = (torch.randn(1, n, d, generator=gen).to(config.device) for _ in range(3))  # (1, n, d) each
 
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     for _ in range(config.warmup):
         scaled_dot_product_attention(q, k, v)
     sync()

@@ -137,17 +137,14 @@ def validate_result(result: Result, config: Config) -> None:
 
 
 def estimate_bytes(config: Config) -> int:
-    """The largest tensors any selected exercise holds at once (float64 to be safe):
-    copy-both data (ex1, 2, 5: a few (N, 16) matrices), the perceptron's points (ex1), the key
-    resamples (ex4: R x 8 x 8), the timed layer (ex6: (8, n, 256) inputs, (8, 64, n, n) scores
-    at the most heads) and ex12's held-out batch."""
+    """The largest tensors any selected exercise holds at once (float64 to be safe)."""
     n = config.timing_n
     return 8 * max(
-        8 * config.samples * 16,
-        4 * config.mlp_points * config.mlp_hidden,
-        8 * config.resamples * 64,
-        (6 * 8 * n * 256 + 2 * 8 * 64 * n * n) // 2,
-        8 * 4096 * 2 * 16,
+        8 * config.samples * 16,  # copy-both data (ex1, 2, 5: a few (N, 16) matrices)
+        4 * config.mlp_points * config.mlp_hidden,  # the perceptron's points (ex1)
+        8 * config.resamples * 64,  # the key resamples (ex4: R x 8 x 8)
+        (6 * 8 * n * 256 + 2 * 8 * 64 * n * n) // 2,  # ex6: (8, n, 256) inputs, (8, 64, n, n) scores at 64 heads
+        8 * 4096 * 2 * 16,  # ex12's held-out batch
     )
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from attn_cli.experiments.exercises.common import Config, ProgressCallback
 
 if TYPE_CHECKING:
-    from torch import Generator, Tensor
+    from torch import Tensor
 
 TITLE = "what the bound counts"
 MIN_SAMPLES = 200  # the sampled estimate uses max(MIN_SAMPLES, samples // 5) examples
@@ -47,10 +47,9 @@ def _kron_eye(X: Tensor) -> Tensor:
 
 
 def population_error(A: Tensor) -> float:
-    """Best relative squared error of [v_1..v_k] from (A kron I_c) v, from the covariances."""
+    """Best relative squared error of [v_1..v_k] from (A kron I_c) v, from the covariances (A: float64)."""
     import torch
 
-    A = A.to(torch.float64)
     k = A.shape[1]
     cov_tm = _kron_eye(A.T)  # (k c, h c)  E[t m^T]
     cov_m = _kron_eye(A @ A.T)  # (h c, h c)  E[m m^T]
@@ -58,20 +57,10 @@ def population_error(A: Tensor) -> float:
     return 1.0 - (explained / (k * VALUE_DIM)).item()
 
 
-def sampled_error(A: Tensor, n: int, gen: Generator) -> float:
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.measure import readout_error
-
-    k = A.shape[1]
-    V = torch.randn(2, n, k, VALUE_DIM, generator=gen, dtype=torch.float64)  # train, test
-    M = torch.einsum("hk,snkc->snhc", A.to(torch.float64), V).reshape(2, n, -1)  # (2, N, h c)
-    T = V.reshape(2, n, -1)  # (2, N, k c)
-    return readout_error(M[0], T[0], driver="gelsd", held_out=(M[1], T[1]), squared=True)
-
-
-def run(config: Config, progress: ProgressCallback = None) -> Result:
-    import torch
 
     gen = torch.Generator().manual_seed(config.seed)
     n = max(MIN_SAMPLES, config.samples // 5)
@@ -86,5 +75,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     for kind, A in mats:
         h, k = A.shape
         rank = int(torch.linalg.matrix_rank(A).item())
-        rows.append(Row(kind, h, k, rank, 1 - rank / k, population_error(A), sampled_error(A, n, gen), A.min().item()))
+        V = torch.randn(2, n, k, VALUE_DIM, generator=gen, dtype=torch.float64)  # train, test
+        M = torch.einsum("hk,snkc->snhc", A, V).reshape(2, n, -1)  # (2, N, h c)
+        T = V.reshape(2, n, -1)  # (2, N, k c)
+        sampled = readout_error(M[0], T[0], driver="gelsd", held_out=(M[1], T[1]), squared=True)
+        rows.append(Row(kind, h, k, rank, 1 - rank / k, population_error(A), sampled, A.min().item()))
     return Result(value_dim=VALUE_DIM, samples=n, rows=rows, max_gap=max(abs(r.population - r.bound) for r in rows))

@@ -6,12 +6,9 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from attn_cli.experiments.exercises.common import DIM, Config, ProgressCallback
-
-if TYPE_CHECKING:
-    from torch import Tensor
 
 TITLE = "head pruning"
 HEADS = ((1.0, 0.0), (0.88, 0.12), (0.88, 0.12))  # the exercise's three heads
@@ -55,14 +52,6 @@ class Result:
         """(one-shot, greedy) evaluations to prune ``h`` heads (for the table's reading): the full
         set and each single removal, h + 1; greedy down to one, 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2."""
         return h + 1, h * (h + 1) // 2
-
-
-def float32_spread(M: Tensor, target: Tensor, repeats: int = 4) -> float:
-    """max - min of the text's float32 gelsy readout_error over repeated identical solves."""
-    from attn_cli.core.measure import readout_error
-
-    errors = [readout_error(M, target, driver=None) for _ in range(repeats)]  # the text's gelsy, on purpose
-    return max(errors) - min(errors)
 
 
 Error = Callable[[tuple[int, ...]], float]  # the readout error of a subset of heads (0-based)
@@ -124,9 +113,10 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     error.cache_clear()
     _greedy(error, everything, stop=False)
     to_one = error.cache_info().misses
-    spread = float32_spread(torch.cat([mixtures[1], mixtures[2]], 1), target)
+    pair = torch.cat([mixtures[1], mixtures[2]], 1)  # the duplicate pair, solved by the text's float32 gelsy
+    spread = [readout_error(pair, target, driver=None) for _ in range(4)]  # repeated identical solves
     return Result(
-        float32_spread=spread,
+        float32_spread=max(spread) - min(spread),
         heads=[list(hd) for hd in HEADS],
         tau=TAU,
         full_error=full,

@@ -39,15 +39,6 @@ class Result:
     ratio_expression: str = "(d + m d + m) / (d + m)"
 
 
-def terms(n: int, m: int, d: int) -> tuple[int, int, int]:
-    return 4 * n * d * d, 4 * m * d * d, 4 * n * m * d
-
-
-def per_token(m: int, d: int) -> tuple[int, int]:
-    """(recompute, cached) FLOPs of one decoder step cross-attending to m source tokens."""
-    return 4 * d * d + 4 * m * d * d + 4 * m * d, 4 * d * d + 4 * m * d
-
-
 def count_flops(fn: Callable[..., object]) -> int:
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -69,12 +60,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     rows = []
     for n, m in SHAPES:
         A, B = torch.empty(1, n, d, device="meta"), torch.empty(1, m, d, device="meta")
-        parts = terms(n, m, d)
+        parts = (4 * n * d * d, 4 * m * d * d, 4 * n * m * d)  # W_q and W_o, W_k and W_v, scores and mixing
         rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=count_flops(lambda A=A, B=B: mha(A, B, B))))
     x = torch.empty(1, 1, d, device="meta")  # the new decoder token
     B = torch.empty(1, SOURCE, d, device="meta")
     K, V = mha.W_k(B), mha.W_v(B)  # cached once: (1, m, d)
-    recompute, cached = per_token(SOURCE, d)
+    m = SOURCE  # one decoder step's FLOPs, recomputing K and V or reading them from the cache:
+    recompute, cached = 4 * d * d + 4 * m * d * d + 4 * m * d, 4 * d * d + 4 * m * d
     recompute_counted = count_flops(lambda: mha(x, B, B))
     cached_counted = count_flops(lambda: attend_heads(mha.W_q(x), K, V, h, mha.W_o))  # (1, 1, d)
     ratio, ratio_counted = recompute / cached, recompute_counted / cached_counted

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from attn_cli.experiments.exercises.common import Config, ProgressCallback
 
 if TYPE_CHECKING:
-    from torch import Generator, Tensor, nn
+    from torch import Tensor, nn
 
 TITLE = "multi-query and grouped-query attention"
 D_MODEL, HEADS, GROUPS, BYTES = 4096, 32, 8, 2  # the exercise's d, h, g, 16-bit
@@ -71,24 +71,11 @@ def grouped_attention(d: int, h: int, g: int) -> nn.Module:
     return GroupedQueryAttention()
 
 
-def _shared_value_error(p: int, n: int, gen: Generator) -> float:
-    """Two query heads (SHARED_WEIGHTS) sharing a random W_v (p x c)."""
-    import torch
-
-    from attn_cli.core.measure import readout_error
-
-    V = torch.randn(2, n, VALUE_DIM, generator=gen, dtype=torch.float64)  # v1, v2: (N, c)
-    W_v = torch.randn(p, VALUE_DIM, generator=gen, dtype=torch.float64)
-    heads = [a * V[0] + b * V[1] for a, b in SHARED_WEIGHTS]  # two distinct mixtures
-    M = torch.cat([m @ W_v.T for m in heads], 1)  # (N, 2p): what the shared value head passes on
-    T = torch.cat([V[0], V[1]], 1)  # (N, 2c)
-    return readout_error(M, T, driver="gelsd")
-
-
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
     from attn_cli.core.attention import count_parameters
+    from attn_cli.core.measure import readout_error
     from attn_cli.experiments.exercises.ex07_cross_cost import count_flops
 
     d, h, n = D_MODEL, HEADS, TOKENS
@@ -103,8 +90,11 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         flops_formula = 4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d
         schemes.append(Scheme(name, g, params, params_formula, flops, flops_formula, 2 * g * p * BYTES, 2 * g * p))
     gen = torch.Generator().manual_seed(config.seed)
-    shared = [
-        SharedRow(q, _shared_value_error(q, SHARED_SAMPLES, gen), (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5)
-        for q in SHARED_WIDTHS
-    ]
+    shared = []
+    for q in SHARED_WIDTHS:  # part 3: two query heads (SHARED_WEIGHTS) sharing a random W_v (q x c)
+        V = torch.randn(2, SHARED_SAMPLES, VALUE_DIM, generator=gen, dtype=torch.float64)  # v1, v2: (N, c)
+        W_v = torch.randn(q, VALUE_DIM, generator=gen, dtype=torch.float64)
+        M = torch.cat([(a * V[0] + b * V[1]) @ W_v.T for a, b in SHARED_WEIGHTS], 1)  # (N, 2q): what W_v passes on
+        error = readout_error(M, torch.cat([V[0], V[1]], 1), driver="gelsd")
+        shared.append(SharedRow(q, error, (1 - min(q, VALUE_DIM) / VALUE_DIM) ** 0.5))
     return Result(d, h, p, n, schemes, [list(w) for w in SHARED_WEIGHTS], shared)
