@@ -150,25 +150,18 @@ def plan(
     the plan hands to torch must be in its range (:class:`~attn_cli.errors.SeedOutOfRange`)."""
     from attn_cli.published.seed_rule import MAX_SEEDS
 
-    cluster: dict[str, Any] = {}
+    fields: dict[str, Any] = dict(seed=seed, device=device, use_cache=use_cache)
     if scheduler and any(exp.slow for exp in experiments):
         from attn_cli.experiments.copy_task.cluster import plan_keywords
 
-        cluster = plan_keywords(scheduler, scheduler_from, worker_wait)
+        fields.update(plan_keywords(scheduler, scheduler_from, worker_wait))
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
         raise ValueError(f"the seed rule takes 1 to {MAX_SEEDS} seeds, not {seeds}")
     made: Plan = []
     for exp in experiments:
         reduced = smoke or (quick and exp.slow)
         config = exp.config(
-            seed=seed,
-            device=device,
-            quick=reduced,
-            use_cache=use_cache,
-            engine="fast" if smoke else None,
-            verify=not reduced,
-            verify_seeds=seeds,
-            **cluster,
+            quick=reduced, engine="fast" if smoke else None, verify=not reduced, verify_seeds=seeds, **fields
         )
         made.append((exp, config, QUICK if reduced else None))
     for exp, config, _ in made:

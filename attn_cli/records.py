@@ -17,6 +17,7 @@ from typing import Any
 FORMAT = "attn-checks/1"
 FAILING = ("fail", "n/a")
 _IGNORED = ("timing", "format", "command")  # header fields that differ between any two runs
+_NAMES = {"numerics.mode": "numerics", "numerics.isa": "CPU kernels"}  # else the key, less "versions."
 
 
 def header(*, command: str, where: dict, device: str, seed: int, seeds: int | None, quick: bool) -> dict:
@@ -187,10 +188,6 @@ def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _name(key: str) -> str:
-    return {"numerics.mode": "numerics", "numerics.isa": "CPU kernels"}.get(key, key.removeprefix("versions."))
-
-
 def diff(before: Loaded, after: Loaded) -> Diff:
     notes = [
         f"{side.path} has no header (an earlier attn's bare list)" for side in (before, after) if side.header is None
@@ -198,7 +195,8 @@ def diff(before: Loaded, after: Loaded) -> Diff:
     header = []
     if before.header is not None and after.header is not None:
         a, b = _flat(before.header), _flat(after.header)
-        header = [(_name(k), a.get(k), b.get(k)) for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+        names = {k: _NAMES.get(k, k.removeprefix("versions.")) for k in dict.fromkeys([*a, *b])}
+        header = [(name, a.get(k), b.get(k)) for k, name in names.items() if a.get(k) != b.get(k)]
     old = {c["id"]: c for c in before.checks}
     new = {c["id"]: c for c in after.checks}
     return Diff(

@@ -58,8 +58,7 @@ class _Report:
 
 @dataclass(kw_only=True)
 class VerifyReport(_Report):
-    """``attn verify``: every selected check with its verdict, and where it was computed; ``files``:
-    verify.html and verify.json, when out was given."""
+    """``attn verify``: every selected check with its verdict, and where it was computed."""
 
     summary: str  # "85 measured and 10 rules passed; 33 identities shown"
     seconds: float  # the runs and the comparison
@@ -73,8 +72,7 @@ class VerifyReport(_Report):
 
 @dataclass(kw_only=True)
 class AllReport(_Report):
-    """``attn all``: the sections written, the checks judged once, the manifest and every file
-    written (the three report files last)."""
+    """``attn all``: the sections written, the checks judged once, the manifest and the files."""
 
     out: Path
     quick: bool  # a smoke run: nothing judged
@@ -235,8 +233,8 @@ def _manifest(report: AllReport, seed: int, seeds: int | None, device: str, seco
 
 
 def _write_verify_page(registry: Registry, artifact_ids: Iterable[str], out: Path, report: VerifyReport) -> list[Path]:
-    """``verify.json`` (the --json record) and ``verify.html`` (the checks as a page) in ``out``:
-    their own names, so an ``attn all`` report in the same folder is left alone."""
+    """``verify.json`` (the --json record) and ``verify.html``: names of their own, so an ``attn all``
+    report in the same folder is left alone."""
     files.write_json(out / "verify.json", report.record)
     manifest = {**report.header, "quick": False, "timing": {"seconds": round(report.seconds, 3)}}  # the page's facts
     page = html.index_html(
@@ -305,8 +303,7 @@ def write_section(
     command: str,
     outcomes: Sequence[Outcome] = (),
 ) -> Section:
-    """Write one run's ``<name>.json``, ``<name>.md`` and figures; its report section.
-    ``outcomes``: its checks' outcomes, the verdicts its tables mark."""
+    """Write one run's ``<name>.json``, ``<name>.md`` and figures, its tables marked with ``outcomes``."""
     exp = run.experiment
     section = Section(
         name=exp.name,
