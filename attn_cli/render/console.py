@@ -15,9 +15,7 @@ if TYPE_CHECKING:
 
 
 class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """A reader that left (``attn list | head``) is the CLI's to end, with exit 141, not rich's
-        ``SystemExit(1)``."""
+    def on_broken_pipe(self) -> None:  # a reader that left (attn list | head): exit 141, not rich's SystemExit(1)
         raise BrokenPipeError(32, "Broken pipe")
 
 
@@ -50,8 +48,7 @@ def mark(ok: bool | None) -> Cell:
 
 
 def beside(text: str, ok: bool, published: str, difference: str = "") -> Text:
-    """A regenerated value, ``=`` (or ``≠`` and the difference) by its check's verdict, then
-    the published value, dimmed."""
+    """A regenerated value, ``=`` (or ``≠`` and the difference) by its verdict, the published one dimmed."""
     sign = ("=", "green") if ok else ("≠" + (f" ({difference})" if difference else ""), "red")
     return styled(f"{text} ", sign, " ", (published, "dim"), verdict="pass" if ok else "fail")
 

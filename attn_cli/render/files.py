@@ -47,10 +47,9 @@ def save_figure(
     tight_layout: dict | None = None,
     keep: list[tuple[str, Figure]] | None = None,
 ) -> list[Path]:
-    """Save a matplotlib figure once per format (each replaces ``path``'s suffix), atomically; the
-    one place figures are saved.  Vector formats keep text as text and carry no date (reproducible
-    bytes); ``metadata`` goes into the PNG only; ``keep`` gets ``(file name, figure)`` (the Python
-    API's figures).  Returns the paths written, in the order of ``formats``."""
+    """Save a figure once per format (each replaces ``path``'s suffix), atomically: the one place
+    figures are saved.  Vector formats keep text as text and carry no date (reproducible bytes);
+    ``metadata`` goes into the PNG only; ``keep`` gets ``(file name, figure)`` (the Python API's)."""
     import matplotlib
 
     path = Path(path)
@@ -68,11 +67,8 @@ def save_figure(
             fig.tight_layout(**tight_layout)
         with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
             for fmt in wanted:
-                extra: Any = {  # keyword arguments of savefig, per format
-                    "png": {"metadata": metadata} if metadata else {},
-                    "svg": {"metadata": {"Date": None}},
-                    "pdf": {"metadata": {"CreationDate": None}},
-                }[fmt]
+                meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": metadata}[fmt]  # no date in vectors
+                extra: Any = {"metadata": meta} if meta else {}
                 target = path.with_suffix("." + fmt)
                 with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
                     fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
@@ -93,10 +89,9 @@ def _json_default(obj: Any) -> Any:
 
 
 def result_json(result: Any, outcomes: Any = None) -> Any:
-    """A result as a JSON-ready dict (every command's JSON, ``attn all``'s ``<name>.json``), its
-    numeric mode recorded in its ``config``; ``published_beside(outcomes)``'s fields replace the
-    dumped ones.  The fields the Result class names in ``TIMING`` (``"runs.*.seconds"``) move under
-    ``timing``, so the rest is the same, byte for byte, for two runs with the same seed."""
+    """A result as a JSON-ready dict (every command's JSON, ``attn all``'s ``<name>.json``), its numeric
+    mode in its ``config``, ``published_beside(outcomes)``'s fields over the dumped ones, and the fields
+    its class names in ``TIMING`` under ``timing``: the rest is the same, byte for byte, for one seed."""
     obj = dataclasses.asdict(result) if dataclasses.is_dataclass(result) and not isinstance(result, type) else result
     if outcomes is not None and hasattr(result, "published_beside"):
         obj.update(result.published_beside(outcomes))
@@ -106,7 +101,7 @@ def result_json(result: Any, outcomes: Any = None) -> Any:
 
 
 def split_timing(obj: dict, paths: Iterable[str]) -> dict:
-    """Move the values at ``paths`` out of ``obj`` into ``obj["timing"]`` (in place)."""
+    """Move the values at ``paths`` (``"runs.*.seconds"``) out of ``obj`` into ``obj["timing"]`` (in place)."""
     timing: dict = {}
     for path in paths:
         _move(obj, timing, path.split("."))

@@ -1,7 +1,5 @@
-"""``index.html``: the report as one page people open in a browser.
-
-Design notes: ``docs/design.md``, section ``attn_cli.render.html``.
-"""
+"""``index.html``, the report as one page for a browser (``docs/design.md``, ``attn_cli.render.html``),
+and a Run's checks and figures for Jupyter."""
 
 from __future__ import annotations
 

@@ -57,9 +57,9 @@ def manifest(
     outcomes: Sequence = (),
     quick_note: str | None = None,
 ) -> dict:
-    """``manifest.json``: catalogue ID -> files, configurations, versions, machine, seconds, the
-    checks counted by status, each check not judged with the reason, and (where a trained value
-    was judged) check ID -> the seed rule's interval."""
+    """``manifest.json``: catalogue ID -> files, each experiment's IDs, command, configuration, files
+    and error, versions, machine, seconds, the checks counted by status, each check not judged with
+    the reason, and (where a trained value was judged) check ID -> the seed rule's interval."""
     record = {
         "command": command,
         "quick": quick,
@@ -81,35 +81,25 @@ def manifest(
         "coverage": coverage,
         "artifacts": _artifacts(sections),
         "missing": missing,
-        "experiments": _experiments(sections),
+        "experiments": {
+            s.name: {
+                "artifacts": s.ids,
+                "command": s.command,
+                "config": s.config,
+                "files": s.data + s.figures,
+                "error": s.error,
+            }
+            for s in sections
+        },
     }
-    intervals = _intervals(outcomes)
-    if intervals:
-        record["intervals"] = intervals
-    return record
-
-
-def _experiments(sections: Sequence[Section]) -> dict[str, dict]:
-    """Experiment -> the catalogue IDs it regenerates, its command, configuration, files and error."""
-    return {
-        s.name: {
-            "artifacts": s.ids,
-            "command": s.command,
-            "config": s.config,
-            "files": s.data + s.figures,
-            "error": s.error,
-        }
-        for s in sections
-    }
-
-
-def _intervals(outcomes: Sequence) -> dict[str, Any]:
-    """A trained value judged over seeds: check ID -> the seed rule's interval; none in a quick run."""
-    return {
+    intervals = {  # none in a quick run
         o.check.id: o.regenerated.interval().record()
         for o in outcomes
         if o.status in ("pass", "fail") and callable(getattr(o.regenerated, "interval", None))
     }
+    if intervals:
+        record["intervals"] = intervals
+    return record
 
 
 def _artifacts(sections: Sequence[Section]) -> dict[str, dict]:
@@ -132,8 +122,8 @@ def _artifacts(sections: Sequence[Section]) -> dict[str, dict]:
 
 
 def engines_of(config: dict) -> str:
-    """The engine of a configuration: ``"exact"``, or where the seeds after the first train
-    on another one, ``"exact for seed 0, fast for seeds 1 2 3 4"``."""
+    """``"exact"``, or where the seeds after the first train on another engine, ``"exact for seed 0,
+    fast for seeds 1 2 3 4"``."""
     seeds = list(config.get("seeds") or [config.get("seed")])
     extra = config.get("extra_seed_engine")
     if not extra or extra == config["engine"] or len(seeds) < 2:

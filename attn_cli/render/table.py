@@ -157,23 +157,27 @@ def md_escape(text: Any, cell: bool = True) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>") if cell else text
 
 
-def table_markdown(table: Table) -> str:
-    """A pipe table, its title in bold above and its caption in italics below."""
-    lines = [f"**{md_escape(table.title, cell=False)}**", ""] if table.title else []
+def _caption_lines(table: Table) -> list[str]:
+    return [line.strip() for line in plain(table.caption).splitlines() if line.strip()]
+
+
+def _markdown(block: Block) -> str:
+    """A paragraph, or a pipe table with its title in bold above and its caption in italics below."""
+    if not isinstance(block, Table):
+        return md_escape(plain(block).strip(), cell=False)
+    lines = [f"**{md_escape(block.title, cell=False)}**", ""] if block.title else []
     align = {"right": "---:", "center": ":---:"}
-    lines.append("| " + " | ".join(md_escape(c.header) or " " for c in table.columns) + " |")
-    lines.append("| " + " | ".join(align.get(c.justify, "---") for c in table.columns) + " |")
-    lines += ["| " + " | ".join(md_escape(plain(c)) for c in row) + " |" for row in table.rows]
-    caption = [line.strip() for line in plain(table.caption).splitlines() if line.strip()]
-    if caption:
+    lines.append("| " + " | ".join(md_escape(c.header) or " " for c in block.columns) + " |")
+    lines.append("| " + " | ".join(align.get(c.justify, "---") for c in block.columns) + " |")
+    lines += ["| " + " | ".join(md_escape(plain(c)) for c in row) + " |" for row in block.rows]
+    if caption := _caption_lines(block):
         lines += [""] + [f"*{md_escape(line, cell=False)}*" for line in caption]
     return "\n".join(lines)
 
 
 def to_markdown(blocks: Sequence[Block]) -> str:
-    """Blocks as Markdown, separated by blank lines."""
-    out = [table_markdown(b) if isinstance(b, Table) else md_escape(plain(b).strip(), cell=False) for b in blocks]
-    return "\n\n".join(b for b in out if b)
+    """Blocks as Markdown, separated by blank lines (an empty paragraph left out)."""
+    return "\n\n".join(b for b in map(_markdown, blocks) if b)
 
 
 def esc(value: Any) -> str:
@@ -189,35 +193,31 @@ def _html_spans(cell: Cell) -> str:
     )
 
 
-def table_html(table: Table) -> str:
-    head = "".join(f"<th>{esc(c.header)}</th>" for c in table.columns)
+def _html(block: Block) -> str:
+    """A paragraph, or a table: its title as the caption, its caption in a note below (all escaped)."""
+    if not isinstance(block, Table):
+        return f'<p class="note">{_html_spans(block)}</p>'.replace("\n", "<br>")
     rows = []
-    for row in table.rows:
+    for row in block.rows:
         cells = []
-        for cell, column in zip(row, table.columns):
+        for cell, column in zip(row, block.columns):
             verdict = cell.verdict if isinstance(cell, Text) else ""
             classes = " ".join(c for c in (verdict, "num" if column.justify == "right" else "") if c)
             attr = f' class="{classes}"' if classes else ""
             cells.append(f"<td{attr}>{_html_spans(cell)}</td>".replace("\n", "<br>"))
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    parts = ['<div class="scroll"><table>']
-    if table.title:
-        parts.append(f"<caption>{esc(table.title)}</caption>")
-    parts.append(f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
-    caption = [esc(line.strip()) for line in plain(table.caption).splitlines() if line.strip()]
-    if caption:
-        parts.append('<p class="note">' + "<br>".join(caption) + "</p>")
-    return "".join(parts)
+    head = "".join(f"<th>{esc(c.header)}</th>" for c in block.columns)
+    title = f"<caption>{esc(block.title)}</caption>" if block.title else ""
+    caption = "<br>".join(esc(line) for line in _caption_lines(block))
+    return (
+        f'<div class="scroll"><table>{title}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        + (f'<p class="note">{caption}</p>' if caption else "")
+    )
 
 
 def to_html(blocks: Sequence[Block]) -> str:
-    """Blocks as HTML: a table each, a paragraph each (every text escaped)."""
-    out = [
-        table_html(b) if isinstance(b, Table) else f'<p class="note">{_html_spans(b)}</p>'.replace("\n", "<br>")
-        for b in blocks
-        if isinstance(b, Table) or plain(b).strip()
-    ]
-    return "\n".join(out)
+    """Blocks as HTML, a table or a paragraph each (an empty paragraph left out)."""
+    return "\n".join(_html(b) for b in blocks if isinstance(b, Table) or plain(b).strip())
 
 
 def to_csv(table: Table) -> str:
