@@ -144,23 +144,13 @@ def run_experiments(
 ) -> list[Run]:
     """:func:`run` for each ``(experiment, config, unjudged)``, not judged here (see :func:`compare`),
     no file written, a failure kept in its Run; ``on_start(exp)`` may return a progress callback."""
+    shared: dict[str, Any] = dict(cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     runs = []
     for exp, config, unjudged in plan:
         progress = on_start(exp) if on_start else None
-        run_ = run(
-            exp,
-            config,
-            unjudged=unjudged,
-            progress=progress,
-            cache_root=cache_root,
-            use_cache=use_cache,
-            judged=False,
-            keep_going=True,
-            numerics=numerics,
-        )
-        runs.append(run_)
+        runs.append(run(exp, config, unjudged=unjudged, progress=progress, judged=False, keep_going=True, **shared))
         if on_done:
-            on_done(run_)
+            on_done(runs[-1])
     return runs
 
 

@@ -74,7 +74,6 @@ class VerifyReport(_Report):
 class AllReport(_Report):
     """``attn all``: the sections written, the checks judged once, the manifest and the files."""
 
-    out: Path
     quick: bool  # a smoke run: nothing judged
     sections: list  # Section per experiment
     summary: str | None  # the verdicts per kind; None with --quick
@@ -193,7 +192,6 @@ def regenerate_all(
     done = _run(made, "all", progress, on_done=write, cache_root=cache_root, use_cache=use_cache, numerics=numerics)
     outcomes = _all_outcomes(registry, only, done, judged)
     report = AllReport(
-        out=out,
         quick=quick,
         runs=done,
         sections=sections,
