@@ -153,9 +153,6 @@ def option(*decls: str, **attrs: Any) -> Decorator:
     return click.option(*decls, **attrs)
 
 
-FIGURE_FORMATS = ("png", "svg", "pdf")  # as attn_cli.render.files.FIGURE_FORMATS (no matplotlib here)
-
-
 def _cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     """A folder name that can exist (one that cannot be used is a warning later, not an error)."""
     if value is None:
@@ -239,7 +236,7 @@ FORMAT = click.option(
     "--format",
     "formats",
     cls=MultiValueOption,
-    type=click.Choice(FIGURE_FORMATS),
+    type=click.Choice(("png", "svg", "pdf")),  # as attn_cli.render.files.FIGURE_FORMATS (no matplotlib here)
     default=("png",),
     show_default=True,
     metavar="png|svg|pdf...",

@@ -94,21 +94,17 @@ def _state(root: Path) -> tuple[dict, Cache | None]:
     from attn_cli.store import cache
 
     kind = _kind(root)
-    info: dict = {
-        "location": str(root),
-        "exists": kind == "folder",
-        "private": False,
-        "reason": {"folder": None, "missing": "not created yet"}.get(kind, f"{root} is not a folder ({kind})"),
-    }
-    if kind != "folder":
-        return info, None
-    try:
-        store = cache.Cache.open(root, create=False)
-    except cache.Unavailable as exc:
-        info["reason"] = str(exc)
-        return info, None
-    info["private"] = True
-    return info, store
+    reason = {"folder": None, "missing": "not created yet"}.get(kind, f"{root} is not a folder ({kind})")
+    info: dict = {"location": str(root), "exists": kind == "folder", "private": False, "reason": reason}
+    if kind == "folder":
+        try:
+            store = cache.Cache.open(root, create=False)
+        except cache.Unavailable as exc:
+            info["reason"] = str(exc)
+        else:
+            info["private"] = True
+            return info, store
+    return info, None
 
 
 def _counted(info: dict, per: dict, key: str) -> dict:
@@ -142,15 +138,14 @@ def _show_lines(info: dict) -> list[str]:
     from attn_cli.units import human_bytes
 
     state = "private" if info["private"] else f"not usable: {info['reason']}"
-    rows = info["experiments"]
-    width = max([len(name) for name in rows] + [5])
+    rows = {**info["experiments"], "total": info}
+    width = max(len(name) for name in rows)
     return [
         f"cache: {info['location']} ({state})",
         *(
             f"  {name:<{width}}  {_count(row['entries']):>12}  {human_bytes(row['bytes']):>9}"
             for name, row in rows.items()
         ),
-        f"  {'total':<{width}}  {_count(info['entries']):>12}  {human_bytes(info['bytes']):>9}",
     ]
 
 

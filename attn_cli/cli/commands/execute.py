@@ -17,7 +17,6 @@ from attn_cli.cli.options import Common
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from rich.console import Console
     from rich.progress import Progress, ProgressColumn, TaskID
 
     from attn_cli.experiment_registry import Experiment
@@ -131,6 +130,7 @@ def run_plan(
     """Run the plan under one progress display on stderr: a bar over the set, and a line for
     the steps of an experiment that reports them (the ``progress`` of :mod:`attn_cli.regenerate`)."""
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+    from rich.text import Text
 
     from attn_cli import pipeline
 
@@ -164,20 +164,13 @@ def run_plan(
         if on_done:
             on_done(run)
         progress.advance(task)
-        _print_finished(progress.console, run)
+        mark = "[red]failed[/]" if run.error else "[green]done[/]"  # then the cache's and the Result's notes
+        line = Text.from_markup(f"{mark} {run.name} ({run.seconds:.1f} s)")
+        progress.console.print(line + Text(f": {run.error}") if run.error else line, highlight=False)  # data: no markup
+        for note in run.notes:
+            progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False, markup=False)
 
     with progress:
         return pipeline.run_experiments(
             plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache, numerics=numerics
         )
-
-
-def _print_finished(console: Console, run: Run) -> None:
-    """An experiment of the plan finished: done or failed (with the error), then its notes."""
-    from rich.text import Text
-
-    mark = "[red]failed[/]" if run.error else "[green]done[/]"
-    line = Text.from_markup(f"{mark} {run.name} ({run.seconds:.1f} s)")
-    console.print(line + Text(f": {run.error}") if run.error else line, highlight=False)  # data: no markup
-    for note in run.notes:  # the cache's and the Result's
-        console.print(f"  {run.name}: {note}", style="yellow", highlight=False, markup=False)
