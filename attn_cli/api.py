@@ -29,10 +29,9 @@ NOT_A_RUN = {"all": "regenerate_all", "verify": "verify", "list": "artifacts", "
 def _command(name: str) -> click.Command:
     from attn_cli.cli import all_commands
 
-    commands = all_commands()
-    if name not in commands:
-        raise click.UsageError(f"No such command {name!r}; commands: {', '.join(sorted(commands))}.")
-    return commands[name]
+    if (cmd := all_commands().get(name)) is None:
+        raise click.UsageError(f"No such command {name!r}; commands: {', '.join(sorted(all_commands()))}.")
+    return cmd
 
 
 def _given(
@@ -166,13 +165,13 @@ class Run:
     argv: list[str]  # the equivalent command line: attn COMMAND ARGV
     result: Any  # the experiment's Result (a dataclass of plain values): pipeline.result
     outcomes: list  # attn_cli.Outcome per check of the command's catalogue IDs: pipeline.outcomes
-    tables: list = field(repr=False)  # blocks (attn_cli.render.table): the tables the CLI prints
-    files: list[Path] = field(repr=False)  # written into out= (empty without it)
-    notes: list[str] = field(repr=False)  # what the CLI prints on stderr (no progress display here)
-    seconds: float = field(repr=False)
-    _json: Any = field(repr=False, default=None)
-    _figures: list = field(repr=False, default_factory=list)
-    pipeline: Any = field(repr=False, default=None)  # the attn_cli.pipeline.Run the command went through
+    tables: list  # blocks (attn_cli.render.table): the tables the CLI prints
+    files: list[Path]  # written into out= (empty without it)
+    notes: list[str]  # what the CLI prints on stderr (no progress display here)
+    seconds: float
+    _json: Any = None
+    _figures: list = field(default_factory=list)
+    pipeline: Any = None  # the attn_cli.pipeline.Run the command went through
 
     def __repr__(self) -> str:
         return f"<Run {self.command_line!r}: {len(self.outcomes)} checks, {len(self._figures)} figures>"

@@ -24,9 +24,9 @@ class Verification:
     outcomes: list  # attn_cli.Outcome, in the checks' order
     summary: str  # "85 measured and 10 rules passed; 33 identities shown"
     coverage: str  # "coverage: 27/27 catalogue IDs checked"
-    experiments: dict[str, float] = field(repr=False, default_factory=dict)  # name -> seconds
-    errors: dict[str, str] = field(repr=False, default_factory=dict)  # name -> why it failed
-    header: dict = field(repr=False, default_factory=dict)  # versions, machine, numerics, seeds, date
+    experiments: dict[str, float] = field(default_factory=dict)  # name -> seconds
+    errors: dict[str, str] = field(default_factory=dict)  # name -> why it failed
+    header: dict = field(default_factory=dict)  # versions, machine, numerics, seeds, date
 
     def __repr__(self) -> str:
         return f"<Verification: {self.summary}; {self.coverage}>"
