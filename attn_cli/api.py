@@ -41,8 +41,8 @@ def _given(
     parameter name (None: the command lacks it); and the positional words, named ones first."""
     by_name: dict[str, click.Parameter] = {}
     for p in params:
-        for opt in (*p.opts, *getattr(p, "aliases", ())) if isinstance(p, click.Option) else ():
-            if opt.startswith("--"):
+        for opt in (*p.opts, *getattr(p, "aliases", ())):
+            if opt.startswith("--"):  # an argument's opts is its name
                 by_name.setdefault(opt[2:].replace("-", "_"), p)
         by_name.setdefault(p.name, p)
     given = [(name, by_name.get(name), value) for name, value in options.items() if value is not None]
