@@ -395,7 +395,7 @@ def test_a_worker_whose_torch_runs_other_kernels_is_refused_not_mixed():
 def _answer(**changes) -> tuple[dict, dict]:
     """A worker's answer for a tiny exact run, made in this process, and its cache key."""
     from attn_cli.core.copy_spec import RunOutcome, RunSpec
-    from attn_cli.experiments.copy_task.cache import cache_key, code_digest
+    from attn_cli.experiments.copy_task.config import cache_key, code_digest
 
     spec = RunSpec(model="plain", length=3, steps=2, eval_size=4)
     outcome = RunOutcome(
@@ -421,7 +421,7 @@ def _answer(**changes) -> tuple[dict, dict]:
 
 def _check(answer, key):
     from attn_cli.experiments.copy_task import cluster
-    from attn_cli.experiments.copy_task.cache import code_digest
+    from attn_cli.experiments.copy_task.config import code_digest
 
     return cluster._outcome(answer, key, "the run", code_digest())
 

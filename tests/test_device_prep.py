@@ -189,7 +189,7 @@ def test_a_cuda_key_changes_with_the_fast_switch(fake_gpu, monkeypatch):
 
 def test_the_copy_task_key_carries_the_gpu_on_cuda_only(fake_gpu):
     from attn_cli.core.copy_spec import RunSpec
-    from attn_cli.experiments.copy_task.cache import cache_key
+    from attn_cli.experiments.copy_task.config import cache_key
 
     spec = RunSpec(model="attention", length=4, seed=0, steps=1)
     assert "cuda" not in cache_key(spec, "fast", "cpu")["numerics"]

@@ -11,7 +11,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import torch
@@ -123,7 +123,7 @@ def train_group(
             opt.step(grad)
             if step % PROGRESS_EVERY == 0 or step == s0.steps:
                 if stop is not None and stop.is_set():
-                    raise _Stopped()
+                    raise CancelledError()  # the runs were stopped: noticed at a chunk boundary
                 if progress is not None:
                     for i, value in enumerate(loss.tolist()):
                         progress(i, step, s0.steps, value)
@@ -152,7 +152,7 @@ def train_kernel(
     done, final = 0, float("nan")
     while done < spec.steps:
         if stop is not None and stop.is_set():
-            raise _Stopped()
+            raise CancelledError()
         n = min(PROGRESS_EVERY, spec.steps - done)
         # n successive draws of the program's batch(B): one randint gives the same numbers
         src = torch.randint(0, 10, (n * B, T), generator=gen)  # (n B, T)
@@ -205,10 +205,6 @@ def _evaluate_outcomes(
         )
         for i, spec in enumerate(specs)
     ]
-
-
-class _Stopped(Exception):
-    """A worker noticed that the run was cancelled."""
 
 
 def run_fast(
@@ -302,7 +298,7 @@ def _run_tasks(work: Callable[[_Group], None], tasks: list[_Group], n_threads: i
     if n_threads == 1:
         for task in tasks:
             if stop.is_set():
-                raise _Stopped()
+                raise CancelledError()
             work(task)
         return
     pool = ThreadPoolExecutor(max_workers=n_threads)

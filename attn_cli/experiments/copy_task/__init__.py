@@ -16,21 +16,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
-from attn_cli.experiments.copy_task.cache import (
+from attn_cli.experiments.copy_task.config import (
     CACHE_SUBDIR,
     CODE_GLOBS,
-    cache_key,
-    cache_path,
-    load_cached,
-    max_entry_bytes,
-)
-from attn_cli.experiments.copy_task.config import (
     ENGINES,
     LOCAL_FIELDS,
     TEXT_LENGTHS,
     Config,
+    cache_key,
+    cache_path,
     check_memory,
     estimate_bytes,
+    load_cached,
+    max_entry_bytes,
     recorded,
     validate,
     verify_config,
@@ -55,7 +53,7 @@ if TYPE_CHECKING:
 
 ARTIFACTS = ("w9-copy-task", "w9-copy-task-map")
 SLOW = True  # minutes of training at the text's settings
-CACHED = False  # not its Result: each training run is cached on its own (cache.py), keyed by its code
+CACHED = False  # not its Result: each training run is cached on its own (config.py), keyed by its code
 CACHES_PIECES = True  # the pipeline hands run() the opened cache (store=): a Ctrl-C keeps the finished runs
 INTERRUPTED = "workers stopped; finished runs are cached, a rerun resumes from them"  # said after Ctrl-C
 # the catalogue's figures; with several seeds per cell also copy_task_seeds.png (+ .csv), which no entry lists

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
 from attn_cli.errors import AttnError
-from attn_cli.experiments.copy_task.cache import cache_key, check_outcome, code_digest
+from attn_cli.experiments.copy_task.config import cache_key, check_outcome, code_digest
 from attn_cli.experiments.copy_task.engines import WARM_MODULES, Done, Report, Todo, fast_engine, schedule
 from attn_cli.store.typed import InvalidEntry, revive
 
