@@ -110,8 +110,8 @@ def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> 
         raise click.BadParameter("an empty folder name; give a folder (--out . for this one)")
     path = Path(value)
     existing = path
-    while True:
-        if existing.is_symlink() and not existing.exists():  # dangling, or a loop
+    while not existing.exists() and existing.parent != existing:
+        if existing.is_symlink():  # dangling, or a loop
             try:
                 os.stat(existing)
             except OSError as exc:
@@ -121,8 +121,6 @@ def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> 
                     else f"a dangling symlink (to {os.readlink(existing)!r}, which does not exist)"
                 )
                 raise click.BadParameter(f"{str(existing)!r} is {what}") from None
-        if existing.exists() or existing.parent == existing:
-            break
         existing = existing.parent
     if not existing.is_dir():
         raise click.BadParameter(f"{str(existing)!r} exists and is not a directory")
