@@ -17,7 +17,6 @@ from attn_cli.published.compare import compare_result
 from attn_cli.published.copy_task import CHECK_IDS, check_id
 from attn_cli.published.seed_rule import interval
 from attn_cli.render import copy_task as render
-from attn_cli.render import copy_task_seeds
 from tests.conftest import assert_png, run_attn
 
 
@@ -67,7 +66,7 @@ def test_several_seeds_write_the_figure_and_a_csv_of_exactly_the_results_numbers
     assert png in paths and table in paths
     assert_png(png)
     rows = _read(table)
-    assert list(rows[0]) == list(copy_task_seeds.CSV_HEADER)
+    assert list(rows[0]) == list(render.CSV_HEADER)
     assert len(rows) == len(result.rows) * 3  # one per run and metric
     outcomes = compare_result(result, exp.ARTIFACTS)
     for row in rows:
@@ -120,7 +119,7 @@ def test_svg_too_when_asked(tmp_path):
 
 def test_the_render_module_imports_no_experiment():
     code = (
-        "import sys, attn_cli.render.copy_task_seeds; "
+        "import sys, attn_cli.render.copy_task; "
         "print(any(m.startswith('attn_cli.experiments') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

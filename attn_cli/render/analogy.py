@@ -6,9 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attn_cli.render.console import CheckRow, check_table, not_text_caption, verdict
+from attn_cli.render.table import Column, Table
+
 if TYPE_CHECKING:
     from attn_cli.experiments.analogy import Result
-    from attn_cli.render.console import CheckRow
 
 
 def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
@@ -16,9 +18,6 @@ def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    from attn_cli.render.console import check_table, not_text_caption, verdict
-    from attn_cli.render.table import Column, Table
-
     o = outcomes
 
     def checked(quantity: str, regenerated: str, check_id: str) -> CheckRow:

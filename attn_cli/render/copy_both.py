@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attn_cli.render.figures import new_figure
+from attn_cli.render.files import save_figure, write_csv
 from attn_cli.render.table import Column, Table
 
 if TYPE_CHECKING:
@@ -50,9 +52,6 @@ def tables(result: Result, outcomes: Mapping) -> list:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
     curve = result.curve
     out = Path(out)
     write_csv(

@@ -1,4 +1,6 @@
-"""Table and figures for ``attn copy-task`` (W9 2.3).
+"""Table and figures for ``attn copy-task`` (W9 2.3), and for a run with several seeds per cell
+``copy_task_seeds.png`` and ``.csv``, their distribution (design notes: ``docs/design.md``, section
+``attn_cli.render.copy_task``).
 
 Every published value and every verdict shown here (the marks, the near-diagonal line, the plot's
 published points, the CSV's published column) comes from the outcomes passed in: nothing here
@@ -15,26 +17,38 @@ from typing import TYPE_CHECKING, Any
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.compare import Outcome
 from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, METRICS, TEXT_SETTING, cell_of, check_id
-from attn_cli.published.seed_rule import FLOOR
+from attn_cli.published.seed_rule import FLOOR, LEVEL, interval
 from attn_cli.published.seed_rule import RULE as SEED_RULE
-from attn_cli.render import copy_task_seeds
 from attn_cli.render.console import beside
-from attn_cli.render.copy_task_seeds import COLOURS
+from attn_cli.render.figures import fill_heatmap, heatmap_frame, new_figure
+from attn_cli.render.files import save_figure, split_timing, write_csv, write_json
 from attn_cli.render.table import Cell, Table, Text, styled
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+
     from attn_cli.experiments.copy_task import Result
 
 ACCURACY_PNG = BY_ID["w9-copy-task"].files[0]  # copy_task_accuracy.png
 ACCURACY_CSV = "copy_task_accuracy.csv"
 ROWS_JSON = "copy_task_runs.json"
 MAP_PNG = BY_ID["w9-copy-task-map"].files[0]  # copy_task_attention_L{length}.png
+SEEDS_PNG, SEEDS_CSV = "copy_task_seeds.png", "copy_task_seeds.csv"
+MODELS = ("attention", "plain")
+COLOURS = {"attention": "tab:blue", "plain": "tab:red"}
 HEADERS = {"teacher_forced": "teacher-forced", "free_running": "free-running", "exact": "whole seq. exact"}
+TITLES = {**HEADERS, "exact": "whole sequence exact"}  # the seeds figure's panels
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
-RUN_COLUMNS = ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal")
 LABELS = {"attention": "attention (W9 2.3)", "plain": "plain encoder-decoder (Week 8)"}
-# the published points of the accuracy plot (their edge: the model's colour)
-PUBLISHED_MARKER: dict[str, Any] = {"linestyle": "none", "marker": "D", "markersize": 9, "markerfacecolor": "none"}
+SEED_LABELS = {**LABELS, "plain": "plain (Week 8)"}
+RUN_COLUMNS = ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal")
+INTERVAL_FIELDS = ("n", "mean", "half_width", "low", "high")  # of Interval.record(), in the seeds CSV
+CSV_HEADER = ("model", "length", "metric", "seed", "engine", "value", *INTERVAL_FIELDS, "published", "status")
+# a published value's marker (its edge: the model's colour in the accuracy plot, black in the seeds figure)
+MARKER: dict[str, Any] = {"linestyle": "none", "marker": "D", "markerfacecolor": "none"}
+SEED_MARKER = {**MARKER, "markeredgecolor": "black"}
+
 TOLERANCE_NOTE = (
     f"each published cell is one seed of training on an unknown machine, so it is judged by "
     f"the seed rule: {SEED_RULE} (one seed: within ±{FLOOR:g}); the last printed digits of "
@@ -55,8 +69,7 @@ def _cell_outcomes(outcomes: Outcomes) -> dict[str, Outcome]:
 
 
 def _not_judged_line(outcomes: Outcomes) -> Text:
-    """Why the published cells are shown in brackets: not the text's settings, or the
-    outcomes' own reason (a --quick run: "skipped (quick)")."""
+    """Why the published cells are in brackets: not the text's settings, or the outcomes' reason."""
     cells = _cell_outcomes(outcomes).values()
     shown = "the published values are shown in brackets for orientation only"
     if any(o.status == "n/a" for o in cells):
@@ -73,8 +86,7 @@ def _published_points(outcomes: Outcomes, model: str, metric: str) -> list[tuple
 
 
 def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
-    """One table cell: the value (mean ± std over several seeds), then, where the text prints this
-    cell, its check's mark and the published value (in brackets where the check is not judged)."""
+    """The value (mean ± std over seeds), then where the text prints one its check's mark and value."""
     text = f"{stats['mean']:.3f}" + (f" ± {stats['std']:.3f}" if n > 1 else "")
     if outcome is None:
         return text
@@ -85,7 +97,6 @@ def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
 
 
 def tables(result: Result, outcomes: Outcomes) -> list:
-    """``outcomes``: check ID -> Outcome, the verdicts the marks show."""
     seeds = tuple(result.config["seeds"]) or (result.config["seed"],)
     # every published cell has a verdict (pass or fail), the one the check table shows
     comparable = all(o.status in ("pass", "fail") for o in _cell_outcomes(outcomes).values())
@@ -116,7 +127,7 @@ def _cells_table(result: Result, outcomes: Outcomes, seeds: tuple, comparable: b
     cfg = result.config
     several = len(seeds) > 1
     engines = sorted({r["engine"] for r in result.rows})
-    models = [m for m in ("attention", "plain") if any(c["model"] == m for c in result.cells)]
+    models = [m for m in MODELS if any(c["model"] == m for c in result.cells)]
     title = (
         f"W9 2.3  copy task  (hidden {cfg['hidden_size']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
         f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, "
@@ -179,9 +190,7 @@ def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Outcomes, keep: list | None = None
 ) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside;
-    for several seeds per cell also their distribution (:mod:`attn_cli.render.copy_task_seeds`)."""
-    from attn_cli.render.files import split_timing, write_csv, write_json
-
+    for several seeds per cell also their distribution (``copy_task_seeds.png`` and ``.csv``)."""
     out = Path(out)
     paths = _accuracy_figure(result, outcomes, out / ACCURACY_PNG, formats, keep) if formats else []
     stats = [(m, s) for m in METRICS for s in ("mean", "std")]
@@ -200,18 +209,18 @@ def figures(
         rows = [[f"step {t} ({m['src'][t]})", *row] for t, row in enumerate(m["weights"])]
         header = ["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]
         paths.append(write_csv(map_png.with_suffix(".csv"), rows, header=header))
-    paths += copy_task_seeds.figures(result, out, formats, outcomes, keep)  # several seeds per cell: their distribution
+    if several_seeds(result):  # their distribution
+        entries = samples(result, outcomes)
+        paths += _seeds_figure(entries, result.config, out / SEEDS_PNG, formats, keep) if formats else []
+        paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
     return paths
 
 
 def _accuracy_figure(
     result: Result, outcomes: Outcomes, path: Path, formats: Sequence[str], keep: list | None = None
 ) -> list[Path]:
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure
-
     fig, ax = new_figure(figsize=(6.4, 4.2))
-    for model in ("attention", "plain"):
+    for model in MODELS:
         cells = [c for c in result.cells if c["model"] == model]
         if not cells:
             continue
@@ -223,7 +232,7 @@ def _accuracy_figure(
         if pts := _published_points(outcomes, model, "free_running"):
             label = f"{LABELS[model].split(' (')[0]}, published"
             xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-            ax.plot(xs, ys, markeredgecolor=COLOURS[model], markeredgewidth=1.5, label=label, **PUBLISHED_MARKER)
+            ax.plot(xs, ys, markeredgecolor=COLOURS[model], markeredgewidth=1.5, markersize=9, label=label, **MARKER)
     ticks = sorted(set(result.config["lengths"]) | {4, 16, 32})
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks, labels=[str(t) for t in ticks])
@@ -246,9 +255,6 @@ def _accuracy_figure(
 def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
     """One length's attention map: the readout weights of one sequence, a value in every cell
     up to length 8, every position labelled up to length 48 (beyond, every k-th)."""
-    from attn_cli.render.figures import fill_heatmap, heatmap_frame, new_figure
-    from attn_cli.render.files import save_figure
-
     length = m["length"]
     # inches high (and 1.2 more wide, for the colour bar); at least length 4's: below, the y label ran into the title
     size = min(3 + 0.28 * max(length, 4), 14)
@@ -270,3 +276,101 @@ def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None =
     )
     ax.set_title(title, fontsize=9)
     return save_figure(fig, path, formats, keep=keep, tight_layout={})
+
+
+def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
+    """One entry per (model, length, metric) in the Result's order: its runs' seeds, engines and values, the
+    seed rule's interval (``Interval.record()``), the published value and its status (None: none printed)."""
+    out = []
+    for model in [m for m in MODELS if any(r["model"] == m for r in result.rows)]:
+        for length in result.config["lengths"]:
+            rows = [r for r in result.rows if r["model"] == model and r["length"] == length]
+            if not rows:
+                continue
+            for metric in METRICS:
+                values = [float(r[metric]) for r in rows]
+                found = outcomes.get(check_id(model, length, metric))
+                out.append(
+                    {
+                        "model": model,
+                        "length": length,
+                        "metric": metric,
+                        "seeds": [r["seed"] for r in rows],
+                        "engines": [r["engine"] for r in rows],
+                        "values": values,
+                        "interval": interval(values).record(),
+                        "published": None if found is None else found.published,
+                        "status": None if found is None else found.status,
+                    }
+                )
+    return out
+
+
+def several_seeds(result: Any) -> bool:
+    """More than one seed in some cell: the runs this figure is for."""
+    cells = {(r["model"], r["length"]) for r in result.rows}
+    return len({(r["model"], r["length"], r["seed"]) for r in result.rows}) > len(cells)
+
+
+def csv_rows(entries: list[dict]) -> list[list]:
+    """One row per run and metric (:data:`CSV_HEADER`): the seed's value beside its cell's interval."""
+    return [
+        [e["model"], e["length"], e["metric"], seed, engine, value, *(e["interval"][k] for k in INTERVAL_FIELDS)]
+        + ["" if e["published"] is None else e["published"], e["status"] or ""]
+        for e in entries
+        for seed, engine, value in zip(e["seeds"], e["engines"], e["values"])
+    ]
+
+
+def _seed_cell(ax: Axes, e: dict, x: float, step: float, colour: str) -> None:
+    """One cell at ``x``: the interval a band, its mean a line, each seed a dot, the published value a diamond."""
+    iv, n, span = e["interval"], len(e["values"]), [x - 0.42 * step, x + 0.42 * step]
+    ax.fill_between(span, max(iv["low"], -0.02), min(iv["high"], 1.02), color=colour, alpha=0.18, linewidth=0)
+    ax.plot(span, [iv["mean"]] * 2, color=colour, lw=1)
+    width = 0.6 * step  # the dots spread over it deterministically (golden ratio)
+    dots = [x + (0.0 if n == 1 else ((i * 0.6180339887) % 1.0 - 0.5) * width) for i in range(n)]
+    few = n <= 16
+    ax.scatter(dots, e["values"], s=12 if few else 6, color=colour, alpha=0.85 if few else 0.55, linewidths=0, zorder=3)
+    if e["published"] is not None:
+        ax.plot([x], [e["published"]], markersize=8, markeredgewidth=1.4, zorder=4, **SEED_MARKER)
+
+
+def _seeds_figure(
+    entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], keep: list | None = None
+) -> list[Path]:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    lengths = list(dict.fromkeys(e["length"] for e in entries))
+    models = list(dict.fromkeys(e["model"] for e in entries))
+    k = len(lengths)
+    fig, axes = new_figure(1, len(METRICS), figsize=(max(9.0, 3 * (1.2 + 0.75 * k)), 4.4), sharey=True)
+    step = 0.8 / len(models)  # each length's slot is shared by the models side by side
+    for ax, metric in zip(axes, METRICS):
+        for j, model in enumerate(models):
+            offset = (j - (len(models) - 1) / 2) * step
+            for e in (e for e in entries if e["model"] == model and e["metric"] == metric):
+                _seed_cell(ax, e, lengths.index(e["length"]) + offset, step, COLOURS[model])
+        ax.set_xticks(range(k), labels=[str(L) for L in lengths])
+        ax.set(xlim=(-0.6, k - 0.4), ylim=(-0.03, 1.05), xlabel="sequence length")
+        ax.set_title(TITLES[metric], fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].set_ylabel("accuracy")
+    n_seeds = max(len(e["values"]) for e in entries)
+    judged = any(e["status"] in ("pass", "fail") for e in entries)
+    published = "published (W9 2.3)" if judged else "published (W9 2.3, at the text's settings: not judged here)"
+    handles: list[Artist] = [Patch(color=COLOURS[m], alpha=0.5, label=SEED_LABELS[m]) for m in models]
+    handles += [
+        Line2D([], [], marker="o", color="gray", linestyle="none", markersize=4, label="one seed"),
+        Patch(color="gray", alpha=0.25, label=f"seed rule's {LEVEL:.0%} interval (line: mean)"),
+        Line2D([], [], markersize=7, label=published, **SEED_MARKER),
+    ]
+    wide = fig.get_figwidth() >= 12  # one legend row where it fits, else two
+    ncol = len(handles) if wide else -(-len(handles) // 2)
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.01))
+    engines, extra = f"{cfg['engine']} engine", cfg.get("extra_seed_engine")
+    if extra and extra != cfg["engine"]:  # which engine trained the first seed, which the others
+        engines += f" for the first seed, {extra} for the others"
+    title = f"W9 2.3 copy task over {n_seeds} seeds per cell (hidden {cfg['hidden_size']}, {cfg['steps']} steps, "
+    fig.suptitle(f"{title}{engines})", fontsize=10)
+    return save_figure(fig, path, formats, keep=keep, tight_layout={"rect": (0, 0.06 if wide else 0.1, 1, 1)})

@@ -9,6 +9,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attn_cli.render.console import stdout
+from attn_cli.render.figures import heatmap, new_figure, plain_text
+from attn_cli.render.files import save_figure, write_csv
 from attn_cli.render.table import Table, styled
 
 if TYPE_CHECKING:
@@ -46,8 +49,6 @@ def label(ch: str) -> str:
 def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
     """The weights (in %, when the key word fits the console; otherwise each row's peaks),
     the regime of every row, and the summary of the three regimes."""
-    from attn_cli.render.console import stdout
-
     width = stdout.width if width is None else width
     agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
     out = [
@@ -127,9 +128,6 @@ def _heads_table(result: Result) -> Table:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    from attn_cli.render.figures import heatmap, new_figure, plain_text
-    from attn_cli.render.files import save_figure, write_csv
-
     out = Path(out)
     base = stem(result)
     keys = [label(k) for k in result.keys]

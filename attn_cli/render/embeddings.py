@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
+from attn_cli.render.console import check_table, not_text_caption, verdict
+from attn_cli.render.figures import heatmap, new_figure
+from attn_cli.render.files import save_figure, write_csv
 
 if TYPE_CHECKING:
     from attn_cli.experiments.embeddings import Result
@@ -21,8 +24,6 @@ def vec(values: Iterable[float]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    from attn_cli.render.console import check_table, not_text_caption, verdict
-
     o, r, cfg, word = outcomes, result, result.config, result.WORD
     names = [" ".join(t) for t in r.tokens]
     comma, three = "{:,}".format, "{:.3f}".format
@@ -77,9 +78,6 @@ def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
     from matplotlib.patches import Rectangle
-
-    from attn_cli.render.figures import heatmap, new_figure
-    from attn_cli.render.files import save_figure, write_csv
 
     fig, axes = new_figure(1, len(result.tokens), figsize=(5.2 * len(result.tokens), 4.6), layout="constrained")
     for ax, tokens, weights in zip(axes, result.tokens, result.weights):

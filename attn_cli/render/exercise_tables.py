@@ -75,13 +75,11 @@ def ex1_tables(e: ex.ex01_readouts.Result, heading: str) -> list:
 
     return [
         t,
-        (
-            f"Gaussian values: E[v1|m] is linear, so the MLP cannot beat √½. ±1 values at a = {flat.a:g}: "
-            f"m_j ∈ {shown(flat.a)} and E[v1_j|m_j] = m_j, linear again. At a = {decoded.a:g} the "
-            f"{decoded.distinct_levels} levels {shown(decoded.a)} identify (v1_j, v2_j): the MLP decodes "
-            "them, the linear readout stays at √½ (same second moments). No contradiction: the "
-            "proposition assumes Gaussian values (or a linear readout)."
-        ),
+        f"Gaussian values: E[v1|m] is linear, so the MLP cannot beat √½. ±1 values at a = {flat.a:g}: "
+        f"m_j ∈ {shown(flat.a)} and E[v1_j|m_j] = m_j, linear again. At a = {decoded.a:g} the "
+        f"{decoded.distinct_levels} levels {shown(decoded.a)} identify (v1_j, v2_j): the MLP decodes "
+        "them, the linear readout stays at √½ (same second moments). No contradiction: the "
+        "proposition assumes Gaussian values (or a linear readout).",
     ]
 
 
@@ -127,11 +125,9 @@ def ex3_tables(e: ex.ex03_rank.Result, heading: str) -> list:
         )
     return [
         t,
-        (
-            "Squared relative error. Random softmax rows (all entries positive) reach rank min(h, k); "
-            "duplicated or uniform heads lose rank and error. A layer of width d passes d numbers, so its "
-            "'rank' is capped at d/c value slots however many heads it has."
-        ),
+        "Squared relative error. Random softmax rows (all entries positive) reach rank min(h, k); "
+        "duplicated or uniform heads lose rank and error. A layer of width d passes d numbers, so its "
+        "'rank' is capped at d/c value slots however many heads it has.",
     ]
 
 
@@ -148,12 +144,10 @@ def ex4_tables(e: ex.ex04_key_noise.Result, heading: str) -> list:
     noise = ", ".join(f"{e.score_noise(c):.2f} at c = {c:g}" for c in dict.fromkeys(r.c for r in e.rows))
     return [
         t,
-        (
-            "w_a/w_b = exp(cγ): one query swings to v_a or v_b with the sign of γ. Raising c hurts one "
-            f"query even with isotropic keys: the noise on the two scores is c√(2β) ({noise}), so the tie "
-            f"breaks at random. The part-4 query is immune to γ (max change {e.neg_gamma_spread:.1e}) "
-            "but keeps that tie; two queries need only one winner each."
-        ),
+        "w_a/w_b = exp(cγ): one query swings to v_a or v_b with the sign of γ. Raising c hurts one "
+        f"query even with isotropic keys: the noise on the two scores is c√(2β) ({noise}), so the tie "
+        f"breaks at random. The part-4 query is immune to γ (max change {e.neg_gamma_spread:.1e}) "
+        "but keeps that tie; two queries need only one winner each.",
     ]
 
 
@@ -186,12 +180,10 @@ def ex5_tables(e: ex.ex05_pruning.Result, heading: str) -> list:
     return [
         t,
         p,
-        (
-            f"Heads {pair} cover for each other, so each alone looks unimportant; one-shot removes "
-            f"{'both' if len(e.one_shot_removed) == 2 else 'them'} and loses the second mixture. Greedy "
-            f"re-measures after each removal and keeps one. At h = {wide}: one-shot "
-            f"{one_shot_evals}, greedy {greedy_evals} evaluations."
-        ),
+        f"Heads {pair} cover for each other, so each alone looks unimportant; one-shot removes "
+        f"{'both' if len(e.one_shot_removed) == 2 else 'them'} and loses the second mixture. Greedy "
+        f"re-measures after each removal and keeps one. At h = {wide}: one-shot "
+        f"{one_shot_evals}, greedy {greedy_evals} evaluations.",
     ]
 
 
@@ -211,13 +203,11 @@ def ex6_tables(e: ex.ex06_timing.Result, heading: str) -> list:
         )
     return [
         t,
-        (
-            f"slowest/fastest = {e.ratio:.1f} (h = {e.slowest_h} vs h = {e.fastest_h}). The "
-            "multiply-adds are constant; the score tensor (B·h·n² entries: scaling, softmax, memory "
-            "traffic) grows with h and accounts for the trend. Narrow heads also lose patterns: with "
-            "p = 1 a query can be sharp only on the largest or smallest key; p = 2 already allows any "
-            "assignment."
-        ),
+        f"slowest/fastest = {e.ratio:.1f} (h = {e.slowest_h} vs h = {e.fastest_h}). The "
+        "multiply-adds are constant; the score tensor (B·h·n² entries: scaling, softmax, memory "
+        "traffic) grows with h and accounts for the trend. Narrow heads also lose patterns: with "
+        "p = 1 a query can be sharp only on the largest or smallest key; p = 2 already allows any "
+        "assignment.",
     ]
 
 
@@ -244,10 +234,8 @@ def ex7_tables(e: ex.ex07_cross_cost.Result, heading: str) -> list:
     return [
         t,
         p,
-        (
-            f"ratio {e.ratio_expression} = {e.ratio:.1f} (counted {e.ratio_counted:.1f}) for d = {e.d}, "
-            f"m = {e.m}: caching turns the per-token cost from O(m d²) into O(m d)."
-        ),
+        f"ratio {e.ratio_expression} = {e.ratio:.1f} (counted {e.ratio_counted:.1f}) for d = {e.d}, "
+        f"m = {e.m}: caching turns the per-token cost from O(m d²) into O(m d).",
     ]
 
 
@@ -279,11 +267,9 @@ def ex8_tables(e: ex.ex08_gqa.Result, heading: str) -> list:
     return [
         t,
         p,
-        (
-            "Only the K/V half of the projection term shrinks (by g/h); the n²d term stays. Shared "
-            "keys and values still allow distinct mixtures (different queries, different weights), but "
-            "each source token can pass at most g·p numbers to the output."
-        ),
+        "Only the K/V half of the projection term shrinks (by g/h); the n²d term stays. Shared "
+        "keys and values still allow distinct mixtures (different queries, different weights), but "
+        "each source token can pass at most g·p numbers to the output.",
     ]
 
 
@@ -313,11 +299,9 @@ def ex9_tables(e: ex.ex09_slices.Result, heading: str) -> list:
     example = f", so {str(hidden[0]).replace(' ', '')} with {e.n_k} keys cannot be told apart" if hidden else ""
     return [
         t,
-        (
-            "Head i of sequence b sits at folded index b·h + i; repeat_interleave gives it valid_lens[b], "
-            "tiling gives valid_lens[(b·h + i) mod B]. Lengths at or beyond the number of keys all mean "
-            f"'no mask'{example}."
-        ),
+        "Head i of sequence b sits at folded index b·h + i; repeat_interleave gives it valid_lens[b], "
+        "tiling gives valid_lens[(b·h + i) mod B]. Lengths at or beyond the number of keys all mean "
+        f"'no mask'{example}.",
     ]
 
 
@@ -336,11 +320,9 @@ def ex10_tables(e: ex.ex10_permute.Result, heading: str) -> list:
     )
     return [
         t,
-        (
-            f"With valid_lens {e.valid}, exactly the permutations that map the first {e.valid} rows onto "
-            "themselves are invisible. Word order must enter through positions before (or inside) the "
-            "encoder: cross-attention over an order-blind encoder cannot recover it."
-        ),
+        f"With valid_lens {e.valid}, exactly the permutations that map the first {e.valid} rows onto "
+        "themselves are invisible. Word order must enter through positions before (or inside) the "
+        "encoder: cross-attention over an order-blind encoder cannot recover it.",
     ]
 
 
@@ -359,11 +341,9 @@ def ex11_tables(e: ex.ex11_projections.Result, heading: str) -> list:
         t.add_row(p.head, *errors, f"{p.match_wins:.2f}", f"{p.mean_max_weight:.3f}", regimes)
     return [
         t,
-        (
-            f"hold in every head: {'; '.join(e.hold_in_every_head)}. lost: {'; '.join(e.lost)}. The score "
-            "e^T W_q^T W_k e'/√p depends only on the letters (hence the ties) but is not a "
-            "similarity: a trained map shows what W_q^T W_k favours, not what resembles what."
-        ),
+        f"hold in every head: {'; '.join(e.hold_in_every_head)}. lost: {'; '.join(e.lost)}. The score "
+        "e^T W_q^T W_k e'/√p depends only on the letters (hence the ties) but is not a "
+        "similarity: a trained map shows what W_q^T W_k favours, not what resembles what.",
     ]
 
 
@@ -382,9 +362,7 @@ def ex12_tables(e: ex.ex12_learned.Result, heading: str) -> list:
     start = uniform_start(e)
     return [
         t,
-        (
-            f"All heads start near {start}, where every pair's mixing matrix is nearly singular: early "
-            f"gradients separate the values slowly, and heads that leave {start} on the same side stay "
-            "near-duplicates. Two distinct heads suffice; the rest are redundant."
-        ),
+        f"All heads start near {start}, where every pair's mixing matrix is nearly singular: early "
+        f"gradients separate the values slowly, and heads that leave {start} on the same side stay "
+        "near-duplicates. Two distinct heads suffice; the rest are redundant.",
     ]

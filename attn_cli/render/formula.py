@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attn_cli.render.console import CheckRow, check_table, not_text_caption, verdict
+
 if TYPE_CHECKING:
     from attn_cli.experiments.formula import Result
-    from attn_cli.render.console import CheckRow
 
 
 def _list(values: Iterable[float]) -> str:
@@ -34,8 +35,6 @@ def _shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    from attn_cli.render.console import check_table, not_text_caption, verdict
-
     o = outcomes
 
     def checked(quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = repr) -> CheckRow:

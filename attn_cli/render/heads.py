@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attn_cli.render.figures import new_figure
+from attn_cli.render.files import save_figure
 from attn_cli.render.table import Cell, Column, Table, styled
 
 if TYPE_CHECKING:
@@ -68,9 +70,6 @@ def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
     """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure
-
     d, h = result.layout["d"], result.layout["h"]
     p = d // h
     # columns drawn: every head up to 6, else the first three, an ellipsis and the last

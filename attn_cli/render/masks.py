@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.render.console import CheckRow, beside, check_table, verdict
+from attn_cli.render.figures import heatmap, new_figure
+from attn_cli.render.files import save_figure, write_csv
 from attn_cli.render.table import Cell, Column, Table, styled
 
 if TYPE_CHECKING:
@@ -101,9 +103,6 @@ def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    from attn_cli.render.figures import heatmap, new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
     pos = result.positions
     pad_from = result.config["padding_from"]
     ticks = [f"t{i}" for i in pos]

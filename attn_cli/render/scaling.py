@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.render.console import beside
+from attn_cli.render.figures import new_figure
+from attn_cli.render.files import save_figure, write_csv
 from attn_cli.render.table import Block, Cell, Table, styled
 from attn_cli.units import human_bytes, text_memory
 
@@ -118,9 +120,6 @@ def figures(
     """The measured log-log plot (only when --measure ran)."""
     if not result.measured_rows:
         return []
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))  # before matplotlib's first import (its rc files)
     from matplotlib.ticker import NullLocator
 

@@ -11,6 +11,8 @@ from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's 
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.render.console import beside
+from attn_cli.render.figures import new_figure
+from attn_cli.render.files import save_figure, write_csv
 from attn_cli.render.table import Block, Cell, Table, styled
 
 if TYPE_CHECKING:
@@ -72,9 +74,6 @@ def tables(result: Result, outcomes: Mapping) -> list:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    from attn_cli.render.figures import new_figure
-    from attn_cli.render.files import save_figure, write_csv
-
     dims = [r.d_k for r in result.rows]
     fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
     panels = ((ax1, "max_weight", "mean largest softmax weight"), (ax2, "grad", "mean softmax gradient norm  ‖∂w₀/∂s‖"))
