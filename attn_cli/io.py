@@ -78,9 +78,8 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
     return Path(path)
 
 
