@@ -71,8 +71,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
 
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
-    query = {"query": tuple(words)} if words else {}
-    return job(exp, render, common, **query, nearest_word=nearest_word, nearest_top=top, rank=rank)
+    return job(exp, render, common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
