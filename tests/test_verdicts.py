@@ -263,7 +263,7 @@ def test_edited_engine_source_is_a_cache_miss(tmp_path, monkeypatch):
     assert run_copy_task(config, tmp_path / "cache").runs[0]["cached"]
     from attn_cli.store import entries
 
-    monkeypatch.setattr(entries, "_code_digest", functools.cache(entries._code_digest.__wrapped__))  # nothing memoised
+    monkeypatch.setattr(entries, "code_digest", functools.cache(entries.code_digest.__wrapped__))  # nothing memoised
     original = type(tmp_path).read_bytes
 
     def edited(path):  # copy_train.py as if a line had changed

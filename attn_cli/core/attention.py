@@ -1,7 +1,5 @@
-"""Scaled dot-product attention and multi-head attention.
-
-Design notes: ``docs/design.md``, section ``attn_cli.core.attention``.
-"""
+"""Scaled dot-product attention and multi-head attention (design notes: ``docs/design.md``,
+section ``attn_cli.core.attention``).  Masks are keep-masks: True = the query may see the key."""
 
 from __future__ import annotations
 
@@ -12,16 +10,13 @@ from torch import Tensor, nn
 
 
 def causal_mask(n_q: int, n_k: int | None = None, device: torch.device | str | None = None) -> Tensor:
-    """Keep-mask (True = allowed) letting query i see keys 0..i.  Shape (n_q, n_k)."""
+    """Keep-mask letting query i see keys 0..i.  Shape (n_q, n_k)."""
     n_k = n_q if n_k is None else n_k
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
 
 
 def valid_lens_mask(valid_lens: Tensor, n_q: int, n_k: int) -> Tensor:
-    """Keep-mask from D2L ``valid_lens``.
-
-    valid_lens: (B,) per sequence or (B, n_q) per query.  Returns (B, n_q, n_k).
-    """
+    """Keep-mask from D2L ``valid_lens``: (B,) per sequence or (B, n_q) per query -> (B, n_q, n_k)."""
     if valid_lens.dim() not in (1, 2):
         raise ValueError(f"valid_lens must be 1-D or 2-D, got shape {tuple(valid_lens.shape)}")
     positions = torch.arange(n_k, device=valid_lens.device)  # (n_k,)
@@ -30,11 +25,8 @@ def valid_lens_mask(valid_lens: Tensor, n_q: int, n_k: int) -> Tensor:
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
-    """Softmax over the last axis where masked-out entries get weight exactly 0.
-
-    scores: (..., n_q, n_k); mask: keep-mask broadcastable to scores, or None.
-    A row with no allowed key returns all zeros.
-    """
+    """Softmax over the last axis of scores (..., n_q, n_k) where entries the keep-mask (broadcastable,
+    or None) masks out get weight exactly 0; a row with no allowed key is all zeros."""
     if mask is None:
         return torch.softmax(scores, dim=-1)
     mask = mask.to(torch.bool)
@@ -54,13 +46,11 @@ def scaled_dot_product_attention(
 ) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V, returning ``(output, weights)``.
 
-    queries: (..., n_q, d_k); keys: (..., n_k, d_k); values: (..., n_k, d_v).
-    mask: keep-mask broadcastable to (..., n_q, n_k).  valid_lens: see module doc
-    (requires a leading batch axis: queries (B, n_q, d_k)).  Both may be given; they are
-    combined with AND.  Returns output (..., n_q, d_v) and weights (..., n_q, n_k).
+    queries: (..., n_q, d_k); keys: (..., n_k, d_k); values: (..., n_k, d_v).  mask: broadcastable
+    to (..., n_q, n_k); valid_lens: as :func:`valid_lens_mask` (queries (B, n_q, d_k)); both
+    given: combined with AND.  Returns output (..., n_q, d_v) and weights (..., n_q, n_k).
     """
-    d_k = queries.size(-1)
-    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    scale = 1.0 / math.sqrt(queries.size(-1)) if scale is None else scale
     scores = queries @ keys.transpose(-2, -1) * scale  # (..., n_q, n_k)
     keep = mask
     if valid_lens is not None:

@@ -1,13 +1,11 @@
-"""Device selection, explicit and never a silent fallback; a GPU's settings, and what it is.
-
-Design notes: ``docs/design.md``, section ``attn_cli.core.device``.
-"""
+"""Device selection, explicit and never a silent fallback; a GPU's settings, and what it is
+(design notes: ``docs/design.md``, section ``attn_cli.core.device``)."""
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from types import ModuleType
 
 from attn_cli.errors import AttnError
@@ -44,20 +42,18 @@ def is_cuda(device: str) -> bool:
     return str(device).split(":")[0] == "cuda"
 
 
-def cuda_fast(environ: MutableMapping[str, str] | None = None) -> bool:
+def cuda_fast(environ: Mapping[str, str] = os.environ) -> bool:
     """True when ``ATTN_CUDA_FAST`` asks for speed over bits (``1``, ``true``, ``yes``)."""
-    environ = os.environ if environ is None else environ
     return environ.get(FAST_VAR, "").strip().lower() in ("1", "true", "yes")
 
 
 def _fp32_api(torch: ModuleType) -> dict:
     """The modules of torch's fp32_precision API that this torch has (empty before 2.9)."""
-    found = {}
-    for name, path in FP32_SETTINGS.items():
-        module = functools.reduce(lambda obj, part: getattr(obj, part, None), path.split("."), torch.backends)
-        if module is not None and hasattr(module, "fp32_precision"):
-            found[name] = module
-    return found
+    found = {
+        n: functools.reduce(lambda o, part: getattr(o, part, None), p.split("."), torch.backends)
+        for n, p in FP32_SETTINGS.items()
+    }
+    return {name: module for name, module in found.items() if hasattr(module, "fp32_precision")}
 
 
 def precision(fast: bool | None = None) -> dict:
@@ -75,13 +71,12 @@ def precision(fast: bool | None = None) -> dict:
     }
 
 
-def prepare_device(device: str, fast: bool | None = None, environ: MutableMapping[str, str] | None = None) -> dict:
+def prepare_device(device: str, fast: bool | None = None, environ: MutableMapping[str, str] = os.environ) -> dict:
     """Make this process compute on ``device`` as :func:`precision` says; returns the settings
     ({} on cpu, where nothing is changed).  Idempotent; call it before the first CUDA work
     (cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` when it makes its first handle)."""
     if not is_cuda(device):
         return {}
-    environ = os.environ if environ is None else environ
     settings = precision(fast)
     if settings["cublas_workspace"]:
         environ[CUBLAS_VAR] = settings["cublas_workspace"]
@@ -138,15 +133,14 @@ def gpu_identity(index: int = 0) -> dict:
 
 
 def describe_cuda(fast: bool | None = None) -> dict:
-    """A cuda run's record: :func:`gpu_identity` and, under ``precision``, :func:`precision`."""
+    """A cuda run's record: :func:`gpu_identity` and :func:`precision`."""
     return {**gpu_identity(), "precision": precision(fast)}
 
 
 def cuda_summary(cuda: dict) -> str:
     """One line for reports: ``NVIDIA H200 (compute 9.0), CUDA 12.8, cuDNN 91002, driver
     570.86; deterministic, fp32 matmuls and cuDNN (no TF32)``."""
-    p = cuda.get("precision") or {}
-    if p.get("fast"):
+    if (cuda.get("precision") or {}).get("fast"):
         how = "ATTN_CUDA_FAST: TF32 matmuls and cuDNN, nondeterministic kernels allowed"
     else:
         how = "deterministic, fp32 matmuls and cuDNN (no TF32)"

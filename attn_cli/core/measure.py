@@ -26,13 +26,10 @@ def readout_error(
     squared: bool = False,
 ) -> float:
     """The text's ``readout_error``: relative error of the best linear readout of ``target`` (N, t)
-    from ``M`` (N, k), fitted on ``(M, target)`` and scored there or on ``held_out``.
-
-    The readout is ``torch.linalg.lstsq`` on the CPU (on CUDA, which only has the full-rank
-    'gels', the pseudo-inverse).  The text's default driver, 'gelsy' (``driver=None``), changes
-    its float32 answer's last digits (and, rank-deficient, its rank) from call to call in this MKL
-    build; 'gelsd' (SVD) gives the same answer, the same bits on every call.
-    """
+    from ``M`` (N, k), fitted on ``(M, target)`` and scored there or on ``held_out``.  The fit is
+    ``torch.linalg.lstsq`` on the CPU (on CUDA, which has only 'gels', the pseudo-inverse) with
+    'gelsd': the text's default 'gelsy' (``driver=None``) changes its float32 answer's last bits
+    (and, rank-deficient, its rank) from call to call in this MKL build."""
     if M.device.type == "cpu":
         W = torch.linalg.lstsq(M, target, driver=driver).solution  # (k, t)
     else:
@@ -67,11 +64,9 @@ def attend_heads(
     valid_lens: Tensor | None = None,
     kv_heads: int | None = None,
 ) -> Tensor:
-    """Projected q (B, n_q, d), k and v (B, n_k, g p) -> W_o(merged heads) (B, n_q, d).
-
-    ``kv_heads`` g (default ``num_heads``) key/value heads each serve num_heads / g query
-    heads (grouped-query attention); ``valid_lens`` is already per folded head (B*h, ...).
-    """
+    """Projected q (B, n_q, d), k and v (B, n_k, g p) -> W_o(merged heads) (B, n_q, d): ``kv_heads``
+    g (default ``num_heads``) key/value heads each serve num_heads / g query heads (grouped-query
+    attention); ``valid_lens`` is already per folded head (B*h, ...)."""
     g = num_heads if kv_heads is None else kv_heads
     q = split_heads(q, num_heads)  # (B*h, n_q, p)
     k, v = split_heads(k, g), split_heads(v, g)  # (B*g, n_k, p)

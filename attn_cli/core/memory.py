@@ -1,7 +1,5 @@
-"""Up-front memory estimates: refuse what would not fit instead of crashing mid-run.
-
-Design notes: ``docs/design.md``, section ``attn_cli.core.memory``.
-"""
+"""Up-front memory estimates: refuse what would not fit instead of crashing mid-run (design
+notes: ``docs/design.md``, section ``attn_cli.core.memory``)."""
 
 from __future__ import annotations
 
@@ -26,16 +24,21 @@ PROC_SELF = Path("/proc/self")  # this process's /proc entry (cgroup membership,
 UNLIMITED = 2**62  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1; anything above this
 
 
-def free_bytes() -> int:
-    """MemAvailable from /proc/meminfo, else total RAM."""
+def _kb_field(path: Path, field: str) -> int | None:
+    """The ``field:  N kB`` line of a /proc file (meminfo, status), in bytes; None where absent."""
     try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+        for line in path.read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return None
+
+
+def free_bytes() -> int:
+    """MemAvailable from /proc/meminfo, else total RAM."""
+    available = _kb_field(Path("/proc/meminfo"), "MemAvailable")
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if available is None else available
 
 
 def _read_int(path: Path) -> int | None:
@@ -91,13 +94,7 @@ def cgroup_headroom() -> int | None:
 def mapped_bytes() -> int:
     """This process's address space now (VmSize), plus torch's mappings if torch is not
     imported yet (every run imports it)."""
-    size = 0
-    try:
-        for line in (PROC_SELF / "status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                size = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    size = _kb_field(PROC_SELF / "status", "VmSize") or 0
     return size if "torch" in sys.modules else size + TORCH_VM_BYTES
 
 

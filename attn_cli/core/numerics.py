@@ -1,7 +1,5 @@
-"""The numeric mode: which CPU kernels PyTorch (and MKL, oneDNN) may use.
-
-Design notes: ``docs/design.md``, section ``attn_cli.core.numerics``.
-"""
+"""The numeric mode: which CPU kernels PyTorch (and MKL, oneDNN) may use (design notes:
+``docs/design.md``, section ``attn_cli.core.numerics``)."""
 
 from __future__ import annotations
 
@@ -69,12 +67,11 @@ def expected_capability(mode: str, machine: str | None = None, flags: frozenset[
     return "AVX2" if {"avx2", "fma"} <= flags else "DEFAULT"
 
 
-def pin_environment(mode: str, environ: MutableMapping[str, str] | None = None) -> None:
-    """Set (portable) or clear (native) the pins in ``environ`` (default ``os.environ``),
-    overriding what the inherited environment says, and record the mode."""
+def pin_environment(mode: str, environ: MutableMapping[str, str] = os.environ) -> None:
+    """Set (portable) or clear (native) the pins in ``environ``, overriding what the inherited
+    environment says, and record the mode."""
     if mode not in MODES:
         raise NumericsError(f"unknown numeric mode {mode!r}; choose from {', '.join(MODES)}")
-    environ = os.environ if environ is None else environ
     for name in PIN_VARS:
         environ.pop(name, None)
     if environ.get("MKL_NUM_THREADS") == "1" and environ.get(MODE_VAR) == "portable":
@@ -116,13 +113,10 @@ def effective_isa() -> str:
 
 
 def describe(device: str = "cpu", mode: str | None = None) -> dict:
-    """The numeric mode and effective ISA, as recorded in JSON configs and reports; on cuda also
-    the GPU and its precision settings under ``cuda`` (:func:`attn_cli.core.device.describe_cuda`).
-    ``mode``: the one the command applied (``Common.numerics``); None: this process's.  Where
-    torch is not imported yet (every result came from the cache), the portable mode's pinned
-    ISA, as :func:`key` records it: no torch import only to name kernels nothing ran on."""
-    mode = mode or current_mode()
-    return _record(mode, device, pinned=mode == "portable" and "torch" not in sys.modules)
+    """The numeric mode and effective ISA, as recorded in JSON configs and reports (``mode``: the
+    one the command applied; None: this process's).  Where torch is not imported yet (every
+    result came from the cache), the portable mode's pinned ISA, as :func:`key` records it."""
+    return key(device, mode, measured="torch" in sys.modules)
 
 
 def stamp(obj: dict) -> dict:
@@ -136,17 +130,15 @@ def stamp(obj: dict) -> dict:
     return obj
 
 
-def key(device: str = "cpu", mode: str | None = None) -> dict:
+def key(device: str = "cpu", mode: str | None = None, measured: bool = False) -> dict:
     """The numeric mode and ISA for a cache key: in portable mode the pinned ISA (no torch
     import: a cached rerun stays fast; each run checks the ISA it really ran with), in native
-    mode the host's, from torch; on cuda also as :func:`describe` (a CPU key is unchanged)."""
-    mode = mode or current_mode()
-    return _record(mode, device, pinned=mode == "portable")
-
-
-def _record(mode: str, device: str, pinned: bool) -> dict:
+    mode (or ``measured``) torch's; on cuda also the GPU and its precision settings under ``cuda``
+    (:func:`attn_cli.core.device.describe_cuda`)."""
     from attn_cli.core import device as devices
 
+    mode = mode or current_mode()
+    pinned = mode == "portable" and not measured
     record: dict = {"mode": mode, "isa": expected_capability(mode) if pinned else effective_isa()}
     if devices.is_cuda(device):
         record["cuda"] = devices.describe_cuda()

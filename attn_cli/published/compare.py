@@ -1,5 +1,5 @@
 """Regenerated values against the published ones: the one ``compare()``, and how far each judged
-check lies inside its rule (:func:`margin`, ``docs/design.md``).  Every table, ``attn verify``,
+check lies inside its rule (:meth:`Outcome.margin`, ``docs/design.md``).  Every table, ``attn verify``,
 ``attn all`` and the report print the :class:`Outcome` objects made here.
 """
 
@@ -47,8 +47,27 @@ class Outcome:
         return self.check.kind
 
     def margin(self) -> dict[str, float | None] | None:
-        """``{"margin", "needed_tolerance"}`` (:func:`margin`); None for an identity or a check not judged."""
-        return margin(self.check, self.regenerated, self.status)
+        """``{"margin", "needed_tolerance"}`` of a judged check (``docs/design.md``); None for an
+        identity or a check not judged."""
+        check, value = self.check, self.regenerated
+        if check.kind == "identity" or self.status not in ("pass", "fail"):
+            return None
+        passed = self.status == "pass"
+        if value is MISSING or value is None:
+            return {"margin": -1.0, "needed_tolerance": None}  # not regenerated: nothing passes it
+        if check.test == "seeds":
+            from attn_cli.published.seed_rule import interval, seed_values
+
+            iv = interval(seed_values(value))
+            d = abs(float(check.published) - iv.mean)
+            return {"margin": 1 - d / (iv.half_width + SLACK), "needed_tolerance": d}
+        if check.test == "abs" and check.tolerance:
+            dist = _distance(value, check.published)
+            if dist is not None:
+                return {"margin": 1 - dist / (check.tolerance + SLACK), "needed_tolerance": dist}
+        if check.test == "below" and check.tolerance and _distance(value, 0) is not None:
+            return {"margin": 1 - float(value) / check.tolerance, "needed_tolerance": float(value)}
+        return {"margin": 1.0 if passed else -1.0, "needed_tolerance": 0.0 if passed else None}
 
     def as_json(self) -> dict:
         # a value judged over seeds adds its per-seed values and its rule (``record()``)
@@ -84,29 +103,6 @@ def _distance(a: Any, b: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return d if math.isfinite(d) else None
-
-
-def margin(check: Any, regenerated: Any, status: str) -> dict[str, float | None] | None:
-    """``{"margin", "needed_tolerance"}`` of a judged check (status pass or fail); None for an
-    identity or a check not judged."""
-    if check.kind == "identity" or status not in ("pass", "fail"):
-        return None
-    passed = status == "pass"
-    if regenerated is MISSING or regenerated is None:
-        return {"margin": -1.0, "needed_tolerance": None}  # not regenerated: nothing passes it
-    if check.test == "seeds":
-        from attn_cli.published.seed_rule import interval, seed_values
-
-        iv = interval(seed_values(regenerated))
-        d = abs(float(check.published) - iv.mean)
-        return {"margin": 1 - d / (iv.half_width + SLACK), "needed_tolerance": d}
-    if check.test == "abs" and check.tolerance:
-        dist = _distance(regenerated, check.published)
-        if dist is not None:
-            return {"margin": 1 - dist / (check.tolerance + SLACK), "needed_tolerance": dist}
-    if check.test == "below" and check.tolerance and _distance(regenerated, 0) is not None:
-        return {"margin": 1 - float(regenerated) / check.tolerance, "needed_tolerance": float(regenerated)}
-    return {"margin": 1.0 if passed else -1.0, "needed_tolerance": 0.0 if passed else None}
 
 
 def judge(

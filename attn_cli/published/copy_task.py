@@ -13,9 +13,8 @@ from typing import Any
 
 from attn_cli.published import seed_rule
 from attn_cli.published.settings import TEXT
-from attn_cli.published.types import Check
+from attn_cli.published.types import Check, rule
 
-TOLERANCE = seed_rule.FLOOR  # one seed alone: matched within this
 REASON = (
     "one seed of training on an unknown machine: judged by where it falls among the regenerated "
     f"seeds ({seed_rule.RULE}; one seed: ±{seed_rule.FLOOR:g})"
@@ -109,36 +108,24 @@ def map_rule(sample: MapSample | dict, published: Any = None) -> bool:
     return bool(judged) and all(diag >= max(MAP_MAJORITY, acc - MAP_MARGIN) for diag, acc in judged.values())
 
 
-def _seeds(model: str, length: int, metric: str, value: float, reason: str) -> Check:
-    return Check(
-        id=check_id(model, length, metric),
-        artifact="w9-copy-task",
-        published=value,
-        test="seeds",
-        tolerance=TOLERANCE,
-        reason=reason,
-        judge=seed_rule.judge,
-    )
+def _seeds(model: str, length: int, metric: str, value: float, reason: str = REASON) -> Check:
+    """One trained cell, judged by the seed rule (one seed alone: within ``seed_rule.FLOOR``)."""
+    cell = check_id(model, length, metric)
+    return Check(cell, "w9-copy-task", value, "seeds", seed_rule.FLOOR, reason, judge=seed_rule.judge)
 
 
 CHECKS: tuple[Check, ...] = (
-    *(
-        _seeds("attention", L, metric, value, REASON)
-        for L, row in ATTENTION.items()
-        for metric, value in zip(METRICS, row)
-    ),
+    *(_seeds("attention", L, metric, value) for L, row in ATTENTION.items() for metric, value in zip(METRICS, row)),
     *(
         _seeds("plain", L, "free_running", value, REASON + "; Week 8's value as W9 quotes it")
         for L, value in PLAIN_FREE_RUNNING.items()
     ),
-    Check(
-        id=MAP_RULE_ID,
-        artifact="w9-copy-task-map",
-        test="rule",
-        kind="rule",
+    rule(
+        MAP_RULE_ID,
+        "w9-copy-task-map",
+        "the trained model's attention (output step x input position) is near-diagonal",
+        "rule: " + MAP_RULE,
         judge=map_rule,
-        published="the trained model's attention (output step x input position) is near-diagonal",
-        reason="rule: " + MAP_RULE,
     ),
 )
 CHECK_IDS = frozenset(c.id for c in CHECKS)

@@ -43,14 +43,7 @@ class Interval:
 
     def record(self) -> dict:
         """The interval as plain data (JSON): mean, half-width, its ends, n and std."""
-        return {
-            "mean": self.mean,
-            "half_width": self.half_width,
-            "low": self.low,
-            "high": self.high,
-            "n": self.n,
-            "std": self.std,
-        }
+        return dict(mean=self.mean, half_width=self.half_width, low=self.low, high=self.high, n=self.n, std=self.std)
 
 
 def interval(values: Sequence[float], floor: float = FLOOR, level: float = LEVEL) -> Interval:

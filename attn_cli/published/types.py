@@ -129,10 +129,12 @@ def below(id: str, artifact: str, published: Any, bound: float, reason: str) -> 
     return Check(id, artifact, published, "below", bound, reason)
 
 
-def rule(id: str, artifact: str, published: str, reason: str, *, kind: str = "rule") -> Check:
+def rule(
+    id: str, artifact: str, published: str, reason: str, *, kind: str = "rule", judge: Callable[..., bool] | None = None
+) -> Check:
     """A qualitative claim judged by a rule in code (kind "rule"; "identity" for a rule that
     holds by construction, such as a drawn layout that is right once its inputs validate)."""
-    return Check(id, artifact, published, "rule", reason=reason, kind=kind)
+    return Check(id, artifact, published, "rule", reason=reason, kind=kind, judge=judge)
 
 
 def identity(check: Check, why: str) -> Check:

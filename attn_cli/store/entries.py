@@ -10,7 +10,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +56,9 @@ def torch_version() -> str:
         return torch.__version__
 
 
-def code_digest(globs: Iterable[str]) -> str:
-    """SHA-256 over the package's source files matching ``globs``, names and bytes."""
-    return _code_digest(tuple(globs))
-
-
 @functools.cache
-def _code_digest(globs: tuple[str, ...]) -> str:
+def code_digest(globs: tuple[str, ...]) -> str:
+    """SHA-256 over the package's source files matching ``globs``, names and bytes (once per process)."""
     root = Path(__file__).resolve().parent.parent  # the attn_cli package
     h = hashlib.sha256()
     for path in sorted({p for pattern in globs for p in root.glob(pattern) if p.is_file()}):
@@ -70,7 +66,7 @@ def _code_digest(globs: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
-def cache_key(fields: dict, globs: Iterable[str], numerics: dict) -> dict:
+def cache_key(fields: dict, globs: tuple[str, ...], numerics: dict) -> dict:
     """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers:
     ``numerics`` (:func:`attn_cli.core.numerics.key`: the numeric mode and ISA; on cuda the GPU,
     its driver and precision settings too), the versions of attn and torch, and the code."""

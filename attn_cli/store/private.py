@@ -76,8 +76,7 @@ def _check_component(where: str, st: os.stat_result) -> None:
 
 
 def _check_final(where: str, fd: int) -> None:
-    """The folder itself: ours, and no one else may read or write it.  One that is not is
-    refused and left as it was: attn never chmods a folder (it may be ``/`` or a home)."""
+    """The folder itself: ours, and no one else may read or write it (else refused, never chmod'ed)."""
     st = os.fstat(fd)
     me = os.geteuid()
     if st.st_uid != me:
@@ -143,8 +142,8 @@ def _step(parent: int, where: str, name: str, create: bool) -> tuple[int | None,
 
 
 def _walk(path: str | os.PathLike, create: bool) -> tuple[int, str]:
-    """The descriptor of ``path`` (walked from ``/``, every component checked) and the
-    symlink-free path it was reached by.  The final folder is checked like the others only."""
+    """The descriptor of ``path`` walked from ``/``, every component checked (the final one like
+    the others only), and the symlink-free path it was reached by."""
     todo = list(Path(os.path.abspath(os.fspath(path))).parts[1:])
     done: list[str] = []
     fd = _open_root()
@@ -176,7 +175,7 @@ def _walk(path: str | os.PathLike, create: bool) -> tuple[int, str]:
 
 
 def open_private_dir(path: str | os.PathLike, create: bool = True) -> int:
-    """An ``O_DIRECTORY`` descriptor of ``path``, proven private (see the module docstring)."""
+    """An ``O_DIRECTORY`` descriptor of ``path``, proven private (``docs/design.md``)."""
     fd, real = _walk(path, create)
     try:
         # the walk used O_PATH where there is one: reopen the same folder for reading
@@ -241,16 +240,11 @@ def read_regular(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
             raise ValueError(f"{name} is owned by {_who(st.st_uid)}, not by this user")
         if st.st_size > max_bytes:
             raise ValueError(f"{name} has {st.st_size} bytes, more than the {max_bytes} allowed")
-        chunks, have = [], 0
-        while have <= max_bytes:
-            chunk = os.read(fd, max_bytes + 1 - have)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            have += len(chunk)
-        if have > max_bytes:
+        with open(fd, "rb", closefd=False) as f:  # reads until max_bytes + 1 or the end
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
             raise ValueError(f"{name} has more than the {max_bytes} bytes allowed")
-        return b"".join(chunks)
+        return data
     except OSError as exc:
         raise ValueError(f"cannot read {name}: {exc.strerror}") from None
     finally:
