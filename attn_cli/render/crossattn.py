@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from attn_cli.render.console import stdout
 from attn_cli.render.figures import heatmap, new_figure, plain_text
 from attn_cli.render.files import save_figure, write_csv
-from attn_cli.render.table import Table, styled
+from attn_cli.render.table import Column, Table, styled
 
 if TYPE_CHECKING:
     from attn_cli.experiments.crossattn import Result
@@ -24,19 +24,12 @@ _REGIME_TEXT = {"sharp": "one matching key", "split": "repeated matching keys", 
 
 
 def safe_name(word: str, limit: int = 40) -> str:
-    """A file-name-safe form of a word: ASCII letters, digits, '_' and '-' kept as they are;
-    anything else (non-ASCII, '/', spaces, dots) replaced by '_', with a short hash of the
-    word appended so that different words never share a file."""
+    """A file-name-safe form of a word: anything but ASCII letters, digits, '_' and '-' replaced by '_',
+    with a short hash of the word appended so that different words never share a file."""
     if _SAFE.fullmatch(word) and len(word) <= limit:
         return word
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", word)[:limit]
     return f"{cleaned}-{hashlib.sha1(word.encode('utf-8')).hexdigest()[:8]}"
-
-
-def stem(result: Result) -> str:
-    cfg = result.config
-    name = f"heatmap_{safe_name(cfg['query_word'])}_{safe_name(cfg['key_word'])}"
-    return name + (f"_heads{cfg['heads']}" if cfg["heads"] else "")
 
 
 def label(ch: str) -> str:
@@ -94,12 +87,12 @@ def _weights_table(result: Result, full: bool) -> Table:
 
 def _regimes_table(result: Result, rule: Outcome) -> Table:
     """The three regimes: their meaning, the query letters found, the text's letters."""
+    headers = ("regime", "meaning", "query letters (regenerated)", "published (attention vs translation)")
     summary = Table(
         title="three regimes (D2L 10.3.3.3), found from the weights: the top weight (ties "
-        "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse"
+        "included) >= 5 x every other key -> sharp (1 key) / split (tied keys); else diffuse",
+        columns=[Column(h) for h in headers],
     )
-    for header in ("regime", "meaning", "query letters (regenerated)", "published (attention vs translation)"):
-        summary.add_column(header)
     text_regimes = rule.published if rule.status != "n/a" else None  # the text's letters, at its settings
     found = result.regime_letters()
     for regime in ("sharp", "split", "diffuse"):
@@ -113,13 +106,11 @@ def _regimes_table(result: Result, rule: Outcome) -> Table:
 
 
 def _heads_table(result: Result) -> Table:
+    n = len(result.head_weights)
     heads = Table(
-        title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer (random projections)"
+        title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer (random projections)",
+        columns=[Column("query", "center"), Column("plain"), *(Column(f"head {h}") for h in range(1, n + 1))],
     )
-    heads.add_column("query", justify="center")
-    heads.add_column("plain")
-    for h in range(len(result.head_weights)):
-        heads.add_column(f"head {h + 1}")
     for i, q in enumerate(result.queries):
         heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
     return heads
@@ -128,8 +119,9 @@ def _heads_table(result: Result) -> Table:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    out = Path(out)
-    base = stem(result)
+    out, cfg = Path(out), result.config
+    base = f"heatmap_{safe_name(cfg['query_word'])}_{safe_name(cfg['key_word'])}"
+    base += f"_heads{cfg['heads']}" if cfg["heads"] else ""
     keys = [label(k) for k in result.keys]
     queries = [label(q) for q in result.queries]
     panels = [("plain (no projections)", result.weights)]
@@ -141,12 +133,9 @@ def figures(
         head_rows = [[h + 1, q, *row] for h, hw in enumerate(result.head_weights) for q, row in zip(result.queries, hw)]
         paths.append(write_csv(out / f"{base}_per_head.csv", head_rows, header=["head", "query \\ key", *result.keys]))
 
-    n_q, n_k = len(queries), len(keys)
     cell = 0.32  # inches per cell: the text's 4 x 3.5 for 9 x 11
-    width = max(2.5, n_k * cell + 1.0)
-    height = max(2.0, n_q * cell + 1.0)
+    width, height = max(2.5, len(keys) * cell + 1.0), max(2.0, len(queries) * cell + 1.0)
     fig, axes = new_figure(1, len(panels), figsize=(width * len(panels) + 0.8, height), squeeze=False)
-    cfg = result.config
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Glyph .* missing")  # fonts without CJK, emoji ...
         for ax, (title, w) in zip(axes[0], panels):

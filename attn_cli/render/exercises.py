@@ -61,8 +61,7 @@ def figures(
 
 def _fig2(e: ex.ex02_noise.Result) -> tuple[Figure, list, list[str]]:
     fig, ax = new_figure(figsize=(6.5, 4.5))
-    colours = ("tab:blue", "tab:red")
-    for s, colour in zip(e.sweeps, colours):
+    for s, colour in zip(e.sweeps, ("tab:blue", "tab:red")):
         eps = [p.eps for p in s.points]
         ax.plot(eps, [p.error for p in s.points], "o", color=colour, label=f"measured, σ = {s.sigma:g}")
         theory = f"theory, slope {s.slope:.2f}" if s.slope is not None else "theory"

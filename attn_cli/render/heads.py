@@ -135,8 +135,5 @@ def _box(ax: Any, x: float, y: float, w: float, hgt: float, text: str, color: st
 def _arrow(ax: Any, x0: float, y0: float, x1: float, y1: float) -> None:
     from matplotlib.patches import FancyArrowPatch
 
-    ax.add_patch(
-        FancyArrowPatch(
-            (x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=8, lw=0.7, color="dimgrey", shrinkA=0, shrinkB=0
-        )
-    )
+    style = {"arrowstyle": "-|>", "mutation_scale": 8, "lw": 0.7, "color": "dimgrey", "shrinkA": 0, "shrinkB": 0}
+    ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), **style))

@@ -13,11 +13,12 @@ from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.render.console import beside
 from attn_cli.render.figures import new_figure
 from attn_cli.render.files import save_figure, write_csv
-from attn_cli.render.table import Block, Cell, Table, styled
+from attn_cli.render.table import Block, Cell, Column, Table, styled
 
 if TYPE_CHECKING:
     from attn_cli.experiments.sqrt_dk import Result
     from attn_cli.published.compare import Outcome
+
 COLUMNS = (  # (field, header, format)
     ("std", "std(q·k)", "{:.2f}"),
     ("std_scaled", "std(q·k/√d_k)", "{:.2f}"),
@@ -46,10 +47,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
         f"seed {cfg['seed']}, {cfg['device']})",
         caption="each cell: regenerated, = when within half a unit of the text's last printed digit, "
         "then the text's value",
+        columns=[Column(h, "right") for h in ("d_k", *(header for _, header, _ in COLUMNS))],
     )
-    table.add_column("d_k", justify="right")
-    for _, header, _ in COLUMNS:
-        table.add_column(header, justify="right")
     for r in result.rows:
         cells = [_cell(o.get(f"w9-sqrt-dk.{r.d_k}.{f}"), getattr(r, f), fmt) for f, _, fmt in COLUMNS]
         table.add_row(str(r.d_k), *cells)
@@ -84,8 +83,7 @@ def figures(
         ax.set_xscale("log", base=2)
         ax.set_xticks(dims, labels=[str(d) for d in dims])
         ax.minorticks_off()
-        ax.set_xlabel("key dimension d_k")
-        ax.set_ylabel(ylabel)
+        ax.set(xlabel="key dimension d_k", ylabel=ylabel)
         ax.grid(True, alpha=0.3)
         ax.legend()
     n_keys = result.config["n_keys"]
