@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from attn_cli.cli import cli
 from attn_cli.core import memory
-from attn_cli.published.rules import REGENERATE_NOTHING
+from attn_cli.published.compare import REGENERATE_NOTHING
 
 SEED_MAX = 2**64 - 1  # torch.manual_seed takes a signed or unsigned 64-bit integer
 
@@ -379,7 +379,7 @@ def _flat(text: str) -> str:
 
 @pytest.mark.parametrize("command", sorted(set(cli.commands) - set(REGENERATE_NOTHING)))
 def test_every_command_help_states_the_rule_it_is_judged_by(command):
-    from attn_cli.published.rules import judged_by
+    from attn_cli.published.compare import judged_by
 
     result = CliRunner().invoke(cli, [command, "--help"], terminal_width=100)
     assert result.exit_code == 0, result.output
@@ -402,7 +402,7 @@ def test_copy_task_help_states_the_seed_rule_from_its_constants(monkeypatch):
 
 def test_the_docs_state_the_seed_rule_as_published_defines_it():
     from attn_cli.published import seed_rule
-    from attn_cli.published.rules import seed_rule_formula
+    from attn_cli.published.compare import seed_rule_formula
 
     readme = _flat((Path(__file__).parents[1] / "docs" / "checking.md").read_text())
     assert f"seeds' {seed_rule.LEVEL:.0%} prediction interval, {seed_rule_formula()}" in readme

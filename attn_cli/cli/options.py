@@ -32,11 +32,11 @@ from attn_cli.core.numerics import MODES as NUMERIC_MODES
 
 class JudgedCommand(click.Command):
     """A command whose help ends with how `attn verify` judges what it regenerates
-    (:func:`attn_cli.published.rules.judged_by`), computed only when help is shown."""
+    (:func:`attn_cli.published.compare.judged_by`), computed only when help is shown."""
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_help_text(ctx, formatter)
-        from attn_cli.published.rules import judged_by
+        from attn_cli.published.compare import judged_by
 
         assert self.name is not None  # every attn command is named
         text = judged_by(self.name)

@@ -12,7 +12,7 @@ from types import ModuleType
 from attn_cli.published.types import Artifact
 
 # modules of this package that are not check families (they define no CHECKS)
-NOT_FAMILIES = frozenset({"types", "catalogue", "settings", "compare", "seed_rule", "rules"})
+NOT_FAMILIES = frozenset({"types", "catalogue", "settings", "compare", "seed_rule"})
 
 _ROWS = (  # id, source, section, title, command
     # W9: embeddings and attention

@@ -99,7 +99,7 @@ def _markdown_help(command) -> str:
     Markdown, so a ``\\b`` paragraph (printed as written: the examples) becomes a code block and
     ``<`` is escaped; then the rule its values are judged by, which ``JudgedCommand`` adds."""
     from attn_cli.cli.options import JudgedCommand
-    from attn_cli.published.rules import judged_by
+    from attn_cli.published.compare import judged_by
 
     paragraphs = inspect.cleandoc(command.help or "").split("\n\n")
     if isinstance(command, JudgedCommand) and judged_by(command.name):
