@@ -77,11 +77,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         _fsync(path.parent, directory=True)
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        fh.write(data)
-    return Path(path)
-
-
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    return write_bytes(path, text.encode("utf-8"))
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(text.encode("utf-8"))
+    return Path(path)

@@ -106,7 +106,7 @@ def test_disk_full_while_writing_the_bytes(tmp_path, monkeypatch):
         lambda p, mode="r", *a, **k: Full(real_open(p, mode, *a, **k)) if "w" in mode else real_open(p, mode, *a, **k),
     )
     with pytest.raises(WriteFailed, match="No space left on device"):
-        io.write_bytes(tmp_path / "x.bin", b"0123456789")
+        io.write_text(tmp_path / "x.txt", "0123456789")
     assert list(tmp_path.iterdir()) == []
 
 
