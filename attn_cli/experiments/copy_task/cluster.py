@@ -313,24 +313,22 @@ def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:
 # --------------------------------------------------------------------------- on the worker
 
 
-def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
-    with suppress(OSError), open(cpuinfo, encoding="utf-8", errors="replace") as f:
-        for key, _, value in (line.partition(":") for line in f):
-            if key.strip() in ("model name", "Model", "cpu model"):
-                return value.strip()[:FIELD_CHARS]
-    return (platform.processor() or platform.machine())[:FIELD_CHARS]
-
-
 def where() -> dict[str, str]:
-    """Where this task runs: the Dask worker's address (empty outside a worker), host, CPU."""
+    """Where this task runs: the Dask worker's address (empty outside a worker), host, CPU model
+    (Linux ``/proc/cpuinfo``, else the platform's processor string)."""
     try:
         from distributed import get_worker
 
         address = get_worker().address
     except (ImportError, ValueError):  # not inside a Dask worker (a direct call, a test)
         address = ""
-    return {"worker": address[:FIELD_CHARS], "host": socket.gethostname()[:FIELD_CHARS], "cpu": cpu_model()}
+    cpu = platform.processor() or platform.machine()
+    with suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+        for key, _, value in (line.partition(":") for line in f):
+            if key.strip() in ("model name", "Model", "cpu model"):
+                cpu = value.strip()
+                break
+    return {k: v[:FIELD_CHARS] for k, v in {"worker": address, "host": socket.gethostname(), "cpu": cpu}.items()}
 
 
 def prepare_worker(mode: str) -> None:
