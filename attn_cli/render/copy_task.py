@@ -22,7 +22,7 @@ from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.render.console import beside
 from attn_cli.render.figures import fill_heatmap, heatmap_frame, new_figure
 from attn_cli.render.files import save_figure, split_timing, write_csv, write_json
-from attn_cli.render.table import Cell, Table, Text, styled
+from attn_cli.render.table import Cell, Column, Table, Text, styled
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -140,11 +140,8 @@ def _cells_table(result: Result, outcomes: Outcomes, seeds: tuple, comparable: b
         if comparable
         else ", then the published value in brackets (not judged)"
     )
-    table = Table(title=title, caption=caption)
-    table.add_column("length", justify="right")
-    table.add_column("model")
-    for metric in METRICS:
-        table.add_column(HEADERS[metric], justify="right")
+    columns = [Column("length", "right"), Column("model"), *(Column(HEADERS[m], "right") for m in METRICS)]
+    table = Table(title=title, caption=caption, columns=columns)
     for length in cfg["lengths"]:
         for i, model in enumerate(models):
             cell = result.cell(model, length)
@@ -209,7 +206,8 @@ def figures(
         rows = [[f"step {t} ({m['src'][t]})", *row] for t, row in enumerate(m["weights"])]
         header = ["decoder step \\ input", *(f"{j} ({d})" for j, d in enumerate(m["src"]))]
         paths.append(write_csv(map_png.with_suffix(".csv"), rows, header=header))
-    if several_seeds(result):  # their distribution
+    cells = {(r["model"], r["length"]) for r in result.rows}
+    if len({(r["model"], r["length"], r["seed"]) for r in result.rows}) > len(cells):  # several seeds in a cell
         entries = samples(result, outcomes)
         paths += _seeds_figure(entries, result.config, out / SEEDS_PNG, formats, keep) if formats else []
         paths.append(write_csv(out / SEEDS_CSV, csv_rows(entries), header=CSV_HEADER))
@@ -304,12 +302,6 @@ def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
                     }
                 )
     return out
-
-
-def several_seeds(result: Any) -> bool:
-    """More than one seed in some cell: the runs this figure is for."""
-    cells = {(r["model"], r["length"]) for r in result.rows}
-    return len({(r["model"], r["length"], r["seed"]) for r in result.rows}) > len(cells)
 
 
 def csv_rows(entries: list[dict]) -> list[list]:

@@ -34,8 +34,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
         out.append("doubling the length quadruples the cost (try --measure to time it)")
         return out
     out.append(_measured_table(result))
-    for line in result.dropped:
-        out.append(styled(("left out", "yellow"), f" (does not fit): {line}"))
+    out += [styled(("left out", "yellow"), f" (does not fit): {line}") for line in result.dropped]
     if result.exponent is not None:
         out.extend(_exponent_notes(result, result.exponent))
     return out
@@ -73,8 +72,8 @@ def _measured_table(result: Result) -> Table:
     headers = ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved", peak, "up-front estimate")
     for col in headers:
         measured.add_column(col, justify="right")
-    prev = None
-    for r in result.measured_rows:
+    rows = result.measured_rows
+    for prev, r in zip([None, *rows], rows):
         ratio = f"{r.time_s / prev.time_s:.1f}x (n {r.n / prev.n:g}x)" if prev else "—"
         measured.add_row(
             str(r.n),
@@ -87,7 +86,6 @@ def _measured_table(result: Result) -> Table:
             human_bytes(r.peak_bytes),
             human_bytes(r.formula_bytes),
         )
-        prev = r
     return measured
 
 
@@ -105,10 +103,7 @@ def _exponent_notes(result: Result, exponent: float) -> list[Block]:
     if exponent < 1.6:
         why.append("at small n fixed per-call overheads dominate (try larger --lengths)")
     if load is not None and cpus and load > cpus and result.device_name == "cpu":  # a busy CPU
-        why.append(
-            f"this CPU is busy (load average {result.load_average:.1f} on {result.cpu_count} "
-            "cores), so timings are noisy"
-        )
+        why.append(f"this CPU is busy (load average {load:.1f} on {cpus} cores), so timings are noisy")
     if why:
         out.append(styled(("note", "yellow"), f": {'; '.join(why)}."))
     return out
