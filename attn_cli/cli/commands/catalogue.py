@@ -23,6 +23,7 @@ from attn_cli.cli.options import (
     Common,
     JudgedCommand,
     common_options,
+    option,
     validate_out_file,
 )
 from attn_cli.cli.types import IntRange, MultiValueOption
@@ -35,11 +36,10 @@ if TYPE_CHECKING:
     from attn_cli.regenerate import AllReport, VerifyReport
 
 
-seed_count_option = click.option(  # verify, all
+seed_count_option = option(  # verify, all
     "--seeds",
     "n_seeds",
     type=IntRange(1, MAX_SEEDS),
-    default=None,
     metavar="N",
     help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
     f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]",
