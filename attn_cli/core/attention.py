@@ -77,11 +77,9 @@ def merge_heads(x: Tensor, num_heads: int) -> Tensor:
 class MultiHeadAttention(nn.Module):
     """D2L 10.3 multi-head attention: project, fold heads into the batch, attend, merge, project.
 
-    ``forward`` returns ``(output, weights)`` with weights of shape (B, num_heads, n_q, n_k),
-    so pictures never reach into the module.  ``valid_lens`` is repeated per head with
-    ``repeat_interleave`` (head-major within each sequence), as in the text.
-    Linear layers are created eagerly (``d_in`` defaults to ``num_hiddens``) in the order
-    W_q, W_k, W_v, W_o, so parameter initialisation is reproducible under a seed.
+    ``forward`` returns ``(output, weights)``, weights (B, num_heads, n_q, n_k), so pictures never
+    reach into the module; ``valid_lens`` is repeated per head (head-major), as in the text.  The
+    layers are made eagerly in the order W_q, W_k, W_v, W_o: the same initialisation under a seed.
     """
 
     def __init__(

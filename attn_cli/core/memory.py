@@ -153,12 +153,9 @@ def pool_bytes(workers: int) -> int:
 def guard(
     nbytes: float, what: str, device: str = "cpu", fraction: float = 0.5, workers: int = 0, processes: int = 1
 ) -> None:
-    """The one up-front check every experiment makes before allocating anything.
-
-    ``nbytes``: the experiment's ``estimate_bytes(config)``, plus :func:`pool_bytes` of its
-    ``workers``.  Draws are made on the CPU, then moved, so the CPU is always checked; another
-    device as well, on cuda with one CUDA context per process that uses it (``processes``).
-    """
+    """The one up-front check every experiment makes before allocating anything: ``nbytes`` (its
+    ``estimate_bytes(config)``) plus :func:`pool_bytes` of its ``workers`` on the CPU, where draws
+    are made; another device as well, on cuda with one CUDA context per process (``processes``)."""
     if workers > 0:
         what = f"{what}, in {workers} worker process(es) (about {human_bytes(pool_bytes(workers))} before any tensor)"
     check_fits(nbytes + pool_bytes(workers), what, "cpu", fraction)

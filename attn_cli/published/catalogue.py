@@ -1,9 +1,6 @@
 """The catalogue: every table and figure of the two texts (``../shared/ARTIFACTS.md``), in the
-texts' order.  ``files`` are the names each command writes into ``--out`` for that artifact;
-commands must use exactly these names.  A check family (a module of this package) may declare
-``CATALOGUE``, its experiment's entries beside its ``CHECKS``: each is placed after the last
-entry of its source listed here (:func:`placed`).
-"""
+texts' order, with the files each command writes into ``--out`` for it.  A check family (a module
+of this package) may declare ``CATALOGUE`` entries beside its ``CHECKS`` (:func:`placed`)."""
 
 import importlib
 import pkgutil

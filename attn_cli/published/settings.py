@@ -1,11 +1,7 @@
-"""The texts' settings: the one place that decides "is this run at the text's settings?".
-
-A published value holds only for the draws and sizes the text used.  ``TEXT`` maps a catalogue
-ID to the configuration fields its values depend on and the text's value of each (a check
-family may declare its own as ``TEXT_SETTINGS``); :func:`at_text_settings` compares a run's
-configuration with them, and per check where one depends on more (the sqrt-dk rows, drawn one
-after another).  The experiments' Config defaults are these settings (``tests/test_catalogue.py``).
-"""
+"""The texts' settings: the one place that decides "is this run at the text's settings?" (a
+published value holds only for the draws and sizes the text used).  ``TEXT`` maps a catalogue ID
+to the configuration fields its values depend on and the text's value of each (a check family may
+declare its own as ``TEXT_SETTINGS``); the experiments' Config defaults are these settings."""
 
 from __future__ import annotations
 

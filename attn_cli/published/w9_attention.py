@@ -1,7 +1,5 @@
-"""Published values of W9 3.3 (sqrt-dk), 4.2 (masks) and 5.2 (scaling).
-
-Tolerances are half a unit of the last digit the text printed, unless stated otherwise.
-"""
+"""Published values of W9 3.3 (sqrt-dk), 4.2 (masks) and 5.2 (scaling).  Tolerances are half a
+unit of the last digit the text printed, unless stated otherwise."""
 
 from __future__ import annotations
 
@@ -45,8 +43,7 @@ _DRAWS = "exact only with the text's draws: seed 0, 20000 trials, 10 keys, d_k 4
 
 def _half_unit_3sig(value: float) -> float:
     """Half a unit of the last digit of a number printed as ``%.2e``."""
-    mantissa, exponent = f"{value:.2e}".split("e")
-    return 0.005 * 10 ** int(exponent)
+    return 0.005 * 10 ** int(f"{value:.2e}".split("e")[1])
 
 
 def _memory_bytes(printed: str) -> tuple[float, float]:

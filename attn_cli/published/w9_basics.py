@@ -1,7 +1,6 @@
 """Published values of W9 chapters 1, 3.1, 3.2 and 4.3 (the closed-form basics), regenerated
 by ``attn embeddings``, ``analogy``, ``formula`` and ``order``.  Numeric tolerances are half a
-unit of the last printed digit; the two queen/princess slots of w9-ppmi are rules (``_TIE``).
-"""
+unit of the last printed digit; the two queen/princess slots of w9-ppmi are rules (``_TIE``)."""
 
 from attn_cli.published.types import Check, exact, num, rule
 

@@ -109,10 +109,8 @@ class Cache:
         try:
             cap = max_bytes + len(json.dumps(key)) + 256  # the payload, its key and the framing
             data = private.read_regular(sub, entry_file(key), cap)
-        except OSError as exc:  # EACCES: an entry this user may not read
-            raise Refused(exc.strerror or str(exc)) from None
-        except ValueError as exc:  # not a regular file, not ours, over the bound
-            raise Refused(str(exc)) from None
+        except (OSError, ValueError) as exc:  # EACCES; not a regular file, not ours, over the bound
+            raise Refused(getattr(exc, "strerror", None) or str(exc)) from None
         finally:
             os.close(sub)
         if data is None:
