@@ -8,6 +8,7 @@ import resource
 import sys
 from pathlib import Path
 
+from attn_cli.core.device import is_cuda
 from attn_cli.errors import MemoryRefused
 from attn_cli.units import human_bytes
 
@@ -112,7 +113,7 @@ def address_space_headroom() -> int | None:
 
 def bounds(device: str = "cpu") -> list[tuple[int, str]]:
     """Every bound on new memory for ``device``, as (bytes, what it is)."""
-    if device.startswith("cuda"):
+    if is_cuda(device):
         import torch
 
         free, _total = torch.cuda.mem_get_info()
@@ -160,7 +161,7 @@ def guard(
         what = f"{what}, in {workers} worker process(es) (about {human_bytes(pool_bytes(workers))} before any tensor)"
     check_fits(nbytes + pool_bytes(workers), what, "cpu", fraction)
     if device != "cpu":
-        contexts = processes * CUDA_CONTEXT_BYTES if device.split(":")[0] == "cuda" else 0
+        contexts = processes * CUDA_CONTEXT_BYTES if is_cuda(device) else 0
         contexts_named = f" + {processes} CUDA context(s) of ~0.5 GB" if contexts else ""
         check_fits(nbytes + contexts, what + contexts_named, device, fraction)
 
