@@ -109,14 +109,23 @@ def _values(params: list[click.Parameter], given: list, words: list, out: str) -
     known = [(p, value) for _, p, value in given if p.name != "as_json"]  # nothing is printed
     values: dict[str, Any] = {"out": out}
     for p, value in known:
-        values[p.name] = [*values.get(p.name, []), *_listed(value)] if p.multiple else value
+        if p.multiple:
+            values[p.name] = [*values.get(p.name, []), *map(_word, _listed(value))]
+        else:
+            values[p.name] = tuple(map(_word, value)) if isinstance(value, (list, tuple)) else _word(value)
     arguments = [p for p in params if isinstance(p, click.Argument)]
     for p in arguments:
         n = len(words) if p.nargs == -1 else p.nargs
         if words[:n]:
-            values[p.name] = words[0] if p.nargs == 1 else tuple(words[:n])
+            values[p.name] = _word(words[0]) if p.nargs == 1 else tuple(map(_word, words[:n]))
         words = words[n:]
     return values, [p for p, _ in known] + [p for p in params if p.name == "out"] + arguments, words
+
+
+def _word(value: Any) -> Any:
+    """A value as the word the command line would give its type (3.5 for an integer is refused, not
+    cut to 3); a bool stays a bool for a flag."""
+    return value if isinstance(value, (bool, str)) else str(value)
 
 
 @contextlib.contextmanager

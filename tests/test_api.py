@@ -104,6 +104,7 @@ def test_run_writes_files_only_with_out(tmp_path, monkeypatch):
     [
         ({"heads": [0]}, "Invalid value for '--heads': 0 is not in the range x>=1."),
         ({"bogus": 1}, "No such option '--bogus'"),
+        ({"d_model": 6.5}, "'6.5' is not an integer"),  # refused as on the command line, never cut to 6
         ({"device": "tpu"}, "'tpu' is not one of"),
         ({"d_model": 6, "layout_heads": 4}, "divide"),
     ],
