@@ -3,16 +3,23 @@ share (design notes: ``docs/design.md``, section ``attn_cli.experiments``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from attn_cli.experiments.progress import ProgressCallback as ProgressCallback  # for every run()'s signature
+from attn_cli.experiments.progress import ProgressEvent as ProgressEvent
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 
+@dataclass(frozen=True)
 class QuickConfig:
-    """Base of a frozen ``Config``: ``Config.quick(**overrides)`` is the smoke-run configuration,
-    the defaults with the fields in ``QUICK`` replaced, then ``overrides``."""
+    """Base of a frozen ``Config``: its first fields, and ``Config.quick(**overrides)``, the smoke-run
+    configuration (the defaults with the fields in ``QUICK`` replaced, then ``overrides``)."""
 
+    seed: int = 0  # torch's seed (the texts' 0), set where the text sets it: see each run()
+    device: str = "cpu"  # where the computation runs; draws are made on the CPU generator, then moved
     QUICK: ClassVar[dict[str, Any]] = {}  # field -> its reduced value under --quick
 
     @classmethod

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments import QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import ProgressCallback, QuickConfig
 
 if TYPE_CHECKING:
     import numpy as np

@@ -12,8 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments import QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import ProgressCallback, QuickConfig
 
 ARTIFACTS = ("d2l-copy-both-one-head", "d2l-copy-both-two-heads", "d2l-fig-10.3.1")
 FIGURES = ("copy_both.png",)
@@ -25,8 +24,6 @@ THEORY = math.sqrt(0.5)  # best relative error of one head, for every softmax pa
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed(0), then V1 and V2 in that order
-    device: str = "cpu"  # data are drawn on the CPU generator, then moved
     samples: int = 10_000  # N in the text
     d_v: int = 16  # d in the text: the width of the values V1, V2
     weights: tuple[float, ...] = (0.5, 0.7, 0.9, 1.0)  # first weight a of the single head

@@ -8,8 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments import QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import ProgressCallback, QuickConfig
 
 ARTIFACTS = ("d2l-crossattn-map",)
 FIGURES = ("heatmap_attention_translation.png",)
@@ -26,8 +25,6 @@ STAND_OUT = 5.0  # the tied top weight must be this many times the best other ke
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed(0) right before the one randn call
-    device: str = "cpu"  # embeddings drawn on the CPU generator, then moved
     query_word: str = "attention"  # its characters are the queries (rows)
     key_word: str = "translation"  # its characters are the keys and values (columns)
     d_model: int = 32  # embedding width
@@ -49,13 +46,8 @@ class Result:
 
     def regime_letters(self) -> dict[str, list[str]]:
         """Distinct query characters per regime (a character keeps its first row's regime)."""
-        out: dict[str, list[str]] = {"sharp": [], "split": [], "diffuse": []}
-        seen: set[str] = set()
-        for ch, regime in zip(self.queries, self.regimes):
-            if ch not in seen:
-                seen.add(ch)
-                out[regime].append(ch)
-        return {k: sorted(v) for k, v in out.items()}
+        first = dict(reversed(list(zip(self.queries, self.regimes))))  # character -> its first row's regime
+        return {k: sorted(ch for ch, r in first.items() if r == k) for k in ("sharp", "split", "diffuse")}
 
     def agrees_with_letters(self) -> bool:
         """The weight-derived regimes are those the letter counts predict (1, >1, 0 matches)."""

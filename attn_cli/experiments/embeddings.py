@@ -7,8 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from attn_cli.experiments import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
 from attn_cli.published.settings import TEXT
 
 ARTIFACTS = ("w9-onehot", "w9-contextual")
@@ -24,8 +23,6 @@ WORD = "bank"  # the ambiguous word whose two contextual vectors are compared
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed before each block, as the text
-    device: str = "cpu"  # where the attention is computed (draws are on the CPU)
     onehot_embed_dim: int = 4  # width of the small nn.Embedding of 1.1
     vocab_size: int = TEXT["w9-onehot"]["vocab_size"]  # V of the parameter count of 1.1 (the text's)
     embed_dim: int = 300  # d of the parameter count of 1.1

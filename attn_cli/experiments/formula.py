@@ -8,8 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from attn_cli.experiments import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
 
 ARTIFACTS = ("w9-worked", "w9-properties")
 FIGURES = ()
@@ -23,8 +22,6 @@ WORKED_V = [[10.0], [20.0], [30.0]]  # (3, 1)
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed before drawing Q, K, V (3.2)
-    device: str = "cpu"  # where attention is computed (draws are on the CPU)
     n_q: int = 3  # queries (3.2)
     n_k: int = 5  # keys and values (3.2)
     d_k: int = 4  # query/key width (3.2)

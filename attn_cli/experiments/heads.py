@@ -8,8 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import AttnError
-from attn_cli.experiments import QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import ProgressCallback, QuickConfig
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -24,8 +23,6 @@ MAX_WIDTH = 8192  # d_model / d2l_d_model beyond this would allocate gigabytes f
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed(0) before each block, as in the texts
-    device: str = "cpu"  # layers and data are created on the CPU, then moved
     d_model: int = 64  # W9's parameter table (nn.MultiheadAttention, with biases)
     d2l_d_model: int = 256  # D2L's parameter table (MultiHeadAttention(num_hiddens=...), bias off)
     heads: tuple[int, ...] = (1, 2, 4, 8)  # head counts h of both tables
@@ -126,27 +123,6 @@ def _w9_block(config: Config) -> dict[str, Any]:
     return {"handwritten_matches": matches, "handwritten_max_diff": max_diff, "w9_params": w9_params}
 
 
-def _d2l_shape_check(config: Config) -> dict[str, Any]:
-    """D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected):
-    the output's shape, the weights' shape, and the largest weight beyond valid_lens."""
-    import torch
-
-    from attn_cli.core.attention import MultiHeadAttention
-
-    dev = config.device
-    torch.manual_seed(config.seed)
-    num_hiddens, num_heads = 100, 5
-    attention = MultiHeadAttention(num_hiddens, num_heads, 0.5).to(dev)
-    batch_size, num_queries, num_kvpairs = 2, 4, 6
-    valid_lens = torch.tensor([3, 2], device=dev)
-    X = torch.ones((batch_size, num_queries, num_hiddens), device=dev)
-    Y = torch.ones((batch_size, num_kvpairs, num_hiddens), device=dev)
-    out, weights = attention(X, Y, Y, valid_lens)  # (2, 4, 100), (2, 5, 4, 6)
-    beyond = torch.arange(num_kvpairs, device=dev)[None, :] >= valid_lens[:, None]  # (B, n_k)
-    masked_weight = float(weights.masked_select(beyond[:, None, None, :].expand_as(weights)).abs().max())
-    return {"mha_shape": list(out.shape), "mha_weights_shape": list(weights.shape), "mha_masked_weight": masked_weight}
-
-
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
@@ -156,14 +132,23 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     validate(config)
     what = f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}"
     guard(estimate_bytes(config), what, config.device)
+    dev = config.device
     with torch.no_grad():  # the blocks in the texts' order: their draws follow one another
-        w9, d2l_shape = _w9_block(config), _d2l_shape_check(config)
+        w9 = _w9_block(config)
+        # D2L 10.3.2.3 shape check (dropout 0.5 in training mode, as the text: shape unaffected)
+        torch.manual_seed(config.seed)
+        attention = MultiHeadAttention(100, 5, 0.5).to(dev)  # num_hiddens, num_heads, dropout
+        valid_lens = torch.tensor([3, 2], device=dev)
+        X, Y = torch.ones((2, 4, 100), device=dev), torch.ones((2, 6, 100), device=dev)  # 4 queries, 6 kv pairs
+        out, weights = attention(X, Y, Y, valid_lens)  # (2, 4, 100), (2, 5, 4, 6)
+        beyond = torch.arange(6, device=dev)[None, :] >= valid_lens[:, None]  # (B, n_k): keys beyond valid_lens
+        masked_weight = float(weights.masked_select(beyond[:, None, None, :].expand_as(weights)).abs().max())
         # D2L parameter table: concrete layers, materialised by a forward pass as in the text
         nh = config.d2l_d_model
-        X = torch.ones((2, 10, nh), device=config.device)
+        X = torch.ones((2, 10, nh), device=dev)
         d2l_params = []
         for heads in config.heads:
-            layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(config.device)
+            layer = MultiHeadAttention(num_hiddens=nh, num_heads=heads, dropout=0).to(dev)
             layer(X, X, X, None)
             d2l_params.append({"heads": heads, "params": count_parameters(layer), "formula": 4 * nh * nh})
         # figure 10.3.2: the layout drawn for (d_model, layout_heads), and the concrete layer it stands for
@@ -172,4 +157,12 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         drawn = 3 * h * d * p + (h * p) * d  # h heads x (W_q, W_k, W_v: d -> p) + W_o
         layer_params = count_parameters(MultiHeadAttention(d, h))
     layout = {"d": d, "h": h, "p": p, "params_drawn": drawn, "params_layer": layer_params}
-    return Result(config=asdict(config), **w9, **d2l_shape, d2l_params=d2l_params, layout=layout)
+    return Result(
+        asdict(config),
+        **w9,
+        mha_shape=list(out.shape),
+        mha_weights_shape=list(weights.shape),
+        mha_masked_weight=masked_weight,
+        d2l_params=d2l_params,
+        layout=layout,
+    )

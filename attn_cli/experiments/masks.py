@@ -6,8 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from attn_cli.experiments import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -20,8 +19,6 @@ SLOW, CACHED = False, False  # instant
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed(0) in the text
-    device: str = "cpu"  # draws on the CPU generator, then moved here
     n: int = 5  # tokens (positions)
     d_k: int = 4  # d: token width = d_k (no projections)
     changed_from: int = 3  # the "future" tokens changed in the leak test: positions changed_from..n-1

@@ -9,8 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from attn_cli.experiments import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -25,8 +24,6 @@ ATOL = 1e-6  # "identical" means torch.allclose(..., atol=1e-6), as the text
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed before the draws
-    device: str = "cpu"  # where attention is computed (draws are on the CPU)
     d_model: int = 6  # d: width of the word vectors
     weight_scale: float = 0.5  # Wq, Wk, Wv = randn(d, d) * weight_scale
     words: tuple[str, str, str] = ("dog", "bites", "man")  # sentence a; sentence b is it reversed

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
+from attn_cli.experiments import ProgressCallback, ProgressEvent
 from attn_cli.published.settings import SCALING_D_MODEL as TEXT_D_MODEL  # the d in "n^2 * d operations"
 from attn_cli.published.w9_attention import SCALING
 from attn_cli.units import text_memory
@@ -105,11 +105,6 @@ class Result:
         return out
 
 
-def formula(lengths: Iterable[int], d_model: int) -> list[FormulaRow]:
-    mem = BYTES_PER_FLOAT  # bytes per score entry
-    return [FormulaRow(n, n * n, mem * n * n, text_memory(mem * n * n), n * n * d_model) for n in lengths]
-
-
 def fit_exponent(ns: Iterable[float], times: Iterable[float]) -> float | None:
     """Least-squares slope of log(time) against log(n); None with fewer than 2 distinct n."""
     from attn_cli.core.measure import loglog_slope
@@ -195,7 +190,9 @@ def _measure_one(n: int, config: Config, gen: Generator, on_pass: Callable[[], N
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     """Formula table, plus the measurement when ``config.measure``; ``progress`` hears after each timed pass."""
-    result = Result(config=dataclasses.asdict(config), formula=formula(config.lengths, config.d_model))
+    mem = [BYTES_PER_FLOAT * n * n for n in config.lengths]  # float32 bytes of each n x n score matrix
+    rows = [FormulaRow(n, n * n, b, text_memory(b), n * n * config.d_model) for n, b in zip(config.lengths, mem)]
+    result = Result(config=dataclasses.asdict(config), formula=rows)
     if not config.measure:  # the formula table is arithmetic on Python ints: nothing to allocate
         return result
     dropped = check_measurable(config)  # every n checked up front, before the first pass (a GPU drops what won't fit)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
-from attn_cli.experiments import MeasuredResult, QuickConfig
-from attn_cli.experiments.progress import ProgressCallback
+from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
 
 ARTIFACTS = ("w9-self-cross", "d2l-self-cross")
 FIGURES = ()
@@ -15,10 +14,7 @@ ENGINES: tuple[str, ...] = ()
 SLOW, CACHED = False, False  # instant
 
 
-@dataclass(frozen=True)
-class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed(0) before each block, as in the texts
-    device: str = "cpu"  # layers and data are created on the CPU, then moved
+Config = QuickConfig  # seed (set before each block, as in the texts) and device, nothing else
 
 
 @dataclass

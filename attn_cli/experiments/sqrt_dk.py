@@ -6,8 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from attn_cli.experiments import QuickConfig
-from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
+from attn_cli.experiments import ProgressCallback, ProgressEvent, QuickConfig
 from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
@@ -27,8 +26,6 @@ STATS = ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled", "grad_
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    seed: int = 0  # torch.manual_seed(0) in the text
-    device: str = "cpu"  # draws on the CPU generator, then moved here
     d_k: tuple[int, ...] = TEXT_DIMS  # key dimensions d_k, drawn in this order
     trials: int = TEXT_TRIALS  # independent (query, key set) pairs per d_k
     n_keys: int = TEXT_N_KEYS  # keys per query: the softmax runs over this many logits

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
+from attn_cli.experiments import ProgressCallback, ProgressEvent
 from attn_cli.experiments.exercises import (
     ex01_readouts,
     ex02_noise,
@@ -24,7 +25,6 @@ from attn_cli.experiments.exercises import (
     ex12_learned,
 )
 from attn_cli.experiments.exercises.common import NUMBERS, Config
-from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 
 ARTIFACTS = tuple(f"d2l-ex{i}" for i in range(1, 13))
 SLOW = False  # seconds at --quick, about 15 s at full size

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attn_cli.experiments import ProgressCallback as ProgressCallback  # for every exercise's run()
 from attn_cli.experiments import QuickConfig
-from attn_cli.experiments.progress import ProgressCallback as ProgressCallback  # for every exercise's run()
 from attn_cli.published.settings import TEXT
 
 SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data
@@ -18,10 +18,9 @@ NUMBERS = tuple(range(1, 13))
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    """The settings of all twelve exercises: each exercise's ``run(config)`` reads the fields it names."""
+    """The settings of all twelve exercises: each exercise's ``run(config)`` reads the fields it names
+    (every exercise starts from ``torch.manual_seed(seed)``; ex6 times ``device``, ex3 and ex5 solve on the CPU)."""
 
-    seed: int = 0  # torch.manual_seed(seed) at the start of every exercise; their generators start from it
-    device: str = "cpu"  # data drawn on the CPU generator, then moved; ex6 times this device; ex3, ex5: CPU
     exercises: tuple[int, ...] = NUMBERS  # which exercises to run, in this order
     samples: int = SAMPLES  # ex1, ex2, ex3, ex5: N of the copy-both data
     mlp_hidden: int = 16  # ex1: hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)

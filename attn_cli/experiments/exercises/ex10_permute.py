@@ -10,8 +10,6 @@ from attn_cli.experiments.exercises.common import Config, ProgressCallback
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from attn_cli.core.attention import MultiHeadAttention
-
 TITLE = "permuting the source"
 D_MODEL, HEADS, N_Q, M_SRC, VALID = 16, 4, 5, 7, 4
 TOL = 1e-5
@@ -52,30 +50,6 @@ def _check(name: str, out: Tensor, ref: Tensor, expected: bool) -> Check:
     return Check(name, diff, diff < TOL, expected)
 
 
-def _word_order_checks(mha: MultiHeadAttention) -> list[Check]:
-    """Part 3: encoder (self-attention, no positions) then decoder cross-attention."""
-    import torch
-
-    from attn_cli.core.attention import MultiHeadAttention
-
-    words = {w: torch.randn(1, 1, D_MODEL) for w in ("dog", "bites", "man")}
-    encoder = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
-    decoder_queries = torch.randn(1, 3, D_MODEL)
-
-    def translate(sentence: str, positions: bool) -> Tensor:
-        x = torch.cat([words[w] for w in sentence.split()], 1)  # (1, 3, d)
-        if positions:
-            x = x + sinusoidal(3, D_MODEL)[None]
-        memory, _ = encoder(x, x, x)  # (1, 3, d): permutation equivariant without positions
-        return mha(decoder_queries, memory, memory)[0]  # (1, 3, d)
-
-    s1, s2 = "dog bites man", "man bites dog"
-    return [
-        _check(f"{s1} vs {s2}, {name}", translate(s1, pos), translate(s2, pos), not pos)
-        for name, pos in (("no positions", False), ("sinusoidal positions", True))
-    ]
-
-
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
@@ -104,6 +78,20 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         ):
             out = mha(A, B[:, rows], B[:, rows], lens)[0]
             checks.append(_check(f"valid_lens {VALID}: {name}", out, ref_l, expected))
-        checks += _word_order_checks(mha)
+        # part 3: encoder (self-attention, no positions) then decoder cross-attention
+        words = {w: torch.randn(1, 1, D_MODEL) for w in ("dog", "bites", "man")}
+        encoder = MultiHeadAttention(D_MODEL, HEADS, dropout=0.0).eval()
+        decoder_queries = torch.randn(1, 3, D_MODEL)
+
+        def translate(sentence: str, positions: bool) -> Tensor:
+            x = torch.cat([words[w] for w in sentence.split()], 1)  # (1, 3, d)
+            if positions:
+                x = x + sinusoidal(3, D_MODEL)[None]
+            memory, _ = encoder(x, x, x)  # (1, 3, d): permutation equivariant without positions
+            return mha(decoder_queries, memory, memory)[0]  # (1, 3, d)
+
+        s1, s2 = "dog bites man", "man bites dog"
+        for name, pos in (("no positions", False), ("sinusoidal positions", True)):
+            checks.append(_check(f"{s1} vs {s2}, {name}", translate(s1, pos), translate(s2, pos), not pos))
     as_expected = all(c.unchanged == c.expected_unchanged for c in checks)
     return Result(D_MODEL, HEADS, N_Q, M_SRC, VALID, TOL, checks, as_expected)
