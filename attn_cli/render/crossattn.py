@@ -58,18 +58,14 @@ def _weights_table(result: Result, full: bool) -> Table:
     """Every weight in % (``full``), or each row's peaks where the key word is too wide."""
     cfg = result.config
     query, key = (repr(cfg[w]) for w in ("query_word", "key_word"))
+    each_key = [Column(label(k), "right", no_wrap=True) for k in result.keys] if full else []
+    found = [] if full else [Column("peaks (key@position: weight)")]
     weights = Table(
         title=f"cross-attention weights in % (rows sum to 100): queries = {query} (rows), keys = {key}; "
         f"d={cfg['d_model']}, seed {cfg['seed']}, no projections",
+        columns=[Column("query", "center"), *each_key, Column("regime", no_wrap=True), *found],
         terminal={"box": "SIMPLE_HEAD", "padding": (0, 1)},
     )
-    weights.add_column("query", justify="center")
-    if full:
-        for k in result.keys:
-            weights.add_column(label(k), justify="right", no_wrap=True)
-    weights.add_column("regime", no_wrap=True)
-    if not full:
-        weights.add_column("peaks (key@position: weight)")
     for i, q in enumerate(result.queries):
         peaks, regime = result.peaks[i], result.regimes[i]
         tag = styled((regime, _REGIME_STYLE[regime]))

@@ -103,6 +103,7 @@ def figures(
 # heights of the inputs, projections, attention, concatenation and output rows
 _COL_W, _GAP = 2.3, 0.35
 _IN_Y, _PROJ_Y, _ATT_Y, _CAT_Y, _OUT_Y = 0.0, 3.0, 5.2, 7.3, 9.2
+_ARROW: dict[str, Any] = dict(arrowstyle="-|>", mutation_scale=8, lw=0.7, color="dimgrey", shrinkA=0, shrinkB=0)
 
 
 def _draw_head(ax: Any, x0: float, head: int | None, d: int, p: int, inputs: dict[str, float]) -> None:
@@ -135,5 +136,4 @@ def _box(ax: Any, x: float, y: float, w: float, hgt: float, text: str, color: st
 def _arrow(ax: Any, x0: float, y0: float, x1: float, y1: float) -> None:
     from matplotlib.patches import FancyArrowPatch
 
-    style = {"arrowstyle": "-|>", "mutation_scale": 8, "lw": 0.7, "color": "dimgrey", "shrinkA": 0, "shrinkB": 0}
-    ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), **style))
+    ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), **_ARROW))
