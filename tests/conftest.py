@@ -171,12 +171,10 @@ def kernel_isolated(monkeypatch, tmp_path):
     saved = kernel._state
     kernel._state = dataclasses.replace(saved)  # the test's own copy
     monkeypatch.delenv("ATTN_CACHE_DIR", raising=False)
-    folder = private._reset_scratch_for_tests()
+    monkeypatch.setattr(private, "_scratch", None)  # the next scratch_dir() makes a fresh one
     yield tmp_path
-    made = private._reset_scratch_for_tests()
-    if made is not None:
-        shutil.rmtree(made, ignore_errors=True)
-    private._scratch = folder
+    if private._scratch is not None:
+        shutil.rmtree(private._scratch, ignore_errors=True)
     kernel._state = saved
 
 

@@ -111,7 +111,7 @@ def test_no_shared_fixed_fallback(fresh, monkeypatch):
     assert chosen != Path(tempfile.gettempdir()) / "attn_cli_kernels"
     assert chosen.parent.name.startswith("attn_") and chosen.parent == private_scratch()
     os.close(private.open_private_dir(chosen, create=False))
-    private._reset_scratch_for_tests()
+    private._scratch = None  # forgotten: the next call makes a fresh one
     assert _chosen() != chosen  # per process (here: per reset), not a fixed name
 
 

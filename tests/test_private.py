@@ -318,14 +318,10 @@ def test_the_scratch_folder_is_never_made_in_a_temp_folder_others_can_write(base
     hostile.mkdir()
     hostile.chmod(0o777)
     monkeypatch.setattr(private.tempfile, "tempdir", str(hostile))
-    saved = private._reset_scratch_for_tests()
-    try:
-        made = private.scratch_dir()
-        assert os.listdir(hostile) == [] and hostile not in made.parents
-        os.close(open_private_dir(made, create=False))
-    finally:
-        private._reset_scratch_for_tests()
-        private._scratch = saved
+    monkeypatch.setattr(private, "_scratch", None)  # forgotten: the next call makes a fresh one
+    made = private.scratch_dir()
+    assert os.listdir(hostile) == [] and hostile not in made.parents
+    os.close(open_private_dir(made, create=False))
 
 
 # --------------------------------------------------------------------------- shared_reason, matplotlib

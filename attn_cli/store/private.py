@@ -332,14 +332,6 @@ def remove_own_scratch() -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _reset_scratch_for_tests() -> Path | None:
-    """Forget this process's scratch folder (the next call makes a fresh one); returns it."""
-    global _scratch
-    with _scratch_lock:
-        old, _scratch = _scratch, None
-    return old
-
-
 _WARNED_ROOTS: set[str] = set()  # per-user cache folders this process has warned about
 
 
