@@ -40,19 +40,17 @@ def heatmap(
     vmax: float = 1.0,
     cmap: str = "Blues",
     annotate: bool = False,
-    fmt: str = "{:.2f}",
 ) -> AxesImage:
     """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
     im = heatmap_frame(ax, len(row_labels), len(col_labels), vmin=vmin, vmax=vmax, cmap=cmap)
-    fill_heatmap(ax, im, weights, row_labels, col_labels, annotate=annotate, fmt=fmt)
+    fill_heatmap(ax, im, weights, row_labels, col_labels, annotate=annotate)
     return im
 
 
 def heatmap_frame(
     ax: Axes, n_rows: int, n_cols: int, *, vmin: float = 0.0, vmax: float = 1.0, cmap: str = "Blues"
 ) -> AxesImage:
-    """What a heatmap of this shape draws whatever its numbers: zeros on the fixed colour scale and
-    a tick at every row and column (:func:`fill_heatmap` adds the numbers and labels)."""
+    """A heatmap of this shape before its numbers: zeros on the colour scale, a tick per row and column."""
     import numpy as np
 
     im = ax.imshow(np.zeros((n_rows, n_cols)), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # (rows, cols)
@@ -69,17 +67,15 @@ def fill_heatmap(
     col_labels: Sequence[str],
     *,
     annotate: bool = False,
-    fmt: str = "{:.2f}",
 ) -> None:
-    """A :func:`heatmap_frame`'s (rows, cols) weights, tick labels and, with ``annotate``, values."""
+    """A :func:`heatmap_frame`'s (rows, cols) weights, tick labels and, with ``annotate``, values (2 decimals)."""
     im.set_data(weights)
     ax.set_xticklabels([plain_text(c) for c in col_labels])
     ax.set_yticklabels([plain_text(r) for r in row_labels])
     if annotate:
-        vmin, vmax = im.get_clim()  # the norm's vmin, vmax
-        # each value centred in its cell, inside the axes: left out of the layout (tight_layout
-        # and the tight box would measure every text in it), the same pixels, less work
+        vmin, vmax = im.get_clim()
+        # centred in its cell, inside the axes: left out of the layout (the same pixels, less work)
         centred: dict[str, Any] = {"ha": "center", "va": "center", "fontsize": 7, "in_layout": False}
         for i, row in enumerate(weights):
             for j, w in enumerate(row):
-                ax.text(j, i, fmt.format(w), color="white" if w > 0.6 * (vmax - vmin) + vmin else "black", **centred)
+                ax.text(j, i, f"{w:.2f}", color="white" if w > 0.6 * (vmax - vmin) + vmin else "black", **centred)

@@ -67,7 +67,7 @@ def save_figure(
             fig.tight_layout(**tight_layout)
         with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
             for fmt in wanted:
-                meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": metadata}[fmt]  # no date in vectors
+                meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": metadata}[fmt]
                 extra: Any = {"metadata": meta} if meta else {}
                 target = path.with_suffix("." + fmt)
                 with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:

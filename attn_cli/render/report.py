@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.device import cuda_summary
 from attn_cli.published.types import MISSING
-from attn_cli.records import Diff, regenerated
+from attn_cli.records import Diff, Row, regenerated
 from attn_cli.render.manifest import Section
 from attn_cli.render.table import Block, Cell, Table, md_escape, styled
 
@@ -228,7 +228,7 @@ def diff_blocks(d: Diff, everything: bool = False) -> list[Block]:
     return out
 
 
-def _diff_cells(r: Any) -> list[Cell]:
+def _diff_cells(r: Row) -> list[Cell]:
     def value(c: dict | None) -> str:  # to 7 significant digits: a moved value differs in its last ones
         v = regenerated(c)
         text = f"{v:.7g}" if isinstance(v, float) else fmt_value(v, 1000)
@@ -282,10 +282,8 @@ def figure_markdown(figures: Sequence[str]) -> list[str]:
     """Markdown for figures: each once as an image (PNG preferred), its other formats linked."""
     blocks = []
     for shown, others in figure_views(figures):
-        text = f"![{shown}]({shown})" if shown else ""
-        if others:
-            text += ("\n\n" if text else "") + f"Also: {_md_links(others)}."
-        blocks.append(text)
+        parts = ([f"![{shown}]({shown})"] if shown else []) + ([f"Also: {_md_links(others)}."] if others else [])
+        blocks.append("\n\n".join(parts))
     return blocks
 
 

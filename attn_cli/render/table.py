@@ -70,7 +70,6 @@ class Column:
     justify: JustifyMethod = "left"  # left | right | center
     no_wrap: bool = False
     style: str = ""
-    max_width: int | None = None
     ratio: int | None = None
     overflow: OverflowMethod = "ellipsis"
 
