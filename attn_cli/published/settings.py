@@ -6,10 +6,9 @@ declare its own as ``TEXT_SETTINGS``); the experiments' Config defaults are thes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from attn_cli.published.types import Check
+from attn_cli.published.types import Check, as_lists
 
 SQRT_DK_DIMS = (4, 16, 64, 256, 1024)  # the d_k the text prints, in the order it draws them
 SQRT_DK_TRIALS = 20000  # trials in the text
@@ -73,12 +72,6 @@ def text_settings(artifact_id: str) -> dict[str, Any]:
     return declared.get(artifact_id, {})
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
 def at_text_settings(check: Check, config: Mapping[str, Any] | None) -> bool:
     """True when ``config`` has every setting ``check``'s published value depends on.
 
@@ -86,6 +79,5 @@ def at_text_settings(check: Check, config: Mapping[str, Any] | None) -> bool:
     if config is None or check.id in ANY_SETTINGS:
         return True
     required = text_settings(check.artifact)
-    if not all(k in config and _same(config[k], v) for k, v in required.items()):
-        return False
-    return _per_check(check.id, config)
+    same = all(k in config and as_lists(config[k]) == as_lists(v) for k, v in required.items())
+    return same and _per_check(check.id, config)

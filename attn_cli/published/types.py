@@ -82,7 +82,7 @@ class Check:
         if self.test == "abs":
             return _close(regenerated, self.published, self.tolerance or 0.0)
         if self.test == "exact":
-            return _normalise(regenerated) == _normalise(self.published)
+            return as_lists(regenerated) == as_lists(self.published)
         if self.test == "below":
             assert self.tolerance is not None  # below() always sets the bound
             return isinstance(regenerated, (int, float)) and regenerated < self.tolerance
@@ -98,9 +98,10 @@ class Check:
         return self.test
 
 
-def _normalise(x: Any) -> Any:
+def as_lists(x: Any) -> Any:
+    """``x`` with its tuples, nested in lists and tuples, as lists: to compare values read back."""
     if isinstance(x, (list, tuple)):
-        return [_normalise(v) for v in x]
+        return [as_lists(v) for v in x]
     return x
 
 
