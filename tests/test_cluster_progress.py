@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from attn_cli.cli.commands.copy_task import RunCounts, cluster_bar
-from attn_cli.experiments.progress import ProgressEvent as Progress
+from attn_cli.experiments import ProgressEvent as Progress
 
 
 def event(item, status):

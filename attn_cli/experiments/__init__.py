@@ -1,16 +1,33 @@
-"""Experiment modules, one per table or figure family; here, what their Config and Result classes
-share (design notes: ``docs/design.md``, section ``attn_cli.experiments``)."""
+"""Experiment modules, one per table or figure family; here, what they share: the progress event
+their ``run(config, progress)`` reports (the commands and ``attn all`` draw it as a bar), and the
+bases of their Config and Result classes (design notes: ``docs/design.md``, section
+``attn_cli.experiments``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from attn_cli.experiments.progress import ProgressCallback as ProgressCallback  # for every run()'s signature
-from attn_cli.experiments.progress import ProgressEvent as ProgressEvent
-
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    done: int  # units finished (d_k values, exercises, training runs, ...)
+    total: int | None  # units in all; None when not known
+    label: str = ""  # what is running now, e.g. "run 3: step 120/2500, loss 0.412"
+    # where units run side by side (the copy task's training runs): which unit this event is
+    # about, how far that unit is, and its current value (a loss); status "running", "done" or "cached"
+    item: int | None = None
+    item_done: int = 0
+    item_total: int | None = None
+    value: float | None = None
+    status: str = "running"
+
+
+ProgressCallback = Callable[[ProgressEvent], None] | None  # the ``progress`` argument of every run()
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from attn_cli.cli.types import SEEDS, FiniteFloatRange, IntRange, MultiValueOpti
 
 if TYPE_CHECKING:
     from attn_cli.core.copy_spec import RunSpec
+    from attn_cli.experiments import ProgressEvent
     from attn_cli.experiments.copy_task import Config
-    from attn_cli.experiments.progress import ProgressEvent
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded

@@ -14,7 +14,7 @@ from attn_cli.cli.options import FORMAT, NO_FIGURES, Common, JudgedCommand, comm
 from attn_cli.cli.types import FiniteFloatRange, IntRange, MultiValueOption
 
 if TYPE_CHECKING:
-    from attn_cli.experiments.progress import ProgressEvent
+    from attn_cli.experiments import ProgressEvent
 
 _WEIGHTS: dict[str, Any] = dict(cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0), metavar="A...")  # --weights ...
 

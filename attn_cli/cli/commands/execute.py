@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn, TaskID
 
     from attn_cli.experiment_registry import Experiment
-    from attn_cli.experiments.progress import ProgressEvent
+    from attn_cli.experiments import ProgressEvent
     from attn_cli.pipeline import Run
     from attn_cli.regenerate import Plan
 

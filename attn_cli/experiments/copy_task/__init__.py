@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
+from attn_cli.experiments import ProgressCallback, ProgressEvent
 from attn_cli.experiments.copy_task.config import (
     CACHE_SUBDIR,
     CODE_GLOBS,
@@ -42,7 +43,6 @@ from attn_cli.experiments.copy_task.engines import (
     run_fast_engine,
     schedule,
 )
-from attn_cli.experiments.progress import ProgressCallback, ProgressEvent
 from attn_cli.published.copy_task import CHECK_IDS, MAP_RULE_ID, METRICS, MapSample, check_id
 from attn_cli.published.seed_rule import SeedSample
 from attn_cli.store.cache import Unavailable
