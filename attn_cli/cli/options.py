@@ -16,15 +16,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.types import (
-    SEED,
-    AliasedOption,
-    EnvChoice,
-    FiniteFloatRange,
-    IntRange,
-    MultiValueOption,
-    from_environment,
-)
+from attn_cli.cli.types import SEED, Decorator, EnvChoice, FiniteFloatRange, MultiValueOption, from_environment
 from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
 from attn_cli.core.numerics import MODES as NUMERIC_MODES
@@ -133,22 +125,6 @@ def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> 
         verb = "is not writable" if existing == path else f"cannot be created in {str(existing)!r}"
         raise click.BadParameter(f"{str(path)!r} {verb}: {exc.strerror}") from None
     return path
-
-
-Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
-
-
-def option(*decls: str, **attrs: Any) -> Decorator:
-    """``click.option`` for a command's valued option: a positive integer unless ``type`` says otherwise,
-    None unless a default is given (shown), old names kept hidden through ``aliases``."""
-    attrs.setdefault("type", IntRange(min=1))
-    if attrs.get("cls") is not MultiValueOption:
-        attrs.setdefault("default", None)
-    if attrs.get("default") is not None:
-        attrs.setdefault("show_default", True)
-    if "aliases" in attrs:
-        attrs.setdefault("cls", AliasedOption)
-    return click.option(*decls, **attrs)
 
 
 def _cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:

@@ -1,9 +1,11 @@
 """The option types and option classes of attn's commands: integers and seeds that say what is
-wrong, finite floats, values from the environment, options that take several values or old names."""
+wrong, finite floats, values from the environment, options that take several values or old names,
+and :func:`option`, which declares a command's valued option with them."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -164,3 +166,19 @@ class MultiValueOption(AliasedOption):
 
             opt.process = process
             opt._greedy = True
+
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def option(*decls: str, **attrs: Any) -> Decorator:
+    """``click.option`` for a command's valued option: a positive integer unless ``type`` says otherwise,
+    None unless a default is given (shown), old names kept hidden through ``aliases``."""
+    attrs.setdefault("type", IntRange(min=1))
+    if attrs.get("cls") is not MultiValueOption:
+        attrs.setdefault("default", None)
+    if attrs.get("default") is not None:
+        attrs.setdefault("show_default", True)
+    if "aliases" in attrs:
+        attrs.setdefault("cls", AliasedOption)
+    return click.option(*decls, **attrs)

@@ -23,10 +23,9 @@ from attn_cli.cli.options import (
     Common,
     JudgedCommand,
     common_options,
-    option,
     validate_out_file,
 )
-from attn_cli.cli.types import IntRange, MultiValueOption
+from attn_cli.cli.types import IntRange, MultiValueOption, option
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
 if TYPE_CHECKING:

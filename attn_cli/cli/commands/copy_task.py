@@ -22,9 +22,8 @@ from attn_cli.cli.options import (
     Common,
     JudgedCommand,
     common_options,
-    option,
 )
-from attn_cli.cli.types import SEEDS, FiniteFloatRange, IntRange, MultiValueOption
+from attn_cli.cli.types import SEEDS, FiniteFloatRange, IntRange, MultiValueOption, option
 
 if TYPE_CHECKING:
     from attn_cli.core.copy_spec import RunSpec

@@ -10,8 +10,8 @@ import click
 
 from attn_cli.cli.commands.catalogue import usage_errors
 from attn_cli.cli.commands.execute import Job, config_of, job
-from attn_cli.cli.options import FORMAT, NO_FIGURES, Common, JudgedCommand, common_options, option
-from attn_cli.cli.types import FiniteFloatRange, IntRange, MultiValueOption
+from attn_cli.cli.options import FORMAT, NO_FIGURES, Common, JudgedCommand, common_options
+from attn_cli.cli.types import FiniteFloatRange, IntRange, MultiValueOption, option
 
 if TYPE_CHECKING:
     from attn_cli.experiments import ProgressEvent

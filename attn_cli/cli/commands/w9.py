@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from attn_cli.cli.commands.execute import Job, bar, config_of, job
-from attn_cli.cli.options import FORMAT, NO_FIGURES, Common, JudgedCommand, common_options, option
-from attn_cli.cli.types import IntRange, MultiValueOption
+from attn_cli.cli.options import FORMAT, NO_FIGURES, Common, JudgedCommand, common_options
+from attn_cli.cli.types import IntRange, MultiValueOption, option
 from attn_cli.published.settings import TEXT
 
 
