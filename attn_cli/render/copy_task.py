@@ -280,7 +280,7 @@ def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
     """One entry per (model, length, metric) in the Result's order: its runs' seeds, engines and values, the
     seed rule's interval (``Interval.record()``), the published value and its status (None: none printed)."""
     out = []
-    for model in [m for m in MODELS if any(r["model"] == m for r in result.rows)]:
+    for model in MODELS:  # a model that did not run has no rows
         for length in result.config["lengths"]:
             rows = [r for r in result.rows if r["model"] == model and r["length"] == length]
             if not rows:

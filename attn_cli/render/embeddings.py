@@ -51,25 +51,21 @@ def tables(result: Result, outcomes: Mapping) -> list:
         ("distance between the two contextual vectors", three(r.distance), "w9-contextual.distance", three),
     ]
 
-    def table(title: str, rows: list, caption: str, prefix: str) -> Table:
+    def table(title: str, rows: list, caption: str) -> Table:
         checked = [(q, regenerated, show(o[cid].published), verdict(o[cid])) for q, regenerated, cid, show in rows]
-        return check_table(
-            title, checked, caption=caption + not_text_caption([o[k] for k in o if k.startswith(prefix)])
-        )
+        return check_table(title, checked, caption=caption + not_text_caption(o[cid] for _, _, cid, _ in rows))
 
     return [
         table(
             "W9 1.1  one-hot vectors know nothing; an embedding is a lookup table",
             onehot,
             "every pair of one-hot vectors is orthogonal: no notion of similarity",
-            "w9-onehot.",
         ),
         table(
             f"W9 1.3  contextual vectors for '{word}' (one untrained self-attention layer, d = {cfg['d_model']}, "
             f"seed {cfg['seed']})",
             contextual,
             "same word, same input vector: the output depends on the neighbours (0 apart for a static embedding)",
-            "w9-contextual.",
         ),
     ]
 
