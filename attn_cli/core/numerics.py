@@ -120,10 +120,8 @@ def describe(device: str = "cpu", mode: str | None = None) -> dict:
 
 
 def stamp(obj: dict) -> dict:
-    """Record :func:`describe` under ``obj["config"]["numerics"]`` (a result dumped as a dict),
-    with the GPU when ``obj["config"]["device"]`` is cuda.  The mode is this process's: a Result
-    is stamped where it is rendered, in the process whose ``--numerics`` computed it (or read it
-    from the cache under a key with that mode)."""
+    """Record :func:`describe` under ``obj["config"]["numerics"]`` (a result dumped as a dict):
+    this process's mode, that of the ``--numerics`` that computed (or looked up) the Result."""
     config = obj.get("config") if isinstance(obj, dict) else None
     if isinstance(config, dict):
         config["numerics"] = describe(str(config.get("device") or "cpu"))

@@ -32,9 +32,8 @@ _VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.MULT
 
 @functools.cache
 def torch_version() -> str:
-    """``torch.__version__`` as the torch that ``import torch`` would load writes it in its
-    ``version.py``, read as text once per process (a cached rerun never imports torch); else
-    the distribution's metadata, else torch itself."""
+    """``torch.__version__`` read as text from the ``version.py`` of the torch ``import torch``
+    would load (a cached rerun never imports torch); else the distribution's metadata."""
     import importlib.util
 
     try:
@@ -90,9 +89,8 @@ def _revived(tp: type, payload: Any, check: Callable[[Any], None] | None = None)
 
 
 def load_result(store: Cache, name: str, key: dict, result_type: type, max_bytes: int = RESULT_MAX_BYTES) -> Any | None:
-    """A Result stored by :func:`store_result` for ``key``, rebuilt as ``result_type``; None when
-    there is none.  Raises :class:`Refused` (the reason) for an entry that cannot be trusted or
-    does not read back: the caller recomputes it with a note.  Loading runs no code (no pickle)."""
+    """A Result stored for ``key``, rebuilt as ``result_type`` (no code runs: no pickle); None when
+    there is none; :class:`Refused` (the reason) for one that cannot be trusted or read back."""
     payload = store.load(name, key, max_bytes)
     try:
         return None if payload is None else _revived(result_type, payload)
@@ -101,9 +99,8 @@ def load_result(store: Cache, name: str, key: dict, result_type: type, max_bytes
 
 
 def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
-    """Store a Result as JSON for ``key``, only one that reads back as the same data (a tuple may
-    come back as a list); else store nothing and return False.  Unavailable when the cache
-    cannot be written."""
+    """Store a Result as JSON for ``key`` if it reads back as the same data (else False);
+    Unavailable when the cache cannot be written."""
     try:
         text = json.dumps(dataclasses.asdict(result), sort_keys=True)
         payload = json.loads(text)
@@ -116,11 +113,9 @@ def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
 
 
 class Pieces:
-    """An experiment's pieces of work in the opened cache, each its own entry in the
-    experiment's group (the copy task: one per training run, stored the moment it finishes,
-    so an interrupted or distributed sweep keeps what it finished).  The pipeline hands this to
-    ``run(config, progress, store=...)`` of an experiment with ``CACHES_PIECES = True``.
-    ``reuse``: False recomputes every piece and overwrites its entry (``--no-cache``)."""
+    """An experiment's pieces of work (the copy task's runs, each stored the moment it finishes),
+    each its own entry in the experiment's group; the pipeline hands it to ``run(..., store=)``
+    where ``CACHES_PIECES``.  ``reuse`` False: recompute every piece, overwrite its entry."""
 
     def __init__(self, store: Cache, name: str, reuse: bool = True):
         self.cache, self.name, self.reuse = store, name, reuse
@@ -132,9 +127,8 @@ class Pieces:
     def load(
         self, key: dict, max_bytes: int, piece_type: type, check: Callable[[Any, dict], None] | None = None
     ) -> Any | None:
-        """The piece stored for ``key``, rebuilt as ``piece_type`` and passed through
-        ``check(piece, key)`` (shapes, ranges); None when there is none, or with ``reuse`` False.
-        Raises :class:`Refused` or :class:`InvalidEntry` (the reason) for one that cannot be trusted."""
+        """The piece stored for ``key`` as ``piece_type``, passed through ``check(piece, key)``; None
+        when there is none or not ``reuse``; Refused or InvalidEntry (the reason) when untrusted."""
         if not self.reuse:
             return None
         payload = self.cache.load(self.name, key, max_bytes)
@@ -143,6 +137,5 @@ class Pieces:
         return _revived(piece_type, payload, None if check is None else lambda piece: check(piece, key))
 
     def store(self, key: dict, piece: Any) -> None:
-        """Store a finished piece (a dataclass of plain values; atomic, signed); Unavailable when
-        the cache cannot be written."""
+        """Store a finished piece (a dataclass of plain values); Unavailable when it cannot be written."""
         self.cache.store(self.name, key, dataclasses.asdict(piece))
