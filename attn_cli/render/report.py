@@ -8,11 +8,10 @@ from collections.abc import Iterable, Sequence
 from os.path import commonprefix
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.device import cuda_summary
-from attn_cli.published.types import MISSING
+from attn_cli.core.numerics import cuda_summary
 from attn_cli.records import Diff, Row, regenerated
 from attn_cli.render.manifest import Section
-from attn_cli.render.table import Block, Cell, Table, md_escape, styled
+from attn_cli.render.table import Block, Cell, Table, fmt_value, md_escape, styled
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
@@ -35,29 +34,6 @@ def status_text(outcome: Outcome) -> str:
     if outcome.status == "pass":
         return {"measured": "pass", "rule": "rule", "identity": "identity"}[outcome.kind]
     return {"fail": "FAIL", "n/a": "n/a"}.get(outcome.status, outcome.status)
-
-
-def fmt_value(value: Any, limit: int = 60) -> str:
-    """A short, readable rendering of a published or regenerated value."""
-    if value is MISSING or value is None:
-        return "—"
-    text = _fmt(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
-            return f"{value:.3g}"
-        return f"{value:.5g}"
-    if isinstance(value, (list, tuple)):
-        inner = ", ".join(_fmt(v) for v in value)
-        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
-    return str(value)
 
 
 def catalogue_rows(artifacts: Iterable[Artifact], registry: Registry) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Tables as plain data, and the one place they become rich, Markdown, HTML or CSV.
+"""Tables as plain data (values as short text), and the one place they become rich, Markdown, HTML or CSV.
 
 A renderer's ``tables()`` returns blocks: a :class:`Table` or a paragraph (``str`` or :class:`Text`).
 Cell text is data, never markup; colour comes from spans styled with one of :data:`STYLES`.
@@ -12,6 +12,8 @@ import io
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from attn_cli.published.types import MISSING
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod, OverflowMethod
@@ -62,6 +64,29 @@ def styled(*parts: str | tuple[str, str], verdict: str = "") -> Text:
 
 def plain(cell: Cell) -> str:
     return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def fmt_value(value: Any, limit: int = 60) -> str:
+    """A short, readable rendering of a published or regenerated value."""
+    if value is MISSING or value is None:
+        return "—"
+    text = _fmt(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+            return f"{value:.3g}"
+        return f"{value:.5g}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_fmt(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 @dataclass(frozen=True)
