@@ -315,7 +315,7 @@ def where_it_ran(device: str = "cpu", numerics: str | None = None) -> dict[str, 
 
 def numerics_line(numerics: dict) -> str:
     """The closing line of ``attn all`` and ``attn verify``: the mode, the CPU kernels, the GPU."""
-    from attn_cli.core.device import cuda_summary
+    from attn_cli.core.numerics import cuda_summary
 
     gpu = f"; GPU {cuda_summary(numerics['cuda'])}" if "cuda" in numerics else ""
     return f"numerics: {numerics['mode']} ({numerics['isa']} CPU kernels){gpu}"

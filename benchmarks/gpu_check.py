@@ -439,7 +439,7 @@ def fast_losses(spec, device: str) -> list[float]:
 def exact_losses(spec, device: str, fast: bool = False) -> list[float]:
     """Each step's loss of the exact engine; ``fast``: ATTN_CUDA_FAST=1 (TF32) for this run."""
     from attn_cli.core import copy_train
-    from attn_cli.core.device import FAST_VAR
+    from attn_cli.core.numerics import FAST_VAR
 
     copy_train.PROGRESS_EVERY_S = 0.0  # report every step (this process only)
     losses: list[float] = []
@@ -458,7 +458,7 @@ def run_part(part: str, device: str, s: Settings) -> dict:
     import torch
 
     from attn_cli.core.copy_spec import RunSpec
-    from attn_cli.core.device import prepare_device
+    from attn_cli.core.numerics import prepare_device
 
     prepare_device(device)
     torch.set_num_threads(1)  # as both engines train on CPU (run_fast, the program): one core per run
@@ -513,7 +513,7 @@ def machine(device: str) -> dict:
 
     info = {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(terse=True)}
     if device == "cuda":
-        from attn_cli.core.device import describe_cuda
+        from attn_cli.core.numerics import describe_cuda
 
         info["gpu"] = describe_cuda()
     return info

@@ -11,7 +11,6 @@ import types
 import pytest
 import torch
 
-from attn_cli.core import device as dev
 from attn_cli.core import memory, numerics
 from attn_cli.errors import MemoryRefused
 from attn_cli.store import cache, entries
@@ -22,10 +21,11 @@ FAKE_H200 = {"gpu": "NVIDIA H200", "capability": "9.0", "cuda": "12.8", "cudnn":
 @pytest.fixture
 def torch_state(monkeypatch):
     """Restore torch's process-wide flags (and CUBLAS_WORKSPACE_CONFIG) after the test."""
-    for name in (dev.CUBLAS_VAR, dev.FAST_VAR):  # set, then removed: monkeypatch restores the original at the end
+    # set, then removed: monkeypatch restores the original at the end
+    for name in (numerics.CUBLAS_VAR, numerics.FAST_VAR):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
-    api = dev._fp32_api(torch)
+    api = numerics._fp32_api(torch)
     saved = (
         torch.are_deterministic_algorithms_enabled(),
         torch.backends.cudnn.deterministic,
@@ -44,7 +44,7 @@ def fake_gpu(monkeypatch):
     """A GPU described without one: ``fake_gpu(**changes)`` sets what gpu_identity reports."""
 
     def describe(**changes):
-        monkeypatch.setattr(dev, "gpu_identity", lambda index=0: {**FAKE_H200, **changes})
+        monkeypatch.setattr(numerics, "gpu_identity", lambda index=0: {**FAKE_H200, **changes})
 
     describe()
     return describe
@@ -55,47 +55,47 @@ def fake_gpu(monkeypatch):
 
 def test_cpu_is_left_alone(torch_state):
     env: dict = {}
-    assert dev.prepare_device("cpu", environ=env) == {}
+    assert numerics.prepare_device("cpu", environ=env) == {}
     assert env == {} and not torch.are_deterministic_algorithms_enabled()
     assert torch.backends.cudnn.rnn.fp32_precision == "tf32"  # torch's own default, untouched
 
 
 def test_cuda_is_deterministic_without_tf32_by_default(torch_state):
     env: dict = {}
-    settings = dev.prepare_device("cuda", environ=env)
+    settings = numerics.prepare_device("cuda", environ=env)
     assert env == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
     assert torch.are_deterministic_algorithms_enabled()
     assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
     assert torch.backends.cuda.matmul.fp32_precision == "ieee"
     assert torch.backends.cudnn.conv.fp32_precision == "ieee"
     assert torch.backends.cudnn.rnn.fp32_precision == "ieee"  # the exact engine's GRU: no TF32
-    assert settings == dev.precision(False) and not settings["fast"]
+    assert settings == numerics.precision(False) and not settings["fast"]
     read_back = {  # what torch in this process is set to now
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-        **{name: module.fp32_precision for name, module in dev._fp32_api(torch).items()},
+        **{name: module.fp32_precision for name, module in numerics._fp32_api(torch).items()},
     }
     assert {k: settings[k] for k in read_back} == read_back
 
 
 def test_the_fast_switch_turns_speed_back_on_and_says_so(torch_state, monkeypatch):
-    dev.prepare_device("cuda")  # first deterministic ...
-    monkeypatch.setenv(dev.FAST_VAR, "1")
+    numerics.prepare_device("cuda")  # first deterministic ...
+    monkeypatch.setenv(numerics.FAST_VAR, "1")
     env: dict = {}
-    settings = dev.prepare_device("cuda:0", environ=env)  # ... then ATTN_CUDA_FAST=1
+    settings = numerics.prepare_device("cuda:0", environ=env)  # ... then ATTN_CUDA_FAST=1
     assert settings["fast"] and not settings["deterministic"] and env == {}
     assert not torch.are_deterministic_algorithms_enabled() and not torch.backends.cudnn.deterministic
     assert torch.backends.cuda.matmul.fp32_precision == "tf32" == torch.backends.cudnn.rnn.fp32_precision
-    assert dev.precision() != dev.precision(False)  # recorded: keys and JSON differ from a deterministic run
+    assert numerics.precision() != numerics.precision(False)  # recorded: keys and JSON differ from a deterministic run
 
 
 @pytest.mark.parametrize(
     "value, fast", [("1", True), ("true", True), ("YES", True), ("0", False), ("", False), ("no", False)]
 )
 def test_the_switch_reads_ATTN_CUDA_FAST(value, fast):
-    assert dev.cuda_fast({dev.FAST_VAR: value}) is fast
-    assert dev.cuda_fast({}) is False
+    assert numerics.cuda_fast({numerics.FAST_VAR: value}) is fast
+    assert numerics.cuda_fast({}) is False
 
 
 def test_older_torch_gets_the_legacy_flags(monkeypatch):
@@ -109,7 +109,7 @@ def test_older_torch_gets_the_legacy_flags(monkeypatch):
     calls = []
     fake.use_deterministic_algorithms = calls.append
     monkeypatch.setitem(__import__("sys").modules, "torch", fake)
-    dev.prepare_device("cuda", fast=False, environ={})
+    numerics.prepare_device("cuda", fast=False, environ={})
     assert calls == [True] and cudnn.deterministic and not cudnn.benchmark
     assert fake.backends.cuda.matmul.allow_tf32 is False and cudnn.allow_tf32 is False
 
@@ -118,8 +118,8 @@ def test_the_cli_prepares_the_device_it_resolves(monkeypatch):
     from attn_cli.cli import options
 
     seen = []
-    monkeypatch.setattr(dev, "resolve_device", lambda name: "cuda")
-    monkeypatch.setattr(dev, "prepare_device", seen.append)
+    monkeypatch.setattr(numerics, "resolve_device", lambda name: "cuda")
+    monkeypatch.setattr(numerics, "prepare_device", seen.append)
     assert options._resolve_device(None, None, "cuda") == "cuda"
     assert seen == ["cuda"]
 
@@ -181,9 +181,9 @@ def test_a_cuda_key_names_the_gpu_and_changes_with_it(fake_gpu):
 
 def test_a_cuda_key_changes_with_the_fast_switch(fake_gpu, monkeypatch):
     fields = {"experiment": "x"}
-    monkeypatch.delenv(dev.FAST_VAR, raising=False)
+    monkeypatch.delenv(numerics.FAST_VAR, raising=False)
     exact = entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cuda"))
-    monkeypatch.setenv(dev.FAST_VAR, "1")
+    monkeypatch.setenv(numerics.FAST_VAR, "1")
     assert entries.cache_key(fields, entries.RESULT_CODE_GLOBS, numerics.key("cuda")) != exact
 
 
@@ -203,16 +203,16 @@ def test_json_configs_record_the_gpu_on_cuda_only(fake_gpu):
 
 
 def test_the_report_line_names_gpu_versions_and_precision(monkeypatch):
-    line = dev.cuda_summary({**FAKE_H200, "precision": dev.precision(False)})
+    line = numerics.cuda_summary({**FAKE_H200, "precision": numerics.precision(False)})
     for part in ("NVIDIA H200", "compute 9.0", "CUDA 12.8", "cuDNN 91002", "driver 570.86.15", "no TF32"):
         assert part in line
-    assert "ATTN_CUDA_FAST" in dev.cuda_summary({**FAKE_H200, "precision": dev.precision(True)})
+    assert "ATTN_CUDA_FAST" in numerics.cuda_summary({**FAKE_H200, "precision": numerics.precision(True)})
 
 
 def test_the_report_and_the_page_name_the_gpu_of_a_cuda_run():
     from attn_cli.render import html, report
 
-    cuda = {**FAKE_H200, "precision": dev.precision(False)}
+    cuda = {**FAKE_H200, "precision": numerics.precision(False)}
     manifest = {
         "command": "attn all",
         "quick": False,
@@ -236,18 +236,18 @@ def test_the_report_and_the_page_name_the_gpu_of_a_cuda_run():
 
 def test_without_cuda_a_cuda_key_can_still_be_made(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    dev.gpu_identity.cache_clear()
+    numerics.gpu_identity.cache_clear()
     try:
-        assert dev.gpu_identity()["gpu"] == "none"
+        assert numerics.gpu_identity()["gpu"] == "none"
     finally:
-        dev.gpu_identity.cache_clear()
+        numerics.gpu_identity.cache_clear()
 
 
 def test_the_driver_is_unknown_without_nvidia_smi(monkeypatch):
     import shutil  # device.py imports it where it looks for nvidia-smi (not at start-up)
 
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    assert dev.driver_version() == "unknown"
+    assert numerics.driver_version() == "unknown"
 
 
 # --------------------------------------------------------------------------- sized for one GPU

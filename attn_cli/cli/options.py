@@ -17,8 +17,8 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.cli.types import SEED, Decorator, EnvChoice, FiniteFloatRange, MultiValueOption, from_environment
-from attn_cli.core.device import DEVICE_CHOICES
 from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
+from attn_cli.core.numerics import DEVICE_CHOICES
 from attn_cli.core.numerics import MODES as NUMERIC_MODES
 
 
@@ -55,7 +55,7 @@ class Common:
 
 def _resolve_device(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The device, prepared before any CUDA work (deterministic, no TF32 unless ATTN_CUDA_FAST=1)."""
-    from attn_cli.core.device import prepare_device, resolve_device
+    from attn_cli.core.numerics import prepare_device, resolve_device
     from attn_cli.errors import AttnError
 
     try:

@@ -15,8 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec, StepCallback
-from attn_cli.core.device import prepare_device
-from attn_cli.core.numerics import effective_isa
+from attn_cli.core.numerics import effective_isa, prepare_device
 from attn_cli.core.optim import adam
 
 StepOut = tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]  # logits (B, V), state (B, h), weights (B, T)

@@ -8,7 +8,7 @@ import resource
 import sys
 from pathlib import Path
 
-from attn_cli.core.device import is_cuda
+from attn_cli.core.numerics import is_cuda
 from attn_cli.errors import MemoryRefused
 from attn_cli.units import human_bytes
 

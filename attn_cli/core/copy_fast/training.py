@@ -20,8 +20,7 @@ from attn_cli.core.copy_fast import kernel
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.forward import Weights, built_model, evaluate, param_layout
 from attn_cli.core.copy_spec import BOS, EMBED, VOCAB, RunOutcome, RunSpec, available_cpus
-from attn_cli.core.device import prepare_device
-from attn_cli.core.numerics import effective_isa
+from attn_cli.core.numerics import effective_isa, prepare_device
 
 PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 
