@@ -243,15 +243,21 @@ def _artifact(a: Artifact, section: Section | None, manifest: dict, outcomes: li
         parts.append(f"<details><summary>{folded}</summary>{checks_html(outcomes)}</details>")
     elif outcomes:
         parts.append(checks_html(outcomes))
-    data = [f for f in files if not f.endswith(FIGURE_SUFFIXES)]  # then the run's CSV and JSON beside its figures
-    stems = {f.rsplit(".", 1)[0] for f in files}
-    if section is not None:
-        beside = [f for f in section.data if f.rsplit(".", 1)[-1] in ("csv", "json") and f.rsplit(".", 1)[0] in stems]
-        data += [f for f in beside if f not in data]
+    data = _data_files(section, files)
     if data:
         parts.append(f'<p class="data">Data: {_links(data)}</p>')
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _data_files(section: Section | None, files: Sequence[str]) -> list[str]:
+    """The artifact's files that are not figures, then its run's CSV and JSON beside its figures."""
+    data = [f for f in files if not f.endswith(FIGURE_SUFFIXES)]
+    stems = {f.rsplit(".", 1)[0] for f in files}
+    if section is not None:
+        beside = [f for f in section.data if f.rsplit(".", 1)[-1] in ("csv", "json") and f.rsplit(".", 1)[0] in stems]
+        data += [f for f in beside if f not in data]
+    return data
 
 
 def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], shown_tables: set[str]) -> list[str]:
