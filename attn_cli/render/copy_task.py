@@ -1,10 +1,6 @@
-"""Table and figures for ``attn copy-task`` (W9 2.3), and for a run with several seeds per cell
-``copy_task_seeds.png`` and ``.csv``, their distribution (design notes: ``docs/design.md``, section
-``attn_cli.render.copy_task``).
-
-Every published value and every verdict shown here (the marks, the near-diagonal line, the plot's
-published points, the CSV's published column) comes from the outcomes passed in: nothing here
-compares a value with a published one.
+"""Table and figures for ``attn copy-task`` (W9 2.3), with ``copy_task_seeds.png`` and ``.csv`` for several
+seeds per cell (design notes: ``docs/design.md``, section ``attn_cli.render.copy_task``). Every published
+value and verdict shown comes from the outcomes passed in: nothing here compares a value with a published one.
 """
 
 from __future__ import annotations

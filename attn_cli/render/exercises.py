@@ -1,7 +1,6 @@
-"""``attn exercise`` (D2L 10.3.5 exercises 1-12): the tables (built in :mod:`.exercise_tables`), the
-``--list`` table, and the figures exercise_2 (error vs epsilon, log-log), exercise_6 (time vs h),
-exercise_11 (the plain map and four heads) and exercise_12 (trained head weights), each with its raw
-numbers in a CSV of the same name. No published numbers exist for the exercises."""
+"""``attn exercise`` (D2L 10.3.5 exercises 1-12, no published numbers): the tables (built in
+:mod:`.exercise_tables`), the ``--list`` table, and the figures of exercises 2 (error vs epsilon), 6
+(time vs h), 11 (the plain map and four heads) and 12 (trained head weights), each with a CSV beside."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ def listing(titles: dict[int, str]) -> list:
 def figures(
     result: ex.Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    """Each figure drawn, then its raw numbers in the CSV of the same name; ``outcomes``: taken for
-    the render contract (the exercises have no published value)."""
+    """Each figure drawn, then its raw numbers in the CSV of the same name (``outcomes``: unused)."""
     paths: list[Path] = []
     for n, draw in ((2, _fig2), (6, _fig6), (11, _fig11), (12, _fig12)):
         e = getattr(result, f"ex{n}")

@@ -28,10 +28,8 @@ def _sums(sums: list[float]) -> str:
 
 
 def _shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
-    return (
-        f"Q {_shape(shapes['Q'])} K {_shape(shapes['K'])} V {_shape(shapes['V'])} -> scores "
-        f"{_shape(shapes['scores'])} -> output {_shape(shapes['output'])}"
-    )
+    q, k, v, scores, out = (_shape(shapes[name]) for name in ("Q", "K", "V", "scores", "output"))
+    return f"Q {q} K {k} V {v} -> scores {scores} -> output {out}"
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
