@@ -72,7 +72,10 @@ def connect(address: str, source: str = "--scheduler") -> Client:
         from distributed import Client
     except ImportError:
         raise ClusterError(f"{source} needs Dask distributed: pip install 'attn-cli[dask]'") from None
-    _quiet_client_logs()
+    # attn reports a lost connection as one Error line, not Dask's client tracebacks
+    names = {"distributed", "distributed.client", *logging.root.manager.loggerDict}
+    for name in (n for n in names if n == "distributed" or n.startswith("distributed.")):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     timeout = handshake_timeout()
     reason = _probe(address, timeout)  # no Client is made for a scheduler that is not there
     if reason is None:
@@ -134,13 +137,6 @@ def _probe(address: str, timeout: float) -> str | None:
             return None
     except OSError as exc:
         return exc.strerror or str(exc) or type(exc).__name__
-
-
-def _quiet_client_logs() -> None:
-    """Silence Dask's client loggers: attn reports a lost connection as one Error line, not tracebacks."""
-    names = {"distributed", "distributed.client", *logging.root.manager.loggerDict}
-    for name in (n for n in names if n == "distributed" or n.startswith("distributed.")):
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float | None = None) -> dict:
