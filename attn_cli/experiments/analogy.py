@@ -55,14 +55,12 @@ class Result:
     config: dict
     vocab: list[str]  # sorted vocabulary of the corpus
     similarities: dict[str, float]  # "king~queen" -> cosine similarity
-    # the published analogy king - man + woman and bank's neighbours (always computed)
-    analogy: list[str]  # top answers to king - man + woman
+    analogy: list[str]  # top answers to king - man + woman (published: always computed, as bank's below)
     analogy_similarities: list[float]  # their cosine with the query vector (not normalised)
     bank_nearest: list[str]  # nearest words to bank, stop words skipped
     bank_similarities: list[float]
     tie: dict[str, float]  # similarity of queen and princess to the analogy vector and to bank
-    # what the user asked for (equal to the above by default)
-    query: list[str]  # [A, B, C] for A - B + C
+    query: list[str]  # [A, B, C] for A - B + C: from here, what the user asked for (by default the above)
     query_answer: list[str]
     query_similarities: list[float]
     nearest_word: str

@@ -84,8 +84,7 @@ CURVE = {"a": list[float], "one_head": list[float], "two_heads": list[float], "d
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.store.typed`): one row per
-    weight, ``curve_points`` points per curve."""
+    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.store.typed`)."""
     from attn_cli.store.typed import check_fields, check_len
 
     for name, weights in (("one_head", config.weights), ("two_heads", config.two_head_weights)):

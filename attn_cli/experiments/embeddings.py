@@ -35,13 +35,11 @@ class Result(MeasuredResult):
     WORD: ClassVar[str] = WORD  # for the table and the figure: the word compared
 
     config: dict
-    # 1.1
-    onehot_king_queen: float  # one-hot king . queen
+    onehot_king_queen: float  # 1.1: one-hot king . queen
     onehot_king_apple: float  # one-hot king . apple
     lookup_equals_matmul: bool  # emb(ids) == onehot[ids] @ emb.weight (torch.allclose)
     parameters: int  # vocab_size * embed_dim
-    # 1.3
-    tokens: list[list[str]]  # the two sentences, tokenised
+    tokens: list[list[str]]  # 1.3: the two sentences, tokenised
     static_bank: list[float]  # E["bank"]: the one fixed input vector
     bank_outputs: list[list[float]]  # self-attention output for "bank" in each sentence
     distance: float  # || output(river) - output(money) ||
@@ -61,8 +59,7 @@ class Result(MeasuredResult):
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.store.typed`): the text's
-    sentences, d-wide vectors, one n x n map of weights per sentence."""
+    """A cached Result's sizes follow from ``config`` (:mod:`attn_cli.store.typed`)."""
     from attn_cli.store.typed import check, check_grid, check_len, check_range
 
     tokens = [s.split() for s in SENTENCES]

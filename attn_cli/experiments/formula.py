@@ -31,15 +31,13 @@ class Config(QuickConfig):
 @dataclass
 class Result(MeasuredResult):
     config: dict
-    # 3.1
-    scores: list[float]  # q . k / sqrt(d_k) for the three keys
+    scores: list[float]  # 3.1: q . k / sqrt(d_k) for the three keys
     weights: list[float]  # softmax of the scores
     weights_sum: float
     output: float  # weights @ V
     closed_form: list[float]  # e^s / (2 e^s + 1), 1 / (2 e^s + 1), e^s / (2 e^s + 1)
     closed_form_max_diff: float  # | core weights - closed form |, max
-    # 3.2
-    shapes: dict[str, list[int]]  # Q, K, V, scores, output
+    shapes: dict[str, list[int]]  # 3.2: Q, K, V, scores, output
     matches_sdpa: bool  # torch.allclose(out, F.scaled_dot_product_attention(Q, K, V), atol=1e-6)
     sdpa_max_diff: float  # | out - F.sdpa |, max
     core_max_diff: float  # | text's explicit formula - core attention |, max

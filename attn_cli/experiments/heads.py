@@ -57,8 +57,7 @@ class Result:
 
 
 def estimate_bytes(config: Config) -> int:
-    """Float32 bytes: two layers' 4 d^2 weights at the larger width, the (2, 10, d) input and its
-    per-head (2, h, 10, 10) weights."""
+    """Float32: two layers' 4 d^2 weights at the larger width, the (2, 10, d) input, (2, h, 10, 10) weights."""
     w = max(config.d_model, config.d2l_d_model)
     h = max(config.heads + (config.layout_heads,))
     return 4 * (2 * (4 * w * w + 4 * w) + 8 * 2 * 10 * w + 4 * 2 * h * 10 * 10)

@@ -101,8 +101,7 @@ def validate_result(result: Result, config: Config) -> None:
 
 
 def estimate_bytes(config: Config) -> int:
-    """Peak float32 memory of one d_k step: q and k at the largest d_k, plus about twelve
-    (trials, n_keys) tensors (scores, scaled scores, clones, weights, gradients, temporaries)."""
+    """Peak float32 memory of one d_k step: q and k at the largest d_k, about twelve (trials, n_keys) tensors."""
     return 4 * config.trials * ((config.n_keys + 1) * max(config.d_k) + 12 * config.n_keys)
 
 

@@ -116,8 +116,7 @@ def validate(config: Config) -> None:
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result holds exactly the exercises ``config`` selects, each passing its
-    module's ``validate_result(result, config)`` where it has one (:mod:`attn_cli.store.typed`)."""
+    """A cached Result holds exactly the exercises ``config`` selects, each valid (:mod:`attn_cli.store.typed`)."""
     from attn_cli.store.typed import InvalidEntry, check
 
     selected = parse_selection(config.exercises)

@@ -49,8 +49,7 @@ class Result:
 
     @staticmethod
     def evaluations_at(h: int) -> tuple[int, int]:
-        """(one-shot, greedy) evaluations to prune ``h`` heads (for the table's reading): the full
-        set and each single removal, h + 1; greedy down to one, 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2."""
+        """(one-shot, greedy) evaluations to prune ``h`` heads: h + 1; 1 + h + (h - 1) + ... + 2 = h (h + 1) / 2."""
         return h + 1, h * (h + 1) // 2
 
 

@@ -82,8 +82,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result holds the text's words, an n_q x n_k map for the plain layer and each of
-    the HEADS heads, weights in [0, 1], one set of properties per map (:mod:`attn_cli.store.typed`)."""
+    """A cached Result's words, maps and properties fit the text and HEADS (:mod:`attn_cli.store.typed`)."""
     from attn_cli.store.typed import check, check_grid, check_len, check_range
 
     check(result.queries == list(QUERY_WORD) and result.keys == list(KEY_WORD), "queries", "not the text's words")

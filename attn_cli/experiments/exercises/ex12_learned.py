@@ -102,8 +102,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
 
 def validate_result(result: Result, config: Config) -> None:
-    """A cached Result has one run per head count, (h x 2) head weights, and a training curve
-    of at most ``train_steps`` [step, error] points (:mod:`attn_cli.store.typed`)."""
+    """A cached Result's sizes follow from ``config`` and HEAD_COUNTS (:mod:`attn_cli.store.typed`)."""
     from attn_cli.store.typed import check, check_grid, check_len
 
     check([r.h for r in result.runs] == list(HEAD_COUNTS), "runs", "not one run per head count")
