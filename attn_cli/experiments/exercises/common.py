@@ -22,7 +22,7 @@ class Config(QuickConfig):
     (every exercise starts from ``torch.manual_seed(seed)``; ex6 times ``device``, ex3 and ex5 solve on the CPU)."""
 
     exercises: tuple[int, ...] = NUMBERS  # which exercises to run, in this order
-    samples: int = SAMPLES  # ex1, ex2, ex3, ex5: N of the copy-both data
+    samples: int = SAMPLES  # ex1, ex2, ex5: N of the copy-both data; ex3 samples max(200, N // 5)
     mlp_hidden: int = 16  # ex1: hidden width of the per-coordinate perceptron (1 -> H -> H -> 2)
     mlp_steps: int = 300  # ex1: full-batch Adam steps
     mlp_points: int = 4096  # ex1: training coordinates for the perceptron (scalar examples)
