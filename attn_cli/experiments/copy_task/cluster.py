@@ -279,11 +279,9 @@ def _say(line: str) -> None:
 def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:
     """A worker's answer as a RunOutcome checked like a cache entry, or a ClusterError naming the worker."""
     place = answer.get("where") if isinstance(answer, dict) else None
-    worker = "(unknown)"
-    if isinstance(place, dict):
-        worker = f"{str(place.get('worker', ''))[:FIELD_CHARS]} on {str(place.get('host', ''))[:FIELD_CHARS]}"
     if not isinstance(answer, dict) or not isinstance(place, dict):
-        raise ClusterError(f"{what}: worker {worker} answered something that is not a run")
+        raise ClusterError(f"{what}: worker (unknown) answered something that is not a run")
+    worker = f"{str(place.get('worker', ''))[:FIELD_CHARS]} on {str(place.get('host', ''))[:FIELD_CHARS]}"
     if "refused" in answer:
         raise ClusterError(f"worker {worker} refused {what}: {str(answer['refused'])[:400]}")
     if answer.get("code") != code:
