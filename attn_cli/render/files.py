@@ -33,14 +33,13 @@ def write_csv(path: str | os.PathLike, rows: Iterable[Iterable[Any]], header: It
 
 
 FIGURE_FORMATS = ("png", "svg", "pdf")  # what --format offers; png is the default
-DEFAULT_FORMATS = ("png",)
 DPI = 120  # every figure's PNG
 
 
 def save_figure(
     fig: Figure,
     path: str | os.PathLike,
-    formats: Iterable[str] = DEFAULT_FORMATS,
+    formats: Iterable[str] = ("png",),
     *,
     dpi: int = DPI,
     metadata: dict[str, str] | None = None,

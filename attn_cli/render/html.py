@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
     from attn_cli.published.types import Artifact
 
-IMAGE_PREFERENCE = ("svg", "png")  # the page shows SVG where written, else PNG
 TILE_LABELS = {"measured": "measured values", "rule": "rules", "identity": "identities (shown, not evidence)"}
 
 
@@ -274,7 +273,7 @@ def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], sho
         shown_tables.add(section.name)
         parts.append(to_html(section.tables))
     own = [f for f in section.figures if f in files]
-    for shown, others in figure_views(own, IMAGE_PREFERENCE):
+    for shown, others in figure_views(own, ("svg", "png")):  # SVG where written, else PNG
         image = f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>' if shown else ""
         parts.append(
             f"<figure>{image}<figcaption>{_links(([shown] if shown else []) + others, ' · ')}</figcaption></figure>"

@@ -49,10 +49,6 @@ class Text:
         if self.verdict not in ("", *VERDICTS):
             raise ValueError(f"unknown verdict {self.verdict!r}")
 
-    @property
-    def plain(self) -> str:
-        return "".join(text for text, _ in self.spans)
-
 
 Cell = str | Text
 
@@ -63,7 +59,7 @@ def styled(*parts: str | tuple[str, str], verdict: str = "") -> Text:
 
 
 def plain(cell: Cell) -> str:
-    return cell.plain if isinstance(cell, Text) else str(cell)
+    return "".join(text for text, _ in cell.spans) if isinstance(cell, Text) else str(cell)
 
 
 def fmt_value(value: Any, limit: int = 60) -> str:
