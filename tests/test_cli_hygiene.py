@@ -402,10 +402,9 @@ def test_copy_task_help_states_the_seed_rule_from_its_constants(monkeypatch):
 
 def test_the_docs_state_the_seed_rule_as_published_defines_it():
     from attn_cli.published import seed_rule
-    from attn_cli.published.compare import seed_rule_formula
 
     readme = _flat((Path(__file__).parents[1] / "docs" / "checking.md").read_text())
-    assert f"seeds' {seed_rule.LEVEL:.0%} prediction interval, {seed_rule_formula()}" in readme
+    assert f"seeds' {seed_rule.LEVEL:.0%} prediction interval, {seed_rule.formula()}" in readme
 
 
 def test_a_reader_that_left_ends_the_command_quietly():

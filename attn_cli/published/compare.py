@@ -189,17 +189,12 @@ def _span(values: Sequence[float], sign: str = "±") -> str:
     return f"{sign}{lo:g}" if lo == hi else f"{sign}{lo:g} to {sign}{hi:g}"
 
 
-def seed_rule_formula() -> str:
-    """The seed rule's interval as docs/checking.md and help write it, from the module's constants."""
-    return f"mean ± max({seed_rule.FLOOR:g}, t({(1 + seed_rule.LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"
-
-
 def seed_rule_text() -> str:
     """The copy task's rule, from :mod:`attn_cli.published.seed_rule`'s constants."""
     return (
         f"each trained accuracy by the seed rule: the published value must lie inside the "
         f"{seed_rule.LEVEL:.0%} prediction interval of {seed_rule.MIN_SEEDS} regenerated seeds, "
-        f"{seed_rule_formula()} (one seed alone: within ±{seed_rule.FLOOR:g})"
+        f"{seed_rule.formula()} (one seed alone: within ±{seed_rule.FLOOR:g})"
     )
 
 

@@ -58,8 +58,12 @@ def interval(values: Sequence[float], floor: float = FLOOR, level: float = LEVEL
     return Interval(mean=mean, std=std, n=n, half_width=max(floor, spread))
 
 
-FORMULA = f"mean ± max({FLOOR:g}, t({(1 + LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"  # the interval
-RULE = f"published inside the seeds' {LEVEL:.0%} prediction interval: {FORMULA}"
+def formula() -> str:
+    """The interval as help, docs/checking.md and :data:`RULE` write it, from the constants now."""
+    return f"mean ± max({FLOOR:g}, t({(1 + LEVEL) / 2:g}, n-1) · std · √(1 + 1/n))"
+
+
+RULE = f"published inside the seeds' {LEVEL:.0%} prediction interval: {formula()}"
 
 
 @dataclass

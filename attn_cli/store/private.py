@@ -131,8 +131,7 @@ def _step(parent: int, where: str, name: str, create: bool) -> tuple[int | None,
                 raise NotPrivate(f"cannot open {where}: {exc2.strerror}") from None
             if not stat.S_ISLNK(st.st_mode):
                 raise NotPrivate(f"{where} is not a folder") from None
-            me = os.geteuid()
-            if st.st_uid not in (me, 0):
+            if st.st_uid not in (os.geteuid(), 0):
                 raise NotPrivate(f"{where} is a symlink owned by {_who(st.st_uid)}") from None
             try:
                 return None, os.readlink(name, dir_fd=parent)
