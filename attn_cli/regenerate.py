@@ -18,7 +18,6 @@ from attn_cli.render import files, html
 from attn_cli.render.manifest import FIGURE_SUFFIXES, Section, check_seconds, junit_xml
 from attn_cli.render.manifest import manifest as manifest_json
 from attn_cli.render.report import experiment_markdown, index_markdown
-from attn_cli.render.table import to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
@@ -318,7 +317,6 @@ def write_section(
     try:
         t0 = time.perf_counter()
         section.tables = exp.tables(run.result, by_id)
-        section.markdown = to_markdown(section.tables)
         section.cached = run.result.cached_runs() if hasattr(run.result, "cached_runs") else None  # the copy task
         files.write_json(out / f"{exp.name}.json", files.result_json(run.result, by_id))
         written = [_relative(p, out) for p in exp.figures(run.result, out, formats, by_id)]

@@ -25,14 +25,13 @@ class Section:
     command: str = ""  # the subcommands that regenerate it, e.g. "sqrt-dk"
     ids: list[str] = field(default_factory=list)  # catalogue IDs it regenerates
     artifacts: list = field(default_factory=list)  # their catalogue entries (Artifact), in catalogue order
-    markdown: str = ""  # its tables as Markdown
     figures: list[str] = field(default_factory=list)  # figure files, relative to --out
     data: list[str] = field(default_factory=list)  # the other files it wrote (md, json, csv)
     seconds: float = 0.0  # run and render
     error: str | None = None  # why it failed (run or render)
     config: Any = None  # its configuration as a dict
     outcomes: list = field(default_factory=list)  # its checks' outcomes
-    tables: list = field(default_factory=list)  # its blocks (render.table), for the HTML page
+    tables: list = field(default_factory=list)  # its blocks (render.table), rendered by each page
     cached: tuple[int, int] | None = None  # (runs from the cache, runs) of an experiment caching runs
 
 

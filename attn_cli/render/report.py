@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from attn_cli.core.numerics import cuda_summary
 from attn_cli.records import Diff, Row, regenerated
 from attn_cli.render.manifest import Section
-from attn_cli.render.table import Block, Cell, Table, fmt_value, md_escape, styled
+from attn_cli.render.table import Block, Cell, Table, fmt_value, md_escape, styled, to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
@@ -264,7 +264,8 @@ def figure_markdown(figures: Sequence[str]) -> list[str]:
 
 
 def _pieces(section: Section) -> list[str]:
-    return ([section.markdown] if section.markdown else []) + figure_markdown(section.figures)
+    tables = to_markdown(section.tables)
+    return ([tables] if tables else []) + figure_markdown(section.figures)
 
 
 def experiment_markdown(section: Section) -> str:
