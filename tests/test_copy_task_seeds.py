@@ -119,8 +119,7 @@ def test_svg_too_when_asked(tmp_path):
 
 def test_the_render_module_imports_no_experiment():
     code = (
-        "import sys, attn_cli.render.copy_task; "
-        "print(any(m.startswith('attn_cli.experiments') for m in sys.modules))"
+        "import sys, attn_cli.render.copy_task; print(any(m.startswith('attn_cli.experiments') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
