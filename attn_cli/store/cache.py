@@ -130,7 +130,7 @@ class Cache:
         if self._secret is None:  # opened without create, before any key existed
             raise Unavailable("the cache has no key yet")
         payload = json.loads(json.dumps(payload))  # exactly as it reads back
-        body = json.dumps({"key": key, "payload": payload}, sort_keys=True).encode()
+        body = json.dumps({"key": key, "payload": payload}).encode()  # the payload's key order kept
         data = _HEAD + self._mac(body).encode() + _MID + body + _TAIL
         try:
             sub = self._group(name, create=True)

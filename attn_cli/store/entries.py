@@ -102,8 +102,9 @@ def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
     """Store a Result as JSON for ``key`` if it reads back as the same data (else False);
     Unavailable when the cache cannot be written."""
     try:
-        text = json.dumps(dataclasses.asdict(result), sort_keys=True)
-        payload = json.loads(text)
+        data = dataclasses.asdict(result)
+        text = json.dumps(data, sort_keys=True)
+        payload = json.loads(json.dumps(data))  # in the Result's own key order: the same JSON cold and warm
         if json.dumps(dataclasses.asdict(revive(type(result), payload)), sort_keys=True) != text:
             return False
     except (TypeError, KeyError, ValueError):
