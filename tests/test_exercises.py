@@ -137,6 +137,22 @@ def test_readings_quote_computed_numbers():
     assert "Heads 2 and 3 cover for each other" in text
 
 
+def test_every_exercise_renders_its_tables_and_figures_in_process(tmp_path):
+    """The renderer itself (the CLI runs exercise all in a child): a heading per exercise, each
+    figure a real PNG with its CSV, nothing else written."""
+    from attn_cli.render.exercises import FILES, figures, tables
+
+    result = quick(*range(1, 13))
+    text = _text(tables(result, {}))
+    for n in range(1, 13):
+        assert f"D2L 10.3.5 exercise {n}: {ex.TITLES[n]}" in text
+    written = figures(result, tmp_path, ("png",), {}, None)
+    assert sorted(p.name for p in written) == sorted(name for pair in FILES.values() for name in pair)
+    for png, csv in FILES.values():
+        assert_png(tmp_path / png)
+        assert (tmp_path / csv).read_text().count("\n") > 3
+
+
 # --------------------------------------------------------------------------- properties
 
 
