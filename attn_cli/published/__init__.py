@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
-from attn_cli.published.catalogue import ARTIFACTS, BY_ID, family_modules
-from attn_cli.published.types import Artifact, Check
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the catalogue is imported when asked for, not by `attn --help` (seed_rule's constants)
+    from attn_cli.published.types import Check
 
 
 def all_checks() -> dict[str, Check]:
+    from attn_cli.published.catalogue import BY_ID, family_modules
+
     checks: dict[str, Check] = {}
     for module in family_modules():
         for check in module.CHECKS:
@@ -19,4 +23,4 @@ def all_checks() -> dict[str, Check]:
     return checks
 
 
-__all__ = ["ARTIFACTS", "BY_ID", "Artifact", "Check", "all_checks"]
+__all__ = ["all_checks"]

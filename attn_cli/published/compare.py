@@ -176,7 +176,8 @@ WHOLE_CATALOGUE = ("verify", "all")  # commands that judge every check
 
 
 def _checks_of(command: str) -> list[Check]:
-    from attn_cli.published import ARTIFACTS, all_checks
+    from attn_cli.published import all_checks
+    from attn_cli.published.catalogue import ARTIFACTS
 
     if command in WHOLE_CATALOGUE:
         return list(all_checks().values())
