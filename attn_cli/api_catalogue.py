@@ -78,12 +78,12 @@ def _read(
     and the keywords of :mod:`attn_cli.regenerate`'s functions (no progress display), for a block run
     as one :func:`_call`, whose unknown ID or seed out of range is the CLI's usage error."""
     from attn_cli.cli.commands.catalogue import library_keywords, usage_errors
-    from attn_cli.cli.options import _common
+    from attn_cli.cli.options import common_of
 
     with _call(out) as folder:
         with _context(command, (), {"only": list(only) or None, **options}, folder) as ctx:
             params = dict(ctx.params)
-            common = _common(params)  # as the command builds it
+            common = common_of(params)  # as the command builds it
         keywords = {**library_keywords(common, params["n_seeds"], params["no_cache"]), "progress": None}
         with usage_errors():
             yield common, params["only"], keywords

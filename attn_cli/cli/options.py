@@ -254,7 +254,7 @@ def common_options(*extra: Decorator) -> Decorator:
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return func(*args, common=_common(kwargs), **kwargs)
+            return func(*args, common=common_of(kwargs), **kwargs)
 
         command: Callable[..., Any] = wrapper
         for add in reversed([*BASE_OPTIONS, *extra]):  # click lists the options last added first
@@ -264,7 +264,7 @@ def common_options(*extra: Decorator) -> Decorator:
     return decorate
 
 
-def _common(kwargs: dict[str, Any]) -> Common:
+def common_of(kwargs: dict[str, Any]) -> Common:
     """The shared options' values taken out of ``kwargs`` as one ``Common``."""
     given = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(Common) if f.name in kwargs}
     given["json"] = kwargs.pop("as_json")
