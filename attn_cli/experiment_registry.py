@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 RENDER_PACKAGE = "attn_cli.render"
 QUICK = "quick"  # the ``unjudged`` reason of a --quick run: its checks are "skipped (quick)"
 CONTRACT = ("SLOW", "CACHED", "ENGINES", "FIGURES")  # what every experiment module declares
-EXPERIMENTS = (  # the modules of attn_cli.experiments, all of them (a test names a module left out)
-    "analogy copy_both copy_task crossattn embeddings exercises formula heads masks order scaling self_cross sqrt_dk"
-).split()
 
 
 @dataclass(frozen=True)
@@ -185,9 +182,26 @@ def seeds_used(module: ModuleType, config: Any) -> list[int]:
 
 
 def discover() -> list[Experiment]:
-    """The experiments of :data:`EXPERIMENTS`, imported only when asked, so a single command imports
-    its own alone."""
-    return [Experiment(name, importlib.import_module(f"attn_cli.experiments.{name}")) for name in EXPERIMENTS]
+    """The experiments, imported here by name so that readers and mypy follow the list (a test names
+    a module left out), and only when asked, so a single command imports its own alone."""
+    from attn_cli.experiments import (
+        analogy,
+        copy_both,
+        copy_task,
+        crossattn,
+        embeddings,
+        exercises,
+        formula,
+        heads,
+        masks,
+        order,
+        scaling,
+        self_cross,
+        sqrt_dk,
+    )
+
+    modules = [analogy, copy_both, copy_task, crossattn, embeddings, exercises, formula, heads, masks, order]
+    return [Experiment(m.__name__.rsplit(".", 1)[-1], m) for m in [*modules, scaling, self_cross, sqrt_dk]]
 
 
 def catalogue() -> tuple[Artifact, ...]:
