@@ -153,24 +153,22 @@ def key(device: str = "cpu", mode: str | None = None, measured: bool = False) ->
 # --------------------------------------------------------------------------- the device and its GPU
 
 
-def cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def resolve_device(name: str) -> str:
     """'cpu' -> 'cpu'; 'cuda' -> 'cuda' or AttnError if absent; 'auto' -> cuda if available."""
-    if name == "auto":
-        return "cuda" if cuda_available() else "cpu"
-    if name == "cuda" and not cuda_available():
+    if name not in DEVICE_CHOICES:
+        raise AttnError(f"unknown device {name!r}; choose from {', '.join(DEVICE_CHOICES)}")
+    if name == "cpu":
+        return name
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if name == "cuda":
         raise AttnError(
             "--device cuda was requested but CUDA is not available on this machine "
             "(use --device cpu, or --device auto to pick CUDA only when present)"
         )
-    if name in ("cpu", "cuda"):
-        return name
-    raise AttnError(f"unknown device {name!r}; choose from {', '.join(DEVICE_CHOICES)}")
+    return "cpu"
 
 
 def is_cuda(device: str) -> bool:

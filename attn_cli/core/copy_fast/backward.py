@@ -36,17 +36,12 @@ def scatter_onehot(grad_rows: torch.Tensor, tokens: torch.Tensor, V: int) -> tor
 
 
 def gru_backward(
-    dh: torch.Tensor,
-    h_prev: torch.Tensor,
-    rz: torch.Tensor,
-    n: torch.Tensor,
-    ghn: torch.Tensor,
-    whh: torch.Tensor,
-    H: int,
-    dgi: torch.Tensor,
+    dh: torch.Tensor, tape: tuple[torch.Tensor, ...], whh: torch.Tensor, H: int, dgi: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Backward of :func:`gru`: dh (M, B, h) gradient w.r.t. the new state; whh (M, G, h).  Writes the
-    gradient w.r.t. the input projection gi into ``dgi`` (M, B, G); returns dgh (M, B, G), dh_prev (M, B, h)."""
+    """Backward of :func:`gru`: dh (M, B, h) gradient w.r.t. the new state; tape (h_prev, rz, n, ghn) of
+    the step; whh (M, G, h).  Writes the gradient w.r.t. the input projection gi into ``dgi`` (M, B, G);
+    returns dgh (M, B, G), dh_prev (M, B, h)."""
+    h_prev, rz, n, ghn = tape
     z = rz[..., H:]
     dhz = dh * z  # (M, B, h): the direct path h_prev -> h_new
     dn = dh - dhz  # (M, B, h) = dh (1 - z)
@@ -122,8 +117,7 @@ def loss_and_grads(
             dcs[t], dss[t] = dc, ds
         if t == 0:
             break
-        h_prev, rz, n, ghn = dec.tape[t - 1]
-        dgh, dh_next = gru_backward(dh, h_prev, rz, n, ghn, d_whh, H, dgi_dec[t - 1])
+        dgh, dh_next = gru_backward(dh, dec.tape[t - 1], d_whh, H, dgi_dec[t - 1])
         dgh_dec_steps.append(dgh)
         if att:
             dc_next = torch.bmm(dgi_dec[t - 1], wic)  # (M, B, h) into c_{t-1}
@@ -160,8 +154,7 @@ def loss_and_grads(
     dh_carry = dh_enc_last
     for t in range(T - 1, -1, -1):
         dh = dh_carry if d_states is None else d_states[:, :, t] + dh_carry
-        h_prev, rz, n, ghn = enc.tape[t]
-        dgh, dh_carry = gru_backward(dh, h_prev, rz, n, ghn, w.e_whh, H, dgi_enc[t])
+        dgh, dh_carry = gru_backward(dh, enc.tape[t], w.e_whh, H, dgi_enc[t])
         dgh_enc_steps.append(dgh)
     dgh_enc = torch.stack(dgh_enc_steps[::-1], 1).view(M, T * B, 3 * H)  # (M, T B, G)
     h_prev_enc = torch.stack([h for h, _, _, _ in enc.tape], 1).view(M, T * B, H)  # (M, T B, h)

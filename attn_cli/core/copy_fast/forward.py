@@ -1,11 +1,6 @@
-"""The fast engine's PyTorch backend, forward: the parameter layout, the passes of all M stacked
-runs at once, and evaluation.
-
-One run's parameters are one flat row in the order of ``build_model(...).named_parameters()``,
-each playing one *role* in the step (the C kernel's sizes are checked against it:
-:func:`.kernel.offsets`).  The embedding is folded into the input projections (a (V, 3h) table
-gathered per token); the attention after step t's update is the one before step t+1's (computed
-once).  ``keep=True`` records what :mod:`.backward` needs.  Names: see ``docs/design.md``.
+"""The fast engine's PyTorch backend, forward: the parameter layout (one flat row per run, one
+*role* per parameter), the passes of all M stacked runs at once, and evaluation.  ``keep=True``
+records what :mod:`.backward` needs.  Design notes: ``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -14,7 +9,6 @@ import math
 import threading
 from dataclasses import dataclass
 from functools import cache
-from typing import NamedTuple
 
 import torch
 
@@ -87,8 +81,8 @@ def param_layout(model: str, hidden: int) -> Layout:
     return Layout(tuple(roles), tuple(shapes), tuple(offsets), offset)
 
 
-class RoleViews(NamedTuple):
-    """One (M, *shape) tensor per role, in :data:`ROLE_OF`'s order (M runs)."""
+class Weights:
+    """Named (M, ...) views into a flat (M, P) buffer (parameters or gradients), one per role."""
 
     emb: torch.Tensor  # (M, V, E)
     e_wih: torch.Tensor  # (M, G, E)
@@ -102,15 +96,9 @@ class RoleViews(NamedTuple):
     o_w: torch.Tensor  # (M, V, 2h or h)
     o_b: torch.Tensor  # (M, V)
 
-
-class Weights(RoleViews):
-    """Named (M, ...) views into a flat (M, P) buffer (parameters or gradients), one per role."""
-
-    def __new__(cls, flat: torch.Tensor, lay: Layout) -> Weights:
-        M = flat.shape[0]
-        places = zip(lay.roles, lay.shapes, lay.offsets)
-        views = {role: flat[:, offset : offset + math.prod(shape)].view(M, *shape) for role, shape, offset in places}
-        return super().__new__(cls, **views)  # by role name: any order of the layout
+    def __init__(self, flat: torch.Tensor, lay: Layout):
+        for role, shape, offset in zip(lay.roles, lay.shapes, lay.offsets):  # by role name: any order
+            setattr(self, role, flat[:, offset : offset + math.prod(shape)].view(flat.shape[0], *shape))
 
 
 def gather(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -170,22 +158,22 @@ class Decoded:
         T, M, B = tgt_t.shape
         E = EMBED
         wie = w.d_wih[..., :E]  # (M, G, E): the embedding part of the cell's input weights
-        table = torch.baddbmm(w.d_bih.unsqueeze(1), w.emb, wie.transpose(1, 2))  # (M, V, G)
-        gie = gather(table, tgt_t)  # (T, M, B, G)
-        whh_t = w.d_whh.transpose(1, 2).contiguous()  # (M, h, G)
-        bhh = w.d_bhh.unsqueeze(1)  # (M, 1, G)
+        self.table = torch.baddbmm(w.d_bih.unsqueeze(1), w.emb, wie.transpose(1, 2))  # (M, V, G)
+        gie = gather(self.table, tgt_t)  # (T, M, B, G)
+        self.whh_t = w.d_whh.transpose(1, 2).contiguous()  # (M, h, G)
+        self.bhh = w.d_bhh.unsqueeze(1)  # (M, 1, G)
         h = enc.last  # (M, B, h): h_0
         queries, contexts, weights, self.tape = [h], [], [], []
         if attention:
-            wic_t = w.d_wih[..., E:].transpose(1, 2).contiguous()  # (M, h, G): the context part
+            self.wic_t = w.d_wih[..., E:].transpose(1, 2).contiguous()  # (M, h, G): the context part
             self.values = enc.states.reshape(M * B, T, H)  # (M B, T, h)
             self.keys_t = self.values.transpose(1, 2) * (1.0 / math.sqrt(H))  # (M B, h, T), pre-scaled
             a, c = attend(h, self.keys_t, self.values)  # c_0: attention of h_0
             weights.append(a)
             contexts.append(c)
         for t in range(T):
-            gi = torch.baddbmm(gie[t], contexts[-1], wic_t) if attention else gie[t]  # (M, B, G)
-            h_new, rz, n, ghn = gru(gi, h, whh_t, bhh, H)
+            gi = torch.baddbmm(gie[t], contexts[-1], self.wic_t) if attention else gie[t]  # (M, B, G)
+            h_new, rz, n, ghn = gru(gi, h, self.whh_t, self.bhh, H)
             if keep:
                 self.tape.append((h, rz, n, ghn))
             h = h_new
@@ -209,7 +197,7 @@ def evaluate(
     """src, tgt_in (M, N, T) -> teacher-forced, free-running, exact accuracies (each (M,)),
     and the readout weights of free running on sequence 0 of each run (M, T, T) or None."""
     M, N, T = src.shape
-    H, E = hidden, EMBED
+    H = hidden
     att = model == "attention"
     src_t, tgt_t = src.permute(2, 0, 1), tgt_in.permute(2, 0, 1)  # (T, M, N)
     enc = Encoded(w, src_t, H, keep=False)
@@ -217,25 +205,21 @@ def evaluate(
     forced_tok = dec.logits.argmax(-1).view(M, T, N).permute(0, 2, 1)  # (M, N, T)
     forced = (forced_tok == src).float().mean((1, 2))  # (M,)
 
-    # free running from BOS
-    table = torch.baddbmm(w.d_bih.unsqueeze(1), w.emb, w.d_wih[..., :E].transpose(1, 2))  # (M, V, G)
-    whh_t = w.d_whh.transpose(1, 2).contiguous()
-    bhh = w.d_bhh.unsqueeze(1)
+    # free running from BOS, with the decoder's tables
     o_wt, o_b = w.o_w.transpose(1, 2), w.o_b.unsqueeze(1)  # (M, r, V), (M, 1, V)
     tok = torch.full((1, M, N), BOS, dtype=src.dtype, device=src.device)  # (1, M, N)
     h = enc.last
     rows, out = [], []
     hits = torch.zeros(M, dtype=torch.long, device=src.device)  # (M,) steps peaking at their own position
     if att:
-        wic_t = w.d_wih[..., E:].transpose(1, 2).contiguous()
-        keys_t, values, c = dec.keys_t, dec.values, dec.contexts[0]  # c_0: the attention of h_0
+        c = dec.contexts[0]  # c_0: the attention of h_0
     for t in range(T):
-        gi = gather(table, tok)[0]  # (M, N, G)
+        gi = gather(dec.table, tok)[0]  # (M, N, G)
         if att:
-            gi = torch.baddbmm(gi, c, wic_t)
-        h, _, _, _ = gru(gi, h, whh_t, bhh, H)
+            gi = torch.baddbmm(gi, c, dec.wic_t)
+        h, _, _, _ = gru(gi, h, dec.whh_t, dec.bhh, H)
         if att:
-            a, c = attend(h, keys_t, values)  # (M N, 1, T), (M, N, h)
+            a, c = attend(h, dec.keys_t, dec.values)  # (M N, 1, T), (M, N, h)
             rows.append(a.view(M, N, T)[:, 0])  # (M, T)
             hits += (a.view(M, N, T).argmax(-1) == t).sum(1)  # (M,)
             readin = torch.cat([h, c], -1)

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 
@@ -28,14 +28,6 @@ PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 RunStepCallback = Callable[[int, int, int, float], None] | None
 
 
-@dataclass
-class _Group:
-    """Runs trained together: same configuration except the seed."""
-
-    indices: list[int]  # positions in the caller's spec list
-    specs: list[RunSpec]
-
-
 def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
     """Multiply-add FLOPs (x2) of one training step of one run, counted on the program's formulation
     (every matmul, attention twice per decoder step, no elementwise ops; backward = 2 x forward), so
@@ -49,22 +41,22 @@ def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
 
 
 class Adam:
-    """torch.optim.Adam's update (defaults betas (0.9, 0.999), eps 1e-8) on (M, P) rows: Adam is
-    elementwise, so one stacked buffer *is* M separate Adams."""
+    """torch.optim.Adam's update (its defaults: betas (0.9, 0.999), eps 1e-8) on (M, P) rows: Adam
+    is elementwise, so one stacked buffer *is* M separate Adams."""
 
-    def __init__(self, params: torch.Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
-        self.p, self.lr, self.betas, self.eps, self.step_count = params, lr, betas, eps, 0
+    def __init__(self, params: torch.Tensor, lr: float):
+        self.p, self.lr, self.step_count = params, lr, 0
         self.m = torch.zeros_like(params)  # (M, P)
         self.v = torch.zeros_like(params)  # (M, P)
 
     def step(self, grad: torch.Tensor) -> None:
-        b1, b2 = self.betas
+        b1, b2 = 0.9, 0.999
         self.step_count += 1
         bc1 = 1 - b1**self.step_count
         bc2_sqrt = math.sqrt(1 - b2**self.step_count)
         self.m.lerp_(grad, 1 - b1)
         self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        denom = (self.v.sqrt() / bc2_sqrt).add_(self.eps)
+        denom = (self.v.sqrt() / bc2_sqrt).add_(1e-8)
         self.p.addcdiv_(self.m, denom, value=-self.lr / bc1)
 
 
@@ -224,7 +216,7 @@ def run_fast(
     on_cpu = torch.device(device).type == "cpu"
     lib = _library(backend, on_cpu)
     prepare_device(device)  # cuda: deterministic kernels, no TF32 (nothing on cpu)
-    tasks = _tasks(specs, one_per_run=lib is not None)
+    tasks = _tasks(specs, one_per_run=lib is not None)  # lists of indices into specs
     n_threads = 1 if not on_cpu else min(len(tasks), threads or available_cpus())
     if n_threads < 1:
         raise ValueError("threads must be at least 1")
@@ -232,20 +224,20 @@ def run_fast(
     lock, stop = threading.Lock(), stop or threading.Event()
     outcomes: list[RunOutcome | None] = [None] * len(specs)
     # initial weights and data generators made here, in order, before any thread starts
-    inits = {i: init_run(specs[i]) for task in tasks for i in task.indices}
+    inits = {i: init_run(specs[i]) for task in tasks for i in task}
 
-    def work(task: _Group) -> None:
+    def work(task: list[int]) -> None:
         def serialised(i: int, step: int, total: int, value: float) -> None:  # progress from one thread at a time
             assert progress is not None  # only reported to when given
             with lock:
-                progress(task.indices[i], step, total, value)
+                progress(task[i], step, total, value)
 
         report = serialised if progress is not None else None
         if lib is not None:
-            result = train_kernel(task.specs[0], lib, report, stop, inits[task.indices[0]])
+            result = train_kernel(specs[task[0]], lib, report, stop, inits[task[0]])
         else:
-            result = train_group(task.specs, device, report, stop, [inits[i] for i in task.indices])
-        for i, outcome in zip(task.indices, result):
+            result = train_group([specs[i] for i in task], device, report, stop, [inits[i] for i in task])
+        for i, outcome in zip(task, result):
             outcome.backend = "kernel" if lib is not None else "torch"
             outcome.kernel_isa = kernel.kernel_isa() if lib is not None else ""
             outcomes[i] = outcome
@@ -275,23 +267,23 @@ def _library(backend: str, on_cpu: bool) -> ctypes.CDLL | None:
     return lib
 
 
-def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[_Group]:
-    """The runs as tasks: one per run (the kernel), else the runs equal but for the seed stacked;
-    longest first so that the threads finish together."""
-    groups: dict[object, _Group] = {}
+def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[list[int]]:
+    """The runs' indices as tasks: one per run (the kernel), else the runs equal but for the seed
+    stacked; longest first so that the threads finish together."""
+    groups: dict[object, list[int]] = {}
     for i, spec in enumerate(specs):
-        task = groups.setdefault(i if one_per_run else replace(spec, seed=0), _Group([], []))
-        task.indices.append(i)
-        task.specs.append(spec)
-    return sorted(groups.values(), key=_minus_work)
+        groups.setdefault(i if one_per_run else replace(spec, seed=0), []).append(i)
+
+    def minus_work(task: list[int]) -> float:
+        s = specs[task[0]]
+        return -len(task) * s.steps * step_flops(s.model, s.length, s.hidden, s.batch_size)
+
+    return sorted(groups.values(), key=minus_work)
 
 
-def _minus_work(task: _Group) -> float:
-    s = task.specs[0]
-    return -len(task.specs) * s.steps * step_flops(s.model, s.length, s.hidden, s.batch_size)
-
-
-def _run_tasks(work: Callable[[_Group], None], tasks: list[_Group], n_threads: int, stop: threading.Event) -> None:
+def _run_tasks(
+    work: Callable[[list[int]], None], tasks: list[list[int]], n_threads: int, stop: threading.Event
+) -> None:
     """``work(task)`` for every task, on ``n_threads`` threads; on any error the others stop at
     their next chunk boundary and the error goes on."""
     if n_threads == 1:
