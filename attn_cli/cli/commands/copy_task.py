@@ -143,7 +143,6 @@ def copy_task(
     """
     from attn_cli.cli.commands.cache import cache_root
     from attn_cli.experiments import copy_task as exp
-    from attn_cli.render import copy_task as render
 
     if seeds and click.get_current_context().get_parameter_source("seed") is not ParameterSource.DEFAULT:
         raise click.UsageError(
@@ -157,7 +156,6 @@ def copy_task(
         given |= plan_keywords(common.scheduler, common.scheduler_from, common.worker_wait)
     return Job(
         exp,
-        render,
         config_of(exp, common, use_cache=not no_cache, **given),
         common,
         display=_display,

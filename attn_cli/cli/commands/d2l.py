@@ -50,9 +50,8 @@ def copy_both(common: Common, **fields: Any) -> Job:
         attn copy-both --weights 0.5 0.6 --samples 20000 --d-v 8
     """
     from attn_cli.experiments import copy_both as exp
-    from attn_cli.render import copy_both as render
 
-    return job(exp, render, common, **fields)
+    return job(exp, common, **fields)
 
 
 _d_model_option = option(
@@ -92,9 +91,8 @@ def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, com
         attn heatmap attention translation --heads 4
     """
     from attn_cli.experiments import crossattn as exp
-    from attn_cli.render import crossattn as render
 
-    return job(exp, render, common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
+    return job(exp, common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand, name="crossattn-map")
@@ -113,9 +111,8 @@ def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job:
         attn crossattn-map --heads 4      # exercise 11: a fresh 4-head layer
     """
     from attn_cli.experiments import crossattn as exp
-    from attn_cli.render import crossattn as render
 
-    return job(exp, render, common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
+    return job(exp, common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand, name="heads")
@@ -155,9 +152,8 @@ def heads(common: Common, **fields: Any) -> Job:
         attn heads --d-model 512 --heads 1 8 64 --layout-heads 8
     """
     from attn_cli.experiments import heads as exp
-    from attn_cli.render import heads as render
 
-    return job(exp, render, common, **fields)
+    return job(exp, common, **fields)
 
 
 @click.command(cls=JudgedCommand, name="self-cross")
@@ -173,9 +169,8 @@ def self_cross(common: Common) -> Job:
         attn self-cross
     """
     from attn_cli.experiments import self_cross as exp
-    from attn_cli.render import self_cross as render
 
-    return job(exp, render, common)
+    return job(exp, common)
 
 
 def _selection(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[int, ...]:
@@ -234,7 +229,7 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | Non
             note(f"exercise {event.label} ...")
 
     # torch's threads as they are: the command has always run the exercises so (attn all: one)
-    return Job(exp, render, config, common, display=lambda _: contextlib.nullcontext(progress), threads=None)
+    return Job(exp, config, common, display=lambda _: contextlib.nullcontext(progress), threads=None)
 
 
 COMMANDS = [copy_both, heatmap, crossattn_map, heads, self_cross, exercise]

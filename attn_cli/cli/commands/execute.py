@@ -32,9 +32,9 @@ def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
     return make(seed=common.seed, device=common.device, **{k: v for k, v in fields.items() if v is not None})
 
 
-def job(experiment: ModuleType, render: ModuleType, common: Common, **fields: Any) -> Job:
-    """The Job of ``experiment``, drawn by ``render``, at ``fields`` (see :func:`config_of`)."""
-    return Job(experiment, render, config_of(experiment, common, **fields), common)
+def job(experiment: ModuleType, common: Common, **fields: Any) -> Job:
+    """The Job of ``experiment`` at ``fields`` (see :func:`config_of`)."""
+    return Job(experiment, config_of(experiment, common, **fields), common)
 
 
 def progress_display(*columns: ProgressColumn, spinner: bool = False) -> Progress:
@@ -66,13 +66,13 @@ class Job:
     ``threads``: torch's intra-op threads (None: as they are)."""
 
     experiment: ModuleType
-    render: ModuleType
     config: Any
     common: Common
     display: Callable | None = None
     cache_root: str | Callable[[], str | None] | None = None  # a callable: called after the checks
     use_cache: bool = True
     threads: int | None = 1
+    render: ModuleType | None = None  # None: attn_cli.render.<the experiment's name>
 
     @property
     def exp(self) -> Experiment:

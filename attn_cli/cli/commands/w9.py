@@ -36,9 +36,8 @@ def embeddings(common: Common, **fields: Any) -> Job:
         attn embeddings --vocab-size 30000 --embed-dim 512 --json
     """
     from attn_cli.experiments import embeddings as exp
-    from attn_cli.render import embeddings as render
 
-    return job(exp, render, common, **fields)
+    return job(exp, common, **fields)
 
 
 @click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -66,12 +65,11 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
             f"give three words A B C (for A - B + C), or none; got {len(words)}", param_hint="'[A B C]'"
         )
     from attn_cli.experiments import analogy as exp
-    from attn_cli.render import analogy as render
     from attn_cli.render.console import note
 
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
-    return job(exp, render, common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
+    return job(exp, common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -94,9 +92,8 @@ def formula(common: Common, **fields: Any) -> Job:
         attn formula --n-k 50 --d-k 64 --device auto
     """
     from attn_cli.experiments import formula as exp
-    from attn_cli.render import formula as render
 
-    return job(exp, render, common, **fields)
+    return job(exp, common, **fields)
 
 
 @click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
@@ -115,9 +112,8 @@ def order(d_model: int, common: Common) -> Job:
         attn order --d-model 16 --seed 1
     """
     from attn_cli.experiments import order as exp
-    from attn_cli.render import order as render
 
-    return job(exp, render, common, d_model=d_model)
+    return job(exp, common, d_model=d_model)
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")
@@ -144,11 +140,10 @@ def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> Job:
         attn sqrt-dk --d-k 16 64 --trials 5000
     """
     from attn_cli.experiments import sqrt_dk as exp
-    from attn_cli.render import sqrt_dk as render
 
     config = config_of(exp, common, d_k=d_k, trials=trials)
     big = config.trials * max(config.d_k) > 2_000_000
-    return Job(exp, render, config, common, display=(lambda _: bar("sqrt-dk: d_k")) if big else None)
+    return Job(exp, config, common, display=(lambda _: bar("sqrt-dk: d_k")) if big else None)
 
 
 @click.command(cls=JudgedCommand, name="masks")
@@ -166,9 +161,8 @@ def masks(common: Common) -> Job:
         attn masks
     """
     from attn_cli.experiments import masks as exp
-    from attn_cli.render import masks as render
 
-    return job(exp, render, common)
+    return job(exp, common)
 
 
 @click.command(cls=JudgedCommand, name="scaling")
@@ -208,7 +202,6 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
         attn scaling --measure --device cuda --lengths 4096 8192 16384
     """
     from attn_cli.experiments import scaling as exp
-    from attn_cli.render import scaling as render
 
     given = lengths or None
     measured = given or exp.Config.default_measure_lengths(common.device, common.quick)
@@ -218,7 +211,7 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
     if measure:
         exp.check_measurable(config)  # refuse up front (a GPU drops only what won't fit), before any allocation
     timing = f"timing attention on {config.device}"
-    return Job(exp, render, config, common, display=(lambda _: bar(timing)) if measure else None)
+    return Job(exp, config, common, display=(lambda _: bar(timing)) if measure else None)
 
 
 COMMANDS = [embeddings, analogy, formula, order, sqrt_dk, masks, scaling]
