@@ -190,15 +190,6 @@ def _span(values: Sequence[float], sign: str = "±") -> str:
     return f"{sign}{lo:g}" if lo == hi else f"{sign}{lo:g} to {sign}{hi:g}"
 
 
-def seed_rule_text() -> str:
-    """The copy task's rule, from :mod:`attn_cli.published.seed_rule`'s constants."""
-    return (
-        f"each trained accuracy by the seed rule: the published value must lie inside the "
-        f"{seed_rule.LEVEL:.0%} prediction interval of {seed_rule.MIN_SEEDS} regenerated seeds, "
-        f"{seed_rule.formula()} (one seed alone: within ±{seed_rule.FLOOR:g})"
-    )
-
-
 REGENERATE_NOTHING = ("list", "cache", "diff")  # commands that print the catalogue, the cache or a comparison
 
 
@@ -242,10 +233,14 @@ def _how_judged(checks: Sequence[Check]) -> list[str]:
 
 
 def _seeds_and_rules(checks: Sequence[Check]) -> list[str]:
-    """The phrases for trained values (the seed rule) and for qualitative claims (rules)."""
+    """The phrases for trained values (the seed rule, from its constants) and for qualitative claims (rules)."""
     parts = []
     if any(c.test == "seeds" or (c.judge is not None and c.test != "rule") for c in checks):
-        parts.append(seed_rule_text())
+        parts.append(
+            f"each trained accuracy by the seed rule: the published value must lie inside the "
+            f"{seed_rule.LEVEL:.0%} prediction interval of {seed_rule.MIN_SEEDS} regenerated seeds, "
+            f"{seed_rule.formula()} (one seed alone: within ±{seed_rule.FLOOR:g})"
+        )
     rules = sum(c.test == "rule" for c in checks)
     if rules:
         parts.append(

@@ -33,25 +33,20 @@ ENGINES: tuple[str, ...] = ()
 FIGURES = ("exercise_2.png", "exercise_6.png", "exercise_11.png", "exercise_12.png")
 
 # exercise number -> its module; each module's TITLE is the exercise's own heading
-MODULES = dict(
-    zip(
-        NUMBERS,
-        (
-            ex01_readouts,
-            ex02_noise,
-            ex03_rank,
-            ex04_key_noise,
-            ex05_pruning,
-            ex06_timing,
-            ex07_cross_cost,
-            ex08_gqa,
-            ex09_slices,
-            ex10_permute,
-            ex11_projections,
-            ex12_learned,
-        ),
-    )
-)
+MODULES = {
+    1: ex01_readouts,
+    2: ex02_noise,
+    3: ex03_rank,
+    4: ex04_key_noise,
+    5: ex05_pruning,
+    6: ex06_timing,
+    7: ex07_cross_cost,
+    8: ex08_gqa,
+    9: ex09_slices,
+    10: ex10_permute,
+    11: ex11_projections,
+    12: ex12_learned,
+}
 TITLES: dict[int, str] = {n: m.TITLE for n, m in MODULES.items()}
 SEED_OFFSETS = (0, 1, 2)  # seeds drawn from: seed, and exercise 12's data streams seed + 1, seed + 2
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from attn_cli.experiments.exercises.common import Config, ProgressCallback
 
@@ -39,12 +40,13 @@ class Result:
     ratio_expression: str = "(d + m d + m) / (d + m)"
 
 
-def count_flops(fn: Callable[..., object]) -> int:
+def count_flops(fn: Callable[..., object], *args: Any) -> int:
+    """The FLOPs torch counts in ``fn(*args)``."""
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
     with counter:
-        fn()
+        fn(*args)
     return int(counter.get_total_flops())
 
 
@@ -61,13 +63,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     for n, m in SHAPES:
         A, B = torch.empty(1, n, d, device="meta"), torch.empty(1, m, d, device="meta")
         parts = (4 * n * d * d, 4 * m * d * d, 4 * n * m * d)  # W_q and W_o, W_k and W_v, scores and mixing
-        rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=count_flops(lambda A=A, B=B: mha(A, B, B))))
+        rows.append(CountRow(n, m, *parts, formula=sum(parts), counted=count_flops(mha, A, B, B)))
     x = torch.empty(1, 1, d, device="meta")  # the new decoder token
     B = torch.empty(1, SOURCE, d, device="meta")
     K, V = mha.W_k(B), mha.W_v(B)  # cached once: (1, m, d)
     m = SOURCE  # one decoder step's FLOPs, recomputing K and V or reading them from the cache:
     recompute, cached = 4 * d * d + 4 * m * d * d + 4 * m * d, 4 * d * d + 4 * m * d
-    recompute_counted = count_flops(lambda: mha(x, B, B))
+    recompute_counted = count_flops(mha, x, B, B)
     cached_counted = count_flops(lambda: attend_heads(mha.W_q(x), K, V, h, mha.W_o))  # (1, 1, d)
     ratio, ratio_counted = recompute / cached, recompute_counted / cached_counted
     return Result(d, SOURCE, h, rows, recompute, cached, recompute_counted, cached_counted, ratio, ratio_counted)

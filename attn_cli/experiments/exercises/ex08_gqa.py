@@ -50,29 +50,18 @@ class Result:
     value_dim: int = VALUE_DIM
 
 
-def grouped_attention(d: int, h: int, g: int) -> nn.Module:
-    """An h-query-head layer whose keys and values have g heads (each shared by h / g)."""
-    from torch import nn
-
+def grouped_forward(layers: nn.ModuleList, x: Tensor, h: int, g: int) -> Tensor:
+    """Self-attention (x: (B, n, d)) of h query heads whose keys and values have g heads (each shared by h / g);
+    ``layers``: W_q, W_k, W_v, W_o."""
     from attn_cli.core.measure import attend_heads
 
-    class GroupedQueryAttention(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            p = d // h
-            self.W_q = nn.Linear(d, d, bias=False)
-            self.W_k = nn.Linear(d, g * p, bias=False)
-            self.W_v = nn.Linear(d, g * p, bias=False)
-            self.W_o = nn.Linear(d, d, bias=False)
-
-        def forward(self, x: Tensor) -> Tensor:  # x: (B, n, d) self-attention
-            return attend_heads(self.W_q(x), self.W_k(x), self.W_v(x), h, self.W_o, kv_heads=g)  # (B, n, d)
-
-    return GroupedQueryAttention()
+    W_q, W_k, W_v, W_o = layers
+    return attend_heads(W_q(x), W_k(x), W_v(x), h, W_o, kv_heads=g)  # (B, n, d)
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
+    from torch import nn
 
     from attn_cli.core.attention import count_parameters
     from attn_cli.core.measure import readout_error
@@ -82,11 +71,11 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     p = d // h
     schemes = []
     for name, g in (("MHA", h), ("GQA", GROUPS), ("MQA", 1)):
-        with torch.device("meta"):
-            layer = grouped_attention(d, h, g)
+        with torch.device("meta"):  # W_q, W_k, W_v, W_o
+            layers = nn.ModuleList(nn.Linear(d, width, bias=False) for width in (d, g * p, g * p, d))
         x = torch.empty(1, n, d, device="meta")
-        params, params_formula = count_parameters(layer), 2 * d * d + 2 * d * g * p
-        flops = count_flops(lambda layer=layer, x=x: layer(x))
+        params, params_formula = count_parameters(layers), 2 * d * d + 2 * d * g * p
+        flops = count_flops(grouped_forward, layers, x, h, g)
         flops_formula = 4 * n * d * d + 4 * n * d * g * p + 4 * n * n * d
         schemes.append(Scheme(name, g, params, params_formula, flops, flops_formula, 2 * g * p * BYTES, 2 * g * p))
     gen = torch.Generator().manual_seed(config.seed)
