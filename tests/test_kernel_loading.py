@@ -186,7 +186,7 @@ def test_any_load_failure_falls_back_with_one_warning(fresh, monkeypatch, capsys
         raise OSError("copy_fast.so: failed to map segment from shared object")
 
     monkeypatch.setattr(kernel, "_bind", noexec)
-    monkeypatch.setattr(kernel, "_build", lambda cc, into, which=None: b"\x7fELF")
+    monkeypatch.setattr(kernel, "_build", lambda cc, which=None: b"\x7fELF")
     monkeypatch.setattr(kernel, "_compiler", lambda: "cc")
     assert kernel.load() is None and kernel.load() is None
     assert "failed to map segment" in kernel.load_error()
@@ -254,13 +254,14 @@ def test_the_build_key_covers_compiler_version_and_cpu(monkeypatch):
 @needs_cc
 def test_the_copy_task_json_records_the_backend(tmp_path):
     from attn_cli.experiments import copy_task as exp
+    from attn_cli.experiments.copy_task.config import CACHE_SUBDIR
     from tests.conftest import run_copy_task
 
     config = exp.Config.quick(lengths=(3,), model="attention", engine="fast", steps=2, eval_size=8)
     result = run_copy_task(config, tmp_path / "cache")
     assert [r["backend"] for r in result.runs] == ["kernel" if kernel.load() is not None else "torch"]
     # an entry whose payload was edited (the field removed) fails its HMAC: recomputed, recorded again
-    cached = next((tmp_path / "cache" / exp.CACHE_SUBDIR).glob("*.json"))
+    cached = next((tmp_path / "cache" / CACHE_SUBDIR).glob("*.json"))
     import json
 
     obj = json.loads(cached.read_text())
@@ -318,7 +319,7 @@ def test_the_build_uses_the_flags_of_the_processs_mode(fresh, monkeypatch):
     for mode in ("portable", "native"):
         monkeypatch.setenv("ATTN_NUMERICS", mode)
         with pytest.raises(RuntimeError, match="stop here"):
-            kernel._build("cc", fresh)
+            kernel._build("cc")
         assert calls[-1][1:-4] == kernel.compile_flags("cc", mode)
     assert not any("native" in flag for flag in calls[0])
 

@@ -79,7 +79,7 @@ print(swaps, tries, flush=True)
 def genuine(tmp_path_factory):
     """The genuine library's bytes and cached name (built once for the module)."""
     cc = kernel._compiler()
-    data = kernel._build_fresh(cc)
+    data = kernel._build(cc)
     return f"copy_fast_{kernel.build_key(cc)}.so", data
 
 

@@ -1,8 +1,5 @@
-"""The fast engine's C kernel (``kernel.c``, package data): the variant for this CPU, the compiler's
-flags, the build key, the build; then verify, load, call.
-
-Design notes: ``docs/design.md``, section ``attn_cli.core.copy_fast.kernel``.
-"""
+"""The fast engine's C kernel (``kernel.c``, package data): the variant for this CPU, its flags and
+build key, the build; then verify, load, call (design notes: ``docs/design.md``)."""
 
 from __future__ import annotations
 
@@ -163,36 +160,31 @@ def compile_flags(cc: str, mode: str | None = None, which: str | None = None) ->
 
 
 def build_key(cc: str, mode: str | None = None, which: str | None = None) -> str:
-    mode = mode or numerics.current_mode()
     which = which or variant(mode)
     flags = " ".join(compile_flags(cc, mode, which))
     parts = [*c_sources().values(), which, flags, cc, compiler_version(cc), platform.machine(), cpu_features()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def _build(cc: str, into: Path, which: str | None = None) -> bytes:
-    """Compile variant ``which`` (default: this process's) in the private folder ``into``: the
-    library's bytes, read through the folder's descriptor.  RuntimeError with cc's message."""
-    for name, text in c_sources().items():
-        (into / name).write_text(text)
-    # relative names and cwd: the library's bytes do not depend on the folder's name
-    proc = _compile([cc, *compile_flags(cc, which=which), SOURCES[0], "-o", "copy_fast.so", "-lm"], cwd=into)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cc} failed: {proc.stderr.strip()[:500]}")
-    fd = private.open_private_dir(into, create=False)
-    try:
-        data = private.read_regular(fd, "copy_fast.so", MAX_LIBRARY_BYTES)
-    finally:
-        os.close(fd)
+def _build(cc: str, which: str | None = None) -> bytes:
+    """Compile variant ``which`` (default: this process's) in a new private folder inside this process's
+    scratch folder: the library's bytes, read through the folder's descriptor.  RuntimeError with cc's message."""
+    with tempfile.TemporaryDirectory(prefix="build_", dir=private.scratch_dir()) as tmp:  # 0700
+        into = Path(tmp)
+        for name, text in c_sources().items():
+            (into / name).write_text(text)
+        # relative names and cwd: the library's bytes do not depend on the folder's name
+        proc = _compile([cc, *compile_flags(cc, which=which), SOURCES[0], "-o", "copy_fast.so", "-lm"], cwd=into)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cc} failed: {proc.stderr.strip()[:500]}")
+        fd = private.open_private_dir(into, create=False)
+        try:
+            data = private.read_regular(fd, "copy_fast.so", MAX_LIBRARY_BYTES)
+        finally:
+            os.close(fd)
     if data is None:
         raise RuntimeError(f"{cc} wrote no library")
     return data
-
-
-def _build_fresh(cc: str, which: str | None = None) -> bytes:
-    """A fresh build in a new ``mkdtemp`` folder inside this process's scratch folder."""
-    with tempfile.TemporaryDirectory(prefix="build_", dir=private.scratch_dir()) as tmp:  # 0700
-        return _build(cc, Path(tmp), which)
 
 
 @dataclass
@@ -250,8 +242,8 @@ def _install(dir_fd: int, name: str, data: bytes) -> None:
 
 
 def _verified(dir_fd: int, name: str) -> bytes | None:
-    """The cached library's bytes (those loaded) if they match the SHA-256 recorded beside them, else
-    None (a symlink, FIFO or oversized file counts as no library)."""
+    """The cached library's bytes if they match the SHA-256 beside them, else None (also for a symlink,
+    FIFO or oversized file)."""
     try:
         data = private.read_regular(dir_fd, name, MAX_LIBRARY_BYTES)
         record = private.read_regular(dir_fd, name + ".sha256", MAX_RECORD_BYTES)
@@ -324,7 +316,7 @@ def _load_or_build(which: str) -> tuple[ctypes.CDLL, tuple[Path | None, str]]:
                 return _bind(data), (folder / name, hashlib.sha256(data).hexdigest())
             except OSError:
                 pass  # a library that does not load (corrupt, noexec): rebuild it
-        data = _build_fresh(cc, which)
+        data = _build(cc, which)
         try:
             _install(dir_fd, name, data)
         except (OSError, ValueError):
@@ -378,8 +370,7 @@ def loaded() -> tuple[Path | None, str | None]:
 
 
 def load_variant(which: str) -> ctypes.CDLL:
-    """The kernel built as variant ``which`` (``avx2``, ...) as :func:`load` builds it (RuntimeError where
-    it cannot), for tests and benchmarks."""
+    """The kernel built as variant ``which`` (RuntimeError where it cannot), for tests and benchmarks."""
     with _lock:
         if which not in _variants:
             _variants[which] = _load_or_build(which)[0]
