@@ -12,11 +12,10 @@ from attn_cli.core.numerics import is_cuda
 from attn_cli.errors import MemoryRefused
 from attn_cli.units import human_bytes
 
-# upper bounds measured on x86-64 Linux: the address space (VmSize) of a process that imports
-# torch (with torch._dynamo);
+# upper bounds measured on x86-64 Linux: the address space (VmSize) of a process that imports torch
 TORCH_VM_BYTES = 713 * 2**20
-# a copy-task worker pool: the fork server's own memory, once, and each worker's largest USS
-# (all but this of a worker is shared with the fork server)
+# a copy-task worker pool: the fork server's own memory, once, and each worker's largest USS (the
+# rest of a worker is shared with the fork server)
 FORKSERVER_BYTES = 290 * 2**20
 WORKER_BYTES = 45 * 2**20
 
@@ -82,14 +81,12 @@ def _cgroup_dirs() -> list[tuple[Path, str, str]]:
 
 def cgroup_headroom() -> int | None:
     """Bytes left under the tightest cgroup memory limit on this process; None: no limit."""
-    room = None
+    rooms = []
     for folder, limit_file, usage_file in _cgroup_dirs():
         limit = _read_int(folder / limit_file)
-        if limit is None:
-            continue
-        used = _read_int(folder / usage_file) or 0
-        room = max(0, limit - used) if room is None else min(room, max(0, limit - used))
-    return room
+        if limit is not None:
+            rooms.append(max(0, limit - (_read_int(folder / usage_file) or 0)))
+    return min(rooms, default=None)
 
 
 def mapped_bytes() -> int:
@@ -118,12 +115,12 @@ def bounds(device: str = "cpu") -> list[tuple[int, str]]:
 
         free, _total = torch.cuda.mem_get_info()
         return [(int(free), f"free on {device}")]
-    free = free_bytes()
     limits = [
+        (free_bytes(), "free on cpu"),
         (cgroup_headroom(), "left under the cgroup's memory limit"),
         (address_space_headroom(), "left under the address-space limit (ulimit -v)"),
     ]
-    return [(free, "free on cpu")] + [(room, what) for room, what in limits if room is not None]
+    return [(room, what) for room, what in limits if room is not None]
 
 
 def available_bytes(device: str = "cpu") -> int:
@@ -181,7 +178,6 @@ def out_of_memory(exc: BaseException) -> str | None:
             f"out of memory: the address-space limit (ulimit -v) of {human_bytes(limit)} ran out; "
             "raise it or use smaller sizes"
         )
-    room = cgroup_headroom()
-    if room is not None:
+    if cgroup_headroom() is not None:
         return "out of memory: the cgroup's memory limit ran out; raise it or use smaller sizes"
     return f"out of memory ({human_bytes(free_bytes())} free now); use smaller sizes"

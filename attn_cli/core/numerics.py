@@ -122,9 +122,8 @@ def effective_isa() -> str:
 
 
 def describe(device: str = "cpu", mode: str | None = None) -> dict:
-    """The numeric mode and effective ISA, as recorded in JSON configs and reports (``mode``: the
-    one the command applied; None: this process's).  Where torch is not imported yet (every
-    result came from the cache), the portable mode's pinned ISA, as :func:`key` records it."""
+    """The numeric mode and ISA recorded in JSON configs and reports (``mode`` None: this process's):
+    :func:`key`'s, with torch's ISA once torch is imported (else every result came from the cache)."""
     return key(device, mode, measured="torch" in sys.modules)
 
 
@@ -138,10 +137,8 @@ def stamp(obj: dict) -> dict:
 
 
 def key(device: str = "cpu", mode: str | None = None, measured: bool = False) -> dict:
-    """The numeric mode and ISA for a cache key: in portable mode the pinned ISA (no torch
-    import: a cached rerun stays fast; each run checks the ISA it really ran with), in native
-    mode (or ``measured``) torch's; on cuda also the GPU and its precision settings under ``cuda``
-    (:func:`describe_cuda`)."""
+    """The numeric mode and ISA for a cache key: in portable mode the pinned ISA (no torch import: a
+    cached rerun stays fast), in native mode (or ``measured``) torch's; on cuda :func:`describe_cuda` under ``cuda``."""
     mode = mode or current_mode()
     pinned = mode == "portable" and not measured
     record: dict = {"mode": mode, "isa": expected_capability(mode) if pinned else effective_isa()}

@@ -1,7 +1,5 @@
-"""The fast engine: the copy-task models trained with a hand-written step, several runs at once.
-
-Design notes: ``docs/design.md``, section ``attn_cli.core.copy_fast``.
-"""
+"""The fast engine: the copy-task models trained with a hand-written step, several runs at once
+(design notes: ``docs/design.md``, section ``attn_cli.core.copy_fast``)."""
 
 from attn_cli.core.copy_fast.backward import loss_and_grads
 from attn_cli.core.copy_fast.forward import ROLES, Layout, Weights, evaluate, param_layout

@@ -1,8 +1,5 @@
-"""Backward through time of the fast engine's PyTorch backend, all M stacked runs at once.
-
-By hand (no autograd): a few launches per step, every weight gradient summed over time in one
-``bmm`` after the loop.  Checked against autograd in ``tests/test_copy_fast.py``.
-"""
+"""Backward through time of the fast engine's PyTorch backend, all M stacked runs at once, by hand (no
+autograd): a few launches per step, every weight gradient summed over time in one ``bmm`` after the loop."""
 
 from __future__ import annotations
 

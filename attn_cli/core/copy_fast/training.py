@@ -1,8 +1,5 @@
-"""The runs of the fast engine: initial weights, data streams, training, the thread pool.
-
-Weights and data as the exact engine's: ``torch.manual_seed(seed)``, ``build_model``, then the
-same ``randint`` stream from a CPU generator that continues the global one (left as found).
-"""
+"""The runs of the fast engine: initial weights and data as the exact engine's (``torch.manual_seed(seed)``,
+``build_model``, then a CPU generator that continues the global one, left as found), training, threads."""
 
 from __future__ import annotations
 
