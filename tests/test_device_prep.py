@@ -311,7 +311,7 @@ def test_scaling_on_cpu_still_refuses_the_whole_measurement(monkeypatch):
 
 @pytest.mark.parametrize("T, M", [(4, 1), (8, 3), (32, 8)])
 def test_scatter_keeps_index_add_bits_on_cpu_and_the_gpu_form_agrees(T, M):
-    from attn_cli.core.copy_fast.backward import scatter, scatter_onehot
+    from attn_cli.core.copy_fast.backward import scatter
 
     gen = torch.Generator().manual_seed(T * 10 + M)
     grad = torch.randn(T, M, 64, 96, generator=gen)  # (T, M, B, G)
@@ -322,4 +322,4 @@ def test_scatter_keeps_index_add_bits_on_cpu_and_the_gpu_form_agrees(T, M):
             reference[m].index_add_(0, tokens[t, m], grad[t, m])
     ours = scatter(grad, tokens, 12)
     assert torch.equal(ours, reference)  # CPU: the same bits as before issue 18
-    torch.testing.assert_close(scatter_onehot(grad, tokens, 12), reference, rtol=0, atol=1e-4)
+    torch.testing.assert_close(scatter(grad, tokens, 12, onehot=True), reference, rtol=0, atol=1e-4)

@@ -71,11 +71,10 @@ def _cgroup_dirs() -> list[tuple[Path, str, str]]:
         folder = root / path.lstrip("/")
         if not folder.is_dir():  # a cgroup namespace or a bind mount: the mount shows our own cgroup
             folder = root
-        while True:
-            found.append((folder, *files))
-            if folder == root or root not in folder.parents:
-                break
+        found.append((folder, *files))
+        while folder != root and root in folder.parents:
             folder = folder.parent
+            found.append((folder, *files))
     return found
 
 

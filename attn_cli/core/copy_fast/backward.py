@@ -11,25 +11,19 @@ from attn_cli.core.copy_fast.forward import Decoded, Encoded, Weights
 from attn_cli.core.copy_spec import EMBED, VOCAB
 
 
-def scatter(grad_rows: torch.Tensor, tokens: torch.Tensor, V: int) -> torch.Tensor:
+def scatter(grad_rows: torch.Tensor, tokens: torch.Tensor, V: int, onehot: bool = False) -> torch.Tensor:
     """Adjoint of gather: grad_rows (T, M, B, G), tokens (T, M, B) -> (M, V, G).  On CPU
-    ``index_add_`` (sequential: the engine's bits); elsewhere a one-hot matmul, since CUDA's
-    ``index_add_`` sums with float atomics in whatever order the threads arrive."""
-    if grad_rows.device.type != "cpu":
-        return scatter_onehot(grad_rows, tokens, V)
+    ``index_add_`` (sequential: the engine's bits); elsewhere (or ``onehot``) a matmul with the tokens'
+    one-hot rows, since CUDA's ``index_add_`` sums with float atomics in whatever order the threads arrive."""
     T, M, B, G = grad_rows.shape
+    if onehot or grad_rows.device.type != "cpu":
+        hot = torch.nn.functional.one_hot(tokens.permute(1, 0, 2).reshape(M, T * B), V)  # (M, T B, V)
+        rows = grad_rows.permute(1, 0, 2, 3).reshape(M, T * B, G)  # (M, T B, G)
+        return torch.bmm(hot.to(grad_rows.dtype).transpose(1, 2), rows)  # (M, V, G)
     offsets = torch.arange(M, device=tokens.device).view(1, M, 1) * V
     out = torch.zeros(M * V, G, dtype=grad_rows.dtype, device=grad_rows.device)
     out.index_add_(0, (tokens + offsets).reshape(-1), grad_rows.reshape(-1, G))
     return out.view(M, V, G)
-
-
-def scatter_onehot(grad_rows: torch.Tensor, tokens: torch.Tensor, V: int) -> torch.Tensor:
-    """:func:`scatter` as a matmul with the tokens' one-hot rows: no atomics, deterministic on CUDA."""
-    T, M, B, G = grad_rows.shape
-    onehot = torch.nn.functional.one_hot(tokens.permute(1, 0, 2).reshape(M, T * B), V)  # (M, T B, V)
-    rows = grad_rows.permute(1, 0, 2, 3).reshape(M, T * B, G)  # (M, T B, G)
-    return torch.bmm(onehot.to(grad_rows.dtype).transpose(1, 2), rows)  # (M, V, G)
 
 
 def gru_backward(

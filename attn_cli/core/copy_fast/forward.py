@@ -227,8 +227,7 @@ def evaluate(
             readin = h
         tok = torch.baddbmm(o_b, readin, o_wt).argmax(-1).unsqueeze(0)  # (1, M, N)
         out.append(tok[0])
-    free_tok = torch.stack(out, 2)  # (M, N, T)
-    correct = free_tok == src
+    correct = torch.stack(out, 2) == src  # (M, N, T): free-running tokens right
     free = correct.float().mean((1, 2))
     exact = correct.all(2).float().mean(1)
     example = torch.stack(rows, 1) if att else None  # (M, T_out, T_in)

@@ -21,9 +21,6 @@ from attn_cli.core.numerics import effective_isa, prepare_device
 
 PROGRESS_EVERY = 50  # steps between progress reports (plus the last step)
 
-# progress(spec_index, step_done, total_steps, loss)
-RunStepCallback = Callable[[int, int, int, float], None] | None
-
 
 def step_flops(model: str, length: int, hidden: int, batch_size: int) -> float:
     """Multiply-add FLOPs (x2) of one training step of one run, counted on the program's formulation
@@ -68,8 +65,7 @@ def clip_per_run(grad: torch.Tensor, max_norm: float) -> torch.Tensor:
 def init_run(spec: RunSpec) -> tuple[torch.Tensor, torch.Generator]:
     """Seed K's initial weights as one flat (P,) row, and the generator of its data stream."""
     net, state = built_model(spec.model, spec.hidden, spec.seed)
-    gen = torch.Generator()
-    gen.set_state(state)
+    gen = torch.Generator().set_state(state)
     flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])  # (P,)
     return flat, gen
 
@@ -173,7 +169,6 @@ def _evaluate_outcomes(
     forced_t, free_t, exact_t, example, diagonal_t = evaluate(w, src, tgt_in, s0.model, s0.hidden)
     forced, free, exact = forced_t.tolist(), free_t.tolist(), exact_t.tolist()
     diagonal = diagonal_t.tolist() if diagonal_t is not None else [None] * len(specs)
-    isa = effective_isa()
     seconds = time.perf_counter() - start
     cpu_share = (time.thread_time() - cpu) / len(specs)
     return [
@@ -189,7 +184,7 @@ def _evaluate_outcomes(
             engine="fast",
             cpu_seconds=cpu_share,
             diagonal=diagonal[i],
-            isa=isa,
+            isa=effective_isa(),
         )
         for i, spec in enumerate(specs)
     ]
@@ -198,7 +193,7 @@ def _evaluate_outcomes(
 def run_fast(
     specs: list[RunSpec],
     device: str = "cpu",
-    progress: RunStepCallback = None,
+    progress: Callable[[int, int, int, float], None] | None = None,
     *,
     threads: int | None = None,
     backend: str = "auto",
