@@ -14,9 +14,9 @@ from attn_cli import experiment_registry, pipeline, records
 from attn_cli.errors import BadConfig, WriteFailed
 from attn_cli.experiment_registry import Experiment, Plan, Registry, plan
 from attn_cli.published.compare import summary
+from attn_cli.records import FIGURE_SUFFIXES, Section, check_seconds, junit_xml
+from attn_cli.records import manifest as manifest_json
 from attn_cli.render import files, html
-from attn_cli.render.manifest import FIGURE_SUFFIXES, Section, check_seconds, junit_xml
-from attn_cli.render.manifest import manifest as manifest_json
 from attn_cli.render.report import experiment_markdown, index_markdown
 
 if TYPE_CHECKING:
@@ -349,7 +349,7 @@ def catalogued(registry: Registry, artifact_ids: Iterable[str]) -> list[Artifact
 
 
 def write_junit(path: Path, outcomes: Iterable[Outcome], runs: Sequence[pipeline.Run], registry: Registry) -> Path:
-    """The checks as JUnit XML (:func:`attn_cli.render.manifest.junit_xml`) at ``path``, written atomically."""
+    """The checks as JUnit XML (:func:`attn_cli.records.junit_xml`) at ``path``, written atomically."""
     checks = [o.as_json() for o in outcomes]
     files.write_text(Path(path), junit_xml(checks, registry.artifacts, check_seconds(runs, checks)))
     return Path(path)

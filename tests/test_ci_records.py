@@ -164,7 +164,7 @@ def test_a_planted_failure_is_a_junit_failure_naming_measured_published_and_marg
     from junitparser import Failure, JUnitXml
 
     from attn_cli.published.catalogue import BY_ID
-    from attn_cli.render.manifest import junit_xml
+    from attn_cli.records import junit_xml
 
     o = judged(num("w9-masks.planted", "w9-masks", 1.0, 0.01), 1.5)
     path = tmp_path / "junit.xml"

@@ -18,7 +18,7 @@ import pkgutil
 import pytest
 
 from attn_cli import experiment_registry
-from attn_cli.render.manifest import FIGURE_SUFFIXES
+from attn_cli.records import FIGURE_SUFFIXES
 
 
 def _commands() -> set[str]:

@@ -15,8 +15,8 @@ from conftest import run_attn
 
 from attn_cli.published.compare import Outcome
 from attn_cli.published.types import Artifact, Check
+from attn_cli.records import Section
 from attn_cli.render import html
-from attn_cli.render.manifest import Section
 from attn_cli.render.report import figure_markdown, figure_views
 
 # --------------------------------------------------------------------------- the writer

@@ -14,14 +14,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attn_cli import experiment_registry
+from attn_cli import experiment_registry, records
 from attn_cli.cli import cli
 from attn_cli.errors import AttnError
 from attn_cli.experiments import copy_task as exp
 from attn_cli.published import all_checks, settings
 from attn_cli.published.compare import Outcome
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS, SeedSample, interval
-from attn_cli.render import manifest as manifest_mod
 from attn_cli.render import report
 from tests.conftest import assert_user_error, run_attn
 
@@ -181,7 +180,7 @@ def test_the_manifest_carries_intervals_only_for_judged_trained_values():
         coverage="",
         missing=[],
     )
-    judged = manifest_mod.manifest([], **args, outcomes=[_outcome("fail")])
+    judged = records.manifest([], **args, outcomes=[_outcome("fail")])
     assert judged["intervals"] == {"w9-copy-task.attention.32.free_running": interval([0.9, 0.92, 0.95]).record()}
-    skipped = manifest_mod.manifest([], **args, outcomes=[_outcome("skipped")])  # a quick run: no new key
+    skipped = records.manifest([], **args, outcomes=[_outcome("skipped")])  # a quick run: no new key
     assert "intervals" not in skipped

@@ -23,12 +23,9 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
     return write_text(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
 
 
-def write_csv(path: str | os.PathLike, rows: Iterable[Iterable[Any]], header: Iterable[str] | None = None) -> Path:
+def write_csv(path: str | os.PathLike, rows: Iterable[Iterable[Any]], header: Iterable[str]) -> Path:
     buf = io.StringIO()
-    writer = csv.writer(buf)
-    if header is not None:
-        writer.writerow(header)
-    writer.writerows(rows)
+    csv.writer(buf).writerows([header, *rows])
     return write_text(path, buf.getvalue())
 
 
@@ -41,14 +38,12 @@ def save_figure(
     path: str | os.PathLike,
     formats: Iterable[str] = ("png",),
     *,
-    dpi: int = DPI,
-    metadata: dict[str, str] | None = None,
     tight_layout: dict | None = None,
     keep: list[tuple[str, Figure]] | None = None,
 ) -> list[Path]:
     """Save a figure once per format (each replaces ``path``'s suffix), atomically: the one place
     figures are saved.  Vector formats keep text as text and carry no date (reproducible bytes);
-    ``metadata`` goes into the PNG only; ``keep`` gets ``(file name, figure)`` (the Python API's)."""
+    ``keep`` gets ``(file name, figure)`` (the Python API's)."""
     import matplotlib
 
     path = Path(path)
@@ -60,17 +55,16 @@ def save_figure(
         raise ValueError(f"unknown figure format {unknown[0]!r} (choose from {', '.join(FIGURE_FORMATS)})")
     written = []
     old_dpi = fig.dpi
-    fig.set_dpi(dpi)  # laid out at the dpi it is drawn at
+    fig.set_dpi(DPI)  # laid out at the dpi it is drawn at
     try:
         if wanted and tight_layout is not None:
             fig.tight_layout(**tight_layout)
         with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "attn"}):
             for fmt in wanted:
-                meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": metadata}[fmt]
-                extra: Any = {"metadata": meta} if meta else {}
+                meta = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": None}[fmt]
                 target = path.with_suffix("." + fmt)
                 with atomic_path(target, suffix=f".tmp.{fmt}") as tmp:
-                    fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=fmt, **extra)
+                    fig.savefig(tmp, dpi=DPI, bbox_inches="tight", format=fmt, metadata=meta)
                 written.append(target)
     finally:
         fig.set_dpi(old_dpi)

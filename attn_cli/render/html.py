@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from attn_cli.core.numerics import cuda_summary
 from attn_cli.published.types import KINDS
-from attn_cli.render.manifest import FIGURE_SUFFIXES, Section
+from attn_cli.records import FIGURE_SUFFIXES, Section
 from attn_cli.render.report import QUICK_NOTE, SOURCES, VERDICT_CLASS, figure_views
 from attn_cli.render.table import esc, fmt_value, to_html
 
@@ -49,11 +49,9 @@ def _margin_cell(o: Outcome) -> str:
         return "<td></td>"
     value = m["margin"]
     assert value is not None  # only needed_tolerance may be None
-    width = max(0.0, min(1.0, value)) * 100
-    kind = "pass" if value >= 0 else "fail"
     return (
-        f'<td class="num margin"><span class="bar {kind}" title="margin {value:.3f}">'
-        f'<span style="width:{width:.0f}%"></span></span> {value:.2f}</td>'
+        f'<td class="num margin"><span class="bar {"pass" if value >= 0 else "fail"}" title="margin {value:.3f}">'
+        f'<span style="width:{max(0.0, min(1.0, value)) * 100:.0f}%"></span></span> {value:.2f}</td>'
     )
 
 
@@ -153,7 +151,19 @@ def _header(
             for o in failures
         )
         parts.append(f'<div class="banner fail"><strong>{len(failures)} failed</strong><ul>{items}</ul></div>')
-    tiles = [_tile(kind, c) for kind, c in kind_counts(outcomes).items()]
+    tiles = []
+    for kind, c in kind_counts(outcomes).items():  # how many were judged and passed, failed, or only shown
+        judged = c["pass"] + c["fail"]
+        detail = f"{c['pass']} of {judged} passed" if judged else "shown, not judged"
+        if c["fail"]:
+            detail += f", {c['fail']} failed"
+        if c["skipped"] and judged:
+            detail += f", {c['skipped']} not judged"
+        tiles.append(
+            f'<div class="tile {"fail" if c["fail"] else "pass" if judged else "skip"}">'
+            f'<span class="n">{judged if judged else c["skipped"]}</span>'
+            f'<span class="k">{esc(TILE_LABELS[kind])}</span><span class="d">{esc(detail)}</span></div>'
+        )
     if tiles:
         parts.append('<div class="tiles">' + "".join(tiles) + "</div>")
     if summary:
@@ -165,46 +175,25 @@ def _header(
     return "\n".join(parts)
 
 
-def _tile(kind: str, c: dict) -> str:
-    """One kind's counts: how many were judged and passed, failed, or only shown."""
-    judged = c["pass"] + c["fail"]
-    state = "fail" if c["fail"] else "pass" if judged else "skip"
-    detail = f"{c['pass']} of {judged} passed" if judged else "shown, not judged"
-    if c["fail"]:
-        detail += f", {c['fail']} failed"
-    if c["skipped"] and judged:
-        detail += f", {c['skipped']} not judged"
-    return (
-        f'<div class="tile {state}"><span class="n">{judged if judged else c["skipped"]}</span>'
-        f'<span class="k">{esc(TILE_LABELS[kind])}</span><span class="d">{esc(detail)}</span></div>'
-    )
-
-
 def _facts(manifest: dict, sections: Sequence[Section], links: Sequence[str]) -> list[tuple[str, str]]:
     """The run's facts (escaped HTML): command, time, cache, machine, numerics, versions, files."""
-    facts = [
-        ("command", f"<code>{esc(manifest.get('command', ''))}</code>"),
-        ("took", esc(f"{(manifest.get('timing') or {}).get('seconds', manifest.get('seconds', 0)):.1f} s")),
-    ]
-    cached = [(s.name, s.cached) for s in sections if s.cached]
-    if cached:
-        facts.append(("from cache", "; ".join(esc(f"{name}: {c} of {n} runs") for name, (c, n) in cached)))
-    machine = manifest.get("machine") or {}
-    if machine:
-        facts.append(
-            ("machine", esc(", ".join(str(machine[k]) for k in ("cpu", "cores", "platform", "gpu") if machine.get(k))))
-        )
-    facts.append(("device, seed", esc(f"{manifest.get('device', '')}, {manifest.get('seed', '')}")))
-    numerics = manifest.get("numerics") or {}
-    if numerics:
-        facts.append(("numerics", esc(f"{numerics.get('mode')} ({numerics.get('isa')} CPU kernels)")))
-    if numerics.get("cuda"):
-        facts.append(("GPU", esc(cuda_summary(numerics["cuda"]))))
-    facts.append(("versions", esc(", ".join(f"{k} {val}" for k, val in manifest.get("versions", {}).items()))))
-    facts += [(f"{name} engine", esc(engine)) for name, engine in (manifest.get("engines") or {}).items()]
-    if links:
-        facts.append(("files", _links(links)))
-    return facts
+    machine, numerics = manifest.get("machine") or {}, manifest.get("numerics") or {}
+    cached = [f"{s.name}: {s.cached[0]} of {s.cached[1]} runs" for s in sections if s.cached]
+    facts = {
+        "took": f"{(manifest.get('timing') or {}).get('seconds', manifest.get('seconds', 0)):.1f} s",
+        "from cache": "; ".join(cached) if cached else None,
+        "machine": ", ".join(str(machine[k]) for k in ("cpu", "cores", "platform", "gpu") if machine.get(k))
+        if machine
+        else None,
+        "device, seed": f"{manifest.get('device', '')}, {manifest.get('seed', '')}",
+        "numerics": f"{numerics.get('mode')} ({numerics.get('isa')} CPU kernels)" if numerics else None,
+        "GPU": cuda_summary(numerics["cuda"]) if numerics.get("cuda") else None,
+        "versions": ", ".join(f"{k} {val}" for k, val in manifest.get("versions", {}).items()),
+        **{f"{name} engine": engine for name, engine in (manifest.get("engines") or {}).items()},
+    }
+    command = [("command", f"<code>{esc(manifest.get('command', ''))}</code>")]
+    files = [("files", _links(links))] if links else []
+    return command + [(k, esc(v)) for k, v in facts.items() if v is not None] + files
 
 
 def _contents(
@@ -272,10 +261,8 @@ def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], sho
     elif section.tables:
         shown_tables.add(section.name)
         parts.append(to_html(section.tables))
-    own = [f for f in section.figures if f in files]
-    for shown, others in figure_views(own, ("svg", "png")):  # SVG where written, else PNG
+    for shown, others in figure_views([f for f in section.figures if f in files], ("svg", "png")):  # SVG first
         image = f'<a href="{esc(shown)}"><img src="{esc(shown)}" alt="{esc(a.title)}"></a>' if shown else ""
-        parts.append(
-            f"<figure>{image}<figcaption>{_links(([shown] if shown else []) + others, ' · ')}</figcaption></figure>"
-        )
+        links = _links(([shown] if shown else []) + others, " · ")
+        parts.append(f"<figure>{image}<figcaption>{links}</figcaption></figure>")
     return parts

@@ -9,8 +9,7 @@ from os.path import commonprefix
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.numerics import cuda_summary
-from attn_cli.records import Diff, Row, regenerated
-from attn_cli.render.manifest import Section
+from attn_cli.records import Diff, Row, Section, regenerated
 from attn_cli.render.table import Block, Cell, Table, fmt_value, md_escape, styled, to_markdown
 
 if TYPE_CHECKING:
@@ -104,7 +103,15 @@ def verify_table(outcomes: Sequence, title: str = "Regenerated against published
             table.add_row(cid, *cells)
     else:
         _grouped(table, rows)
-    table.caption = _verify_caption(outcomes, reasons)
+    caption: list = [(KIND_LEGEND + "\n", "dim")] if any(o.status == "pass" for o in outcomes) else []
+    caption += [(f"[{number}] {reason}\n", "dim") for reason, number in reasons.items()]
+    skips = dict.fromkeys(o.note for o in outcomes if o.status == "skipped")
+    caption += [(f"{note}: the value is shown, not judged against the text\n", "yellow") for note in skips]
+    for o in outcomes:
+        if o.status in ("fail", "n/a"):
+            caption += [("FAIL ", "bold red"), (f"{o.check.id}: {o.note}\n", "")]
+    if caption:
+        table.caption = styled(*caption[:-1], (caption[-1][0].rstrip(), caption[-1][1]))
     return table
 
 
@@ -125,21 +132,6 @@ def _check_cells(o: Outcome, wide: bool, reasons: dict[str, int]) -> list[Cell]:
 def _margin_text(o: Outcome) -> str:
     margin = o.margin()
     return "" if margin is None else f"{margin['margin']:.3f}"
-
-
-def _verify_caption(outcomes: Sequence[Outcome], reasons: dict[str, int]) -> Cell:
-    """The legend, each reason by its number, each skip's note and each failure."""
-    caption: list = [(KIND_LEGEND + "\n", "dim")] if any(o.status == "pass" for o in outcomes) else []
-    caption += [(f"[{number}] {reason}\n", "dim") for reason, number in reasons.items()]
-    skips = dict.fromkeys(o.note for o in outcomes if o.status == "skipped")
-    caption += [(f"{note}: the value is shown, not judged against the text\n", "yellow") for note in skips]
-    for o in outcomes:
-        if o.status in ("fail", "n/a"):
-            caption += [("FAIL ", "bold red"), f"{o.check.id}: {o.note}\n"]
-    if not caption:
-        return ""
-    last = caption[-1]
-    return styled(*caption[:-1], last.rstrip() if isinstance(last, str) else (last[0].rstrip(), last[1]))
 
 
 def split_id(cid: str, artifact: str) -> tuple[str, str]:
@@ -244,8 +236,7 @@ def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg"))
     ``prefer`` present (else None), the other formats are linked beside it (a PDF cannot be shown)."""
     stems: dict[str, list[str]] = {}
     for f in figures:
-        stem, _, _ = f.rpartition(".")
-        stems.setdefault(stem or f, []).append(f)
+        stems.setdefault(f.rpartition(".")[0] or f, []).append(f)
     views = []
     for files in stems.values():
         by_suffix = {f.rpartition(".")[2].lower(): f for f in files}
@@ -278,27 +269,6 @@ def index_markdown(
 ) -> str:
     """``index.md``, paragraph by paragraph: an overview, the catalogue with each ID's files, then
     one section per experiment with its tables, figures and checks."""
-    paragraphs = [*_overview(manifest, summary, coverage_line), _catalogue_rows(catalogue, manifest["artifacts"])]
-    for s in sections:
-        where = _where(s.artifacts)
-        paragraphs += [
-            f"## `attn {s.command}`{f' ({where})' if where else ''}: {', '.join(s.ids)}",
-            f"{s.seconds:.1f} s. Data: {_md_links(s.data)}.",
-        ]
-        if s.error:
-            paragraphs.append(f"**Failed:** {md_escape(s.error, cell=False)}")
-            continue
-        paragraphs += _pieces(s)
-        if s.outcomes:
-            quick = manifest.get("quick")
-            paragraphs.append(
-                "Published values, not judged (quick run):" if quick else "Checks against the published values:"
-            )
-            paragraphs.append(checks_markdown(s.outcomes))
-    return "\n\n".join(paragraphs) + "\n"
-
-
-def _overview(manifest: dict, summary: str | None, coverage_line: str | None) -> list[str]:
     v, numerics = manifest["versions"], manifest.get("numerics") or {}
     where = f"device {manifest['device']}, seed {manifest['seed']}"
     if numerics:
@@ -318,7 +288,23 @@ def _overview(manifest: dict, summary: str | None, coverage_line: str | None) ->
         paragraphs.append(f"**Checks against the texts: {summary}.**")
     if coverage_line:
         paragraphs.append(coverage_line + ".")
-    return paragraphs
+    paragraphs.append(_catalogue_rows(catalogue, manifest["artifacts"]))
+    lead = (
+        "Published values, not judged (quick run):" if manifest.get("quick") else "Checks against the published values:"
+    )
+    for s in sections:
+        where = _where(s.artifacts)
+        paragraphs += [
+            f"## `attn {s.command}`{f' ({where})' if where else ''}: {', '.join(s.ids)}",
+            f"{s.seconds:.1f} s. Data: {_md_links(s.data)}.",
+        ]
+        if s.error:
+            paragraphs.append(f"**Failed:** {md_escape(s.error, cell=False)}")
+            continue
+        paragraphs += _pieces(s)
+        if s.outcomes:
+            paragraphs += [lead, checks_markdown(s.outcomes)]
+    return "\n\n".join(paragraphs) + "\n"
 
 
 def _catalogue_rows(catalogue: Sequence, entries: dict) -> str:
