@@ -1,7 +1,5 @@
-"""Experiment modules, one per table or figure family; here, what they share: the progress event
-their ``run(config, progress)`` reports (the commands and ``attn all`` draw it as a bar), and the
-bases of their Config and Result classes (design notes: ``docs/design.md``, section
-``attn_cli.experiments``)."""
+"""Experiment modules, one per table or figure family; here, what they share: the progress event their
+``run(config, progress)`` reports, and the bases of their Config and Result classes (``docs/design.md``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Regenerated values against the published ones: the one ``compare()``, and how far each judged
-check lies inside its rule (:meth:`Outcome.margin`, ``docs/design.md``).  Every table, ``attn verify``,
-``attn all`` and the report print the :class:`Outcome` objects made here; :func:`judged_by` says in
-words, from the checks, how a command's numbers are judged (its ``--help``, docs/checking.md).
-"""
+"""Regenerated values against the published ones: the one ``compare()`` makes the :class:`Outcome` objects
+every table, ``attn verify``, ``attn all`` and the report print, with how far each judged check lies inside
+its rule (:meth:`Outcome.margin`); :func:`judged_by` says in words how a command's numbers are judged."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Published values of W9 2.3: the copy task with attention, and the Week 8 plain model.  Each
-cell is one seed of training on an unknown machine: it is judged among several regenerated seeds
-(:mod:`attn_cli.published.seed_rule`), the near-diagonal map claim over all evaluation sequences
-and seeds (:func:`map_rule`), never on one run."""
+"""Published values of W9 2.3: the copy task with attention, and the Week 8 plain model.  Each cell is judged
+among several regenerated seeds (:mod:`attn_cli.published.seed_rule`), the near-diagonal map claim over all
+evaluation sequences and seeds (:func:`map_rule`), never on one run."""
 
 from __future__ import annotations
 

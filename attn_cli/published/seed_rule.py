@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 FLOOR = 0.02  # the narrowest interval: a few sequences in 1000 between builds
 LEVEL = 0.99  # two-sided prediction level
@@ -83,13 +83,8 @@ class SeedSample:
     def record(self) -> dict:
         """The fields a verify record adds: one value per seed, the rule, and its interval
         (:meth:`Interval.record`: the band the published value must fall in)."""
-        return {
-            "values": list(self.values),
-            "seeds": list(self.seeds),
-            "engines": list(self.engines),
-            "rule": self.rule,
-            "interval": self.interval().record(),
-        }
+        fields = {k: v for k, v in asdict(self).items() if k != "value"}
+        return {**fields, "interval": self.interval().record()}
 
     def __str__(self) -> str:
         if len(self.values) <= 1:

@@ -1,7 +1,6 @@
-"""The texts' settings: the one place that decides "is this run at the text's settings?" (a
-published value holds only for the draws and sizes the text used).  ``TEXT`` maps a catalogue ID
-to the configuration fields its values depend on and the text's value of each (a check family may
-declare its own as ``TEXT_SETTINGS``); the experiments' Config defaults are these settings."""
+"""The texts' settings: the one place that decides "is this run at the text's settings?" (a published value
+holds only for the draws and sizes the text used).  ``TEXT`` maps a catalogue ID to the configuration fields
+its values depend on and the text's value of each (a check family may declare its own as ``TEXT_SETTINGS``)."""
 
 from __future__ import annotations
 

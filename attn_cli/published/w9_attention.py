@@ -46,21 +46,15 @@ def _half_unit_3sig(value: float) -> float:
     return 0.005 * 10 ** int(f"{value:.2e}".split("e")[1])
 
 
-def _memory_bytes(printed: str) -> tuple[float, float]:
-    """'4.3 GB' -> (4.3e9, 0.05e9): bytes and half a unit of the printed decimal."""
-    value, unit = printed.split()
-    scale = {"MB": 1e6, "GB": 1e9}[unit]
-    return float(value) * scale, 0.05 * scale
-
-
 def _scaling_checks() -> list[Check]:
     """Identities, all three: n^2, 4 n^2 bytes and n^2 d are arithmetic on the lengths."""
     checks = []
     for n, (entries, memory, ops) in SCALING.items():
-        mem_bytes, mem_tol = _memory_bytes(memory)
+        printed, unit = memory.split()  # '4.3 GB': 4.3e9 bytes, within half a unit of the printed decimal
+        scale = {"MB": 1e6, "GB": 1e9}[unit]
         rows = (
             ("entries", entries, _half_unit_3sig(entries), _DIGITS_3SIG),
-            ("memory", mem_bytes, mem_tol, _MEMORY),
+            ("memory", float(printed) * scale, 0.05 * scale, _MEMORY),
             ("operations", ops, _half_unit_3sig(ops), f"{_DIGITS_3SIG}; d = 512"),
         )
         for what, value, tol, reason in rows:

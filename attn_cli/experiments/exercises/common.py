@@ -1,5 +1,5 @@
 """What the exercises share: their one Config, the type of run()'s ``progress``, and the size of
-the text's copy-both data (N x d), which exercises 1, 2, 3 and 5 draw (--quick: ``QUICK_SAMPLES``)."""
+the text's copy-both data (N x d), which exercises 1, 2, 3 and 5 draw (--quick: 4000 samples)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from attn_cli.published.settings import TEXT
 
 SAMPLES = TEXT["d2l-copy-both-one-head"]["samples"]  # N of the text's copy-both data
 DIM = TEXT["d2l-copy-both-one-head"]["d_v"]  # d of the text's copy-both data
-QUICK_SAMPLES = 4000  # N under --quick
 ONE_HEAD_ERROR = 0.5**0.5  # sqrt(1/2): the best readout of [v1; v2] from one Gaussian mixture
 NUMBERS = tuple(range(1, 13))
 
@@ -31,4 +30,4 @@ class Config(QuickConfig):
     timing_repeats: int = 3  # ex6: timed calls per head count after one warm-up (median kept)
     train_steps: int = 300  # ex12: Adam steps (batches of 256) per head count
 
-    QUICK = dict(samples=QUICK_SAMPLES, mlp_steps=150, mlp_points=1024, timing_n=128, timing_repeats=2, train_steps=150)
+    QUICK = dict(samples=4000, mlp_steps=150, mlp_points=1024, timing_n=128, timing_repeats=2, train_steps=150)
