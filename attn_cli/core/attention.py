@@ -44,12 +44,9 @@ def scaled_dot_product_attention(
     valid_lens: Tensor | None = None,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """softmax(Q K^T / sqrt(d_k)) V, returning ``(output, weights)``.
-
-    queries: (..., n_q, d_k); keys: (..., n_k, d_k); values: (..., n_k, d_v).  mask: broadcastable
-    to (..., n_q, n_k); valid_lens: as :func:`valid_lens_mask` (queries (B, n_q, d_k)); both
-    given: combined with AND.  Returns output (..., n_q, d_v) and weights (..., n_q, n_k).
-    """
+    """softmax(Q K^T / sqrt(d_k)) V: queries (..., n_q, d_k), keys (..., n_k, d_k), values (..., n_k, d_v)
+    -> ``(output, weights)``, (..., n_q, d_v) and (..., n_q, n_k).  mask: broadcastable to (..., n_q, n_k);
+    valid_lens: as :func:`valid_lens_mask` (queries (B, n_q, d_k)); both given: combined with AND."""
     scale = 1.0 / math.sqrt(queries.size(-1)) if scale is None else scale
     scores = queries @ keys.transpose(-2, -1) * scale  # (..., n_q, n_k)
     keep = mask
@@ -76,11 +73,9 @@ def merge_heads(x: Tensor, num_heads: int) -> Tensor:
 
 class MultiHeadAttention(nn.Module):
     """D2L 10.3 multi-head attention: project, fold heads into the batch, attend, merge, project.
-
     ``forward`` returns ``(output, weights)``, weights (B, num_heads, n_q, n_k), so pictures never
     reach into the module; ``valid_lens`` is repeated per head (head-major), as in the text.  The
-    layers are made eagerly in the order W_q, W_k, W_v, W_o: the same initialisation under a seed.
-    """
+    layers are made eagerly in the order W_q, W_k, W_v, W_o: the same initialisation under a seed."""
 
     def __init__(
         self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False, d_in: int | None = None
@@ -115,8 +110,7 @@ class MultiHeadAttention(nn.Module):
             mask = torch.repeat_interleave(mask, repeats=h, dim=0)
         out, weights = scaled_dot_product_attention(q, k, v, mask=mask, valid_lens=valid_lens)
         out = self.dropout(out)  # dropout on the output, not on the weights (weights stay plottable)
-        b = queries.size(0)
-        return self.W_o(merge_heads(out, h)), weights.reshape(b, h, *weights.shape[-2:])
+        return self.W_o(merge_heads(out, h)), weights.reshape(queries.size(0), h, *weights.shape[-2:])
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -25,11 +25,10 @@ def readout_error(
     held_out: tuple[Tensor, Tensor] | None = None,
     squared: bool = False,
 ) -> float:
-    """The text's ``readout_error``: relative error of the best linear readout of ``target`` (N, t)
-    from ``M`` (N, k), fitted on ``(M, target)`` and scored there or on ``held_out``.  The fit is
-    ``torch.linalg.lstsq`` on the CPU (on CUDA, which has only 'gels', the pseudo-inverse) with
-    'gelsd': the text's default 'gelsy' (``driver=None``) changes its float32 answer's last bits
-    (and, rank-deficient, its rank) from call to call in this MKL build."""
+    """The text's ``readout_error``: relative error of the best linear readout of ``target`` (N, t) from ``M``
+    (N, k), fitted on ``(M, target)`` and scored there or on ``held_out``.  The fit is ``torch.linalg.lstsq`` on
+    the CPU (on CUDA, which has only 'gels', the pseudo-inverse) with 'gelsd': the text's default 'gelsy'
+    (``driver=None``) changes its float32 answer's last bits (and rank) from call to call in this MKL build."""
     if M.device.type == "cpu":
         W = torch.linalg.lstsq(M, target, driver=driver).solution  # (k, t)
     else:

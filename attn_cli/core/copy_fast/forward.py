@@ -43,9 +43,6 @@ class Layout:
     offsets: tuple[int, ...]  # first element of each, same order
     size: int  # P: elements per run
 
-    def offset_of(self, role: str) -> int:
-        return self.offsets[self.roles.index(role)]
-
     def numel_of(self, role: str) -> int:
         return math.prod(self.shapes[self.roles.index(role)])
 

@@ -201,7 +201,6 @@ class _State:
 
 _state = _State()
 _lock = threading.Lock()
-_variants: dict[str, ctypes.CDLL] = {}  # load_variant's libraries
 _held: list[int] = []  # memfds of loaded libraries, kept open: no /proc/self/fd/N name is reused
 
 
@@ -361,7 +360,7 @@ def offsets(lib: ctypes.CDLL, model: str, hidden: int) -> torch.Tensor:
             f"the C kernel's parameter layout ({dict(zip(ROLES, have.tolist()))}) differs "
             f"from the {model} model's ({dict(zip(ROLES, want))})"
         )
-    return torch.tensor([lay.offset_of(role) for role in ROLES] + [lay.size], dtype=torch.int64)
+    return torch.tensor([lay.offsets[lay.roles.index(role)] for role in ROLES] + [lay.size], dtype=torch.int64)
 
 
 def loaded() -> tuple[Path | None, str | None]:
@@ -369,12 +368,11 @@ def loaded() -> tuple[Path | None, str | None]:
     return _state.loaded
 
 
+@functools.cache
 def load_variant(which: str) -> ctypes.CDLL:
     """The kernel built as variant ``which`` (RuntimeError where it cannot), for tests and benchmarks."""
     with _lock:
-        if which not in _variants:
-            _variants[which] = _load_or_build(which)[0]
-        return _variants[which]
+        return _load_or_build(which)[0]
 
 
 def kernel_isa() -> str:

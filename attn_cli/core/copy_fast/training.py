@@ -230,8 +230,7 @@ def run_fast(
         else:
             result = train_group([specs[i] for i in task], device, report, stop, [inits[i] for i in task])
         for i, outcome in zip(task, result):
-            outcome.backend = "kernel" if lib is not None else "torch"
-            outcome.kernel_isa = kernel.kernel_isa() if lib is not None else ""
+            outcome.backend, outcome.kernel_isa = ("kernel", kernel.kernel_isa()) if lib is not None else ("torch", "")
             outcomes[i] = outcome
 
     saved_threads = torch.get_num_threads()
