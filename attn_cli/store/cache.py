@@ -64,11 +64,8 @@ def cache_path(root: str | os.PathLike, name: str, key: dict) -> Path:
 
 class Cache:
     """The opened per-user cache: a descriptor of the proven private folder and the HMAC key.
-
-    with Cache.open(root) as store:
-        payload = store.load("sqrt_dk", key, max_bytes)   # None: no entry; Refused: not usable
-        store.store("sqrt_dk", key, payload)
-    """
+    ``with Cache.open(root) as store:`` then ``store.load("sqrt_dk", key, max_bytes)`` (None: no
+    entry; Refused: not usable) and ``store.store("sqrt_dk", key, payload)``."""
 
     def __init__(self, root: Path, fd: int, secret: bytes | None):
         self.root, self._fd, self._secret = root, fd, secret
@@ -107,15 +104,11 @@ class Cache:
         if sub is None:
             return None
         try:
-            cap = max_bytes + len(json.dumps(key)) + 256  # the payload, its key and the framing
-            data = private.read_regular(sub, entry_file(key), cap)
-        except (OSError, ValueError) as exc:  # EACCES; not a regular file, not ours, over the bound
-            raise Refused(getattr(exc, "strerror", None) or str(exc)) from None
+            body = self._read(sub, entry_file(key), max_bytes + len(json.dumps(key)) + 256)  # + key, framing
         finally:
             os.close(sub)
-        if data is None:
+        if body is None:
             return None
-        body = self._verified(data)
         try:
             obj = typed.parse_json(body)  # nested at most typed.MAX_DEPTH deep: never RecursionError
         except ValueError as exc:  # signed by us, so damaged by our own bug
@@ -149,8 +142,15 @@ class Cache:
         assert self._secret is not None  # callers return or raise first when there is no key
         return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).hexdigest()
 
-    def _verified(self, data: bytes) -> bytes:
-        """The entry's bytes once its HMAC holds (checked before anything parses them)."""
+    def _read(self, sub: int, fname: str, max_bytes: int) -> bytes | None:
+        """The body of the entry ``fname`` in the group ``sub`` once its HMAC holds (checked before
+        anything parses it); None when there is no such file."""
+        try:
+            data = private.read_regular(sub, fname, max_bytes)
+        except (OSError, ValueError) as exc:  # EACCES; not a regular file, not ours, over the bound
+            raise Refused(getattr(exc, "strerror", None) or str(exc)) from None
+        if data is None:
+            return None
         start = len(_HEAD) + _MAC_HEX + len(_MID)
         if not (data.startswith(_HEAD) and data[len(_HEAD) + _MAC_HEX : start] == _MID and data.endswith(_TAIL)):
             raise Refused("it carries no HMAC where an entry has one: edited, or not written by attn")
@@ -183,33 +183,26 @@ class Cache:
 
     def summary(self) -> dict[str, tuple[int, int]]:
         """Entries and their bytes per group (experiment): ``{"copy_task": (40, 123456)}``."""
-        return {name: (len(files), sum(size for _, size in files)) for name, files in self._entries().items() if files}
+        return {name: (len(files), sum(size for _, size in files)) for name, _, files in self._groups() if files}
 
     def clear(self, dry_run: bool = False) -> Cleared:
         """Remove (``dry_run``: only list) every entry this cache can prove its own (a regular
         file of attn's layout whose HMAC verifies under this key), each group folder then empty
         that held such entries, and the key; nothing else.  All through descriptors."""
         cleared = Cleared()
-        for name, files in self._entries().items():
-            sub = self._group(name, create=False)
-            if sub is None:
-                continue
-            try:
-                for fname, size in files:
-                    if not self._signed(sub, fname):
-                        cleared.kept.append(f"{name}/{fname}")
+        for name, sub, files in self._groups():
+            for fname, size in files:
+                if not self._signed(sub, fname):
+                    cleared.kept.append(f"{name}/{fname}")
+                    continue
+                if not dry_run:
+                    try:
+                        os.unlink(fname, dir_fd=sub)
+                    except FileNotFoundError:
                         continue
-                    if not dry_run:
-                        try:
-                            os.unlink(fname, dir_fd=sub)
-                        except FileNotFoundError:
-                            continue
-                    n, b = cleared.removed.get(name, (0, 0))
-                    cleared.removed[name] = (n + 1, b + size)
-                empty = not dry_run and name in cleared.removed and not os.listdir(sub)
-            finally:
-                os.close(sub)
-            if empty:
+                n, b = cleared.removed.get(name, (0, 0))
+                cleared.removed[name] = (n + 1, b + size)
+            if not dry_run and name in cleared.removed and not os.listdir(sub):
                 with contextlib.suppress(OSError):  # made by attn (it held attn's entries) and empty
                     os.rmdir(name, dir_fd=self._fd)
         cleared.key = self._secret is not None
@@ -224,18 +217,15 @@ class Cache:
         if self._secret is None:
             return False
         try:
-            data = private.read_regular(sub, fname, CLEAR_MAX_BYTES)
-            self._verified(data or b"")
+            return self._read(sub, fname, CLEAR_MAX_BYTES) is not None
         except (ValueError, OSError):  # Refused is a ValueError: not ours to remove
             return False
-        return data is not None
 
-    def _entries(self) -> dict[str, list[tuple[str, int]]]:
-        """Each group's entry files (name, size)."""
-        found: dict[str, list[tuple[str, int]]] = {}
+    def _groups(self) -> Iterator[tuple[str, int, list[tuple[str, int]]]]:
+        """Each private group folder of ours: its name, a descriptor (open meanwhile), its entries (name, size)."""
         with os.scandir(self._fd) as groups:
-            group_names = sorted(g.name for g in groups if GROUP.fullmatch(g.name) and g.is_dir(follow_symlinks=False))
-        for name in group_names:
+            names = sorted(g.name for g in groups if GROUP.fullmatch(g.name) and g.is_dir(follow_symlinks=False))
+        for name in names:
             try:
                 sub = self._group(name, create=False)
             except Refused:
@@ -249,10 +239,9 @@ class Cache:
                         for f in files
                         if ENTRY_FILE.fullmatch(f.name) and f.is_file(follow_symlinks=False)
                     ]
+                yield name, sub, sorted(items)
             finally:
                 os.close(sub)
-            found[name] = sorted(items)
-        return found
 
 
 @dataclasses.dataclass
@@ -263,9 +252,6 @@ class Cleared:
     removed: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
     key: bool = False
     kept: list[str] = dataclasses.field(default_factory=list)
-
-
-# --------------------------------------------------------------------------- the folder and its tag
 
 
 def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
@@ -381,14 +367,11 @@ def _make_key(fd: int, root: Path) -> None:
 def opened(root: str | os.PathLike | None, notes: list[str]) -> Iterator[Cache | None]:
     """The cache at ``root`` while the block runs, or None: no ``root``, or one that cannot be
     used now (a note in ``notes``; the CLI has warned about the folder already)."""
-    if root is None:
-        yield None
-        return
-    try:
-        store = Cache.open(root)
-    except Unavailable:
-        notes.append("the cache folder cannot be used now; running without cache")
-        yield None
-        return
-    with store:
+    store = None
+    if root is not None:
+        try:
+            store = Cache.open(root)
+        except Unavailable:
+            notes.append("the cache folder cannot be used now; running without cache")
+    with store or contextlib.nullcontext():
         yield store

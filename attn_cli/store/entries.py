@@ -1,7 +1,5 @@
-"""What a cache entry holds: its key (the configuration with the numeric record, the versions of
-attn and torch, and a digest of the code that computes it), and Results (:func:`load_result`,
-:func:`store_result`) and pieces of work (:class:`Pieces`: the copy task's training runs) read
-back as typed data, never code (:func:`revive`)."""
+"""What a cache entry holds: its key (configuration, numeric record, attn and torch versions, a digest
+of the code), and Results and pieces of work (:class:`Pieces`) read back as typed data, never code."""
 
 from __future__ import annotations
 

@@ -343,20 +343,14 @@ def warn_unusable(root: Path, message: str) -> None:
         print(message.rstrip("\n"), file=sys.stderr, flush=True)
 
 
-_matplotlib_checked = False
-
-
 def keep_matplotlib_private() -> None:
     """Call before importing matplotlib: where its default config or cache folder (under
     ``$XDG_CONFIG_HOME``, ``$XDG_CACHE_HOME``) could be changed by another user, is relative or
     lies in a home folder that does not exist, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib``
     instead.  An ``MPLCONFIGDIR`` the user set is kept, as matplotlib keeps it."""
-    global _matplotlib_checked
-    if _matplotlib_checked or "matplotlib" in sys.modules:
-        return  # once per process, and only before matplotlib has chosen its folders
-    _matplotlib_checked = True
-    if os.environ.get("MPLCONFIGDIR") or not sys.platform.startswith(("linux", "freebsd")):
-        return
+    xdg_platform = sys.platform.startswith(("linux", "freebsd"))
+    if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR") or not xdg_platform:
+        return  # only before matplotlib has chosen its folders
     home = os.path.expanduser("~")
     for var, default in (("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config")):
         base = os.environ.get(var) or ""

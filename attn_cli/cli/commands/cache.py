@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from attn_cli.cli.options import CACHE_DIR, Common, JudgedCommand
+from attn_cli.units import human_bytes
 
 if TYPE_CHECKING:
     from attn_cli.store.cache import Cache
@@ -26,8 +28,7 @@ def cache_root(common: Common) -> str | None:
     root = None
     try:
         root = private.user_cache_root(common.cache_dir)
-        with cache.Cache.open(root):
-            pass
+        cache.Cache.open(root).close()
     except (cache.Unavailable, RuntimeError, KeyError) as exc:  # Path.home(): RuntimeError, KeyError
         source = "" if common.cache_dir is not None or not os.environ.get("ATTN_CACHE_DIR") else ", from ATTN_CACHE_DIR"
         message = f"warning: the cache cannot be used ({exc}{source}); running without cache" + (
@@ -72,17 +73,23 @@ def cache_(action: str, cache_dir: Path | None, dry_run: bool, as_json: bool) ->
         attn cache clear
         attn cache --cache-dir /tmp/attn-cache --json
     """
-    from attn_cli.store import private
+    from attn_cli.store import cache, private
 
     if dry_run and action != "clear":
         raise click.UsageError("--dry-run goes with attn cache clear")
     root = private.user_cache_root(cache_dir)
     info, store = _state(root)
     with store or contextlib.nullcontext():
-        if action == "clear":
-            info = _clear(root, info, store, dry_run)
-        else:
+        if action == "show":
             info = _counted(info, store.summary() if store else {}, "experiments")
+        elif (special := cache.special_folder(root)) or (store is None and info["reason"] != "not created yet"):
+            raise click.ClickException(
+                f"{special or info['reason']}: nothing removed (attn clears only its own cache folder)"
+            )
+        else:
+            info["dry_run"] = dry_run
+            cleared = store.clear(dry_run=dry_run) if store else cache.Cleared()
+            info = {**_counted(info, cleared.removed, "removed"), "key": cleared.key, "kept": cleared.kept}
     if as_json:
         click.echo(json.dumps(info, indent=2))
     else:
@@ -90,21 +97,26 @@ def cache_(action: str, cache_dir: Path | None, dry_run: bool, as_json: bool) ->
 
 
 def _state(root: Path) -> tuple[dict, Cache | None]:
-    """What ``root`` is, and the cache opened there without creating anything (None: none)."""
+    """What ``root`` is (through symlinks), and the cache opened there without creating anything (None: none)."""
     from attn_cli.store import cache
 
-    kind = _kind(root)
+    try:
+        mode = stat.S_IFMT(os.stat(root).st_mode)
+        kind = {stat.S_IFDIR: "folder", stat.S_IFREG: "a file"}.get(mode, "a device or other special file")
+    except FileNotFoundError:
+        kind = "missing" if not os.path.islink(root) else "a dangling symlink"
+    except OSError as exc:
+        kind = exc.strerror or "unreadable"
     reason = {"folder": None, "missing": "not created yet"}.get(kind, f"{root} is not a folder ({kind})")
     info: dict = {"location": str(root), "exists": kind == "folder", "private": False, "reason": reason}
+    store = None
     if kind == "folder":
         try:
             store = cache.Cache.open(root, create=False)
+            info["private"] = True
         except cache.Unavailable as exc:
             info["reason"] = str(exc)
-        else:
-            info["private"] = True
-            return info, store
-    return info, None
+    return info, store
 
 
 def _counted(info: dict, per: dict, key: str) -> dict:
@@ -114,29 +126,11 @@ def _counted(info: dict, per: dict, key: str) -> dict:
     return info
 
 
-def _clear(root: Path, info: dict, store: Cache | None, dry_run: bool) -> dict:
-    """Clear attn's cache ``store`` at ``root``; a ClickException (nothing removed) for anything else."""
-    from attn_cli.store import cache
-
-    special = cache.special_folder(root)
-    if special or (store is None and info["reason"] != "not created yet"):
-        raise click.ClickException(
-            f"{special or info['reason']}: nothing removed (attn clears only its own cache folder)"
-        )
-    info["dry_run"] = dry_run
-    if store is None:
-        return {**_counted(info, {}, "removed"), "key": False, "kept": []}
-    cleared = store.clear(dry_run=dry_run)
-    return {**_counted(info, cleared.removed, "removed"), "key": cleared.key, "kept": cleared.kept}
-
-
 def _count(n: int) -> str:
     return f"{n} entr{'y' if n == 1 else 'ies'}"
 
 
 def _show_lines(info: dict) -> list[str]:
-    from attn_cli.units import human_bytes
-
     state = "private" if info["private"] else f"not usable: {info['reason']}"
     rows = {**info["experiments"], "total": info}
     width = max(len(name) for name in rows)
@@ -150,8 +144,6 @@ def _show_lines(info: dict) -> list[str]:
 
 
 def _clear_lines(info: dict) -> list[str]:
-    from attn_cli.units import human_bytes
-
     if not info["exists"]:
         return [f"nothing to remove: {info['location']} does not exist"]
     verb = "would remove" if info["dry_run"] else "removed"
@@ -161,25 +153,9 @@ def _clear_lines(info: dict) -> list[str]:
         *(f"  {name}: {_count(row['entries'])}, {human_bytes(row['bytes'])}" for name, row in info["removed"].items()),
     ]
     if kept := info["kept"]:
-        lines.append(
-            f"kept {len(kept)} file(s) whose HMAC does not prove them attn's: "
-            + ", ".join(kept[:5])
-            + (" ..." if len(kept) > 5 else "")
-        )
+        more = " ..." if len(kept) > 5 else ""
+        lines.append(f"kept {len(kept)} file(s) whose HMAC does not prove them attn's: {', '.join(kept[:5])}{more}")
     return lines
-
-
-def _kind(path: Path) -> str:
-    """ "folder", "missing", or what else ``path`` is (followed through symlinks)."""
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "missing" if not os.path.islink(path) else "a dangling symlink"
-    except OSError as exc:
-        return exc.strerror or "unreadable"
-    return {stat.S_IFDIR: "folder", stat.S_IFREG: "a file"}.get(stat.S_IFMT(mode), "a device or other special file")
 
 
 COMMANDS = [cache_]
