@@ -109,7 +109,12 @@ def run(
                     pieces = _pieces(exp, store, use_cache) if store is not None and exp.caches_pieces else None
                     run.result = exp.run(config, progress=report, store=pieces)
                 if store is not None and key:
-                    _store(exp, store, key, run.result, run.notes)
+                    from attn_cli.store import cache, entries
+
+                    try:
+                        entries.store_result(store, exp.name, key, run.result)
+                    except cache.Unavailable as exc:
+                        run.notes.append(f"not cached: {exc}")
         _judge_and_draw(run, judged, out, formats, keep)
     except Exception as exc:
         if not keep_going or isinstance(exc, WriteFailed):  # a full disk stops every experiment
@@ -212,15 +217,6 @@ def _load(exp: Experiment, config: Any, store: Cache, key: dict, notes: list[str
         entry = cache.cache_path("", exp.name, key).as_posix()
         notes.append(f"cache entry {entry} is unreadable ({exc}); recomputing it")
         return None
-
-
-def _store(exp: Experiment, store: Cache, key: dict, result: Any, notes: list[str]) -> None:
-    from attn_cli.store import cache, entries
-
-    try:
-        entries.store_result(store, exp.name, key, result)
-    except cache.Unavailable as exc:
-        notes.append(f"not cached: {exc}")
 
 
 def compare(selected_checks: Iterable[Check], registry: Registry, runs: Iterable[Run]) -> list[Outcome]:
