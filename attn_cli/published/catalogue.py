@@ -1,6 +1,5 @@
-"""The catalogue: every table and figure of the two texts (``../shared/ARTIFACTS.md``), in the
-texts' order, with the files each command writes into ``--out`` for it.  A check family (a module
-of this package) may declare ``CATALOGUE`` entries beside its ``CHECKS`` (:func:`placed`)."""
+"""The catalogue: every table and figure of the two texts (``../shared/ARTIFACTS.md``), in the texts' order, with
+the files each command writes into ``--out``; a check family may declare more as ``CATALOGUE`` (:func:`placed`)."""
 
 import importlib
 import pkgutil

@@ -157,8 +157,7 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     """ "96 measured and 8 rules passed; 23 identities shown", with failures, values that
     do not apply and skips appended.  Identities are never counted as evidence: a passing
     identity is "shown", a failing one is a failure (a bug) like any other."""
-    by = {k: [o for o in outcomes if o.kind == k] for k in KINDS}
-    passed = {k: sum(o.status == "pass" for o in by[k]) for k in KINDS}
+    passed = {k: sum(o.kind == k and o.status == "pass" for o in outcomes) for k in KINDS}
     failed = sum(o.status in ("fail", "n/a") for o in outcomes)
     text = f"{passed['measured']} measured and {_plural(passed['rule'], 'rule', 'rules')} passed"
     if failed:
@@ -202,15 +201,10 @@ def judged_by(command: str) -> str:
         return (
             "Judged: nothing. The texts publish no value for what this command prints; `attn verify` checks none of it."
         )
-    parts = _how_judged(checks)
-    kinds = sorted({c.kind for c in checks})
-    counted = "" if "identity" not in kinds else " Identities (true by construction) are shown, never counted."
-    return (
-        f"Judged (as `attn verify` checks {len(checks)} published value{'s' if len(checks) > 1 else ''}): "
-        + "; ".join(parts)
-        + "."
-        + counted
-    )
+    identities = any(c.kind == "identity" for c in checks)
+    counted = " Identities (true by construction) are shown, never counted." if identities else ""
+    head = f"Judged (as `attn verify` checks {_plural(len(checks), 'published value', 'published values')}): "
+    return head + "; ".join(_how_judged(checks)) + "." + counted
 
 
 def _how_judged(checks: Sequence[Check]) -> list[str]:

@@ -71,14 +71,12 @@ class MapSample:
 
     def per_length(self) -> dict[int, tuple[float, float]]:
         """length -> (mean diagonal fraction, mean free-running accuracy) over its seeds."""
-        out: dict[int, tuple[float, float]] = {}
-        for length in sorted(set(self.lengths)):
-            idx = [i for i, L in enumerate(self.lengths) if L == length]
-            out[length] = (
-                sum(self.diagonal[i] for i in idx) / len(idx),
-                sum(self.free_running[i] for i in idx) / len(idx),
-            )
-        return out
+
+        def mean(values: list[float], length: int) -> float:
+            picked = [v for v, L in zip(values, self.lengths) if L == length]
+            return sum(picked) / len(picked)
+
+        return {L: (mean(self.diagonal, L), mean(self.free_running, L)) for L in sorted(set(self.lengths))}
 
     def record(self) -> dict:
         """The fields a verify record adds: one diagonal fraction per (length, seed) run, and the rule."""

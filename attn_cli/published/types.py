@@ -36,8 +36,7 @@ TESTS = ("abs", "exact", "below", "rule", "seeds")  # how a regenerated value is
 
 @dataclass(frozen=True)
 class Check:
-    """One published value, how a regenerated value is compared with it, and what a pass
-    is evidence of.
+    """One published value, how a regenerated value is compared with it, and what a pass is evidence of.
 
     test (how it is compared):
       "abs"   |regenerated - published| <= tolerance (numbers, or lists element-wise)

@@ -101,13 +101,15 @@ def parse_selection(tokens: Iterable[str | int]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(chosen))
 
 
-def validate(config: Config) -> None:
-    parse_selection(config.exercises)
+def validate(config: Config) -> tuple[int, ...]:
+    """Refuse a config no exercise can run; the selected exercises, in order."""
+    selected = parse_selection(config.exercises)
     if config.samples < 100:
         raise AttnError(f"samples must be at least 100, got {config.samples}")
     for name in ("mlp_hidden", "mlp_steps", "mlp_points", "resamples", "timing_n", "timing_repeats", "train_steps"):
         if getattr(config, name) < 1:
             raise AttnError(f"{name} must be at least 1, got {getattr(config, name)}")
+    return selected
 
 
 def validate_result(result: Result, config: Config) -> None:
@@ -117,11 +119,8 @@ def validate_result(result: Result, config: Config) -> None:
     selected = parse_selection(config.exercises)
     for number, module in MODULES.items():
         got = getattr(result, f"ex{number}")
-        check(
-            (got is not None) == (number in selected),
-            f"ex{number}",
-            "present but not selected" if got is not None else "selected but missing",
-        )
+        why = "present but not selected" if got is not None else "selected but missing"
+        check((got is not None) == (number in selected), f"ex{number}", why)
         validate = getattr(module, "validate_result", None)
         if got is not None and validate is not None:
             try:
@@ -150,10 +149,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     from attn_cli.core.memory import guard
 
-    validate(config)
+    selected = validate(config)
     guard(estimate_bytes(config), "exercises " + " ".join(map(str, config.exercises)), config.device)
     result = Result(config=asdict(config))
-    selected = parse_selection(config.exercises)
     for i, number in enumerate(selected):
         if progress is not None:
             progress(ProgressEvent(i, len(selected), f"{number}. {TITLES[number]}"))

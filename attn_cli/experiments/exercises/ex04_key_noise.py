@@ -77,9 +77,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         for name, anisotropic, query in SETTINGS:
             o = _outputs(aniso if anisotropic else iso, query, c)
             dist = (o - target).norm(dim=-1)  # (R,)
-            rows.append(
-                Row(name, query, anisotropic, c, dist.median().item(), (dist > THRESHOLD).double().mean().item())
-            )
+            failure = (dist > THRESHOLD).double().mean().item()
+            rows.append(Row(name, query, anisotropic, c, dist.median().item(), failure))
     spread = (_outputs(aniso, "neg", SCALES[-1]) - _outputs(iso, "neg", SCALES[-1])).abs().max().item()
     limit = 0.5 * math.erfc(math.sqrt(2) / math.sqrt(2))  # Phi(-sqrt 2) = erfc(1) / 2
     return Result(BETA, r, THRESHOLD, limit, spread, rows)

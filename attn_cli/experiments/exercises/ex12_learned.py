@@ -56,8 +56,7 @@ def make_batch(n: int, gen: Generator, device: str) -> tuple[Tensor, Tensor, Ten
 
     E = torch.eye(D_MODEL)
     v = torch.randn(n, 2, VALUE_DIM, generator=gen)  # (n, 2, 4): v_1, v_2
-    values = torch.zeros(n, 2, D_MODEL)
-    values[:, :, :VALUE_DIM] = v  # [v_i; 0]
+    values = torch.nn.functional.pad(v, (0, D_MODEL - VALUE_DIM))  # [v_i; 0]
     keys = E[:2].expand(n, 2, D_MODEL)  # e_1, e_2
     query = E[2:3].expand(n, 1, D_MODEL)  # e_3
     return (query.to(device), keys.to(device), values.to(device), v.reshape(n, 2 * VALUE_DIM).to(device))
