@@ -25,7 +25,7 @@ def _adam_trajectory(program_calls: bool, steps: int = 25) -> list[torch.Tensor]
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
-    moments = [opt.optimizer.state[p][key] for p in params for key in ("exp_avg", "exp_avg_sq", "step")]
+    moments = [opt.state[p][key] for p in params for key in ("exp_avg", "exp_avg_sq", "step")]
     return [p.detach().clone() for p in params] + moments
 
 

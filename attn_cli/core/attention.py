@@ -30,8 +30,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     if mask is None:
         return torch.softmax(scores, dim=-1)
     mask = mask.to(torch.bool)
-    filled = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(filled, dim=-1)
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     # fully masked rows are NaN after softmax(-inf, ..., -inf): make them exact zeros
     return torch.nan_to_num(weights, nan=0.0).masked_fill(~mask, 0.0)
 

@@ -13,9 +13,8 @@ from attn_cli.core.attention import merge_heads, scaled_dot_product_attention, s
 
 def relative_error(pred: Tensor, target: Tensor, squared: bool = False) -> float:
     """||pred - target|| / ||target|| (both squared if ``squared``)."""
-    if squared:
-        return ((pred - target).norm() ** 2 / target.norm() ** 2).item()
-    return ((pred - target).norm() / target.norm()).item()
+    error, norm = (pred - target).norm(), target.norm()
+    return (error**2 / norm**2 if squared else error / norm).item()
 
 
 def readout_error(

@@ -18,6 +18,7 @@ TORCH_VM_BYTES = 713 * 2**20
 # rest of a worker is shared with the fork server)
 FORKSERVER_BYTES = 290 * 2**20
 WORKER_BYTES = 45 * 2**20
+CUDA_CONTEXT_BYTES = 512 * 2**20  # one process's CUDA context (runtime, cuBLAS, cuDNN): ~0.5 GB (issue 18)
 
 CGROUP_FS = Path("/sys/fs/cgroup")  # where the cgroup file systems are mounted
 PROC_SELF = Path("/proc/self")  # this process's /proc entry (cgroup membership, VmSize)
@@ -89,8 +90,7 @@ def cgroup_headroom() -> int | None:
 
 
 def mapped_bytes() -> int:
-    """This process's address space now (VmSize), plus torch's mappings if torch is not
-    imported yet (every run imports it)."""
+    """This process's address space (VmSize), plus torch's mappings until torch is imported (every run does)."""
     size = _kb_field(PROC_SELF / "status", "VmSize") or 0
     return size if "torch" in sys.modules else size + TORCH_VM_BYTES
 
@@ -139,9 +139,6 @@ def check_fits(nbytes: float, what: str, device: str = "cpu", fraction: float = 
         )
 
 
-CUDA_CONTEXT_BYTES = 512 * 2**20  # one process's CUDA context (runtime, cuBLAS, cuDNN): ~0.5 GB (issue 18)
-
-
 def pool_bytes(workers: int) -> int:
     """Resident memory of a forkserver pool of ``workers`` worker processes (0: no pool)."""
     return FORKSERVER_BYTES + workers * WORKER_BYTES if workers > 0 else 0
@@ -163,9 +160,8 @@ def guard(
 
 
 def out_of_memory(exc: BaseException) -> str | None:
-    """One line for an allocation that failed anyway (``MemoryError``, or torch's
-    ``RuntimeError: ... DefaultCPUAllocator: can't allocate memory`` / CUDA out of memory),
-    naming the bound that ran out; None for any other exception."""
+    """One line naming the bound that ran out, for a failed allocation (``MemoryError``, or torch's
+    ``RuntimeError``: "can't allocate memory" / CUDA "out of memory"); None for any other exception."""
     text = str(exc)
     if not isinstance(exc, MemoryError) and not ("can't allocate memory" in text or "out of memory" in text.lower()):
         return None

@@ -63,9 +63,8 @@ def portable_pins(machine: str | None = None, flags: frozenset[str] | None = Non
 
 
 def expected_capability(mode: str, machine: str | None = None, flags: frozenset[str] | None = None) -> str | None:
-    """ATen's capability name under ``mode`` (as ``torch.backends.cpu.get_cpu_capability()``
-    reports it); None where it cannot be told from the CPU's flags (native mode off x86-64).
-    Native: torch's own test (AVX512 needs AVX-512 F, BW, VL and DQ; AVX2 needs AVX2 and FMA)."""
+    """ATen's capability name under ``mode``, as torch reports it; None where the CPU's flags cannot tell (native
+    mode off x86-64).  Native: torch's own test (AVX512 needs AVX-512 F, BW, VL and DQ; AVX2 needs AVX2 and FMA)."""
     if mode != "native":
         return portable_pins(machine, flags)["ATEN_CPU_CAPABILITY"].upper()
     if not is_x86_64(machine):
@@ -77,8 +76,7 @@ def expected_capability(mode: str, machine: str | None = None, flags: frozenset[
 
 
 def pin_environment(mode: str, environ: MutableMapping[str, str] = os.environ) -> None:
-    """Set (portable) or clear (native) the pins in ``environ``, overriding what the inherited
-    environment says, and record the mode."""
+    """Set (portable) or clear (native) the pins in ``environ``, overriding inherited values; record the mode."""
     if mode not in MODES:
         raise NumericsError(f"unknown numeric mode {mode!r}; choose from {', '.join(MODES)}")
     for name in PIN_VARS:
@@ -187,9 +185,8 @@ def _fp32_api(torch: ModuleType) -> dict:
 
 
 def precision(fast: bool | None = None) -> dict:
-    """The settings :func:`prepare_device` applies on cuda (default: as ``ATTN_CUDA_FAST`` says);
-    recorded in cache keys and JSON configs.  No torch import: the fp32 API is named as
-    ``fp32_precision`` values (torch >= 2.9) or ``allow_tf32`` flags (older)."""
+    """The settings :func:`prepare_device` applies on cuda (default: as ``ATTN_CUDA_FAST`` says), recorded in
+    cache keys and JSON configs; no torch import (fp32 settings as torch >= 2.9's ``fp32_precision`` values)."""
     fast = cuda_fast() if fast is None else fast
     return {
         "deterministic": not fast,

@@ -154,8 +154,8 @@ class Decoded:
     def __init__(self, w: Weights, enc: Encoded, tgt_t: torch.Tensor, H: int, attention: bool, keep: bool):
         T, M, B = tgt_t.shape
         E = EMBED
-        wie = w.d_wih[..., :E]  # (M, G, E): the embedding part of the cell's input weights
-        self.table = torch.baddbmm(w.d_bih.unsqueeze(1), w.emb, wie.transpose(1, 2))  # (M, V, G)
+        # (M, V, G): through the embedding part of the cell's input weights (M, G, E)
+        self.table = torch.baddbmm(w.d_bih.unsqueeze(1), w.emb, w.d_wih[..., :E].transpose(1, 2))
         gie = gather(self.table, tgt_t)  # (T, M, B, G)
         self.whh_t = w.d_whh.transpose(1, 2).contiguous()  # (M, h, G)
         self.bhh = w.d_bhh.unsqueeze(1)  # (M, 1, G)
@@ -194,11 +194,10 @@ def evaluate(
     """src, tgt_in (M, N, T) -> teacher-forced, free-running, exact accuracies (each (M,)),
     and the readout weights of free running on sequence 0 of each run (M, T, T) or None."""
     M, N, T = src.shape
-    H = hidden
     att = model == "attention"
     src_t, tgt_t = src.permute(2, 0, 1), tgt_in.permute(2, 0, 1)  # (T, M, N)
-    enc = Encoded(w, src_t, H, keep=False)
-    dec = Decoded(w, enc, tgt_t, H, att, keep=False)
+    enc = Encoded(w, src_t, hidden, keep=False)
+    dec = Decoded(w, enc, tgt_t, hidden, att, keep=False)
     forced_tok = dec.logits.argmax(-1).view(M, T, N).permute(0, 2, 1)  # (M, N, T)
     forced = (forced_tok == src).float().mean((1, 2))  # (M,)
 
@@ -214,7 +213,7 @@ def evaluate(
         gi = gather(dec.table, tok)[0]  # (M, N, G)
         if att:
             gi = torch.baddbmm(gi, c, dec.wic_t)
-        h, _, _, _ = gru(gi, h, dec.whh_t, dec.bhh, H)
+        h, _, _, _ = gru(gi, h, dec.whh_t, dec.bhh, hidden)
         if att:
             a, c = attend(h, dec.keys_t, dec.values)  # (M N, 1, T), (M, N, h)
             rows.append(a.view(M, N, T)[:, 0])  # (M, T)

@@ -141,11 +141,7 @@ def variant(
 
 
 def isa_flags(
-    cc: str,
-    mode: str | None = None,
-    machine: str | None = None,
-    flags: frozenset | None = None,
-    which: str | None = None,
+    cc: str, mode: str | None = None, machine: str = "", flags: frozenset | None = None, which: str | None = None
 ) -> list[str]:
     """The target-ISA flags of variant ``which`` (default: :func:`variant` of ``mode`` on this
     CPU, or on the one described); the fallback spelling where ``cc`` lacks the -march level."""
@@ -241,8 +237,7 @@ def _install(dir_fd: int, name: str, data: bytes) -> None:
 
 
 def _verified(dir_fd: int, name: str) -> bytes | None:
-    """The cached library's bytes if they match the SHA-256 beside them, else None (also for a symlink,
-    FIFO or oversized file)."""
+    """The cached library's bytes if they match the SHA-256 beside them; None too for a symlink, FIFO or huge file."""
     try:
         data = private.read_regular(dir_fd, name, MAX_LIBRARY_BYTES)
         record = private.read_regular(dir_fd, name + ".sha256", MAX_RECORD_BYTES)
@@ -326,9 +321,8 @@ def _load_or_build(which: str) -> tuple[ctypes.CDLL, tuple[Path | None, str]]:
 
 
 def load() -> ctypes.CDLL | None:
-    """The compiled kernel (built on first use), or None where it cannot be built or loaded
-    (:func:`load_error` says why, one warning has gone to stderr: the fast engine uses PyTorch).
-    A bad ``$ATTN_KERNEL_ISA`` raises :class:`KernelIsaError` before anything is built."""
+    """The compiled kernel (built on first use), or None where it cannot be built or loaded (one warning, then
+    the fast engine uses PyTorch; :func:`load_error` says why).  A bad ``$ATTN_KERNEL_ISA`` raises first."""
     with _lock:
         if _state.tried:
             return _state.lib

@@ -40,8 +40,7 @@ class Adam:
 
     def __init__(self, params: torch.Tensor, lr: float):
         self.p, self.lr, self.step_count = params, lr, 0
-        self.m = torch.zeros_like(params)  # (M, P)
-        self.v = torch.zeros_like(params)  # (M, P)
+        self.m, self.v = torch.zeros_like(params), torch.zeros_like(params)  # (M, P) each: the moments
 
     def step(self, grad: torch.Tensor) -> None:
         b1, b2 = 0.9, 0.999
@@ -142,8 +141,7 @@ def train_kernel(
         src = torch.randint(0, 10, (n * B, T), generator=gen)  # (n B, T)
         losses = torch.empty(n, dtype=torch.float32)  # (n,)
         ptrs = (losses.data_ptr(), off.data_ptr(), work.data_ptr())
-        rc = lib.train_steps_in(*state, done, src.data_ptr(), n, *sizes, *ptrs)
-        if rc != 0:
+        if lib.train_steps_in(*state, done, src.data_ptr(), n, *sizes, *ptrs) != 0:
             raise MemoryError(f"copy-task kernel could not allocate its work space (length {T})")
         done += n
         final = losses[-1].item()
@@ -169,8 +167,7 @@ def _evaluate_outcomes(
     forced_t, free_t, exact_t, example, diagonal_t = evaluate(w, src, tgt_in, s0.model, s0.hidden)
     forced, free, exact = forced_t.tolist(), free_t.tolist(), exact_t.tolist()
     diagonal = diagonal_t.tolist() if diagonal_t is not None else [None] * len(specs)
-    seconds = time.perf_counter() - start
-    cpu_share = (time.thread_time() - cpu) / len(specs)
+    seconds, cpu_share = time.perf_counter() - start, (time.thread_time() - cpu) / len(specs)
     return [
         RunOutcome(
             spec=spec,
@@ -259,8 +256,7 @@ def _library(backend: str, on_cpu: bool) -> ctypes.CDLL | None:
 
 
 def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[list[int]]:
-    """The runs' indices as tasks: one per run (the kernel), else the runs equal but for the seed
-    stacked; longest first so that the threads finish together."""
+    """Run indices by task: one per run (kernel) or per spec but the seed; longest first, so threads end together."""
     groups: dict[object, list[int]] = {}
     for i, spec in enumerate(specs):
         groups.setdefault(i if one_per_run else replace(spec, seed=0), []).append(i)
@@ -275,8 +271,7 @@ def _tasks(specs: list[RunSpec], one_per_run: bool) -> list[list[int]]:
 def _run_tasks(
     work: Callable[[list[int]], None], tasks: list[list[int]], n_threads: int, stop: threading.Event
 ) -> None:
-    """``work(task)`` for every task, on ``n_threads`` threads; on any error the others stop at
-    their next chunk boundary and the error goes on."""
+    """``work(task)`` for each task on ``n_threads`` threads; on an error the others stop at their next chunk."""
     if n_threads == 1:
         for task in tasks:
             if stop.is_set():
