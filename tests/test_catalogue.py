@@ -140,8 +140,7 @@ def _alpha_render():
         return [t, "a note under the table"]
 
     def figures(result, out, formats, outcomes, keep=None):
-        from attn_cli.render.figures import new_figure
-        from attn_cli.render.files import save_figure, write_csv
+        from attn_cli.render.files import new_figure, save_figure, write_csv
 
         fig, ax = new_figure()
         ax.plot([0, 1, 2], [0, 1, 0])

@@ -48,7 +48,7 @@ def test_files_and_folders_get_the_mode_open_would_give(tmp_path, umask, mask):
 
 
 def test_figures_get_the_umask_mode_too(tmp_path, umask):
-    from attn_cli.render.figures import new_figure
+    from attn_cli.render.files import new_figure
 
     umask(0o022)
     fig, ax = new_figure()

@@ -6,8 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_cli.render.figures import new_figure
-from attn_cli.render.files import save_figure, write_csv
+from attn_cli.render.files import new_figure, save_figure, write_csv
 from attn_cli.render.table import Column, Table
 
 if TYPE_CHECKING:

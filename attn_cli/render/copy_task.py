@@ -15,9 +15,9 @@ from attn_cli.published.compare import Outcome
 from attn_cli.published.copy_task import MAP_RULE, MAP_RULE_ID, METRICS, TEXT_SETTING, cell_of, check_id
 from attn_cli.published.seed_rule import FLOOR, LEVEL, interval
 from attn_cli.published.seed_rule import RULE as SEED_RULE
+from attn_cli.render import files
 from attn_cli.render.console import beside
-from attn_cli.render.figures import fill_heatmap, heatmap_frame, new_figure
-from attn_cli.render.files import save_figure, split_timing, write_csv, write_json
+from attn_cli.render.files import fill_heatmap, heatmap_frame, new_figure, save_figure, write_csv, write_json
 from attn_cli.render.table import Cell, Column, Table, Text, styled
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def figures(
     header = ["model", "length", "seeds", *(f"{m}_{s}" for m, s in stats), "free_running_published"]
     paths.append(write_csv(out / ACCURACY_CSV, rows, header=header))
     runs = {"config": result.config, "rows": result.rows, "runs": copy.deepcopy(result.runs)}
-    paths.append(write_json(out / ROWS_JSON, split_timing(runs, type(result).TIMING)))
+    paths.append(write_json(out / ROWS_JSON, files.split_timing(runs, type(result).TIMING)))
     for m in result.maps:
         map_png = out / MAP_PNG.format(length=m["length"])
         if formats:

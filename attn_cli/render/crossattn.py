@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.render.console import stdout
-from attn_cli.render.figures import heatmap, new_figure, plain_text
-from attn_cli.render.files import save_figure, write_csv
+from attn_cli.render.files import heatmap, new_figure, plain_text, save_figure, write_csv
 from attn_cli.render.table import Column, Table, styled
 
 if TYPE_CHECKING:

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 
 from attn_cli.render import exercise_tables
 from attn_cli.render.exercise_tables import titled_table, uniform_start
-from attn_cli.render.figures import heatmap, new_figure
-from attn_cli.render.files import save_figure, write_csv
+from attn_cli.render.files import heatmap, new_figure, save_figure, write_csv
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -1,5 +1,5 @@
 """JSON, CSV and figure writers on :mod:`attn_cli.io` (atomic, umask modes): an interrupted run
-never leaves a truncated file behind."""
+never leaves a truncated file behind; and the figures' shared matplotlib helpers (Agg backend, object API)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import dataclasses
 import io
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,9 @@ from attn_cli.core.numerics import stamp
 from attn_cli.io import atomic_path, write_text
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.image import AxesImage
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
@@ -31,6 +33,7 @@ def write_csv(path: str | os.PathLike, rows: Iterable[Iterable[Any]], header: It
 
 FIGURE_FORMATS = ("png", "svg", "pdf")  # what --format offers; png is the default
 DPI = 120  # every figure's PNG
+FIGURE_KEYWORDS = ("figsize", "layout")  # what new_figure gives the Figure; the rest to Figure.subplots
 
 
 def save_figure(
@@ -69,6 +72,74 @@ def save_figure(
     finally:
         fig.set_dpi(old_dpi)
     return written
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+    """``(figure, axes)`` as ``plt.subplots`` returns them, without pyplot: no backend is chosen in
+    the caller's process (a notebook keeps its own) and no figure is left open."""
+    from attn_cli.store.private import keep_matplotlib_private
+
+    keep_matplotlib_private()  # no font list or rc file from a folder others can change
+    from matplotlib.figure import Figure
+
+    fig = Figure(**{k: v for k, v in kwargs.items() if k in FIGURE_KEYWORDS})
+    return fig, fig.subplots(nrows, ncols, **{k: v for k, v in kwargs.items() if k not in FIGURE_KEYWORDS})
+
+
+def plain_text(text: str) -> str:
+    """Data as literal figure text: every ``$`` escaped (matplotlib reads ``$...$`` as mathtext)."""
+    return str(text).replace("$", r"\$")
+
+
+def heatmap(
+    ax: Axes,
+    weights: Any,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    cmap: str = "Blues",
+    annotate: bool = False,
+) -> AxesImage:
+    """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
+    im = heatmap_frame(ax, len(row_labels), len(col_labels), vmin=vmin, vmax=vmax, cmap=cmap)
+    fill_heatmap(ax, im, weights, row_labels, col_labels, annotate=annotate)
+    return im
+
+
+def heatmap_frame(
+    ax: Axes, n_rows: int, n_cols: int, *, vmin: float = 0.0, vmax: float = 1.0, cmap: str = "Blues"
+) -> AxesImage:
+    """A heatmap of this shape before its numbers: zeros on the colour scale, a tick per row and column."""
+    import numpy as np
+
+    im = ax.imshow(np.zeros((n_rows, n_cols)), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # (rows, cols)
+    ax.set_xticks(range(n_cols))
+    ax.set_yticks(range(n_rows))
+    return im
+
+
+def fill_heatmap(
+    ax: Axes,
+    im: AxesImage,
+    weights: Any,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    annotate: bool = False,
+) -> None:
+    """A :func:`heatmap_frame`'s (rows, cols) weights, tick labels and, with ``annotate``, values (2 decimals)."""
+    im.set_data(weights)
+    ax.set_xticklabels([plain_text(c) for c in col_labels])
+    ax.set_yticklabels([plain_text(r) for r in row_labels])
+    if annotate:
+        vmin, vmax = im.get_clim()
+        # centred in its cell, inside the axes: left out of the layout (the same pixels, less work)
+        centred: dict[str, Any] = {"ha": "center", "va": "center", "fontsize": 7, "in_layout": False}
+        for i, row in enumerate(weights):
+            for j, w in enumerate(row):
+                ax.text(j, i, f"{w:.2f}", color="white" if w > 0.6 * (vmax - vmin) + vmin else "black", **centred)
 
 
 def _json_default(obj: Any) -> Any:

@@ -6,8 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.render.figures import new_figure
-from attn_cli.render.files import save_figure
+from attn_cli.render.files import new_figure, save_figure
 from attn_cli.render.table import Cell, Column, Table, styled
 
 if TYPE_CHECKING:

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.render.console import CheckRow, beside, check_table, verdict
-from attn_cli.render.figures import heatmap, new_figure
-from attn_cli.render.files import save_figure, write_csv
+from attn_cli.render.files import heatmap, new_figure, save_figure, write_csv
 from attn_cli.render.table import Cell, Column, Table, styled
 
 if TYPE_CHECKING:

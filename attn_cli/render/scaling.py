@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.render.console import beside
-from attn_cli.render.figures import new_figure
-from attn_cli.render.files import save_figure, write_csv
+from attn_cli.render.files import new_figure, save_figure, write_csv
 from attn_cli.render.table import Block, Cell, Table, styled
 from attn_cli.units import human_bytes, text_memory
 

@@ -11,8 +11,7 @@ from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's 
 from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
 from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
 from attn_cli.render.console import beside
-from attn_cli.render.figures import new_figure
-from attn_cli.render.files import save_figure, write_csv
+from attn_cli.render.files import new_figure, save_figure, write_csv
 from attn_cli.render.table import Block, Cell, Column, Table, styled
 
 if TYPE_CHECKING:
