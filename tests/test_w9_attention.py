@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ from attn_cli.experiments import scaling as scaling_exp
 from attn_cli.experiments import sqrt_dk as sqrt_dk_exp
 from attn_cli.published import all_checks
 from attn_cli.published.compare import compare_result
+from attn_cli.published.settings import sqrt_dk_text_draws
 from attn_cli.published.w9_attention import CHECKS, MASKS_CAUSAL, SCALING
 from tests.conftest import assert_png, assert_user_error, run_attn, run_json
 
@@ -101,7 +103,7 @@ def test_sqrt_dk_table_shows_published_beside(sqrt_dk_result):
     ],
 )
 def test_sqrt_dk_text_draws(dims, trials, expected):
-    assert sqrt_dk_exp.text_draws(sqrt_dk_exp.Config(d_k=dims, trials=trials)) == expected
+    assert sqrt_dk_text_draws(dataclasses.asdict(sqrt_dk_exp.Config(d_k=dims, trials=trials))) == expected
 
 
 def test_sqrt_dk_quick_is_not_compared():

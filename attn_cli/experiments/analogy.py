@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.errors import AttnError
@@ -88,8 +86,7 @@ class Space:
     index: dict[str, int]
     E: Any  # numpy array
 
-    def vector(self, word: str) -> np.ndarray:
-        check_words(self.vocab, [word])
+    def vector(self, word: str) -> np.ndarray:  # a known word (run checks the user's)
         return self.E[self.index[word]]
 
     def similarity(self, a: str, b: str) -> float:
@@ -116,14 +113,6 @@ def corpus(config: Config) -> list[list[str]]:
 
 def vocabulary(config: Config = Config()) -> list[str]:
     return sorted({w for s in corpus(config) for w in s})
-
-
-def check_words(vocab: list[str], words: Iterable[str]) -> None:
-    """AttnError naming the unknown words and listing the vocabulary."""
-    unknown = [w for w in words if w not in vocab]
-    if unknown:
-        listed = ", ".join(repr(w if len(w) <= 40 else w[:40] + "...") for w in unknown)
-        raise AttnError(f"unknown word{'s' if len(unknown) > 1 else ''} {listed}; the vocabulary is: {' '.join(vocab)}")
 
 
 def build_space(config: Config) -> Space:
@@ -154,8 +143,7 @@ def build_space(config: Config) -> Space:
 
 def estimate_bytes(config: Config) -> int:
     """About eight float64 V x V matrices (counts, PPMI, temporaries, the SVD's U), V the vocabulary."""
-    v = len(vocabulary(config))
-    return 8 * 8 * v * v
+    return 8 * 8 * len(vocabulary(config)) ** 2
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
@@ -163,7 +151,10 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     vocab = vocabulary(config)
     guard(estimate_bytes(config), f"analogy over a vocabulary of {len(vocab)} words", config.device)
-    check_words(vocab, [*config.query, config.nearest_word])
+    unknown = [w for w in (*config.query, config.nearest_word) if w not in vocab]  # named, with the vocabulary
+    if unknown:
+        listed = ", ".join(repr(w if len(w) <= 40 else w[:40] + "...") for w in unknown)
+        raise AttnError(f"unknown word{'s' if len(unknown) > 1 else ''} {listed}; the vocabulary is: {' '.join(vocab)}")
     for name, n in (("--top", config.nearest_top), ("analogy_top", config.analogy_top)):
         if n > len(vocab):
             raise AttnError(f"{name} must be at most the vocabulary size {len(vocab)}, got {n}")
@@ -180,7 +171,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         space.vector(config.nearest_word), config.nearest_top, skip=(config.nearest_word,)
     )
     return Result(
-        config=dataclasses.asdict(config),
+        config=asdict(config),
         vocab=vocab,
         similarities={f"{a}~{b}": space.similarity(a, b) for a, b in PAIRS},
         analogy=analogy,

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
 from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
@@ -86,29 +85,23 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     guard(estimate_bytes(config), f"embeddings with --d-model {config.d_model}", config.device)
-
     dev = torch.device(config.device)
 
     # --- 1.1: one-hot vectors and the embedding table
     torch.manual_seed(config.seed)
     idx = {w: i for i, w in enumerate(ONEHOT_VOCAB)}
     onehot = torch.eye(len(ONEHOT_VOCAB), device=dev)  # (V, V)
-    king_queen = (onehot[idx["king"]] @ onehot[idx["queen"]]).item()
-    king_apple = (onehot[idx["king"]] @ onehot[idx["apple"]]).item()
     emb = nn.Embedding(len(ONEHOT_VOCAB), config.onehot_embed_dim).to(dev)  # drawn on CPU, then moved
     ids = torch.tensor([idx["king"], idx["apple"]], device=dev)
     with torch.no_grad():
         lookup = emb(ids)  # (2, d): a table lookup ...
         matmul = onehot[ids] @ emb.weight  # (2, d): ... equals one-hot times the weight matrix
-    lookup_equals = bool(torch.allclose(lookup, matmul))
 
     # --- 1.3: one untrained self-attention layer
     torch.manual_seed(config.seed)
     d = config.d_model
-    E = {w: torch.randn(d) for w in CONTEXT_VOCAB}  # one fixed vector per word, vocabulary order
-    Wq, Wk, Wv = (torch.randn(d, d) * config.weight_scale for _ in range(3))
-    E = {w: v.to(dev) for w, v in E.items()}
-    Wq, Wk, Wv = Wq.to(dev), Wk.to(dev), Wv.to(dev)
+    E = {w: torch.randn(d).to(dev) for w in CONTEXT_VOCAB}  # one fixed vector per word, vocabulary order
+    Wq, Wk, Wv = ((torch.randn(d, d) * config.weight_scale).to(dev) for _ in range(3))
 
     tokens = [s.split() for s in SENTENCES]
     outputs, weights = [], []
@@ -117,17 +110,16 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         out, w = scaled_dot_product_attention(x @ Wq, x @ Wk, x @ Wv)  # (n, d), (n, n)
         outputs.append(out[sentence.index(WORD)])
         weights.append(w.cpu().tolist())
-    distance = (outputs[0] - outputs[1]).norm().item()
 
     return Result(
-        config=dataclasses.asdict(config),
-        onehot_king_queen=king_queen,
-        onehot_king_apple=king_apple,
-        lookup_equals_matmul=lookup_equals,
+        config=asdict(config),
+        onehot_king_queen=(onehot[idx["king"]] @ onehot[idx["queen"]]).item(),
+        onehot_king_apple=(onehot[idx["king"]] @ onehot[idx["apple"]]).item(),
+        lookup_equals_matmul=bool(torch.allclose(lookup, matmul)),
         parameters=config.vocab_size * config.embed_dim,
         tokens=tokens,
         static_bank=E[WORD].cpu().tolist(),
         bank_outputs=[o.cpu().tolist() for o in outputs],
-        distance=distance,
+        distance=(outputs[0] - outputs[1]).norm().item(),
         weights=weights,
     )

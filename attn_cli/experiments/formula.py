@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
@@ -76,9 +75,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     dev = torch.device(config.device)
 
     # 3.1: the worked example in float64
-    Q = torch.tensor(WORKED_Q, dtype=torch.float64, device=dev)  # (1, 2)
-    K = torch.tensor(WORKED_K, dtype=torch.float64, device=dev)  # (3, 2)
-    V = torch.tensor(WORKED_V, dtype=torch.float64, device=dev)  # (3, 1)
+    Q, K, V = (torch.tensor(t, dtype=torch.float64, device=dev) for t in (WORKED_Q, WORKED_K, WORKED_V))
     scores = Q @ K.T / math.sqrt(K.shape[1])  # (1, 3)
     out, w = scaled_dot_product_attention(Q, K, V)  # (1, 1), (1, 3)
     s = 1 / math.sqrt(2)
@@ -88,8 +85,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     # 3.2: random Q, K, V drawn on the CPU
     n_q, n_k, d_k, d_v = config.n_q, config.n_k, config.d_k, config.d_v
     torch.manual_seed(config.seed)
-    Qr, Kr, Vr = torch.randn(n_q, d_k), torch.randn(n_k, d_k), torch.randn(n_k, d_v)  # in this order
-    Qr, Kr, Vr = Qr.to(dev), Kr.to(dev), Vr.to(dev)
+    Qr, Kr, Vr = (torch.randn(*shape).to(dev) for shape in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))  # in this order
     s_r = Qr @ Kr.T / d_k**0.5  # (n_q, n_k): how well each query matches each key
     o_r, w_r = scaled_dot_product_attention(Qr, Kr, Vr)  # (n_q, d_v), (n_q, n_k): the core
     w_text = torch.softmax(s_r, dim=-1)  # the text's explicit formula, for comparison
@@ -97,7 +93,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     o_sdpa = F.scaled_dot_product_attention(Qr, Kr, Vr)
     inside = ((o_r >= Vr.min(0).values - 1e-6) & (o_r <= Vr.max(0).values + 1e-6)).all()
     return Result(
-        config=dataclasses.asdict(config),
+        config=asdict(config),
         scores=scores[0].cpu().tolist(),
         weights=weights,
         weights_sum=w.sum().item(),

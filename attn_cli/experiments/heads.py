@@ -5,20 +5,15 @@ its shapes, and 4 d^2 parameters counted on concrete layers)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attn_cli.errors import AttnError
 from attn_cli.experiments import ProgressCallback, QuickConfig
-
-if TYPE_CHECKING:
-    from torch import Tensor, nn
 
 ARTIFACTS = ("w9-heads", "d2l-mha-shape", "d2l-mha-params", "d2l-fig-10.3.2")
 FIGURES = ("heads_layout.png",)
 ENGINES: tuple[str, ...] = ()
 SLOW, CACHED = False, False  # instant
-
-MAX_WIDTH = 8192  # d_model / d2l_d_model beyond this would allocate gigabytes for a count
 
 
 @dataclass(frozen=True)
@@ -46,10 +41,8 @@ class Result:
         for row in self.w9_params:
             out[f"w9-heads.params.{row['heads']}"] = row["params"]
             out[f"w9-heads.head_size.{row['heads']}"] = row["head_size"]
-        for row in self.d2l_params:
-            out[f"d2l-mha-params.{row['heads']}"] = row["params"]
-        if self.layout:
-            lay = self.layout
+        out.update({f"d2l-mha-params.{row['heads']}": row["params"] for row in self.d2l_params})
+        if lay := self.layout:
             out["d2l-fig-10.3.2.layout"] = (
                 lay["h"] * lay["p"] == lay["d"] and lay["params_drawn"] == lay["params_layer"]
             )
@@ -64,24 +57,29 @@ def estimate_bytes(config: Config) -> int:
 
 
 def validate(config: Config) -> None:
+    """Each head count divides its width (both in range already: the options' types)."""
     widths = (("--d-model", config.d_model), ("--d2l-d-model", config.d2l_d_model))
-    for name, width in widths:
-        if not 1 <= width <= MAX_WIDTH:
-            raise AttnError(f"{name} must be between 1 and {MAX_WIDTH}, got {width}")
     checks = [(h, name, width) for h in config.heads for name, width in widths]
     checks.append((config.layout_heads, "--d-model", config.d_model))
     for h, name, width in checks:
-        if h < 1:
-            raise AttnError(f"head counts must be at least 1, got {h}")
         if width % h:
             raise AttnError(f"{h} heads do not divide {name} {width} (head size = width / heads)")
 
 
-def handwritten_multihead(mha: nn.MultiheadAttention, x: Tensor) -> Tensor:
-    """W9 5.1 by hand: one projection each, slice per head, softmax, concatenate, W_O; x: (1, n, d) -> (n, d)."""
+def _w9_block(config: Config) -> dict[str, Any]:
+    """W9 5.1: the text's block, draws in its order, by hand and by ``nn.MultiheadAttention``; then its
+    parameter table at d_model."""
     import torch
+    from torch import nn
 
-    d, h = mha.embed_dim, mha.num_heads
+    from attn_cli.core.attention import count_parameters
+
+    dev = config.device
+    torch.manual_seed(config.seed)
+    d, h, n = 8, 2, 5
+    mha = nn.MultiheadAttention(d, h, batch_first=True).to(dev)
+    x = torch.randn(1, n, d).to(dev)
+    # by hand: one projection each, slice per head, softmax, concatenate, W_O
     dk = d // h  # each head works in a d/h dimensional subspace
     Wq, Wk, Wv = mha.in_proj_weight.chunk(3, 0)
     bq, bk, bv = mha.in_proj_bias.chunk(3, 0)
@@ -92,23 +90,7 @@ def handwritten_multihead(mha: nn.MultiheadAttention, x: Tensor) -> Tensor:
         w = torch.softmax(Q[:, sl] @ K[:, sl].T / dk**0.5, -1)  # (n, n): this head's pattern
         heads.append(w @ V[:, sl])  # (n, dk)
     concat = torch.cat(heads, dim=-1)  # (n, d): concatenate, not average
-    return concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
-
-
-def _w9_block(config: Config) -> dict[str, Any]:
-    """W9 5.1: the text's block, draws in its order; then its parameter table at d_model."""
-    import torch
-    from torch import nn
-
-    from attn_cli.core.attention import count_parameters
-
-    dev = config.device
-    torch.manual_seed(config.seed)
-    d, h, n = 8, 2, 5
-    mha = nn.MultiheadAttention(d, h, batch_first=True)
-    x = torch.randn(1, n, d)
-    mha, x = mha.to(dev), x.to(dev)
-    mine = handwritten_multihead(mha, x)
+    mine = concat @ mha.out_proj.weight.T + mha.out_proj.bias  # (n, d)
     theirs = mha(x, x, x)[0][0]
     matches = bool(torch.allclose(mine, theirs, atol=1e-5))
     max_diff = float((mine - theirs).abs().max())
@@ -128,7 +110,6 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.attention import MultiHeadAttention, count_parameters
     from attn_cli.core.memory import guard
 
-    validate(config)
     what = f"heads with --d-model {config.d_model} --d2l-d-model {config.d2l_d_model}"
     guard(estimate_bytes(config), what, config.device)
     dev = config.device

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
-
-if TYPE_CHECKING:
-    from torch import Tensor
 
 ARTIFACTS = ("w9-masks",)
 FIGURES = ("masks.png",)
@@ -83,15 +79,15 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     pad_weights = masked_softmax(scores, ~is_pad[None, :])  # (n, n)
     text_pad = torch.softmax(scores.masked_fill(is_pad[None, :], float("-inf")), -1)
 
-    def attend(tokens: Tensor, keep: Tensor | None) -> Tensor:  # no projections: softmax(x x^T / sqrt(d)) x
-        return scaled_dot_product_attention(tokens, tokens, tokens, mask=keep)[0]  # (n, d)
+    def attend(tokens: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:  # softmax(x x^T / sqrt(d)) x
+        return scaled_dot_product_attention(tokens, tokens, tokens, mask=keep)[0]  # (n, d): no projections
 
     past = slice(0, config.changed_from)
     with_mask = (attend(x, keep_causal)[past], attend(x2, keep_causal)[past])
     without = (attend(x, None)[past], attend(x2, None)[past])
 
     return Result(
-        config=dataclasses.asdict(config),
+        config=asdict(config),
         positions=list(range(n)),
         causal_weights=weights.cpu().tolist(),
         # rounded as the text does (numpy float32 .round(2)), then the float repr tidied

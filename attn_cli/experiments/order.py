@@ -5,14 +5,10 @@ the same output; a distinct vector per position tells them apart.  Draws on the 
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 from attn_cli.experiments import MeasuredResult, ProgressCallback, QuickConfig
-
-if TYPE_CHECKING:
-    from torch import Tensor
 
 ARTIFACTS = ("w9-order",)
 FIGURES = ()
@@ -65,19 +61,16 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.core.memory import guard
 
     guard(estimate_bytes(config), f"order with --d-model {config.d_model}", config.device)
-
     if len(config.words) != 3 or len(set(config.words)) != 3:
         raise ValueError(f"words must be three distinct words, got {config.words}")
     dev = torch.device(config.device)
     d = config.d_model
     torch.manual_seed(config.seed)
-    emb = {w: torch.randn(d) for w in config.words}
-    Wq, Wk, Wv = (torch.randn(d, d) * config.weight_scale for _ in range(3))
-    pos = torch.randn(3, d)  # any distinct vector per position will do
-    emb = {w: v.to(dev) for w, v in emb.items()}
-    Wq, Wk, Wv, pos = Wq.to(dev), Wk.to(dev), Wv.to(dev), pos.to(dev)
+    emb = {w: torch.randn(d).to(dev) for w in config.words}
+    Wq, Wk, Wv = ((torch.randn(d, d) * config.weight_scale).to(dev) for _ in range(3))
+    pos = torch.randn(3, d).to(dev)  # any distinct vector per position will do
 
-    def self_attention(x: Tensor) -> Tensor:  # x: (n, d) -> (n, d)
+    def self_attention(x: torch.Tensor) -> torch.Tensor:  # x: (n, d) -> (n, d)
         return scaled_dot_product_attention(x @ Wq, x @ Wk, x @ Wv)[0]
 
     sentence_a = list(config.words)
@@ -86,7 +79,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     oa, ob = self_attention(a)[1], self_attention(b)[1]
     oa2, ob2 = self_attention(a + pos)[1], self_attention(b + pos)[1]
     return Result(
-        config=dataclasses.asdict(config),
+        config=asdict(config),
         sentence_a=sentence_a,
         sentence_b=sentence_b,
         word=sentence_a[1],

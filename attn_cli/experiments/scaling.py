@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from attn_cli.experiments import ProgressCallback, ProgressEvent
@@ -51,10 +51,6 @@ class Config:
         device = overrides.get("device", "cpu")
         return cls(**{"measure_lengths": QUICK_MEASURE_LENGTHS[device], "repeats": 2, **overrides})
 
-    @classmethod
-    def default_measure_lengths(cls, device: str, quick: bool) -> tuple[int, ...]:
-        return (QUICK_MEASURE_LENGTHS if quick else MEASURE_LENGTHS)[device]
-
 
 @dataclass
 class FormulaRow:
@@ -97,12 +93,8 @@ class Result:
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value, every length (only the text's have checks)."""
-        out: dict[str, Any] = {}
-        for r in self.formula:
-            out[f"w9-scaling.{r.n}.entries"] = r.entries
-            out[f"w9-scaling.{r.n}.memory"] = r.memory_bytes
-            out[f"w9-scaling.{r.n}.operations"] = r.operations
-        return out
+        names = (("entries", "entries"), ("memory", "memory_bytes"), ("operations", "operations"))
+        return {f"w9-scaling.{r.n}.{name}": getattr(r, attr) for r in self.formula for name, attr in names}
 
 
 def fit_exponent(ns: Iterable[float], times: Iterable[float]) -> float | None:
@@ -147,7 +139,9 @@ def check_measurable(config: Config) -> list[tuple[int, str]]:
     return dropped
 
 
-def _measure_one(n: int, config: Config, gen: Generator, on_pass: Callable[[], None] | None) -> MeasuredRow:
+def _measure_one(
+    n: int, config: Config, gen: Generator, progress: ProgressCallback, done: int, total: int
+) -> MeasuredRow:
     import statistics
     import time
 
@@ -169,7 +163,7 @@ def _measure_one(n: int, config: Config, gen: Generator, on_pass: Callable[[], N
     times = []
     peak = 0
     with torch.no_grad():
-        for _ in range(config.repeats):
+        for i in range(config.repeats):
             sync()
             t0 = time.perf_counter()
             out, weights = scaled_dot_product_attention(q, k, v)  # (1, n, d), (1, n, n)
@@ -178,8 +172,8 @@ def _measure_one(n: int, config: Config, gen: Generator, on_pass: Callable[[], N
             if not cuda:  # estimate: inputs + scores (same size as weights) + weights + output
                 peak = max(peak, q.nbytes + k.nbytes + v.nbytes + 2 * weights.nbytes + out.nbytes)
             del out, weights
-            if on_pass is not None:
-                on_pass()
+            if progress is not None:
+                progress(ProgressEvent(done + i + 1, total))
     if cuda:
         peak = torch.cuda.max_memory_allocated() - base + q.nbytes + k.nbytes + v.nbytes
     best, ops = min(times), n * n * d
@@ -192,7 +186,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     """Formula table, plus the measurement when ``config.measure``; ``progress`` hears after each timed pass."""
     mem = [BYTES_PER_FLOAT * n * n for n in config.lengths]  # float32 bytes of each n x n score matrix
     rows = [FormulaRow(n, n * n, b, text_memory(b), n * n * config.d_model) for n, b in zip(config.lengths, mem)]
-    result = Result(config=dataclasses.asdict(config), formula=rows)
+    result = Result(config=asdict(config), formula=rows)
     if not config.measure:  # the formula table is arithmetic on Python ints: nothing to allocate
         return result
     dropped = check_measurable(config)  # every n checked up front, before the first pass (a GPU drops what won't fit)
@@ -210,22 +204,13 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     result.device_name = torch.cuda.get_device_name() if cuda else "cpu"
     result.threads = torch.get_num_threads()
     result.cpu_count = os.cpu_count() or 0
-    try:
+    with contextlib.suppress(AttributeError, OSError):  # no load average on this platform
         result.load_average = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        pass
     gen = torch.Generator().manual_seed(config.seed)
-    total = (len(config.measure_lengths) - len(dropped)) * config.repeats
-    done = 0
-
-    def on_pass() -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(ProgressEvent(done, total))
-
     left_out = {n for n, _ in dropped}
-    for n in [n for n in sorted(config.measure_lengths) if n not in left_out]:
-        result.measured_rows.append(_measure_one(n, config, gen, on_pass))
+    lengths = [n for n in sorted(config.measure_lengths) if n not in left_out]
+    for i, n in enumerate(lengths):
+        row = _measure_one(n, config, gen, progress, i * config.repeats, len(lengths) * config.repeats)
+        result.measured_rows.append(row)
     result.exponent = fit_exponent([r.n for r in result.measured_rows], [r.time_s for r in result.measured_rows])
     return result

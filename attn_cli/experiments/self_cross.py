@@ -57,10 +57,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         # W9 4.1, draws in the text's order: the layer, then encoder_out, then decoder_in
         torch.manual_seed(config.seed)
         d, heads = 8, 2
-        mha = nn.MultiheadAttention(d, heads, batch_first=True)
-        encoder_out = torch.randn(1, 6, d)  # 6 source tokens
-        decoder_in = torch.randn(1, 4, d)  # 4 target tokens produced so far
-        mha, encoder_out, decoder_in = mha.to(dev), encoder_out.to(dev), decoder_in.to(dev)
+        mha = nn.MultiheadAttention(d, heads, batch_first=True).to(dev)
+        encoder_out = torch.randn(1, 6, d).to(dev)  # 6 source tokens
+        decoder_in = torch.randn(1, 4, d).to(dev)  # 4 target tokens produced so far
         s_out, s_w = mha(encoder_out, encoder_out, encoder_out, average_attn_weights=True)
         c_out, c_w = mha(decoder_in, encoder_out, encoder_out, average_attn_weights=True)
 

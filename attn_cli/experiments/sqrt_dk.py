@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
 
 from attn_cli.experiments import ProgressCallback, ProgressEvent, QuickConfig
-from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
-from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
-from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
-from attn_cli.published.settings import sqrt_dk_text_draws
-
-if TYPE_CHECKING:
-    from torch import Tensor
+from attn_cli.published.settings import SQRT_DK_DIMS, SQRT_DK_N_KEYS, SQRT_DK_TRIALS, sqrt_dk_text_draws
 
 ARTIFACTS = ("w9-sqrt-dk", "w9-sqrt-dk-plot")
 FIGURES = ("sqrt_dk.png",)
@@ -26,9 +19,9 @@ STATS = ("std", "std_scaled", "max_weight_unscaled", "max_weight_scaled", "grad_
 
 @dataclass(frozen=True)
 class Config(QuickConfig):
-    d_k: tuple[int, ...] = TEXT_DIMS  # key dimensions d_k, drawn in this order
-    trials: int = TEXT_TRIALS  # independent (query, key set) pairs per d_k
-    n_keys: int = TEXT_N_KEYS  # keys per query: the softmax runs over this many logits
+    d_k: tuple[int, ...] = SQRT_DK_DIMS  # key dimensions d_k, drawn in this order (the text's)
+    trials: int = SQRT_DK_TRIALS  # independent (query, key set) pairs per d_k
+    n_keys: int = SQRT_DK_N_KEYS  # keys per query: the softmax runs over this many logits
 
     QUICK: ClassVar[dict[str, Any]] = {"trials": QUICK_TRIALS}  # 10x fewer trials
 
@@ -52,10 +45,7 @@ class Result:
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value, every row (published.compare decides which apply)."""
-        out: dict[str, Any] = {}
-        for r in self.rows:
-            for name in STATS:
-                out[f"w9-sqrt-dk.{r.d_k}.{name}"] = getattr(r, name)
+        out: dict[str, Any] = {f"w9-sqrt-dk.{r.d_k}.{name}": getattr(r, name) for r in self.rows for name in STATS}
         if self.rows:
             out["w9-sqrt-dk-plot.curves"] = curves_as_described(self.rows)
         return out
@@ -73,22 +63,6 @@ def curves_as_described(rows: list[Row]) -> bool:
         and max(weight_scaled) - min(weight_scaled) < 0.03
         and max(grad_scaled) - min(grad_scaled) < 0.001
     )
-
-
-def text_draws(config: Config) -> list[bool]:
-    """Per d_k: are the random draws for this row identical to the text's? (published decides)"""
-    return sqrt_dk_text_draws(dataclasses.asdict(config))
-
-
-def _softmax_stats(logits: Tensor) -> tuple[float, float]:
-    """(mean max weight, mean gradient norm of the first weight) for logits (trials, n_keys)."""
-    import torch
-
-    s = logits.detach().clone().requires_grad_()  # (trials, n_keys)
-    w = torch.softmax(s, -1)  # (trials, n_keys)
-    w[:, 0].sum().backward()  # how strongly does the first logit move the first weight?
-    assert s.grad is not None  # backward() filled it
-    return w.max(-1).values.mean().item(), s.grad.norm(dim=-1).mean().item()
 
 
 def validate_result(result: Result, config: Config) -> None:
@@ -115,7 +89,15 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     guard(estimate_bytes(config), what, config.device)  # draws are made on the CPU, then moved
 
     gen = torch.Generator().manual_seed(config.seed)  # same stream as torch.manual_seed(seed)
-    same = text_draws(config)
+    same = sqrt_dk_text_draws(asdict(config))  # per d_k: are this row's draws the text's? (published decides)
+
+    def softmax_stats(logits: torch.Tensor) -> tuple[float, float]:  # (mean max weight, mean |d w_0 / d logits|)
+        s = logits.detach().clone().requires_grad_()  # (trials, n_keys)
+        w = torch.softmax(s, -1)  # (trials, n_keys)
+        w[:, 0].sum().backward()  # how strongly does the first logit move the first weight?
+        assert s.grad is not None  # backward() filled it
+        return w.max(-1).values.mean().item(), s.grad.norm(dim=-1).mean().item()
+
     rows = []
     for i, d in enumerate(config.d_k):
         q = torch.randn(config.trials, 1, d, generator=gen).to(config.device)  # (trials, 1, d_k)
@@ -123,9 +105,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         raw = (q @ k.transpose(1, 2)).squeeze(1)  # (trials, n_keys)
         del q, k
         scaled = raw / d**0.5  # (trials, n_keys)
-        (mw_raw, g_raw), (mw_scaled, g_scaled) = _softmax_stats(raw), _softmax_stats(scaled)
+        (mw_raw, g_raw), (mw_scaled, g_scaled) = softmax_stats(raw), softmax_stats(scaled)
         rows.append(Row(d, raw.std().item(), scaled.std().item(), mw_raw, mw_scaled, g_raw, g_scaled, same[i]))
         del raw, scaled
         if progress is not None:
             progress(ProgressEvent(i + 1, len(config.d_k), f"d_k={d}"))
-    return Result(config=dataclasses.asdict(config), rows=rows)
+    return Result(config=asdict(config), rows=rows)

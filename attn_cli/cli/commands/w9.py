@@ -204,7 +204,7 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
     from attn_cli.experiments import scaling as exp
 
     given = lengths or None
-    measured = given or exp.Config.default_measure_lengths(common.device, common.quick)
+    measured = given or (exp.QUICK_MEASURE_LENGTHS if common.quick else exp.MEASURE_LENGTHS)[common.device]
     config = config_of(
         exp, common, d_model=d_model, measure=measure, lengths=given, measure_lengths=measured, repeats=repeats
     )
