@@ -31,9 +31,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
     )
     for row in result.one_head:
         a, b, e = row["a"], row["b"], row["error"]
-        one.add_row(
-            f"({a:.1f}, {b:.1f})", published(f"d2l-copy-both-one-head.{a:.1f}", "{:.3f}"), f"{e:.3f}", f"{e:.6f}"
-        )
+        pub = published(f"d2l-copy-both-one-head.{a:.1f}", "{:.3f}")
+        one.add_row(f"({a:.1f}, {b:.1f})", pub, f"{e:.3f}", f"{e:.6f}")
     theory = o["d2l-copy-both-one-head.theory"].published  # an identity: shown whatever the data
     one.add_row("theory sqrt(1/2)", f"{theory:.3f}", f"{result.theory:.3f}", f"{result.theory:.6f}")
     two = Table(

@@ -38,7 +38,6 @@ TITLES = {**HEADERS, "exact": "whole sequence exact"}  # the seeds figure's pane
 MODEL_LABELS = {"attention": "attention", "plain": "plain (Week 8)"}
 LABELS = {"attention": "attention (W9 2.3)", "plain": "plain encoder-decoder (Week 8)"}
 SEED_LABELS = {**LABELS, "plain": "plain (Week 8)"}
-RUN_COLUMNS = ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal")
 INTERVAL_FIELDS = ("n", "mean", "half_width", "low", "high")  # of Interval.record(), in the seeds CSV
 CSV_HEADER = ("model", "length", "metric", "seed", "engine", "value", *INTERVAL_FIELDS, "published", "status")
 # a published value's marker (its edge: the model's colour in the accuracy plot, black in the seeds figure)
@@ -168,9 +167,9 @@ def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> Text:
 
 
 def _runs_table(result: Result) -> Table:
-    table = Table(title="runs (one per model, length and seed)")
-    for name in (*RUN_COLUMNS, "final loss", "seconds"):
-        table.add_column(name, justify="left" if name in ("model", "engine") else "right")
+    names = ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal", "final loss")
+    columns = [Column(name, "left" if name in ("model", "engine") else "right") for name in (*names, "seconds")]
+    table = Table(title="runs (one per model, length and seed)", columns=columns)
     for row, run in zip(result.rows, result.runs):
         diagonal = "" if row["diagonal"] is None else f"{row['diagonal']:.3f}"  # None: plain model
         seconds = "cached" if run["cached"] else f"{run['seconds']:.1f}"
@@ -184,7 +183,6 @@ def figures(
 ) -> list[Path]:
     """Write the accuracy plot and one attention map per length, each with its numbers beside;
     for several seeds per cell also their distribution (``copy_task_seeds.png`` and ``.csv``)."""
-    out = Path(out)
     paths = _accuracy_figure(result, outcomes, out / ACCURACY_PNG, formats, keep) if formats else []
     stats = [(m, s) for m in METRICS for s in ("mean", "std")]
     rows = []
@@ -281,22 +279,13 @@ def samples(result: Any, outcomes: Mapping[str, Any]) -> list[dict]:
             rows = [r for r in result.rows if r["model"] == model and r["length"] == length]
             if not rows:
                 continue
+            runs = {"seeds": [r["seed"] for r in rows], "engines": [r["engine"] for r in rows]}
             for metric in METRICS:
                 values = [float(r[metric]) for r in rows]
                 found = outcomes.get(check_id(model, length, metric))
-                out.append(
-                    {
-                        "model": model,
-                        "length": length,
-                        "metric": metric,
-                        "seeds": [r["seed"] for r in rows],
-                        "engines": [r["engine"] for r in rows],
-                        "values": values,
-                        "interval": interval(values).record(),
-                        "published": None if found is None else found.published,
-                        "status": None if found is None else found.status,
-                    }
-                )
+                published, status = (found.published, found.status) if found else (None, None)
+                cell = {"model": model, "length": length, "metric": metric, **runs, "values": values}
+                out.append({**cell, "interval": interval(values).record(), "published": published, "status": status})
     return out
 
 
@@ -323,9 +312,7 @@ def _seed_cell(ax: Axes, e: dict, x: float, step: float, colour: str) -> None:
         ax.plot([x], [e["published"]], markersize=8, markeredgewidth=1.4, zorder=4, **SEED_MARKER)
 
 
-def _seeds_figure(
-    entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], keep: list | None = None
-) -> list[Path]:
+def _seeds_figure(entries: list[dict], cfg: dict, path: Path, formats: Sequence[str], keep: list | None) -> list[Path]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 

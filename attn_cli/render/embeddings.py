@@ -26,43 +26,36 @@ def tables(result: Result, outcomes: Mapping) -> list:
     o, r, cfg, word = outcomes, result, result.config, result.WORD
     names = [" ".join(t) for t in r.tokens]
     comma, three = "{:,}".format, "{:.3f}".format
-    onehot = [  # (quantity, regenerated, check ID, how the published value is shown)
-        ("one-hot king . queen", repr(r.onehot_king_queen), "w9-onehot.king.queen", repr),
-        ("one-hot king . apple", repr(r.onehot_king_apple), "w9-onehot.king.apple", repr),
-        (
-            "embedding lookup equals one-hot @ weight matrix",
-            str(r.lookup_equals_matmul),
-            "w9-onehot.lookup_equals_matmul",
-            repr,
-        ),
-        (
-            f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table",
-            comma(r.parameters),
-            "w9-onehot.parameters",
-            comma,
-        ),
-        ("dimensions of a one-hot vector", comma(cfg["vocab_size"]), "w9-onehot.onehot_dims", comma),
+    onehot = [  # (quantity, regenerated, check ID after the artifact's, how the published value is shown)
+        ("one-hot king . queen", repr(r.onehot_king_queen), "king.queen", repr),
+        ("one-hot king . apple", repr(r.onehot_king_apple), "king.apple", repr),
+        ("embedding lookup equals one-hot @ weight matrix", str(r.lookup_equals_matmul), "lookup_equals_matmul", repr),
+        (f"parameters of a {cfg['vocab_size']:,} x {cfg['embed_dim']} table", comma(r.parameters), "parameters", comma),
+        ("dimensions of a one-hot vector", comma(cfg["vocab_size"]), "onehot_dims", comma),
     ]
     contextual = [
-        (f"static embedding of '{word}'", vec(r.static_bank), "w9-contextual.static_bank", vec),
-        (f"output for '{word}' in '{names[0]}'", vec(r.bank_outputs[0]), "w9-contextual.river_bank", vec),
-        (f"output for '{word}' in '{names[1]}'", vec(r.bank_outputs[1]), "w9-contextual.money_bank", vec),
-        ("distance between the two contextual vectors", three(r.distance), "w9-contextual.distance", three),
+        (f"static embedding of '{word}'", vec(r.static_bank), "static_bank", vec),
+        (f"output for '{word}' in '{names[0]}'", vec(r.bank_outputs[0]), "river_bank", vec),
+        (f"output for '{word}' in '{names[1]}'", vec(r.bank_outputs[1]), "money_bank", vec),
+        ("distance between the two contextual vectors", three(r.distance), "distance", three),
     ]
 
-    def table(title: str, rows: list, caption: str) -> Table:
-        checked = [(q, regenerated, show(o[cid].published), verdict(o[cid])) for q, regenerated, cid, show in rows]
-        return check_table(title, checked, caption=caption + not_text_caption(o[cid] for _, _, cid, _ in rows))
+    def table(title: str, artifact: str, rows: list, caption: str) -> Table:
+        found = [o[f"{artifact}.{name}"] for _, _, name, _ in rows]
+        checked = [(q, regenerated, show(x.published), verdict(x)) for (q, regenerated, _, show), x in zip(rows, found)]
+        return check_table(title, checked, caption=caption + not_text_caption(found))
 
     return [
         table(
             "W9 1.1  one-hot vectors know nothing; an embedding is a lookup table",
+            "w9-onehot",
             onehot,
             "every pair of one-hot vectors is orthogonal: no notion of similarity",
         ),
         table(
             f"W9 1.3  contextual vectors for '{word}' (one untrained self-attention layer, d = {cfg['d_model']}, "
             f"seed {cfg['seed']})",
+            "w9-contextual",
             contextual,
             "same word, same input vector: the output depends on the neighbours (0 apart for a static embedding)",
         ),

@@ -197,10 +197,8 @@ def ex6_tables(e: ex.ex06_timing.Result, heading: str) -> list:
         f"R² = {e.r_squared:.3f}",
     )
     for r in e.rows:
-        fit = e.fitted_seconds(r.score_entries) * 1e3
-        t.add_row(
-            str(r.h), str(r.p), f"{r.seconds * 1e3:.1f}", f"{r.score_entries:,}", f"{r.matmul_flops:.3e}", f"{fit:.1f}"
-        )
+        fit = f"{e.fitted_seconds(r.score_entries) * 1e3:.1f}"
+        t.add_row(str(r.h), str(r.p), f"{r.seconds * 1e3:.1f}", f"{r.score_entries:,}", f"{r.matmul_flops:.3e}", fit)
     return [
         t,
         f"slowest/fastest = {e.ratio:.1f} (h = {e.slowest_h} vs h = {e.fastest_h}). The "

@@ -16,10 +16,6 @@ def _list(values: Iterable[float]) -> str:
     return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
 
 
-def _shape(shape: Iterable[int]) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ")"
-
-
 def _sums(sums: list[float]) -> str:
     """Row sums as the text prints them (.tolist()), with a note where float32 rounding shows."""
     text = repr(sums)
@@ -28,7 +24,7 @@ def _sums(sums: list[float]) -> str:
 
 
 def _shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
-    q, k, v, scores, out = (_shape(shapes[name]) for name in ("Q", "K", "V", "scores", "output"))
+    q, k, v, scores, out = ("(" + ", ".join(map(str, shapes[n])) + ")" for n in ("Q", "K", "V", "scores", "output"))
     return f"Q {q} K {k} V {v} -> scores {scores} -> output {out}"
 
 

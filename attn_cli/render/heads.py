@@ -122,13 +122,11 @@ def _draw_head(ax: Any, x0: float, head: int | None, d: int, p: int, inputs: dic
     _arrow(ax, x, _ATT_Y + 0.4, x, _CAT_Y - 0.35)
 
 
-def _box(ax: Any, x: float, y: float, w: float, hgt: float, text: str, color: str, fs: float = 8) -> None:
-    """A rounded box of width ``w`` and height ``hgt`` centred on (x, y), with its text."""
+def _box(ax: Any, x: float, y: float, w: float, h: float, text: str, color: str, fs: float = 8) -> None:
+    """A rounded box of width ``w`` and height ``h`` centred on (x, y), with its text."""
     from matplotlib.patches import FancyBboxPatch
 
-    ax.add_patch(
-        FancyBboxPatch((x - w / 2, y - hgt / 2), w, hgt, boxstyle="round,pad=0.04", fc=color, ec="black", lw=0.8)
-    )
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.04", fc=color, ec="black", lw=0.8))
     ax.text(x, y, text, ha="center", va="center", fontsize=fs)
 
 

@@ -77,17 +77,15 @@ def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
             repr(r.padding_weight),
         ),
     ]
-    checks_rows: list[CheckRow] = []
+    rows: list[CheckRow] = []
     for check_id, quantity, regenerated in checked:
         published = f"max |sum - 1| = {worst[check_id]:.1e}" if check_id in worst else repr(o[check_id].published)
         shown = (published, verdict(o[check_id])) if comparable else (styled((published, "dim")), styled("n/a"))
-        checks_rows.append((quantity, regenerated, *shown))
+        rows.append((quantity, regenerated, *shown))
     core = f"{r.core_equals_text} (max diff {r.core_max_abs_diff:.1e})"
-    checks_rows.append(
-        ("core keep-mask softmax == text's masked_fill(-inf)", core, "(not printed)", r.core_equals_text)
-    )
+    rows.append(("core keep-mask softmax == text's masked_fill(-inf)", core, "(not printed)", r.core_equals_text))
     caption = None if comparable else "not the text's settings (seed 0, n 5, d 4): published values do not apply"
-    return check_table("W9 4.2  mask checks", checks_rows, caption=caption)
+    return check_table("W9 4.2  mask checks", rows, caption=caption)
 
 
 def figures(
@@ -96,14 +94,11 @@ def figures(
     pos = result.positions
     pad_from = result.config["padding_from"]
     ticks = [f"t{i}" for i in pos]
+    padded = [t + ("\n(pad)" if j >= pad_from else "") for j, t in zip(pos, ticks)]
     fig, axes = new_figure(1, 2, figsize=(10, 4.4))
     panels = (
         (result.causal_weights, ticks, "causal mask (no peeking ahead)"),
-        (
-            result.padding_weights,
-            [t + ("\n(pad)" if j >= pad_from else "") for j, t in zip(pos, ticks)],
-            f"padding mask (t{pad_from}..t{pos[-1]} are padding)",
-        ),
+        (result.padding_weights, padded, f"padding mask (t{pad_from}..t{pos[-1]} are padding)"),
     )
     for ax, (weights, keys, title) in zip(axes, panels):
         im = heatmap(ax, weights, ticks, keys, annotate=True)  # one colour scale: 0 to 1

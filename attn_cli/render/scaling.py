@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from attn_cli.render.console import beside
 from attn_cli.render.files import new_figure, save_figure, write_csv
-from attn_cli.render.table import Block, Cell, Table, styled
+from attn_cli.render.table import Block, Cell, Column, Table, styled
 from attn_cli.units import human_bytes, text_memory
 
 if TYPE_CHECKING:
@@ -62,15 +62,14 @@ def _measured_table(result: Result) -> Table:
     """The timed forward passes (--measure): time, ratio to the previous length, memory."""
     d = result.config["d_model"]
     where = result.device_name if result.device_name != "cpu" else f"cpu, {result.threads} threads"
+    peak = "peak memory (est.)" if "estimate" in result.peak_method else "peak memory"
+    headers = ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved", peak, "up-front estimate")
     measured = Table(
         title=f"measured: one-head attention forward on {where} "
         f"(q, k, v of shape (1, n, {d}); fastest of {result.config['repeats']} passes)",
         caption=f"peak memory: {result.peak_method}",
+        columns=[Column(h, "right") for h in headers],
     )
-    peak = "peak memory (est.)" if "estimate" in result.peak_method else "peak memory"
-    headers = ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved", peak, "up-front estimate")
-    for col in headers:
-        measured.add_column(col, justify="right")
     rows = result.measured_rows
     for prev, r in zip([None, *rows], rows):
         ratio = f"{r.time_s / prev.time_s:.1f}x (n {r.n / prev.n:g}x)" if prev else "—"

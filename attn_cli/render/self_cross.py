@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_cli.render.table import Table
+from attn_cli.render.table import Column, Table
 
 if TYPE_CHECKING:
     from attn_cli.experiments.self_cross import Result
@@ -18,9 +18,8 @@ def _shape(s: Iterable[int]) -> str:
 
 def tables(result: Result, outcomes: Mapping) -> list:
     r = result
-    table = Table(title="self- and cross-attention shapes (seed 0)")
-    for col in ("text", "shape of", "published", "regenerated"):
-        table.add_column(col, no_wrap=True)
+    columns = [Column(c, no_wrap=True) for c in ("text", "shape of", "published", "regenerated")]
+    table = Table(title="self- and cross-attention shapes (seed 0)", columns=columns)
     rows = (  # (text, shape of, check ID of the published shape, regenerated shape)
         ("W9 4.1", "self: output", "w9-self-cross.self.output", r.w9_self_output),
         ("W9 4.1", "self: weights", "w9-self-cross.self.weights", r.w9_self_weights),
@@ -35,8 +34,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
         published = _shape(outcomes[check_id].published) if check_id else ""
         table.add_row(text, what, published, _shape(shape), end_section=i == 3)  # W9, then D2L
     # an output has its queries' shape: the inputs' shapes are read off the regenerated outputs
-    encoder_out, decoder_in = _shape(result.w9_self_output), _shape(result.w9_cross_output)
-    x, a = _shape(result.d2l_self_output), _shape(result.d2l_cross_output)
+    encoder_out, decoder_in = _shape(r.w9_self_output), _shape(r.w9_cross_output)
+    x, a = _shape(r.d2l_self_output), _shape(r.d2l_cross_output)
     notes = (
         f"W9: nn.MultiheadAttention(8, 2, batch_first=True); self: Q, K, V = encoder_out {encoder_out}; "
         f"cross: Q = decoder_in {decoder_in}, K, V = encoder_out.\n"

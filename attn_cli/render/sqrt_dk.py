@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.published.catalogue import BY_ID
-from attn_cli.published.settings import SQRT_DK_DIMS as TEXT_DIMS  # the text's d_k, in its draw order
-from attn_cli.published.settings import SQRT_DK_N_KEYS as TEXT_N_KEYS
-from attn_cli.published.settings import SQRT_DK_TRIALS as TEXT_TRIALS
+from attn_cli.published.settings import SQRT_DK_DIMS, SQRT_DK_N_KEYS, SQRT_DK_TRIALS
 from attn_cli.render.console import beside
 from attn_cli.render.files import new_figure, save_figure, write_csv
 from attn_cli.render.table import Block, Cell, Column, Table, styled
@@ -57,8 +55,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
         out.append(
             styled(
                 ("~ not the text's draws", "yellow"),
-                f": the text's numbers come from seed 0, {TEXT_TRIALS} trials, {TEXT_N_KEYS} keys and d_k "
-                f"{' '.join(map(str, TEXT_DIMS))} drawn in that order; with other settings (e.g. --quick) the "
+                f": the text's numbers come from seed 0, {SQRT_DK_TRIALS} trials, {SQRT_DK_N_KEYS} keys and d_k "
+                f"{' '.join(map(str, SQRT_DK_DIMS))} drawn in that order; with other settings (e.g. --quick) the "
                 "values differ statistically and the published checks do not apply.",
             )
         )
