@@ -27,8 +27,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
 
     a, b = result.TIED
 
-    def tie(quantity: str, kind: str) -> CheckRow:
-        """The two tied words' values and their gap (unjudged)."""
+    def tie(quantity: str, kind: str) -> CheckRow:  # the two tied words' values and their gap (unjudged)
         x, y = result.tie[f"{kind}.{a}"], result.tie[f"{kind}.{b}"]
         return (quantity, f"{x:.6f} / {y:.6f} ({x - y:.1e})", "", None)
 
