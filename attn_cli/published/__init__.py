@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the catalogue is imported when asked for, not by `attn --help` (seed_rule's constants)
-    from attn_cli.published.types import Check
+from attn_cli.published.types import Check
 
 
 def all_checks() -> dict[str, Check]:
-    from attn_cli.published.catalogue import BY_ID, family_modules
+    from attn_cli.published.catalogue import BY_ID, family_modules  # when asked for, not by `attn --help`
 
     checks: dict[str, Check] = {}
     for module in family_modules():

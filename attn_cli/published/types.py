@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -140,4 +139,4 @@ def rule(
 def identity(check: Check, why: str) -> Check:
     """``check`` as an identity: true by construction or arithmetic (``why`` says which),
     shown beside the text but never counted as evidence."""
-    return dataclasses.replace(check, kind="identity", reason=f"{check.reason}; identity: {why}")
+    return replace(check, kind="identity", reason=f"{check.reason}; identity: {why}")

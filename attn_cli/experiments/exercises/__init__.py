@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from attn_cli.errors import AttnError
@@ -68,7 +67,7 @@ class Result:
     ex10: ex10_permute.Result | None = None
     ex11: ex11_projections.Result | None = None
     ex12: ex12_learned.Result | None = None
-    seconds: dict = dataclasses.field(default_factory=dict)  # "ex1" -> wall seconds
+    seconds: dict = field(default_factory=dict)  # "ex1" -> wall seconds
     # wall-clock values (JSON: under "timing"): each exercise's seconds, ex6's timings and all fitted to them
     TIMING: ClassVar[tuple[str, ...]] = ("seconds", "ex6.rows.*.seconds") + tuple(
         f"ex6.{name}" for name in ("ratio", "slowest_h", "fastest_h", "ns_per_entry", "fixed_seconds", "r_squared")

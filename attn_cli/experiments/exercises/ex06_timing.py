@@ -74,20 +74,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             rows.append(Row(h, D_MODEL // h, statistics.median(times), BATCH * h * n * n, flops))
     t0, t1, r2 = fit_line([r.score_entries for r in rows], [r.seconds for r in rows])
     slow, fast = max(rows, key=lambda r: r.seconds), min(rows, key=lambda r: r.seconds)
+    ratio, threads = slow.seconds / fast.seconds, torch.get_num_threads()
     return Result(
-        n=n,
-        d=D_MODEL,
-        batch=BATCH,
-        repeats=config.timing_repeats,
-        device=device,
-        threads=torch.get_num_threads(),
-        rows=rows,
-        ratio=slow.seconds / fast.seconds,
-        slowest_h=slow.h,
-        fastest_h=fast.h,
-        ns_per_entry=t1 * 1e9,
-        fixed_seconds=t0,
-        r_squared=r2,
+        n, D_MODEL, BATCH, config.timing_repeats, device, threads, rows, ratio, slow.h, fast.h, t1 * 1e9, t0, r2
     )
 
 

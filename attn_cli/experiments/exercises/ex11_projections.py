@@ -36,18 +36,18 @@ class Result:
     lost: list[str] = field(default_factory=list)
 
 
-def _props(name: str, W: list[list[float]], queries: str, keys: str) -> HeadProps:
+def _props(name: str, W: list[list[float]]) -> HeadProps:
     from attn_cli.experiments.crossattn import classify_row
 
     def groups(word: str) -> list[list[int]]:
         return [[i for i, c in enumerate(word) if c == ch] for ch in sorted(set(word))]
 
     same_rows = max(
-        (max(abs(a - b) for a, b in zip(W[g[0]], W[i])) for g in groups(queries) for i in g[1:]), default=0.0
+        (max(abs(a - b) for a, b in zip(W[g[0]], W[i])) for g in groups(QUERY_WORD) for i in g[1:]), default=0.0
     )
-    same_cols = max((abs(row[g[0]] - row[j]) for row in W for g in groups(keys) for j in g[1:]), default=0.0)
-    rows_with_match = [i for i, c in enumerate(queries) if c in keys]
-    wins = sum(keys[max(range(len(keys)), key=lambda j: W[i][j])] == queries[i] for i in rows_with_match)
+    same_cols = max((abs(row[g[0]] - row[j]) for row in W for g in groups(KEY_WORD) for j in g[1:]), default=0.0)
+    rows_with_match = [i for i, c in enumerate(QUERY_WORD) if c in KEY_WORD]
+    wins = sum(KEY_WORD[max(range(len(KEY_WORD)), key=lambda j: W[i][j])] == QUERY_WORD[i] for i in rows_with_match)
     return HeadProps(
         name,
         max(abs(sum(r) - 1) for r in W),
@@ -67,8 +67,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             seed=config.seed, device=config.device, query_word=QUERY_WORD, key_word=KEY_WORD, d_model=DIM, heads=HEADS
         )
     )
-    props = [_props("plain", res.weights, QUERY_WORD, KEY_WORD)]
-    props += [_props(f"head {i + 1}", W, QUERY_WORD, KEY_WORD) for i, W in enumerate(res.head_weights)]
+    props = [_props("plain", res.weights)] + [_props(f"head {i + 1}", W) for i, W in enumerate(res.head_weights)]
     heads = props[1:]
     checks = {
         "rows sum to 1": all(p.row_sum_error < 1e-5 for p in heads),
