@@ -74,12 +74,9 @@ def load(path: str | Path) -> Loaded:
         raise Unreadable(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise Unreadable(f"{path} is not JSON ({exc})") from None
-    listed = "records" if isinstance(data, dict) and "records" in data else "checks"  # manifest.json: records
-    if isinstance(data, list):
-        head, checks = None, data
-    elif isinstance(data, dict) and isinstance(data.get(listed), list):
-        head, checks = data.get("header"), data[listed]
-    else:
+    head = data.get("header") if isinstance(data, dict) else None  # none in an earlier version's bare list
+    checks = data.get("records", data.get("checks")) if isinstance(data, dict) else data  # manifest.json: records
+    if not isinstance(checks, list):
         raise Unreadable(f"{path} holds no check records (a manifest from an earlier attn has none: rerun attn all)")
     if not all(isinstance(c, dict) and isinstance(c.get("id"), str) and "status" in c for c in checks):
         raise Unreadable(f"{path}: a check record without an id or a status")
@@ -106,8 +103,9 @@ class Row:
         return (self.before or {}).get("status") == "pass" and (self.after or {}).get("status") in FAILING
 
     def delta(self) -> float | None:
-        a, b = _number(self.before), _number(self.after)
-        return None if a is None or b is None else b - a
+        a, b = regenerated(self.before), regenerated(self.after)
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        return float(b) - float(a) if numbers else None
 
     def as_json(self) -> dict:
         def side(c: dict | None) -> dict | None:
@@ -172,11 +170,6 @@ def regenerated(record: dict | None) -> Any:
     """A record's regenerated value; for a value trained over seeds, its first seed's."""
     value = None if record is None else record.get("regenerated")
     return value.get("value") if isinstance(value, dict) else value
-
-
-def _number(record: dict | None) -> float | None:
-    value = regenerated(record)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _flat(d: dict, prefix: str = "") -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from attn_cli.render.table import Block, Cell, Table, Text, styled, to_rich
+from attn_cli.render.table import Block, Cell, Column, Table, Text, styled, to_rich
 
 if TYPE_CHECKING:
     from attn_cli.published.compare import Outcome
@@ -59,11 +59,8 @@ CheckRow = tuple[Cell, Cell, Cell, bool | Cell | None]  # check_table's row: qua
 def check_table(title: str, rows: Iterable[CheckRow], caption: str | None = None) -> Table:
     """Regenerated values beside the published ones; a row's verdict is a bool or None
     (:func:`mark`) or a cell (:func:`verdict`)."""
-    table = Table(title=title, caption=caption or "")
-    table.add_column("quantity")
-    for header in ("regenerated", "published"):
-        table.add_column(header, justify="right")
-    table.add_column("", justify="center")
+    columns = [Column("quantity"), Column("regenerated", "right"), Column("published", "right"), Column("", "center")]
+    table = Table(title=title, caption=caption or "", columns=columns)
     for quantity, regenerated, published, ok in rows:
         table.add_row(quantity, regenerated, published, mark(ok) if isinstance(ok, (bool, type(None))) else ok)
     return table

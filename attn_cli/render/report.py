@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.numerics import cuda_summary
 from attn_cli.records import Diff, Row, Section, regenerated
-from attn_cli.render.table import Block, Cell, Table, fmt_value, md_escape, styled, to_markdown
+from attn_cli.render.table import Block, Cell, Column, Table, fmt_value, md_escape, styled, to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry
@@ -89,13 +89,12 @@ def _grouped(table: Table, rows: Iterable[tuple[str, str, list[Cell]]]) -> None:
 
 def verify_table(outcomes: Sequence, title: str = "Regenerated against published", width: int = 200) -> Table:
     """One line per check; each rule's reason and each failure or skip in the caption. Below 120
-    columns the checks sit under a heading (their ID but its last part), so no number is cut."""
+    columns the checks sit under a heading (their ID but its last part; a long one folds), so no number is cut."""
     wide = width >= 120
-    table = Table(title=title, terminal=TERSE | {"padding": (0, 1 if wide else 0)})
-    table.add_column("ID", no_wrap=wide, overflow="fold")  # narrow: a long heading folds, never a name
-    for header in ("published" if wide else "text", "regenerated", "rule", "margin"):
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("status", no_wrap=not wide)
+    headers = ("published" if wide else "text", "regenerated", "rule", "margin")
+    columns = [Column("ID", no_wrap=wide, overflow="fold"), *(Column(h, "right", no_wrap=True) for h in headers)]
+    columns.append(Column("status", no_wrap=not wide))
+    table = Table(title=title, columns=columns, terminal=TERSE | {"padding": (0, 1 if wide else 0)})
     reasons: dict[str, int] = {}  # reason -> footnote number
     rows = ((o.check.id, o.check.artifact, _check_cells(o, wide, reasons)) for o in outcomes)
     if wide:
@@ -183,10 +182,9 @@ def diff_blocks(d: Diff, everything: bool = False) -> list[Block]:
     rows = d.rows if everything else d.changed
     if rows:
         title = "checks that changed" if not everything else "every check on both sides"
-        table = Table(title=title, terminal=TERSE | {"padding": (0, 0)})
-        table.add_column("id", no_wrap=True)
-        for header in ("before", "after", "delta", "verdicts", "margins"):
-            table.add_column(header, justify="left" if header == "verdicts" else "right", no_wrap=True)
+        headers = ("id", "before", "after", "delta", "verdicts", "margins")
+        columns = [Column(h, "left" if h in ("id", "verdicts") else "right", no_wrap=True) for h in headers]
+        table = Table(title=title, columns=columns, terminal=TERSE | {"padding": (0, 0)})
         _grouped(table, ((r.id, (r.after or r.before or {}).get("artifact", ""), _diff_cells(r)) for r in rows))
         out.append(table)
     for word, records in (("new", d.new), ("removed", d.removed)):
@@ -247,11 +245,10 @@ def figure_views(figures: Sequence[str], prefer: Sequence[str] = ("png", "svg"))
 
 def figure_markdown(figures: Sequence[str]) -> list[str]:
     """Markdown for figures: each once as an image (PNG preferred), its other formats linked."""
-    blocks = []
-    for shown, others in figure_views(figures):
-        parts = ([f"![{shown}]({shown})"] if shown else []) + ([f"Also: {_md_links(others)}."] if others else [])
-        blocks.append("\n\n".join(parts))
-    return blocks
+    return [
+        "\n\n".join(([f"![{shown}]({shown})"] if shown else []) + ([f"Also: {_md_links(others)}."] if others else []))
+        for shown, others in figure_views(figures)
+    ]
 
 
 def _pieces(section: Section) -> list[str]:

@@ -31,7 +31,6 @@ STYLES = {
     "bold": "strong",
     "": "",
 }
-VERDICTS = ("pass", "fail", "skip")
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ class Text:
         for _, style in self.spans:
             if style not in STYLES:
                 raise ValueError(f"unknown style {style!r}")
-        if self.verdict not in ("", *VERDICTS):
+        if self.verdict not in ("", "pass", "fail", "skip"):
             raise ValueError(f"unknown verdict {self.verdict!r}")
 
 
@@ -71,12 +70,8 @@ def fmt_value(value: Any, limit: int = 60) -> str:
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value)
     if isinstance(value, float):
-        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
-            return f"{value:.3g}"
-        return f"{value:.5g}"
+        return f"{value:.3g}" if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6) else f"{value:.5g}"
     if isinstance(value, (list, tuple)):
         inner = ", ".join(_fmt(v) for v in value)
         return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
@@ -124,9 +119,7 @@ Block = Table | Text | str
 def _rich_text(cell: Cell) -> RichText:
     from rich.text import Text as RichText
 
-    if isinstance(cell, Text):
-        return RichText.assemble(*cell.spans)
-    return RichText(str(cell))
+    return RichText.assemble(*cell.spans) if isinstance(cell, Text) else RichText(str(cell))
 
 
 def to_rich(block: Block) -> RichTable | RichText:
