@@ -48,25 +48,15 @@ def _props(name: str, W: list[list[float]]) -> HeadProps:
     same_cols = max((abs(row[g[0]] - row[j]) for row in W for g in groups(KEY_WORD) for j in g[1:]), default=0.0)
     rows_with_match = [i for i, c in enumerate(QUERY_WORD) if c in KEY_WORD]
     wins = sum(KEY_WORD[max(range(len(KEY_WORD)), key=lambda j: W[i][j])] == QUERY_WORD[i] for i in rows_with_match)
-    return HeadProps(
-        name,
-        max(abs(sum(r) - 1) for r in W),
-        same_rows,
-        same_cols,
-        wins / max(1, len(rows_with_match)),
-        sum(max(r) for r in W) / len(W),
-        [classify_row(r)[0] for r in W],
-    )
+    row_sums, mean_max = max(abs(sum(r) - 1) for r in W), sum(max(r) for r in W) / len(W)
+    match_wins, regimes = wins / max(1, len(rows_with_match)), [classify_row(r)[0] for r in W]
+    return HeadProps(name, row_sums, same_rows, same_cols, match_wins, mean_max, regimes)
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     from attn_cli.experiments import crossattn
 
-    res = crossattn.run(
-        crossattn.Config(
-            seed=config.seed, device=config.device, query_word=QUERY_WORD, key_word=KEY_WORD, d_model=DIM, heads=HEADS
-        )
-    )
+    res = crossattn.run(crossattn.Config(config.seed, config.device, QUERY_WORD, KEY_WORD, DIM, HEADS))
     props = [_props("plain", res.weights)] + [_props(f"head {i + 1}", W) for i, W in enumerate(res.head_weights)]
     heads = props[1:]
     checks = {
