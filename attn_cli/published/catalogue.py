@@ -58,10 +58,7 @@ FILES = {  # what the command writes into --out for the artifact
     "d2l-fig-10.3.1": ("copy_both.png", "copy_both.csv"),
     "d2l-fig-10.3.2": ("heads_layout.png",),
     "d2l-crossattn-map": ("heatmap_attention_translation.png", "heatmap_attention_translation.csv"),
-    "d2l-ex2": ("exercise_2.png", "exercise_2.csv"),
-    "d2l-ex6": ("exercise_6.png", "exercise_6.csv"),
-    "d2l-ex11": ("exercise_11.png", "exercise_11.csv"),
-    "d2l-ex12": ("exercise_12.png", "exercise_12.csv"),
+    **{f"d2l-ex{n}": (f"exercise_{n}.png", f"exercise_{n}.csv") for n in (2, 6, 11, 12)},  # the exercises' figures
 }
 NEW = frozenset({"w9-copy-task-map", "w9-sqrt-dk-plot"})  # figures the texts do not draw, added beside a table
 ARTIFACTS: tuple[Artifact, ...] = tuple(Artifact(*row, FILES.get(row[0], ()), row[0] in NEW) for row in _ROWS)
