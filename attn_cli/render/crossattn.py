@@ -54,7 +54,6 @@ def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
 
 
 def _weights_table(result: Result, full: bool) -> Table:
-    """Every weight in % (``full``), or each row's peaks where the key word is too wide."""
     cfg = result.config
     query, key = (repr(cfg[w]) for w in ("query_word", "key_word"))
     each_key = [Column(label(k), "right", no_wrap=True) for k in result.keys] if full else []

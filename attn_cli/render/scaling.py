@@ -40,7 +40,6 @@ def tables(result: Result, outcomes: Mapping) -> list:
 
 
 def _formula_table(result: Result, o: Mapping) -> Table:
-    """Score entries, memory and operations per length, each beside the text's value."""
     d = result.config["d_model"]
     formula = Table(
         title="W9 5.2  self-attention builds an n x n score matrix per head",
@@ -59,7 +58,7 @@ def _formula_table(result: Result, o: Mapping) -> Table:
 
 
 def _measured_table(result: Result) -> Table:
-    """The timed forward passes (--measure): time, ratio to the previous length, memory."""
+    """The timed forward passes (--measure)."""
     d = result.config["d_model"]
     where = result.device_name if result.device_name != "cpu" else f"cpu, {result.threads} threads"
     peak = "peak memory (est.)" if "estimate" in result.peak_method else "peak memory"
