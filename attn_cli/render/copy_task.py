@@ -1,7 +1,6 @@
 """Table and figures for ``attn copy-task`` (W9 2.3), with ``copy_task_seeds.png`` and ``.csv`` for several
 seeds per cell (design notes: ``docs/design.md``, section ``attn_cli.render.copy_task``). Every published
-value and verdict shown comes from the outcomes passed in: nothing here compares a value with a published one.
-"""
+value and verdict shown comes from the outcomes passed in: nothing here compares a value with a published one."""
 
 from __future__ import annotations
 
