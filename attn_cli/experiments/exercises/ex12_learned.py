@@ -42,12 +42,8 @@ class Result:
 def classify(weights: list[list[float]]) -> list[str]:
     kinds = []
     for i, w in enumerate(weights):
-        if max(w) >= ONE_HOT:
-            kinds.append("one-hot")
-        elif any(j != i and abs(w[0] - u[0]) < DUPLICATE for j, u in enumerate(weights)):
-            kinds.append("duplicate")
-        else:
-            kinds.append("soft")
+        duplicate = any(j != i and abs(w[0] - u[0]) < DUPLICATE for j, u in enumerate(weights))
+        kinds.append("one-hot" if max(w) >= ONE_HOT else "duplicate" if duplicate else "soft")
     return kinds
 
 
