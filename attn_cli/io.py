@@ -1,6 +1,5 @@
-"""Atomic writes: a temp file in the same folder, fsync, then ``os.replace`` (a reader sees the old
-file or the new one), with the mode ``open()`` would give under the umask; an ``OSError`` becomes
-one line naming the path and the reason (:class:`attn_cli.errors.WriteFailed`)."""
+"""Atomic writes (temp file, fsync, ``os.replace``) with the mode ``open()`` would give under the umask;
+an ``OSError`` becomes one line naming the path and the reason (:class:`attn_cli.errors.WriteFailed`)."""
 
 from __future__ import annotations
 

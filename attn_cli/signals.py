@@ -1,5 +1,4 @@
-"""How a run ends on a signal, in ``attn`` and in its worker processes (design notes:
-``docs/design.md``, section ``attn_cli.signals``)."""
+"""How a run ends on a signal, in ``attn`` and in its worker processes (``docs/design.md``)."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 
 
 def install() -> None:
-    """Make SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (call it there), except
-    one this process was started ignoring (``nohup attn ...``)."""
+    """Make SIGTERM and SIGHUP raise :class:`Terminated` (main thread only), unless ignored at start (``nohup``)."""
     for signum in STOPPING:
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, _raise)
@@ -81,9 +79,8 @@ def terminal_signals_blocked() -> Iterator[None]:
 
 
 def exit_with_parent(reader: Connection) -> None:
-    """In a worker: end this process when ``reader`` reaches end of file, as attn exited or was
-    killed. A worker's parent is the fork server, which outlives attn, so neither ``getppid()``
-    nor PR_SET_PDEATHSIG would see attn go; a daemon thread blocked on the pipe does."""
+    """In a worker: end this process when ``reader`` reaches end of file (attn exited or was killed):
+    the parent is the fork server, which outlives attn, so a thread watches attn's pipe instead."""
 
     def watch() -> None:
         try:

@@ -1,5 +1,4 @@
-"""The per-user cache: finished runs and Results, keyed by everything that determines them,
-shared by every ``--out`` (``docs/design.md``, section ``attn_cli.store.cache``)."""
+"""The per-user cache: finished runs and Results, keyed by all that determines them, shared by every ``--out``."""
 
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ class Cache:
 
     @classmethod
     def open(cls, root: str | os.PathLike, create: bool = True) -> Cache:
-        """The cache at ``root`` (created 0700, tagged, with its key, when ``create``); raises
-        :class:`Unavailable` with the reason when it cannot be had or trusted."""
+        """The cache at ``root`` (made 0700, tagged, keyed when ``create``); Unavailable (why) if not to be had."""
         root = Path(root)
         try:
             fd = open_cache_dir(root, create)  # private, tagged as attn's
@@ -118,8 +116,7 @@ class Cache:
         return obj["payload"]
 
     def store(self, name: str, key: dict, payload: Any) -> None:
-        """Store a JSON payload for ``key`` under ``name`` (atomic, 0600, signed); Unavailable
-        when it cannot be written (disk full, folder gone)."""
+        """Store a JSON payload for ``key`` under ``name`` (atomic, 0600, signed); Unavailable when unwritable."""
         if self._secret is None:  # opened without create, before any key existed
             raise Unavailable("the cache has no key yet")
         payload = json.loads(json.dumps(payload))  # exactly as it reads back
@@ -143,8 +140,7 @@ class Cache:
         return hmac.new(self._secret, _MAC_CONTEXT + body, hashlib.sha256).hexdigest()
 
     def _read(self, sub: int, fname: str, max_bytes: int) -> bytes | None:
-        """The body of the entry ``fname`` in the group ``sub`` once its HMAC holds (checked before
-        anything parses it); None when there is no such file."""
+        """The body of entry ``fname`` in group ``sub`` once its HMAC holds (before any parse); None: no such file."""
         try:
             data = private.read_regular(sub, fname, max_bytes)
         except (OSError, ValueError) as exc:  # EACCES; not a regular file, not ours, over the bound
@@ -186,9 +182,8 @@ class Cache:
         return {name: (len(files), sum(size for _, size in files)) for name, _, files in self._groups() if files}
 
     def clear(self, dry_run: bool = False) -> Cleared:
-        """Remove (``dry_run``: only list) every entry this cache can prove its own (a regular
-        file of attn's layout whose HMAC verifies under this key), each group folder then empty
-        that held such entries, and the key; nothing else.  All through descriptors."""
+        """Remove (``dry_run``: only list) every entry this cache proves its own (a regular file of attn's
+        layout whose HMAC verifies under this key), each group folder it emptied, the key; nothing else."""
         cleared = Cleared()
         for name, sub, files in self._groups():
             for fname, size in files:
@@ -255,10 +250,9 @@ class Cleared:
 
 
 def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
-    """A descriptor of attn's cache folder ``root``: proven private and tagged with attn's
-    ``CACHEDIR.TAG``.  With ``create``, a missing folder is made (0700) and tagged, and so is an
-    empty one or an earlier attn's (its key or ``kernels/``); one holding anything else, or in a
-    home folder that does not exist, is refused (NotPrivate)."""
+    """A descriptor of attn's cache folder ``root``: proven private, tagged with attn's ``CACHEDIR.TAG``
+    (with ``create``, tagged now when missing, empty or an earlier attn's: its key or ``kernels/``);
+    NotPrivate for one holding anything else, or in a home folder that does not exist."""
     reason = private.missing_home(root) if create else None
     if reason:
         raise private.NotPrivate(reason)
@@ -310,8 +304,7 @@ def is_key(st: os.stat_result) -> bool:
 
 
 def special_folder(path: Path) -> str | None:
-    """Why ``path`` is never a cache to clear: ``/``, the home folder or a mount point (through
-    symlinks); None for an ordinary folder or one that does not exist."""
+    """Why ``path`` is never a cache to clear (``/``, the home folder, a mount point; through symlinks), or None."""
     try:
         st = os.stat(path)
         up = os.stat(os.path.join(path, ".."))

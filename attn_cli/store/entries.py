@@ -3,6 +3,7 @@ of the code), and Results and pieces of work (:class:`Pieces`) read back as type
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -34,15 +35,12 @@ def torch_version() -> str:
     would load (a cached rerun never imports torch); else the distribution's metadata."""
     import importlib.util
 
-    try:
+    with contextlib.suppress(OSError, ImportError, ValueError, UnicodeDecodeError):
         spec = importlib.util.find_spec("torch")
-        origin = spec.origin if spec is not None else None
-        if origin:
-            found = _VERSION_LINE.search((Path(origin).parent / "version.py").read_text(encoding="utf-8"))
+        if spec is not None and spec.origin:
+            found = _VERSION_LINE.search((Path(spec.origin).parent / "version.py").read_text(encoding="utf-8"))
             if found:
                 return found.group(1)
-    except (OSError, ImportError, ValueError, UnicodeDecodeError):
-        pass
     from importlib import metadata
 
     try:
@@ -64,9 +62,8 @@ def code_digest(globs: tuple[str, ...]) -> str:
 
 
 def cache_key(fields: dict, globs: tuple[str, ...], numerics: dict) -> dict:
-    """``fields`` (what the entry is: a configuration, a run) with what else decides its numbers:
-    ``numerics`` (:func:`attn_cli.core.numerics.key`: the numeric mode and ISA; on cuda the GPU,
-    its driver and precision settings too), the versions of attn and torch, and the code."""
+    """``fields`` (a configuration, a run) with what else decides its numbers: ``numerics``
+    (:func:`attn_cli.core.numerics.key`), the versions of attn and torch, and the code."""
     from attn_cli import __version__
 
     key = {**fields, "numerics": numerics, "attn": __version__, "torch": torch_version(), "code": code_digest(globs)}
@@ -97,8 +94,7 @@ def load_result(store: Cache, name: str, key: dict, result_type: type, max_bytes
 
 
 def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
-    """Store a Result as JSON for ``key`` if it reads back as the same data (else False);
-    Unavailable when the cache cannot be written."""
+    """Store a Result as JSON for ``key`` if it reads back as the same data (else False); Unavailable: unwritable."""
     try:
         data = dataclasses.asdict(result)
         text = json.dumps(data, sort_keys=True)
@@ -112,9 +108,8 @@ def store_result(store: Cache, name: str, key: dict, result: Any) -> bool:
 
 
 class Pieces:
-    """An experiment's pieces of work (the copy task's runs, each stored the moment it finishes),
-    each its own entry in the experiment's group; the pipeline hands it to ``run(..., store=)``
-    where ``CACHES_PIECES``.  ``reuse`` False: recompute every piece, overwrite its entry."""
+    """An experiment's pieces of work (the copy task's runs), each its own entry stored when it finishes,
+    handed to ``run(..., store=)`` where ``CACHES_PIECES``; ``reuse`` False: recompute, overwrite."""
 
     def __init__(self, store: Cache, name: str, reuse: bool = True):
         self.cache, self.name, self.reuse = store, name, reuse

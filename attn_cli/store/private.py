@@ -1,5 +1,4 @@
-"""Folders this process has proven private, files read and written only through them, and this
-process's own scratch folder (design notes: ``docs/design.md``, section ``attn_cli.store.private``)."""
+"""Folders proven private, files read and written only through them, and this process's scratch folder."""
 
 from __future__ import annotations
 
@@ -55,9 +54,6 @@ def missing_home(path: str | os.PathLike) -> str | None:
             "(set ATTN_CACHE_DIR or --cache-dir to keep a cache)"
         )
     return None
-
-
-# --------------------------------------------------------------------------- the walk
 
 
 def _who(uid: int) -> str:
@@ -189,10 +185,9 @@ def open_private_dir(path: str | os.PathLike, create: bool = True) -> int:
 
 
 def shared_reason(path: str | os.PathLike) -> str | None:
-    """Why someone other than us or root could change what ``path`` holds, or None.  Its
-    existing components are walked as :func:`open_private_dir` walks them (nothing created); a
-    missing part is fine only below a folder no one else can write (in a sticky folder another
-    user could create it first)."""
+    """Why someone other than us or root could change what ``path`` holds, or None: its existing part
+    walked as :func:`open_private_dir` walks it, a missing part only below a folder no one else can
+    write (in a sticky folder another user could create it first)."""
     current, missing = os.path.abspath(os.fspath(path)), False
     while True:
         try:
@@ -209,9 +204,6 @@ def shared_reason(path: str | os.PathLike) -> str | None:
     if missing and mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"{real} is writable by group or others (mode {stat.S_IMODE(mode):o})"
     return None
-
-
-# --------------------------------------------------------------------------- files in it
 
 
 def _plain_name(name: str) -> None:
@@ -284,8 +276,6 @@ def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None = None, r
         os.fsync(dir_fd)
 
 
-# --------------------------------------------------------------------------- this process's scratch folder
-
 _scratch: Path | None = None
 _scratch_owner = 0  # the process that made it (a forked child inherits the name, not the folder)
 _scratch_lock = threading.Lock()
@@ -297,8 +287,7 @@ def _remove(path: Path, owner_pid: int) -> None:
 
 
 def scratch_dir() -> Path:
-    """This process's own private folder (mkdtemp, 0700), made on first use, removed at exit;
-    :class:`NotPrivate` when no temp folder passes the walk."""
+    """This process's own private folder (mkdtemp, 0700), made on first use, removed at exit; else NotPrivate."""
     global _scratch, _scratch_owner
     with _scratch_lock:
         if _scratch is not None:
@@ -335,8 +324,7 @@ _WARNED_ROOTS: set[str] = set()  # per-user cache folders this process has warne
 
 
 def warn_unusable(root: Path, message: str) -> None:
-    """Write ``message`` (one warning line) unless this process has already warned about the
-    per-user cache folder ``root``: one warning per refused folder, whatever keeps files there."""
+    """Print ``message`` on stderr once per per-user cache folder ``root``, whatever keeps files there."""
     key = os.path.abspath(root)
     if key not in _WARNED_ROOTS:
         _WARNED_ROOTS.add(key)
@@ -344,10 +332,9 @@ def warn_unusable(root: Path, message: str) -> None:
 
 
 def keep_matplotlib_private() -> None:
-    """Call before importing matplotlib: where its default config or cache folder (under
-    ``$XDG_CONFIG_HOME``, ``$XDG_CACHE_HOME``) could be changed by another user, is relative or
-    lies in a home folder that does not exist, point ``MPLCONFIGDIR`` at ``<scratch>/matplotlib``
-    instead.  An ``MPLCONFIGDIR`` the user set is kept, as matplotlib keeps it."""
+    """Call before importing matplotlib: where its default config or cache folder could be changed by
+    another user, is relative or lies in a missing home folder, point ``MPLCONFIGDIR`` (unless the
+    user set it) at ``<scratch>/matplotlib``."""
     xdg_platform = sys.platform.startswith(("linux", "freebsd"))
     if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR") or not xdg_platform:
         return  # only before matplotlib has chosen its folders

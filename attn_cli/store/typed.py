@@ -1,6 +1,5 @@
-"""Strict typed read-back with msgspec, for every cache entry and every answer from a cluster
-worker (design notes: ``docs/design.md``, section ``attn_cli.store.typed``); the ``check_*``
-helpers state what types cannot: sizes and ranges that follow from a run's configuration."""
+"""Strict typed read-back with msgspec, for every cache entry and cluster worker's answer (``docs/design.md``);
+the ``check_*`` helpers state what types cannot: sizes and ranges that follow from a run's configuration."""
 
 from __future__ import annotations
 
@@ -86,13 +85,8 @@ def _rebuild(value: Any) -> Any:
     """Structs back into their dataclasses (init fields only), through lists, tuples and dicts."""
     if isinstance(value, msgspec.Struct):
         tp = _DATACLASS[type(value)]
-        return tp(
-            **{
-                f.name: _rebuild(getattr(value, f.name))
-                for f in dataclasses.fields(tp)
-                if f.init and getattr(value, f.name) is not msgspec.UNSET
-            }
-        )
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(tp) if f.init}
+        return tp(**{name: _rebuild(v) for name, v in fields.items() if v is not msgspec.UNSET})
     if isinstance(value, (list, tuple)):
         return type(value)(_rebuild(v) for v in value)
     if isinstance(value, dict):
@@ -113,28 +107,21 @@ def _finite(data: Any, path: str = "", depth: int = 0) -> None:
             _finite(v, f"{path}.{k}" if path else str(k), depth + 1)
 
 
-def _message(exc: msgspec.ValidationError) -> str:
-    """msgspec's "Expected `str`, got `int` - at `$.rows[0].name`" as "rows[0].name: expected ..."."""
-    text, _, where = str(exc).partition(" - at `$")
-    path = where.rstrip("`").lstrip(".") or "(top level)"
-    return f"{path}: {text[:1].lower()}{text[1:]}"
-
-
 def revive(tp: Any, data: Any) -> Any:
     """JSON ``data`` (``dataclasses.asdict`` of a value, read back) as the type ``tp``, every value
     finite and checked against its type hint; InvalidEntry (with the path) at the first mismatch."""
     _finite(data)
     try:
         value = msgspec.convert(data, _spec(tp), strict=True)
-    except msgspec.ValidationError as exc:
-        raise InvalidEntry(_message(exc)) from None
+    except msgspec.ValidationError as exc:  # "Expected `str`, got `int` - at `$.rows[0].name`"
+        text, _, where = str(exc).partition(" - at `$")
+        path = where.rstrip("`").lstrip(".") or "(top level)"
+        raise InvalidEntry(f"{path}: {text[:1].lower()}{text[1:]}") from None  # "rows[0].name: expected ..."
     return _rebuild(value)
 
 
 def _kind(data: Any) -> str:
-    return {type(None): "null", bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(
-        type(data), type(data).__name__
-    )
+    return {type(None): "null", dict: "object"}.get(type(data), type(data).__name__)  # these two by their JSON names
 
 
 def check(ok: bool, path: str, reason: str) -> None:

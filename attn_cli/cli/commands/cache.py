@@ -1,5 +1,4 @@
-"""``attn cache`` (show, clear), and :func:`cache_root`: how every command that caches finds
-its cache folder, once, with one warning (and a run without cache) when it cannot be used."""
+"""``attn cache`` (show, clear), and :func:`cache_root`: how every command that caches finds its folder."""
 
 from __future__ import annotations
 
@@ -20,9 +19,8 @@ if TYPE_CHECKING:
 
 
 def cache_root(common: Common) -> str | None:
-    """The per-user cache folder for this command (``--cache-dir``, ``$ATTN_CACHE_DIR``,
-    ``$XDG_CACHE_HOME/attn``, ``~/.cache/attn``), made and checked now; None, after one
-    warning on stderr, when it is not private or cannot be written: the run goes on without it."""
+    """The per-user cache folder for this command, made and checked now; None, after one warning on
+    stderr, when it is not private or cannot be written: the run goes on without it."""
     from attn_cli.store import cache, private
 
     root = None
@@ -31,13 +29,11 @@ def cache_root(common: Common) -> str | None:
         cache.Cache.open(root).close()
     except (cache.Unavailable, RuntimeError, KeyError) as exc:  # Path.home(): RuntimeError, KeyError
         source = "" if common.cache_dir is not None or not os.environ.get("ATTN_CACHE_DIR") else ", from ATTN_CACHE_DIR"
-        message = f"warning: the cache cannot be used ({exc}{source}); running without cache" + (
-            f", nothing is kept in {root}" if root is not None else ""
-        )
+        message = f"warning: the cache cannot be used ({exc}{source}); running without cache"
         if root is None:
             click.echo(message, err=True)
         else:  # one line for this folder, whatever else would keep files there (the C kernel)
-            private.warn_unusable(root, message)
+            private.warn_unusable(root, f"{message}, nothing is kept in {root}")
         return None
     return str(root)
 
@@ -134,13 +130,8 @@ def _show_lines(info: dict) -> list[str]:
     state = "private" if info["private"] else f"not usable: {info['reason']}"
     rows = {**info["experiments"], "total": info}
     width = max(len(name) for name in rows)
-    return [
-        f"cache: {info['location']} ({state})",
-        *(
-            f"  {name:<{width}}  {_count(row['entries']):>12}  {human_bytes(row['bytes']):>9}"
-            for name, row in rows.items()
-        ),
-    ]
+    lines = [f"  {name:<{width}}  {_count(r['entries']):>12}  {human_bytes(r['bytes']):>9}" for name, r in rows.items()]
+    return [f"cache: {info['location']} ({state})", *lines]
 
 
 def _clear_lines(info: dict) -> list[str]:
