@@ -195,13 +195,9 @@ def diff(before: Loaded, after: Loaded) -> Diff:
         header = [(name, a.get(k), b.get(k)) for k, name in names.items() if a.get(k) != b.get(k)]
     old = {c["id"]: c for c in before.checks}
     new = {c["id"]: c for c in after.checks}
-    return Diff(
-        header=header,
-        notes=notes,
-        rows=[Row(cid, old[cid], c) for cid, c in new.items() if cid in old],
-        new=[c for cid, c in new.items() if cid not in old],
-        removed=[c for cid, c in old.items() if cid not in new],
-    )
+    rows = [Row(cid, old[cid], c) for cid, c in new.items() if cid in old]
+    added, removed = [c for cid, c in new.items() if cid not in old], [c for cid, c in old.items() if cid not in new]
+    return Diff(header, notes, rows, added, removed)
 
 
 @dataclass
@@ -247,9 +243,8 @@ def manifest(
     outcomes: Sequence = (),
     quick_note: str | None = None,
 ) -> dict:
-    """``manifest.json``: catalogue ID -> files, each experiment's IDs, command, configuration, files
-    and error, versions, machine, seconds, the checks counted by status, each check not judged with
-    the reason, and (where a trained value was judged) check ID -> the seed rule's interval."""
+    """``manifest.json``: the run's facts, catalogue ID -> files, each experiment, the checks counted by
+    status, those not judged with why, and (a trained value judged) check ID -> the seed rule's interval."""
     record = {
         "command": command,
         "quick": quick,
@@ -272,13 +267,7 @@ def manifest(
         "artifacts": _artifacts(sections),
         "missing": missing,
         "experiments": {
-            s.name: {
-                "artifacts": s.ids,
-                "command": s.command,
-                "config": s.config,
-                "files": s.data + s.figures,
-                "error": s.error,
-            }
+            s.name: dict(artifacts=s.ids, command=s.command, config=s.config, files=s.data + s.figures, error=s.error)
             for s in sections
         },
     }

@@ -175,17 +175,12 @@ def split_timing(obj: dict, paths: Iterable[str]) -> dict:
 
 def _move(src: Any, dst: Any, parts: list[str]) -> None:
     key, rest = parts[0], parts[1:]
-    if key == "*":
-        if isinstance(src, list) and rest:
-            dst.extend({} for _ in range(len(src) - len(dst)))
-            for item, into in zip(src, dst):
-                _move(item, into, rest)
-        return
-    if not isinstance(src, dict) or key not in src:
-        return
-    if not rest:
-        dst[key] = src.pop(key)
-        return
-    child = src[key]
-    if isinstance(child, (list, dict)):
-        _move(child, dst.setdefault(key, [] if isinstance(child, list) else {}), rest)
+    if key == "*" and isinstance(src, list) and rest:
+        dst.extend({} for _ in range(len(src) - len(dst)))
+        for item, into in zip(src, dst):
+            _move(item, into, rest)
+    elif key != "*" and isinstance(src, dict) and key in src:
+        if not rest:
+            dst[key] = src.pop(key)
+        elif isinstance(src[key], (list, dict)):
+            _move(src[key], dst.setdefault(key, [] if isinstance(src[key], list) else {}), rest)

@@ -104,15 +104,25 @@ def index_html(
     links: Sequence[str] = (),
     title: str = "attn: every table and figure of the two texts",
 ) -> str:
-    """The page: ``sections`` and ``manifest`` as for ``index_markdown``, every check's outcome, and
-    ``links``, files of the run linked at the top."""
+    """The page: as ``index_markdown``'s, with every check's outcome and ``links`` (the run's files) on top."""
     by_artifact: dict[str, list] = {}
     for o in outcomes:
         by_artifact.setdefault(o.check.artifact, []).append(o)
     section_of = {aid: s for s in sections for aid in s.ids}
+    items = []  # the contents: each artifact with its state's dot
+    for a in catalogue:
+        statuses = {o.status for o in by_artifact.get(a.id, [])}
+        failed = statuses & {"fail", "n/a"} or (a.id in section_of and section_of[a.id].error)
+        state = "fail" if failed else "pass" if "pass" in statuses else "skip" if statuses else "none"
+        items.append(
+            f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
+            f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>'
+        )
+    states = {"pass": "passed", "fail": "failed", "skip": "shown, not judged", "none": "no published values"}
+    legend = " ".join(f'<span class="{k}"><span class="dot"></span>{text}</span>' for k, text in states.items())
     body = [
         _header(title, manifest, outcomes, summary, coverage_line, _facts(manifest, sections, links)),
-        _contents(catalogue, by_artifact, section_of),
+        f'<nav aria-label="contents"><h2>Contents</h2><p class="legend">{legend}</p><ol>{"".join(items)}</ol></nav>',
     ]
     shown_tables: set[str] = set()  # sections whose tables are shown (with their first artifact)
     body += [_artifact(a, section_of.get(a.id), manifest, by_artifact.get(a.id, []), shown_tables) for a in catalogue]
@@ -196,23 +206,6 @@ def _facts(manifest: dict, sections: Sequence[Section], links: Sequence[str]) ->
     return command + [(k, esc(v)) for k, v in facts.items() if v is not None] + files
 
 
-def _contents(
-    catalogue: Sequence[Artifact], by_artifact: dict[str, list[Outcome]], section_of: dict[str, Section]
-) -> str:
-    items = []
-    for a in catalogue:
-        statuses = {o.status for o in by_artifact.get(a.id, [])}
-        failed = statuses & {"fail", "n/a"} or (a.id in section_of and section_of[a.id].error)
-        state = "fail" if failed else "pass" if "pass" in statuses else "skip" if statuses else "none"
-        items.append(
-            f'<li class="{state}"><a href="#{anchor(a.id)}"><span class="dot"></span>{esc(a.id)}</a>'
-            f' <span class="where">{esc(a.source)} {esc(a.section)}</span></li>'
-        )
-    states = {"pass": "passed", "fail": "failed", "skip": "shown, not judged", "none": "no published values"}
-    legend = " ".join(f'<span class="{k}"><span class="dot"></span>{text}</span>' for k, text in states.items())
-    return f'<nav aria-label="contents"><h2>Contents</h2><p class="legend">{legend}</p><ol>{"".join(items)}</ol></nav>'
-
-
 def _artifact(a: Artifact, section: Section | None, manifest: dict, outcomes: list, shown_tables: set[str]) -> str:
     files = ((manifest.get("artifacts") or {}).get(a.id) or {}).get("files") or []
     new = ' <span class="new">new</span>' if a.new else ""
@@ -249,8 +242,7 @@ def _data_files(section: Section | None, files: Sequence[str]) -> list[str]:
 
 
 def _tables_and_figures(a: Artifact, section: Section, files: Sequence[str], shown_tables: set[str]) -> list[str]:
-    """The section's tables (once per run: a later artifact of the same run links to the first)
-    and this artifact's own figures, each shown once with its other formats linked."""
+    """The run's tables once (a later artifact of the run links to them), this artifact's figures once each."""
     parts = []
     if section.name in shown_tables:
         first = next(i for i in section.ids if i != a.id)

@@ -208,14 +208,9 @@ def _diff_cells(r: Row) -> list[Cell]:
         m = None if c is None else c.get("margin")
         return "—" if m is None else f"{m:.3f}"
 
-    delta = r.delta()
-    return [
-        value(r.before),
-        value(r.after),
-        "" if delta is None else f"{delta:+.2g}",
-        styled(status(r.before), "→", status(r.after), verdict="fail" if r.now_failing else ""),
-        f"{margin(r.before)}→{margin(r.after)}",
-    ]
+    delta = "" if (d := r.delta()) is None else f"{d:+.2g}"
+    verdicts = styled(status(r.before), "→", status(r.after), verdict="fail" if r.now_failing else "")
+    return [value(r.before), value(r.after), delta, verdicts, f"{margin(r.before)}→{margin(r.after)}"]
 
 
 def checks_markdown(outcomes: Sequence) -> str:
@@ -266,7 +261,7 @@ def index_markdown(
 ) -> str:
     """``index.md``, paragraph by paragraph: an overview, the catalogue with each ID's files, then
     one section per experiment with its tables, figures and checks."""
-    v, numerics = manifest["versions"], manifest.get("numerics") or {}
+    v, numerics, quick = manifest["versions"], manifest.get("numerics") or {}, manifest.get("quick")
     where = f"device {manifest['device']}, seed {manifest['seed']}"
     if numerics:
         where += f", numerics {numerics['mode']} with {numerics['isa']} kernels"
@@ -278,7 +273,7 @@ def index_markdown(
         + (f" GPU: {cuda_summary(numerics['cuda'])}." if "cuda" in numerics else ""),
     ]
     paragraphs += [f"`{name}` engines: {engines}." for name, engines in manifest.get("engines", {}).items()]
-    if manifest.get("quick"):
+    if quick:
         note = manifest.get("quick_note") or QUICK_NOTE
         paragraphs.append(f"> **Quick run**: {note}. Every check below is listed as not judged (skipped, quick).")
     if summary:
@@ -286,9 +281,7 @@ def index_markdown(
     if coverage_line:
         paragraphs.append(coverage_line + ".")
     paragraphs.append(_catalogue_rows(catalogue, manifest["artifacts"]))
-    lead = (
-        "Published values, not judged (quick run):" if manifest.get("quick") else "Checks against the published values:"
-    )
+    lead = "Published values, not judged (quick run):" if quick else "Checks against the published values:"
     for s in sections:
         where = _where(s.artifacts)
         paragraphs += [

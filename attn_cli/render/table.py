@@ -198,12 +198,8 @@ def esc(value: Any) -> str:
 
 
 def _html_spans(cell: Cell) -> str:
-    if not isinstance(cell, Text):
-        return esc(cell)
-    return "".join(
-        f'<span class="{STYLES[style]}">{esc(text)}</span>' if STYLES[style] else esc(text)
-        for text, style in cell.spans
-    )
+    spans = cell.spans if isinstance(cell, Text) else ((str(cell), ""),)
+    return "".join(f'<span class="{STYLES[s]}">{esc(text)}</span>' if STYLES[s] else esc(text) for text, s in spans)
 
 
 def _html(block: Block) -> str:
