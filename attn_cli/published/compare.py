@@ -172,16 +172,6 @@ def summary(outcomes: Sequence[Outcome]) -> str:
 WHOLE_CATALOGUE = ("verify", "all")  # commands that judge every check
 
 
-def _checks_of(command: str) -> list[Check]:
-    from attn_cli.published import all_checks
-    from attn_cli.published.catalogue import ARTIFACTS
-
-    if command in WHOLE_CATALOGUE:
-        return list(all_checks().values())
-    ids = {a.id for a in ARTIFACTS if a.command == command}
-    return [c for c in all_checks().values() if c.artifact in ids]
-
-
 def _span(values: Sequence[float], sign: str = "±") -> str:
     lo, hi = min(values), max(values)
     return f"{sign}{lo:g}" if lo == hi else f"{sign}{lo:g} to {sign}{hi:g}"
@@ -196,7 +186,13 @@ def judged_by(command: str) -> str:
     that regenerates nothing (:data:`REGENERATE_NOTHING`)."""
     if command in REGENERATE_NOTHING:
         return ""
-    checks = _checks_of(command)
+    from attn_cli.published import all_checks
+    from attn_cli.published.catalogue import ARTIFACTS
+
+    checks = list(all_checks().values())
+    if command not in WHOLE_CATALOGUE:
+        ids = {a.id for a in ARTIFACTS if a.command == command}
+        checks = [c for c in checks if c.artifact in ids]
     if not checks:
         return (
             "Judged: nothing. The texts publish no value for what this command prints; `attn verify` checks none of it."
