@@ -128,8 +128,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
         weights = w[0].cpu().tolist()
         head_weights: list = []
         if heads_layer is not None:
-            heads_layer = heads_layer.to(config.device).eval()
-            _, hw = heads_layer(queries, keys, keys)  # (1, h, n_q, n_k)
+            _, hw = heads_layer.to(config.device).eval()(queries, keys, keys)  # (1, h, n_q, n_k)
             head_weights = hw[0].cpu().tolist()
 
     classified = [classify_row(row) for row in weights]

@@ -67,8 +67,7 @@ def validate(config: Config) -> None:
 
 
 def _w9_block(config: Config) -> dict[str, Any]:
-    """W9 5.1: the text's block, draws in its order, by hand and by ``nn.MultiheadAttention``; then its
-    parameter table at d_model."""
+    """W9 5.1, draws in the text's order: heads by hand against nn.MultiheadAttention; its parameter table."""
     import torch
     from torch import nn
 
