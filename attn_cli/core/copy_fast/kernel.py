@@ -190,7 +190,7 @@ class _State:
     lib: ctypes.CDLL | None = None
     tried: bool = False
     error: str | None = None  # see load_error()
-    warned: frozenset[str] = frozenset()  # the one-time warnings given ("load", "place")
+    warned: bool = False  # the warning about the cache folder given
     loaded: tuple[Path | None, str | None] = (None, None)  # see loaded()
     isa: str = ""  # the variant of lib (see kernel_isa())
 
@@ -213,7 +213,8 @@ def _open_kernel_folder() -> tuple[int, Path]:
         os.close(cache.open_cache_dir(folder.parent))  # attn's own tagged folder, made if missing
         return private.open_private_dir(folder), folder
     except private.NotPrivate as exc:
-        if _once("place"):  # the per-user cache folder's own warning (commands/cache.py) covers this one
+        if not _state.warned:  # the per-user cache folder's own warning (commands/cache.py) covers this one
+            _state.warned = True
             private.warn_unusable(
                 folder.parent,
                 f"warning: the copy-task C kernel is not kept in {folder} ({exc}); "
@@ -221,13 +222,6 @@ def _open_kernel_folder() -> tuple[int, Path]:
             )
     elsewhere = private.scratch_dir() / "kernels"
     return private.open_private_dir(elsewhere), elsewhere
-
-
-def _once(warning: str) -> bool:
-    """True the first time ``warning`` is named in this loader state."""
-    first = warning not in _state.warned
-    _state.warned = _state.warned | {warning}
-    return first
 
 
 def _install(dir_fd: int, name: str, data: bytes) -> None:
@@ -333,12 +327,10 @@ def load() -> ctypes.CDLL | None:
             _state.isa = which
         except Exception as exc:  # build or load failure of any kind: fall back, never crash
             _state.error = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
-            if _once("load"):
-                sys.stderr.write(
-                    f"warning: the copy-task C kernel is not available ({_state.error}); "
-                    "the fast engine uses PyTorch ops\n"
-                )
-                sys.stderr.flush()
+            sys.stderr.write(  # once: a loader state tries once
+                f"warning: the copy-task C kernel is not available ({_state.error}); the fast engine uses PyTorch ops\n"
+            )
+            sys.stderr.flush()
         return _state.lib
 
 
