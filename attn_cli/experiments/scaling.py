@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -97,14 +96,6 @@ class Result:
         return {f"w9-scaling.{r.n}.{name}": getattr(r, attr) for r in self.formula for name, attr in names}
 
 
-def fit_exponent(ns: Iterable[float], times: Iterable[float]) -> float | None:
-    """Least-squares slope of log(time) against log(n); None with fewer than 2 distinct n."""
-    from attn_cli.core.measure import loglog_slope
-
-    pts = [(n, t) for n, t in zip(ns, times) if t > 0]
-    return loglog_slope([n for n, _ in pts], [t for _, t in pts])
-
-
 def estimate_bytes(config: Config) -> int:
     """The largest measured forward pass (0 without --measure: the table is arithmetic)."""
     if not config.measure or not config.measure_lengths:
@@ -194,6 +185,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
 
     import torch
 
+    from attn_cli.core.measure import loglog_slope
+
     cuda = config.device.startswith("cuda")
     result.peak_method = (
         "torch.cuda.max_memory_allocated (plus the inputs)"
@@ -212,5 +205,6 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     for i, n in enumerate(lengths):
         row = _measure_one(n, config, gen, progress, i * config.repeats, len(lengths) * config.repeats)
         result.measured_rows.append(row)
-    result.exponent = fit_exponent([r.n for r in result.measured_rows], [r.time_s for r in result.measured_rows])
+    fit = [r for r in result.measured_rows if r.time_s > 0]  # log-log least squares; None with fewer than 2 n
+    result.exponent = loglog_slope([r.n for r in fit], [r.time_s for r in fit])
     return result
