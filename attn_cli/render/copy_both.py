@@ -51,7 +51,6 @@ def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
     curve = result.curve
-    out = Path(out)
     write_csv(
         out / CSV,
         zip(curve["a"], curve["one_head"], curve["two_heads"]),

@@ -92,7 +92,6 @@ def _cell(stats: dict, n: int, outcome: Outcome | None) -> Cell:
 
 def tables(result: Result, outcomes: Outcomes) -> list:
     seeds = tuple(result.config["seeds"]) or (result.config["seed"],)
-    # every published cell has a verdict (pass or fail), the one the check table shows
     comparable = all(o.status in ("pass", "fail") for o in _cell_outcomes(outcomes).values())
     out: list = [_cells_table(result, outcomes, seeds, comparable)]
     if len(seeds) > 1:

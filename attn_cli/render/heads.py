@@ -98,10 +98,8 @@ def figures(
     return save_figure(fig, Path(out) / PNG, formats, keep=keep)
 
 
-# the layout of figure 10.3.2: a head column's width and the gap between columns, and the
-# heights of the inputs, projections, attention, concatenation and output rows
-_COL_W, _GAP = 2.3, 0.35
-_IN_Y, _PROJ_Y, _ATT_Y, _CAT_Y, _OUT_Y = 0.0, 3.0, 5.2, 7.3, 9.2
+_COL_W, _GAP = 2.3, 0.35  # figure 10.3.2: a head column's width, the gap between columns
+_IN_Y, _PROJ_Y, _ATT_Y, _CAT_Y, _OUT_Y = 0.0, 3.0, 5.2, 7.3, 9.2  # the heights of its rows
 _ARROW: dict[str, Any] = dict(arrowstyle="-|>", mutation_scale=8, lw=0.7, color="dimgrey", shrinkA=0, shrinkB=0)
 
 
