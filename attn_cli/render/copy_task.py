@@ -121,11 +121,10 @@ def _cells_table(result: Result, outcomes: Outcomes, seeds: tuple, comparable: b
     several = len(seeds) > 1
     engines = sorted({r["engine"] for r in result.rows})
     models = [m for m in MODELS if any(c["model"] == m for c in result.cells)]
+    seed_text = f"seeds {' '.join(map(str, seeds))}" if several else f"seed {seeds[0]}"
     title = (
         f"W9 2.3  copy task  (hidden {cfg['hidden_size']}, {cfg['steps']} steps, batch {cfg['batch_size']}, "
-        f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, "
-        + (f"seeds {' '.join(map(str, seeds))}" if several else f"seed {seeds[0]}")
-        + f", {cfg['device']}, {' + '.join(engines)} engine)"
+        f"lr {cfg['lr']:g}, eval {cfg['eval_size']}, {seed_text}, {cfg['device']}, {' + '.join(engines)} engine)"
     )
     caption = "each cell: regenerated" + (" (mean ± std over seeds)" if several else "")
     caption += (
