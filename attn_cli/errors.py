@@ -1,5 +1,4 @@
-"""Domain errors raised by the core and the experiments: the CLI turns every :class:`AttnError` into
-a one-line ``Error: ...`` (exit 1) in one place (:class:`attn_cli.cli.AttnGroup`)."""
+"""Domain errors: the CLI turns every :class:`AttnError` into one ``Error: ...`` line (exit 1) in one place."""
 
 
 class AttnError(Exception):
@@ -34,5 +33,4 @@ class BadConfig(AttnError):
 
 
 class ConfigError(AttnError, ValueError):
-    """A configuration refused before any work by the Python API, where the command line prints
-    ``Error: ...``; its message is that text."""
+    """A configuration the Python API refuses before any work; its message is the CLI's ``Error: ...`` text."""

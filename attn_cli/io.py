@@ -8,7 +8,6 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from attn_cli.errors import WriteFailed
@@ -47,7 +46,7 @@ def _fsync(path: str | os.PathLike, directory: bool = False) -> None:
         os.close(fd)
 
 
-@contextmanager
+@contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temp path beside ``path`` to write; on success fsync it, give it the umask's mode and
     rename it onto ``path``; on any failure delete it."""

@@ -241,8 +241,7 @@ class Cache:
 
 @dataclasses.dataclass
 class Cleared:
-    """What ``attn cache clear`` removed (or would remove): entries and bytes per group, whether
-    the key went, and the files of attn's layout that it kept because they are not provably its own."""
+    """What ``attn cache clear`` removed (or would): entries and bytes per group, the key, the files not proven ours."""
 
     removed: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
     key: bool = False

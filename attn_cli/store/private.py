@@ -309,8 +309,7 @@ def scratch_dir() -> Path:
 
 
 def remove_own_scratch() -> None:
-    """Remove this process's scratch folder now, if this process made it (not one inherited):
-    for a worker that leaves with ``os._exit``, where no atexit handler runs."""
+    """Remove the scratch folder this process made (not one inherited) now: a worker leaves with ``os._exit``."""
     global _scratch
     with _scratch_lock:
         path = _scratch
