@@ -44,22 +44,6 @@ def sqrt_dk_text_draws(config: Mapping[str, Any]) -> list[bool]:
     return [same_setup and dims[: i + 1] == SQRT_DK_DIMS[: i + 1] for i in range(len(dims))]
 
 
-def _per_check(check_id: str, config: Mapping[str, Any]) -> bool:
-    """What single checks depend on beyond their artifact's settings."""
-    parts = check_id.split(".")
-    if parts[0] == "w9-sqrt-dk":
-        d_k = int(parts[1])
-        dims = tuple(config.get("d_k", ()))
-        return d_k in dims and sqrt_dk_text_draws(config)[dims.index(d_k)]
-    if parts[0] == "w9-scaling" and parts[-1] == "operations":
-        return config.get("d_model") == SCALING_D_MODEL
-    if check_id.startswith(("w9-heads.params.", "w9-heads.head_size.")):
-        return config.get("d_model") == 64
-    if check_id.startswith("d2l-mha-params."):
-        return config.get("d2l_d_model") == 256
-    return True
-
-
 def text_settings(artifact_id: str) -> dict[str, Any]:
     """The settings a catalogue ID's values hold at: ``TEXT`` here, or the ``TEXT_SETTINGS`` of
     the check family that declares it (a new experiment's, beside its checks); {} for none."""
@@ -78,5 +62,17 @@ def at_text_settings(check: Check, config: Mapping[str, Any] | None) -> bool:
     if config is None or check.id in ANY_SETTINGS:
         return True
     required = text_settings(check.artifact)
-    same = all(k in config and as_lists(config[k]) == as_lists(v) for k, v in required.items())
-    return same and _per_check(check.id, config)
+    if not all(k in config and as_lists(config[k]) == as_lists(v) for k, v in required.items()):
+        return False
+    parts = check.id.split(".")  # what single checks depend on beyond their artifact's settings
+    if parts[0] == "w9-sqrt-dk":
+        d_k = int(parts[1])
+        dims = tuple(config.get("d_k", ()))
+        return d_k in dims and sqrt_dk_text_draws(config)[dims.index(d_k)]
+    if parts[0] == "w9-scaling" and parts[-1] == "operations":
+        return config.get("d_model") == SCALING_D_MODEL
+    if check.id.startswith(("w9-heads.params.", "w9-heads.head_size.")):
+        return config.get("d_model") == 64
+    if check.id.startswith("d2l-mha-params."):
+        return config.get("d2l_d_model") == 256
+    return True
