@@ -84,9 +84,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             error, condition = readout_error(M2, target), torch.linalg.cond(A).item()
             points.append(Point(eps, error, theory(eps, sigma), condition, straight(eps, sigma)))
         fit = [p for p in points if p.straight]
-        sweeps.append(
-            Sweep(sigma, sigma / 2, loglog_slope([p.eps for p in fit], [p.error for p in fit]), len(fit), points)
-        )
+        slope = loglog_slope([p.eps for p in fit], [p.error for p in fit])
+        sweeps.append(Sweep(sigma, sigma / 2, slope, len(fit), points))
     return Result(n, DIM, sweeps=sweeps)
 
 
