@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from attn_cli import experiment_registry, pipeline
 from attn_cli.cli import cli
 from attn_cli.experiments import copy_task as exp
+from attn_cli.experiments.copy_task.config import TEXT_LENGTHS
 from attn_cli.published import settings
 from attn_cli.published.compare import compare_result
 from attn_cli.render import copy_task as render
@@ -121,7 +122,7 @@ def _result(free_running: float) -> exp.Result:
     """A copy-task Result at the text's settings with every run's accuracies given."""
     from attn_cli.core.copy_spec import RunOutcome
 
-    cfg = exp.Config(lengths=exp.TEXT_LENGTHS, model="both")
+    cfg = exp.Config(lengths=TEXT_LENGTHS, model="both")
     outcomes = [
         RunOutcome(
             spec=s,

@@ -17,6 +17,7 @@ import pytest
 
 from attn_cli import experiment_registry
 from attn_cli.experiments import copy_task as exp
+from attn_cli.experiments.copy_task.config import max_entry_bytes
 from attn_cli.store import cache, entries
 from tests.conftest import ATTN, assert_user_error, run_attn, run_copy_task
 
@@ -207,7 +208,7 @@ def test_an_entry_that_is_not_a_bounded_regular_file_is_recomputed(tmp_path, pla
         huge = {"example_weights": [[0.5] * 400] * 400}
         with cache.Cache.open(tmp_path / "cache") as store:
             store.store("copy_task", exp.cache_key(spec, "exact", "cpu"), huge)
-        assert path.stat().st_size > exp.max_entry_bytes(dataclasses.asdict(spec))
+        assert path.stat().st_size > max_entry_bytes(dataclasses.asdict(spec))
     again = run_copy_task(config, root)
     assert not again.runs[0]["cached"]
     assert "unreadable" in again.notes[0] and "recomputing" in again.notes[0]

@@ -23,10 +23,12 @@ import torch
 from attn_cli.core.copy_spec import RunSpec
 from attn_cli.core.copy_train import train_and_evaluate
 from attn_cli.experiments import copy_task as exp
+from attn_cli.experiments.copy_task.engines import schedule
 from attn_cli.published import all_checks
 from attn_cli.published.compare import compare_result
 from attn_cli.published.copy_task import CHECKS, MAP_RULE_ID
 from attn_cli.render import copy_task as render
+from attn_cli.store.cache import cache_path
 from tests.conftest import (
     ATTN,
     assert_png,
@@ -134,9 +136,9 @@ def test_parameter_creation_order_is_the_programs():
 
 def test_schedule_puts_the_longest_runs_first():
     specs = exp.Config(model="attention").plan()
-    order = [spec.length for _, spec in exp.schedule(list(enumerate(specs)))]
+    order = [spec.length for _, spec in schedule(list(enumerate(specs)))]
     assert order == [32, 16, 8, 4]
-    both = [(s.model, s.length) for _, s in exp.schedule(list(enumerate(exp.Config().plan())))]
+    both = [(s.model, s.length) for _, s in schedule(list(enumerate(exp.Config().plan())))]
     assert both[0] == ("attention", 32) and both[-1] == ("plain", 4)
 
 
@@ -178,7 +180,7 @@ def test_cache_key_covers_what_determines_a_run():
         exp.cache_key(spec, "exact", "cuda"),
         exp.cache_key(RunSpec(length=4, lr=1e-3), "exact", "cpu"),
     ]
-    paths = {exp.cache_path(root, k) for k in [base, *variants]}
+    paths = {cache_path(root, "copy_task", k) for k in [base, *variants]}
     assert len(paths) == 5
 
 

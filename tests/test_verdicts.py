@@ -278,9 +278,10 @@ def test_code_digest_covers_both_engines_and_the_kernel():
     from pathlib import Path
 
     import attn_cli
+    from attn_cli.experiments.copy_task.config import CODE_GLOBS
 
     root = Path(attn_cli.__file__).resolve().parent
-    covered = {p.relative_to(root).as_posix() for g in exp.CODE_GLOBS for p in root.glob(g)}
+    covered = {p.relative_to(root).as_posix() for g in CODE_GLOBS for p in root.glob(g)}
     assert {"core/copy_train.py", "core/copy_fast/__init__.py", "core/copy_spec.py"} <= covered
     assert any("kernel" in name for name in covered)
 

@@ -1,8 +1,5 @@
-"""The exact engine: the copy-task models (W9 2.3's attention encoder-decoder and the Week 8 plain
-one) and one run, the W9 2.3 way, bit for bit.
-
-Design notes: ``docs/design.md``, section ``attn_cli.core.copy_train``.
-"""
+"""The exact engine: the copy-task models (W9 2.3's attention encoder-decoder, the Week 8 plain one) and
+one run, the W9 2.3 way, bit for bit (design notes: ``docs/design.md``, section ``attn_cli.core.copy_train``)."""
 
 from __future__ import annotations
 
@@ -28,13 +25,9 @@ class AttnSeq2Seq(nn.Module):
     before the cell update (input to the cell) and after it (input to the readout)."""
 
     uses_attention = True
-    # True: one contiguous copy of the encoder states per batch, where the program hands every bmm
-    # the GRU's strided (B, T, h) view: the same floats (tested), faster
-    contiguous_states = True
-    # False: the decoder calls the functions behind the program's modules (F.embedding,
-    # torch.gru_cell, F.linear) directly: the same ops and bits (tested), without
-    # nn.Module.__call__'s overhead per step; True: the program's module calls
-    program_calls = False
+    # both switches give the program's bits (tested); the defaults are faster
+    contiguous_states = True  # one contiguous copy of the encoder states per batch, not the GRU's strided view
+    program_calls = False  # False: F.embedding, torch.gru_cell, F.linear called directly, not nn.Module.__call__
 
     def __init__(self, hidden: int):
         super().__init__()
@@ -99,8 +92,7 @@ class AttnSeq2Seq(nn.Module):
         sequences and steps, they peak at the step's own input position (plain model: [], None)."""
         enc, state = encoded if encoded is not None else self.encode(src)
         tok = torch.full((src.size(0),), BOS, device=src.device)  # (B,)
-        res, rows = [], []
-        hits, steps = 0, 0
+        res, rows, hits, steps = [], [], 0, 0
         for t in range(length):
             o, state, weights = self.step(tok, state, enc)
             tok = o.argmax(-1)  # (B,)
@@ -124,16 +116,12 @@ class PlainSeq2Seq(AttnSeq2Seq):
         return self.readout(state), state, None  # (B, V), (B, h), no weights
 
 
-MODEL_CLASSES = {"attention": AttnSeq2Seq, "plain": PlainSeq2Seq}
-
-
 def build_model(model: str, hidden: int) -> AttnSeq2Seq:
     """A fresh model; the caller seeds torch first (parameter creation draws from the RNG)."""
-    try:
-        cls = MODEL_CLASSES[model]
-    except KeyError:
-        raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODEL_CLASSES)}") from None
-    return cls(hidden)
+    classes = {"attention": AttnSeq2Seq, "plain": PlainSeq2Seq}
+    if model not in classes:
+        raise ValueError(f"unknown model {model!r}; choose from {', '.join(classes)}")
+    return classes[model](hidden)
 
 
 # --------------------------------------------------------------------------- one run
@@ -186,14 +174,13 @@ def _train(
     """``spec.steps`` Adam steps on fresh batches, with clipping; the last step's loss (nan without steps)."""
     params = list(model.parameters())
     opt = adam(params, spec.lr, program_calls=program_layout)
-    cross_entropy, clip = nn.functional.cross_entropy, nn.utils.clip_grad_norm_
     loss, last_report = None, start
     for step in range(1, spec.steps + 1):
         src, tgt_in = make_batch(spec.batch_size, spec.length, device)
-        loss = cross_entropy(model(src, tgt_in).reshape(-1, VOCAB), src.reshape(-1))
+        loss = F.cross_entropy(model(src, tgt_in).reshape(-1, VOCAB), src.reshape(-1))
         opt.zero_grad()
         loss.backward()
-        clip(params, spec.clip)
+        nn.utils.clip_grad_norm_(params, spec.clip)
         opt.step()
         if progress is not None:
             now = time.perf_counter()
@@ -213,14 +200,11 @@ def _evaluate(model: AttnSeq2Seq, spec: RunSpec, device: str) -> dict[str, Any]:
         forced = (model(src, tgt_in, encoded).argmax(-1) == src).float().mean().item()
         free, rows, diagonal = model.generate(src, spec.length, encoded, record=0)  # (B, T)
         correct = free == src  # (B, T)
-        free_running = correct.float().mean().item()
-        exact = correct.all(1).float().mean().item()
-        weights = torch.stack(rows).tolist() if rows else []  # (T_out, T_in) for sequence 0
-    return {
-        "teacher_forced": forced,
-        "free_running": free_running,
-        "exact": exact,
-        "example_src": src[0].tolist(),
-        "example_weights": weights,
-        "diagonal": diagonal,
-    }
+        return {
+            "teacher_forced": forced,
+            "free_running": correct.float().mean().item(),
+            "exact": correct.all(1).float().mean().item(),
+            "example_src": src[0].tolist(),
+            "example_weights": torch.stack(rows).tolist() if rows else [],  # (T_out, T_in) for sequence 0
+            "diagonal": diagonal,
+        }

@@ -1,12 +1,11 @@
-"""W9 2.3: ``attn copy-task``, the copy task with and without attention, under a progress
-display on stderr: one bar per run, or, with ``--scheduler``, one bar over the runs of a Dask
-cluster that counts done, running and failed runs, with an ETA."""
+"""W9 2.3: ``attn copy-task``, under a progress display on stderr: one bar per run, or, with ``--scheduler``,
+one bar over the runs of a Dask cluster (done, running and failed runs, an ETA)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence, Sized
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -28,7 +27,6 @@ from attn_cli.cli.types import SEEDS, FiniteFloatRange, IntRange, MultiValueOpti
 if TYPE_CHECKING:
     from attn_cli.core.copy_spec import RunSpec
     from attn_cli.experiments import ProgressEvent
-    from attn_cli.experiments.copy_task import Config
 
 MAX_STEPS = 1_000_000  # 400 times the text's 2500: hours per run; more is a typo
 MAX_JOBS = 1024  # worker processes; each is a Python process with torch loaded
@@ -158,16 +156,13 @@ def copy_task(
         exp,
         config_of(exp, common, use_cache=not no_cache, **given),
         common,
-        display=_display,
+        display=lambda config: (
+            cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
+        ),
         cache_root=lambda: cache_root(common),
         use_cache=not no_cache,
         threads=None,
     )
-
-
-def _display(config: Config) -> AbstractContextManager[Callable[[ProgressEvent], None]]:
-    """The copy task's progress: one bar over the runs of a Dask cluster, else one bar per run."""
-    return cluster_bar(config.plan(), config.scheduler) if config.scheduler else _bars(config.plan())
 
 
 class RunCounts:
@@ -205,8 +200,7 @@ class RunCounts:
 
 @contextmanager
 def cluster_bar(specs: Sized, address: str) -> Iterator[Callable[[ProgressEvent], None]]:
-    """One rich bar on stderr for the runs ``specs`` on the cluster at ``address``; yields
-    the experiment's ``progress`` callback."""
+    """One rich bar on stderr for the runs ``specs`` on the cluster at ``address``; yields the ``progress`` callback."""
     from rich.progress import TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     counts = RunCounts(len(specs))

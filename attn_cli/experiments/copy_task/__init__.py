@@ -1,7 +1,5 @@
-"""W9 2.3: the copy task, with attention and without (the "Week 8" plain encoder-decoder).
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task``.
-"""
+"""W9 2.3: the copy task, with attention and without (the "Week 8" plain encoder-decoder); design notes:
+``docs/design.md``, section ``attn_cli.experiments.copy_task``."""
 
 from __future__ import annotations
 
@@ -18,31 +16,18 @@ from attn_cli.core.copy_spec import RunOutcome
 from attn_cli.errors import AttnError
 from attn_cli.experiments import ProgressCallback, ProgressEvent
 from attn_cli.experiments.copy_task.config import (
-    CACHE_SUBDIR,
-    CODE_GLOBS,
     ENGINES,
     LOCAL_FIELDS,
-    TEXT_LENGTHS,
     Config,
     cache_key,
-    cache_path,
     check_memory,
     estimate_bytes,
     load_cached,
-    max_entry_bytes,
     recorded,
     validate,
     verify_config,
 )
-from attn_cli.experiments.copy_task.engines import (
-    Done,
-    Report,
-    Todo,
-    fast_engine,
-    run_exact_engine,
-    run_fast_engine,
-    schedule,
-)
+from attn_cli.experiments.copy_task.engines import Done, Report, Todo, fast_engine, run_exact_engine, run_fast_engine
 from attn_cli.published.copy_task import CHECK_IDS, MAP_RULE_ID, METRICS, MapSample, check_id
 from attn_cli.published.seed_rule import SeedSample
 from attn_cli.store.cache import Unavailable
@@ -61,25 +46,19 @@ FIGURES = ("copy_task_accuracy.png", "copy_task_attention_L{length}.png")
 
 __all__ = [
     "ARTIFACTS",
-    "CACHE_SUBDIR",
-    "CODE_GLOBS",
     "ENGINES",
     "LOCAL_FIELDS",
     "METRICS",
-    "TEXT_LENGTHS",
     "Config",
     "Result",
     "assemble",
     "cache_key",
-    "cache_path",
     "check_memory",
     "diagonal_fraction",
     "estimate_bytes",
     "load_cached",
-    "max_entry_bytes",
     "preflight",
     "run",
-    "schedule",
     "validate",
     "verify_config",
 ]
@@ -109,8 +88,7 @@ class Result:
         return f"{n} training run{'s' if n != 1 else ''}: {cached} from cache, {n - cached} computed"
 
     def published_beside(self, outcomes: Mapping[str, Outcome]) -> dict[str, Any]:
-        """The JSON's cells with the text's values beside (:func:`attn_cli.render.files.result_json`):
-        each metric's ``published`` and ``status`` from ``outcomes`` (None where the text prints none)."""
+        """The JSON's cells, each metric with its ``published`` value and ``status`` (None where the text has none)."""
         cells = copy.deepcopy(self.cells)
         for c in cells:
             for metric in METRICS:
@@ -161,10 +139,8 @@ def _aggregate(config: Config, outcomes: list[RunOutcome]) -> tuple[list[dict], 
     for model in config.model_list:
         for length in config.lengths:
             group = [o for o in outcomes if o.spec.model == model and o.spec.length == length]
-            cell: dict = {"model": model, "length": length, "n": len(group), "seeds": [o.spec.seed for o in group]}
-            for metric in METRICS:
-                cell[metric] = _stats([getattr(o, metric) for o in group])
-            cells.append(cell)
+            cell = {"model": model, "length": length, "n": len(group), "seeds": [o.spec.seed for o in group]}
+            cells.append(cell | {metric: _stats([getattr(o, metric) for o in group]) for metric in METRICS})
             first = group[0]
             if first.example_weights:
                 maps.append(
@@ -216,17 +192,15 @@ def preflight(config: Config) -> None:
 
 
 def run(config: Config, progress: ProgressCallback = None, store: Pieces | None = None) -> Result:
-    """Every run of ``config``, aggregated; ``progress`` hears a ProgressEvent per report of a run
-    (``item``: its index in ``config.plan()``, ``item_done``: its steps, ``value``: its loss).
-    ``store``: this experiment's pieces of the cache (None: none): cached runs are reused (unless
-    ``store.reuse`` or ``config.use_cache`` is False), each finished run is stored at once.  With more
-    than one job the runs go to forkserver processes: a script needs the ``__main__`` guard."""
+    """Every run of ``config``, aggregated; ``progress`` hears a ProgressEvent per report of a run.  ``store``:
+    this experiment's pieces of the cache (None: none): cached runs reused, each finished run stored at once.
+    With more than one job the runs go to forkserver processes: a script needs the ``__main__`` guard."""
     start = time.perf_counter()
     validate(config)
     preflight(config)  # a clear error now, before any work
     sweep = _Sweep(config, store, progress)
     _train(sweep.reuse_cached(), config, sweep.report, sweep.done)
-    outcomes = cast(list[RunOutcome], sweep.outcomes)
+    outcomes = cast(list[RunOutcome], sweep.outcomes)  # every run cached or trained
     return assemble(config, outcomes, sweep.cached, seconds=time.perf_counter() - start, notes=sweep.notes)
 
 
@@ -261,8 +235,7 @@ class _Sweep:
             )
 
     def reuse_cached(self) -> Todo:
-        """The runs still to train; each cached outcome (where reuse is on) kept and reported as
-        "cached", an unreadable entry noted."""
+        """The runs still to train; each cached outcome kept and reported, an unreadable entry noted."""
         store, todo = self.store, []
         for i, spec in enumerate(self.specs):
             if store is not None and store.reuse and self.config.use_cache:
@@ -281,8 +254,7 @@ class _Sweep:
         return todo
 
     def done(self, index: int, outcome: RunOutcome) -> None:
-        """Refuse an outcome computed on other CPU kernels than its key's; keep it, store it at once
-        (Ctrl-C keeps it), and report it as "done"."""
+        """Refuse an outcome computed on other CPU kernels than its key's; keep it, store it, report it."""
         key, steps = self.keys[index], self.specs[index].steps
         want = key["numerics"]["isa"]
         if self.config.device == "cpu" and outcome.isa and outcome.isa != want:
@@ -318,8 +290,7 @@ def _train(todo: Todo, config: Config, report: Report, done: Done) -> None:
 
 
 def _overlap(config: Config, exact: Todo) -> bool:
-    """Train the fast seeds beside the exact ones: only where the exact runs go to worker
-    processes (an in-process exact run shares torch's thread setting: its bits must not)."""
+    """Fast seeds beside exact ones only where the exact runs are in worker processes (not sharing our threads)."""
     return config.device == "cpu" and min(config.worker_count(), len(exact)) > 1
 
 

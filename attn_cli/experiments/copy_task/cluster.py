@@ -1,9 +1,5 @@
-"""The copy task's runs on a Dask distributed cluster (``--scheduler ADDRESS``, ``ATTN_SCHEDULER``):
-the client's side, and the worker's (:func:`train_on_worker`: plain data in and out, no tensor;
-:func:`prepare_worker`, run by the preload :mod:`attn_cli.dask_worker`).
-
-Design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.cluster``.
-"""
+"""The copy task's runs on a Dask cluster (``--scheduler``, ``ATTN_SCHEDULER``): the client's side and the
+worker's (design notes: ``docs/design.md``, section ``attn_cli.experiments.copy_task.cluster``)."""
 
 from __future__ import annotations
 
@@ -53,21 +49,8 @@ class ClusterError(AttnError):
     """The scheduler cannot be reached, went away, or a worker was refused."""
 
 
-def handshake_timeout() -> float:
-    """The scheduler handshake's timeout in seconds: ``ATTN_SCHEDULER_TIMEOUT``, else 10."""
-    raw = os.environ.get(TIMEOUT_VAR, "").strip()
-    try:
-        value = float(raw) if raw else CONNECT_TIMEOUT_S
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise ClusterError(f"{TIMEOUT_VAR}={raw}: not a positive number of seconds")
-    return value
-
-
 def connect(address: str, source: str = "--scheduler") -> Client:
-    """A ``distributed.Client`` on ``address``, or a ClusterError naming the address and where it came
-    from: nothing listening, or no Dask handshake within :func:`handshake_timeout` ("is not a Dask scheduler")."""
+    """A ``distributed.Client`` on ``address``, or a ClusterError naming the address and ``source``."""
     try:
         from distributed import Client
     except ImportError:
@@ -76,7 +59,13 @@ def connect(address: str, source: str = "--scheduler") -> Client:
     names = {"distributed", "distributed.client", *logging.root.manager.loggerDict}
     for name in (n for n in names if n == "distributed" or n.startswith("distributed.")):
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-    timeout = handshake_timeout()
+    raw = os.environ.get(TIMEOUT_VAR, "").strip()  # the handshake's timeout in seconds
+    try:
+        timeout = float(raw) if raw else CONNECT_TIMEOUT_S
+    except ValueError:
+        timeout = math.nan
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ClusterError(f"{TIMEOUT_VAR}={raw}: not a positive number of seconds")
     reason = _probe(address, timeout)  # no Client is made for a scheduler that is not there
     if reason is None:
         why = _identify(address, timeout)
@@ -92,8 +81,8 @@ def connect(address: str, source: str = "--scheduler") -> Client:
 
 
 def _identify(address: str, timeout: float) -> str | None:
-    """Why ``address`` is not a Dask scheduler (None: it answered Dask's ``identity`` as one), asked
-    within ``timeout`` seconds on an event loop of its own thread (a notebook's running loop is left alone)."""
+    """Why ``address`` is not a Dask scheduler (None: it answered Dask's ``identity`` as one), asked on an
+    event loop of its own thread (a notebook's running loop is left alone)."""
     from distributed.comm import connect as dask_connect
     from distributed.security import Security
 
@@ -140,8 +129,7 @@ def _probe(address: str, timeout: float) -> str | None:
 
 
 def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float | None = None) -> dict:
-    """A Config's ``scheduler``, ``scheduler_from`` and ``worker_wait`` (none without a scheduler),
-    once the scheduler has answered: a command fails before any work otherwise."""
+    """A Config's ``scheduler``, ``scheduler_from`` and ``worker_wait``, once the scheduler has answered."""
     if not scheduler:
         return {}
     source = source or "--scheduler"
@@ -151,15 +139,12 @@ def plan_keywords(scheduler: str | None, source: str | None, worker_wait: float 
 
 
 def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -> None:
-    """Every run of ``todo`` (``(index, spec)``, each with ``config.engine_of(spec)``) on the
-    cluster at ``config.scheduler``; ``done(index, outcome)`` as each finishes."""
-    address, source = config.scheduler, config.scheduler_from or "--scheduler"
-    assert address is not None  # only called with a scheduler
+    """Every run of ``todo`` on the cluster at ``config.scheduler``; ``done(index, outcome)`` as each finishes."""
     todo = schedule(todo)  # longest first: the scheduler starts them in submission order
     # this process's numeric mode (not a Config field: it would change every cache key and JSON)
     mode, code = numerics.current_mode(), code_digest()
-    client = connect(address, source)
-    futures: dict = {}  # future -> (index, spec, engine) of the runs not collected yet
+    client = connect(config.scheduler or "", config.scheduler_from or "--scheduler")
+    futures: dict = {}  # future -> (index, spec) of the runs not collected yet
     tags = {
         f"attn-copy-task-{config.engine_of(spec)}-{index}-{uuid.uuid4().hex[:12]}": (index, spec)
         for index, spec in todo
@@ -174,9 +159,8 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
         client.subscribe_topic(TOPIC, heard)
     try:
         for key, (index, spec) in tags.items():  # each a task keyed by its tag, into futures as it is submitted
-            engine = config.engine_of(spec)
-            args = (dataclasses.asdict(spec), engine, mode, config.device, key)
-            futures[client.submit(train_on_worker, *args, pure=False, retries=RETRIES, key=key)] = (index, spec, engine)
+            args = (dataclasses.asdict(spec), config.engine_of(spec), mode, config.device, key)
+            futures[client.submit(train_on_worker, *args, pure=False, retries=RETRIES, key=key)] = (index, spec)
         _collect(client, futures, config, report, done, code)
     finally:  # cancel the runs nobody will collect (after an error or Ctrl-C); the scheduler may be gone
         with suppress(Exception):
@@ -188,13 +172,12 @@ def run_cluster_engine(todo: Todo, config: Config, report: Report, done: Done) -
 
 
 def _collect(client: Client, futures: dict, config: Config, report: Report, done: Done, code: str) -> None:
-    """Each run's answer as it finishes, checked, popped from ``futures`` and handed to ``done``;
-    the workers watched meanwhile.  A failed run is a ClusterError."""
+    """Each run's answer as it finishes, checked and handed to ``done``; a failed run is a ClusterError."""
     address, source = config.scheduler or "", config.scheduler_from or "--scheduler"
     watch = _WorkerWatch(client, address, source, config.worker_wait)
     watch.check()  # a scheduler without workers is said at once
     for fut in _finishing(client, futures, watch):
-        index, spec, engine = futures.pop(fut)
+        index, spec = futures.pop(fut)
         what = f"the {spec.model} run at length {spec.length}, seed {spec.seed}"
         try:
             answer = fut.result()
@@ -209,7 +192,7 @@ def _collect(client: Client, futures: dict, config: Config, report: Report, done
             raise ClusterError(
                 f"{what} failed on the Dask cluster at {address}: {type(exc).__name__}: {reason}"
             ) from None
-        done(index, _outcome(answer, cache_key(spec, engine, config.device), what, code))
+        done(index, _outcome(answer, cache_key(spec, config.engine_of(spec), config.device), what, code))
         watch.collected += 1
 
 
@@ -217,28 +200,26 @@ def _finishing(client: Client, futures: dict, watch: _WorkerWatch) -> Iterator[F
     """The futures as they finish; while none does, the workers are watched every :data:`POLL_S`."""
     from distributed import as_completed
 
-    pending = as_completed(list(futures), loop=client.loop)
-    looked = time.monotonic()
+    pending, looked = as_completed(list(futures), loop=client.loop), time.monotonic()
     while not pending.is_empty():
         if pending.has_ready():
             yield from pending.next_batch(block=False)
-            looked = time.monotonic()
         elif time.monotonic() - looked >= POLL_S:
             watch.check()
-            looked = time.monotonic()
         else:
             time.sleep(0.05)
+            continue
+        looked = time.monotonic()
 
 
 class _WorkerWatch:
-    """Says on stderr, at once and every :data:`SAY_EVERY_S`, that no worker is connected, and gives
-    up with a ClusterError after ``wait_s`` seconds without one; counts the runs collected till then."""
+    """Says on stderr (at once, then every :data:`SAY_EVERY_S`) that no worker is connected; a ClusterError
+    after ``wait_s`` seconds without one."""
 
     def __init__(self, client: Client, address: str, source: str, wait_s: float) -> None:
         self.client, self.address, self.source, self.wait_s = client, address, source, wait_s
-        self.since: float | None = None
-        self.said = 0.0
-        self.collected = 0
+        self.since: float | None = None  # since when no worker is connected
+        self.said, self.collected = 0.0, 0  # when that was last said; runs collected
 
     def check(self) -> None:
         try:
@@ -271,8 +252,7 @@ class _WorkerWatch:
             )
 
 
-def _say(line: str) -> None:
-    """One line on stderr (a live progress display keeps it above)."""
+def _say(line: str) -> None:  # on stderr: a live progress display keeps it above
     print(line, file=sys.stderr, flush=True)
 
 
@@ -308,8 +288,7 @@ def _outcome(answer: object, key: dict, what: str, code: str) -> RunOutcome:
 
 
 def where() -> dict[str, str]:
-    """Where this task runs: the Dask worker's address (empty outside a worker), host, CPU model
-    (Linux ``/proc/cpuinfo``, else the platform's processor string)."""
+    """Where this task runs: the Dask worker's address (empty outside a worker), host and CPU model."""
     try:
         from distributed import get_worker
 
@@ -326,9 +305,8 @@ def where() -> dict[str, str]:
 
 
 def prepare_worker(mode: str) -> None:
-    """Make this Dask worker process ready to train: ``mode`` pinned before torch loads, one intra-op
-    thread, the training code imported (:data:`.engines.WARM_MODULES`).  From then on it computes under
-    ``mode`` alone (:func:`train_on_worker` refuses others).  NumericsError: torch here runs other kernels."""
+    """Make this Dask worker process ready to train under ``mode``, and under it alone (:func:`train_on_worker`
+    refuses others).  NumericsError: torch here runs other kernels."""
     global PRELOADED_MODE
     numerics.apply(mode)  # before torch loads here
     import torch
@@ -341,10 +319,9 @@ def prepare_worker(mode: str) -> None:
 
 
 def train_on_worker(spec: dict, engine: str, mode: str, device: str = "cpu", tag: str | None = None) -> dict:
-    """One copy-task run, as the local engines compute it, in this worker process: ``spec`` a RunSpec as
-    a dict, ``tag`` the client's name of the run (announced on :data:`TOPIC`).  Returns ``{"outcome":
-    asdict(RunOutcome), "where": ..., "code": digest}``, or ``{"refused": why, "where": ...}`` where this
-    process cannot compute under ``mode`` (preloaded with another, or torch runs other kernels)."""
+    """One copy-task run in this worker process, ``spec`` a RunSpec as a dict, ``tag`` the client's name of
+    the run (announced on :data:`TOPIC`): ``{"outcome": asdict(RunOutcome), "where": ..., "code": digest}``,
+    or ``{"refused": why, "where": ...}`` where this process cannot compute under ``mode``."""
     if tag:  # the client's progress bar counts running runs, and a run that starts again as a failed attempt
         with suppress(Exception):  # not inside a worker, an old distributed: no announcement, same run
             from distributed import get_worker

@@ -1,16 +1,11 @@
-"""The copy task's configuration: what to train, checked before any work (domain errors, memory),
-the configuration ``attn verify`` judges; and its finished runs in the cache
-(``<cache>/copy_task/<sha256>.json`` in the per-user cache, opened by the pipeline): the runs'
-keys and what a valid run is.
-
-Design notes: ``docs/design.md``, sections ``attn_cli.experiments.copy_task`` and ``.config``.
-"""
+"""The copy task's configuration, checked before any work (domain errors, memory), and its finished runs
+in the cache (``<cache>/copy_task/<sha256>.json``): their keys and what a valid run is.  Design notes:
+``docs/design.md``, sections ``attn_cli.experiments.copy_task`` and ``.config``."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +16,6 @@ from attn_cli.errors import AttnError
 from attn_cli.experiments import QuickConfig
 from attn_cli.published import seed_rule
 from attn_cli.published.copy_task import ATTENTION, METRICS
-from attn_cli.store import cache as results_cache
 from attn_cli.store import entries
 from attn_cli.store.typed import check, check_grid, check_len, check_range
 
@@ -78,8 +72,7 @@ class Config(QuickConfig):
         return tuple(dict.fromkeys(self.engine_of(s) for s in self.plan()))
 
     def worker_count(self) -> int:
-        """Worker processes: ``jobs``, or the CPUs this process may use; on cuda one (more would
-        only add CUDA contexts taking turns on the one GPU)."""
+        """Worker processes: ``jobs``, else the CPUs this process may use; cuda: one (the GPU's)."""
         return self.jobs or (1 if self.device.split(":")[0] == "cuda" else available_cpus())
 
 
@@ -93,9 +86,8 @@ def recorded(config: Config) -> dict:
 
 
 def verify_config(config: Config, seeds: int | None = None) -> Config:
-    """What ``attn verify`` trains: ``seeds`` seeds from ``--seed`` on (default
-    :data:`~attn_cli.published.seed_rule.MIN_SEEDS`), the first with ``config.engine``, the others
-    with the fast engine (the same seed distribution, a fraction of the time)."""
+    """What ``attn verify`` trains: ``seeds`` seeds (default ``MIN_SEEDS``) from ``--seed`` on, the first
+    with ``config.engine``, the others with the fast engine (the same seed distribution, in less time)."""
     first, n = config.seed_list[0], seed_rule.MIN_SEEDS if seeds is None else seeds
     if n < 1:
         raise AttnError(f"the seed rule needs at least one seed, not {n}")
@@ -145,8 +137,7 @@ def estimate_bytes(config: Config) -> int:
 
 
 def check_memory(config: Config) -> None:
-    """Refuse up front a configuration whose largest run would not fit (all workers at once); not
-    with a Dask scheduler (the runs train in its workers)."""
+    """Refuse up front runs that would not fit (all workers at once); not with a Dask scheduler (its workers train)."""
     specs = config.plan()
     if not specs or config.scheduler:
         return
@@ -184,11 +175,6 @@ def cache_key(spec: RunSpec, engine: str, device: str) -> dict:
     return entries.cache_key(fields, CODE_GLOBS, numerics.key(device))
 
 
-def cache_path(root: str | os.PathLike, key: dict) -> Path:
-    """Where ``key``'s entry lives under the cache folder ``root`` (to show, not to open)."""
-    return results_cache.cache_path(root, CACHE_SUBDIR.name, key)
-
-
 def max_entry_bytes(spec: dict) -> int:
     """The most bytes a run's payload can take: its attention map's floats (at most 26 characters
     each, ``-1.2345678901234567e-308, ``), its tokens, and a few hundred bytes of scalars."""
@@ -196,9 +182,8 @@ def max_entry_bytes(spec: dict) -> int:
 
 
 def load_cached(store: entries.Pieces, key: dict) -> RunOutcome | None:
-    """The cached outcome for ``key`` if it is complete and was made for it; else None (none
-    stored, or ``store.reuse`` False).  Raises ValueError (Refused, InvalidEntry: the reason) for
-    an entry that cannot be trusted: its HMAC, size, key or types, or values its spec rules out."""
+    """The cached outcome for ``key``, else None (none stored, or ``store.reuse`` False); ValueError (Refused,
+    InvalidEntry) for an entry that cannot be trusted: its HMAC, size, key, types, or values its spec rules out."""
     return store.load(key, max_entry_bytes(key["spec"]), RunOutcome, check_outcome)
 
 

@@ -1,8 +1,6 @@
-"""How the copy task's runs are computed: the exact engine in this process or in a pool of
-forkserver worker processes (one intra-op thread each, longest runs first), the fast engine in
-one call to :func:`attn_cli.core.copy_fast.run_fast`.  Both hand each finished run to
-``done(index, outcome)`` and each step to ``report(index, step, total, loss, "running")``.
-"""
+"""How the copy task's runs are computed: the exact engine here or in forkserver worker processes
+(longest runs first), the fast engine in one call to :func:`attn_cli.core.copy_fast.run_fast`.  Both
+hand each finished run to ``done(index, outcome)``, each step to ``report(..., "running")``."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 from multiprocessing import forkserver, resource_tracker
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
@@ -45,21 +43,11 @@ PLAIN_COST = 0.5  # a plain run costs about half an attention run (no attention 
 def fast_engine() -> Callable:
     """``run_fast`` of :mod:`attn_cli.core.copy_fast` (imported on the first call: a sweep found in the
     cache never imports torch), or a clear AttnError if it is absent."""
-    try:
-        found = importlib.util.find_spec("attn_cli.core.copy_fast")
-    except (ImportError, ValueError):
-        found = None
-    if found is None:
+    if importlib.util.find_spec("attn_cli.core.copy_fast") is None:
         raise AttnError(
             "--engine fast is not available in this build yet (attn_cli/core/copy_fast is missing); use --engine exact"
         )
-    return _run_fast
-
-
-def _run_fast(*args: Any, **kwargs: Any) -> Any:
-    from attn_cli.core.copy_fast import run_fast
-
-    return run_fast(*args, **kwargs)
+    return lambda *args, **kwargs: importlib.import_module("attn_cli.core.copy_fast").run_fast(*args, **kwargs)
 
 
 def schedule(todo: Todo) -> Todo:
@@ -67,8 +55,7 @@ def schedule(todo: Todo) -> Todo:
     return sorted(todo, key=lambda item: -_cost(item[1]))
 
 
-def _cost(spec: RunSpec) -> float:
-    """Relative wall time of a run: steps x length (x PLAIN_COST for plain), plus its evaluation."""
+def _cost(spec: RunSpec) -> float:  # relative wall time: training steps x length, plus the evaluation
     plain = 1.0 if spec.model == "attention" else PLAIN_COST
     return spec.steps * spec.length * plain + spec.eval_size * spec.length / 64
 
@@ -76,12 +63,11 @@ def _cost(spec: RunSpec) -> float:
 def run_fast_engine(todo: Todo, config: Config, report: Report, done: Done, stop: Event | None = None) -> None:
     """The fast engine on every run of ``todo`` at once; ``stop`` ends it early from another thread."""
     run = fast_engine()
-    specs = [spec for _, spec in todo]
 
     def progress(spec_index: int, step: int, total: int, loss: float) -> None:
         report(todo[spec_index][0], step, total, loss, "running")
 
-    outcomes = run(specs, config.device, progress, threads=config.jobs, stop=stop)  # jobs None: one per core
+    outcomes = run([s for _, s in todo], config.device, progress, threads=config.jobs, stop=stop)  # jobs None: 1/core
     for (index, _), outcome in zip(todo, outcomes):
         done(index, outcome)
 
@@ -106,9 +92,9 @@ def run_exact_engine(todo: Todo, config: Config, report: Report, done: Done) -> 
 # --------------------------------------------------------------------------- the worker pool
 
 
-# the queue a worker process's runs report their steps to: a multiprocessing queue reaches a process
-# only as its initializer's argument, so the initializer keeps it here (never set in the parent)
-_queue: Queue[tuple[int, int, int, float]] | None = None
+# where a worker's runs report their steps: a queue reaches a process only as its initializer's
+# argument, so the initializer keeps it here (never set in the parent)
+_queue: Queue[tuple[int, int, int, float]]
 
 
 def _start_worker(queue: Queue[tuple[int, int, int, float]], parent: Connection, mode: str) -> None:
@@ -127,12 +113,9 @@ def _start_worker(queue: Queue[tuple[int, int, int, float]], parent: Connection,
 
 def _work(index: int, spec: RunSpec, device: str) -> RunOutcome:
     """A pool task: one run in this worker process."""
-    queue = _queue
-    if queue is None:  # pragma: no cover - only a pool started by _run_pool calls this
-        raise RuntimeError("a copy-task worker task ran outside a worker process")
     from attn_cli.core.copy_train import train_and_evaluate
 
-    return train_and_evaluate(spec, device, lambda step, total, loss: queue.put((index, step, total, loss)))
+    return train_and_evaluate(spec, device, lambda step, total, loss: _queue.put((index, step, total, loss)))
 
 
 def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) -> RunOutcome:
@@ -156,13 +139,7 @@ def _outcome(fut: Future[RunOutcome], spec: RunSpec, pool: ProcessPoolExecutor) 
 
 
 def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Done) -> None:
-    try:
-        ctx: BaseContext = mp.get_context("forkserver")
-        # torch imported once in the fork server, then every worker starts from it already loaded
-        ctx.set_forkserver_preload(list(WARM_MODULES))
-    except ValueError:  # pragma: no cover - platforms without forkserver
-        ctx = mp.get_context("spawn")
-    ctx = _start_helpers(ctx)  # the context that started: spawn where no fork server can listen
+    ctx = _context()
     progress_queue: Queue[tuple[int, int, int, float]] = ctx.Queue()
     alive, alive_w = ctx.Pipe(duplex=False)  # the workers watch it: end of file when attn is gone
     pool = ProcessPoolExecutor(
@@ -184,7 +161,14 @@ def _run_pool(todo: Todo, config: Config, workers: int, report: Report, done: Do
                 done(index, _outcome(fut, spec, pool))
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP or an error: stop every worker now, not at the end of its run
         _stop_fork_server()
-        _terminate(pool)
+        processes = list(getattr(pool, "_processes", {}).values())  # no public API before 3.14
+        for proc in processes:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in processes:
+            proc.join(timeout=5)
+            if proc.is_alive():  # pragma: no cover
+                proc.kill()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -202,19 +186,20 @@ MAIN_GUARD_MESSAGE = (
 )
 
 
-def _start_helpers(ctx: BaseContext) -> BaseContext:
-    """Start multiprocessing's resource tracker and fork server with SIGHUP and SIGINT blocked, so
-    that a terminal's hang-up or Ctrl-C leaves them to attn's cleanup (else: tracebacks).  Returns the
-    context to start workers with: ``ctx``, or spawn where the fork server's socket path is too long."""
+def _context() -> BaseContext:
+    """The workers' context: forkserver (torch imported once in the fork server), else spawn.  The resource
+    tracker and the fork server start with SIGHUP and SIGINT blocked, so that a terminal's hang-up or
+    Ctrl-C leaves them to attn's cleanup (else: tracebacks)."""
     with terminal_signals_blocked():
         resource_tracker.ensure_running()
     # blocked again: starting the tracker unblocks SIGINT and SIGTERM in this thread on its way out
-    if ctx.get_start_method() == "forkserver":
-        try:
-            with terminal_signals_blocked():
-                forkserver.ensure_running()
-        except OSError:  # its socket's path is too long (a deep TMPDIR): start the workers by spawning
-            return mp.get_context("spawn")
+    try:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(list(WARM_MODULES))
+        with terminal_signals_blocked():
+            forkserver.ensure_running()
+    except (ValueError, OSError):  # no forkserver here, or its socket's path is too long (a deep TMPDIR)
+        return mp.get_context("spawn")
     return ctx
 
 
@@ -237,14 +222,3 @@ def _stop_fork_server() -> None:
             except ChildProcessError:
                 return
             time.sleep(0.01)
-
-
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    processes = list(getattr(pool, "_processes", {}).values())  # no public API before 3.14
-    for proc in processes:
-        if proc.is_alive():
-            proc.terminate()
-    for proc in processes:
-        proc.join(timeout=5)
-        if proc.is_alive():  # pragma: no cover
-            proc.kill()
