@@ -5,11 +5,11 @@ matplotlib only inside their commands, so ``attn --help`` stays fast); failures 
 
 from __future__ import annotations
 
-import errno
 import gc
 import os
 import sys
 from collections.abc import Iterable
+from errno import EACCES, EDQUOT, EFBIG, EIO, ENAMETOOLONG, ENOSPC, EPERM, EROFS
 from typing import Any, NoReturn
 
 import click
@@ -32,16 +32,7 @@ def check_utf8_words(args: Iterable[str]) -> None:
 
 # an OSError with one of these is a condition of the machine (a full or read-only disk, a folder
 # the user may not write), reported in one line, never a traceback
-_ENVIRONMENT_ERRNOS = {
-    errno.ENOSPC,
-    errno.EDQUOT,
-    errno.EACCES,
-    errno.EPERM,
-    errno.EROFS,
-    errno.EIO,
-    errno.EFBIG,
-    errno.ENAMETOOLONG,
-}
+_ENVIRONMENT_ERRNOS = {ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO, EFBIG, ENAMETOOLONG}
 
 
 class AttnGroup(click.Group):
@@ -59,7 +50,7 @@ class AttnGroup(click.Group):
                 sys.stdout.flush()  # a full stdout fails here, inside the command, as an Error line
         except BrokenPipeError:  # `attn list | head`: the reader left; quiet, as git and cat are
             _silence_stdout()
-            sys.exit(READER_GONE)
+            sys.exit(141)  # 128 + SIGPIPE, as a shell reports it
         except AttnError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
@@ -79,12 +70,10 @@ class AttnGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List every command with its whole one-line summary (wrapped, never cut with '...')."""
-        rows = [
-            (name, cmd.get_short_help_str(limit=200)) for name, cmd in sorted(self.commands.items()) if not cmd.hidden
-        ]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        with formatter.section("Commands"):
+            formatter.write_dl(
+                [(n, c.get_short_help_str(limit=200)) for n, c in sorted(self.commands.items()) if not c.hidden]
+            )
 
 
 def _interrupted(exc: BaseException) -> NoReturn:
@@ -109,8 +98,7 @@ def cli() -> None:
 
 @cli.result_callback()
 def _run(value: object, **_params: object) -> None:
-    """A run command returns its :class:`~attn_cli.cli.commands.execute.Job`, run here (the Python
-    API runs the same Job without printing)."""
+    """A run command returns its :class:`~attn_cli.cli.commands.execute.Job`, run and printed here."""
     if isinstance(value, Job):
         execute(value)
 
@@ -123,9 +111,6 @@ for _module in (cache, catalogue, copy_task, d2l, w9):
 def all_commands() -> dict[str, click.Command]:
     """Every command of ``attn``, by name."""
     return dict(cli.commands)
-
-
-READER_GONE = 141  # the exit status when stdout's reader left (128 + SIGPIPE, as a shell reports it)
 
 
 def _silence_stdout() -> None:

@@ -17,9 +17,7 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.cli.types import SEED, Decorator, EnvChoice, FiniteFloatRange, MultiValueOption, from_environment
-from attn_cli.core.numerics import DEFAULT_MODE as DEFAULT_NUMERICS
-from attn_cli.core.numerics import DEVICE_CHOICES
-from attn_cli.core.numerics import MODES as NUMERIC_MODES
+from attn_cli.core.numerics import DEFAULT_MODE, DEVICE_CHOICES, MODES
 
 
 class JudgedCommand(click.Command):
@@ -31,8 +29,7 @@ class JudgedCommand(click.Command):
         from attn_cli.published.compare import judged_by
 
         assert self.name is not None  # every attn command is named
-        text = judged_by(self.name)
-        if text:
+        if text := judged_by(self.name):
             formatter.write_paragraph()
             with formatter.indentation():
                 formatter.write_text(text)
@@ -169,8 +166,8 @@ def _scheduler_address(ctx: click.Context, param: click.Parameter, value: str | 
 BASE_OPTIONS: list[Decorator] = [
     click.option(
         "--numerics",
-        type=EnvChoice(NUMERIC_MODES),
-        default=DEFAULT_NUMERICS,
+        type=EnvChoice(MODES),
+        default=DEFAULT_MODE,
         show_default=True,
         envvar="ATTN_NUMERICS",
         is_eager=True,
@@ -219,6 +216,12 @@ FORMAT = click.option(
 NO_FIGURES = click.option(
     "--no-figures", is_flag=True, help="Write the tables and data files (CSV, JSON) but no figure: faster."
 )
+JUNIT = click.option(  # verify, all
+    "--junit",
+    callback=validate_out_file,
+    metavar="FILE",
+    help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.",
+)
 CACHE_DIR = click.option(
     "--cache-dir",
     metavar="DIR",
@@ -266,16 +269,16 @@ def common_options(*extra: Decorator) -> Decorator:
 
 def common_of(kwargs: dict[str, Any]) -> Common:
     """The shared options' values taken out of ``kwargs`` as one ``Common``."""
+    source = click.get_current_context().get_parameter_source
     given = {f.name: kwargs.pop(f.name) for f in dataclasses.fields(Common) if f.name in kwargs}
     given["json"] = kwargs.pop("as_json")
     if kwargs.pop("no_figures", False):
-        ctx = click.get_current_context()
-        if ctx.get_parameter_source("formats") not in (ParameterSource.DEFAULT, None):
+        if source("formats") not in (ParameterSource.DEFAULT, None):
             raise click.UsageError("--no-figures draws no figure: give it or --format, not both")
         given["formats"] = ()
     elif "formats" in given:
         given["formats"] = tuple(dict.fromkeys(given["formats"])) or ("png",)
     if given.get("scheduler"):
-        env = click.get_current_context().get_parameter_source("scheduler") is ParameterSource.ENVIRONMENT
+        env = source("scheduler") is ParameterSource.ENVIRONMENT
         given["scheduler_from"] = "ATTN_SCHEDULER" if env else "--scheduler"
     return Common(**given)

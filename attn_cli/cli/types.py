@@ -4,11 +4,13 @@ and :func:`option`, which declares a command's valued option with them."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from attn_cli.errors import SEED_MAX, SEED_MIN  # torch's seed range
 
@@ -63,8 +65,6 @@ class FiniteFloatRange(click.FloatRange):
     """A ``FloatRange`` that also refuses NaN (which a plain range lets through) and infinity."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        import math
-
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
@@ -85,8 +85,6 @@ def from_environment(
     ctx: click.Context | None, param: click.Parameter | None, value: Any, message: str
 ) -> click.UsageError | None:
     """The usage error naming ``param``'s environment variable when ``value`` came from it."""
-    from click.core import ParameterSource
-
     if ctx and param and param.envvar and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
         return click.UsageError(f"{param.envvar}={value}: {message}", ctx=ctx)
     return None
@@ -118,27 +116,23 @@ class AliasedOption(click.Option):
             super().add_to_parser(parser, ctx)
         finally:
             self.opts = shown
-        _unsuggested(parser).update(self.aliases)
+        # "Did you mean ...?" never suggests a hidden alias: the parser's long-option matcher is
+        # wrapped once to suggest from the other names
+        hidden = getattr(parser, "_attn_unsuggested", None)
+        if hidden is None:
+            hidden = parser._attn_unsuggested = set()
+            match = parser._match_long_opt
 
+            def match_long_opt(opt: str, explicit_value: str | None, state: _ParsingState) -> None:
+                try:
+                    return match(opt, explicit_value, state)
+                except click.NoSuchOption as exc:
+                    raise click.NoSuchOption(
+                        exc.option_name, ctx=exc.ctx, possibilities=[n for n in parser._long_opt if n not in hidden]
+                    ) from None
 
-def _unsuggested(parser: Any) -> set[str]:
-    """The hidden aliases, which "Did you mean ...?" never suggests: the parser's long-option
-    matcher is wrapped once to suggest from the other names."""
-    hidden = getattr(parser, "_attn_unsuggested", None)
-    if hidden is None:
-        hidden = parser._attn_unsuggested = set()
-        match = parser._match_long_opt
-
-        def match_long_opt(opt: str, explicit_value: str | None, state: _ParsingState) -> None:
-            try:
-                return match(opt, explicit_value, state)
-            except click.NoSuchOption as exc:
-                raise click.NoSuchOption(
-                    exc.option_name, ctx=exc.ctx, possibilities=[n for n in parser._long_opt if n not in hidden]
-                ) from None
-
-        parser._match_long_opt = match_long_opt
-    return hidden
+            parser._match_long_opt = match_long_opt
+        hidden.update(self.aliases)
 
 
 class MultiValueOption(AliasedOption):
@@ -146,8 +140,7 @@ class MultiValueOption(AliasedOption):
     ``--lengths 4 --lengths 8``), each converted by the option's ``type``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["multiple"] = True
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, multiple=True, **kwargs)
 
     def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
         super().add_to_parser(parser, ctx)

@@ -15,16 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.options import (
-    CACHE_DIR,
-    FORMAT,
-    SCHEDULER,
-    WORKER_WAIT,
-    Common,
-    JudgedCommand,
-    common_options,
-    validate_out_file,
-)
+from attn_cli.cli.options import CACHE_DIR, FORMAT, JUNIT, SCHEDULER, WORKER_WAIT, Common, JudgedCommand, common_options
 from attn_cli.cli.types import IntRange, MultiValueOption, option
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
@@ -42,13 +33,6 @@ seed_count_option = option(  # verify, all
     metavar="N",
     help=f"Judge each trained cell by N seeds: --seed with the exact engine, the next N-1 "
     f"with the fast one  [default: {MIN_SEEDS}; 1 to {MAX_SEEDS}]",
-)
-
-junit_option = click.option(  # verify, all; see _write_junit
-    "--junit",
-    callback=validate_out_file,
-    metavar="FILE",
-    help="Also write the checks as JUnit XML (one suite per text) for CI dashboards.",
 )
 
 
@@ -86,7 +70,7 @@ def list_(as_json: bool) -> None:
     "(w9-sqrt-dk.1024), or a source (w9, d2l).",
 )
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds.")
-@junit_option
+@JUNIT
 @click.option(
     "--diff",
     "before",
@@ -133,7 +117,7 @@ def verify(
         attn verify --only w9-copy-task --seeds 16
         attn verify --out report/ --junit report/junit.xml
     """
-    from attn_cli import regenerate
+    from attn_cli import records, regenerate
     from attn_cli.render import console
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
@@ -145,7 +129,15 @@ def verify(
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
     _write_junit(junit, checked)
     _show_verify(checked, common.json)
-    moved = _diff_with(before, checked.record, common.json) if before is not None else 0
+    moved = 0
+    if before is not None:  # this run against an earlier one, as `attn diff` prints it (on stderr under --json)
+        try:
+            this_run = records.Loaded(checked.record["header"], checked.record["checks"], "this run")
+            d = records.diff(records.load(before), this_run)
+        except records.Unreadable as exc:
+            raise click.BadParameter(str(exc), param_hint="'--diff'") from None
+        show(d, everything=False, as_json=False, stderr=common.json)
+        moved = d.exit_code
     if checked.exit_code or moved:
         sys.exit(1)
 
@@ -171,19 +163,6 @@ def _show_verify(checked: VerifyReport, as_json: bool) -> None:
         console.stdout.print(text, style="dim", highlight=False)
 
 
-def _diff_with(before: str, record: dict, as_json: bool) -> int:
-    """``attn verify --diff``: this run against an earlier one, printed as ``attn diff`` prints it
-    (to stderr under --json, whose stdout is the record); its exit status."""
-    from attn_cli import records
-
-    try:
-        d = records.diff(records.load(before), records.Loaded(record["header"], record["checks"], "this run"))
-    except records.Unreadable as exc:
-        raise click.BadParameter(str(exc), param_hint="'--diff'") from None
-    show(d, everything=False, as_json=False, stderr=as_json)  # under --json, stdout holds the record
-    return d.exit_code
-
-
 @click.command(cls=JudgedCommand, name="all")
 @click.option(
     "--only",
@@ -194,7 +173,7 @@ def _diff_with(before: str, record: dict, as_json: bool) -> int:
 @click.option(
     "--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`)."
 )
-@junit_option
+@JUNIT
 @common_options(FORMAT, CACHE_DIR, SCHEDULER, WORKER_WAIT)
 @seed_count_option
 def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int | None, common: Common) -> None:
@@ -346,8 +325,7 @@ def diff(before: str, after: str, everything: bool, as_json: bool) -> None:
 
 
 def show(d: Diff, everything: bool, as_json: bool, stderr: bool = False) -> None:
-    """The comparison as JSON or as tables, on stdout (``stderr``: there, as a note beside
-    another command's JSON)."""
+    """The comparison as JSON or as tables, on stdout (or on ``stderr``, beside another command's JSON)."""
     from attn_cli.render import console
     from attn_cli.render.report import diff_blocks
     from attn_cli.render.table import to_rich

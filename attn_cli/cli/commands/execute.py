@@ -15,8 +15,6 @@ import click
 from attn_cli.cli.options import Common
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rich.progress import Progress, ProgressColumn, TaskID
 
     from attn_cli.experiment_registry import Experiment
@@ -88,6 +86,7 @@ def execute(job: Job) -> Run:
     from attn_cli import pipeline
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
+    from attn_cli.signals import describe
 
     exp, common = job.exp, job.common
     try:
@@ -106,8 +105,6 @@ def execute(job: Job) -> Run:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt as exc:  # the CLI prints the last line and the exit status
         if exp.interrupted:
-            from attn_cli.signals import describe
-
             note(f"{describe(exc)}: {exp.interrupted}")
         raise
     for line in run.notes:
@@ -118,17 +115,9 @@ def execute(job: Job) -> Run:
     return run
 
 
-def run_plan(
-    plan: Plan,
-    verb: str,
-    *,
-    on_done: Callable[[Run], None] | None = None,
-    cache_root: str | Path | None = None,
-    use_cache: bool = True,
-    numerics: str | None = None,
-) -> list[Run]:
-    """Run the plan under one progress display on stderr: a bar over the set, and a line for
-    the steps of an experiment that reports them (the ``progress`` of :mod:`attn_cli.regenerate`)."""
+def run_plan(plan: Plan, verb: str, *, on_done: Callable[[Run], None] | None = None, **keywords: Any) -> list[Run]:
+    """:func:`attn_cli.pipeline.run_experiments` under one progress display on stderr: a bar over the set,
+    and a line for the steps of an experiment that reports them (the ``progress`` of :mod:`attn_cli.regenerate`)."""
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn
     from rich.text import Text
 
@@ -171,6 +160,4 @@ def run_plan(
             progress.console.print(f"  {run.name}: {note}", style="yellow", highlight=False, markup=False)
 
     with progress:
-        return pipeline.run_experiments(
-            plan, on_start=start, on_done=done, cache_root=cache_root, use_cache=use_cache, numerics=numerics
-        )
+        return pipeline.run_experiments(plan, on_start=start, on_done=done, **keywords)
