@@ -45,12 +45,10 @@ def tables(result: Result, outcomes: Mapping) -> list:
         f"W9 1.2  PPMI + SVD word vectors ({len(result.vocab)} words, {cfg['rank']} dimensions, window "
         f"{cfg['window']})",
         rows,
-        caption=(
-            f"{a} and {b} occur in identical contexts, so their vectors are equal in exact arithmetic: "
-            "their order (the analogy's top two, bank's 8th neighbour) is decided by rounding noise "
-            "and can flip with the LAPACK build; the checks accept either order. Singular-vector "
-            "signs are arbitrary but leave cosines unchanged." + not_text_caption(o.values())
-        ),
+        caption=f"{a} and {b} occur in identical contexts, so their vectors are equal in exact arithmetic: "
+        "their order (the analogy's top two, bank's 8th neighbour) is decided by rounding noise "
+        "and can flip with the LAPACK build; the checks accept either order. Singular-vector "
+        "signs are arbitrary but leave cosines unchanged." + not_text_caption(o.values()),
     )
     x, y, z = result.query
     asked = Table(

@@ -34,17 +34,13 @@ def tables(result: Result, outcomes: Mapping) -> list:
     def checked(quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = repr) -> CheckRow:
         return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
 
+    closed = _list(result.closed_form)
     worked = check_table(
         "W9 3.1  worked example: q = [1, 0]; keys [1, 0], [0, 1], [1, 1]; values 10, 20, 30; d_k = 2",
         [
             checked("scores q.k / sqrt(2)", _list(result.scores), "w9-worked.scores", _list),
             checked("softmax weights", _list(result.weights), "w9-worked.weights", _list),
-            (
-                "  closed form e^s/(2e^s+1), 1/(2e^s+1)",
-                _list(result.closed_form),
-                f"max diff {result.closed_form_max_diff:.0e}",
-                None,
-            ),
+            ("  closed form e^s/(2e^s+1), 1/(2e^s+1)", closed, f"max diff {result.closed_form_max_diff:.0e}", None),
             checked("sum of the weights", f"{result.weights_sum:.3f}", "w9-worked.weights_sum"),
             checked("output = weights @ V", f"{result.output:.2f}", "w9-worked.output"),
         ],

@@ -91,8 +91,8 @@ def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
 def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
-    pos = result.positions
-    pad_from = result.config["padding_from"]
+    pos, cfg = result.positions, result.config
+    pad_from = cfg["padding_from"]
     ticks = [f"t{i}" for i in pos]
     padded = [t + ("\n(pad)" if j >= pad_from else "") for j, t in zip(pos, ticks)]
     fig, axes = new_figure(1, 2, figsize=(10, 4.4))
@@ -105,9 +105,7 @@ def figures(
         ax.set_title(title, fontsize=10)
         ax.set(xlabel="key position (looked at)", ylabel="query position (looking)")
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.9)
-    fig.suptitle(
-        f"W9 4.2: masked self-attention weights (n={len(pos)}, d={result.config['d_k']}, seed {result.config['seed']})"
-    )
+    fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={cfg['d_k']}, seed {cfg['seed']})")
     images = save_figure(fig, out / PNG, formats, keep=keep)
     rows = [
         [name, i, j, w]

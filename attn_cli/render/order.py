@@ -23,6 +23,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
         return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
 
     a, b, w, r = " ".join(result.sentence_a), " ".join(result.sentence_b), result.word, result
+    positions = f"{_vec(r.output_a_positions)} vs {_vec(r.output_b_positions)}"
     rows = [
         checked(f"output for '{w}' in '{a}'", _vec(r.output_a), "w9-order.dog_bites_man", _vec),
         checked(f"output for '{w}' in '{b}'", _vec(r.output_b), "w9-order.man_bites_dog", _vec),
@@ -31,12 +32,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
             f"{r.identical} (max diff {r.max_diff:.1e})",
             "w9-order.identical",
         ),
-        (
-            "  with a position vector added to each token",
-            f"{_vec(r.output_a_positions)} vs {_vec(r.output_b_positions)}",
-            "",
-            None,
-        ),
+        ("  with a position vector added to each token", positions, "", None),
         checked(
             "identical with position vectors",
             f"{r.identical_with_positions} (max diff {r.max_diff_positions:.3f})",
