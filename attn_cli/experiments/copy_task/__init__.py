@@ -110,12 +110,8 @@ class Result:
                     out[cid] = SeedSample(value=values[0], values=values, seeds=seeds, engines=engines)
         att = [r for r in self.rows if r["model"] == "attention"]
         if att:
-            out[MAP_RULE_ID] = MapSample(
-                lengths=[r["length"] for r in att],
-                seeds=[r["seed"] for r in att],
-                diagonal=[r["diagonal"] for r in att],
-                free_running=[r["free_running"] for r in att],
-            )
+            lengths, seeds, diag, free = ([r[k] for r in att] for k in ("length", "seed", "diagonal", "free_running"))
+            out[MAP_RULE_ID] = MapSample(lengths=lengths, seeds=seeds, diagonal=diag, free_running=free)
         return out
 
 
