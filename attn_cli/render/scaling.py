@@ -88,13 +88,8 @@ def _measured_table(result: Result) -> Table:
 
 def _exponent_notes(result: Result, exponent: float) -> list[Block]:
     """The fitted exponent, then a note on why it may fall short of 2 (overheads, a busy CPU)."""
-    out: list[Block] = [
-        styled(
-            "fitted exponent: time ∝ n^",
-            (f"{exponent:.2f}", "bold"),
-            " (least squares on log-log; the formula says 2 once n is large enough for the n² d products to dominate)",
-        )
-    ]
+    fit = " (least squares on log-log; the formula says 2 once n is large enough for the n² d products to dominate)"
+    out: list[Block] = [styled("fitted exponent: time ∝ n^", (f"{exponent:.2f}", "bold"), fit)]
     load, cpus = result.load_average, result.cpu_count
     why = []
     if exponent < 1.6:

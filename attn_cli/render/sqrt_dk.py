@@ -52,14 +52,10 @@ def tables(result: Result, outcomes: Mapping) -> list:
     out: list[Block] = [table]
     shown = [o[f"w9-sqrt-dk.{r.d_k}.std"] for r in result.rows if f"w9-sqrt-dk.{r.d_k}.std" in o]
     if any(x.status == "n/a" for x in shown):
-        out.append(
-            styled(
-                ("~ not the text's draws", "yellow"),
-                f": the text's numbers come from seed 0, {SQRT_DK_TRIALS} trials, {SQRT_DK_N_KEYS} keys and d_k "
-                f"{' '.join(map(str, SQRT_DK_DIMS))} drawn in that order; with other settings (e.g. --quick) the "
-                "values differ statistically and the published checks do not apply.",
-            )
-        )
+        draws = f"seed 0, {SQRT_DK_TRIALS} trials, {SQRT_DK_N_KEYS} keys and d_k {' '.join(map(str, SQRT_DK_DIMS))}"
+        why = f": the text's numbers come from {draws} drawn in that order; with other settings (e.g. --quick) the "
+        why += "values differ statistically and the published checks do not apply."
+        out.append(styled(("~ not the text's draws", "yellow"), why))
     out.append(
         "a dot product of d independent terms has variance d: without the division the softmax "
         "saturates (one weight near 1) and its gradient vanishes; scaled, both stay put."
