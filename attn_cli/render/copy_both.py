@@ -51,11 +51,8 @@ def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
     curve = result.curve
-    write_csv(
-        out / CSV,
-        zip(curve["a"], curve["one_head"], curve["two_heads"]),
-        header=["a", "one_head_error", "two_heads_error"],
-    )
+    columns = zip(curve["a"], curve["one_head"], curve["two_heads"])
+    csv = write_csv(out / CSV, columns, header=["a", "one_head_error", "two_heads_error"])
 
     floor = 1e-9  # log axis: an exact zero would vanish
     fig, ax = new_figure(figsize=(6.4, 4.2))
@@ -80,4 +77,4 @@ def figures(
     ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['d_v']}", fontsize=10)
     ax.legend(fontsize=8, loc="center left")
     ax.grid(True, which="major", alpha=0.3)
-    return [*save_figure(fig, out / PNG, formats, keep=keep), out / CSV]
+    return [*save_figure(fig, out / PNG, formats, keep=keep), csv]

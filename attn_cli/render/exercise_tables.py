@@ -248,9 +248,8 @@ def ex8_tables(e: ex.ex08_gqa.Result, heading: str) -> list:
     )
 
     def same(measured: int, formula: int, form: str) -> Text:
-        return styled(
-            f"{measured:{form}} ", ("= formula", "green") if measured == formula else (f"≠ {formula:,}", "red")
-        )
+        sign = ("= formula", "green") if measured == formula else (f"≠ {formula:,}", "red")
+        return styled(f"{measured:{form}} ", sign)
 
     for s in e.schemes:
         counts = same(s.parameters, s.parameters_formula, ","), same(s.flops, s.flops_formula, ".4e")

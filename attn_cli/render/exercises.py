@@ -103,9 +103,8 @@ def _fig11(e: ex.ex11_projections.Result) -> tuple[Figure, list, list[str]]:
         ax.set_xlabel("keys")
     axes[0].set_ylabel("queries")
     fig.colorbar(im, ax=list(axes), shrink=0.8, label="attention weight")
-    fig.suptitle(
-        f"Ex. 11: '{''.join(e.queries)}' → '{''.join(e.keys)}' through a fresh {e.heads}-head layer (one colour scale)"
-    )
+    words = f"'{''.join(e.queries)}' → '{''.join(e.keys)}'"
+    fig.suptitle(f"Ex. 11: {words} through a fresh {e.heads}-head layer (one colour scale)")
     rows = [[name, q, j, e.keys[j], w] for name, W in maps for q, row in zip(e.queries, W) for j, w in enumerate(row)]
     return fig, rows, ["map", "query", "key_position", "key", "weight"]
 
