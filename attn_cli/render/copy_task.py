@@ -138,12 +138,9 @@ def _cells_table(result: Result, outcomes: Outcomes, seeds: tuple, comparable: b
         for i, model in enumerate(models):
             cell = result.cell(model, length)
             assert cell is not None  # every model ran every length
-            table.add_row(
-                str(length) if i == 0 else "",
-                MODEL_LABELS[model],
-                *(_cell(cell[metric], cell["n"], outcomes.get(check_id(model, length, metric))) for metric in METRICS),
-                end_section=(i == len(models) - 1 and len(models) > 1),
-            )
+            cells = [_cell(cell[m], cell["n"], outcomes.get(check_id(model, length, m))) for m in METRICS]
+            last = i == len(models) - 1 and len(models) > 1
+            table.add_row(str(length) if i == 0 else "", MODEL_LABELS[model], *cells, end_section=last)
     return table
 
 

@@ -90,12 +90,9 @@ def _regimes_table(result: Result, rule: Outcome) -> Table:
     text_regimes = rule.published if rule.status != "n/a" else None  # the text's letters, at its settings
     found = result.regime_letters()
     for regime in ("sharp", "split", "diffuse"):
-        summary.add_row(
-            styled((regime, _REGIME_STYLE[regime])),
-            _REGIME_TEXT[regime],
-            ", ".join(label(c) for c in found[regime]) or "-",
-            ", ".join(text_regimes[regime]) if text_regimes else "",
-        )
+        letters = ", ".join(label(c) for c in found[regime]) or "-"
+        published = ", ".join(text_regimes[regime]) if text_regimes else ""
+        summary.add_row(styled((regime, _REGIME_STYLE[regime])), _REGIME_TEXT[regime], letters, published)
     return summary
 
 

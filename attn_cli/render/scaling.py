@@ -48,12 +48,8 @@ def _formula_table(result: Result, o: Mapping) -> Table:
     for col in ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"):
         formula.add_column(col, justify="right")
     for f in result.formula:
-        formula.add_row(
-            str(f.n),
-            _beside(f"{f.entries:.2e}", o.get(f"w9-scaling.{f.n}.entries")),
-            _beside(f.memory, o.get(f"w9-scaling.{f.n}.memory")),
-            _beside(f"{f.operations:.2e}", o.get(f"w9-scaling.{f.n}.operations")),
-        )
+        cells = {"entries": f"{f.entries:.2e}", "memory": f.memory, "operations": f"{f.operations:.2e}"}
+        formula.add_row(str(f.n), *(_beside(text, o.get(f"w9-scaling.{f.n}.{k}")) for k, text in cells.items()))
     return formula
 
 
@@ -72,17 +68,9 @@ def _measured_table(result: Result) -> Table:
     rows = result.measured_rows
     for prev, r in zip([None, *rows], rows):
         ratio = f"{r.time_s / prev.time_s:.1f}x (n {r.n / prev.n:g}x)" if prev else "—"
-        measured.add_row(
-            str(r.n),
-            text_memory(4 * r.n * r.n),
-            f"{r.operations:.2e}",
-            f"{r.time_s * 1e3:.2f} ms",
-            f"{r.median_s * 1e3:.2f} ms",
-            ratio,
-            f"{r.gflops:.1f} GFLOP/s",
-            human_bytes(r.peak_bytes),
-            human_bytes(r.formula_bytes),
-        )
+        times = (f"{r.time_s * 1e3:.2f} ms", f"{r.median_s * 1e3:.2f} ms", ratio, f"{r.gflops:.1f} GFLOP/s")
+        memory = (human_bytes(r.peak_bytes), human_bytes(r.formula_bytes))
+        measured.add_row(str(r.n), text_memory(4 * r.n * r.n), f"{r.operations:.2e}", *times, *memory)
     return measured
 
 
@@ -137,9 +125,7 @@ def figures(
         ax.set_xlabel("sequence length n")
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
     images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
-    csv = write_csv(
-        out / CSV,
-        [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops] for r in rows],
-        header=["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"],
-    )
+    table = [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops] for r in rows]
+    header = ["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"]
+    csv = write_csv(out / CSV, table, header=header)
     return [*images, csv]
