@@ -48,16 +48,12 @@ def tables(result: Result, outcomes: Mapping) -> list:
         "key 2 (orthogonal) gets less but not zero",
     )
     cfg = result.config
+    sdpa = f"{result.matches_sdpa} (max diff {result.sdpa_max_diff:.1e})"
     properties = check_table(
         f"W9 3.2  properties of attention on random Q, K, V (seed {cfg['seed']}, device {cfg['device']})",
         [
             checked("shapes", _shapes_text(result.shapes), "w9-properties.shapes", _shapes_text),
-            checked(
-                "matches F.scaled_dot_product_attention (atol 1e-6)",
-                f"{result.matches_sdpa} (max diff {result.sdpa_max_diff:.1e})",
-                "w9-properties.matches_sdpa",
-                str,
-            ),
+            checked("matches F.scaled_dot_product_attention (atol 1e-6)", sdpa, "w9-properties.matches_sdpa", str),
             ("  core attention equals the text's explicit formula", f"max diff {result.core_max_diff:.1e}", "", None),
             checked("each row of weights sums to 1", _sums(result.row_sums), "w9-properties.row_sums"),
             checked("weights are non-negative", str(result.non_negative), "w9-properties.non_negative", str),
