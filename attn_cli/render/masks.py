@@ -54,6 +54,8 @@ def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
     """Row sums, the causal mask keeping the past, the padding weight, the core softmax."""
     r, n, last = result, len(result.positions), result.config["changed_from"]
     worst = {"w9-masks.row_sums": max(abs(s - 1) for s in o["w9-masks.row_sums"].published)}  # shown, not repr'd
+    package = repr(r.padding_weight)
+    leaks = f"{r.past_changes_without_mask} (max change {r.past_max_abs_change_without_mask:.2f})"
     checked = [  # (check ID, quantity, regenerated)
         ("w9-masks.row_sums", "rows still sum to 1", f"max |sum - 1| = {max(abs(s - 1) for s in r.row_sums):.1e}"),
         (
@@ -61,21 +63,13 @@ def _checks_table(result: Result, o: Mapping, comparable: bool) -> Table:
             f"causal: outputs at 0..{last - 1} unchanged when tokens {last}..{n - 1} change",
             f"{r.past_unchanged_with_mask} (max change {r.past_max_abs_change_with_mask:.1e})",
         ),
-        (
-            "w9-masks.changes_without_mask",
-            "no mask: they change (the future leaks)",
-            f"{r.past_changes_without_mask} (max change {r.past_max_abs_change_without_mask:.2f})",
-        ),
+        ("w9-masks.changes_without_mask", "no mask: they change (the future leaks)", leaks),
         (
             "w9-masks.padding_weight.text_recipe",
             f"padding mask on {r.config['padding_from']}..{n - 1}: weight on padding (the text's masked_fill(-inf))",
             repr(r.padding_weight_text),
         ),
-        (
-            "w9-masks.padding_weight",
-            "  the same through the package's masked_softmax (0 by masked_fill)",
-            repr(r.padding_weight),
-        ),
+        ("w9-masks.padding_weight", "  the same through the package's masked_softmax (0 by masked_fill)", package),
     ]
     rows: list[CheckRow] = []
     for check_id, quantity, regenerated in checked:
