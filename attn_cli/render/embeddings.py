@@ -68,7 +68,9 @@ def figures(
     from matplotlib.patches import Rectangle
 
     fig, axes = new_figure(1, len(result.tokens), figsize=(5.2 * len(result.tokens), 4.6), layout="constrained")
+    rows = []  # the CSV: one per sentence, query and key
     for ax, tokens, weights in zip(axes, result.tokens, result.weights):
+        rows += [(" ".join(tokens), q, k, weights[i][j]) for i, q in enumerate(tokens) for j, k in enumerate(tokens)]
         im = heatmap(ax, weights, tokens, tokens, vmin=0.0, vmax=1.0, annotate=True)  # one scale, both panels
         ax.set(title=f'"{" ".join(tokens)}"', xlabel="key (looked at)", ylabel="query (looking)")
         row = tokens.index(result.WORD)  # outlined
@@ -79,11 +81,5 @@ def figures(
         f"differs with the neighbours (seed {result.config['seed']})"
     )
     images = save_figure(fig, Path(out) / PNG, formats, keep=keep)
-    rows = [
-        (" ".join(tokens), q, k, weights[i][j])
-        for tokens, weights in zip(result.tokens, result.weights)
-        for i, q in enumerate(tokens)
-        for j, k in enumerate(tokens)
-    ]
     csv = write_csv(Path(out) / CSV, rows, header=("sentence", "query", "key", "weight"))
     return [*images, csv]

@@ -91,21 +91,17 @@ def figures(
     padded = [t + ("\n(pad)" if j >= pad_from else "") for j, t in zip(pos, ticks)]
     fig, axes = new_figure(1, 2, figsize=(10, 4.4))
     panels = (
-        (result.causal_weights, ticks, "causal mask (no peeking ahead)"),
-        (result.padding_weights, padded, f"padding mask (t{pad_from}..t{pos[-1]} are padding)"),
+        ("causal", result.causal_weights, ticks, "causal mask (no peeking ahead)"),
+        ("padding", result.padding_weights, padded, f"padding mask (t{pad_from}..t{pos[-1]} are padding)"),
     )
-    for ax, (weights, keys, title) in zip(axes, panels):
+    rows = []  # the CSV: one per mask, query and key
+    for ax, (name, weights, keys, title) in zip(axes, panels):
+        rows += [[name, i, j, w] for i, row in enumerate(weights) for j, w in enumerate(row)]
         im = heatmap(ax, weights, ticks, keys, annotate=True)  # one colour scale: 0 to 1
         ax.set_title(title, fontsize=10)
         ax.set(xlabel="key position (looked at)", ylabel="query position (looking)")
     fig.colorbar(im, ax=list(axes), label="attention weight", shrink=0.9)
     fig.suptitle(f"W9 4.2: masked self-attention weights (n={len(pos)}, d={cfg['d_k']}, seed {cfg['seed']})")
     images = save_figure(fig, out / PNG, formats, keep=keep)
-    rows = [
-        [name, i, j, w]
-        for name, mat in (("causal", result.causal_weights), ("padding", result.padding_weights))
-        for i, row in enumerate(mat)
-        for j, w in enumerate(row)
-    ]
     csv = write_csv(out / CSV, rows, header=["mask", "query", "key", "weight"])
     return [*images, csv]
