@@ -151,13 +151,12 @@ def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> Text:
     verdict: str | tuple[str, str] = {"pass": ("holds", "green"), "fail": ("fails", "red")}.get(status or "", "")
     if not verdict:
         verdict = f"not judged here: {rule.note}" if rule is not None and rule.note else "not judged here"
-    return styled(
+    text = (
         f"attention maps: over all {result.config['eval_size']} evaluation sequences and {n_seeds} "
         f"seed(s), the readout attention peaks at the step's own input position for {', '.join(parts)} "
-        "of decoder steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": ",
-        verdict,
-        ".",
+        "of decoder steps (each figure shows one sequence). Near-diagonal rule: " + MAP_RULE + ": "
     )
+    return styled(text, verdict, ".")
 
 
 def _runs_table(result: Result) -> Table:

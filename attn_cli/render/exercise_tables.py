@@ -120,9 +120,8 @@ def ex3_tables(e: ex.ex03_rank.Result, heading: str) -> list:
     )
     for r in e.rows:
         population = f"{r.population + 0.0:.6f}".replace("-0.000000", "0.000000")
-        t.add_row(
-            r.kind, str(r.h), str(r.k), str(r.rank), fmt(r.min_entry, 4), fmt(r.bound, 4), population, fmt(r.sampled, 4)
-        )
+        numbers = (fmt(r.min_entry, 4), fmt(r.bound, 4), population, fmt(r.sampled, 4))
+        t.add_row(r.kind, str(r.h), str(r.k), str(r.rank), *numbers)
     return [
         t,
         "Squared relative error. Random softmax rows (all entries positive) reach rank min(h, k); "
