@@ -106,12 +106,9 @@ def tables(result: Result, outcomes: Outcomes) -> list:
         )
     if result.maps:
         out.append(_map_line(result, outcomes.get(MAP_RULE_ID), len(seeds)))
-    engines = sorted({r["engine"] for r in result.rows})
-    computed = [r for r in result.runs if not r["cached"]]
-    out.append(
-        f"{len(result.runs)} runs: {len(result.runs) - len(computed)} cached, {len(computed)} computed; "
-        f"{result.seconds:.1f} s wall; {'; '.join(ENGINE_NOTES[e] for e in engines)}."
-    )
+    notes = "; ".join(ENGINE_NOTES[e] for e in sorted({r["engine"] for r in result.rows}))
+    n, computed = len(result.runs), sum(not r["cached"] for r in result.runs)
+    out.append(f"{n} runs: {n - computed} cached, {computed} computed; {result.seconds:.1f} s wall; {notes}.")
     return out
 
 
