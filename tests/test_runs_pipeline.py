@@ -214,5 +214,5 @@ def test_execute_says_what_an_interrupted_experiment_kept(tmp_path, monkeypatch,
     monkeypatch.setattr(console, "note", said.append)
     common = Common(device="cpu", seed=0, out=tmp_path, json=False, quick=False)
     with pytest.raises(KeyboardInterrupt):
-        execute.execute(execute.Job(exp.module, Config(), common, render=exp.render))
+        execute.execute(execute.Job(exp.module, Config(), common))
     assert said == ([f"interrupted: {declared}"] if declared else [])

@@ -1,7 +1,6 @@
-"""The ``attn`` command group: the ``COMMANDS`` of the modules named below (which import torch and
-matplotlib only inside their commands, so ``attn --help`` stays fast); failures at run time
-(:class:`attn_cli.errors.AttnError`, a full disk, ...) become one ``Error: ...`` line here, in one place.
-"""
+"""The ``attn`` command group: the ``COMMANDS`` of the modules named below (which import torch and matplotlib
+only inside their commands, so ``attn --help`` stays fast); failures at run time (:class:`attn_cli.errors.AttnError`,
+a full disk, ...) become one ``Error: ...`` line here, in one place."""
 
 from __future__ import annotations
 
@@ -82,7 +81,11 @@ def _interrupted(exc: BaseException) -> NoReturn:
     sys.exit(signals.exit_code(exc))
 
 
-@click.group(cls=AttnGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=AttnGroup,
+    commands=[*cache.COMMANDS, *catalogue.COMMANDS, *copy_task.COMMANDS, *d2l.COMMANDS, *w9.COMMANDS],
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="attn")
 def cli() -> None:
     """Regenerate every table and figure of two texts on attention, and check each number.
@@ -101,11 +104,6 @@ def _run(value: object, **_params: object) -> None:
     """A run command returns its :class:`~attn_cli.cli.commands.execute.Job`, run and printed here."""
     if isinstance(value, Job):
         execute(value)
-
-
-for _module in (cache, catalogue, copy_task, d2l, w9):
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
 
 
 def all_commands() -> dict[str, click.Command]:

@@ -1,5 +1,4 @@
-"""Options shared by every subcommand: one decorator, one ``Common`` value (design notes:
-``docs/design.md``, section ``attn_cli.cli.options``)."""
+"""Options every subcommand shares: one decorator, one ``Common`` value (docs/design.md, ``attn_cli.cli.options``)."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ from attn_cli.core.numerics import DEFAULT_MODE, DEVICE_CHOICES, MODES
 
 
 class JudgedCommand(click.Command):
-    """A command whose help ends with how `attn verify` judges what it regenerates
-    (:func:`attn_cli.published.compare.judged_by`), computed only when help is shown."""
+    """A command whose --help ends with how `attn verify` judges it (:func:`attn_cli.published.compare.judged_by`)."""
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_help_text(ctx, formatter)
@@ -75,8 +73,7 @@ def _apply_numerics(ctx: click.Context, param: click.Parameter, value: str) -> s
 
 
 def validate_out_file(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
-    """Check a file to write (``--junit FILE``) before any work: a name, no control
-    characters, not a folder, and a folder for it that this process can write."""
+    """Check ``--junit FILE`` up front: a file name without control characters, in a folder this process can write."""
     if value is None:
         return None
     name = os.path.basename(value)
@@ -97,18 +94,14 @@ def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> 
     written makes it): the folder, or its nearest existing parent, must be writable."""
     if not value:
         raise click.BadParameter("an empty folder name; give a folder (--out . for this one)")
-    path = Path(value)
-    existing = path
+    existing = path = Path(value)
     while not existing.exists() and existing.parent != existing:
         if existing.is_symlink():  # dangling, or a loop
             try:
                 os.stat(existing)
             except OSError as exc:
-                what = (
-                    "a symlink loop"
-                    if exc.errno == errno.ELOOP
-                    else f"a dangling symlink (to {os.readlink(existing)!r}, which does not exist)"
-                )
+                dangling = f"a dangling symlink (to {os.readlink(existing)!r}, which does not exist)"
+                what = "a symlink loop" if exc.errno == errno.ELOOP else dangling
                 raise click.BadParameter(f"{str(existing)!r} is {what}") from None
         existing = existing.parent
     if not existing.is_dir():

@@ -1,6 +1,5 @@
-"""The option types and option classes of attn's commands: integers and seeds that say what is
-wrong, finite floats, values from the environment, options that take several values or old names,
-and :func:`option`, which declares a command's valued option with them."""
+"""The option types and classes of attn's commands (integers and seeds that say what is wrong, finite floats,
+values from the environment, several values or old names per option) and :func:`option`, which uses them."""
 
 from __future__ import annotations
 
@@ -31,8 +30,6 @@ class IntRange(click.IntRange):
 
 
 SEED = IntRange(SEED_MIN, SEED_MAX)
-
-
 MAX_SEEDS = 100_000  # seeds one --seeds may list (a range of more is a typo: each seed is a training run)
 
 
@@ -51,10 +48,8 @@ class SeedsType(click.ParamType):
         first, last = (SEED.convert(v, param, ctx) for v in match.groups())
         if last < first:
             self.fail(f"{value!r}: a range runs upward (e.g. 0-63), not from {first} down to {last}", param, ctx)
-        if last - first + 1 > MAX_SEEDS:
-            self.fail(
-                f"{value!r} is {last - first + 1:,} seeds, more than {MAX_SEEDS:,} training runs per cell", param, ctx
-            )
+        if (count := last - first + 1) > MAX_SEEDS:
+            self.fail(f"{value!r} is {count:,} seeds, more than {MAX_SEEDS:,} training runs per cell", param, ctx)
         return tuple(range(first, last + 1))
 
 
@@ -102,8 +97,7 @@ def _looks_like_value(token: str) -> bool:
 
 
 class AliasedOption(click.Option):
-    """An option that still answers to its old names, hidden: ``aliases=("--dim",)``. Only the
-    parser sees them: ``--help``, completion and error messages read ``opts``."""
+    """An option that still answers to hidden old names, ``aliases=("--dim",)``: only the parser sees them."""
 
     def __init__(self, *args: Any, aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
         self.aliases = tuple(aliases)
@@ -136,8 +130,7 @@ class AliasedOption(click.Option):
 
 
 class MultiValueOption(AliasedOption):
-    """An option taking one or more values after a single flag: ``--lengths 4 8 16 32`` (or
-    ``--lengths 4 --lengths 8``), each converted by the option's ``type``."""
+    """An option taking one or more values after one flag: ``--lengths 4 8 16 32`` (or ``--lengths 4 --lengths 8``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, multiple=True, **kwargs)

@@ -1,8 +1,5 @@
 """``attn list``, ``attn all`` and ``attn verify``: the whole catalogue at once; ``attn diff``: two runs compared.
-
-``all`` and ``verify`` parse options, call :mod:`attn_cli.regenerate` (select, plan, run, compare,
-write) under :func:`attn_cli.cli.commands.execute.run_plan`, print the report and exit with its code.
-"""
+``all`` and ``verify`` call :mod:`attn_cli.regenerate`, print the report and exit with its code."""
 
 from __future__ import annotations
 
@@ -121,10 +118,9 @@ def verify(
     from attn_cli.render import console
 
     given_out = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
+    keywords = library_keywords(common, n_seeds, no_cache)
     with usage_errors():
-        checked = regenerate.verify(
-            only, **library_keywords(common, n_seeds, no_cache), out=common.out if given_out else None
-        )
+        checked = regenerate.verify(only, **keywords, out=common.out if given_out else None)
     if checked.files:
         console.note(f"wrote {' and '.join(str(f) for f in checked.files)}")
     _write_junit(junit, checked)
@@ -205,10 +201,9 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int
     from attn_cli import regenerate
     from attn_cli.render import console
 
+    keywords = library_keywords(common, n_seeds, no_cache)
     with usage_errors():
-        done = regenerate.regenerate_all(
-            common.out, only, **library_keywords(common, n_seeds, no_cache), formats=common.formats
-        )
+        done = regenerate.regenerate_all(common.out, only, **keywords, formats=common.formats)
     for text in done.not_written:
         console.note(text)
     _write_junit(junit, done)
@@ -216,13 +211,8 @@ def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int
     for s in done.errors:
         console.stderr.print(f"{s.name} failed: {s.error}", style="red", highlight=False, markup=False)
     if failed := done.failed:
-        console.stderr.print(
-            f"{len(failed)} check(s) failed against the texts: "
-            + ", ".join(o.check.id for o in failed[:5])
-            + (", ..." if len(failed) > 5 else ""),
-            style="red",
-            highlight=False,
-        )
+        ids = ", ".join(o.check.id for o in failed[:5]) + (", ..." if len(failed) > 5 else "")
+        console.stderr.print(f"{len(failed)} check(s) failed against the texts: {ids}", style="red", highlight=False)
     if done.exit_code:
         sys.exit(done.exit_code)
 

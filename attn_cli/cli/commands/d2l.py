@@ -1,5 +1,4 @@
-"""D2L 10.3 commands (copy-both, heatmap, crossattn-map, heads, and exercise: the measurable part of
-the 10.3.5 exercises) and W9 4.1 (self-cross)."""
+"""D2L 10.3 (copy-both, heatmap, crossattn-map, heads, and exercise: the 10.3.5 exercises) and W9 4.1 (self-cross)."""
 
 from __future__ import annotations
 
@@ -209,6 +208,7 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | Non
         attn exercise all --json --out /tmp/ex
         attn exercise --list
     """
+    from attn_cli.experiment_registry import check_seed_range, seeds_used
     from attn_cli.experiments import exercises as exp
     from attn_cli.render import exercises as render
     from attn_cli.render.console import emit, note
@@ -218,8 +218,6 @@ def exercise(numbers: tuple[int, ...], list_: bool, common: Common) -> Job | Non
         return None
     if not numbers:
         raise click.UsageError("give exercise numbers (1-12), 'all', or --list")
-    from attn_cli.experiment_registry import check_seed_range, seeds_used
-
     config = config_of(exp, common, exercises=numbers)
     with usage_errors():  # every seed the exercises draw from (seed + k), before any work
         check_seed_range(seeds_used(exp, config))

@@ -1,6 +1,5 @@
-"""The one path every command takes: a command returns a :class:`Job`, which :func:`execute`
-runs through :func:`attn_cli.pipeline.run` and prints; ``attn all`` and ``attn verify`` run
-under :func:`run_plan`. Both show progress on stderr."""
+"""The one path every command takes: a command returns a :class:`Job`, which :func:`execute` runs through
+:func:`attn_cli.pipeline.run` and prints; ``attn all`` and ``attn verify`` run under :func:`run_plan`."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ if TYPE_CHECKING:
 
 
 def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
-    """The experiment's Config (``Config.quick`` with --quick) with --seed, --device and ``fields``;
-    a field given as None (an option not given) keeps its default."""
+    """The experiment's Config (``Config.quick`` with --quick) at --seed, --device and ``fields`` (None: default)."""
     make = experiment.Config.quick if common.quick else experiment.Config
     return make(seed=common.seed, device=common.device, **{k: v for k, v in fields.items() if v is not None})
 
@@ -36,8 +34,7 @@ def job(experiment: ModuleType, common: Common, **fields: Any) -> Job:
 
 
 def progress_display(*columns: ProgressColumn, spinner: bool = False) -> Progress:
-    """A transient rich progress display on stderr, not started: (a spinner,) the description, a
-    bar, then ``columns``."""
+    """A transient progress display on stderr, not started: (a spinner,) the description, a bar, ``columns``."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
     from attn_cli.render.console import stderr
@@ -58,31 +55,26 @@ def bar(description: str) -> Iterator[Callable[[ProgressEvent], None]]:
 
 @dataclass(frozen=True)
 class Job:
-    """One command's run, as its options built it (the Python API runs it without printing).
-
-    ``display(config)``: a block that yields the experiment's progress callback (e.g. a :func:`bar`);
-    ``threads``: torch's intra-op threads (None: as they are)."""
+    """One command's run, as its options built it (the Python API runs it without printing)."""
 
     experiment: ModuleType
     config: Any
     common: Common
-    display: Callable | None = None
+    display: Callable | None = None  # display(config): a block yielding the progress callback (e.g. a bar)
     cache_root: str | Callable[[], str | None] | None = None  # a callable: called after the checks
     use_cache: bool = True
-    threads: int | None = 1
-    render: ModuleType | None = None  # None: attn_cli.render.<the experiment's name>
+    threads: int | None = 1  # torch's intra-op threads (None: as they are)
 
     @property
     def exp(self) -> Experiment:
         from attn_cli.experiment_registry import Experiment
 
-        return Experiment(self.experiment.__name__.rsplit(".", 1)[-1], self.experiment, render=self.render)
+        return Experiment(self.experiment.__name__.rsplit(".", 1)[-1], self.experiment)  # drawn by render.<name>
 
 
 def execute(job: Job) -> Run:
-    """Run ``job`` through the pipeline into --out; print its notes, tables (or JSON) and files.
-    A Config the experiment refuses is a usage error (exit 2); on Ctrl-C (SIGTERM, SIGHUP) its
-    ``INTERRUPTED`` line, if any, says what was kept, and the interruption propagates."""
+    """Run ``job`` through the pipeline into --out; print its notes, tables (or JSON) and files. A Config the
+    experiment refuses is a usage error (exit 2); on Ctrl-C its ``INTERRUPTED`` line says what was kept."""
     from attn_cli import pipeline
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
@@ -136,12 +128,8 @@ def run_plan(plan: Plan, verb: str, *, on_done: Callable[[Run], None] | None = N
             with contextlib.suppress(Exception):  # a progress display never stops a run
                 if inner is None:
                     inner = progress.add_task("", total=event.total)
-                progress.update(
-                    inner,
-                    completed=event.done,
-                    total=event.total,
-                    description=f"  {exp.name}" + (f": {event.label}" if event.label else ""),
-                )
+                label = f"  {exp.name}" + (f": {event.label}" if event.label else "")
+                progress.update(inner, completed=event.done, total=event.total, description=label)
 
         return report
 

@@ -186,7 +186,7 @@ def masks(common: Common) -> Job:
     help="Timed passes per n for --measure (the fastest is kept), at most 1000  [default: 3; 2 with --quick]",
 )
 @common_options(FORMAT, NO_FIGURES)
-def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int | None, common: Common) -> Job:
+def scaling(lengths: tuple[int, ...], common: Common, **fields: Any) -> Job:
     """The price of attention: quadratic cost in the sequence length (W9 5.2).
 
     The text's table (score entries, float32 memory, n^2 d operations) beside its numbers.
@@ -205,13 +205,11 @@ def scaling(lengths: tuple[int, ...], d_model: int, measure: bool, repeats: int 
 
     given = lengths or None
     measured = given or (exp.QUICK_MEASURE_LENGTHS if common.quick else exp.MEASURE_LENGTHS)[common.device]
-    config = config_of(
-        exp, common, d_model=d_model, measure=measure, lengths=given, measure_lengths=measured, repeats=repeats
-    )
-    if measure:
+    config = config_of(exp, common, lengths=given, measure_lengths=measured, **fields)
+    if config.measure:
         exp.check_measurable(config)  # refuse up front (a GPU drops only what won't fit), before any allocation
     timing = f"timing attention on {config.device}"
-    return Job(exp, config, common, display=(lambda _: bar(timing)) if measure else None)
+    return Job(exp, config, common, display=(lambda _: bar(timing)) if config.measure else None)
 
 
 COMMANDS = [embeddings, analogy, formula, order, sqrt_dk, masks, scaling]
