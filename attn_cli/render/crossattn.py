@@ -113,8 +113,7 @@ def figures(
     out, cfg = Path(out), result.config
     base = f"heatmap_{safe_name(cfg['query_word'])}_{safe_name(cfg['key_word'])}"
     base += f"_heads{cfg['heads']}" if cfg["heads"] else ""
-    keys = [label(k) for k in result.keys]
-    queries = [label(q) for q in result.queries]
+    keys, queries = [label(k) for k in result.keys], [label(q) for q in result.queries]
     panels = [("plain (no projections)", result.weights)]
     panels += [(f"head {h + 1}", w) for h, w in enumerate(result.head_weights)]
 

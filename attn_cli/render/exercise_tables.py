@@ -203,8 +203,7 @@ def ex6_tables(e: ex.ex06_timing.Result, heading: str) -> list:
         f"slowest/fastest = {e.ratio:.1f} (h = {e.slowest_h} vs h = {e.fastest_h}). The "
         "multiply-adds are constant; the score tensor (B·h·n² entries: scaling, softmax, memory "
         "traffic) grows with h and accounts for the trend. Narrow heads also lose patterns: with "
-        "p = 1 a query can be sharp only on the largest or smallest key; p = 2 already allows any "
-        "assignment.",
+        "p = 1 a query can be sharp only on the largest or smallest key; p = 2 already allows any assignment.",
     ]
 
 
