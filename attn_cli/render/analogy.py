@@ -18,12 +18,10 @@ def _ranked(words: Iterable[str], scores: Iterable[float]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    o = outcomes
-
     def checked(quantity: str, regenerated: str, check_id: str) -> CheckRow:
-        value = o[check_id].published  # a list: joined by commas
+        value = outcomes[check_id].published  # a list: joined by commas
         shown = ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
-        return (quantity, regenerated, shown, verdict(o[check_id]))
+        return (quantity, regenerated, shown, verdict(outcomes[check_id]))
 
     a, b = result.TIED
 
@@ -48,7 +46,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
         caption=f"{a} and {b} occur in identical contexts, so their vectors are equal in exact arithmetic: "
         "their order (the analogy's top two, bank's 8th neighbour) is decided by rounding noise "
         "and can flip with the LAPACK build; the checks accept either order. Singular-vector "
-        "signs are arbitrary but leave cosines unchanged." + not_text_caption(o.values()),
+        "signs are arbitrary but leave cosines unchanged." + not_text_caption(outcomes.values()),
     )
     x, y, z = result.query
     asked = Table(

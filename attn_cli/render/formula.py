@@ -29,10 +29,8 @@ def _shapes_text(shapes: Mapping[str, Iterable[int]]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    o = outcomes
-
     def checked(quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = repr) -> CheckRow:
-        return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
+        return (quantity, regenerated, show(outcomes[check_id].published), verdict(outcomes[check_id]))
 
     closed = _list(result.closed_form)
     worked = check_table(
@@ -64,7 +62,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
                 str,
             ),
         ],
-        caption=not_text_caption(o.values())[2:] or None,
+        caption=not_text_caption(outcomes.values())[2:] or None,
     )
     return [worked, properties]
 

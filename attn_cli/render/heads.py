@@ -68,8 +68,7 @@ def figures(
     result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
 ) -> list[Path]:
     """Figure 10.3.2: per-head projections, attention per head, concatenation, W_o."""
-    d, h = result.layout["d"], result.layout["h"]
-    p = d // h
+    d, h, p = result.layout["d"], result.layout["h"], result.layout["p"]
     # columns drawn: every head up to 6, else the first three, an ellipsis and the last
     shown = list(range(h)) if h <= 6 else [0, 1, 2, None, h - 1]
     width = len(shown) * _COL_W + (len(shown) - 1) * _GAP

@@ -17,10 +17,8 @@ def _vec(values: Iterable[float]) -> str:
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    o = outcomes
-
     def checked(quantity: str, regenerated: str, check_id: str, show: Callable[[Any], str] = str) -> CheckRow:
-        return (quantity, regenerated, show(o[check_id].published), verdict(o[check_id]))
+        return (quantity, regenerated, show(outcomes[check_id].published), verdict(outcomes[check_id]))
 
     a, b, w, r = " ".join(result.sentence_a), " ".join(result.sentence_b), result.word, result
     identical = f"{r.identical} (max diff {r.max_diff:.1e})"
@@ -35,7 +33,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
     ]
     title = f"W9 4.3  self-attention sees a set: output for '{w}' (d = {r.config['d_model']}, seed {r.config['seed']})"
     caption = "without positions the two sentences are indistinguishable; a distinct vector per position tells them "
-    caption += "apart (positional encoding, Week 10)" + not_text_caption(o.values())
+    caption += "apart (positional encoding, Week 10)" + not_text_caption(outcomes.values())
     return [check_table(title, rows, caption=caption)]
 
 
