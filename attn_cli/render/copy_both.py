@@ -16,10 +16,8 @@ PNG, CSV = "copy_both.png", "copy_both.csv"
 
 
 def tables(result: Result, outcomes: Mapping) -> list:
-    o = outcomes
-
     def published(check_id: str, fmt: str) -> str:  # the text's value where it applies (its data: N, d, seed)
-        outcome = o.get(check_id)
+        outcome = outcomes.get(check_id)
         return "" if outcome is None or outcome.status == "n/a" else fmt.format(outcome.published)
 
     cfg = result.config
@@ -33,7 +31,7 @@ def tables(result: Result, outcomes: Mapping) -> list:
         a, b, e = row["a"], row["b"], row["error"]
         pub = published(f"d2l-copy-both-one-head.{a:.1f}", "{:.3f}")
         one.add_row(f"({a:.1f}, {b:.1f})", pub, f"{e:.3f}", f"{e:.6f}")
-    theory = o["d2l-copy-both-one-head.theory"].published  # an identity: shown whatever the data
+    theory = outcomes["d2l-copy-both-one-head.theory"].published  # an identity: shown whatever the data
     one.add_row("theory sqrt(1/2)", f"{theory:.3f}", f"{result.theory:.3f}", f"{result.theory:.6f}")
     two = Table(
         title="two heads, mirrored weights (relative error; the published digits are "
