@@ -87,13 +87,11 @@ def from_environment(
 
 def _looks_like_value(token: str) -> bool:
     """A following token belongs to a multi-value option unless it is another option (not "-5")."""
-    if not token.startswith("-") or token == "-":
-        return True
     try:
         float(token)
-        return True
     except ValueError:
-        return False
+        return not token.startswith("-") or token == "-"
+    return True
 
 
 class AliasedOption(click.Option):
