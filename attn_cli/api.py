@@ -233,7 +233,6 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
     refuses with exit 2, with the message it prints, and :class:`attn_cli.errors.AttnError`
     for a failure at run time (exit 1 on the command line).
     """
-    from attn_cli import pipeline
     from attn_cli.cli.commands.execute import Job
     from attn_cli.errors import ConfigError
 
@@ -248,17 +247,7 @@ def run(command: str, *args: Any, out: str | Path | None = None, **options: Any)
         argv = command_line(command, *args, **options)
         if not isinstance(job, Job):
             raise ConfigError(f"attn {shlex.join([command, *argv])} runs no experiment")
-        done = pipeline.run(
-            job.exp,
-            job.config,
-            out=folder,
-            formats=job.common.formats,
-            cache_root=job.cache_root,
-            use_cache=job.use_cache,
-            threads=job.threads,
-            numerics=job.common.numerics,
-            keep=figures,
-        )
+        done = job.run(folder, keep=figures)
     files = done.files if out is not None else []
     return Run(
         command=command,

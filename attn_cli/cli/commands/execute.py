@@ -71,28 +71,27 @@ class Job:
 
         return Experiment(self.experiment.__name__.rsplit(".", 1)[-1], self.experiment)  # drawn by render.<name>
 
+    def run(self, out: str | None, **extra: Any) -> Run:
+        """The job through :func:`attn_cli.pipeline.run`, its figures into ``out``."""
+        from attn_cli import pipeline
+
+        common = self.common
+        fields = dict(
+            formats=common.formats, cache_root=self.cache_root, use_cache=self.use_cache, threads=self.threads
+        )
+        return pipeline.run(self.exp, self.config, out=out, numerics=common.numerics, **fields, **extra)
+
 
 def execute(job: Job) -> Run:
     """Run ``job`` through the pipeline into --out; print its notes, tables (or JSON) and files. A Config the
     experiment refuses is a usage error (exit 2); on Ctrl-C its ``INTERRUPTED`` line says what was kept."""
-    from attn_cli import pipeline
     from attn_cli.errors import BadConfig
     from attn_cli.render.console import emit, note
     from attn_cli.signals import describe
 
     exp, common = job.exp, job.common
     try:
-        run = pipeline.run(
-            exp,
-            job.config,
-            out=common.out,
-            formats=common.formats,
-            display=job.display,
-            cache_root=job.cache_root,
-            use_cache=job.use_cache,
-            threads=job.threads,
-            numerics=common.numerics,
-        )
+        run = job.run(common.out, display=job.display)
     except BadConfig as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt as exc:  # the CLI prints the last line and the exit status
