@@ -282,8 +282,7 @@ def manifest(
 
 
 def _artifacts(sections: Sequence[Section]) -> dict[str, dict]:
-    """Catalogue ID -> its experiment, command and files (with the catalogue files its renderer
-    did not write, and IDs the catalogue lacks marked so)."""
+    """Catalogue ID -> experiment, command, files (and catalogue files not written; IDs not catalogued)."""
     artifacts: dict[str, dict] = {}
     for s in sections:
         written = s.figures + s.data

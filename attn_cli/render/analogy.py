@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from attn_cli.render.console import CheckRow, check_table, not_text_caption, verdict
+from attn_cli.render.files import no_figures
 from attn_cli.render.table import Column, Table
 
 if TYPE_CHECKING:
@@ -58,7 +58,4 @@ def tables(result: Result, outcomes: Mapping) -> list:
     return [published, asked]
 
 
-def figures(
-    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
-) -> list[Path]:
-    return []  # a table only (the catalogue lists no figure for w9-ppmi)
+figures = no_figures

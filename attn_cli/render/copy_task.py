@@ -16,7 +16,7 @@ from attn_cli.published.seed_rule import FLOOR, LEVEL, interval
 from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.render import files
 from attn_cli.render.console import beside
-from attn_cli.render.files import fill_heatmap, heatmap_frame, new_figure, save_figure, write_csv, write_json
+from attn_cli.render.files import fill_heatmap, heatmap_frame, log2_axis, new_figure, save_figure, write_csv, write_json
 from attn_cli.render.table import Cell, Column, Table, Text, styled
 
 if TYPE_CHECKING:
@@ -216,9 +216,7 @@ def _accuracy_figure(
             xs, ys = [p[0] for p in pts], [p[1] for p in pts]
             ax.plot(xs, ys, markeredgecolor=COLOURS[model], markeredgewidth=1.5, markersize=9, label=label, **MARKER)
     ticks = sorted(set(result.config["lengths"]) | {4, 16, 32})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ticks, labels=[str(t) for t in ticks])
-    ax.minorticks_off()
+    log2_axis(ax, ticks)
     ax.set(ylim=(0, 1.05), xlabel="sequence length", ylabel="free-running token accuracy")
     ax.axhline(0.1, color="gray", ls=":", lw=1)
     ax.text(ticks[0], 0.1, " chance (1 in 10)", va="bottom", color="gray", fontsize=8)
@@ -235,8 +233,7 @@ def _accuracy_figure(
 
 
 def _map_figure(m: dict, path: Path, formats: Sequence[str], keep: list | None = None) -> list[Path]:
-    """One length's attention map: the readout weights of one sequence, a value in every cell
-    up to length 8, every position labelled up to length 48 (beyond, every k-th)."""
+    """One sequence's readout weights: values shown up to length 8, every position labelled up to 48."""
     length = m["length"]
     # inches high (and 1.2 more wide, for the colour bar); at least length 4's: below, the y label ran into the title
     size = min(3 + 0.28 * max(length, 4), 14)

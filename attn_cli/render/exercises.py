@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from attn_cli.render import exercise_tables
 from attn_cli.render.exercise_tables import titled_table, uniform_start
-from attn_cli.render.files import heatmap, new_figure, save_figure, write_csv
+from attn_cli.render.files import heatmap, log2_axis, new_figure, save_figure, write_csv
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -82,9 +82,7 @@ def _fig6(e: ex.ex06_timing.Result) -> tuple[Figure, list, list[str]]:
     ax.plot(hs, [r.seconds * 1e3 for r in e.rows], "o-", label="measured forward time")
     fit = f"fit: {e.fixed_seconds * 1e3:.0f} ms + {e.ns_per_entry:.1f} ns × B·h·n²"
     ax.plot(hs, [e.fitted_seconds(r.score_entries) * 1e3 for r in e.rows], "--", color="gray", label=fit)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(hs, labels=[str(h) for h in hs])
-    ax.minorticks_off()
+    log2_axis(ax, hs)
     ax.set(xlabel="heads h  (p = d/h)", ylabel="forward time (ms)", ylim=(0, None))
     ax.set_title(f"Ex. 6: d = {e.d}, n = {e.n}, batch {e.batch}: ratio {e.ratio:.1f}")
     ax.grid(True, alpha=0.3)

@@ -86,6 +86,17 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, A
     return fig, fig.subplots(nrows, ncols, **{k: v for k, v in kwargs.items() if k not in FIGURE_KEYWORDS})
 
 
+def no_figures(result: Any, out: Path, formats: Sequence[str], outcomes: Any, keep: list | None = None) -> list[Path]:
+    return []  # a renderer of tables only
+
+
+def log2_axis(ax: Axes, ticks: Sequence[int]) -> None:
+    """A base-2 log x axis with each of ``ticks`` labelled and no minor ticks."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, labels=[str(t) for t in ticks])
+    ax.xaxis.minorticks_off()
+
+
 def plain_text(text: str) -> str:
     """Data as literal figure text: every ``$`` escaped (matplotlib reads ``$...$`` as mathtext)."""
     return str(text).replace("$", r"\$")

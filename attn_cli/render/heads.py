@@ -102,8 +102,7 @@ _ARROW: dict[str, Any] = dict(arrowstyle="-|>", mutation_scale=8, lw=0.7, color=
 
 
 def _draw_head(ax: Any, x0: float, head: int | None, d: int, p: int, inputs: dict[str, float]) -> None:
-    """One head's column from its left edge ``x0``: the q, k, v projections (arrows from the
-    inputs) into its attention, and on to the concatenation; ``None``: an ellipsis."""
+    """One head's column from ``x0``: q, k, v projections into its attention (``None``: an ellipsis)."""
     x = x0 + _COL_W / 2
     if head is None:
         ax.text(x, (_PROJ_Y + _ATT_Y) / 2, "· · ·", ha="center", va="center", fontsize=16)

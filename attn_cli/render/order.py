@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.render.console import CheckRow, check_table, not_text_caption, verdict
+from attn_cli.render.files import no_figures
 
 if TYPE_CHECKING:
     from attn_cli.experiments.order import Result
@@ -37,7 +37,4 @@ def tables(result: Result, outcomes: Mapping) -> list:
     return [check_table(title, rows, caption=caption)]
 
 
-def figures(
-    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
-) -> list[Path]:
-    return []  # a table only
+figures = no_figures

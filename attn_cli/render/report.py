@@ -321,8 +321,7 @@ def _md_links(names: Sequence[str]) -> str:
 
 
 def _where(artifacts: Sequence) -> str:
-    """``W9 5.1; D2L 10.3.2.3, 10.3.2``; more than three sections of one source by their common
-    part (``D2L 10.3.5`` for the twelve exercises)."""
+    """``W9 5.1; D2L 10.3.2.3, 10.3.2``; over three sections of a source by their common part (``D2L 10.3.5``)."""
     by_source: dict[str, dict[str, None]] = {}  # source -> its sections, in order
     for a in artifacts:
         by_source.setdefault(a.source, {})[a.section] = None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.render.console import beside
-from attn_cli.render.files import new_figure, save_figure, write_csv
+from attn_cli.render.files import log2_axis, new_figure, save_figure, write_csv
 from attn_cli.render.table import Block, Cell, Column, Table, styled
 from attn_cli.units import human_bytes, text_memory
 
@@ -95,9 +95,7 @@ def figures(
     """The measured log-log plot (only when --measure ran)."""
     if not result.measured_rows:
         return []
-    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))  # before matplotlib's first import (its rc files)
-    from matplotlib.ticker import NullLocator
-
+    fig, (ax1, ax2) = new_figure(1, 2, figsize=(10, 4))
     rows = result.measured_rows
     ns = [r.n for r in rows]
     ts = [r.time_s for r in rows]
@@ -118,9 +116,7 @@ def figures(
     ax2.set(ylabel="bytes", title=memory)
     ax2.legend()
     for ax in (ax1, ax2):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ns, labels=[str(n) for n in ns])
-        ax.xaxis.set_minor_locator(NullLocator())
+        log2_axis(ax, ns)
         ax.grid(True, which="major", alpha=0.3)
         ax.set_xlabel("sequence length n")
     fig.suptitle("W9 5.2: attention cost is quadratic in n")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from attn_cli.render.files import no_figures
 from attn_cli.render.table import Column, Table
 
 if TYPE_CHECKING:
@@ -46,7 +46,4 @@ def tables(result: Result, outcomes: Mapping) -> list:
     return [table, notes]
 
 
-def figures(
-    result: Result, out: Path, formats: Sequence[str], outcomes: Mapping, keep: list | None = None
-) -> list[Path]:
-    return []
+figures = no_figures

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from attn_cli.published.catalogue import BY_ID
 from attn_cli.published.settings import SQRT_DK_DIMS, SQRT_DK_N_KEYS, SQRT_DK_TRIALS
 from attn_cli.render.console import beside
-from attn_cli.render.files import new_figure, save_figure, write_csv
+from attn_cli.render.files import log2_axis, new_figure, save_figure, write_csv
 from attn_cli.render.table import Block, Cell, Column, Table, styled
 
 if TYPE_CHECKING:
@@ -73,9 +73,7 @@ def figures(
     for ax, key, ylabel in panels:
         for which, style, colour, label in curves:
             ax.plot(dims, [getattr(r, f"{key}_{which}") for r in result.rows], style, color=colour, label=label)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(dims, labels=[str(d) for d in dims])
-        ax.minorticks_off()
+        log2_axis(ax, dims)
         ax.set(xlabel="key dimension d_k", ylabel=ylabel)
         ax.grid(True, alpha=0.3)
         ax.legend()
