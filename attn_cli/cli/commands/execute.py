@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -14,6 +15,8 @@ import click
 from attn_cli.cli.options import Common
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.progress import Progress, ProgressColumn, TaskID
 
     from attn_cli.experiment_registry import Experiment
@@ -28,8 +31,9 @@ def config_of(experiment: ModuleType, common: Common, **fields: Any) -> Any:
     return make(seed=common.seed, device=common.device, **{k: v for k, v in fields.items() if v is not None})
 
 
-def job(experiment: ModuleType, common: Common, **fields: Any) -> Job:
-    """The Job of ``experiment`` at ``fields`` (see :func:`config_of`)."""
+def job(name: str, common: Common, **fields: Any) -> Job:
+    """The Job of the experiment ``attn_cli.experiments.<name>`` at ``fields`` (see :func:`config_of`)."""
+    experiment = importlib.import_module(f"attn_cli.experiments.{name}")
     return Job(experiment, config_of(experiment, common, **fields), common)
 
 
@@ -71,15 +75,21 @@ class Job:
 
         return Experiment(self.experiment.__name__.rsplit(".", 1)[-1], self.experiment)  # drawn by render.<name>
 
-    def run(self, out: str | None, **extra: Any) -> Run:
+    def run(self, out: str | Path | None, **extra: Any) -> Run:
         """The job through :func:`attn_cli.pipeline.run`, its figures into ``out``."""
         from attn_cli import pipeline
 
-        common = self.common
-        fields = dict(
-            formats=common.formats, cache_root=self.cache_root, use_cache=self.use_cache, threads=self.threads
+        return pipeline.run(
+            self.exp,
+            self.config,
+            out=out,
+            formats=self.common.formats,
+            cache_root=self.cache_root,
+            use_cache=self.use_cache,
+            threads=self.threads,
+            numerics=self.common.numerics,
+            **extra,
         )
-        return pipeline.run(self.exp, self.config, out=out, numerics=common.numerics, **fields, **extra)
 
 
 def execute(job: Job) -> Run:
