@@ -48,8 +48,7 @@ CHECKS = (
         kind="identity",
     ),
     # D2L 10.3.3
-    exact("d2l-self-cross.self", "d2l-self-cross", [2, 4, 100]),
-    exact("d2l-self-cross.cross", "d2l-self-cross", [2, 4, 100]),
+    *(exact(f"d2l-self-cross.{kind}", "d2l-self-cross", [2, 4, 100]) for kind in ("self", "cross")),
     # a rule judged here: the letters of each regime, read off the weights, are the text's
     exact(
         "d2l-crossattn-map.regimes",

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from attn_cli.experiments.exercises.common import DIM, ONE_HEAD_ERROR, Config, ProgressCallback
-
-if TYPE_CHECKING:
-    from torch import Generator, Tensor
 
 TITLE = "nonlinear readouts"
 CASES = (("gaussian", 0.5), ("gaussian", 0.7), ("sign", 0.5), ("sign", 0.7))  # (values, a)
@@ -46,54 +42,36 @@ def theory(values: str, a: float) -> float:
     return ONE_HEAD_ERROR
 
 
-def _draw(values: str, n: int, gen: Generator) -> Tensor:
-    import torch
-
-    v = torch.randn(2, n, DIM, generator=gen)  # (2, N, d)
-    return v.sign() if values == "sign" else v
-
-
-def _mlp_readout(
-    m_train: Tensor, t_train: Tensor, m_test: Tensor, hidden: int, steps: int, device: str, points: int
-) -> Tensor:
-    """Per-coordinate perceptron: m_j -> (v1_j, v2_j); returns test predictions (N, 2d)."""
+def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
     from torch import nn
 
+    from attn_cli.core.measure import readout_error, relative_error
     from attn_cli.core.optim import adam
 
-    layers = (nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2))
-    net = nn.Sequential(*layers).to(device)
-    opt = adam(list(net.parameters()), LR)  # torch.optim.Adam, without torch._dynamo
-    x = m_train.reshape(-1, 1)[:points]  # (P, 1): every coordinate is one example
-    y = t_train.reshape(2, -1).T[:points]  # (P, 2): (v1_j, v2_j)
-    for _ in range(steps):
-        loss = ((net(x) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    with torch.no_grad():
-        pred = net(m_test.reshape(-1, 1)).T  # (2, N d)
-    return pred.reshape(2, *m_test.shape)  # (2, N, d)
-
-
-def run(config: Config, progress: ProgressCallback = None) -> Result:
-    import torch
-
-    from attn_cli.core.measure import readout_error, relative_error
-
-    n, device = config.samples, config.device
+    n, device, hidden, points = config.samples, config.device, config.mlp_hidden, config.mlp_points
     gen = torch.Generator().manual_seed(config.seed)
     rows = []
     for values, a in CASES:
-        train, test = _draw(values, n, gen).to(device), _draw(values, n, gen).to(device)  # (2, N, d)
+        draws = [torch.randn(2, n, DIM, generator=gen) for _ in range(2)]  # train, test: (2, N, d) each
+        train, test = (v.sign().to(device) if values == "sign" else v.to(device) for v in draws)
         m_train = a * train[0] + (1 - a) * train[1]  # (N, d)
         m_test = a * test[0] + (1 - a) * test[1]
         t_train, t_test = torch.cat([train[0], train[1]], 1), torch.cat([test[0], test[1]], 1)  # (N, 2d)
         linear = readout_error(m_train.cpu(), t_train.cpu(), held_out=(m_test.cpu(), t_test.cpu()))
         torch.manual_seed(config.seed)  # the same perceptron initialisation for every case
-        pred = _mlp_readout(m_train, train, m_test, config.mlp_hidden, config.mlp_steps, device, config.mlp_points)
-        mlp = relative_error(pred, test)
+        # per-coordinate perceptron m_j -> (v1_j, v2_j): every coordinate is one example
+        layers = (nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+        net = nn.Sequential(*layers).to(device)
+        opt = adam(list(net.parameters()), LR)  # torch.optim.Adam, without torch._dynamo
+        x, y = m_train.reshape(-1, 1)[:points], train.reshape(2, -1).T[:points]  # (P, 1), (P, 2)
+        for _ in range(config.mlp_steps):
+            loss = ((net(x) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            mlp = relative_error(net(m_test.reshape(-1, 1)).T.reshape(2, n, DIM), test)  # (2, N, d)
         levels = len(torch.unique(torch.round(m_train * 1e6))) if values == "sign" else n * DIM
         rows.append(Row(values, a, linear, mlp, theory(values, a), int(levels)))
-    return Result(n, DIM, config.mlp_hidden, config.mlp_steps, min(config.mlp_points, n * DIM), rows)
+    return Result(n, DIM, hidden, config.mlp_steps, min(points, n * DIM), rows)

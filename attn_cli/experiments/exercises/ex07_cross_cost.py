@@ -44,8 +44,7 @@ def count_flops(fn: Callable[..., object], *args: Any) -> int:
     """The FLOPs torch counts in ``fn(*args)``."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    counter = FlopCounterMode(display=False)
-    with counter:
+    with FlopCounterMode(display=False) as counter:
         fn(*args)
     return int(counter.get_total_flops())
 

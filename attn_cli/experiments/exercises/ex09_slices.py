@@ -97,20 +97,10 @@ def tiling_detectable(valid_lens: list, h: int, n_k: int) -> bool:
     return len(set(clipped)) > 1
 
 
-def _masks_differ(valid_lens: list, h: int, n_q: int, n_k: int) -> bool:
-    import torch
-
-    from attn_cli.core.attention import valid_lens_mask
-
-    vl = torch.tensor(valid_lens)
-    rep = torch.repeat_interleave(vl, h, dim=0)
-    return not torch.equal(valid_lens_mask(rep, n_q, n_k), valid_lens_mask(_tiled(vl, h), n_q, n_k))
-
-
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
-    from attn_cli.core.attention import MultiHeadAttention
+    from attn_cli.core.attention import MultiHeadAttention, valid_lens_mask
 
     torch.manual_seed(config.seed)
     n_q, n_k = 3, 5
@@ -133,5 +123,9 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             ]
             cases.append(Case(vl, (loop - ref).abs().max().item(), (tiled - ref).abs().max().item(), masks))
     combos = [(list(c), h) for b in (1, 2, 3) for h in (1, 2, 3, 4) for c in product(range(n_k + 2), repeat=b)]
-    agrees = all(_masks_differ(c, h, n_q, n_k) == tiling_detectable(c, h, n_k) for c, h in combos)
+    agrees = True
+    for c, h in combos:  # do the masks of repeated and tiled valid_lens differ exactly where the rule says?
+        vl = torch.tensor(c)
+        masks = [valid_lens_mask(lens, n_q, n_k) for lens in (torch.repeat_interleave(vl, h, dim=0), _tiled(vl, h))]
+        agrees = agrees and (not torch.equal(*masks)) == tiling_detectable(c, h, n_k)
     return Result(D_MODEL, HEADS, n_k, cases, len(combos), agrees)
