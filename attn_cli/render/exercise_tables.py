@@ -4,31 +4,13 @@ result or from the exercise module's named constants."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from attn_cli.render.table import Block, Cell, Table, Text, styled
+from attn_cli.render.table import Block, Text, styled, titled_table
 
 if TYPE_CHECKING:
     from attn_cli.experiments import exercises as ex
-
-
-def titled_table(
-    heading: str,
-    columns: Sequence[str] = (),
-    rows: Iterable[Sequence[Cell]] = (),
-    left: Sequence[str] = (),
-    caption: str | None = None,
-    subtitle: str = "",
-) -> Table:
-    """``heading  (subtitle)``: ``columns`` right-justified except those in ``left``, then ``rows``."""
-    title = heading + (f"  ({subtitle})" if subtitle else "")
-    t = Table(title=title, caption=caption or "")
-    for col in columns:
-        t.add_column(col, justify="left" if col in left else "right")
-    for row in rows:
-        t.add_row(*row)
-    return t
 
 
 def fmt(x: float, digits: int = 3) -> str:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_cli.render import exercise_tables
-from attn_cli.render.exercise_tables import titled_table, uniform_start
+from attn_cli.render.exercise_tables import uniform_start
 from attn_cli.render.files import heatmap, log2_axis, new_figure, save_figure, write_csv
+from attn_cli.render.table import titled_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.render.files import new_figure, save_figure
-from attn_cli.render.table import Cell, Column, Table, styled
+from attn_cli.render.table import Cell, styled, titled_table
 
 if TYPE_CHECKING:
     from attn_cli.experiments.heads import Result
@@ -28,31 +28,25 @@ def _published(outcome: Outcome | None) -> str:
     return str(tuple(value)) if isinstance(value, list) else str(value)
 
 
-def _table(title: str, *headers: str) -> Table:
-    """Every column right-justified but a first "claim" or "quantity"."""
-    left = ("claim", "quantity")
-    return Table(title=title, columns=[Column(h, "left" if h in left else "right") for h in headers])
-
-
 def tables(result: Result, outcomes: Mapping) -> list:
     o, cfg = outcomes, result.config
     title = "W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)"
-    match = _table(title, "claim", "published", "regenerated")
+    match = titled_table(title, ("claim", "published", "regenerated"), left=("claim",))
     pub = _published(o.get("w9-heads.matches"))
     match.add_row("matches (allclose, atol 1e-5)", pub, _yes(result.handwritten_matches))
     match.add_row("largest difference", "", f"{result.handwritten_max_diff:.1e}")
     title = f"W9 5.1: parameters of nn.MultiheadAttention(d_model={cfg['d_model']}, heads) = 4d^2 + 4d"
-    w9 = _table(title, "heads", "head size d/h", "published", "regenerated", "4d^2 + 4d")
+    w9 = titled_table(title, ("heads", "head size d/h", "published", "regenerated", "4d^2 + 4d"))
     for row in result.w9_params:
         pub = _published(o.get(f"w9-heads.params.{row['heads']}"))
         w9.add_row(str(row["heads"]), str(row["head_size"]), pub, str(row["params"]), str(row["formula"]))
     title = "D2L 10.3.2.3: MultiHeadAttention(100, 5, dropout 0.5), batch 2, 4 queries, 6 key-value pairs, "
-    shape = _table(title + "valid_lens [3, 2]", "quantity", "published", "regenerated")
+    shape = titled_table(title + "valid_lens [3, 2]", ("quantity", "published", "regenerated"), left=("quantity",))
     shape.add_row("output shape", _published(o.get("d2l-mha-shape.output")), str(tuple(result.mha_shape)))
     shape.add_row("weights shape (batch, heads, queries, keys)", "", str(tuple(result.mha_weights_shape)))
     shape.add_row("largest weight on a key beyond valid_lens", "", f"{result.mha_masked_weight:g}")
     title = f"D2L 10.3.2.3: parameters of MultiHeadAttention(num_hiddens={cfg['d2l_d_model']}, bias=False) = 4d^2, "
-    d2l = _table(title + "counted on concrete layers", "heads", "published", "regenerated", "4d^2")
+    d2l = titled_table(title + "counted on concrete layers", ("heads", "published", "regenerated", "4d^2"))
     for row in result.d2l_params:
         pub = _published(o.get(f"d2l-mha-params.{row['heads']}"))
         d2l.add_row(str(row["heads"]), pub, str(row["params"]), str(row["formula"]))

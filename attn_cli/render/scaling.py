@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from attn_cli.render.console import beside
 from attn_cli.render.files import log2_axis, new_figure, save_figure, write_csv
-from attn_cli.render.table import Block, Cell, Column, Table, styled
+from attn_cli.render.table import Block, Cell, Column, Table, styled, titled_table
 from attn_cli.units import human_bytes, text_memory
 
 if TYPE_CHECKING:
@@ -41,12 +41,11 @@ def tables(result: Result, outcomes: Mapping) -> list:
 
 def _formula_table(result: Result, o: Mapping) -> Table:
     d = result.config["d_model"]
-    formula = Table(
-        title="W9 5.2  self-attention builds an n x n score matrix per head",
+    formula = titled_table(
+        "W9 5.2  self-attention builds an n x n score matrix per head",
+        ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"),
         caption="each cell: regenerated, then the text's printed value",
     )
-    for col in ("n", "score entries", "memory (float32)", f"n² · d operations (d = {d})"):
-        formula.add_column(col, justify="right")
     for f in result.formula:
         cells = {"entries": f"{f.entries:.2e}", "memory": f.memory, "operations": f"{f.operations:.2e}"}
         formula.add_row(str(f.n), *(_beside(text, o.get(f"w9-scaling.{f.n}.{k}")) for k, text in cells.items()))

@@ -116,6 +116,24 @@ class Table:
 Block = Table | Text | str
 
 
+def titled_table(
+    heading: str,
+    columns: Sequence[str] = (),
+    rows: Iterable[Sequence[Cell]] = (),
+    left: Sequence[str] = (),
+    caption: str | None = None,
+    subtitle: str = "",
+) -> Table:
+    """``heading  (subtitle)``: ``columns`` right-justified except those in ``left``, then ``rows``."""
+    title = heading + (f"  ({subtitle})" if subtitle else "")
+    t = Table(title=title, caption=caption or "")
+    for col in columns:
+        t.add_column(col, justify="left" if col in left else "right")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
 def _rich_text(cell: Cell) -> RichText:
     from rich.text import Text as RichText
 
