@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 import torch
 import torch.nn as nn
@@ -154,15 +153,26 @@ def train_and_evaluate(
         if device != "cpu":
             model = model.to(device)
         final_loss = _train(model, spec, device, progress, program_layout, start)
-        evaluation = _evaluate(model, spec, device)
+        src, tgt_in = make_batch(spec.eval_size, spec.length, device)  # one evaluation batch
+        model.eval()  # no dropout or batch norm here: changes nothing numerically
+        with torch.no_grad():
+            encoded = model.encode(src)  # (B, T, h), (B, h): shared by both decoders
+            forced = (model(src, tgt_in, encoded).argmax(-1) == src).float().mean().item()
+            free, rows, diagonal = model.generate(src, spec.length, encoded, record=0)  # (B, T)
+            correct = free == src  # (B, T)
         return RunOutcome(
             spec=spec,
+            teacher_forced=forced,
+            free_running=correct.float().mean().item(),
+            exact=correct.all(1).float().mean().item(),
             seconds=time.perf_counter() - start,
             final_loss=final_loss,
+            example_src=src[0].tolist(),
+            example_weights=torch.stack(rows).tolist() if rows else [],  # (T_out, T_in) for sequence 0
             engine="exact",
             cpu_seconds=time.process_time() - cpu,
+            diagonal=diagonal,
             isa=effective_isa(),
-            **evaluation,
         )
     finally:
         torch.set_num_threads(threads)
@@ -188,23 +198,3 @@ def _train(
                 progress(step, spec.steps, loss.item())
                 last_report = now
     return loss.item() if loss is not None else float("nan")
-
-
-def _evaluate(model: AttnSeq2Seq, spec: RunSpec, device: str) -> dict[str, Any]:
-    """One evaluation batch, teacher-forced and free-running: the RunOutcome's accuracy fields,
-    with sequence 0 and its readout attention weights."""
-    src, tgt_in = make_batch(spec.eval_size, spec.length, device)
-    model.eval()  # no dropout or batch norm here: changes nothing numerically
-    with torch.no_grad():
-        encoded = model.encode(src)  # (B, T, h), (B, h): shared by both decoders
-        forced = (model(src, tgt_in, encoded).argmax(-1) == src).float().mean().item()
-        free, rows, diagonal = model.generate(src, spec.length, encoded, record=0)  # (B, T)
-        correct = free == src  # (B, T)
-        return {
-            "teacher_forced": forced,
-            "free_running": correct.float().mean().item(),
-            "exact": correct.all(1).float().mean().item(),
-            "example_src": src[0].tolist(),
-            "example_weights": torch.stack(rows).tolist() if rows else [],  # (T_out, T_in) for sequence 0
-            "diagonal": diagonal,
-        }

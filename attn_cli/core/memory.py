@@ -14,8 +14,7 @@ from attn_cli.units import human_bytes
 
 # upper bounds measured on x86-64 Linux: the address space (VmSize) of a process that imports torch
 TORCH_VM_BYTES = 713 * 2**20
-# a copy-task worker pool: the fork server's own memory, once, and each worker's largest USS (the
-# rest of a worker is shared with the fork server)
+# a copy-task worker pool: the fork server's own memory, once, and each worker's largest USS (the rest is shared)
 FORKSERVER_BYTES = 290 * 2**20
 WORKER_BYTES = 45 * 2**20
 CUDA_CONTEXT_BYTES = 512 * 2**20  # one process's CUDA context (runtime, cuBLAS, cuDNN): ~0.5 GB (issue 18)

@@ -2,8 +2,7 @@
 
 V1, V2 (N x d, drawn in that order) are read out of attention mixtures by least squares: one
 mixture ``a V1 + (1 - a) V2`` leaves relative error sqrt(1/2) for every ``a``; two mirrored
-heads leave solver noise, except at ``a = 0.5`` where their mixtures coincide.
-"""
+heads leave solver noise, except at ``a = 0.5`` where their mixtures coincide."""
 
 from __future__ import annotations
 

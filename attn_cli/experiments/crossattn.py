@@ -17,7 +17,6 @@ SLOW, CACHED = False, False  # instant
 
 MAX_WORD_LENGTH = 64  # longer words make an unreadable map (cells under ~5 px at 4 inches)
 
-# regime rule thresholds (documented in classify_row)
 TIE_RTOL = 1e-4  # identical keys get identical weights: ties within this relative tolerance
 STAND_OUT = 5.0  # the tied top weight must be this many times the best other key (ln 5 = 1.6 in score)
 

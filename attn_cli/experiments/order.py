@@ -1,7 +1,6 @@
 """W9 4.3: self-attention cannot tell the order: "dog bites man" and "man bites dog" give "bites"
 the same output; a distinct vector per position tells them apart.  Draws on the CPU after
-``manual_seed(seed)``, in the text's order: one vector per word, Wq, Wk, Wv, the position vectors.
-"""
+``manual_seed(seed)``, in the text's order: one vector per word, Wq, Wk, Wv, the position vectors."""
 
 from __future__ import annotations
 

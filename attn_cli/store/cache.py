@@ -36,13 +36,11 @@ _MAC_HEX = 64
 
 
 class Unavailable(Exception):
-    """The cache folder or its key cannot be used (not private, unwritable, a key that is not
-    ours): the run goes on without cache, after one warning."""
+    """The cache folder or its key cannot be used (not private, unwritable, not our key): no cache, one warning."""
 
 
 class Refused(ValueError):
-    """One entry that cannot be used (HMAC, not a regular file, unreadable, too big, another
-    key): it is recomputed, with a note giving this reason."""
+    """One entry that cannot be used (HMAC, not a regular file, too big, another key): recomputed, with a note."""
 
 
 def digest(data: Any) -> str:
@@ -257,7 +255,11 @@ def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
         raise private.NotPrivate(reason)
     fd = private.open_private_dir(root, create=create)
     with private.closed_on_error(fd):
-        if not is_tagged(fd):
+        try:  # attn's tag: a regular file of ours, the standard's signature, attn's name
+            tag = private.read_regular(fd, TAG_FILE, 4096)
+        except ValueError:
+            tag = None
+        if not (tag and tag.startswith(TAG_SIGNATURE) and b"attn" in tag):
             names = set(os.listdir(fd))
             earlier = not names or names <= {KEY_FILE, "kernels"} or KEY_FILE in names and _a_key(fd)
             if not earlier:
@@ -274,15 +276,6 @@ def open_cache_dir(root: str | os.PathLike, create: bool = True) -> int:
             except OSError as exc:
                 raise private.NotPrivate(f"cannot write {os.path.join(root, TAG_FILE)}: {exc.strerror}") from None
     return fd
-
-
-def is_tagged(fd: int) -> bool:
-    """Whether the folder ``fd`` carries attn's tag: a regular file of ours, the standard's signature, attn's name."""
-    try:
-        data = private.read_regular(fd, TAG_FILE, 4096)
-    except ValueError:
-        return False
-    return data is not None and data.startswith(TAG_SIGNATURE) and b"attn" in data
 
 
 def _a_key(fd: int) -> bool:
@@ -321,8 +314,7 @@ def special_folder(path: Path) -> str | None:
 
 
 def _key(fd: int, root: Path, create: bool) -> bytes | None:
-    """This user's HMAC key from the folder ``fd``: made on first use (atomically: the first of
-    two processes wins), trusted only as a regular 0600 file of ours of :data:`KEY_BYTES`."""
+    """This user's HMAC key in ``fd``, made on first use (first writer wins); trusted only as :func:`is_key`."""
     for _ in range(2):
         try:
             kfd = os.open(KEY_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)

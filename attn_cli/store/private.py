@@ -104,8 +104,7 @@ def closed_on_error(fd: int) -> Iterator[None]:
 
 
 def _step(parent: int, where: str, name: str, create: bool) -> tuple[int | None, str | None]:
-    """Open ``name`` in the proven folder ``parent``: (fd, None), or (None, link target) for a
-    symlink of ours or root's.  Creates a missing folder (0700) when ``create``."""
+    """``name`` in proven ``parent``: (fd, None), or (None, target) for our or root's symlink; ``create``: 0700."""
     for _ in range(2):
         try:
             return os.open(name, _WALK_FLAGS, dir_fd=parent), None
@@ -137,8 +136,7 @@ def _step(parent: int, where: str, name: str, create: bool) -> tuple[int | None,
 
 
 def _walk(path: str | os.PathLike, create: bool) -> tuple[int, str]:
-    """The descriptor of ``path`` walked from ``/``, every component checked (the final one like
-    the others only), and the symlink-free path it was reached by."""
+    """The descriptor of ``path`` walked from ``/``, every component checked, and its symlink-free path."""
     todo = list(Path(os.path.abspath(os.fspath(path))).parts[1:])
     done: list[str] = []
     fd = _open_root()

@@ -19,8 +19,7 @@ MAX_DEPTH = 32  # JSON nesting any stored entry may have (the deepest, the exerc
 
 
 class InvalidEntry(ValueError):
-    """A value read back that does not match its type; the message names where and why,
-    e.g. ``rows[3].free_running: expected `int | float`, got `str```."""
+    """A value read back that does not match its type; the message names where and why (``rows[3].x: ...``)."""
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)  # an unterminated one: to the end (linear)

@@ -1,7 +1,6 @@
 """The fast engine's PyTorch backend, forward: the parameter layout (one flat row per run, one
 *role* per parameter), the passes of all M stacked runs at once, and evaluation.  ``keep=True``
-records what :mod:`.backward` needs.  Design notes: ``docs/design.md``.
-"""
+records what :mod:`.backward` needs.  Design notes: ``docs/design.md``."""
 
 from __future__ import annotations
 

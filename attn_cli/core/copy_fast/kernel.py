@@ -77,11 +77,6 @@ def compiler_version(cc: str) -> str:
         return f"unknown ({type(exc).__name__})"
 
 
-def cpu_features() -> str:
-    """The CPU's feature flags (``-march=native`` builds for them), part of the build key."""
-    return " ".join(sorted(numerics.cpu_flags())) or f"{platform.machine()} {platform.processor()}"
-
-
 @functools.cache
 def accepts(cc: str, flags: tuple[str, ...]) -> bool:
     """Whether the compiler ``cc`` takes ``flags`` (a syntax-only run on an empty file)."""
@@ -93,8 +88,7 @@ def accepts(cc: str, flags: tuple[str, ...]) -> bool:
 
 
 def _compile(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """Run the compiler in a process group of its own: if attn is stopped meanwhile, the whole group
-    (driver, cc1, as; ``subprocess.run`` kills the driver only) gets SIGTERM, SIGKILL after 5 s."""
+    """Run cc in a process group of its own: a stopped attn stops it all (driver, cc1, as), SIGKILL after 5 s."""
     proc = subprocess.Popen(
         args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -158,13 +152,13 @@ def compile_flags(cc: str, mode: str | None = None, which: str | None = None) ->
 def build_key(cc: str, mode: str | None = None, which: str | None = None) -> str:
     which = which or variant(mode)
     flags = " ".join(compile_flags(cc, mode, which))
-    parts = [*c_sources().values(), which, flags, cc, compiler_version(cc), platform.machine(), cpu_features()]
+    cpu = " ".join(sorted(numerics.cpu_flags())) or f"{platform.machine()} {platform.processor()}"  # the CPU's flags
+    parts = [*c_sources().values(), which, flags, cc, compiler_version(cc), platform.machine(), cpu]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
 def _build(cc: str, which: str | None = None) -> bytes:
-    """Compile variant ``which`` (default: this process's) in a new private folder inside this process's
-    scratch folder: the library's bytes, read through the folder's descriptor.  RuntimeError with cc's message."""
+    """Variant ``which`` (default: this process's) compiled in a private scratch folder; RuntimeError: cc's message."""
     with tempfile.TemporaryDirectory(prefix="build_", dir=private.scratch_dir()) as tmp:  # 0700
         into = Path(tmp)
         for name, text in c_sources().items():
@@ -206,8 +200,7 @@ def cache_folder() -> Path:
 
 
 def _open_kernel_folder() -> tuple[int, Path]:
-    """The cache folder opened and proven private, else this process's scratch folder after one
-    warning naming the folder and the reason: its descriptor (the caller closes it) and its name."""
+    """(descriptor, name) of the cache folder proven private, else of the scratch folder after one warning."""
     folder = cache_folder()
     try:
         os.close(cache.open_cache_dir(folder.parent))  # attn's own tagged folder, made if missing
@@ -243,8 +236,7 @@ def _verified(dir_fd: int, name: str) -> bytes | None:
 
 
 def _dlopen(data: bytes) -> ctypes.CDLL:
-    """Load exactly ``data``: from a sealed memfd through ``/proc/self/fd/N`` (no file that
-    anyone can replace, no noexec mount), else from a copy in a fresh private scratch folder."""
+    """Load exactly ``data``: a sealed memfd via ``/proc/self/fd/N``, else a copy in a fresh private folder."""
     if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
         fd = os.memfd_create("attn_copy_fast.so", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0))
         try:
@@ -290,8 +282,7 @@ def _bind(data: bytes) -> ctypes.CDLL:
 
 
 def _load_or_build(which: str) -> tuple[ctypes.CDLL, tuple[Path | None, str]]:
-    """The verified cached library, else a fresh build (installed for next time, loaded from the
-    bytes it produced); and what was loaded (see :func:`loaded`).  RuntimeError: no compiler."""
+    """The verified cached library, else a fresh build (then installed); what was loaded. RuntimeError: no cc."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("no C compiler found")

@@ -159,8 +159,7 @@ def _evaluate_outcomes(
     start: float,
     cpu: float,
 ) -> list[RunOutcome]:
-    """The evaluation batch (one more draw per run) and the RunOutcomes of a trained group:
-    ``seconds`` its wall time, ``cpu_seconds`` its thread's CPU time split over its runs."""
+    """The evaluation batch (one more draw per run) and the group's RunOutcomes, CPU time split over its runs."""
     s0 = specs[0]
     w = Weights(flat, param_layout(s0.model, s0.hidden))
     src, tgt_in = draw_batch(gens, s0.eval_size, s0.length, device)  # (M, N, T)

@@ -291,8 +291,7 @@ def _overlap(config: Config, exact: Todo) -> bool:
 
 
 def _exact_beside_fast(exact: Todo, fast: Todo, config: Config, report: Report, done: Done) -> None:
-    """The exact runs in their worker processes and meanwhile the fast ones in a thread here (on the
-    cores the short exact runs leave idle); each run computes as alone.  An error or Ctrl-C stops both."""
+    """The exact runs in worker processes, meanwhile the fast ones in a thread here; an error or Ctrl-C stops both."""
     lock, stop = threading.Lock(), threading.Event()
 
     def locked(index: int, outcome: RunOutcome) -> None:

@@ -81,8 +81,7 @@ def connect(address: str, source: str = "--scheduler") -> Client:
 
 
 def _identify(address: str, timeout: float) -> str | None:
-    """Why ``address`` is not a Dask scheduler (None: it answered Dask's ``identity`` as one), asked on an
-    event loop of its own thread (a notebook's running loop is left alone)."""
+    """Why ``address`` is not a Dask scheduler (None: it is one), asked on an event loop in a thread of its own."""
     from distributed.comm import connect as dask_connect
     from distributed.security import Security
 
@@ -213,8 +212,7 @@ def _finishing(client: Client, futures: dict, watch: _WorkerWatch) -> Iterator[F
 
 
 class _WorkerWatch:
-    """Says on stderr (at once, then every :data:`SAY_EVERY_S`) that no worker is connected; a ClusterError
-    after ``wait_s`` seconds without one."""
+    """Says on stderr (then every :data:`SAY_EVERY_S`) that no worker is connected; ClusterError after ``wait_s``."""
 
     def __init__(self, client: Client, address: str, source: str, wait_s: float) -> None:
         self.client, self.address, self.source, self.wait_s = client, address, source, wait_s

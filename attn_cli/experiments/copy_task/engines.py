@@ -98,8 +98,7 @@ _queue: Queue[tuple[int, int, int, float]]
 
 
 def _start_worker(queue: Queue[tuple[int, int, int, float]], parent: Connection, mode: str) -> None:
-    """The pool's initializer: the numeric ``mode`` applied before torch computes, 1 intra-op thread,
-    a terminal's Ctrl-C or hang-up left to attn (which stops us), gone with attn."""
+    """The pool's initializer: numeric ``mode``, one thread, Ctrl-C and hang-up left to attn, gone with attn."""
     global _queue
     numerics.apply(mode)
     import torch
@@ -187,9 +186,7 @@ MAIN_GUARD_MESSAGE = (
 
 
 def _context() -> BaseContext:
-    """The workers' context: forkserver (torch imported once in the fork server), else spawn.  The resource
-    tracker and the fork server start with SIGHUP and SIGINT blocked, so that a terminal's hang-up or
-    Ctrl-C leaves them to attn's cleanup (else: tracebacks)."""
+    """Forkserver, else spawn; tracker and fork server start with SIGHUP, SIGINT blocked (left to attn)."""
     with terminal_signals_blocked():
         resource_tracker.ensure_running()
     # blocked again: starting the tracker unblocks SIGINT and SIGTERM in this thread on its way out
@@ -204,8 +201,7 @@ def _context() -> BaseContext:
 
 
 def _stop_fork_server() -> None:
-    """Stop the fork server, so that it starts no worker attn asked for but has not heard of yet (it
-    would fail loudly after attn has gone); waited for, not reaped: a later pool starts a fresh one."""
+    """Stop the fork server (no late worker fails loudly after attn); waited for, not reaped."""
     pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)  # no public API
     if not pid:
         return
