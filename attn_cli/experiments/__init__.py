@@ -50,15 +50,15 @@ class MeasuredResult:
 
     def measured(self) -> dict[str, Any]:
         """Check ID -> regenerated value."""
-        return {check_id: _lookup(self, path) for check_id, path in self.MEASURED.items()}
-
-
-def _lookup(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        if isinstance(obj, dict):
-            obj = obj[part]
-        elif isinstance(obj, (list, tuple)):
-            obj = obj[int(part)]
-        else:
-            obj = getattr(obj, part)
-    return obj
+        values = {}
+        for check_id, path in self.MEASURED.items():
+            obj: Any = self
+            for part in path.split("."):
+                if isinstance(obj, dict):
+                    obj = obj[part]
+                elif isinstance(obj, (list, tuple)):
+                    obj = obj[int(part)]
+                else:
+                    obj = getattr(obj, part)
+            values[check_id] = obj
+        return values

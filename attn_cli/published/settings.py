@@ -56,9 +56,7 @@ def text_settings(artifact_id: str) -> dict[str, Any]:
 
 
 def at_text_settings(check: Check, config: Mapping[str, Any] | None) -> bool:
-    """True when ``config`` has every setting ``check``'s published value depends on.
-
-    ``config`` None (a value given without its configuration) is taken as the text's."""
+    """True when ``config`` has every setting ``check``'s published value depends on (None: taken as the text's)."""
     if config is None or check.id in ANY_SETTINGS:
         return True
     required = text_settings(check.artifact)

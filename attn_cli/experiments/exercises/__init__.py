@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
@@ -142,8 +143,6 @@ def estimate_bytes(config: Config) -> int:
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     """Run the selected exercises; ``progress`` hears a ProgressEvent before each (label "N. title")."""
-    import time
-
     import torch
 
     from attn_cli.core.memory import guard

@@ -58,11 +58,6 @@ def theory(eps: float, sigma: float) -> float:
     return math.sqrt((e_s + e_u) / 4)
 
 
-def straight(eps: float, sigma: float) -> bool:
-    e_s, e_u = error_variances(eps, sigma)
-    return eps >= 4 * (sigma / 2) and e_u >= 4 * e_s
-
-
 def run(config: Config, progress: ProgressCallback = None) -> Result:
     import torch
 
@@ -82,7 +77,8 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
             M2 = torch.cat([a * V1 + b * V2 + sigma * Z1, b * V1 + a * V2 + sigma * Z2], dim=1)  # (N, 2d)
             A = torch.tensor([[a, b], [b, a]], dtype=torch.float64)
             error, condition = readout_error(M2, target), torch.linalg.cond(A).item()
-            points.append(Point(eps, error, theory(eps, sigma), condition, straight(eps, sigma)))
+            e_s, e_u = error_variances(eps, sigma)  # straight: inside the slope fit's range (docs/exercises.md)
+            points.append(Point(eps, error, theory(eps, sigma), condition, eps >= 4 * (sigma / 2) and e_u >= 4 * e_s))
         fit = [p for p in points if p.straight]
         slope = loglog_slope([p.eps for p in fit], [p.error for p in fit])
         sweeps.append(Sweep(sigma, sigma / 2, slope, len(fit), points))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+import time
 from dataclasses import dataclass, field
 
 from attn_cli.experiments.exercises.common import Config, ProgressCallback
@@ -42,9 +44,6 @@ class Result:
 
 
 def run(config: Config, progress: ProgressCallback = None) -> Result:
-    import statistics
-    import time
-
     import torch
 
     from attn_cli.core.attention import MultiHeadAttention

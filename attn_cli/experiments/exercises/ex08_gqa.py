@@ -51,8 +51,7 @@ class Result:
 
 
 def grouped_forward(layers: nn.ModuleList, x: Tensor, h: int, g: int) -> Tensor:
-    """Self-attention (x: (B, n, d)) of h query heads whose keys and values have g heads (each shared by h / g);
-    ``layers``: W_q, W_k, W_v, W_o."""
+    """Self-attention (x: (B, n, d)) of h query heads over g key/value heads; ``layers``: W_q, W_k, W_v, W_o."""
     from attn_cli.core.measure import attend_heads
 
     W_q, W_k, W_v, W_o = layers

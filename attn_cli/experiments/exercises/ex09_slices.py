@@ -125,7 +125,7 @@ def run(config: Config, progress: ProgressCallback = None) -> Result:
     combos = [(list(c), h) for b in (1, 2, 3) for h in (1, 2, 3, 4) for c in product(range(n_k + 2), repeat=b)]
     agrees = True
     for c, h in combos:  # do the masks of repeated and tiled valid_lens differ exactly where the rule says?
-        vl = torch.tensor(c)
-        masks = [valid_lens_mask(lens, n_q, n_k) for lens in (torch.repeat_interleave(vl, h, dim=0), _tiled(vl, h))]
-        agrees = agrees and (not torch.equal(*masks)) == tiling_detectable(c, h, n_k)
+        lens = torch.tensor(c)
+        rep, til = (valid_lens_mask(x, n_q, n_k) for x in (torch.repeat_interleave(lens, h, dim=0), _tiled(lens, h)))
+        agrees = agrees and (not torch.equal(rep, til)) == tiling_detectable(c, h, n_k)
     return Result(D_MODEL, HEADS, n_k, cases, len(combos), agrees)
