@@ -12,8 +12,6 @@ from attn_cli.render.table import Column, Table
 if TYPE_CHECKING:
     from attn_cli.experiments.copy_both import Result
 
-PNG, CSV = "copy_both.png", "copy_both.csv"
-
 
 def tables(result: Result, outcomes: Mapping) -> list:
     def published(check_id: str, fmt: str) -> str:  # the text's value where it applies (its data: N, d, seed)
@@ -50,7 +48,7 @@ def figures(
 ) -> list[Path]:
     curve = result.curve
     columns = zip(curve["a"], curve["one_head"], curve["two_heads"])
-    csv = write_csv(out / CSV, columns, header=["a", "one_head_error", "two_heads_error"])
+    csv = write_csv(out / "copy_both.csv", columns, header=["a", "one_head_error", "two_heads_error"])
 
     floor = 1e-9  # log axis: an exact zero would vanish
     fig, ax = new_figure(figsize=(6.4, 4.2))
@@ -75,4 +73,4 @@ def figures(
     ax.set_title(f"Copy-both (D2L fig. 10.3.1 as data): N={cfg['samples']}, d={cfg['d_v']}", fontsize=10)
     ax.legend(fontsize=8, loc="center left")
     ax.grid(True, which="major", alpha=0.3)
-    return [*save_figure(fig, out / PNG, formats, keep=keep), csv]
+    return [*save_figure(fig, out / "copy_both.png", formats, keep=keep), csv]

@@ -17,7 +17,7 @@ from attn_cli.published.seed_rule import RULE as SEED_RULE
 from attn_cli.render import files
 from attn_cli.render.console import beside
 from attn_cli.render.files import fill_heatmap, heatmap_frame, log2_axis, new_figure, save_figure, write_csv, write_json
-from attn_cli.render.table import Cell, Column, Table, Text, styled
+from attn_cli.render.table import Cell, Table, Text, styled, titled_table
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -129,8 +129,7 @@ def _cells_table(result: Result, outcomes: Outcomes, seeds: tuple, comparable: b
         if comparable
         else ", then the published value in brackets (not judged)"
     )
-    columns = [Column("length", "right"), Column("model"), *(Column(HEADERS[m], "right") for m in METRICS)]
-    table = Table(title=title, caption=caption, columns=columns)
+    table = titled_table(title, ("length", "model", *(HEADERS[m] for m in METRICS)), left=("model",), caption=caption)
     for length in cfg["lengths"]:
         for i, model in enumerate(models):
             cell = result.cell(model, length)
@@ -158,8 +157,7 @@ def _map_line(result: Result, rule: Outcome | None, n_seeds: int) -> Text:
 
 def _runs_table(result: Result) -> Table:
     names = ("model", "length", "seed", "engine", "teacher-forced", "free-running", "exact", "diagonal", "final loss")
-    columns = [Column(name, "left" if name in ("model", "engine") else "right") for name in (*names, "seconds")]
-    table = Table(title="runs (one per model, length and seed)", columns=columns)
+    table = titled_table("runs (one per model, length and seed)", (*names, "seconds"), left=("model", "engine"))
     for row, run in zip(result.rows, result.runs):
         diagonal = "" if row["diagonal"] is None else f"{row['diagonal']:.3f}"  # None: plain model
         seconds = "cached" if run["cached"] else f"{run['seconds']:.1f}"

@@ -39,8 +39,7 @@ def label(ch: str) -> str:
 
 
 def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
-    """The weights (in %, when the key word fits the console; otherwise each row's peaks),
-    the regime of every row, and the summary of the three regimes."""
+    """The weights (in % where the key word fits the console, else each row's peaks), the regimes, their summary."""
     width = stdout.width if width is None else width
     agree = "yes" if result.agrees_with_letters() else "no: random embeddings this narrow do not separate every pair"
     out = [

@@ -13,8 +13,6 @@ if TYPE_CHECKING:
     from attn_cli.experiments.heads import Result
     from attn_cli.published.compare import Outcome
 
-PNG = "heads_layout.png"
-
 
 def _yes(b: bool) -> Cell:
     return "True" if b else styled(("False", "red"), verdict="fail")
@@ -87,7 +85,7 @@ def figures(
     _box(ax, centre, _OUT_Y, 2.6, 0.7, f"$W_o$  ({d} × {d})\noutput (n, {d})", "#b6d7a8")
     _arrow(ax, centre, _CAT_Y + 0.35, centre, _OUT_Y - 0.35)
     ax.set_title(f"Multi-head attention (D2L fig. 10.3.2): d = {d}, h = {h} heads of width {p}", fontsize=10)
-    return save_figure(fig, Path(out) / PNG, formats, keep=keep)
+    return save_figure(fig, Path(out) / "heads_layout.png", formats, keep=keep)
 
 
 _COL_W, _GAP = 2.3, 0.35  # figure 10.3.2: a head column's width, the gap between columns

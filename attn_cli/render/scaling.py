@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING
 
 from attn_cli.render.console import beside
 from attn_cli.render.files import log2_axis, new_figure, save_figure, write_csv
-from attn_cli.render.table import Block, Cell, Column, Table, styled, titled_table
+from attn_cli.render.table import Block, Cell, Table, styled, titled_table
 from attn_cli.units import human_bytes, text_memory
 
 if TYPE_CHECKING:
     from attn_cli.experiments.scaling import Result
     from attn_cli.published.compare import Outcome
-
-PNG, CSV = "scaling_measured.png", "scaling_measured.csv"
 
 
 def _beside(text: str, outcome: Outcome | None) -> Cell:
@@ -58,11 +56,11 @@ def _measured_table(result: Result) -> Table:
     where = result.device_name if result.device_name != "cpu" else f"cpu, {result.threads} threads"
     peak = "peak memory (est.)" if "estimate" in result.peak_method else "peak memory"
     headers = ("n", "scores (float32)", "n² · d", "time", "median", "× previous", "achieved", peak, "up-front estimate")
-    measured = Table(
-        title=f"measured: one-head attention forward on {where} "
+    measured = titled_table(
+        f"measured: one-head attention forward on {where} "
         f"(q, k, v of shape (1, n, {d}); fastest of {result.config['repeats']} passes)",
+        headers,
         caption=f"peak memory: {result.peak_method}",
-        columns=[Column(h, "right") for h in headers],
     )
     rows = result.measured_rows
     for prev, r in zip([None, *rows], rows):
@@ -119,8 +117,8 @@ def figures(
         ax.grid(True, which="major", alpha=0.3)
         ax.set_xlabel("sequence length n")
     fig.suptitle("W9 5.2: attention cost is quadratic in n")
-    images = save_figure(fig, out / PNG, formats, keep=keep, tight_layout={})
+    images = save_figure(fig, out / "scaling_measured.png", formats, keep=keep, tight_layout={})
     table = [[r.n, r.time_s, r.median_s, r.peak_bytes, r.formula_bytes, r.operations, r.gflops] for r in rows]
     header = ["n", "time_s", "median_s", "peak_bytes", "forward_bytes_estimate", "operations_n2d", "gflops"]
-    csv = write_csv(out / CSV, table, header=header)
+    csv = write_csv(out / "scaling_measured.csv", table, header=header)
     return [*images, csv]
