@@ -1,6 +1,5 @@
-"""How this process computes: the numeric mode (which CPU kernels PyTorch, MKL and oneDNN may
-use) and the device, chosen explicitly and never by a silent fallback, with a GPU's precision
-settings and what it is (design notes: ``docs/design.md``, section ``attn_cli.core.numerics``)."""
+"""How this process computes: the numeric mode (which CPU kernels PyTorch, MKL and oneDNN may use) and the
+device, never by a silent fallback, with a GPU's precision and identity (``docs/design.md``, this module's section)."""
 
 from __future__ import annotations
 

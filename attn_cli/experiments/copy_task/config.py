@@ -176,8 +176,7 @@ def cache_key(spec: RunSpec, engine: str, device: str) -> dict:
 
 
 def max_entry_bytes(spec: dict) -> int:
-    """The most bytes a run's payload can take: its attention map's floats (at most 26 characters
-    each, ``-1.2345678901234567e-308, ``), its tokens, and a few hundred bytes of scalars."""
+    """The most bytes a run's payload can take: its map's floats (26 characters at most), tokens and scalars."""
     return 4096 + 32 * (int(spec["length"]) + 2) ** 2
 
 
