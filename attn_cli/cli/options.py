@@ -241,11 +241,12 @@ WORKER_WAIT = click.option(
     help="With --scheduler: how long to wait while no Dask worker is connected (said on stderr "
     "every 10 s) before giving up, keeping the finished runs.",
 )
+CACHED_RUNS = (CACHE_DIR, SCHEDULER, WORKER_WAIT)  # the commands whose runs are cached: verify, all, copy-task
 
 
 def common_options(*extra: Decorator) -> Decorator:
     """Add the ``BASE_OPTIONS`` (--numerics, --quick, --json, --out, --seed, --device), then ``extra``
-    (FORMAT, NO_FIGURES, CACHE_DIR, SCHEDULER, WORKER_WAIT); the command gets them as ``common: Common``."""
+    (FORMAT, NO_FIGURES, *CACHED_RUNS); the command gets them as ``common: Common``."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from attn_cli.cli.options import CACHE_DIR, FORMAT, JUNIT, SCHEDULER, WORKER_WAIT, Common, JudgedCommand, common_options
+from attn_cli.cli.options import CACHED_RUNS, FORMAT, JUNIT, Common, JudgedCommand, common_options
 from attn_cli.cli.types import IntRange, MultiValueOption, option
 from attn_cli.published.seed_rule import MAX_SEEDS, MIN_SEEDS
 
@@ -75,7 +75,7 @@ def list_(as_json: bool) -> None:
     metavar="BEFORE",
     help="Compare with an earlier run (a verify.json, report folder or manifest) as `attn diff` does.",
 )
-@common_options(CACHE_DIR, SCHEDULER, WORKER_WAIT)
+@common_options(*CACHED_RUNS)
 @seed_count_option
 def verify(
     only: tuple[str, ...], no_cache: bool, junit: Path | None, before: str | None, n_seeds: int | None, common: Common
@@ -170,7 +170,7 @@ def _show_verify(checked: VerifyReport, as_json: bool) -> None:
     "--no-cache", is_flag=True, help="Recompute (and re-cache) what the per-user cache holds (see `attn cache`)."
 )
 @JUNIT
-@common_options(FORMAT, CACHE_DIR, SCHEDULER, WORKER_WAIT)
+@common_options(FORMAT, *CACHED_RUNS)
 @seed_count_option
 def all_(only: tuple[str, ...], no_cache: bool, junit: Path | None, n_seeds: int | None, common: Common) -> None:
     """Run every experiment and write every table and figure, with a report, into --out.

@@ -12,16 +12,7 @@ import click
 from click.core import ParameterSource
 
 from attn_cli.cli.commands.execute import Job, config_of, progress_display
-from attn_cli.cli.options import (
-    CACHE_DIR,
-    FORMAT,
-    NO_FIGURES,
-    SCHEDULER,
-    WORKER_WAIT,
-    Common,
-    JudgedCommand,
-    common_options,
-)
+from attn_cli.cli.options import CACHED_RUNS, FORMAT, NO_FIGURES, Common, JudgedCommand, common_options
 from attn_cli.cli.types import SEEDS, FiniteFloatRange, IntRange, MultiValueOption, option
 
 if TYPE_CHECKING:
@@ -111,7 +102,7 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
     "[default: the CPU count; one with --device cuda]",
 )
 @click.option("--no-cache", is_flag=True, help="Recompute (and re-cache) the runs in the cache (see `attn cache`).")
-@common_options(FORMAT, NO_FIGURES, CACHE_DIR, SCHEDULER, WORKER_WAIT)
+@common_options(FORMAT, NO_FIGURES, *CACHED_RUNS)
 def copy_task(
     lengths: tuple[int, ...],
     seeds: tuple[tuple[int, ...], ...],

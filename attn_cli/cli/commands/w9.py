@@ -35,9 +35,7 @@ def embeddings(common: Common, **fields: Any) -> Job:
         attn embeddings
         attn embeddings --vocab-size 30000 --embed-dim 512 --json
     """
-    from attn_cli.experiments import embeddings as exp
-
-    return job(exp, common, **fields)
+    return job("embeddings", common, **fields)
 
 
 @click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -64,12 +62,11 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
         raise click.BadParameter(
             f"give three words A B C (for A - B + C), or none; got {len(words)}", param_hint="'[A B C]'"
         )
-    from attn_cli.experiments import analogy as exp
     from attn_cli.render.console import note
 
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
-    return job(exp, common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
+    return job("analogy", common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
 
 
 @click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -91,9 +88,7 @@ def formula(common: Common, **fields: Any) -> Job:
         attn formula
         attn formula --n-k 50 --d-k 64 --device auto
     """
-    from attn_cli.experiments import formula as exp
-
-    return job(exp, common, **fields)
+    return job("formula", common, **fields)
 
 
 @click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
@@ -111,9 +106,7 @@ def order(d_model: int, common: Common) -> Job:
         attn order
         attn order --d-model 16 --seed 1
     """
-    from attn_cli.experiments import order as exp
-
-    return job(exp, common, d_model=d_model)
+    return job("order", common, d_model=d_model)
 
 
 @click.command(cls=JudgedCommand, name="sqrt-dk")
@@ -160,9 +153,7 @@ def masks(common: Common) -> Job:
     Example:
         attn masks
     """
-    from attn_cli.experiments import masks as exp
-
-    return job(exp, common)
+    return job("masks", common)
 
 
 @click.command(cls=JudgedCommand, name="scaling")
