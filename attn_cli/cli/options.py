@@ -90,8 +90,7 @@ def validate_out_file(ctx: click.Context, param: click.Parameter, value: str | N
 
 
 def validate_out_dir(ctx: click.Context, param: click.Parameter, value: str) -> Path:
-    """Check --out without creating it (a later usage error leaves nothing behind; the first file
-    written makes it): the folder, or its nearest existing parent, must be writable."""
+    """Check --out without creating it (the first file written makes it): it or its nearest parent is writable."""
     if not value:
         raise click.BadParameter("an empty folder name; give a folder (--out . for this one)")
     existing = path = Path(value)
@@ -245,8 +244,7 @@ CACHED_RUNS = (CACHE_DIR, SCHEDULER, WORKER_WAIT)  # the commands whose runs are
 
 
 def common_options(*extra: Decorator) -> Decorator:
-    """Add the ``BASE_OPTIONS`` (--numerics, --quick, --json, --out, --seed, --device), then ``extra``
-    (FORMAT, NO_FIGURES, *CACHED_RUNS); the command gets them as ``common: Common``."""
+    """Add the ``BASE_OPTIONS``, then ``extra`` (FORMAT, ...); the command gets them as ``common: Common``."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)

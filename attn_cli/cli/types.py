@@ -156,8 +156,7 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def option(*decls: str, **attrs: Any) -> Decorator:
-    """``click.option`` for a command's valued option: a positive integer unless ``type`` says otherwise,
-    None unless a default is given (shown), old names kept hidden through ``aliases``."""
+    """``click.option``: a positive integer, None unless a default is given (shown), hidden old names ``aliases``."""
     attrs.setdefault("type", IntRange(min=1))
     if attrs.get("cls") is not MultiValueOption:
         attrs.setdefault("default", None)

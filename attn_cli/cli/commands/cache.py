@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 
 
 def cache_root(common: Common) -> str | None:
-    """The per-user cache folder for this command, made and checked now; None, after one warning on
-    stderr, when it is not private or cannot be written: the run goes on without it."""
+    """The per-user cache folder, made and checked now; None (warned once) when unusable: the run goes on without it."""
     from attn_cli.store import cache, private
 
     root = None

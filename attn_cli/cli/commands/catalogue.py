@@ -58,7 +58,7 @@ def list_(as_json: bool) -> None:
     console.stdout.print(to_rich(report.catalogue_table(rows, width=console.stdout.width)))
 
 
-@click.command(cls=JudgedCommand, name="verify")
+@click.command(cls=JudgedCommand)
 @click.option(
     "--only",
     cls=MultiValueOption,
@@ -256,8 +256,7 @@ def usage_errors() -> Iterator[None]:
 
 
 def library_keywords(common: Common, n_seeds: int | None, no_cache: bool) -> dict[str, Any]:
-    """The keywords :func:`attn_cli.regenerate.verify` and ``regenerate_all`` share, from the options;
-    ``--seeds`` with --quick, which judges nothing trained, is a usage error."""
+    """The keywords :func:`attn_cli.regenerate.verify` and ``regenerate_all`` share, from the options."""
     from attn_cli.cli.commands import execute  # its run_plan looked up now: tests replace it
     from attn_cli.cli.commands.cache import cache_root
 
@@ -281,7 +280,7 @@ def _write_junit(junit: Path | None, checked: VerifyReport | AllReport) -> None:
         console.note(f"wrote {write_junit(junit, checked.outcomes, checked.runs, experiment_registry.Registry.load())}")
 
 
-@click.command(name="diff")
+@click.command()
 @click.argument("before", type=click.Path(exists=True))
 @click.argument("after", type=click.Path(exists=True))
 @click.option("--all", "everything", is_flag=True, help="List the unchanged checks too.")

@@ -56,7 +56,7 @@ def _bars(specs: Sequence[RunSpec]) -> Iterator[Callable[[ProgressEvent], None]]
         yield update
 
 
-@click.command(cls=JudgedCommand, name="copy-task")
+@click.command(cls=JudgedCommand)
 @option(
     "--lengths", cls=MultiValueOption, metavar="L...", help="Sequence lengths to copy  [default: 4 8 16 32, the text's]"
 )

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 _WEIGHTS: dict[str, Any] = dict(cls=MultiValueOption, type=FiniteFloatRange(0.0, 1.0), metavar="A...")  # --weights ...
 
 
-@click.command(cls=JudgedCommand, name="copy-both")
+@click.command(cls=JudgedCommand)
 @option("--samples", default=10_000, help="Examples N (the text: 10000).")
 @option(
     "--d-v", aliases=("--dim",), default=16, help="Value width d_v: of each value vector V1, V2 (the text's d: 16)."
@@ -66,7 +66,7 @@ _heads_option = option(
 )
 
 
-@click.command(cls=JudgedCommand, name="heatmap")
+@click.command(cls=JudgedCommand)
 @click.argument("query_word")  # checked once, with the Config (attn_cli.experiments.crossattn.validate)
 @click.argument("key_word")
 @_d_model_option
@@ -90,7 +90,7 @@ def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, com
     return job("crossattn", common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
 
 
-@click.command(cls=JudgedCommand, name="crossattn-map")
+@click.command(cls=JudgedCommand)
 @_d_model_option
 @_heads_option
 @common_options(FORMAT, NO_FIGURES)
@@ -108,7 +108,7 @@ def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job:
     return job("crossattn", common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
 
 
-@click.command(cls=JudgedCommand, name="heads")
+@click.command(cls=JudgedCommand)
 @option(
     "--d-model",
     type=IntRange(1, 8192),
@@ -147,7 +147,7 @@ def heads(common: Common, **fields: Any) -> Job:
     return job("heads", common, **fields)
 
 
-@click.command(cls=JudgedCommand, name="self-cross")
+@click.command(cls=JudgedCommand)
 @common_options()
 def self_cross(common: Common) -> Job:
     """Self- and cross-attention shapes (W9 4.1, D2L 10.3.3).
@@ -172,7 +172,7 @@ def _selection(ctx: click.Context, param: click.Parameter, value: tuple[str, ...
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
-@click.command(cls=JudgedCommand, name="exercise")
+@click.command(cls=JudgedCommand)
 @click.argument("numbers", nargs=-1, metavar="N... | all", callback=_selection)
 @click.option("--list", "list_", is_flag=True, help="List the twelve exercises and what each run shows.")
 @common_options(FORMAT, NO_FIGURES)

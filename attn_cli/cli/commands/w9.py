@@ -13,9 +13,7 @@ from attn_cli.cli.types import IntRange, MultiValueOption, option
 from attn_cli.published.settings import TEXT
 
 
-@click.command(
-    cls=JudgedCommand, name="embeddings", short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3)."
-)
+@click.command(cls=JudgedCommand, short_help="One-hot vs embeddings; contextual 'bank' vectors (W9 1.1, 1.3).")
 @option("--d-model", aliases=("--dim",), default=6, help="Model width d of the contextual vectors (W9 1.3).")
 @option(
     "--vocab-size", default=TEXT["w9-onehot"]["vocab_size"], help="Vocabulary size V of the parameter count (W9 1.1)."
@@ -38,7 +36,7 @@ def embeddings(common: Common, **fields: Any) -> Job:
     return job("embeddings", common, **fields)
 
 
-@click.command(cls=JudgedCommand, name="analogy", short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
+@click.command(cls=JudgedCommand, short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
 @click.argument("words", nargs=-1, metavar="[A B C]")
 @option("--nearest", "nearest_word", type=str, default="bank", metavar="WORD", help="List the words nearest to WORD.")
 @option("--top", default=8, help="How many nearest words to list for --nearest.")
@@ -69,7 +67,7 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
     return job("analogy", common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
 
 
-@click.command(cls=JudgedCommand, name="formula", short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
+@click.command(cls=JudgedCommand, short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
 @option("--n-q", default=3, help="Queries (W9 3.2).")
 @option("--n-k", default=5, help="Keys and values (W9 3.2).")
 @option("--d-k", default=4, help="Query/key width (W9 3.2).")
@@ -91,7 +89,7 @@ def formula(common: Common, **fields: Any) -> Job:
     return job("formula", common, **fields)
 
 
-@click.command(cls=JudgedCommand, name="order", short_help="Self-attention cannot tell the order (W9 4.3).")
+@click.command(cls=JudgedCommand, short_help="Self-attention cannot tell the order (W9 4.3).")
 @option("--d-model", aliases=("--dim",), default=6, help="Model width d of the word vectors.")
 @common_options()
 def order(d_model: int, common: Common) -> Job:
@@ -109,7 +107,7 @@ def order(d_model: int, common: Common) -> Job:
     return job("order", common, d_model=d_model)
 
 
-@click.command(cls=JudgedCommand, name="sqrt-dk")
+@click.command(cls=JudgedCommand)
 @option(
     "--d-k",
     cls=MultiValueOption,
@@ -139,7 +137,7 @@ def sqrt_dk(d_k: tuple[int, ...], trials: int | None, common: Common) -> Job:
     return Job(exp, config, common, display=(lambda _: bar("sqrt-dk: d_k")) if big else None)
 
 
-@click.command(cls=JudgedCommand, name="masks")
+@click.command(cls=JudgedCommand)
 @common_options(FORMAT, NO_FIGURES)
 def masks(common: Common) -> Job:
     """Causal and padding masks: no peeking at the future (W9 4.2).
@@ -156,7 +154,7 @@ def masks(common: Common) -> Job:
     return job("masks", common)
 
 
-@click.command(cls=JudgedCommand, name="scaling")
+@click.command(cls=JudgedCommand)
 @option(
     "--lengths",
     cls=MultiValueOption,
