@@ -48,7 +48,15 @@ def tables(result: Result, outcomes: Mapping, width: int | None = None) -> list:
         f"regimes agree with the letter counts (1 / >1 / 0 matching keys): {agree}",
     ]
     if result.head_weights:
-        out.append(_heads_table(result))
+        n = len(result.head_weights)
+        heads = Table(
+            title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer "
+            "(random projections)",
+            columns=[Column("query", "center"), Column("plain"), *(Column(f"head {h}") for h in range(1, n + 1))],
+        )
+        for i, q in enumerate(result.queries):
+            heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
+        out.append(heads)
     return out
 
 
@@ -93,17 +101,6 @@ def _regimes_table(result: Result, rule: Outcome) -> Table:
         published = ", ".join(text_regimes[regime]) if text_regimes else ""
         summary.add_row(styled((regime, _REGIME_STYLE[regime])), _REGIME_TEXT[regime], letters, published)
     return summary
-
-
-def _heads_table(result: Result) -> Table:
-    n = len(result.head_weights)
-    heads = Table(
-        title=f"exercise 11: regimes per head after a fresh {result.config['heads']}-head layer (random projections)",
-        columns=[Column("query", "center"), Column("plain"), *(Column(f"head {h}") for h in range(1, n + 1))],
-    )
-    for i, q in enumerate(result.queries):
-        heads.add_row(label(q), result.regimes[i], *(hr[i] for hr in result.head_regimes))
-    return heads
 
 
 def figures(

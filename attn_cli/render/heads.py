@@ -7,15 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.render.files import new_figure, save_figure
-from attn_cli.render.table import Cell, styled, titled_table
+from attn_cli.render.table import styled, titled_table
 
 if TYPE_CHECKING:
     from attn_cli.experiments.heads import Result
     from attn_cli.published.compare import Outcome
-
-
-def _yes(b: bool) -> Cell:
-    return "True" if b else styled(("False", "red"), verdict="fail")
 
 
 def _published(outcome: Outcome | None) -> str:
@@ -31,7 +27,8 @@ def tables(result: Result, outcomes: Mapping) -> list:
     title = "W9 5.1: hand-written multi-head attention vs nn.MultiheadAttention (d=8, h=2, n=5, seed 0)"
     match = titled_table(title, ("claim", "published", "regenerated"), left=("claim",))
     pub = _published(o.get("w9-heads.matches"))
-    match.add_row("matches (allclose, atol 1e-5)", pub, _yes(result.handwritten_matches))
+    matches = "True" if result.handwritten_matches else styled(("False", "red"), verdict="fail")
+    match.add_row("matches (allclose, atol 1e-5)", pub, matches)
     match.add_row("largest difference", "", f"{result.handwritten_max_diff:.1e}")
     title = f"W9 5.1: parameters of nn.MultiheadAttention(d_model={cfg['d_model']}, heads) = 4d^2 + 4d"
     w9 = titled_table(title, ("heads", "head size d/h", "published", "regenerated", "4d^2 + 4d"))
