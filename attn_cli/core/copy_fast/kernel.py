@@ -77,6 +77,11 @@ def compiler_version(cc: str) -> str:
         return f"unknown ({type(exc).__name__})"
 
 
+def cpu_features() -> str:
+    """The CPU's feature flags (``-march=native`` builds for them), part of the build key."""
+    return " ".join(sorted(numerics.cpu_flags())) or f"{platform.machine()} {platform.processor()}"
+
+
 @functools.cache
 def accepts(cc: str, flags: tuple[str, ...]) -> bool:
     """Whether the compiler ``cc`` takes ``flags`` (a syntax-only run on an empty file)."""
@@ -152,8 +157,7 @@ def compile_flags(cc: str, mode: str | None = None, which: str | None = None) ->
 def build_key(cc: str, mode: str | None = None, which: str | None = None) -> str:
     which = which or variant(mode)
     flags = " ".join(compile_flags(cc, mode, which))
-    cpu = " ".join(sorted(numerics.cpu_flags())) or f"{platform.machine()} {platform.processor()}"  # the CPU's flags
-    parts = [*c_sources().values(), which, flags, cc, compiler_version(cc), platform.machine(), cpu]
+    parts = [*c_sources().values(), which, flags, cc, compiler_version(cc), platform.machine(), cpu_features()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
