@@ -1,6 +1,5 @@
-"""Multi-head attention: W9 5.1 (hand-written equals ``nn.MultiheadAttention``; 4 d^2 + 4 d
-parameters whatever the head count) and D2L 10.3.2 (the package's :class:`MultiHeadAttention`:
-its shapes, and 4 d^2 parameters counted on concrete layers)."""
+"""Multi-head attention: W9 5.1 (hand-written equals ``nn.MultiheadAttention``; 4 d^2 + 4 d parameters whatever
+the head count) and D2L 10.3.2 (:class:`MultiHeadAttention`: its shapes, 4 d^2 parameters on concrete layers)."""
 
 from __future__ import annotations
 

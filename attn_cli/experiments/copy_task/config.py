@@ -1,6 +1,5 @@
-"""The copy task's configuration, checked before any work (domain errors, memory), and its finished runs
-in the cache (``<cache>/copy_task/<sha256>.json``): their keys and what a valid run is.  Design notes:
-``docs/design.md``, sections ``attn_cli.experiments.copy_task`` and ``.config``."""
+"""The copy task's configuration, checked before any work, and its finished runs in the cache (their keys, what a
+valid run is; ``<cache>/copy_task/<sha256>.json``).  Design notes: ``docs/design.md``, this package's sections."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""How the copy task's runs are computed: the exact engine here or in forkserver worker processes
-(longest runs first), the fast engine in one call to :func:`attn_cli.core.copy_fast.run_fast`.  Both
-hand each finished run to ``done(index, outcome)``, each step to ``report(..., "running")``."""
+"""The copy task's engines: exact here or in forkserver workers (longest runs first), fast in one call to
+:func:`attn_cli.core.copy_fast.run_fast`; each run goes to ``done(index, outcome)``, each step to ``report``."""
 
 from __future__ import annotations
 
