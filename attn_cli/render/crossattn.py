@@ -125,7 +125,7 @@ def figures(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Glyph .* missing")  # fonts without CJK, emoji ...
         for ax, (title, w) in zip(axes[0], panels):
-            im = heatmap(ax, w, queries, keys, vmin=0.0, vmax=1.0, cmap="Blues")
+            im = heatmap(ax, w, queries, keys)
             ax.set_xlabel(plain_text("keys: " + "".join(keys)))
             ax.set_title(title, fontsize=9)
             ax.tick_params(length=0)

@@ -71,7 +71,7 @@ def figures(
     rows = []  # the CSV: one per sentence, query and key
     for ax, tokens, weights in zip(axes, result.tokens, result.weights):
         rows += [(" ".join(tokens), q, k, weights[i][j]) for i, q in enumerate(tokens) for j, k in enumerate(tokens)]
-        im = heatmap(ax, weights, tokens, tokens, vmin=0.0, vmax=1.0, annotate=True)  # one scale, both panels
+        im = heatmap(ax, weights, tokens, tokens, annotate=True)  # one scale (0 to 1), both panels
         ax.set(title=f'"{" ".join(tokens)}"', xlabel="key (looked at)", ylabel="query (looking)")
         row = tokens.index(result.WORD)  # outlined
         ax.add_patch(Rectangle((-0.5, row - 0.5), len(tokens), 1, fill=False, edgecolor="crimson", linewidth=2))

@@ -108,24 +108,20 @@ def heatmap(
     row_labels: Sequence[str],
     col_labels: Sequence[str],
     *,
-    vmin: float = 0.0,
     vmax: float = 1.0,
-    cmap: str = "Blues",
     annotate: bool = False,
 ) -> AxesImage:
     """Draw a weight matrix (rows = queries) with the tokens themselves as tick labels."""
-    im = heatmap_frame(ax, len(row_labels), len(col_labels), vmin=vmin, vmax=vmax, cmap=cmap)
+    im = heatmap_frame(ax, len(row_labels), len(col_labels), vmax=vmax)
     fill_heatmap(ax, im, weights, row_labels, col_labels, annotate=annotate)
     return im
 
 
-def heatmap_frame(
-    ax: Axes, n_rows: int, n_cols: int, *, vmin: float = 0.0, vmax: float = 1.0, cmap: str = "Blues"
-) -> AxesImage:
+def heatmap_frame(ax: Axes, n_rows: int, n_cols: int, *, vmax: float = 1.0) -> AxesImage:
     """A heatmap of this shape before its numbers: zeros on the colour scale, a tick per row and column."""
     import numpy as np
 
-    im = ax.imshow(np.zeros((n_rows, n_cols)), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # (rows, cols)
+    im = ax.imshow(np.zeros((n_rows, n_cols)), cmap="Blues", vmin=0.0, vmax=vmax, aspect="auto")  # (rows, cols)
     ax.set_xticks(range(n_cols))
     ax.set_yticks(range(n_rows))
     return im
