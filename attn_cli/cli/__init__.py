@@ -29,8 +29,7 @@ def check_utf8_words(args: Iterable[str]) -> None:
             raise click.UsageError(f"the argument {shown} is not valid UTF-8 text") from None
 
 
-# an OSError with one of these is a condition of the machine (a full or read-only disk, a folder
-# the user may not write), reported in one line, never a traceback
+# an OSError with one of these is the machine's condition (a full or read-only disk, ...): one line, no traceback
 _ENVIRONMENT_ERRNOS = {ENOSPC, EDQUOT, EACCES, EPERM, EROFS, EIO, EFBIG, ENAMETOOLONG}
 
 

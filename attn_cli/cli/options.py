@@ -130,8 +130,7 @@ def _cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return Path(value)
 
 
-# a scheduler address: an optional scheme, a host (a name, an IPv4 or a bracketed IPv6) and an
-# optional port; nothing else (no spaces, control characters, paths), at most 255 characters
+# an optional scheme, a host (a name, an IPv4 or a bracketed IPv6), an optional port; nothing else, 255 at most
 SCHEDULER_SCHEMES = ("tcp", "tls")  # the scheduler addresses attn connects to (a bare host:port is tcp)
 SCHEDULER_ADDRESS = re.compile(
     r"(?=.{1,255}\Z)([a-z][a-z0-9+.-]*://)?([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
