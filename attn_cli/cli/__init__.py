@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 import click
 
 from attn_cli import __version__, signals
-from attn_cli.cli.commands import catalogue, copy_task, d2l, w9
-from attn_cli.cli.commands.execute import Job, cache_, execute
+from attn_cli.cli.commands import cache, catalogue, copy_task, d2l, w9
+from attn_cli.cli.commands.execute import Job, execute
 from attn_cli.errors import AttnError
 
 
@@ -82,7 +82,7 @@ def _interrupted(exc: BaseException) -> NoReturn:
 
 @click.group(
     cls=AttnGroup,
-    commands=[cache_, *catalogue.COMMANDS, *copy_task.COMMANDS, *d2l.COMMANDS, *w9.COMMANDS],
+    commands=[*cache.COMMANDS, *catalogue.COMMANDS, *copy_task.COMMANDS, *d2l.COMMANDS, *w9.COMMANDS],
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="attn")

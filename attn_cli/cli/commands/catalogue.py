@@ -258,7 +258,7 @@ def usage_errors() -> Iterator[None]:
 def library_keywords(common: Common, n_seeds: int | None, no_cache: bool) -> dict[str, Any]:
     """The keywords :func:`attn_cli.regenerate.verify` and ``regenerate_all`` share, from the options."""
     from attn_cli.cli.commands import execute  # its run_plan looked up now: tests replace it
-    from attn_cli.cli.commands.execute import cache_root
+    from attn_cli.cli.commands.cache import cache_root
 
     if n_seeds is not None and common.quick:
         raise click.UsageError("--seeds with --quick: a quick run trains one seed and judges nothing trained")

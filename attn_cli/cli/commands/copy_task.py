@@ -130,7 +130,7 @@ def copy_task(
         attn copy-task --lengths 16 --seeds 0-4 --model attention
         attn copy-task --quick --json --out /tmp/copy
     """
-    from attn_cli.cli.commands.execute import cache_root
+    from attn_cli.cli.commands.cache import cache_root
     from attn_cli.experiments import copy_task as exp
 
     if seeds and click.get_current_context().get_parameter_source("seed") is not ParameterSource.DEFAULT:

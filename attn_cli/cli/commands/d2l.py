@@ -48,7 +48,9 @@ def copy_both(common: Common, **fields: Any) -> Job:
         attn copy-both
         attn copy-both --weights 0.5 0.6 --samples 20000 --d-v 8
     """
-    return job("copy_both", common, **fields)
+    from attn_cli.experiments import copy_both as exp
+
+    return job(exp, common, **fields)
 
 
 _d_model_option = option(
@@ -87,7 +89,9 @@ def heatmap(query_word: str, key_word: str, d_model: int, heads: int | None, com
         attn heatmap banana bandana --d-model 64
         attn heatmap attention translation --heads 4
     """
-    return job("crossattn", common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
+    from attn_cli.experiments import crossattn as exp
+
+    return job(exp, common, query_word=query_word, key_word=key_word, d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand)
@@ -105,7 +109,9 @@ def crossattn_map(d_model: int, heads: int | None, common: Common) -> Job:
         attn crossattn-map
         attn crossattn-map --heads 4      # exercise 11: a fresh 4-head layer
     """
-    return job("crossattn", common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
+    from attn_cli.experiments import crossattn as exp
+
+    return job(exp, common, query_word="attention", key_word="translation", d_model=d_model, heads=heads or 0)
 
 
 @click.command(cls=JudgedCommand)
@@ -144,7 +150,9 @@ def heads(common: Common, **fields: Any) -> Job:
         attn heads
         attn heads --d-model 512 --heads 1 8 64 --layout-heads 8
     """
-    return job("heads", common, **fields)
+    from attn_cli.experiments import heads as exp
+
+    return job(exp, common, **fields)
 
 
 @click.command(cls=JudgedCommand)
@@ -159,7 +167,9 @@ def self_cross(common: Common) -> Job:
     Example:
         attn self-cross
     """
-    return job("self_cross", common)
+    from attn_cli.experiments import self_cross as exp
+
+    return job(exp, common)
 
 
 def _selection(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[int, ...]:

@@ -33,7 +33,9 @@ def embeddings(common: Common, **fields: Any) -> Job:
         attn embeddings
         attn embeddings --vocab-size 30000 --embed-dim 512 --json
     """
-    return job("embeddings", common, **fields)
+    from attn_cli.experiments import embeddings as exp
+
+    return job(exp, common, **fields)
 
 
 @click.command(cls=JudgedCommand, short_help="PPMI + SVD word vectors; analogies A - B + C (W9 1.2).")
@@ -64,7 +66,9 @@ def analogy(words: tuple[str, ...], nearest_word: str, top: int, rank: int, comm
 
     if common.device != "cpu":
         note(f"analogy runs in numpy on the CPU, as the text; --device {common.device} is not used")
-    return job("analogy", common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
+    from attn_cli.experiments import analogy as exp
+
+    return job(exp, common, query=words or None, nearest_word=nearest_word, nearest_top=top, rank=rank)
 
 
 @click.command(cls=JudgedCommand, short_help="Attention by hand, and its properties (W9 3.1, 3.2).")
@@ -86,7 +90,9 @@ def formula(common: Common, **fields: Any) -> Job:
         attn formula
         attn formula --n-k 50 --d-k 64 --device auto
     """
-    return job("formula", common, **fields)
+    from attn_cli.experiments import formula as exp
+
+    return job(exp, common, **fields)
 
 
 @click.command(cls=JudgedCommand, short_help="Self-attention cannot tell the order (W9 4.3).")
@@ -104,7 +110,9 @@ def order(d_model: int, common: Common) -> Job:
         attn order
         attn order --d-model 16 --seed 1
     """
-    return job("order", common, d_model=d_model)
+    from attn_cli.experiments import order as exp
+
+    return job(exp, common, d_model=d_model)
 
 
 @click.command(cls=JudgedCommand)
@@ -151,7 +159,9 @@ def masks(common: Common) -> Job:
     Example:
         attn masks
     """
-    return job("masks", common)
+    from attn_cli.experiments import masks as exp
+
+    return job(exp, common)
 
 
 @click.command(cls=JudgedCommand)
