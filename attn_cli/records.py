@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attn_cli.published.types import KINDS
-from attn_cli.render.table import fmt_value
+from attn_cli.published.types import KINDS, fmt_value
 
 FORMAT = "attn-checks/1"
 VERDICTS = ("pass", "fail", "n/a", "skipped")  # an Outcome's status (attn_cli.published.compare)

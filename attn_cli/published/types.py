@@ -140,3 +140,22 @@ def identity(check: Check, why: str) -> Check:
     """``check`` as an identity: true by construction or arithmetic (``why`` says which),
     shown beside the text but never counted as evidence."""
     return replace(check, kind="identity", reason=f"{check.reason}; identity: {why}")
+
+
+def fmt_value(value: Any, limit: int = 60) -> str:
+    """A short, readable rendering of a published or regenerated value."""
+    if value is MISSING or value is None:
+        return "—"
+    text = _fmt(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6) else f"{value:.5g}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_fmt(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)

@@ -11,10 +11,10 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from attn_cli.core.numerics import cuda_summary
-from attn_cli.published.types import KINDS
+from attn_cli.published.types import KINDS, fmt_value
 from attn_cli.records import FIGURE_SUFFIXES, Section
 from attn_cli.render.report import QUICK_NOTE, SOURCES, VERDICT_CLASS, figure_views
-from attn_cli.render.table import esc, fmt_value, to_html
+from attn_cli.render.table import esc, to_html
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

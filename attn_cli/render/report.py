@@ -9,8 +9,9 @@ from os.path import commonprefix
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.numerics import cuda_summary
+from attn_cli.published.types import fmt_value
 from attn_cli.records import Diff, Row, Section, regenerated
-from attn_cli.render.table import Block, Cell, Column, Table, fmt_value, md_escape, styled, to_markdown
+from attn_cli.render.table import Block, Cell, Column, Table, md_escape, styled, to_markdown
 
 if TYPE_CHECKING:
     from attn_cli.experiment_registry import Registry

@@ -13,8 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.published.types import MISSING
-
 if TYPE_CHECKING:
     from rich.console import JustifyMethod, OverflowMethod
     from rich.table import Table as RichTable
@@ -59,25 +57,6 @@ def styled(*parts: str | tuple[str, str], verdict: str = "") -> Text:
 
 def plain(cell: Cell) -> str:
     return "".join(text for text, _ in cell.spans) if isinstance(cell, Text) else str(cell)
-
-
-def fmt_value(value: Any, limit: int = 60) -> str:
-    """A short, readable rendering of a published or regenerated value."""
-    if value is MISSING or value is None:
-        return "—"
-    text = _fmt(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}" if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6) else f"{value:.5g}"
-    if isinstance(value, (list, tuple)):
-        inner = ", ".join(_fmt(v) for v in value)
-        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
-    return str(value)
 
 
 @dataclass(frozen=True)
