@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 from multiprocessing import forkserver, resource_tracker
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.core import numerics
 from attn_cli.core.copy_spec import RunOutcome, RunSpec
@@ -46,7 +46,13 @@ def fast_engine() -> Callable:
         raise AttnError(
             "--engine fast is not available in this build yet (attn_cli/core/copy_fast is missing); use --engine exact"
         )
-    return lambda *args, **kwargs: importlib.import_module("attn_cli.core.copy_fast").run_fast(*args, **kwargs)
+    return _run_fast
+
+
+def _run_fast(*args: Any, **kwargs: Any) -> Any:  # imported at the first run, not at the check above
+    from attn_cli.core.copy_fast import run_fast
+
+    return run_fast(*args, **kwargs)
 
 
 def schedule(todo: Todo) -> Todo:
